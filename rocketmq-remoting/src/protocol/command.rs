@@ -1,0 +1,174 @@
+//! `RemotingCommand`: one request or response of the remoting protocol.
+
+use bytes::Bytes;
+
+use super::codes::{LanguageCode, RequestCode, ResponseCode, SerializeType, VERSION_4_9_8};
+use super::headers::{CommandHeader, HeaderError};
+use super::string_map::StringMap;
+
+/// The `extFields` map of a command header.
+pub type ExtFields = StringMap;
+
+/// Flag bit 0: the command is a response.
+pub const FLAG_RESPONSE: i32 = 0x1;
+/// Flag bit 1: the request expects no response.
+pub const FLAG_ONEWAY: i32 = 0x2;
+
+/// One remoting command (request or response): the header fields plus an opaque body.
+///
+/// Requests carry a [`RequestCode`] in `code`, responses a [`ResponseCode`]; flag bit 0 tells
+/// which. `ext_fields` is `None` when the header had no `extFields` (JSON key absent, or binary
+/// map length 0) and `Some` (possibly empty) otherwise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemotingCommand {
+    /// Request or response code.
+    pub code: i32,
+    /// Sender's language.
+    pub language: LanguageCode,
+    /// Sender's `MQVersion` ordinal.
+    pub version: i32,
+    /// Request id chosen by the requester and copied into the response.
+    pub opaque: i32,
+    /// Flag bits ([`FLAG_RESPONSE`], [`FLAG_ONEWAY`]).
+    pub flag: i32,
+    /// Free text, usually an error description.
+    pub remark: Option<String>,
+    /// Header fields.
+    pub ext_fields: Option<ExtFields>,
+    /// Body bytes (empty when there is none).
+    pub body: Bytes,
+    /// How the header is (or was) serialized.
+    pub serialize_type: SerializeType,
+}
+
+impl Default for RemotingCommand {
+    fn default() -> Self {
+        Self {
+            code: 0,
+            language: LanguageCode::Java,
+            version: VERSION_4_9_8,
+            opaque: 0,
+            flag: 0,
+            remark: None,
+            ext_fields: None,
+            body: Bytes::new(),
+            serialize_type: SerializeType::Json,
+        }
+    }
+}
+
+impl RemotingCommand {
+    /// A request with no header fields. `opaque` is left 0: the transport assigns it.
+    pub fn request(code: RequestCode) -> Self {
+        Self {
+            code: code.to_i32(),
+            ..Self::default()
+        }
+    }
+
+    /// A request carrying `header` in its `extFields`.
+    pub fn request_with_header(code: RequestCode, header: &impl CommandHeader) -> Self {
+        let mut cmd = Self::request(code);
+        cmd.set_header(header);
+        cmd
+    }
+
+    /// A response with `code` and an optional remark; `opaque` is copied by the transport.
+    pub fn response(code: ResponseCode, remark: impl Into<Option<String>>) -> Self {
+        Self {
+            code: code.to_i32(),
+            flag: FLAG_RESPONSE,
+            remark: remark.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A SUCCESS response.
+    pub fn success() -> Self {
+        Self::response(ResponseCode::Success, None)
+    }
+
+    /// A response to this request: same opaque and serialize type, response flag set.
+    pub fn response_to(&self, code: ResponseCode, remark: impl Into<Option<String>>) -> Self {
+        Self {
+            code: code.to_i32(),
+            flag: FLAG_RESPONSE,
+            opaque: self.opaque,
+            remark: remark.into(),
+            serialize_type: self.serialize_type,
+            ..Self::default()
+        }
+    }
+
+    /// Replaces the body.
+    pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// Sets the remark.
+    pub fn with_remark(mut self, remark: impl Into<String>) -> Self {
+        self.remark = Some(remark.into());
+        self
+    }
+
+    /// Writes `header` into `extFields` (creating the map; existing entries of the same keys are
+    /// replaced).
+    pub fn set_header(&mut self, header: &impl CommandHeader) {
+        let ext = self.ext_fields.get_or_insert_with(ExtFields::new);
+        header.write_to(ext);
+    }
+
+    /// Reads a typed header from `extFields` (an absent map reads as empty).
+    pub fn decode_header<H: CommandHeader>(&self) -> Result<H, HeaderError> {
+        static EMPTY: ExtFields = ExtFields::new();
+        H::read_from(self.ext_fields.as_ref().unwrap_or(&EMPTY))
+    }
+
+    /// One `extFields` value.
+    pub fn ext(&self, key: &str) -> Option<&str> {
+        self.ext_fields.as_ref().and_then(|e| e.get(key))
+    }
+
+    /// Sets one `extFields` value.
+    pub fn set_ext(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.ext_fields
+            .get_or_insert_with(ExtFields::new)
+            .insert(key, value);
+    }
+
+    /// Whether flag bit 0 (response) is set.
+    pub fn is_response(&self) -> bool {
+        self.flag & FLAG_RESPONSE != 0
+    }
+
+    /// Whether flag bit 1 (oneway) is set.
+    pub fn is_oneway(&self) -> bool {
+        self.flag & FLAG_ONEWAY != 0
+    }
+
+    /// Sets flag bit 1 (oneway).
+    pub fn mark_oneway(&mut self) {
+        self.flag |= FLAG_ONEWAY;
+    }
+
+    /// Sets flag bit 0 (response).
+    pub fn mark_response(&mut self) {
+        self.flag |= FLAG_RESPONSE;
+    }
+
+    /// `code` read as a request code.
+    pub fn request_code(&self) -> RequestCode {
+        RequestCode::from_i32(self.code)
+    }
+
+    /// `code` read as a response code.
+    pub fn response_code(&self) -> ResponseCode {
+        ResponseCode::from_i32(self.code)
+    }
+
+    /// The remark, or `""`.
+    pub fn remark_str(&self) -> &str {
+        self.remark.as_deref().unwrap_or("")
+    }
+}

@@ -1,0 +1,89 @@
+//! The SEND_BATCH_MESSAGE body: one record per message,
+//! `TOTALSIZE i32 | MAGIC i32 (0) | BODYCRC i32 (0) | FLAG i32 | BODYLEN i32 | BODY |
+//! PROPLEN i16 | PROPERTIES`.
+
+use bytes::Bytes;
+
+use super::model::Message;
+use super::properties::{decode_properties, encode_properties};
+use super::stored::StoredDecodeError;
+use crate::protocol::string_map::StringMap;
+
+/// One element of a batch body.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BatchElement {
+    /// User flag.
+    pub flag: i32,
+    /// Body.
+    pub body: Bytes,
+    /// The element's own properties.
+    pub properties: StringMap,
+}
+
+/// Encodes the messages' flag, body and properties as a batch body.
+pub fn encode_batch<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for m in messages {
+        let props = encode_properties(&m.properties);
+        let size = 4 + 4 + 4 + 4 + 4 + m.body.len() + 2 + props.len();
+        out.extend_from_slice(&(size as i32).to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&m.flag.to_be_bytes());
+        out.extend_from_slice(&(m.body.len() as i32).to_be_bytes());
+        out.extend_from_slice(&m.body);
+        out.extend_from_slice(&(props.len() as i16).to_be_bytes());
+        out.extend_from_slice(props.as_bytes());
+    }
+    out
+}
+
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Decodes a batch body. Every record must be complete and exactly fill its stated size.
+pub fn decode_batch(body: &[u8]) -> Result<Vec<BatchElement>, StoredDecodeError> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        if rest.len() < 4 {
+            return Err(StoredDecodeError::Truncated {
+                need: 4,
+                have: rest.len(),
+            });
+        }
+        let size = be_i32(rest, 0);
+        let n = usize::try_from(size)
+            .ok()
+            .filter(|&n| n >= 22)
+            .ok_or(StoredDecodeError::BadSize(size))?;
+        if rest.len() < n {
+            return Err(StoredDecodeError::Truncated {
+                need: n,
+                have: rest.len(),
+            });
+        }
+        let rec = &rest[..n];
+        let flag = be_i32(rec, 12);
+        let body_len = usize::try_from(be_i32(rec, 16))
+            .ok()
+            .filter(|&l| 20 + l + 2 <= n)
+            .ok_or(StoredDecodeError::FieldOverrun("BODYLENGTH"))?;
+        let body = Bytes::copy_from_slice(&rec[20..20 + body_len]);
+        let p = 20 + body_len;
+        let props_len = usize::try_from(i16::from_be_bytes([rec[p], rec[p + 1]]))
+            .ok()
+            .filter(|&l| p + 2 + l == n)
+            .ok_or(StoredDecodeError::FieldOverrun("PROPERTIESLENGTH"))?;
+        let properties =
+            decode_properties(&String::from_utf8_lossy(&rec[p + 2..p + 2 + props_len]));
+        out.push(BatchElement {
+            flag,
+            body,
+            properties,
+        });
+        rest = &rest[n..];
+    }
+    Ok(out)
+}

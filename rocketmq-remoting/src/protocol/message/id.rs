@@ -1,0 +1,262 @@
+//! Message ids: the offset id (store host + commit-log offset) and the client-generated
+//! `UNIQ_KEY` (`MessageClientIDSetter`).
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn hex_upper(bytes: &[u8], out: &mut String) {
+    for b in bytes {
+        let _ = write!(out, "{b:02X}");
+    }
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
+}
+
+/// The offset message id: upper-case hex of store IP (4 or 16 bytes), store port (i32) and
+/// commit-log offset (i64).
+pub fn encode_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> String {
+    let mut s = String::with_capacity(56);
+    match store_host.ip() {
+        IpAddr::V4(ip) => hex_upper(&ip.octets(), &mut s),
+        IpAddr::V6(ip) => hex_upper(&ip.octets(), &mut s),
+    }
+    hex_upper(&i32::from(store_host.port()).to_be_bytes(), &mut s);
+    hex_upper(&commit_log_offset.to_be_bytes(), &mut s);
+    s
+}
+
+/// Decodes an offset message id (32 hex digits for IPv4, 56 for IPv6) into the broker address
+/// and the commit-log offset.
+pub fn decode_offset_msg_id(id: &str) -> Option<(SocketAddr, i64)> {
+    let b = unhex(id)?;
+    let (ip, rest) = match b.len() {
+        16 => (
+            IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3])),
+            &b[4..],
+        ),
+        28 => {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(&b[..16]);
+            (IpAddr::V6(Ipv6Addr::from(a)), &b[16..])
+        }
+        _ => return None,
+    };
+    let port = i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+    let port = u16::try_from(port).ok()?;
+    let mut off = [0u8; 8];
+    off.copy_from_slice(&rest[4..12]);
+    Some((SocketAddr::new(ip, port), i64::from_be_bytes(off)))
+}
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Civil (year, month) of a day count since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m)
+}
+
+/// Start of the month (UTC, ms) containing `ms`, shifted by `delta` months.
+fn month_start_ms(ms: i64, delta: i64) -> i64 {
+    let (y, m) = civil_from_days(ms.div_euclid(86_400_000));
+    let idx = y * 12 + (m - 1) + delta;
+    days_from_civil(idx.div_euclid(12), idx.rem_euclid(12) + 1, 1) * 86_400_000
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Generates `UNIQ_KEY` ids: a fixed per-process prefix (client IP, process id, an instance hash)
+/// followed by the milliseconds since the start of the current month and a 16-bit counter.
+///
+/// Java measures the month in the JVM's local time zone; this uses UTC (the ids stay unique and
+/// parseable; only the embedded time reads differently in other zones).
+#[derive(Debug)]
+pub struct UniqIdGenerator {
+    prefix: String,
+    counter: AtomicU32,
+    month: Mutex<(i64, i64)>,
+}
+
+impl UniqIdGenerator {
+    /// A generator for a process at `ip` with process id `pid`; `instance_hash` stands in for
+    /// Java's class-loader hash code (any per-process random value).
+    pub fn new(ip: IpAddr, pid: u32, instance_hash: i32) -> Self {
+        let mut raw = Vec::with_capacity(22);
+        match ip {
+            IpAddr::V4(v4) => raw.extend_from_slice(&v4.octets()),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => raw.extend_from_slice(&v4.octets()),
+                None => raw.extend_from_slice(&v6.octets()),
+            },
+        }
+        raw.extend_from_slice(&(pid as u16).to_be_bytes());
+        raw.extend_from_slice(&instance_hash.to_be_bytes());
+        let mut prefix = String::with_capacity(56);
+        hex_upper(&raw, &mut prefix);
+        let now = now_ms();
+        Self {
+            prefix,
+            counter: AtomicU32::new(0),
+            month: Mutex::new((month_start_ms(now, 0), month_start_ms(now, 1))),
+        }
+    }
+
+    /// The next id.
+    pub fn next_id(&self) -> String {
+        self.next_id_at(now_ms())
+    }
+
+    /// The next id, as if the clock read `now` (ms since the epoch).
+    pub fn next_id_at(&self, now: i64) -> String {
+        let start = {
+            let mut m = self.month.lock().unwrap_or_else(|p| p.into_inner());
+            if now >= m.1 || now < m.0 - 86_400_000 * 31 {
+                *m = (month_start_ms(now, 0), month_start_ms(now, 1));
+            }
+            m.0
+        };
+        let mut diff = (now - start) as i32;
+        if diff < 0 && diff > -1_000_000 {
+            diff = 0;
+        }
+        let count = self.counter.fetch_add(1, Ordering::Relaxed) as u16;
+        let mut s = String::with_capacity(self.prefix.len() + 12);
+        s.push_str(&self.prefix);
+        hex_upper(&diff.to_be_bytes(), &mut s);
+        hex_upper(&count.to_be_bytes(), &mut s);
+        s
+    }
+}
+
+/// What a `UNIQ_KEY` reveals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UniqIdInfo {
+    /// Client IP.
+    pub ip: IpAddr,
+    /// Low 16 bits of the client's process id.
+    pub pid: u16,
+    /// Approximate creation time (ms since the epoch), resolved against the month of `now`.
+    pub timestamp_ms: i64,
+    /// Per-process counter (low 16 bits).
+    pub counter: u16,
+}
+
+impl UniqIdInfo {
+    /// Parses a `UNIQ_KEY` (32 hex digits for IPv4 clients, 56 for IPv6), resolving its time
+    /// against `now` (ms): the current month, or the previous one if that would be in the future.
+    pub fn parse(id: &str, now: i64) -> Option<Self> {
+        let b = unhex(id)?;
+        let ip_len = match b.len() {
+            16 => 4,
+            28 => 16,
+            _ => return None,
+        };
+        let ip = if ip_len == 4 {
+            IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3]))
+        } else {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(&b[..16]);
+            IpAddr::V6(Ipv6Addr::from(a))
+        };
+        let pid = u16::from_be_bytes([b[ip_len], b[ip_len + 1]]);
+        let t = ip_len + 6;
+        let span = i64::from(u32::from_be_bytes([b[t], b[t + 1], b[t + 2], b[t + 3]]));
+        let counter = u16::from_be_bytes([b[t + 4], b[t + 5]]);
+        let mut start = month_start_ms(now, 0);
+        if start + span >= now {
+            start = month_start_ms(now, -1);
+        }
+        Some(Self {
+            ip,
+            pid,
+            timestamp_ms: start + span,
+            counter,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_id_round_trip() {
+        let host: SocketAddr = "10.0.0.2:10911".parse().unwrap();
+        let id = encode_offset_msg_id(host, 1234);
+        assert_eq!(id, "0A00000200002A9F00000000000004D2");
+        assert_eq!(decode_offset_msg_id(&id), Some((host, 1234)));
+        let v6: SocketAddr = "[fe80::1]:10911".parse().unwrap();
+        let id6 = encode_offset_msg_id(v6, -1);
+        assert_eq!(id6.len(), 56);
+        assert_eq!(decode_offset_msg_id(&id6), Some((v6, -1)));
+        assert_eq!(decode_offset_msg_id("XYZ"), None);
+        assert_eq!(decode_offset_msg_id("0A000002"), None);
+    }
+
+    #[test]
+    fn month_arithmetic() {
+        // 2023-11-14T22:13:20Z
+        let t = 1_700_000_000_000;
+        assert_eq!(month_start_ms(t, 0), 1_698_796_800_000); // 2023-11-01
+        assert_eq!(month_start_ms(t, 1), 1_701_388_800_000); // 2023-12-01
+        assert_eq!(month_start_ms(t, 2), 1_704_067_200_000); // 2024-01-01
+        assert_eq!(month_start_ms(t, -10), 1_672_531_200_000); // 2023-01-01
+        assert_eq!(month_start_ms(t, -11), 1_669_852_800_000); // 2022-12-01
+        assert_eq!(month_start_ms(0, 0), 0);
+    }
+
+    #[test]
+    fn uniq_ids_are_unique_and_parse_back() {
+        let g = UniqIdGenerator::new("192.168.0.10".parse().unwrap(), 0x12345, 0x0BADF00D);
+        let t = 1_700_000_000_000;
+        let a = g.next_id_at(t);
+        let b = g.next_id_at(t);
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+        assert!(a.starts_with("C0A8000A23450BADF00D"));
+        let info = UniqIdInfo::parse(&a, t + 5).unwrap();
+        assert_eq!(info.ip, "192.168.0.10".parse::<IpAddr>().unwrap());
+        assert_eq!(info.pid, 0x2345);
+        assert_eq!(info.timestamp_ms, t);
+        assert_eq!(info.counter, 0);
+        assert_eq!(UniqIdInfo::parse(&b, t + 5).unwrap().counter, 1);
+        // Parsed in the next month, the time still resolves to the month of creation.
+        assert_eq!(
+            UniqIdInfo::parse(&a, t + 20 * 86_400_000).unwrap().timestamp_ms,
+            t
+        );
+        let g6 = UniqIdGenerator::new("fe80::1".parse().unwrap(), 1, 2);
+        assert_eq!(g6.next_id().len(), 56);
+    }
+}
