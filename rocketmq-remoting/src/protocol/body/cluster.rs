@@ -23,7 +23,7 @@ pub struct TopicList {
     /// Broker address (set by some admin calls).
     pub broker_addr: Option<String>,
     /// Topic names.
-    pub topic_list: BTreeSet<String>,
+    pub topic_list: Vec<String>,
 }
 
 /// A string table (name-server KV namespaces, REGISTER_BROKER response).

@@ -1,6 +1,7 @@
 //! JSON as fastjson writes and reads it: a tolerant reader, a fastjson-style writer, and the
 //! glue to read and write typed bodies.
 
+pub mod de;
 pub mod escape;
 pub mod lenient;
 pub mod ser;
@@ -24,10 +25,12 @@ pub enum JsonError {
     Write(String),
 }
 
-/// Reads a typed body from fastjson, jsoncpp or standard JSON text.
+/// Reads a typed body from fastjson, jsoncpp or standard JSON text. Object members whose value
+/// is `null` are treated as absent (their field takes its default), and numbers, strings and
+/// booleans convert into each other where the field type asks for it, as fastjson does.
 pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
     let value = lenient::parse(bytes)?;
-    serde_json::from_value(value).map_err(|e| JsonError::Shape(e.to_string()))
+    T::deserialize(de::Lenient(&value)).map_err(|e| JsonError::Shape(e.to_string()))
 }
 
 /// Writes a typed body in the given style.

@@ -239,20 +239,35 @@ impl DerefMut for MessageExt {
     }
 }
 
-/// A queue of a topic on one broker. Ordered (and equal) by topic, broker name, queue id, as
-/// Java's `MessageQueue.compareTo`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+/// A queue of a topic on one broker. Ordered by topic, broker name, queue id, as Java's
+/// `MessageQueue.compareTo`. (Fields are declared alphabetically: that is the JSON order.)
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageQueue {
-    /// Topic.
-    #[serde(default)]
-    pub topic: String,
     /// Broker name.
     #[serde(default)]
     pub broker_name: String,
     /// Queue id.
     #[serde(default)]
     pub queue_id: i32,
+    /// Topic.
+    #[serde(default)]
+    pub topic: String,
+}
+
+impl Ord for MessageQueue {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.topic
+            .cmp(&other.topic)
+            .then_with(|| self.broker_name.cmp(&other.broker_name))
+            .then_with(|| self.queue_id.cmp(&other.queue_id))
+    }
+}
+
+impl PartialOrd for MessageQueue {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl MessageQueue {
