@@ -7,4 +7,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod error;
 pub mod protocol;
+pub mod transport;
+
+pub use error::RemotingError;

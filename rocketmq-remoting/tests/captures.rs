@@ -14,8 +14,8 @@ use rocketmq_remoting::protocol::body::{
 use rocketmq_remoting::protocol::frame;
 use rocketmq_remoting::protocol::headers::*;
 use rocketmq_remoting::protocol::message::{
-    decode_batch, decode_stored, decode_stored_all, decompress_body, encode_batch,
-    encode_stored, StoredDecodeOptions,
+    decode_batch, decode_stored, decode_stored_all, decompress_body, encode_batch, encode_stored,
+    StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
     JsonStyle, LanguageCode, RemotingCommand, RequestCode, ResponseCode, SerializeType,
@@ -115,7 +115,10 @@ fn every_frame_decodes_and_re_encodes() {
                     "{file}:{}",
                     f.line
                 );
-                assert_eq!(&again[8 + header_bytes(&again).len()..], &b[8 + header_bytes(b).len()..]);
+                assert_eq!(
+                    &again[8 + header_bytes(&again).len()..],
+                    &b[8 + header_bytes(b).len()..]
+                );
                 semantic += 1;
             } else {
                 assert_eq!(
@@ -131,7 +134,10 @@ fn every_frame_decodes_and_re_encodes() {
         }
     }
     assert!(exact > 600, "{exact} frames re-encoded byte for byte");
-    assert!(semantic > 100, "{semantic} C++ frames compared semantically");
+    assert!(
+        semantic > 100,
+        "{semantic} C++ frames compared semantically"
+    );
 }
 
 /// Every frame split at every point decodes to the same command.
@@ -224,7 +230,12 @@ fn every_header_and_body_decodes() {
                         let hb: HeartbeatData = body::decode(&cmd.body).unwrap();
                         assert!(!hb.client_id.is_empty());
                         if java {
-                            assert_eq!(body::encode_fastjson(&hb), &cmd.body[..], "{file}:{}", f.line);
+                            assert_eq!(
+                                body::encode_fastjson(&hb),
+                                &cmd.body[..],
+                                "{file}:{}",
+                                f.line
+                            );
                         }
                         *counts.entry("heartbeat").or_default() += 1;
                     }
@@ -271,8 +282,7 @@ fn every_header_and_body_decodes() {
                         )
                         .unwrap();
                         if h.sys_flag & 1 != 0 {
-                            let inflated =
-                                decompress_body(&cmd.body, h.sys_flag, 1 << 24).unwrap();
+                            let inflated = decompress_body(&cmd.body, h.sys_flag, 1 << 24).unwrap();
                             assert_eq!(inflated.len(), 5000);
                             *counts.entry("compressed").or_default() += 1;
                         }

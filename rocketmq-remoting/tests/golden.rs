@@ -4,22 +4,22 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use rocketmq_remoting::protocol::body::{
-    self, BrokerData, ClusterInfo, ConsumeFromWhere, ConsumeType, ConsumerData,
-    ConsumerListBody, ConsumerOffsetTable, DataVersion, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody, MessageModel, ProducerData, QueueData, RegisterBrokerBody,
-    ResetOffsetBody, SubscriptionData, TopicConfig, TopicList, TopicRouteData,
+    self, BrokerData, ClusterInfo, ConsumeFromWhere, ConsumeType, ConsumerData, ConsumerListBody,
+    ConsumerOffsetTable, DataVersion, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
+    MessageModel, ProducerData, QueueData, RegisterBrokerBody, ResetOffsetBody, SubscriptionData,
+    TopicConfig, TopicList, TopicRouteData,
 };
 use rocketmq_remoting::protocol::frame;
 use rocketmq_remoting::protocol::headers::{
     CommandHeader, PullMessageResponseHeader, SendMessageRequestHeader,
 };
 use rocketmq_remoting::protocol::message::{
-    decode_batch, decode_properties, decode_stored, encode_batch, encode_properties,
-    encode_stored, java_string_hash, Message, MessageExt, StoredDecodeOptions,
+    decode_batch, decode_properties, decode_stored, encode_batch, encode_properties, encode_stored,
+    java_string_hash, Message, MessageExt, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
-    JsonStyle, LanguageCode, RemotingCommand, RequestCode, ResponseCode, SerializeType,
-    StringMap, DEFAULT_MAX_FRAME_SIZE,
+    JsonStyle, LanguageCode, RemotingCommand, RequestCode, ResponseCode, SerializeType, StringMap,
+    DEFAULT_MAX_FRAME_SIZE,
 };
 
 fn hex(s: &str) -> Vec<u8> {
@@ -110,7 +110,10 @@ fn binary_route_request_frame() {
     assert_eq!(expected.len(), 49);
     let cmd = route_request(7, SerializeType::RocketMq);
     assert_eq!(frame::encode_to_vec(&cmd).unwrap(), expected);
-    assert_eq!(frame::decode_one(&expected, DEFAULT_MAX_FRAME_SIZE).unwrap(), cmd);
+    assert_eq!(
+        frame::decode_one(&expected, DEFAULT_MAX_FRAME_SIZE).unwrap(),
+        cmd
+    );
 }
 
 /// §2.2: SEND_MESSAGE_V2 JSON header.
@@ -201,10 +204,22 @@ fn route_data_both_forms() {
     let fast = r#"{"brokerDatas":[{"brokerAddrs":{0:"192.168.0.1:10911",1:"192.168.0.2:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#;
     let standard = r#"{"brokerDatas":[{"brokerAddrs":{"0":"192.168.0.1:10911","1":"192.168.0.2:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#;
     let route = sample_route();
-    assert_eq!(body::encode(&route, JsonStyle::Fastjson).unwrap(), fast.as_bytes());
-    assert_eq!(body::encode(&route, JsonStyle::Standard).unwrap(), standard.as_bytes());
-    assert_eq!(body::decode::<TopicRouteData>(fast.as_bytes()).unwrap(), route);
-    assert_eq!(body::decode::<TopicRouteData>(standard.as_bytes()).unwrap(), route);
+    assert_eq!(
+        body::encode(&route, JsonStyle::Fastjson).unwrap(),
+        fast.as_bytes()
+    );
+    assert_eq!(
+        body::encode(&route, JsonStyle::Standard).unwrap(),
+        standard.as_bytes()
+    );
+    assert_eq!(
+        body::decode::<TopicRouteData>(fast.as_bytes()).unwrap(),
+        route
+    );
+    assert_eq!(
+        body::decode::<TopicRouteData>(standard.as_bytes()).unwrap(),
+        route
+    );
 }
 
 /// §3.1 quirk 10: BrowserCompatible escapes non-ASCII and writes big longs as strings.
@@ -246,7 +261,10 @@ fn register_broker_body() {
         .topic_config_table
         .insert("TopicTest".into(), TopicConfig::new("TopicTest", 4));
     assert_eq!(body::encode_fastjson(&b), text.as_bytes());
-    assert_eq!(body::decode::<RegisterBrokerBody>(text.as_bytes()).unwrap(), b);
+    assert_eq!(
+        body::decode::<RegisterBrokerBody>(text.as_bytes()).unwrap(),
+        b
+    );
 }
 
 /// §3.5: ClusterInfo and TopicList.
@@ -301,7 +319,10 @@ fn heartbeat_body() {
     // Go client: same keys, different order, enum as ordinal is accepted too.
     let go = r#"{"clientID":"10.0.0.1@4242","producerDataSet":[],"consumerDataSet":[{"groupName":"G","consumeType":"CONSUME_PASSIVELY","messageModel":"BROADCASTING","consumeFromWhere":4,"subscriptionDataSet":[{"topic":"T","subString":"*","classFilterMode":false,"tagsSet":null,"codeSet":null,"subVersion":1,"expressionType":"TAG"}],"unitMode":false}]}"#;
     let g: HeartbeatData = body::decode(go.as_bytes()).unwrap();
-    assert_eq!(g.consumer_data_set[0].message_model, MessageModel::Broadcasting);
+    assert_eq!(
+        g.consumer_data_set[0].message_model,
+        MessageModel::Broadcasting
+    );
     assert_eq!(
         g.consumer_data_set[0].consume_from_where,
         ConsumeFromWhere::ConsumeFromFirstOffset
@@ -320,19 +341,28 @@ fn lock_bodies() {
     };
     let text = r#"{"clientId":"1.2.3.4@1","consumerGroup":"CG","mqSet":[{"brokerName":"broker-a","queueId":0,"topic":"T"}]}"#;
     assert_eq!(body::encode_fastjson(&req), text.as_bytes());
-    assert_eq!(body::decode::<LockBatchRequestBody>(text.as_bytes()).unwrap(), req);
+    assert_eq!(
+        body::decode::<LockBatchRequestBody>(text.as_bytes()).unwrap(),
+        req
+    );
     let resp = LockBatchResponseBody {
         lock_ok_mq_set: [mq].into(),
     };
     let text = r#"{"lockOKMQSet":[{"brokerName":"broker-a","queueId":0,"topic":"T"}]}"#;
     assert_eq!(body::encode_fastjson(&resp), text.as_bytes());
-    assert_eq!(body::decode::<LockBatchResponseBody>(text.as_bytes()).unwrap(), resp);
+    assert_eq!(
+        body::decode::<LockBatchResponseBody>(text.as_bytes()).unwrap(),
+        resp
+    );
     let list = ConsumerListBody {
         consumer_id_list: vec!["1.2.3.4@1".into(), "1.2.3.5@1".into()],
     };
     let text = r#"{"consumerIdList":["1.2.3.4@1","1.2.3.5@1"]}"#;
     assert_eq!(body::encode_fastjson(&list), text.as_bytes());
-    assert_eq!(body::decode::<ConsumerListBody>(text.as_bytes()).unwrap(), list);
+    assert_eq!(
+        body::decode::<ConsumerListBody>(text.as_bytes()).unwrap(),
+        list
+    );
 }
 
 /// §3.8 and §3.1 quirks 1 and 2: unquoted numeric keys and object keys.
@@ -343,7 +373,10 @@ fn offset_tables_with_fastjson_keys() {
     t.offset_table
         .insert("TopicTest@CG".into(), [(0, 10), (1, 20)].into());
     assert_eq!(body::encode_fastjson(&t), text.as_bytes());
-    assert_eq!(body::decode::<ConsumerOffsetTable>(text.as_bytes()).unwrap(), t);
+    assert_eq!(
+        body::decode::<ConsumerOffsetTable>(text.as_bytes()).unwrap(),
+        t
+    );
 
     let text = r#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:5}}"#;
     let mut r = ResetOffsetBody::default();
@@ -358,27 +391,30 @@ fn offset_tables_with_fastjson_keys() {
 /// §4.1: properties string.
 #[test]
 fn properties_string() {
-    let expected = hex("4b 45 59 53 01 6b 31 20 6b 32 02 54 41 47 53 01 54 61 67 41 02 57 41 49 54 01 74 72 75 65");
+    let expected = hex(
+        "4b 45 59 53 01 6b 31 20 6b 32 02 54 41 47 53 01 54 61 67 41 02 57 41 49 54 01 74 72 75 65",
+    );
     let mut p = StringMap::new();
     p.insert("KEYS", "k1 k2");
     p.insert("TAGS", "TagA");
     p.insert("WAIT", "true");
     assert_eq!(encode_properties(&p).as_bytes(), &expected[..]);
-    assert_eq!(decode_properties(std::str::from_utf8(&expected).unwrap()), p);
+    assert_eq!(
+        decode_properties(std::str::from_utf8(&expected).unwrap()),
+        p
+    );
 }
 
 /// §4.3: a stored message record (100 bytes) and its offset message id.
 #[test]
 fn stored_message_record() {
-    let expected = hex(
-        "00 00 00 64  da a3 20 a7  58 93 2a ac  00 00 00 01
+    let expected = hex("00 00 00 64  da a3 20 a7  58 93 2a ac  00 00 00 01
          00 00 00 00  00 00 00 00 00 00 00 05  00 00 00 00
          00 00 04 d2  00 00 00 00  00 00 01 8b cf e5 68 00
          0a 00 00 01 00 00 c3 50  00 00 01 8b cf e5 68 01
          0a 00 00 02 00 00 2a 9f  00 00 00 00  00 00 00 00
          00 00 00 00  00 00 00 02 68 69  01 54  00 06 54 41
-         47 53 01 41",
-    );
+         47 53 01 41");
     assert_eq!(expected.len(), 100);
     let msg = MessageExt {
         message: Message::new("T", Bytes::from_static(b"hi")).with_tags("A"),
@@ -399,7 +435,10 @@ fn stored_message_record() {
     let (back, n) = decode_stored(&expected, opts).unwrap();
     assert_eq!(n, 100);
     assert_eq!(back.offset_msg_id, "0A00000200002A9F00000000000004D2");
-    assert_eq!(back.msg_id, back.offset_msg_id, "no UNIQ_KEY: msgId is the offset id");
+    assert_eq!(
+        back.msg_id, back.offset_msg_id,
+        "no UNIQ_KEY: msgId is the offset id"
+    );
     assert_eq!(back.store_size, 100);
     assert_eq!(back.body_crc, 0x58932aac);
     assert_eq!(back.message, msg.message);

@@ -10,16 +10,15 @@ use rocketmq_remoting::protocol::body::{
     RegisterBrokerBody, SubscriptionData, TopicConfig, TopicRouteData,
 };
 use rocketmq_remoting::protocol::headers::{
-    CommandHeader, EndTransactionRequestHeader, PullMessageRequestHeader,
-    SendMessageRequestHeader,
+    CommandHeader, EndTransactionRequestHeader, PullMessageRequestHeader, SendMessageRequestHeader,
 };
 use rocketmq_remoting::protocol::message::{
     decode_batch, decode_properties, decode_stored, decode_stored_all, decompress_body,
     encode_batch, encode_properties, encode_stored, Message, MessageExt, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
-    frame, header_binary, header_json, json, ExtFields, JsonStyle, LanguageCode,
-    RemotingCommand, SerializeType, StringMap, DEFAULT_MAX_FRAME_SIZE,
+    frame, header_binary, header_json, json, ExtFields, JsonStyle, LanguageCode, RemotingCommand,
+    SerializeType, StringMap, DEFAULT_MAX_FRAME_SIZE,
 };
 
 fn text() -> impl Strategy<Value = String> {
@@ -39,19 +38,21 @@ fn ext_fields(binary: bool) -> impl Strategy<Value = Option<ExtFields>> {
     } else {
         (text(), text()).boxed()
     };
-    proptest::option::of(proptest::collection::vec(entry, if binary { 1..8 } else { 0..8 })).prop_map(
-        |v| {
-            v.map(|entries| {
-                let mut m = ExtFields::new();
-                for (k, val) in entries {
-                    if !m.contains_key(&k) {
-                        m.push(k, val);
-                    }
+    proptest::option::of(proptest::collection::vec(
+        entry,
+        if binary { 1..8 } else { 0..8 },
+    ))
+    .prop_map(|v| {
+        v.map(|entries| {
+            let mut m = ExtFields::new();
+            for (k, val) in entries {
+                if !m.contains_key(&k) {
+                    m.push(k, val);
                 }
-                m
-            })
-        },
-    )
+            }
+            m
+        })
+    })
 }
 
 fn language() -> impl Strategy<Value = LanguageCode> {
@@ -146,7 +147,12 @@ fn message_ext() -> impl Strategy<Value = MessageExt> {
         (any::<i32>(), any::<i64>()),
     )
         .prop_map(
-            |(message, (queue_id, queue_offset, commit_log_offset, sys_flag), (bt, bh, st, sh), (rc, pto))| {
+            |(
+                message,
+                (queue_id, queue_offset, commit_log_offset, sys_flag),
+                (bt, bh, st, sh),
+                (rc, pto),
+            )| {
                 MessageExt {
                     message,
                     queue_id,
@@ -364,7 +370,10 @@ fn oversized_and_malformed_frames_are_errors() {
         Err(FrameError::TooLarge { .. })
     ));
     let mut short = BytesMut::from(&[0, 0, 0, 2, 0, 0][..]);
-    assert_eq!(frame::decode(&mut short, 1024), Err(FrameError::TooShort(2)));
+    assert_eq!(
+        frame::decode(&mut short, 1024),
+        Err(FrameError::TooShort(2))
+    );
     let mut bad_type = BytesMut::from(&[0, 0, 0, 4, 7, 0, 0, 0][..]);
     assert_eq!(
         frame::decode(&mut bad_type, 1024),

@@ -500,7 +500,10 @@ mod tests {
         assert_eq!(RequestCode::GetMaxOffset.to_i32(), 30);
         assert_eq!(RequestCode::GetMinOffset.to_i32(), 31);
         assert_eq!(ResponseCode::FlowControl.to_i32(), 215);
-        assert_eq!(ResponseCode::from_i32(3).name(), "REQUEST_CODE_NOT_SUPPORTED");
+        assert_eq!(
+            ResponseCode::from_i32(3).name(),
+            "REQUEST_CODE_NOT_SUPPORTED"
+        );
         assert_eq!(RequestCode::ALL.len(), 95);
         assert_eq!(ResponseCode::ALL.len(), 37);
     }

@@ -109,7 +109,11 @@ impl SubscriptionData {
             return sd;
         }
         sd.sub_string = expression.to_string();
-        for tag in expression.split("||").map(str::trim).filter(|t| !t.is_empty()) {
+        for tag in expression
+            .split("||")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
             sd.tags_set.insert(tag.to_string());
             sd.code_set.insert(java_string_hash(tag));
         }

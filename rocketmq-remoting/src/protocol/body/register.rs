@@ -140,7 +140,10 @@ pub fn encode_compressed_register_body(body: &RegisterBrokerBody) -> Vec<u8> {
     }
     let mut raw = Vec::new();
     let w = &body.topic_config_serialize_wrapper;
-    put(&mut raw, &json::to_vec(&w.data_version, JsonStyle::Fastjson).unwrap_or_default());
+    put(
+        &mut raw,
+        &json::to_vec(&w.data_version, JsonStyle::Fastjson).unwrap_or_default(),
+    );
     raw.extend_from_slice(&(w.topic_config_table.len() as i32).to_be_bytes());
     for tc in w.topic_config_table.values() {
         put(&mut raw, tc.encode_text().as_bytes());

@@ -61,7 +61,12 @@ pub mod pull_sys_flag {
     pub const LITE_PULL_MESSAGE: i32 = 0x10;
 
     /// Builds the flag the way `PullSysFlag.buildSysFlag` does.
-    pub const fn build(commit_offset: bool, suspend: bool, subscription: bool, class_filter: bool) -> i32 {
+    pub const fn build(
+        commit_offset: bool,
+        suspend: bool,
+        subscription: bool,
+        class_filter: bool,
+    ) -> i32 {
         let mut f = 0;
         if commit_offset {
             f |= COMMIT_OFFSET;

@@ -45,7 +45,9 @@ impl<'de> de::Deserializer<'de> for Lenient<'de> {
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         match self.0 {
             Value::Bool(b) => visitor.visit_bool(*b),
-            Value::String(s) => visitor.visit_bool(s.trim().eq_ignore_ascii_case("true") || s == "1"),
+            Value::String(s) => {
+                visitor.visit_bool(s.trim().eq_ignore_ascii_case("true") || s == "1")
+            }
             Value::Number(n) => visitor.visit_bool(n.as_f64().unwrap_or(0.0) != 0.0),
             other => Err(invalid(other, "a boolean")),
         }
@@ -206,7 +208,10 @@ struct Obj<'a> {
 
 impl<'de> MapAccess<'de> for Obj<'de> {
     type Error = Error;
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
         for (k, v) in self.iter.by_ref() {
             if v.is_null() {
                 continue;

@@ -280,18 +280,22 @@ mod tests {
 
     #[test]
     fn reads_fastjson_quirks() {
-        let v = parse(br#"{"brokerAddrs":{0:"192.168.0.1:10911",1:"b"},'x':'y',"t":[1,2,],}"#)
-            .unwrap();
+        let v =
+            parse(br#"{"brokerAddrs":{0:"192.168.0.1:10911",1:"b"},'x':'y',"t":[1,2,],}"#).unwrap();
         assert_eq!(
             v,
             json!({"brokerAddrs":{"0":"192.168.0.1:10911","1":"b"},"x":"y","t":[1,2]})
         );
-        let v = parse(br#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:5}}"#).unwrap();
+        let v =
+            parse(br#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:5}}"#).unwrap();
         assert_eq!(
             v,
             json!({"offsetTable":{"{\"brokerName\":\"b\",\"queueId\":0,\"topic\":\"T\"}":5}})
         );
-        assert_eq!(parse(b" {\"a\":\"\\u00e9\\uD83D\\uDE00\"}\n").unwrap(), json!({"a":"é😀"}));
+        assert_eq!(
+            parse(b" {\"a\":\"\\u00e9\\uD83D\\uDE00\"}\n").unwrap(),
+            json!({"a":"é😀"})
+        );
     }
 
     #[test]

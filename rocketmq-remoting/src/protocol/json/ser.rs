@@ -397,7 +397,9 @@ impl KeySerializer<'_> {
     fn integer(self, text: String) -> Result {
         match self.ser.style {
             JsonStyle::Fastjson => self.ser.out.extend_from_slice(text.as_bytes()),
-            JsonStyle::Standard => write_json_string(&mut self.ser.out, &text, EscapeMode::Fastjson),
+            JsonStyle::Standard => {
+                write_json_string(&mut self.ser.out, &text, EscapeMode::Fastjson)
+            }
         }
         Ok(())
     }

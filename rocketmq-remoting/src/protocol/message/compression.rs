@@ -70,8 +70,12 @@ mod tests {
         let z = Bytes::from(compress_zlib(&body, 5));
         assert!(z.len() < 200);
         assert_eq!(z[0], 0x78, "zlib header");
-        let out = decompress_body(&z, sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB, 1 << 20)
-            .unwrap();
+        let out = decompress_body(
+            &z,
+            sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB,
+            1 << 20,
+        )
+        .unwrap();
         assert_eq!(&out[..], &body[..]);
         // Type bits 0 with bit 0 set mean zlib too (Go client, old Java).
         assert_eq!(decompress_body(&z, 1, 1 << 20).unwrap().len(), 10_000);

@@ -41,10 +41,7 @@ pub fn encode_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> S
 pub fn decode_offset_msg_id(id: &str) -> Option<(SocketAddr, i64)> {
     let b = unhex(id)?;
     let (ip, rest) = match b.len() {
-        16 => (
-            IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3])),
-            &b[4..],
-        ),
+        16 => (IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3])), &b[4..]),
         28 => {
             let mut a = [0u8; 16];
             a.copy_from_slice(&b[..16]);
@@ -253,7 +250,9 @@ mod tests {
         assert_eq!(UniqIdInfo::parse(&b, t + 5).unwrap().counter, 1);
         // Parsed in the next month, the time still resolves to the month of creation.
         assert_eq!(
-            UniqIdInfo::parse(&a, t + 20 * 86_400_000).unwrap().timestamp_ms,
+            UniqIdInfo::parse(&a, t + 20 * 86_400_000)
+                .unwrap()
+                .timestamp_ms,
             t
         );
         let g6 = UniqIdGenerator::new("fe80::1".parse().unwrap(), 1, 2);

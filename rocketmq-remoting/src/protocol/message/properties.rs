@@ -42,7 +42,9 @@ mod tests {
 
     #[test]
     fn java_rules() {
-        let m = decode_properties("a\u{1}1\u{2}\u{1}x\u{2}b\u{1}\u{2}c\u{1}v\u{1}w\u{2}\u{2}a\u{1}2\u{2}");
+        let m = decode_properties(
+            "a\u{1}1\u{2}\u{1}x\u{2}b\u{1}\u{2}c\u{1}v\u{1}w\u{2}\u{2}a\u{1}2\u{2}",
+        );
         assert_eq!(
             m.iter().collect::<Vec<_>>(),
             vec![("a", "2"), ("c", "v\u{1}w")]

@@ -101,7 +101,14 @@ pub fn stored_len(
     store_v6: bool,
 ) -> usize {
     let topic_len_size = if topic_len > 127 { 2 } else { 1 };
-    4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8
+    4 + 4
+        + 4
+        + 4
+        + 4
+        + 8
+        + 8
+        + 4
+        + 8
         + if born_v6 { 20 } else { 8 }
         + 8
         + if store_v6 { 20 } else { 8 }

@@ -1,0 +1,105 @@
+//! Errors of the remoting transport.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::protocol::FrameError;
+
+/// What went wrong talking to a peer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemotingError {
+    /// The TCP connection could not be established.
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        /// Peer address.
+        addr: String,
+        /// The I/O error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// Connecting took longer than the connect timeout.
+    #[error("connecting to {addr} timed out after {after:?}")]
+    ConnectTimeout {
+        /// Peer address.
+        addr: String,
+        /// The timeout.
+        after: Duration,
+    },
+    /// No response arrived in time.
+    #[error("request {code} to {addr} timed out after {after:?}")]
+    Timeout {
+        /// Peer address.
+        addr: String,
+        /// Request code.
+        code: i32,
+        /// The timeout.
+        after: Duration,
+    },
+    /// The connection closed (or was closed) before the response arrived.
+    #[error("connection to {addr} closed")]
+    ConnectionClosed {
+        /// Peer address.
+        addr: String,
+    },
+    /// The peer sent bytes that are not a valid frame; the connection was closed.
+    #[error("bad frame from {addr}: {source}")]
+    Frame {
+        /// Peer address.
+        addr: String,
+        /// The framing error.
+        #[source]
+        source: FrameError,
+    },
+    /// A command could not be encoded.
+    #[error("cannot encode request for {addr}: {source}")]
+    Encode {
+        /// Peer address.
+        addr: String,
+        /// The framing error.
+        #[source]
+        source: FrameError,
+    },
+    /// An RPC hook refused the request or response.
+    #[error("rpc hook rejected the call to {addr}: {reason}")]
+    Hook {
+        /// Peer address.
+        addr: String,
+        /// Why.
+        reason: String,
+    },
+    /// The client or server was shut down.
+    #[error("remoting endpoint is shut down")]
+    Shutdown,
+    /// Binding or another local I/O operation failed.
+    #[error("I/O error: {0}")]
+    Io(#[source] Arc<std::io::Error>),
+}
+
+impl RemotingError {
+    /// Whether trying again (perhaps on another address) may succeed.
+    pub fn is_retriable(&self) -> bool {
+        matches!(
+            self,
+            RemotingError::Connect { .. }
+                | RemotingError::ConnectTimeout { .. }
+                | RemotingError::Timeout { .. }
+                | RemotingError::ConnectionClosed { .. }
+                | RemotingError::Frame { .. }
+        )
+    }
+
+    /// Whether the failure happened before the request could have reached the peer.
+    pub fn is_connect_failure(&self) -> bool {
+        matches!(
+            self,
+            RemotingError::Connect { .. } | RemotingError::ConnectTimeout { .. }
+        )
+    }
+}
+
+impl From<std::io::Error> for RemotingError {
+    fn from(e: std::io::Error) -> Self {
+        RemotingError::Io(Arc::new(e))
+    }
+}

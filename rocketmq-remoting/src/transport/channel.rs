@@ -1,0 +1,590 @@
+//! One connection: a reader task, a writer task, and a table of requests awaiting responses.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::{FutureExt, StreamExt};
+use tokio::io::{AsyncWriteExt, BufWriter};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::FramedRead;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, warn};
+
+use super::codec::{CodecError, RemotingCodec};
+use super::hook::RpcHook;
+use super::processor::{not_supported, ChannelContext, ProcessResult, RequestProcessor};
+use crate::error::RemotingError;
+use crate::protocol::{
+    frame, RemotingCommand, ResponseCode, DEFAULT_MAX_FRAME_SIZE, FLAG_RESPONSE,
+};
+
+/// Request ids: one counter per process, as in Java.
+static NEXT_OPAQUE: AtomicI32 = AtomicI32::new(0);
+static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Settings of a connection.
+#[derive(Debug, Clone)]
+pub struct ChannelConfig {
+    /// Largest frame accepted from the peer (16 MiB by default).
+    pub max_frame_size: usize,
+    /// Close the connection after this long without reading or writing anything (Java: 120 s).
+    pub idle_timeout: Option<Duration>,
+    /// Frames that may wait for the writer before senders wait.
+    pub write_queue_capacity: usize,
+}
+
+impl Default for ChannelConfig {
+    fn default() -> Self {
+        Self {
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            idle_timeout: Some(Duration::from_secs(120)),
+            write_queue_capacity: 4096,
+        }
+    }
+}
+
+enum Outbound {
+    Frame(Vec<u8>, Bytes),
+    /// Flush everything queued before, then close.
+    Close,
+}
+
+type Pending = oneshot::Sender<Result<RemotingCommand, RemotingError>>;
+
+struct Inner {
+    id: u64,
+    remote: SocketAddr,
+    local: SocketAddr,
+    remote_str: String,
+    tx: mpsc::Sender<Outbound>,
+    pending: Mutex<HashMap<i32, Pending>>,
+    closed: CancellationToken,
+    born: Instant,
+    last_activity_ms: AtomicU64,
+    hooks: Arc<[Arc<dyn RpcHook>]>,
+}
+
+/// A connection to a peer, shared by everyone who talks over it. Cloning is cheap.
+///
+/// Requests may go either way: [`Channel::invoke`] sends a request and waits for the response
+/// with the same `opaque`; requests from the peer go to the processor the channel was created
+/// with. When the connection dies, every pending request fails at once with
+/// [`RemotingError::ConnectionClosed`].
+#[derive(Clone)]
+pub struct Channel {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("id", &self.inner.id)
+            .field("remote", &self.inner.remote)
+            .field("active", &self.is_active())
+            .finish()
+    }
+}
+
+impl PartialEq for Channel {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.id == other.inner.id
+    }
+}
+
+impl Eq for Channel {}
+
+impl std::hash::Hash for Channel {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.inner.id.hash(state);
+    }
+}
+
+/// Removes a pending entry however the waiting future ends (response, timeout, cancellation).
+struct PendingGuard<'a> {
+    inner: &'a Inner,
+    opaque: i32,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.pending).remove(&self.opaque);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Channel {
+    /// Connects to `addr` (`host:port`) within `connect_timeout`.
+    pub async fn connect(
+        addr: &str,
+        connect_timeout: Duration,
+        config: &ChannelConfig,
+        processor: Option<Arc<dyn RequestProcessor>>,
+        hooks: Arc<[Arc<dyn RpcHook>]>,
+    ) -> Result<Channel, RemotingError> {
+        let stream = match tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                return Err(RemotingError::Connect {
+                    addr: addr.to_string(),
+                    source: Arc::new(e),
+                })
+            }
+            Err(_) => {
+                return Err(RemotingError::ConnectTimeout {
+                    addr: addr.to_string(),
+                    after: connect_timeout,
+                })
+            }
+        };
+        Self::spawn(
+            stream,
+            config,
+            processor,
+            hooks,
+            TaskTracker::new(),
+            CancellationToken::new(),
+        )
+        .map_err(|e| RemotingError::Connect {
+            addr: addr.to_string(),
+            source: Arc::new(e),
+        })
+    }
+
+    /// Starts the reader and writer tasks of an established connection. Deferred request
+    /// processing runs on `tracker`; cancelling `stop_reading` makes the reader stop taking new
+    /// requests (graceful shutdown) without closing the connection.
+    pub fn spawn(
+        stream: TcpStream,
+        config: &ChannelConfig,
+        processor: Option<Arc<dyn RequestProcessor>>,
+        hooks: Arc<[Arc<dyn RpcHook>]>,
+        tracker: TaskTracker,
+        stop_reading: CancellationToken,
+    ) -> std::io::Result<Channel> {
+        stream.set_nodelay(true)?;
+        let remote = stream.peer_addr()?;
+        let local = stream.local_addr()?;
+        let (read_half, write_half) = stream.into_split();
+        let (tx, rx) = mpsc::channel(config.write_queue_capacity.max(1));
+        let channel = Channel {
+            inner: Arc::new(Inner {
+                id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
+                remote,
+                local,
+                remote_str: remote.to_string(),
+                tx,
+                pending: Mutex::new(HashMap::new()),
+                closed: CancellationToken::new(),
+                born: Instant::now(),
+                last_activity_ms: AtomicU64::new(0),
+                hooks,
+            }),
+        };
+        tokio::spawn(writer_loop(channel.clone(), write_half, rx));
+        let reader = Reader {
+            channel: channel.clone(),
+            processor,
+            tracker: tracker.clone(),
+            stop_reading,
+            idle_timeout: config.idle_timeout,
+        };
+        let framed = FramedRead::with_capacity(
+            read_half,
+            RemotingCodec::new(config.max_frame_size),
+            64 * 1024,
+        );
+        tracker.spawn(reader.run(framed));
+        Ok(channel)
+    }
+
+    /// A process-unique id of this connection.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The peer's address.
+    pub fn remote_addr(&self) -> SocketAddr {
+        self.inner.remote
+    }
+
+    /// Our address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.local
+    }
+
+    /// Whether the connection is still open.
+    pub fn is_active(&self) -> bool {
+        !self.inner.closed.is_cancelled()
+    }
+
+    /// Completes when the connection has closed.
+    pub async fn closed(&self) {
+        self.inner.closed.cancelled().await;
+    }
+
+    /// Requests awaiting a response.
+    pub fn pending_requests(&self) -> usize {
+        lock(&self.inner.pending).len()
+    }
+
+    /// Closes the connection now; pending requests fail.
+    pub fn close(&self) {
+        close_channel(&self.inner, "closed locally");
+    }
+
+    /// Closes the connection after everything queued so far has been written.
+    pub async fn close_gracefully(&self) {
+        if self.inner.tx.send(Outbound::Close).await.is_err() {
+            self.close();
+        }
+    }
+
+    fn touch(&self) {
+        let ms = self.inner.born.elapsed().as_millis() as u64;
+        self.inner.last_activity_ms.store(ms, Ordering::Relaxed);
+    }
+
+    fn idle_for(&self) -> Duration {
+        let last = self.inner.last_activity_ms.load(Ordering::Relaxed);
+        self.inner
+            .born
+            .elapsed()
+            .saturating_sub(Duration::from_millis(last))
+    }
+
+    fn closed_error(&self) -> RemotingError {
+        RemotingError::ConnectionClosed {
+            addr: self.inner.remote_str.clone(),
+        }
+    }
+
+    async fn enqueue(&self, cmd: &RemotingCommand) -> Result<(), RemotingError> {
+        let head = frame::encode_head(cmd).map_err(|source| RemotingError::Encode {
+            addr: self.inner.remote_str.clone(),
+            source,
+        })?;
+        self.inner
+            .tx
+            .send(Outbound::Frame(head, cmd.body.clone()))
+            .await
+            .map_err(|_| self.closed_error())
+    }
+
+    fn run_before_hooks(&self, cmd: &mut RemotingCommand) -> Result<(), RemotingError> {
+        for h in self.inner.hooks.iter() {
+            h.before_request(&self.inner.remote_str, cmd)
+                .map_err(|reason| RemotingError::Hook {
+                    addr: self.inner.remote_str.clone(),
+                    reason,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Sends `request` and waits up to `timeout` for its response. The `opaque` is assigned
+    /// here. If the returned future is dropped early, nothing is left behind.
+    pub async fn invoke(
+        &self,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        if !self.is_active() {
+            return Err(self.closed_error());
+        }
+        request.opaque = NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed);
+        request.flag &= !FLAG_RESPONSE;
+        self.run_before_hooks(&mut request)?;
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.pending).insert(request.opaque, tx);
+        let _guard = PendingGuard {
+            inner: &self.inner,
+            opaque: request.opaque,
+        };
+        if !self.is_active() {
+            return Err(self.closed_error());
+        }
+        let timed_out = || RemotingError::Timeout {
+            addr: self.inner.remote_str.clone(),
+            code: request.code,
+            after: timeout,
+        };
+        match tokio::time::timeout_at(deadline, self.enqueue(&request)).await {
+            Ok(r) => r?,
+            Err(_) => return Err(timed_out()),
+        }
+        let mut response = match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(r)) => r?,
+            Ok(Err(_)) => return Err(self.closed_error()),
+            Err(_) => return Err(timed_out()),
+        };
+        for h in self.inner.hooks.iter() {
+            h.after_response(&self.inner.remote_str, &request, &mut response)
+                .map_err(|reason| RemotingError::Hook {
+                    addr: self.inner.remote_str.clone(),
+                    reason,
+                })?;
+        }
+        Ok(response)
+    }
+
+    /// Sends `request` as oneway (no response expected); returns once it is queued for writing.
+    pub async fn invoke_oneway(&self, mut request: RemotingCommand) -> Result<(), RemotingError> {
+        if !self.is_active() {
+            return Err(self.closed_error());
+        }
+        request.opaque = NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed);
+        request.flag &= !FLAG_RESPONSE;
+        request.mark_oneway();
+        self.run_before_hooks(&mut request)?;
+        self.enqueue(&request).await
+    }
+
+    /// Sends a response (its opaque must already match the request's).
+    pub async fn send_response(&self, response: &RemotingCommand) -> Result<(), RemotingError> {
+        self.enqueue(response).await
+    }
+}
+
+fn close_channel(inner: &Inner, why: &str) {
+    if inner.closed.is_cancelled() {
+        return;
+    }
+    inner.closed.cancel();
+    let drained: Vec<Pending> = lock(&inner.pending).drain().map(|(_, p)| p).collect();
+    if !drained.is_empty() {
+        debug!(remote = %inner.remote, pending = drained.len(), why, "failing pending requests");
+    }
+    for p in drained {
+        let _ = p.send(Err(RemotingError::ConnectionClosed {
+            addr: inner.remote_str.clone(),
+        }));
+    }
+}
+
+async fn writer_loop(
+    channel: Channel,
+    write_half: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outbound>,
+) {
+    let mut w = BufWriter::with_capacity(64 * 1024, write_half);
+    let mut closing = false;
+    'outer: while !closing {
+        let first = tokio::select! {
+            _ = channel.inner.closed.cancelled() => break,
+            m = rx.recv() => m,
+        };
+        let Some(mut next) = first else { break };
+        let mut written = 0usize;
+        loop {
+            match next {
+                Outbound::Frame(head, body) => {
+                    written += head.len() + body.len();
+                    let r = async {
+                        w.write_all(&head).await?;
+                        w.write_all(&body).await
+                    }
+                    .await;
+                    if let Err(e) = r {
+                        debug!(remote = %channel.inner.remote, error = %e, "write failed");
+                        break 'outer;
+                    }
+                }
+                Outbound::Close => {
+                    closing = true;
+                    break;
+                }
+            }
+            if written >= 256 * 1024 {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(m) => next = m,
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = w.flush().await {
+            debug!(remote = %channel.inner.remote, error = %e, "flush failed");
+            break;
+        }
+        channel.touch();
+    }
+    let _ = w.shutdown().await;
+    close_channel(&channel.inner, "writer stopped");
+}
+
+struct Reader {
+    channel: Channel,
+    processor: Option<Arc<dyn RequestProcessor>>,
+    tracker: TaskTracker,
+    stop_reading: CancellationToken,
+    idle_timeout: Option<Duration>,
+}
+
+impl Reader {
+    async fn run(self, mut framed: FramedRead<tokio::net::tcp::OwnedReadHalf, RemotingCodec>) {
+        let ctx = ChannelContext {
+            channel: self.channel.clone(),
+        };
+        let check_every = self.idle_timeout.map_or(Duration::from_secs(3600), |t| {
+            (t / 4).max(Duration::from_millis(10))
+        });
+        let mut stopped_gracefully = false;
+        loop {
+            let item = tokio::select! {
+                _ = self.channel.inner.closed.cancelled() => break,
+                _ = self.stop_reading.cancelled() => { stopped_gracefully = true; break }
+                _ = tokio::time::sleep(check_every) => {
+                    if let Some(limit) = self.idle_timeout {
+                        if self.channel.idle_for() >= limit {
+                            debug!(remote = %self.channel.inner.remote, "closing idle connection");
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                item = framed.next() => item,
+            };
+            match item {
+                None => break,
+                Some(Err(CodecError::Frame(e))) => {
+                    warn!(remote = %self.channel.inner.remote, error = %e, "malformed frame, closing the connection");
+                    break;
+                }
+                Some(Err(CodecError::Io(e))) => {
+                    debug!(remote = %self.channel.inner.remote, error = %e, "read failed");
+                    break;
+                }
+                Some(Ok(cmd)) => {
+                    self.channel.touch();
+                    if cmd.is_response() {
+                        let waiter = lock(&self.channel.inner.pending).remove(&cmd.opaque);
+                        match waiter {
+                            Some(w) => {
+                                let _ = w.send(Ok(cmd));
+                            }
+                            None => debug!(
+                                remote = %self.channel.inner.remote,
+                                opaque = cmd.opaque,
+                                "response to no pending request (timed out?), dropped"
+                            ),
+                        }
+                    } else {
+                        self.handle_request(&ctx, cmd).await;
+                    }
+                }
+            }
+        }
+        if !stopped_gracefully {
+            close_channel(&self.channel.inner, "reader stopped");
+        }
+    }
+
+    async fn handle_request(&self, ctx: &ChannelContext, mut cmd: RemotingCommand) {
+        let oneway = cmd.is_oneway();
+        let opaque = cmd.opaque;
+        let ser = cmd.serialize_type;
+        let channel = self.channel.clone();
+        let hooks = channel.inner.hooks.clone();
+        for h in hooks.iter() {
+            if let Err(reason) = h.before_request(&channel.inner.remote_str, &mut cmd) {
+                if !oneway {
+                    let r = RemotingCommand::response(ResponseCode::SystemError, Some(reason));
+                    respond(&channel, r, opaque, ser, None).await;
+                }
+                return;
+            }
+        }
+        let request_copy = if hooks.is_empty() {
+            None
+        } else {
+            Some(cmd.clone())
+        };
+        let Some(processor) = &self.processor else {
+            if !oneway {
+                respond(
+                    &channel,
+                    not_supported(&cmd),
+                    opaque,
+                    ser,
+                    request_copy.as_ref(),
+                )
+                .await;
+            }
+            return;
+        };
+        let code = cmd.code;
+        let outcome = AssertUnwindSafe(processor.process(ctx, cmd))
+            .catch_unwind()
+            .await;
+        let result = match outcome {
+            Ok(r) => r,
+            Err(_) => {
+                warn!(remote = %channel.inner.remote, code, "request processor panicked");
+                ProcessResult::Response(RemotingCommand::response(
+                    ResponseCode::SystemError,
+                    Some(format!("processor of request {code} failed")),
+                ))
+            }
+        };
+        match result {
+            ProcessResult::Response(r) if !oneway => {
+                respond(&channel, r, opaque, ser, request_copy.as_ref()).await;
+            }
+            ProcessResult::Response(_) | ProcessResult::NoResponse => {}
+            ProcessResult::Deferred(fut) => {
+                self.tracker.spawn(async move {
+                    let r = match AssertUnwindSafe(fut).catch_unwind().await {
+                        Ok(r) => r,
+                        Err(_) => {
+                            warn!(remote = %channel.inner.remote, code, "deferred request processing panicked");
+                            Some(RemotingCommand::response(
+                                ResponseCode::SystemError,
+                                Some(format!("processor of request {code} failed")),
+                            ))
+                        }
+                    };
+                    if let (Some(r), false) = (r, oneway) {
+                        respond(&channel, r, opaque, ser, request_copy.as_ref()).await;
+                    }
+                });
+            }
+        }
+    }
+}
+
+async fn respond(
+    channel: &Channel,
+    mut response: RemotingCommand,
+    opaque: i32,
+    ser: crate::protocol::SerializeType,
+    request: Option<&RemotingCommand>,
+) {
+    response.opaque = opaque;
+    response.mark_response();
+    response.serialize_type = ser;
+    if let Some(req) = request {
+        for h in channel.inner.hooks.iter() {
+            if let Err(reason) = h.after_response(&channel.inner.remote_str, req, &mut response) {
+                response = RemotingCommand::response(ResponseCode::SystemError, Some(reason));
+                response.opaque = opaque;
+                response.mark_response();
+                response.serialize_type = ser;
+            }
+        }
+    }
+    if let Err(e) = channel.send_response(&response).await {
+        debug!(remote = %channel.inner.remote, error = %e, "could not send response");
+    }
+}

@@ -1,0 +1,26 @@
+//! RPC hooks: code run on every request and response, e.g. ACL request signing.
+
+use crate::protocol::RemotingCommand;
+
+/// Called around every request a client sends (and every request a server receives).
+///
+/// `before_request` may modify the request (add `AccessKey` and `Signature` extFields, say) or
+/// refuse it with a reason; `after_response` may inspect or modify the response.
+pub trait RpcHook: Send + Sync + 'static {
+    /// Before the request is written (client) or processed (server).
+    fn before_request(
+        &self,
+        remote_addr: &str,
+        request: &mut RemotingCommand,
+    ) -> Result<(), String>;
+
+    /// After the response arrived (client) or was produced (server).
+    fn after_response(
+        &self,
+        _remote_addr: &str,
+        _request: &RemotingCommand,
+        _response: &mut RemotingCommand,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+}

@@ -1,0 +1,20 @@
+//! The remoting protocol over tokio TCP.
+//!
+//! A [`Channel`] is one connection, full duplex: either side may send requests, responses are
+//! matched by `opaque`. [`RemotingClient`] keeps one channel per address, shared by all callers;
+//! [`RemotingServer`] accepts channels and dispatches their requests to processors registered by
+//! request code.
+
+mod channel;
+mod client;
+mod codec;
+mod hook;
+mod processor;
+mod server;
+
+pub use self::channel::{Channel, ChannelConfig};
+pub use self::client::{RemotingClient, RemotingClientBuilder};
+pub use self::codec::RemotingCodec;
+pub use self::hook::RpcHook;
+pub use self::processor::{ChannelContext, ProcessResult, ProcessorRegistry, RequestProcessor};
+pub use self::server::{RemotingServer, RemotingServerBuilder, ServerHandle};

@@ -1,0 +1,134 @@
+//! Request processors and their registry.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+
+use super::channel::Channel;
+use crate::protocol::{RemotingCommand, ResponseCode};
+
+/// Where a request came from.
+#[derive(Clone, Debug)]
+pub struct ChannelContext {
+    /// The connection; keep a clone to send requests back to the peer later (e.g.
+    /// NOTIFY_CONSUMER_IDS_CHANGED to a consumer).
+    pub channel: Channel,
+}
+
+impl ChannelContext {
+    /// The peer's address.
+    pub fn remote_addr(&self) -> SocketAddr {
+        self.channel.remote_addr()
+    }
+
+    /// Our own address on this connection.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.channel.local_addr()
+    }
+}
+
+/// What a processor does with a request.
+pub enum ProcessResult {
+    /// Answer now.
+    Response(RemotingCommand),
+    /// Send nothing (oneway requests, or deliberately unanswered ones).
+    NoResponse,
+    /// Answer later: the future runs in its own task, so the connection goes on reading and
+    /// processing the next requests meanwhile (long polling, waiting for a disk flush).
+    Deferred(BoxFuture<'static, Option<RemotingCommand>>),
+}
+
+impl From<RemotingCommand> for ProcessResult {
+    fn from(cmd: RemotingCommand) -> Self {
+        ProcessResult::Response(cmd)
+    }
+}
+
+impl std::fmt::Debug for ProcessResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProcessResult::Response(c) => f.debug_tuple("Response").field(c).finish(),
+            ProcessResult::NoResponse => f.write_str("NoResponse"),
+            ProcessResult::Deferred(_) => f.write_str("Deferred"),
+        }
+    }
+}
+
+/// Handles requests of some codes.
+///
+/// `process` runs on the connection's reader task, one request after another, so requests of one
+/// connection are processed in the order they arrived; work that waits should return
+/// [`ProcessResult::Deferred`]. The transport fills in the response's `opaque`, response flag
+/// and serialize type (that of the request), and sends nothing for oneway requests.
+#[async_trait]
+pub trait RequestProcessor: Send + Sync + 'static {
+    /// Processes one request.
+    async fn process(&self, ctx: &ChannelContext, request: RemotingCommand) -> ProcessResult;
+}
+
+/// Processors by request code, with an optional fallback for the rest.
+#[derive(Clone, Default)]
+pub struct ProcessorRegistry {
+    by_code: HashMap<i32, Arc<dyn RequestProcessor>>,
+    default: Option<Arc<dyn RequestProcessor>>,
+}
+
+impl std::fmt::Debug for ProcessorRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut codes: Vec<_> = self.by_code.keys().collect();
+        codes.sort();
+        f.debug_struct("ProcessorRegistry")
+            .field("codes", &codes)
+            .field("default", &self.default.is_some())
+            .finish()
+    }
+}
+
+impl ProcessorRegistry {
+    /// An empty registry: every request is answered REQUEST_CODE_NOT_SUPPORTED.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Routes `code` to `processor`.
+    pub fn register(&mut self, code: impl Into<i32>, processor: Arc<dyn RequestProcessor>) {
+        self.by_code.insert(code.into(), processor);
+    }
+
+    /// Routes every unregistered code to `processor`.
+    pub fn register_default(&mut self, processor: Arc<dyn RequestProcessor>) {
+        self.default = Some(processor);
+    }
+
+    /// Whether any processor is registered.
+    pub fn is_empty(&self) -> bool {
+        self.by_code.is_empty() && self.default.is_none()
+    }
+
+    /// The processor for `code`.
+    pub fn get(&self, code: i32) -> Option<&Arc<dyn RequestProcessor>> {
+        self.by_code.get(&code).or(self.default.as_ref())
+    }
+}
+
+#[async_trait]
+impl RequestProcessor for ProcessorRegistry {
+    async fn process(&self, ctx: &ChannelContext, request: RemotingCommand) -> ProcessResult {
+        match self.get(request.code) {
+            Some(p) => p.process(ctx, request).await,
+            None => ProcessResult::Response(not_supported(&request)),
+        }
+    }
+}
+
+/// The REQUEST_CODE_NOT_SUPPORTED answer Java brokers give (`" request type <code> not
+/// supported"`, leading space included).
+pub fn not_supported(request: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response(
+        ResponseCode::RequestCodeNotSupported,
+        Some(format!(" request type {} not supported", request.code)),
+    )
+}

@@ -1,0 +1,272 @@
+//! `RemotingServer`: accept loop, connection limit, processor dispatch, graceful shutdown.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use super::channel::{Channel, ChannelConfig};
+use super::hook::RpcHook;
+use super::processor::{ProcessorRegistry, RequestProcessor};
+use crate::error::RemotingError;
+
+/// Builds and starts a [`RemotingServer`].
+pub struct RemotingServerBuilder {
+    bind: String,
+    registry: ProcessorRegistry,
+    hooks: Vec<Arc<dyn RpcHook>>,
+    channel: ChannelConfig,
+    max_connections: usize,
+}
+
+impl std::fmt::Debug for RemotingServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemotingServerBuilder")
+            .field("bind", &self.bind)
+            .field("registry", &self.registry)
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
+}
+
+/// Namespace of the server: use [`RemotingServer::builder`].
+#[derive(Debug)]
+pub struct RemotingServer;
+
+impl RemotingServer {
+    /// A server that will listen on `bind` (`ip:port`; port 0 picks a free port).
+    pub fn builder(bind: impl Into<String>) -> RemotingServerBuilder {
+        RemotingServerBuilder {
+            bind: bind.into(),
+            registry: ProcessorRegistry::new(),
+            hooks: Vec::new(),
+            channel: ChannelConfig::default(),
+            max_connections: 10_000,
+        }
+    }
+}
+
+impl RemotingServerBuilder {
+    /// Routes requests with `code` to `processor`.
+    pub fn processor(mut self, code: impl Into<i32>, processor: Arc<dyn RequestProcessor>) -> Self {
+        self.registry.register(code, processor);
+        self
+    }
+
+    /// Routes every other code to `processor` (without one, they are answered
+    /// REQUEST_CODE_NOT_SUPPORTED).
+    pub fn default_processor(mut self, processor: Arc<dyn RequestProcessor>) -> Self {
+        self.registry.register_default(processor);
+        self
+    }
+
+    /// Replaces the whole registry.
+    pub fn registry(mut self, registry: ProcessorRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Adds an RPC hook run on every request.
+    pub fn hook(mut self, h: Arc<dyn RpcHook>) -> Self {
+        self.hooks.push(h);
+        self
+    }
+
+    /// Connections beyond this many are closed right after accept.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// Largest frame accepted; a larger one closes that connection.
+    pub fn max_frame_size(mut self, n: usize) -> Self {
+        self.channel.max_frame_size = n;
+        self
+    }
+
+    /// Close connections idle this long (Java `serverChannelMaxIdleTimeSeconds`: 120 s).
+    pub fn idle_timeout(mut self, t: Option<Duration>) -> Self {
+        self.channel.idle_timeout = t;
+        self
+    }
+
+    /// Binds and starts accepting.
+    pub async fn start(self) -> Result<ServerHandle, RemotingError> {
+        let listener = TcpListener::bind(&self.bind).await?;
+        let local_addr = listener.local_addr()?;
+        let shutdown = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let channels: Arc<Mutex<HashMap<u64, Channel>>> = Arc::default();
+        let accept = AcceptLoop {
+            listener,
+            processor: Arc::new(self.registry),
+            hooks: self.hooks.into(),
+            channel: self.channel,
+            limit: Arc::new(Semaphore::new(self.max_connections)),
+            shutdown: shutdown.clone(),
+            tracker: tracker.clone(),
+            channels: channels.clone(),
+        };
+        let accept_task = tokio::spawn(accept.run());
+        info!(%local_addr, "remoting server listening");
+        Ok(ServerHandle {
+            local_addr,
+            shutdown,
+            tracker,
+            channels,
+            accept_task: Mutex::new(Some(accept_task)),
+        })
+    }
+}
+
+struct AcceptLoop {
+    listener: TcpListener,
+    processor: Arc<ProcessorRegistry>,
+    hooks: Arc<[Arc<dyn RpcHook>]>,
+    channel: ChannelConfig,
+    limit: Arc<Semaphore>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+    channels: Arc<Mutex<HashMap<u64, Channel>>>,
+}
+
+impl AcceptLoop {
+    async fn run(self) {
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            let accepted = tokio::select! {
+                _ = self.shutdown.cancelled() => break,
+                r = self.listener.accept() => r,
+            };
+            let (stream, peer) = match accepted {
+                Ok(s) => {
+                    backoff = Duration::from_millis(10);
+                    s
+                }
+                Err(e) => {
+                    warn!(error = %e, "accept failed");
+                    tokio::select! {
+                        _ = self.shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            };
+            let Ok(permit) = self.limit.clone().try_acquire_owned() else {
+                warn!(%peer, "connection limit reached, closing the new connection");
+                drop(stream);
+                continue;
+            };
+            let processor: Arc<dyn RequestProcessor> = self.processor.clone();
+            let channel = match Channel::spawn(
+                stream,
+                &self.channel,
+                Some(processor),
+                self.hooks.clone(),
+                self.tracker.clone(),
+                self.shutdown.child_token(),
+            ) {
+                Ok(c) => c,
+                Err(e) => {
+                    warn!(%peer, error = %e, "cannot set up accepted connection");
+                    continue;
+                }
+            };
+            lock(&self.channels).insert(channel.id(), channel.clone());
+            let channels = self.channels.clone();
+            tokio::spawn(async move {
+                channel.closed().await;
+                lock(&channels).remove(&channel.id());
+                drop(permit);
+            });
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A running server.
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+    channels: Arc<Mutex<HashMap<u64, Channel>>>,
+    accept_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("local_addr", &self.local_addr)
+            .field("connections", &self.connection_count())
+            .finish()
+    }
+}
+
+impl ServerHandle {
+    /// The bound address (with the actual port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Open connections.
+    pub fn connection_count(&self) -> usize {
+        lock(&self.channels).len()
+    }
+
+    /// The open connections.
+    pub fn channels(&self) -> Vec<Channel> {
+        lock(&self.channels).values().cloned().collect()
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_shut_down(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+
+    /// Stops accepting and reading new requests, waits up to `grace` for requests in progress
+    /// (deferred ones included) to be answered, flushes their responses, then closes every
+    /// connection. Idempotent.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.shutdown.cancel();
+        let accept = lock(&self.accept_task).take();
+        if let Some(task) = accept {
+            let _ = task.await;
+        }
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            warn!(
+                local_addr = %self.local_addr,
+                "requests still in progress after {grace:?}; closing connections anyway"
+            );
+        }
+        let channels = self.channels();
+        for ch in &channels {
+            ch.close_gracefully().await;
+        }
+        let all_closed = async {
+            for ch in &channels {
+                ch.closed().await;
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(1), all_closed)
+            .await
+            .is_err()
+        {
+            channels.iter().for_each(Channel::close);
+        }
+        info!(local_addr = %self.local_addr, "remoting server stopped");
+    }
+}

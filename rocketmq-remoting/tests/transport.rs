@@ -1,0 +1,481 @@
+//! Loopback tests of the tokio transport.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rocketmq_remoting::protocol::{
+    frame, RemotingCommand, RequestCode, ResponseCode, SerializeType,
+};
+use rocketmq_remoting::transport::{
+    ChannelContext, ProcessResult, RemotingClient, RemotingServer, RequestProcessor, RpcHook,
+    ServerHandle,
+};
+use rocketmq_remoting::RemotingError;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+const ECHO: i32 = 1000;
+const SILENT: i32 = 1001;
+const SLOW: i32 = 1002;
+const CALL_BACK: i32 = 1003;
+const RECORD: i32 = 1004;
+const PANIC: i32 = 1005;
+
+/// Echoes `ext id` in the remark; the other codes do what their names say.
+struct TestProcessor {
+    recorded: mpsc::UnboundedSender<RemotingCommand>,
+}
+
+#[async_trait]
+impl RequestProcessor for TestProcessor {
+    async fn process(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        match req.code {
+            ECHO => {
+                let mut r = RemotingCommand::success().with_remark(req.ext("id").unwrap_or(""));
+                if let Some(sig) = req.ext("sig") {
+                    r.set_ext("sig", sig);
+                }
+                r.into()
+            }
+            SILENT => ProcessResult::Deferred(Box::pin(futures::future::pending())),
+            SLOW => ProcessResult::Deferred(Box::pin(async {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                Some(RemotingCommand::success().with_remark("slow done"))
+            })),
+            CALL_BACK => {
+                let ch = ctx.channel.clone();
+                ProcessResult::Deferred(Box::pin(async move {
+                    let mut ask = RemotingCommand::request(RequestCode::CheckTransactionState);
+                    ask.set_ext("q", "from-server");
+                    let answer = ch.invoke(ask, Duration::from_secs(5)).await.ok()?;
+                    Some(RemotingCommand::success().with_remark(answer.remark_str().to_string()))
+                }))
+            }
+            RECORD => {
+                let _ = self.recorded.send(req);
+                RemotingCommand::success().into()
+            }
+            PANIC => panic!("processor bug"),
+            _ => unreachable!(),
+        }
+    }
+}
+
+async fn start_server(
+    max_frame: usize,
+    max_conns: usize,
+) -> (ServerHandle, mpsc::UnboundedReceiver<RemotingCommand>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let p: Arc<dyn RequestProcessor> = Arc::new(TestProcessor { recorded: tx });
+    let mut b = RemotingServer::builder("127.0.0.1:0")
+        .max_frame_size(max_frame)
+        .max_connections(max_conns);
+    for code in [ECHO, SILENT, SLOW, CALL_BACK, RECORD, PANIC] {
+        b = b.processor(code, p.clone());
+    }
+    (b.start().await.unwrap(), rx)
+}
+
+fn request(code: i32) -> RemotingCommand {
+    RemotingCommand {
+        code,
+        ..RemotingCommand::default()
+    }
+}
+
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_callers_each_get_their_own_response() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let mut tasks = Vec::new();
+    for i in 0..500 {
+        let client = client.clone();
+        let addr = addr.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut r = request(ECHO);
+            r.set_ext("id", i.to_string());
+            if i % 2 == 0 {
+                r.serialize_type = SerializeType::RocketMq;
+            }
+            let resp = client
+                .invoke(&addr, r, Duration::from_secs(10))
+                .await
+                .unwrap();
+            assert_eq!(resp.remark_str(), i.to_string());
+            // A response uses the request's header encoding.
+            let expect = if i % 2 == 0 {
+                SerializeType::RocketMq
+            } else {
+                SerializeType::Json
+            };
+            assert_eq!(resp.serialize_type, expect);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(server.connection_count(), 1, "one shared connection");
+    assert_eq!(client.pending_requests(), 0);
+    server.shutdown(Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn timeouts_and_cancellations_leave_nothing_pending() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let err = client
+        .invoke(&addr, request(SILENT), Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RemotingError::Timeout { code: SILENT, .. }),
+        "{err}"
+    );
+    assert_eq!(client.pending_requests(), 0);
+
+    // Cancelled by the caller: the future is dropped mid-flight.
+    let fut = client.invoke(&addr, request(SILENT), Duration::from_secs(60));
+    tokio::select! {
+        _ = fut => panic!("the silent request cannot complete"),
+        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+    }
+    assert_eq!(client.pending_requests(), 0);
+    // The connection still works.
+    let mut r = request(ECHO);
+    r.set_ext("id", "after");
+    let resp = client
+        .invoke(&addr, r, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.remark_str(), "after");
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn a_dying_connection_fails_pending_calls_at_once() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let c2 = client.clone();
+    let a2 = addr.clone();
+    let call = tokio::spawn(async move {
+        c2.invoke(&a2, request(SILENT), Duration::from_secs(600))
+            .await
+    });
+    eventually("the request to be pending", || {
+        client.pending_requests() == 1
+    })
+    .await;
+    for ch in server.channels() {
+        ch.close();
+    }
+    let res = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("pending call must fail promptly, not wait for its timeout")
+        .unwrap();
+    assert!(
+        matches!(res, Err(RemotingError::ConnectionClosed { .. })),
+        "{res:?}"
+    );
+    assert_eq!(client.pending_requests(), 0);
+    // Reconnects on next use.
+    let mut r = request(ECHO);
+    r.set_ext("id", "again");
+    let resp = client
+        .invoke(&addr, r, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.remark_str(), "again");
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn oneway_requests_arrive_and_get_no_response() {
+    let (server, mut rx) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let mut r = request(RECORD);
+    r.set_ext("k", "v");
+    client
+        .invoke_oneway(&addr, r, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(got.is_oneway());
+    assert_eq!(got.ext("k"), Some("v"));
+    assert_eq!(client.pending_requests(), 0);
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+struct ClientSide;
+
+#[async_trait]
+impl RequestProcessor for ClientSide {
+    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        assert_eq!(req.request_code(), RequestCode::CheckTransactionState);
+        RemotingCommand::success()
+            .with_remark(format!("client saw {}", req.ext("q").unwrap_or("")))
+            .into()
+    }
+}
+
+#[tokio::test]
+async fn server_initiated_requests_reach_the_client_handler() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::builder()
+        .request_processor(Arc::new(ClientSide))
+        .build();
+    let resp = client
+        .invoke(&addr, request(CALL_BACK), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(resp.remark_str(), "client saw from-server");
+
+    // Without a handler the client answers REQUEST_CODE_NOT_SUPPORTED; the server relays that.
+    let plain = RemotingClient::default();
+    let resp = plain
+        .invoke(&addr, request(CALL_BACK), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(resp.remark_str(), " request type 39 not supported");
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn unknown_codes_and_panics_are_answered() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let resp = client
+        .invoke(&addr, request(9999), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::RequestCodeNotSupported);
+    assert_eq!(resp.remark_str(), " request type 9999 not supported");
+    let resp = client
+        .invoke(&addr, request(PANIC), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::SystemError);
+    // The connection survived the panic.
+    let mut r = request(ECHO);
+    r.set_ext("id", "x");
+    assert_eq!(
+        client
+            .invoke(&addr, r, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .remark_str(),
+        "x"
+    );
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+async fn read_to_eof(s: &mut TcpStream) -> usize {
+    let mut buf = vec![0u8; 4096];
+    let mut total = 0;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return total,
+            Ok(Ok(n)) => total += n,
+            Err(_) => panic!("connection was not closed"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn malformed_and_oversized_frames_close_only_their_connection() {
+    let (server, _) = start_server(1024, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let mut r = request(ECHO);
+    r.set_ext("id", "before");
+    client
+        .invoke(&addr, r, Duration::from_secs(5))
+        .await
+        .unwrap();
+
+    // Unknown serialize type.
+    let mut raw = TcpStream::connect(&addr).await.unwrap();
+    raw.write_all(&[0, 0, 0, 8, 9, 0, 0, 4, 1, 2, 3, 4])
+        .await
+        .unwrap();
+    assert_eq!(read_to_eof(&mut raw).await, 0);
+    // Garbage header.
+    let mut raw = TcpStream::connect(&addr).await.unwrap();
+    raw.write_all(&[0, 0, 0, 8, 0, 0, 0, 4, b'{', b'x', b'y', b'z'])
+        .await
+        .unwrap();
+    assert_eq!(read_to_eof(&mut raw).await, 0);
+    // A frame over the 1 KiB limit, from a real client.
+    let other = RemotingClient::default();
+    let big = request(ECHO).with_body(vec![7u8; 2048]);
+    let err = other
+        .invoke(&addr, big, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RemotingError::ConnectionClosed { .. }),
+        "{err}"
+    );
+
+    // The first connection is unaffected.
+    let mut r = request(ECHO);
+    r.set_ext("id", "after");
+    let resp = client
+        .invoke(&addr, r, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.remark_str(), "after");
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn connection_limit() {
+    let (server, _) = start_server(1 << 24, 1).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let mut r = request(ECHO);
+    r.set_ext("id", "1");
+    client
+        .invoke(&addr, r, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let mut second = TcpStream::connect(&addr).await.unwrap();
+    let ping = frame::encode_to_vec(&request(ECHO)).unwrap();
+    let _ = second.write_all(&ping).await;
+    assert_eq!(
+        read_to_eof(&mut second).await,
+        0,
+        "over the limit: closed unanswered"
+    );
+    assert_eq!(server.connection_count(), 1);
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn graceful_shutdown_answers_requests_in_progress() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let c = client.clone();
+    let a = addr.clone();
+    let slow =
+        tokio::spawn(async move { c.invoke(&a, request(SLOW), Duration::from_secs(10)).await });
+    eventually("the slow request to be pending", || {
+        client.pending_requests() == 1
+    })
+    .await;
+    server.shutdown(Duration::from_secs(5)).await;
+    let resp = slow.await.unwrap().unwrap();
+    assert_eq!(resp.remark_str(), "slow done");
+    // No longer accepting.
+    assert!(client
+        .invoke(&addr, request(ECHO), Duration::from_secs(2))
+        .await
+        .is_err());
+}
+
+struct Signer;
+
+impl RpcHook for Signer {
+    fn before_request(&self, _addr: &str, request: &mut RemotingCommand) -> Result<(), String> {
+        request.set_ext("sig", format!("signed-{}", request.code));
+        Ok(())
+    }
+}
+
+struct Gate(AtomicUsize);
+
+impl RpcHook for Gate {
+    fn before_request(&self, _addr: &str, request: &mut RemotingCommand) -> Result<(), String> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        match request.ext("sig") {
+            Some(_) => Ok(()),
+            None => Err("unsigned request".to_string()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn rpc_hooks_sign_and_check_requests() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let gate = Arc::new(Gate(AtomicUsize::new(0)));
+    let server = RemotingServer::builder("127.0.0.1:0")
+        .processor(ECHO, Arc::new(TestProcessor { recorded: tx }))
+        .hook(gate.clone())
+        .start()
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let signed = RemotingClient::builder().hook(Arc::new(Signer)).build();
+    let resp = signed
+        .invoke(&addr, request(ECHO), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.ext("sig"), Some("signed-1000"));
+    let unsigned = RemotingClient::default();
+    let resp = unsigned
+        .invoke(&addr, request(ECHO), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::SystemError);
+    assert_eq!(resp.remark_str(), "unsigned request");
+    assert_eq!(gate.0.load(Ordering::SeqCst), 2);
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn connect_failures_are_clear_errors() {
+    let client = RemotingClient::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .build();
+    // Bind and drop a listener to find a closed port.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let err = client
+        .invoke(
+            &format!("127.0.0.1:{port}"),
+            request(ECHO),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.is_connect_failure(), "{err}");
+    assert!(err.to_string().contains(&port.to_string()));
+    let err = client
+        .invoke("not an address", request(ECHO), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(err.is_connect_failure(), "{err}");
+    client.shutdown();
+    client.shutdown();
+    assert!(matches!(
+        client
+            .invoke("127.0.0.1:1", request(ECHO), Duration::from_secs(1))
+            .await,
+        Err(RemotingError::Shutdown)
+    ));
+}
