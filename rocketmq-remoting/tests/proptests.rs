@@ -317,7 +317,7 @@ proptest! {
         prop_assert_eq!(back.sys_flag & 0x70F, m.sys_flag & 0x70F);
         prop_assert_eq!(encode_stored(&back), bytes.clone());
         let two: Vec<u8> = bytes.iter().chain(bytes.iter()).copied().collect();
-        prop_assert_eq!(decode_stored_all(&two, opts).unwrap().len(), 2);
+        prop_assert_eq!(decode_stored_all(&Bytes::from(two), opts).unwrap().len(), 2);
     }
 
     #[test]

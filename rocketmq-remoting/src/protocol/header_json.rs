@@ -155,20 +155,56 @@ impl<'de> Deserialize<'de> for LenientExtFields {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(8));
                 while let Some(key) = map.next_key::<String>()? {
-                    let value: serde_json::Value = map.next_value()?;
-                    let text = match value {
-                        serde_json::Value::String(s) => s,
-                        serde_json::Value::Null => continue,
-                        serde_json::Value::Number(n) => n.to_string(),
-                        serde_json::Value::Bool(b) => b.to_string(),
-                        other => other.to_string(),
-                    };
-                    ext.push(key, text);
+                    if let Some(ExtValue(text)) = map.next_value::<Option<ExtValue>>()? {
+                        ext.push(key, text);
+                    }
                 }
                 Ok(LenientExtFields(ext))
             }
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(LenientExtFields(ExtFields::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One `extFields` value: a string, or a number or boolean taken as its text.
+struct ExtValue(String);
+
+impl<'de> Deserialize<'de> for ExtValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ExtValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a header field value")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ExtValue, E> {
+                Ok(ExtValue(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<ExtValue, E> {
+                Ok(ExtValue(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExtValue, E> {
+                Ok(ExtValue(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExtValue, E> {
+                Ok(ExtValue(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ExtValue, E> {
+                Ok(ExtValue(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ExtValue, E> {
+                Ok(ExtValue(v.to_string()))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<ExtValue, A::Error> {
+                let v = serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(ExtValue(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ExtValue, A::Error> {
+                let v = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(ExtValue(v.to_string()))
             }
         }
         d.deserialize_any(V)

@@ -20,6 +20,7 @@ java_enum! {
         /// Pull consumer.
         ConsumeActively => "CONSUME_ACTIVELY",
         /// Push consumer.
+        #[default]
         ConsumePassively => "CONSUME_PASSIVELY",
         /// 5.x pop consumer.
         ConsumePop => "CONSUME_POP",
@@ -32,6 +33,7 @@ java_enum! {
         /// Every member receives every message.
         Broadcasting => "BROADCASTING",
         /// Each message goes to one member.
+        #[default]
         Clustering => "CLUSTERING",
     }
 }
@@ -40,6 +42,7 @@ java_enum! {
     /// Where a new consumer group starts.
     pub enum ConsumeFromWhere {
         /// Skip history (`GET_MAX_OFFSET`).
+        #[default]
         ConsumeFromLastOffset => "CONSUME_FROM_LAST_OFFSET",
         /// Deprecated alias of last offset.
         ConsumeFromLastOffsetAndFromMinWhenBootFirst => "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
@@ -51,24 +54,6 @@ java_enum! {
         ConsumeFromFirstOffset => "CONSUME_FROM_FIRST_OFFSET",
         /// From a store time.
         ConsumeFromTimestamp => "CONSUME_FROM_TIMESTAMP",
-    }
-}
-
-impl Default for ConsumeType {
-    fn default() -> Self {
-        ConsumeType::ConsumePassively
-    }
-}
-
-impl Default for MessageModel {
-    fn default() -> Self {
-        MessageModel::Clustering
-    }
-}
-
-impl Default for ConsumeFromWhere {
-    fn default() -> Self {
-        ConsumeFromWhere::ConsumeFromLastOffset
     }
 }
 

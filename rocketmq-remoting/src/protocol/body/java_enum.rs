@@ -8,7 +8,7 @@ macro_rules! java_enum {
         pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $java:literal,)* }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
         pub enum $name {
             $($(#[$vmeta])* $variant,)*
         }

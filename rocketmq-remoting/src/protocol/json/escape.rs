@@ -40,7 +40,7 @@ pub fn write_json_string_body(out: &mut Vec<u8>, s: &str, mode: EscapeMode) {
         };
         let needs_unicode = match mode {
             EscapeMode::Fastjson => code < 0x20 || (0x7F..0xA0).contains(&code),
-            EscapeMode::BrowserCompatible => code < 0x20 || code >= 0x7F,
+            EscapeMode::BrowserCompatible => !(0x20..0x7F).contains(&code),
         };
         if escape.is_none() && !needs_unicode {
             continue;

@@ -1,15 +1,16 @@
 //! Message ids: the offset id (store host + commit-log offset) and the client-generated
 //! `UNIQ_KEY` (`MessageClientIDSetter`).
 
-use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 fn hex_upper(bytes: &[u8], out: &mut String) {
-    for b in bytes {
-        let _ = write!(out, "{b:02X}");
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
     }
 }
 

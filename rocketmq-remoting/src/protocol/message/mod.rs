@@ -15,8 +15,8 @@ pub use self::id::{decode_offset_msg_id, encode_offset_msg_id, UniqIdGenerator, 
 pub use self::model::{Message, MessageExt, MessageQueue};
 pub use self::properties::{decode_properties, encode_properties};
 pub use self::stored::{
-    decode_stored, decode_stored_all, encode_stored, stored_len, StoredDecodeError,
-    StoredDecodeOptions, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
+    body_crc, decode_stored, decode_stored_all, decode_stored_shared, encode_stored, stored_len,
+    StoredDecodeError, StoredDecodeOptions, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
 };
 pub use self::tag::{java_string_hash, tags_hash_code};
 

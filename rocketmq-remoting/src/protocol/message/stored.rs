@@ -175,6 +175,22 @@ pub fn decode_stored(
     buf: &[u8],
     opts: StoredDecodeOptions,
 ) -> Result<(MessageExt, usize), StoredDecodeError> {
+    decode_stored_impl(buf, None, opts)
+}
+
+/// Like [`decode_stored`], but the body shares `buf`'s memory instead of being copied.
+pub fn decode_stored_shared(
+    buf: &Bytes,
+    opts: StoredDecodeOptions,
+) -> Result<(MessageExt, usize), StoredDecodeError> {
+    decode_stored_impl(buf, Some(buf), opts)
+}
+
+fn decode_stored_impl(
+    buf: &[u8],
+    shared: Option<&Bytes>,
+    opts: StoredDecodeOptions,
+) -> Result<(MessageExt, usize), StoredDecodeError> {
     if buf.len() < 8 {
         return Err(StoredDecodeError::Truncated {
             need: 8,
@@ -229,7 +245,10 @@ pub fn decode_stored(
         }
     }
     if opts.read_body {
-        body = Bytes::copy_from_slice(body_bytes);
+        body = match shared {
+            Some(b) => b.slice_ref(body_bytes),
+            None => Bytes::copy_from_slice(body_bytes),
+        };
         if opts.decompress && sys_flag & sys_flag::COMPRESSED != 0 {
             body = decompress_body(&body, sys_flag, opts.max_decompressed_len)?;
         }
@@ -281,16 +300,18 @@ pub fn decode_stored(
     ))
 }
 
-/// Decodes every record of a PULL or QUERY body.
+/// Decodes every record of a PULL or QUERY body; message bodies share `buf`'s memory.
 pub fn decode_stored_all(
-    mut buf: &[u8],
+    buf: &Bytes,
     opts: StoredDecodeOptions,
 ) -> Result<Vec<MessageExt>, StoredDecodeError> {
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        let (m, n) = decode_stored(buf, opts)?;
+    let mut out = Vec::with_capacity(32);
+    let mut pos = 0;
+    while pos < buf.len() {
+        let rest = buf.slice(pos..);
+        let (m, n) = decode_stored_shared(&rest, opts)?;
         out.push(m);
-        buf = &buf[n..];
+        pos += n;
     }
     Ok(out)
 }
