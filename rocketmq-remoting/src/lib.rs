@@ -10,5 +10,6 @@
 pub mod error;
 pub mod protocol;
 pub mod transport;
+pub mod util;
 
 pub use error::RemotingError;

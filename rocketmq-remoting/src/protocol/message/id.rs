@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::util::time::{civil_from_days, days_from_civil};
+
 fn hex_upper(bytes: &[u8], out: &mut String) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in bytes {
@@ -57,33 +59,9 @@ pub fn decode_offset_msg_id(id: &str) -> Option<(SocketAddr, i64)> {
     Some((SocketAddr::new(ip, port), i64::from_be_bytes(off)))
 }
 
-/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Civil (year, month) of a day count since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m)
-}
-
 /// Start of the month (UTC, ms) containing `ms`, shifted by `delta` months.
 fn month_start_ms(ms: i64, delta: i64) -> i64 {
-    let (y, m) = civil_from_days(ms.div_euclid(86_400_000));
+    let (y, m, _) = civil_from_days(ms.div_euclid(86_400_000));
     let idx = y * 12 + (m - 1) + delta;
     days_from_civil(idx.div_euclid(12), idx.rem_euclid(12) + 1, 1) * 86_400_000
 }

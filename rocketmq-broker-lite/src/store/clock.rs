@@ -1,0 +1,101 @@
+//! Time and disk usage, injectable so retention tests are exact.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A wall clock in milliseconds since the epoch, plus the local hour of day.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Milliseconds since the epoch.
+    fn now_ms(&self) -> i64;
+    /// Hour of the day (0-23) at `now_ms`. The system clock uses UTC.
+    fn hour_of_day(&self) -> u32 {
+        ((self.now_ms().div_euclid(3_600_000)) % 24) as u32
+    }
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+}
+
+/// A clock tests set by hand.
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    /// A clock reading `ms`.
+    pub fn new(ms: i64) -> Arc<Self> {
+        Arc::new(Self(AtomicI64::new(ms)))
+    }
+    /// The current reading.
+    pub fn now(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+    /// Sets the time.
+    pub fn set(&self, ms: i64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+    /// Moves the time forward.
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// How full the disk holding the store is, in percent.
+pub trait DiskUsage: Send + Sync + std::fmt::Debug {
+    /// Used space of the file system holding `path`, 0-100.
+    fn used_percent(&self, path: &Path) -> u32;
+}
+
+/// The real disk usage (`statvfs`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemDiskUsage;
+
+impl DiskUsage for SystemDiskUsage {
+    fn used_percent(&self, path: &Path) -> u32 {
+        match rustix::fs::statvfs(path) {
+            Ok(s) if s.f_blocks > 0 => {
+                let used = s.f_blocks.saturating_sub(s.f_bfree);
+                let usable = used + s.f_bavail;
+                (used * 100).checked_div(usable).unwrap_or(0) as u32
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// A disk usage tests set by hand.
+#[derive(Debug, Default)]
+pub struct ManualDiskUsage(AtomicU32);
+
+impl ManualDiskUsage {
+    /// Reports `percent`.
+    pub fn new(percent: u32) -> Arc<Self> {
+        Arc::new(Self(AtomicU32::new(percent)))
+    }
+    /// Changes the reported usage.
+    pub fn set(&self, percent: u32) {
+        self.0.store(percent, Ordering::SeqCst);
+    }
+}
+
+impl DiskUsage for ManualDiskUsage {
+    fn used_percent(&self, _path: &Path) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,898 @@
+//! The commit log: every message of every topic, appended to fixed-size, preallocated segment
+//! files.
+//!
+//! Appends are encoded under one lock into an in-memory buffer (no system call); a writer
+//! thread moves buffered bytes into the segment files with `pwrite` and dispatches them to the
+//! consume queues and the index; a flusher thread makes them durable with `fdatasync`, either on
+//! demand with group commit (SYNC_FLUSH: every append waiting at the time shares one flush) or
+//! periodically (ASYNC_FLUSH).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use futures::channel::oneshot;
+use rocketmq_remoting::protocol::message::{body_crc, sys_flag};
+use tracing::{debug, error, info, warn};
+
+use super::clock::Clock;
+use super::config::{FlushDiskType, StoreConfig};
+use super::error::{StoreError, StoreResult};
+use super::record::{
+    check_record, encode_blank, encode_record, record_len, DispatchRequest, PutMessage,
+    RecordCheck, BLANK_LEN,
+};
+use super::segment::{file_name, parse_file_name, Segment};
+use super::vfs::Vfs;
+
+/// Receives dispatched records, in commit-log order, from the writer thread.
+pub trait DispatchSink: Send + Sync {
+    /// Records written to the segment files (not necessarily durable yet).
+    fn dispatch(&self, batch: &[DispatchRequest]);
+}
+
+/// Where and how an append was stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendResult {
+    /// Commit-log offset of the first record.
+    pub wrote_offset: u64,
+    /// Size of each record.
+    pub sizes: Vec<u32>,
+    /// Consume-queue offset of the first record.
+    pub queue_offset: i64,
+    /// Store time.
+    pub store_timestamp: i64,
+    /// Commit-log offset just past the last record: the append is durable once the flushed
+    /// offset reaches it.
+    pub end_offset: u64,
+}
+
+struct Chunk {
+    seg: Arc<Segment>,
+    file_pos: u64,
+    data: Vec<u8>,
+}
+
+struct Appender {
+    pos: u64,
+    active: Arc<Segment>,
+    chunks: Vec<Chunk>,
+    dispatch: Vec<DispatchRequest>,
+    buffered: usize,
+    queue_offsets: HashMap<String, Vec<i64>>,
+    closed: bool,
+    writer_waiting: bool,
+}
+
+#[derive(Default)]
+struct Waiters {
+    by_end: BTreeMap<u64, Vec<oneshot::Sender<StoreResult<()>>>>,
+}
+
+/// The commit log.
+pub struct CommitLog {
+    cfg: Arc<StoreConfig>,
+    vfs: Arc<dyn Vfs>,
+    clock: Arc<dyn Clock>,
+    dir: PathBuf,
+    seg_size: u64,
+    delay_levels: Vec<i64>,
+    segments: RwLock<Vec<Arc<Segment>>>,
+    appender: Mutex<Appender>,
+    appender_cv: Condvar,
+    /// Bytes below this offset are in the segment files.
+    written: AtomicU64,
+    /// Bytes below this offset are durable.
+    flushed: AtomicU64,
+    progress: Mutex<()>,
+    progress_cv: Condvar,
+    waiters: Mutex<Waiters>,
+    spare: Mutex<Option<Arc<Segment>>>,
+    spare_cv: Condvar,
+    buffer_pool: Mutex<Vec<Vec<u8>>>,
+    failure: Mutex<Option<String>>,
+    stopping: AtomicBool,
+}
+
+impl std::fmt::Debug for CommitLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitLog")
+            .field("dir", &self.dir)
+            .field("written", &self.written.load(Ordering::Relaxed))
+            .field("flushed", &self.flushed.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Backpressure: appenders wait once this much is buffered and not yet written.
+const MAX_BUFFERED: usize = 64 * 1024 * 1024;
+
+impl CommitLog {
+    /// Opens the segments found in `commitlog/` (stray files are ignored with a warning). The
+    /// log is positioned at `end`; call [`CommitLog::scan`] first to find it.
+    pub fn open(
+        cfg: Arc<StoreConfig>,
+        vfs: Arc<dyn Vfs>,
+        clock: Arc<dyn Clock>,
+    ) -> StoreResult<(Self, Vec<Arc<Segment>>)> {
+        let dir = cfg.commit_log_dir();
+        vfs.create_dir_all(&dir)
+            .map_err(|e| StoreError::io("creating the commit-log directory", e))?;
+        let seg_size = cfg.mapped_file_size_commit_log;
+        let mut segments = Vec::new();
+        for name in vfs
+            .list_dir(&dir)
+            .map_err(|e| StoreError::io("listing the commit log", e))?
+        {
+            let Some(base) = parse_file_name(&name) else {
+                warn!(file = %name, "ignoring a stray file in the commit-log directory");
+                continue;
+            };
+            if base % seg_size != 0 {
+                warn!(file = %name, seg_size, "ignoring a commit-log file not aligned to the segment size");
+                continue;
+            }
+            let path = dir.join(&name);
+            let file = vfs
+                .open(&path, false)
+                .map_err(|e| StoreError::io("opening a commit-log segment", e))?;
+            let len = file
+                .len()
+                .map_err(|e| StoreError::io("reading a segment's size", e))?;
+            if len != seg_size {
+                // A segment whose creation did not complete (it never held acknowledged
+                // data: segments are synced before use) or a shortened file: restore its size;
+                // missing bytes read as zeros, which the scan treats as the end of the log.
+                warn!(file = %name, len, seg_size, "commit-log segment has the wrong size; resizing");
+                file.set_len(seg_size)
+                    .and_then(|_| file.sync_all())
+                    .map_err(|e| StoreError::io("resizing a segment", e))?;
+            }
+            segments.push(Arc::new(Segment::new(base, &dir, file)));
+        }
+        // Keep only a contiguous run ending at the newest segment.
+        let mut start = 0;
+        for i in 1..segments.len() {
+            if segments[i].base != segments[i - 1].base + seg_size {
+                warn!(
+                    gap_after = %file_name(segments[i - 1].base),
+                    "commit-log segments are not contiguous; ignoring the older ones"
+                );
+                start = i;
+            }
+        }
+        let segments = segments.split_off(start);
+        let active = match segments.last() {
+            Some(s) => s.clone(),
+            None => Arc::new(create_segment(&*vfs, &dir, 0, seg_size, cfg.warm_segments)?),
+        };
+        let segments = if segments.is_empty() {
+            vec![active.clone()]
+        } else {
+            segments
+        };
+        let delay_levels = cfg.delay_levels();
+        let log = Self {
+            cfg: cfg.clone(),
+            vfs,
+            clock,
+            dir,
+            seg_size,
+            delay_levels,
+            segments: RwLock::new(segments.clone()),
+            appender: Mutex::new(Appender {
+                pos: active.base,
+                active,
+                chunks: Vec::new(),
+                dispatch: Vec::new(),
+                buffered: 0,
+                queue_offsets: HashMap::new(),
+                closed: false,
+                writer_waiting: false,
+            }),
+            appender_cv: Condvar::new(),
+            written: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
+            progress: Mutex::new(()),
+            progress_cv: Condvar::new(),
+            waiters: Mutex::new(Waiters::default()),
+            spare: Mutex::new(None),
+            spare_cv: Condvar::new(),
+            buffer_pool: Mutex::new(Vec::new()),
+            failure: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+        };
+        Ok((log, segments))
+    }
+
+    /// Segment size.
+    pub fn segment_size(&self) -> u64 {
+        self.seg_size
+    }
+
+    /// Delay levels in milliseconds.
+    pub fn delay_levels(&self) -> &[i64] {
+        &self.delay_levels
+    }
+
+    /// The segments, oldest first.
+    pub fn segments(&self) -> Vec<Arc<Segment>> {
+        self.segments
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Offset of the first byte still stored.
+    pub fn min_offset(&self) -> u64 {
+        self.segments
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .first()
+            .map_or(0, |s| s.base)
+    }
+
+    /// Offset past the last appended byte (written or still buffered).
+    pub fn max_offset(&self) -> u64 {
+        lock(&self.appender).pos
+    }
+
+    /// Offset past the last byte in the segment files.
+    pub fn written_offset(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// Offset past the last durable byte.
+    pub fn flushed_offset(&self) -> u64 {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    fn segment_for(&self, offset: u64) -> Option<Arc<Segment>> {
+        let segs = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        let i = segs.partition_point(|s| s.base <= offset);
+        (i > 0)
+            .then(|| segs[i - 1].clone())
+            .filter(|s| offset < s.base + self.seg_size)
+    }
+
+    fn fail(&self, why: String) {
+        error!(%why, "commit log failed; refusing further writes");
+        *lock(&self.failure) = Some(why.clone());
+        let mut w = lock(&self.waiters);
+        for (_, senders) in std::mem::take(&mut w.by_end) {
+            for s in senders {
+                let _ = s.send(Err(StoreError::NotRunning(why.clone())));
+            }
+        }
+        drop(w);
+        self.progress_cv.notify_all();
+        self.appender_cv.notify_all();
+    }
+
+    /// Why the log stopped accepting writes, if it did.
+    pub fn failure(&self) -> Option<String> {
+        lock(&self.failure).clone()
+    }
+
+    // ----- positioning after recovery -----
+
+    /// Positions the log after recovery: appends continue at `end`; everything below it is
+    /// written and durable. Segments past `end` are removed.
+    pub fn set_end(&self, end: u64, queue_offsets: HashMap<String, Vec<i64>>) -> StoreResult<()> {
+        let mut segs = self.segments.write().unwrap_or_else(|p| p.into_inner());
+        while segs.len() > 1 && segs.last().is_some_and(|s| s.base > end) {
+            if let Some(s) = segs.pop() {
+                info!(file = %s.path.display(), "removing a commit-log segment past the end of the log");
+                let _ = self.vfs.remove_file(&s.path);
+            }
+        }
+        let active = segs
+            .iter()
+            .rev()
+            .find(|s| s.base <= end)
+            .cloned()
+            .ok_or_else(|| StoreError::Corrupt(format!("no segment holds offset {end}")))?;
+        drop(segs);
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(|e| StoreError::io("syncing the commit-log directory", e))?;
+        let mut a = lock(&self.appender);
+        a.pos = end;
+        a.active = active;
+        a.queue_offsets = queue_offsets;
+        self.written.store(end, Ordering::Release);
+        self.flushed.store(end, Ordering::Release);
+        Ok(())
+    }
+
+    /// Zeroes whatever follows `end` in its segment (a torn or abandoned tail), durably, so that
+    /// nothing written before a crash past `end` can ever be read as a record.
+    pub fn wipe_tail(&self, end: u64) -> StoreResult<()> {
+        let Some(seg) = self.segment_for(end) else {
+            return Ok(());
+        };
+        let mut pos = end - seg.base;
+        let chunk = 1 << 20;
+        let zeros = vec![0u8; chunk];
+        let mut buf = vec![0u8; chunk];
+        let mut wiped = 0u64;
+        while pos < self.seg_size {
+            let n = (self.seg_size - pos).min(chunk as u64) as usize;
+            seg.file
+                .read_exact_at(&mut buf[..n], pos)
+                .map_err(|e| StoreError::io("reading a segment tail", e))?;
+            if buf[..n].iter().any(|b| *b != 0) {
+                seg.file
+                    .write_all_at(&zeros[..n], pos)
+                    .map_err(|e| StoreError::io("wiping a segment tail", e))?;
+                wiped += n as u64;
+            }
+            pos += n as u64;
+        }
+        if wiped > 0 {
+            info!(segment = %seg.path.display(), from = end, wiped, "wiped an invalid commit-log tail");
+            seg.file
+                .sync_data()
+                .map_err(|e| StoreError::io("syncing a wiped tail", e))?;
+        }
+        Ok(())
+    }
+
+    // ----- scanning (recovery, rebuild) -----
+
+    /// Scans records from `from` (a record boundary) to the first invalid one, calling `f` for
+    /// each valid record. Returns the offset where the valid log ends.
+    pub fn scan(
+        &self,
+        from: u64,
+        check_crc: bool,
+        mut f: impl FnMut(DispatchRequest),
+    ) -> StoreResult<u64> {
+        let chunk = 4 << 20;
+        let mut buf: Vec<u8> = Vec::with_capacity(chunk);
+        let mut pos = from;
+        'segments: loop {
+            let Some(seg) = self.segment_for(pos) else {
+                return Ok(pos);
+            };
+            let mut in_seg = pos - seg.base;
+            let mut buf_start = in_seg;
+            buf.clear();
+            loop {
+                let space_left = self.seg_size - in_seg;
+                let off_in_buf = (in_seg - buf_start) as usize;
+                match check_record(
+                    &buf[off_in_buf..],
+                    seg.base + in_seg,
+                    space_left,
+                    check_crc,
+                    &self.delay_levels,
+                ) {
+                    RecordCheck::Message(d) => {
+                        in_seg += u64::from(d.size);
+                        seg.last_store_ts
+                            .fetch_max(d.store_timestamp, Ordering::Relaxed);
+                        f(d);
+                    }
+                    RecordCheck::Blank => {
+                        pos = seg.base + self.seg_size;
+                        continue 'segments;
+                    }
+                    RecordCheck::End(why) => {
+                        debug!(offset = seg.base + in_seg, why, "commit log ends");
+                        return Ok(seg.base + in_seg);
+                    }
+                    RecordCheck::NeedMore(need) => {
+                        if need as u64 > space_left {
+                            return Ok(seg.base + in_seg);
+                        }
+                        let want = need.max(chunk).min(space_left as usize);
+                        buf.clear();
+                        buf.resize(want, 0);
+                        seg.file
+                            .read_exact_at(&mut buf, in_seg)
+                            .map_err(|e| StoreError::io("scanning the commit log", e))?;
+                        buf_start = in_seg;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Store time of the first record of the segment at `base` (used as the age bound of the
+    /// segment before it).
+    pub fn first_store_timestamp(&self, seg: &Segment) -> Option<i64> {
+        let mut head = [0u8; 96];
+        seg.file.read_exact_at(&mut head, 0).ok()?;
+        match check_record(&head, seg.base, self.seg_size, false, &self.delay_levels) {
+            RecordCheck::NeedMore(_) | RecordCheck::Message(_) => {
+                let sys = i32::from_be_bytes([head[36], head[37], head[38], head[39]]);
+                let at = if sys & sys_flag::BORNHOST_V6 != 0 { 68 } else { 56 };
+                let mut ts = [0u8; 8];
+                ts.copy_from_slice(&head[at..at + 8]);
+                let ts = i64::from_be_bytes(ts);
+                (ts > 0).then_some(ts)
+            }
+            _ => None,
+        }
+    }
+
+    // ----- appending -----
+
+    fn take_buffer(&self) -> Vec<u8> {
+        lock(&self.buffer_pool).pop().unwrap_or_default()
+    }
+
+    fn check_message(&self, m: &PutMessage) -> StoreResult<usize> {
+        if m.topic.is_empty() || m.topic.len() > 127 {
+            return Err(StoreError::BadTopic(m.topic.clone()));
+        }
+        if m.properties.len() > i16::MAX as usize {
+            return Err(StoreError::PropertiesTooLarge(m.properties.len()));
+        }
+        let len = record_len(m);
+        if len > self.cfg.max_message_size {
+            return Err(StoreError::MessageTooLarge {
+                size: len,
+                max: self.cfg.max_message_size,
+            });
+        }
+        Ok(len)
+    }
+
+    /// Appends `msgs` (one message, or a batch of one topic and queue stored contiguously with
+    /// consecutive queue offsets).
+    pub fn append(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
+        let Some(first) = msgs.first() else {
+            return Err(StoreError::BadBatch("empty batch".into()));
+        };
+        let mut total = 0usize;
+        let mut crcs = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            if m.topic != first.topic || m.queue_id != first.queue_id {
+                return Err(StoreError::BadBatch("one topic and queue per batch".into()));
+            }
+            total += self.check_message(m)?;
+            crcs.push(body_crc(&m.body));
+        }
+        if total as u64 + BLANK_LEN as u64 > self.seg_size {
+            return Err(StoreError::BadBatch(format!(
+                "batch of {total} bytes does not fit a commit-log segment"
+            )));
+        }
+        let in_queue = matches!(
+            sys_flag::transaction_value(first.sys_flag),
+            sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
+        );
+        let mut a = lock(&self.appender);
+        loop {
+            if let Some(why) = self.failure() {
+                return Err(StoreError::NotRunning(why));
+            }
+            if a.closed {
+                return Err(StoreError::NotRunning("shut down".into()));
+            }
+            if a.buffered < MAX_BUFFERED {
+                break;
+            }
+            a = self
+                .appender_cv
+                .wait(a)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        let space_left = a.active.base + self.seg_size - a.pos;
+        if total as u64 + BLANK_LEN as u64 > space_left {
+            self.roll(&mut a, space_left)?;
+        }
+        let store_ts = self.clock.now_ms();
+        let wrote_offset = a.pos;
+        let queue_offset = if in_queue {
+            let table = a.queue_offsets.entry(first.topic.clone()).or_default();
+            let q = first.queue_id.max(0) as usize;
+            if table.len() <= q {
+                table.resize(q + 1, 0);
+            }
+            table[q]
+        } else {
+            0
+        };
+        if a.chunks.is_empty() {
+            let data = self.take_buffer();
+            let file_pos = a.pos - a.active.base;
+            let seg = a.active.clone();
+            a.chunks.push(Chunk {
+                seg,
+                file_pos,
+                data,
+            });
+        }
+        let mut sizes = Vec::with_capacity(msgs.len());
+        let mut pos = a.pos;
+        let Appender {
+            chunks, dispatch, ..
+        } = &mut *a;
+        let chunk = chunks.last_mut().map(|c| &mut c.data);
+        let chunk = chunk.ok_or_else(|| StoreError::NotRunning("no write buffer".into()))?;
+        for (i, (m, crc)) in msgs.iter().zip(&crcs).enumerate() {
+            let qo = if in_queue { queue_offset + i as i64 } else { 0 };
+            let start = chunk.len();
+            encode_record(chunk, m, *crc, qo, pos, store_ts);
+            let size = (chunk.len() - start) as u32;
+            sizes.push(size);
+            dispatch.push(DispatchRequest {
+                topic: m.topic.clone(),
+                queue_id: m.queue_id,
+                commit_log_offset: pos,
+                size,
+                tags_code: m.tags_code,
+                store_timestamp: store_ts,
+                queue_offset: qo,
+                keys: super::record::find_property(&m.properties, "KEYS").map(str::to_string),
+                uniq_key: super::record::find_property(&m.properties, "UNIQ_KEY")
+                    .map(str::to_string),
+                sys_flag: m.sys_flag,
+            });
+            pos += u64::from(size);
+        }
+        a.buffered += (pos - a.pos) as usize;
+        a.pos = pos;
+        if in_queue {
+            let q = first.queue_id.max(0) as usize;
+            if let Some(table) = a.queue_offsets.get_mut(&first.topic) {
+                table[q] = queue_offset + msgs.len() as i64;
+            }
+        }
+        a.active.last_store_ts.fetch_max(store_ts, Ordering::Relaxed);
+        if a.writer_waiting {
+            a.writer_waiting = false;
+            self.appender_cv.notify_all();
+        }
+        Ok(AppendResult {
+            wrote_offset,
+            sizes,
+            queue_offset,
+            store_timestamp: store_ts,
+            end_offset: pos,
+        })
+    }
+
+    /// Fills the rest of the active segment with a blank marker and moves to the next one.
+    fn roll(&self, a: &mut Appender, space_left: u64) -> StoreResult<()> {
+        if a.chunks.is_empty() {
+            let data = self.take_buffer();
+            a.chunks.push(Chunk {
+                seg: a.active.clone(),
+                file_pos: a.pos - a.active.base,
+                data,
+            });
+        }
+        if let Some(c) = a.chunks.last_mut() {
+            encode_blank(&mut c.data, space_left);
+        }
+        a.buffered += BLANK_LEN;
+        let next_base = a.active.base + self.seg_size;
+        let next = self.next_segment(next_base)?;
+        self.segments
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(next.clone());
+        a.pos = next_base;
+        a.active = next.clone();
+        a.chunks.push(Chunk {
+            seg: next,
+            file_pos: 0,
+            data: self.take_buffer(),
+        });
+        // Ask for the one after.
+        self.spare_cv.notify_all();
+        Ok(())
+    }
+
+    fn next_segment(&self, base: u64) -> StoreResult<Arc<Segment>> {
+        if let Some(s) = lock(&self.spare).take() {
+            if s.base == base {
+                return Ok(s);
+            }
+            let _ = self.vfs.remove_file(&s.path);
+        }
+        create_segment(&*self.vfs, &self.dir, base, self.seg_size, self.cfg.warm_segments)
+            .map(Arc::new)
+    }
+
+    /// Creates the segment after the active one ahead of time (run by the allocator thread).
+    pub fn preallocate_next(&self) -> StoreResult<()> {
+        let base = lock(&self.appender).active.base + self.seg_size;
+        if lock(&self.spare).as_ref().is_some_and(|s| s.base == base) {
+            return Ok(());
+        }
+        let seg = create_segment(&*self.vfs, &self.dir, base, self.seg_size, self.cfg.warm_segments)?;
+        *lock(&self.spare) = Some(Arc::new(seg));
+        Ok(())
+    }
+
+    /// Blocks the allocator until a new segment may be needed (or `timeout`).
+    pub fn wait_for_allocation_need(&self, timeout: Duration) {
+        let spare = lock(&self.spare);
+        if spare.is_none() {
+            return;
+        }
+        let _ = self.spare_cv.wait_timeout(spare, timeout);
+    }
+
+    // ----- writer thread -----
+
+    /// The writer thread's loop: writes buffered chunks into the segment files and dispatches
+    /// them. Returns when the log is closed and everything buffered has been written.
+    pub fn run_writer(&self, sink: &dyn DispatchSink) {
+        let mut chunks: Vec<Chunk> = Vec::new();
+        let mut dispatch: Vec<DispatchRequest> = Vec::new();
+        loop {
+            {
+                let mut a = lock(&self.appender);
+                while a.chunks.is_empty() && !a.closed && self.failure().is_none() {
+                    a.writer_waiting = true;
+                    a = self
+                        .appender_cv
+                        .wait(a)
+                        .unwrap_or_else(|p| p.into_inner());
+                }
+                if a.chunks.is_empty() || self.failure().is_some() {
+                    return;
+                }
+                std::mem::swap(&mut chunks, &mut a.chunks);
+                std::mem::swap(&mut dispatch, &mut a.dispatch);
+                a.buffered = 0;
+                self.appender_cv.notify_all();
+            }
+            let mut end = 0;
+            for c in chunks.drain(..) {
+                if let Err(e) = c.seg.file.write_all_at(&c.data, c.file_pos) {
+                    self.fail(format!("writing {}: {e}", c.seg.path.display()));
+                    return;
+                }
+                end = c.seg.base + c.file_pos + c.data.len() as u64;
+                let mut data = c.data;
+                data.clear();
+                if data.capacity() <= 2 * self.cfg.write_buffer_size {
+                    lock(&self.buffer_pool).push(data);
+                }
+            }
+            self.written.store(end, Ordering::Release);
+            sink.dispatch(&dispatch);
+            dispatch.clear();
+            let _g = lock(&self.progress);
+            self.progress_cv.notify_all();
+        }
+    }
+
+    // ----- flushing -----
+
+    fn sync_range(&self, from: u64, to: u64) -> StoreResult<()> {
+        for seg in self.segments() {
+            if seg.base + self.seg_size > from && seg.base < to {
+                seg.file
+                    .sync_data()
+                    .map_err(|e| StoreError::io("flushing the commit log", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes everything written so far durable and wakes the appends it covers.
+    pub fn flush(&self) -> StoreResult<u64> {
+        let target = self.written_offset();
+        let flushed = self.flushed_offset();
+        if target > flushed {
+            if let Err(e) = self.sync_range(flushed, target) {
+                self.fail(e.to_string());
+                return Err(e);
+            }
+            self.flushed.fetch_max(target, Ordering::AcqRel);
+        }
+        let done = self.flushed_offset();
+        let ready: Vec<_> = {
+            let mut w = lock(&self.waiters);
+            let rest = w.by_end.split_off(&(done + 1));
+            std::mem::replace(&mut w.by_end, rest)
+                .into_values()
+                .flatten()
+                .collect()
+        };
+        for s in ready {
+            let _ = s.send(Ok(()));
+        }
+        let _g = lock(&self.progress);
+        self.progress_cv.notify_all();
+        Ok(done)
+    }
+
+    /// The flusher thread's loop: SYNC_FLUSH flushes as soon as new data is written (appends
+    /// that arrive meanwhile share the next flush); ASYNC_FLUSH flushes every `flush_interval`.
+    pub fn run_flusher(&self) {
+        let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
+        loop {
+            let stopping = self.stopping.load(Ordering::Acquire);
+            {
+                let g = lock(&self.progress);
+                let wait = if sync {
+                    Duration::from_millis(10)
+                } else {
+                    self.cfg.flush_interval
+                };
+                if !stopping && (!sync || self.written_offset() <= self.flushed_offset()) {
+                    let _ = self.progress_cv.wait_timeout(g, wait);
+                }
+            }
+            if self.failure().is_some() {
+                return;
+            }
+            let _ = self.flush();
+            if stopping && self.written_offset() <= self.flushed_offset() {
+                return;
+            }
+        }
+    }
+
+    /// A future that completes once `end` is durable.
+    pub fn durable(&self, end: u64) -> oneshot::Receiver<StoreResult<()>> {
+        let (tx, rx) = oneshot::channel();
+        if let Some(why) = self.failure() {
+            let _ = tx.send(Err(StoreError::NotRunning(why)));
+            return rx;
+        }
+        let mut w = lock(&self.waiters);
+        if self.flushed_offset() >= end {
+            let _ = tx.send(Ok(()));
+        } else {
+            w.by_end.entry(end).or_default().push(tx);
+        }
+        drop(w);
+        let _g = lock(&self.progress);
+        self.progress_cv.notify_all();
+        rx
+    }
+
+    /// Blocks until `end` is durable or `timeout` passes.
+    pub fn wait_durable(&self, end: u64, timeout: Duration) -> StoreResult<()> {
+        let deadline = Instant::now() + timeout;
+        let mut g = lock(&self.progress);
+        loop {
+            if let Some(why) = self.failure() {
+                return Err(StoreError::NotRunning(why));
+            }
+            if self.flushed_offset() >= end {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(StoreError::FlushTimeout);
+            }
+            g = self
+                .progress_cv
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Blocks until every append so far is in the segment files (or `timeout`).
+    pub fn wait_written(&self, end: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut g = lock(&self.progress);
+        while self.written_offset() < end && self.failure().is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            g = self
+                .progress_cv
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        self.written_offset() >= end
+    }
+
+    /// Stops accepting appends; the writer drains what is buffered, then the flusher flushes.
+    pub fn close(&self) {
+        lock(&self.appender).closed = true;
+        self.stopping.store(true, Ordering::Release);
+        self.appender_cv.notify_all();
+        self.spare_cv.notify_all();
+        let _g = lock(&self.progress);
+        self.progress_cv.notify_all();
+    }
+
+    /// Whether [`CommitLog::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    // ----- reading -----
+
+    /// Reads `size` bytes at `offset` (one record), waiting briefly if the writer has not yet
+    /// written them. `None` if the offset is not (or no longer) stored.
+    pub fn read(&self, offset: u64, size: usize) -> Option<Vec<u8>> {
+        let end = offset + size as u64;
+        if end > self.written_offset() && !self.wait_written(end, Duration::from_secs(1)) {
+            return None;
+        }
+        let seg = self.segment_for(offset)?;
+        if offset + size as u64 > seg.base + self.seg_size {
+            return None;
+        }
+        let mut buf = vec![0u8; size];
+        seg.file.read_exact_at(&mut buf, offset - seg.base).ok()?;
+        Some(buf)
+    }
+
+    /// Reads the record at `offset` (its size taken from its first four bytes).
+    pub fn read_record(&self, offset: u64) -> Option<Vec<u8>> {
+        let head = self.read(offset, 4)?;
+        let size = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        let size = usize::try_from(size).ok().filter(|s| *s > 8)?;
+        let rec = self.read(offset, size)?;
+        match check_record(&rec, offset, self.seg_size - offset % self.seg_size, false, &self.delay_levels) {
+            RecordCheck::Message(_) => Some(rec),
+            _ => None,
+        }
+    }
+
+    // ----- retention -----
+
+    /// Removes the oldest segment if it is not the active one; returns its base offset.
+    pub fn remove_oldest_segment(&self) -> Option<u64> {
+        let active_base = lock(&self.appender).active.base;
+        let mut segs = self.segments.write().unwrap_or_else(|p| p.into_inner());
+        if segs.len() <= 1 || segs[0].base >= active_base {
+            return None;
+        }
+        let seg = segs.remove(0);
+        drop(segs);
+        if let Err(e) = self.vfs.remove_file(&seg.path) {
+            warn!(file = %seg.path.display(), error = %e, "cannot delete an expired segment");
+        }
+        let _ = self.vfs.sync_dir(&self.dir);
+        info!(file = %seg.path.display(), "deleted commit-log segment");
+        Some(seg.base)
+    }
+}
+
+/// Creates a segment file: full size, zero-filled when `warm` (so later writes overwrite cached,
+/// allocated pages), synced together with its directory before it may hold data.
+pub fn create_segment(
+    vfs: &dyn Vfs,
+    dir: &std::path::Path,
+    base: u64,
+    size: u64,
+    warm: bool,
+) -> StoreResult<Segment> {
+    let path = dir.join(file_name(base));
+    let file = vfs
+        .open(&path, true)
+        .map_err(|e| StoreError::io("creating a segment", e))?;
+    file.set_len(size)
+        .map_err(|e| StoreError::io("sizing a segment", e))?;
+    if warm {
+        let zeros = vec![0u8; (1 << 20).min(size as usize)];
+        let mut pos = 0;
+        while pos < size {
+            let n = (size - pos).min(zeros.len() as u64) as usize;
+            file.write_all_at(&zeros[..n], pos)
+                .map_err(|e| StoreError::io("preallocating a segment", e))?;
+            pos += n as u64;
+        }
+    }
+    file.sync_all()
+        .map_err(|e| StoreError::io("syncing a new segment", e))?;
+    vfs.sync_dir(dir)
+        .map_err(|e| StoreError::io("syncing the commit-log directory", e))?;
+    debug!(path = %path.display(), "created commit-log segment");
+    Ok(Segment::new(base, dir, file))
+}

@@ -1,0 +1,246 @@
+//! Store configuration, with the Java defaults and `broker.conf` names.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// When an append counts as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum FlushDiskType {
+    /// Acknowledged once in the page cache; flushed every `flush_interval`.
+    #[default]
+    #[serde(rename = "ASYNC_FLUSH")]
+    AsyncFlush,
+    /// Acknowledged once durable (`fdatasync`), with group commit.
+    #[serde(rename = "SYNC_FLUSH")]
+    SyncFlush,
+}
+
+impl FlushDiskType {
+    /// Parses `ASYNC_FLUSH` / `SYNC_FLUSH`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "ASYNC_FLUSH" => Some(FlushDiskType::AsyncFlush),
+            "SYNC_FLUSH" => Some(FlushDiskType::SyncFlush),
+            _ => None,
+        }
+    }
+}
+
+/// Store settings. Defaults are those of Java's `MessageStoreConfig`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StoreConfig {
+    /// Root directory (`storePathRootDir`).
+    pub store_path_root_dir: PathBuf,
+    /// Commit-log segment size (`mappedFileSizeCommitLog`, 1 GiB).
+    pub mapped_file_size_commit_log: u64,
+    /// Consume-queue entries per file (`mappedFileSizeConsumeQueue` / 20 = 300,000).
+    pub consume_queue_entries_per_file: u64,
+    /// Largest message accepted (`maxMessageSize`, 4 MiB).
+    pub max_message_size: usize,
+    /// Flush mode (`flushDiskType`).
+    pub flush_disk_type: FlushDiskType,
+    /// ASYNC_FLUSH period (`flushIntervalCommitLog`, 500 ms).
+    #[serde(with = "millis")]
+    pub flush_interval: Duration,
+    /// How long a SYNC_FLUSH append waits for its flush (`syncFlushTimeout`, 5 s).
+    #[serde(with = "millis")]
+    pub sync_flush_timeout: Duration,
+    /// How often consume-queue and index data are made durable and the checkpoint written.
+    #[serde(with = "millis")]
+    pub checkpoint_interval: Duration,
+    /// Hours a commit-log segment is kept (`fileReservedTime`, 72).
+    pub file_reserved_time: u64,
+    /// Hours of the day deletion runs (`deleteWhen`, `"04"`; several as `"04;05"`).
+    pub delete_when: String,
+    /// Disk usage (percent) above which expired segments go at once (`diskMaxUsedSpaceRatio`, 75).
+    pub disk_max_used_space_ratio: u32,
+    /// Disk usage (percent) above which the oldest segments go whatever their age
+    /// (`diskSpaceCleanForciblyRatio`, 85).
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// How often retention runs (`cleanResourceInterval`, 10 s).
+    #[serde(with = "millis")]
+    pub clean_resource_interval: Duration,
+    /// Segments deleted per retention pass at most (`deleteCommitLogFilesInterval` batch, 10).
+    pub delete_files_batch_max: usize,
+    /// Index hash slots per file (`maxHashSlotNum`, 5,000,000).
+    pub max_hash_slot_num: u32,
+    /// Index entries per file (`maxIndexNum`, 20,000,000).
+    pub max_index_num: u32,
+    /// Build the key index (`messageIndexEnable`).
+    pub message_index_enable: bool,
+    /// Messages returned per pull at most when in memory (`maxTransferCountOnMessageInMemory`, 32).
+    pub max_transfer_count_on_message_in_memory: usize,
+    /// Bytes returned per pull at most when in memory (`maxTransferBytesOnMessageInMemory`, 256 KiB).
+    pub max_transfer_bytes_on_message_in_memory: usize,
+    /// Check body CRCs when reading for recovery (`checkCRCOnRecover`, true).
+    pub check_crc_on_recover: bool,
+    /// Write zeros through new segments before use so later writes overwrite cached pages.
+    pub warm_segments: bool,
+    /// Bytes buffered before the appender hands them to the writer thread without waiting.
+    pub write_buffer_size: usize,
+    /// Delay levels (`messageDelayLevel`, `"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"`).
+    pub message_delay_level: String,
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+        Self {
+            store_path_root_dir: home.join("store"),
+            mapped_file_size_commit_log: 1024 * 1024 * 1024,
+            consume_queue_entries_per_file: 300_000,
+            max_message_size: 4 * 1024 * 1024,
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            flush_interval: Duration::from_millis(500),
+            sync_flush_timeout: Duration::from_secs(5),
+            checkpoint_interval: Duration::from_secs(1),
+            file_reserved_time: 72,
+            delete_when: "04".to_string(),
+            disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            clean_resource_interval: Duration::from_secs(10),
+            delete_files_batch_max: 10,
+            max_hash_slot_num: 5_000_000,
+            max_index_num: 20_000_000,
+            message_index_enable: true,
+            max_transfer_count_on_message_in_memory: 32,
+            max_transfer_bytes_on_message_in_memory: 256 * 1024,
+            check_crc_on_recover: true,
+            warm_segments: true,
+            write_buffer_size: 4 * 1024 * 1024,
+            message_delay_level: DEFAULT_DELAY_LEVELS.to_string(),
+        }
+    }
+}
+
+/// Java's default `messageDelayLevel`.
+pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+
+/// Parses a `messageDelayLevel` string (units s, m, h, d) into milliseconds per level.
+pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
+    s.split_whitespace()
+        .map(|item| {
+            let (num, unit) = item.split_at(item.len().saturating_sub(1));
+            let factor = match unit {
+                "s" => 1_000,
+                "m" => 60_000,
+                "h" => 3_600_000,
+                "d" => 86_400_000,
+                _ => return Err(format!("bad delay level {item:?} (units s, m, h, d)")),
+            };
+            num.parse::<i64>()
+                .map(|n| n * factor)
+                .map_err(|_| format!("bad delay level {item:?}"))
+        })
+        .collect()
+}
+
+impl StoreConfig {
+    /// Delay levels in milliseconds.
+    pub fn delay_levels(&self) -> Vec<i64> {
+        parse_delay_levels(&self.message_delay_level).unwrap_or_default()
+    }
+
+    /// Defaults rooted at `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            store_path_root_dir: dir.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Small files for tests: `segment` bytes per commit-log segment, `cq_entries` entries per
+    /// consume-queue file, a small index.
+    pub fn small(dir: impl Into<PathBuf>, segment: u64, cq_entries: u64) -> Self {
+        Self {
+            store_path_root_dir: dir.into(),
+            mapped_file_size_commit_log: segment,
+            consume_queue_entries_per_file: cq_entries,
+            max_hash_slot_num: 1024,
+            max_index_num: 4096,
+            ..Self::default()
+        }
+    }
+
+    /// `commitlog/`.
+    pub fn commit_log_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("commitlog")
+    }
+    /// `consumequeue/`.
+    pub fn consume_queue_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("consumequeue")
+    }
+    /// `index/`.
+    pub fn index_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("index")
+    }
+    /// `config/`.
+    pub fn config_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("config")
+    }
+    /// `checkpoint`.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("checkpoint")
+    }
+    /// `abort`.
+    pub fn abort_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("abort")
+    }
+
+    /// Hours of `delete_when`.
+    pub fn delete_hours(&self) -> Vec<u32> {
+        self.delete_when
+            .split(';')
+            .filter_map(|h| h.trim().parse().ok())
+            .collect()
+    }
+
+    /// Checks the settings; the error names the offending key.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.mapped_file_size_commit_log < 4096 {
+            return Err(format!(
+                "mappedFileSizeCommitLog must be at least 4096 bytes, got {}",
+                self.mapped_file_size_commit_log
+            ));
+        }
+        if self.consume_queue_entries_per_file == 0 {
+            return Err("consumeQueueEntriesPerFile must be positive".into());
+        }
+        if self.max_message_size == 0
+            || self.max_message_size as u64 + 8 > self.mapped_file_size_commit_log
+        {
+            return Err(format!(
+                "maxMessageSize {} must be positive and fit a commit-log segment of {} bytes",
+                self.max_message_size, self.mapped_file_size_commit_log
+            ));
+        }
+        if self.max_hash_slot_num == 0 || self.max_index_num < 2 {
+            return Err("maxHashSlotNum and maxIndexNum must be positive".into());
+        }
+        if self.delete_hours().is_empty() || self.delete_hours().iter().any(|h| *h > 23) {
+            return Err(format!(
+                "deleteWhen must be hours 00-23 separated by ';', got {:?}",
+                self.delete_when
+            ));
+        }
+        parse_delay_levels(&self.message_delay_level)
+            .map_err(|e| format!("messageDelayLevel: {e}"))?;
+        if self.disk_max_used_space_ratio > 95 || self.disk_space_clean_forcibly_ratio > 95 {
+            return Err("disk ratios are percentages up to 95".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,483 @@
+//! The key index: find messages by `topic#key` and store time.
+//!
+//! Files in the layout of Java's `IndexFile`: a 40-byte header (begin/end store time, begin/end
+//! commit-log offset, used slot count, entry count starting at 1), `slots` hash slots of 4 bytes
+//! holding the newest entry of their chain, then 20-byte entries (key hash, commit-log offset,
+//! seconds since the begin time, previous entry of the chain). Files are named by their creation
+//! time (`yyyyMMddHHmmssSSS`). A full file is followed by a new one.
+//!
+//! The active file's slots live in memory (allocated on the first write); entries and changed
+//! slot pages are written at each [`IndexService::flush`]. A query walks the chains comparing
+//! hashes and times only, so collisions are returned and the caller re-checks keys.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rocketmq_remoting::protocol::message::{java_string_hash, sys_flag};
+use rocketmq_remoting::util::time::{format_compact_ms, parse_compact_ms};
+use tracing::{info, warn};
+
+use super::error::{StoreError, StoreResult};
+use super::record::DispatchRequest;
+use super::vfs::{Vfs, VfsFile};
+
+const HEADER_LEN: u64 = 40;
+const SLOT_LEN: u64 = 4;
+const ENTRY_LEN: u64 = 20;
+const PAGE: u64 = 4096;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Header {
+    begin_ts: i64,
+    end_ts: i64,
+    begin_phy: i64,
+    end_phy: i64,
+    slot_count: i32,
+    index_count: i32,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; 40] {
+        let mut b = [0u8; 40];
+        b[0..8].copy_from_slice(&self.begin_ts.to_be_bytes());
+        b[8..16].copy_from_slice(&self.end_ts.to_be_bytes());
+        b[16..24].copy_from_slice(&self.begin_phy.to_be_bytes());
+        b[24..32].copy_from_slice(&self.end_phy.to_be_bytes());
+        b[32..36].copy_from_slice(&self.slot_count.to_be_bytes());
+        b[36..40].copy_from_slice(&self.index_count.to_be_bytes());
+        b
+    }
+
+    fn decode(b: &[u8; 40]) -> Self {
+        let l = |a: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[a..a + 8]);
+            i64::from_be_bytes(x)
+        };
+        let i = |a: usize| i32::from_be_bytes([b[a], b[a + 1], b[a + 2], b[a + 3]]);
+        Self {
+            begin_ts: l(0),
+            end_ts: l(8),
+            begin_phy: l(16),
+            end_phy: l(24),
+            slot_count: i(32),
+            index_count: i(36).max(1),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct FileState {
+    header: Header,
+    /// In-memory slots of the active file (loaded on first write).
+    slots: Option<Vec<i32>>,
+    dirty_pages: BTreeSet<u64>,
+    /// Entries from `written_count` on, not yet in the file.
+    pending: Vec<u8>,
+    written_count: i32,
+    header_dirty: bool,
+}
+
+#[derive(Debug)]
+struct IndexFile {
+    path: PathBuf,
+    created_ms: i64,
+    file: Arc<dyn VfsFile>,
+    slot_num: u32,
+    max_entries: u32,
+    state: Mutex<FileState>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Java's `indexKeyHashMethod`: `abs(hashCode)`, 0 when that overflows.
+pub fn key_hash(key: &str) -> i32 {
+    let h = java_string_hash(key);
+    if h == i32::MIN {
+        0
+    } else {
+        h.abs()
+    }
+}
+
+impl IndexFile {
+    fn file_len(slot_num: u32, max_entries: u32) -> u64 {
+        HEADER_LEN + u64::from(slot_num) * SLOT_LEN + u64::from(max_entries) * ENTRY_LEN
+    }
+
+    fn entry_pos(&self, n: i32) -> u64 {
+        HEADER_LEN + u64::from(self.slot_num) * SLOT_LEN + n as u64 * ENTRY_LEN
+    }
+
+    fn open(
+        vfs: &dyn Vfs,
+        path: PathBuf,
+        created_ms: i64,
+        slot_num: u32,
+        max_entries: u32,
+        create: bool,
+    ) -> StoreResult<Self> {
+        let file = vfs
+            .open(&path, create)
+            .map_err(|e| StoreError::io("opening an index file", e))?;
+        let len = Self::file_len(slot_num, max_entries);
+        let mut header = Header {
+            index_count: 1,
+            ..Header::default()
+        };
+        if create {
+            file.set_len(len)
+                .map_err(|e| StoreError::io("sizing an index file", e))?;
+        } else {
+            let mut b = [0u8; 40];
+            if file.read_exact_at(&mut b, 0).is_ok() {
+                header = Header::decode(&b);
+            }
+            if file.len().unwrap_or(0) < len {
+                let _ = file.set_len(len);
+            }
+        }
+        let header_count = header.index_count.clamp(1, max_entries as i32);
+        header.index_count = header_count;
+        Ok(Self {
+            path,
+            created_ms,
+            file,
+            slot_num,
+            max_entries,
+            state: Mutex::new(FileState {
+                header,
+                slots: None,
+                dirty_pages: BTreeSet::new(),
+                pending: Vec::new(),
+                written_count: header_count,
+                header_dirty: create,
+            }),
+        })
+    }
+
+    fn is_full(&self) -> bool {
+        lock(&self.state).header.index_count as u32 >= self.max_entries
+    }
+
+    fn read_slot(&self, st: &FileState, slot: u32) -> i32 {
+        if let Some(s) = &st.slots {
+            return s[slot as usize];
+        }
+        let mut b = [0u8; 4];
+        match self
+            .file
+            .read_exact_at(&mut b, HEADER_LEN + u64::from(slot) * SLOT_LEN)
+        {
+            Ok(()) => i32::from_be_bytes(b),
+            Err(_) => 0,
+        }
+    }
+
+    fn read_entry(&self, st: &FileState, n: i32) -> Option<(i32, i64, i32, i32)> {
+        let mut b = [0u8; 20];
+        if n >= st.written_count {
+            let at = ((n - st.written_count) as u64 * ENTRY_LEN) as usize;
+            b.copy_from_slice(st.pending.get(at..at + 20)?);
+        } else {
+            self.file.read_exact_at(&mut b, self.entry_pos(n)).ok()?;
+        }
+        let mut p = [0u8; 8];
+        p.copy_from_slice(&b[4..12]);
+        Some((
+            i32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            i64::from_be_bytes(p),
+            i32::from_be_bytes([b[12], b[13], b[14], b[15]]),
+            i32::from_be_bytes([b[16], b[17], b[18], b[19]]),
+        ))
+    }
+
+    /// Adds `key` → `phys`; false if the file is full.
+    fn put(&self, key: &str, phys: i64, store_ts: i64) -> bool {
+        let mut st = lock(&self.state);
+        if st.header.index_count as u32 >= self.max_entries {
+            return false;
+        }
+        if st.slots.is_none() {
+            // Load the slots once, for writing.
+            let mut raw = vec![0u8; self.slot_num as usize * 4];
+            let _ = self.file.read_exact_at(&mut raw, HEADER_LEN);
+            st.slots = Some(
+                raw.chunks_exact(4)
+                    .map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            );
+        }
+        let hash = key_hash(key);
+        let slot = (hash as u32) % self.slot_num;
+        let count = st.header.index_count;
+        let mut prev = st.slots.as_ref().map_or(0, |s| s[slot as usize]);
+        if prev <= 0 || prev >= count {
+            prev = 0;
+        }
+        if count <= 1 {
+            st.header.begin_phy = phys;
+            st.header.begin_ts = store_ts;
+        }
+        let diff = if st.header.begin_ts <= 0 {
+            0
+        } else {
+            ((store_ts - st.header.begin_ts) / 1000).clamp(0, i64::from(i32::MAX)) as i32
+        };
+        st.pending.extend_from_slice(&hash.to_be_bytes());
+        st.pending.extend_from_slice(&phys.to_be_bytes());
+        st.pending.extend_from_slice(&diff.to_be_bytes());
+        st.pending.extend_from_slice(&prev.to_be_bytes());
+        if let Some(s) = st.slots.as_mut() {
+            s[slot as usize] = count;
+        }
+        if prev == 0 {
+            st.header.slot_count += 1;
+        }
+        st.dirty_pages
+            .insert((HEADER_LEN + u64::from(slot) * SLOT_LEN) / PAGE);
+        st.header.index_count = count + 1;
+        st.header.end_phy = phys;
+        st.header.end_ts = store_ts;
+        st.header_dirty = true;
+        true
+    }
+
+    fn flush(&self) -> StoreResult<bool> {
+        let mut st = lock(&self.state);
+        if !st.header_dirty && st.pending.is_empty() && st.dirty_pages.is_empty() {
+            return Ok(false);
+        }
+        let io = |e| StoreError::io("writing an index file", e);
+        if !st.pending.is_empty() {
+            self.file
+                .write_all_at(&st.pending, self.entry_pos(st.written_count))
+                .map_err(io)?;
+            st.written_count += (st.pending.len() as u64 / ENTRY_LEN) as i32;
+            st.pending.clear();
+        }
+        let pages = std::mem::take(&mut st.dirty_pages);
+        if let Some(slots) = &st.slots {
+            let slots_end = HEADER_LEN + slots.len() as u64 * SLOT_LEN;
+            for page in pages {
+                let start = (page * PAGE).max(HEADER_LEN);
+                let end = ((page + 1) * PAGE).min(slots_end);
+                let first = ((start - HEADER_LEN) / SLOT_LEN) as usize;
+                let last = ((end - HEADER_LEN) / SLOT_LEN) as usize;
+                let bytes: Vec<u8> = slots[first..last]
+                    .iter()
+                    .flat_map(|s| s.to_be_bytes())
+                    .collect();
+                self.file.write_all_at(&bytes, start).map_err(io)?;
+            }
+        }
+        self.file.write_all_at(&st.header.encode(), 0).map_err(io)?;
+        st.header_dirty = false;
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::io("syncing an index file", e))?;
+        Ok(true)
+    }
+
+    fn query(&self, hash: i32, max: usize, begin: i64, end: i64, out: &mut Vec<i64>) {
+        let st = lock(&self.state);
+        let h = st.header;
+        if h.index_count <= 1 || h.end_ts < begin || h.begin_ts > end {
+            return;
+        }
+        let slot = (hash as u32) % self.slot_num;
+        let mut n = self.read_slot(&st, slot);
+        let mut steps = 0u32;
+        while n > 0 && n < h.index_count && out.len() < max && steps < self.max_entries {
+            steps += 1;
+            let Some((key_hash, phys, diff, prev)) = self.read_entry(&st, n) else {
+                break;
+            };
+            let ts = h.begin_ts + i64::from(diff) * 1000;
+            if key_hash == hash && ts >= begin && ts <= end && !out.contains(&phys) {
+                out.push(phys);
+            }
+            if prev <= 0 || prev >= n {
+                break;
+            }
+            n = prev;
+        }
+    }
+}
+
+/// All index files, newest last.
+#[derive(Debug)]
+pub struct IndexService {
+    dir: PathBuf,
+    vfs: Arc<dyn Vfs>,
+    slot_num: u32,
+    max_entries: u32,
+    files: Mutex<Vec<Arc<IndexFile>>>,
+}
+
+impl IndexService {
+    /// Opens the files in `index/` (stray names are ignored).
+    pub fn open(dir: &Path, vfs: Arc<dyn Vfs>, slot_num: u32, max_entries: u32) -> StoreResult<Self> {
+        vfs.create_dir_all(dir)
+            .map_err(|e| StoreError::io("creating the index directory", e))?;
+        let mut files = Vec::new();
+        for name in vfs
+            .list_dir(dir)
+            .map_err(|e| StoreError::io("listing the index directory", e))?
+        {
+            let Some(created) = parse_compact_ms(&name) else {
+                warn!(file = %name, "ignoring a stray file in the index directory");
+                continue;
+            };
+            let f = IndexFile::open(&*vfs, dir.join(&name), created, slot_num, max_entries, false)?;
+            files.push(Arc::new(f));
+        }
+        files.sort_by_key(|f| f.created_ms);
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            vfs,
+            slot_num,
+            max_entries,
+            files: Mutex::new(files),
+        })
+    }
+
+    /// Commit-log offset of the newest indexed message (0 if none).
+    pub fn last_indexed_offset(&self) -> i64 {
+        lock(&self.files)
+            .last()
+            .map_or(0, |f| lock(&f.state).header.end_phy)
+    }
+
+    /// Store time and commit-log offset of the newest indexed message.
+    pub fn last_update(&self) -> (i64, i64) {
+        lock(&self.files).last().map_or((0, 0), |f| {
+            let h = lock(&f.state).header;
+            (h.end_ts, h.end_phy)
+        })
+    }
+
+    fn active(&self, now_ms: i64) -> StoreResult<Arc<IndexFile>> {
+        let mut files = lock(&self.files);
+        if let Some(f) = files.last() {
+            if !f.is_full() {
+                return Ok(f.clone());
+            }
+            // Seal the full file.
+            f.flush()?;
+        }
+        let mut created = now_ms;
+        if let Some(last) = files.last() {
+            created = created.max(last.created_ms + 1);
+        }
+        let path = self.dir.join(format_compact_ms(created));
+        let f = Arc::new(IndexFile::open(
+            &*self.vfs,
+            path,
+            created,
+            self.slot_num,
+            self.max_entries,
+            true,
+        )?);
+        files.push(f.clone());
+        info!(file = %f.path.display(), "created index file");
+        Ok(f)
+    }
+
+    /// Indexes the `UNIQ_KEY` and every `KEYS` entry of a record as `topic#key` (rollbacks are
+    /// not indexed; records at or below the newest indexed offset are skipped, so re-dispatching
+    /// after a crash adds nothing twice).
+    pub fn put(&self, d: &DispatchRequest) -> StoreResult<()> {
+        if sys_flag::transaction_value(d.sys_flag) == sys_flag::TRANSACTION_ROLLBACK_TYPE {
+            return Ok(());
+        }
+        if d.uniq_key.is_none() && d.keys.is_none() {
+            return Ok(());
+        }
+        let phys = d.commit_log_offset as i64;
+        {
+            let files = lock(&self.files);
+            if let Some(last) = files.last() {
+                let h = lock(&last.state).header;
+                if h.index_count > 1 && phys <= h.end_phy {
+                    return Ok(());
+                }
+            }
+        }
+        let keys = d
+            .uniq_key
+            .iter()
+            .map(String::as_str)
+            .chain(d.keys.iter().flat_map(|k| k.split(' ')))
+            .filter(|k| !k.is_empty());
+        for key in keys {
+            let full = format!("{}#{}", d.topic, key);
+            let mut f = self.active(d.store_timestamp)?;
+            if !f.put(&full, phys, d.store_timestamp) {
+                f = self.active(d.store_timestamp)?;
+                f.put(&full, phys, d.store_timestamp);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes pending entries, slots and headers, and syncs them.
+    pub fn flush(&self) -> StoreResult<()> {
+        let files: Vec<Arc<IndexFile>> = lock(&self.files).clone();
+        let mut created = false;
+        for f in files {
+            created |= f.flush()?;
+        }
+        if created {
+            self.vfs
+                .sync_dir(&self.dir)
+                .map_err(|e| StoreError::io("syncing the index directory", e))?;
+        }
+        Ok(())
+    }
+
+    /// Commit-log offsets of messages indexed under `topic#key` with a store time in
+    /// `[begin, end]`, newest first, at most `max`.
+    pub fn query(&self, topic: &str, key: &str, max: usize, begin: i64, end: i64) -> Vec<i64> {
+        let hash = key_hash(&format!("{topic}#{key}"));
+        let files: Vec<Arc<IndexFile>> = lock(&self.files).clone();
+        let mut out = Vec::new();
+        for f in files.iter().rev() {
+            if out.len() >= max {
+                break;
+            }
+            f.query(hash, max, begin, end, &mut out);
+        }
+        out
+    }
+
+    /// Deletes the files whose newest entry lies below commit-log offset `cl_min` (never the
+    /// active one).
+    pub fn delete_expired(&self, cl_min: u64) -> usize {
+        let mut files = lock(&self.files);
+        let mut deleted = 0;
+        while files.len() > 1 {
+            let end_phy = lock(&files[0].state).header.end_phy;
+            if end_phy >= 0 && (end_phy as u64) < cl_min {
+                let f = files.remove(0);
+                let _ = self.vfs.remove_file(&f.path);
+                info!(file = %f.path.display(), "deleted index file");
+                deleted += 1;
+            } else {
+                break;
+            }
+        }
+        deleted
+    }
+
+    /// Removes every index file (the index is rebuilt by re-dispatching).
+    pub fn destroy(&self) {
+        let mut files = lock(&self.files);
+        for f in files.drain(..) {
+            let _ = self.vfs.remove_file(&f.path);
+        }
+    }
+}

@@ -1,0 +1,913 @@
+//! The storage engine: commit log, consume queues, key index, flushing, recovery and retention.
+//! No networking here.
+//!
+//! [`MessageStore::open`] recovers the data directory (trusting the checkpoint after a clean
+//! shutdown, scanning and checking every record after a crash), then starts four threads: the
+//! writer (buffered appends → segment files → consume queues and index), the flusher
+//! (`fdatasync`, group commit under SYNC_FLUSH), the segment allocator, and the service thread
+//! (checkpoints and retention).
+
+pub mod checkpoint;
+pub mod clock;
+pub mod commitlog;
+pub mod config;
+pub mod consume_queue;
+pub mod error;
+pub mod index;
+mod open;
+pub mod persist;
+pub mod record;
+mod retention;
+pub mod segment;
+pub mod simfs;
+pub mod vfs;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tracing::{error, warn};
+
+pub use self::clock::{Clock, DiskUsage, ManualClock, ManualDiskUsage, SystemClock, SystemDiskUsage};
+use self::commitlog::{CommitLog, DispatchSink};
+pub use self::commitlog::AppendResult;
+pub use self::config::{FlushDiskType, StoreConfig};
+use self::consume_queue::{ConsumeQueue, CqEntry};
+pub use self::error::{StoreError, StoreResult};
+use self::index::IndexService;
+pub use self::record::{DispatchRequest, PutMessage};
+use self::vfs::Vfs;
+pub use self::vfs::StdFs;
+
+/// Decides which consume-queue entries (by tag code) and records a pull returns.
+pub trait MessageFilter {
+    /// Whether an entry with this tag code may match.
+    fn matches_tag_code(&self, tags_code: i64) -> bool;
+    /// Whether the stored record matches (after the tag code did).
+    fn matches_record(&self, _record: &[u8]) -> bool {
+        true
+    }
+}
+
+/// Accepts everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AcceptAll;
+
+impl MessageFilter for AcceptAll {
+    fn matches_tag_code(&self, _tags_code: i64) -> bool {
+        true
+    }
+}
+
+impl<F: Fn(i64) -> bool> MessageFilter for F {
+    fn matches_tag_code(&self, tags_code: i64) -> bool {
+        self(tags_code)
+    }
+}
+
+/// Notified by the writer thread when a message becomes available in a consume queue (long
+/// polling wakes up on this).
+pub trait ArrivalListener: Send + Sync {
+    /// A message at `queue_offset` of `topic`/`queue_id` can now be pulled.
+    fn arrived(&self, topic: &str, queue_id: i32, queue_offset: i64, tags_code: i64);
+}
+
+/// Outcome of a read from a consume queue (Java `GetMessageStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GetStatus {
+    /// At least one message matched.
+    Found,
+    /// Entries were scanned but none matched.
+    NoMatchedMessage,
+    /// The commit log no longer holds the messages.
+    MessageWasRemoving,
+    /// The consume-queue file for the offset is missing.
+    OffsetFoundNull,
+    /// Offset past the end.
+    OffsetOverflowBadly,
+    /// Offset exactly at the end (nothing new yet).
+    OffsetOverflowOne,
+    /// Offset below the start.
+    OffsetTooSmall,
+    /// No such queue.
+    NoMatchedLogicQueue,
+    /// The queue is empty.
+    NoMessageInQueue,
+}
+
+impl GetStatus {
+    /// Java's name (the pull response remark).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GetStatus::Found => "FOUND",
+            GetStatus::NoMatchedMessage => "NO_MATCHED_MESSAGE",
+            GetStatus::MessageWasRemoving => "MESSAGE_WAS_REMOVING",
+            GetStatus::OffsetFoundNull => "OFFSET_FOUND_NULL",
+            GetStatus::OffsetOverflowBadly => "OFFSET_OVERFLOW_BADLY",
+            GetStatus::OffsetOverflowOne => "OFFSET_OVERFLOW_ONE",
+            GetStatus::OffsetTooSmall => "OFFSET_TOO_SMALL",
+            GetStatus::NoMatchedLogicQueue => "NO_MATCHED_LOGIC_QUEUE",
+            GetStatus::NoMessageInQueue => "NO_MESSAGE_IN_QUEUE",
+        }
+    }
+}
+
+/// Result of [`MessageStore::get_messages`].
+#[derive(Debug, Clone)]
+pub struct GetResult {
+    /// Status.
+    pub status: GetStatus,
+    /// The records found, as stored.
+    pub messages: Vec<Bytes>,
+    /// Consume-queue offsets of `messages`.
+    pub queue_offsets: Vec<i64>,
+    /// Where the next pull should start.
+    pub next_begin_offset: i64,
+    /// Queue's min offset.
+    pub min_offset: i64,
+    /// Queue's max offset.
+    pub max_offset: i64,
+    /// Whether the consumer lags so far that reading from a slave is advised.
+    pub suggest_pulling_from_slave: bool,
+}
+
+impl GetResult {
+    /// Total bytes of the records.
+    pub fn total_size(&self) -> usize {
+        self.messages.iter().map(Bytes::len).sum()
+    }
+}
+
+/// Injectable environment: file system, clock and disk usage.
+#[derive(Debug, Clone)]
+pub struct StoreEnv {
+    /// File system.
+    pub vfs: Arc<dyn Vfs>,
+    /// Clock.
+    pub clock: Arc<dyn Clock>,
+    /// Disk usage.
+    pub disk: Arc<dyn DiskUsage>,
+}
+
+impl Default for StoreEnv {
+    fn default() -> Self {
+        Self {
+            vfs: Arc::new(StdFs),
+            clock: Arc::new(SystemClock),
+            disk: Arc::new(SystemDiskUsage),
+        }
+    }
+}
+
+type QueueKey = (String, i32);
+
+pub(crate) struct Inner {
+    pub(crate) cfg: Arc<StoreConfig>,
+    pub(crate) env: StoreEnv,
+    pub(crate) log: CommitLog,
+    pub(crate) queues: RwLock<HashMap<QueueKey, Arc<ConsumeQueue>>>,
+    pub(crate) index: Option<IndexService>,
+    pub(crate) checkpoint: checkpoint::CheckpointFile,
+    /// Records below this commit-log offset are in the consume queues (maybe not durably).
+    pub(crate) dispatched: AtomicU64,
+    pub(crate) last_store_ts: AtomicI64,
+    pub(crate) listener: RwLock<Option<Arc<dyn ArrivalListener>>>,
+    pub(crate) registry_dirty: AtomicBool,
+    pub(crate) stop: AtomicBool,
+    pub(crate) stop_cv: (Mutex<()>, std::sync::Condvar),
+    pub(crate) last_clean_run: Mutex<Option<Instant>>,
+    pub(crate) memory_bytes: u64,
+    pub(crate) checkpoint_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageStore")
+            .field("root", &self.cfg.store_path_root_dir)
+            .field("log", &self.log)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Inner {
+    pub(crate) fn queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        self.queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(topic.to_string(), queue_id))
+            .cloned()
+    }
+
+    pub(crate) fn queue_or_create(&self, topic: &str, queue_id: i32) -> Arc<ConsumeQueue> {
+        if let Some(q) = self.queue(topic, queue_id) {
+            return q;
+        }
+        let mut map = self.queues.write().unwrap_or_else(|p| p.into_inner());
+        map.entry((topic.to_string(), queue_id))
+            .or_insert_with(|| {
+                self.registry_dirty.store(true, Ordering::Release);
+                Arc::new(
+                    ConsumeQueue::open(
+                        &self.cfg.consume_queue_dir(),
+                        topic,
+                        queue_id,
+                        self.cfg.consume_queue_entries_per_file,
+                        self.env.vfs.clone(),
+                    )
+                    .unwrap_or_else(|e| {
+                        error!(topic, queue_id, error = %e, "cannot open consume queue");
+                        ConsumeQueue::open(
+                            &self.cfg.consume_queue_dir(),
+                            topic,
+                            queue_id,
+                            self.cfg.consume_queue_entries_per_file,
+                            self.env.vfs.clone(),
+                        )
+                        .expect("reopening a consume queue")
+                    }),
+                )
+            })
+            .clone()
+    }
+
+    pub(crate) fn dispatch_one(&self, d: &DispatchRequest, to_queue: bool, to_index: bool) {
+        if to_queue && d.goes_to_queue() {
+            let q = self.queue_or_create(&d.topic, d.queue_id);
+            q.put(
+                d.queue_offset.max(0) as u64,
+                CqEntry {
+                    phys: d.commit_log_offset as i64,
+                    size: d.size as i32,
+                    tags_code: d.tags_code,
+                },
+            );
+        }
+        if to_index {
+            if let Some(index) = &self.index {
+                if let Err(e) = index.put(d) {
+                    warn!(error = %e, "indexing failed");
+                }
+            }
+        }
+    }
+
+    /// Flushes consume queues and index, then records how far they are durable.
+    pub(crate) fn checkpoint_now(&self) -> StoreResult<()> {
+        let _g = lock(&self.checkpoint_lock);
+        let dispatched = self.dispatched.load(Ordering::Acquire);
+        let queues: Vec<Arc<ConsumeQueue>> = self
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for q in &queues {
+            q.flush_tail()?;
+            q.sync()?;
+        }
+        if let Some(index) = &self.index {
+            index.flush()?;
+        }
+        if self.registry_dirty.swap(false, Ordering::AcqRel) {
+            self.save_registry()?;
+        }
+        let ts = self.last_store_ts.load(Ordering::Acquire);
+        self.checkpoint.save(&checkpoint::Checkpoint {
+            physic_msg_timestamp: ts,
+            logics_msg_timestamp: ts,
+            index_msg_timestamp: ts,
+            commit_log_flushed: self.log.flushed_offset(),
+            dispatched,
+        })
+    }
+
+    fn registry_path(&self) -> std::path::PathBuf {
+        self.cfg.consume_queue_dir().join("queues.json")
+    }
+
+    /// Persists the list of queues and their max offsets, so that a queue whose files vanish is
+    /// noticed and rebuilt.
+    pub(crate) fn save_registry(&self) -> StoreResult<()> {
+        let mut reg: BTreeMap<String, BTreeMap<i32, u64>> = BTreeMap::new();
+        for ((t, q), cq) in self.queues.read().unwrap_or_else(|p| p.into_inner()).iter() {
+            reg.entry(t.clone()).or_default().insert(*q, cq.max_offset());
+        }
+        let text = serde_json::to_vec(&reg).unwrap_or_default();
+        self.env
+            .vfs
+            .write_file_atomic(&self.registry_path(), &text)
+            .map_err(|e| StoreError::io("writing the queue registry", e))
+    }
+
+    fn sleep_unless_stopped(&self, d: Duration) -> bool {
+        let g = lock(&self.stop_cv.0);
+        if self.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        let _ = self.stop_cv.1.wait_timeout(g, d);
+        !self.stop.load(Ordering::Acquire)
+    }
+}
+
+struct Sink<'a>(&'a Inner);
+
+impl DispatchSink for Sink<'_> {
+    fn dispatch(&self, batch: &[DispatchRequest]) {
+        let inner = self.0;
+        let listener = inner
+            .listener
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for d in batch {
+            inner.dispatch_one(d, true, inner.cfg.message_index_enable);
+            inner
+                .last_store_ts
+                .fetch_max(d.store_timestamp, Ordering::AcqRel);
+        }
+        if let Some(last) = batch.last() {
+            inner.dispatched.fetch_max(
+                last.commit_log_offset + u64::from(last.size),
+                Ordering::AcqRel,
+            );
+        }
+        inner
+            .dispatched
+            .fetch_max(inner.log.written_offset(), Ordering::AcqRel);
+        if let Some(l) = listener {
+            for d in batch.iter().filter(|d| d.goes_to_queue()) {
+                l.arrived(&d.topic, d.queue_id, d.queue_offset, d.tags_code);
+            }
+        }
+    }
+}
+
+/// The message store. Cloning is cheap; [`MessageStore::shutdown`] stops it cleanly (dropping
+/// the last handle only halts the threads, as a crash would).
+#[derive(Debug, Clone)]
+pub struct MessageStore {
+    inner: Arc<Inner>,
+    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    halted: Arc<AtomicBool>,
+}
+
+impl MessageStore {
+    /// Opens (recovering if needed) the store at `cfg.store_path_root_dir` on the real file
+    /// system with the system clock.
+    pub fn open(cfg: StoreConfig) -> StoreResult<Self> {
+        Self::open_with(cfg, StoreEnv::default())
+    }
+
+    /// Opens the store with an injected environment.
+    pub fn open_with(cfg: StoreConfig, env: StoreEnv) -> StoreResult<Self> {
+        cfg.validate().map_err(StoreError::Config)?;
+        let inner = Arc::new(open::open_inner(Arc::new(cfg), env)?);
+        let store = Self {
+            inner,
+            threads: Arc::new(Mutex::new(Vec::new())),
+            halted: Arc::new(AtomicBool::new(false)),
+        };
+        store.start_threads();
+        Ok(store)
+    }
+
+    fn start_threads(&self) {
+        let mut threads = lock(&self.threads);
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(f)
+                .expect("spawning a store thread")
+        };
+        let i = self.inner.clone();
+        threads.push(spawn(
+            "store-writer",
+            Box::new(move || i.log.run_writer(&Sink(&i))),
+        ));
+        let i = self.inner.clone();
+        threads.push(spawn("store-flusher", Box::new(move || i.log.run_flusher())));
+        let i = self.inner.clone();
+        threads.push(spawn(
+            "store-allocator",
+            Box::new(move || {
+                while !i.stop.load(Ordering::Acquire) && !i.log.is_closed() {
+                    if let Err(e) = i.log.preallocate_next() {
+                        warn!(error = %e, "cannot preallocate the next segment");
+                        if !i.sleep_unless_stopped(Duration::from_secs(1)) {
+                            break;
+                        }
+                    }
+                    i.log.wait_for_allocation_need(Duration::from_millis(500));
+                }
+            }),
+        ));
+        let i = self.inner.clone();
+        threads.push(spawn(
+            "store-service",
+            Box::new(move || {
+                let mut last_checkpoint = Instant::now();
+                while i.sleep_unless_stopped(Duration::from_millis(50)) {
+                    if last_checkpoint.elapsed() >= i.cfg.checkpoint_interval {
+                        last_checkpoint = Instant::now();
+                        if let Err(e) = i.checkpoint_now() {
+                            warn!(error = %e, "checkpoint failed");
+                        }
+                    }
+                    let due = lock(&i.last_clean_run)
+                        .is_none_or(|t| t.elapsed() >= i.cfg.clean_resource_interval);
+                    if due {
+                        *lock(&i.last_clean_run) = Some(Instant::now());
+                        retention::run(&i);
+                    }
+                }
+            }),
+        ));
+    }
+
+    // ----- writing -----
+
+    /// Appends one message. Under SYNC_FLUSH (and `wait`), wait for [`MessageStore::durable`]
+    /// of the result's `end_offset` before acknowledging.
+    pub fn put_message(&self, msg: &PutMessage) -> StoreResult<AppendResult> {
+        self.inner.log.append(std::slice::from_ref(msg))
+    }
+
+    /// Appends a batch (one topic and queue, consecutive queue offsets, one segment).
+    pub fn put_messages(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
+        self.inner.log.append(msgs)
+    }
+
+    /// Appends and, under SYNC_FLUSH, blocks until durable (or the sync flush timeout).
+    pub fn put_message_blocking(&self, msg: &PutMessage) -> StoreResult<AppendResult> {
+        let r = self.put_message(msg)?;
+        if self.inner.cfg.flush_disk_type == FlushDiskType::SyncFlush {
+            self.inner
+                .log
+                .wait_durable(r.end_offset, self.inner.cfg.sync_flush_timeout)?;
+        }
+        Ok(r)
+    }
+
+    /// Completes once commit-log offset `end` is durable.
+    pub fn durable(
+        &self,
+        end: u64,
+    ) -> impl std::future::Future<Output = StoreResult<()>> + Send + 'static {
+        let rx = self.inner.log.durable(end);
+        async move {
+            rx.await
+                .unwrap_or_else(|_| Err(StoreError::NotRunning("store stopped".into())))
+        }
+    }
+
+    /// Blocks until commit-log offset `end` is durable or `timeout` passes.
+    pub fn wait_durable(&self, end: u64, timeout: Duration) -> StoreResult<()> {
+        self.inner.log.wait_durable(end, timeout)
+    }
+
+    /// Flushes everything written so far (ASYNC_FLUSH callers use it to force durability).
+    pub fn flush(&self) -> StoreResult<u64> {
+        let end = self.inner.log.max_offset();
+        self.inner.log.wait_written(end, Duration::from_secs(5));
+        self.inner.log.flush()
+    }
+
+    /// Makes everything dispatched so far durable in the consume queues and index and writes the
+    /// checkpoint.
+    pub fn checkpoint(&self) -> StoreResult<()> {
+        self.inner.checkpoint_now()
+    }
+
+    /// Registers the listener told about every newly pullable message.
+    pub fn set_arrival_listener(&self, l: Arc<dyn ArrivalListener>) {
+        *self
+            .inner
+            .listener
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Some(l);
+    }
+
+    // ----- reading -----
+
+    /// The configuration.
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.cfg
+    }
+
+    /// Next offset of a queue (0 for an unknown queue).
+    pub fn max_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner
+            .queue(topic, queue_id)
+            .map_or(0, |q| q.max_offset() as i64)
+    }
+
+    /// First offset of a queue (0 for an unknown queue).
+    pub fn min_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner
+            .queue(topic, queue_id)
+            .map_or(0, |q| q.min_offset() as i64)
+    }
+
+    /// Consume-queue entry at `offset`.
+    pub fn queue_entry(&self, topic: &str, queue_id: i32, offset: i64) -> Option<CqEntry> {
+        let q = self.inner.queue(topic, queue_id)?;
+        q.get(u64::try_from(offset).ok()?)
+    }
+
+    /// First commit-log offset still stored.
+    pub fn commit_log_min_offset(&self) -> u64 {
+        self.inner.log.min_offset()
+    }
+
+    /// Commit-log offset past the last appended byte.
+    pub fn commit_log_max_offset(&self) -> u64 {
+        self.inner.log.max_offset()
+    }
+
+    /// Commit-log offset past the last durable byte.
+    pub fn commit_log_flushed_offset(&self) -> u64 {
+        self.inner.log.flushed_offset()
+    }
+
+    /// Commit-log offset up to which records are in the consume queues.
+    pub fn dispatched_offset(&self) -> u64 {
+        self.inner.dispatched.load(Ordering::Acquire)
+    }
+
+    /// Blocks until everything appended so far is dispatched (or `timeout`).
+    pub fn wait_dispatched(&self, timeout: Duration) -> bool {
+        let end = self.inner.log.max_offset();
+        let deadline = Instant::now() + timeout;
+        while self.dispatched_offset() < end {
+            if Instant::now() >= deadline || self.inner.log.failure().is_some() {
+                return false;
+            }
+            self.inner
+                .log
+                .wait_written(end, Duration::from_millis(10));
+            std::thread::yield_now();
+        }
+        true
+    }
+
+    /// The stored record at commit-log offset `phys`.
+    pub fn read_record(&self, phys: u64) -> Option<Bytes> {
+        self.inner.log.read_record(phys).map(Bytes::from)
+    }
+
+    /// Store time of the record at `phys` (-1 if not readable).
+    fn store_time_at(&self, phys: u64, size: usize) -> i64 {
+        let Some(rec) = self.inner.log.read(phys, size.min(128)) else {
+            return -1;
+        };
+        if rec.len() < 72 {
+            return -1;
+        }
+        let sys = i32::from_be_bytes([rec[36], rec[37], rec[38], rec[39]]);
+        let at = if sys & rocketmq_remoting::protocol::message::sys_flag::BORNHOST_V6 != 0 {
+            68
+        } else {
+            56
+        };
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&rec[at..at + 8]);
+        i64::from_be_bytes(b)
+    }
+
+    /// Messages of a queue from `offset`, at most `max_msgs`, filtered, within Java's per-pull
+    /// byte and count limits (Java `DefaultMessageStore.getMessage`).
+    pub fn get_messages(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msgs: usize,
+        filter: &dyn MessageFilter,
+    ) -> GetResult {
+        let mut r = GetResult {
+            status: GetStatus::NoMessageInQueue,
+            messages: Vec::new(),
+            queue_offsets: Vec::new(),
+            next_begin_offset: offset,
+            min_offset: 0,
+            max_offset: 0,
+            suggest_pulling_from_slave: false,
+        };
+        let Some(q) = self.inner.queue(topic, queue_id) else {
+            r.status = GetStatus::NoMatchedLogicQueue;
+            r.next_begin_offset = 0;
+            return r;
+        };
+        let (min, max) = (q.min_offset() as i64, q.max_offset() as i64);
+        r.min_offset = min;
+        r.max_offset = max;
+        if max == 0 {
+            r.status = GetStatus::NoMessageInQueue;
+            r.next_begin_offset = 0;
+            return r;
+        }
+        if offset < min {
+            r.status = GetStatus::OffsetTooSmall;
+            r.next_begin_offset = min;
+            return r;
+        }
+        if offset == max {
+            r.status = GetStatus::OffsetOverflowOne;
+            return r;
+        }
+        if offset > max {
+            r.status = GetStatus::OffsetOverflowBadly;
+            r.next_begin_offset = if min == 0 { min } else { max };
+            return r;
+        }
+        let max_msgs = max_msgs.max(1);
+        // Java scans at most max(16000, maxMsgNums * 20) bytes of consume queue.
+        let scan = 16_000.max(max_msgs * 20) / 20;
+        let entries = q.get_range(offset as u64, scan);
+        if entries.is_empty() {
+            r.status = GetStatus::OffsetFoundNull;
+            r.next_begin_offset = offset + 1;
+            return r;
+        }
+        r.status = GetStatus::NoMatchedMessage;
+        let cl_max = self.inner.log.max_offset();
+        let cl_min = self.inner.log.min_offset();
+        let mem = self.inner.memory_bytes * 40 / 100;
+        let cfg = &self.inner.cfg;
+        let mut total = 0usize;
+        let mut scanned = 0i64;
+        let mut last_phys = 0u64;
+        for e in &entries {
+            let size = e.size.max(0) as usize;
+            if !e.is_real() {
+                scanned += 1;
+                continue;
+            }
+            let phys = e.phys as u64;
+            last_phys = phys;
+            let in_disk = cl_max.saturating_sub(phys) > mem;
+            if !r.messages.is_empty() {
+                if r.messages.len() >= max_msgs {
+                    break;
+                }
+                let (max_bytes, max_count) = if in_disk {
+                    (64 * 1024, 8)
+                } else {
+                    (
+                        cfg.max_transfer_bytes_on_message_in_memory,
+                        cfg.max_transfer_count_on_message_in_memory,
+                    )
+                };
+                if total + size > max_bytes || r.messages.len() > max_count - 1 {
+                    break;
+                }
+            }
+            scanned += 1;
+            if !filter.matches_tag_code(e.tags_code) {
+                continue;
+            }
+            if phys < cl_min {
+                if r.messages.is_empty() {
+                    r.status = GetStatus::MessageWasRemoving;
+                }
+                continue;
+            }
+            let Some(rec) = self.inner.log.read(phys, size) else {
+                if r.messages.is_empty() {
+                    r.status = GetStatus::MessageWasRemoving;
+                }
+                continue;
+            };
+            if !filter.matches_record(&rec) {
+                continue;
+            }
+            total += rec.len();
+            r.queue_offsets.push(offset + scanned - 1);
+            r.messages.push(Bytes::from(rec));
+            r.status = GetStatus::Found;
+        }
+        r.next_begin_offset = offset + scanned;
+        r.suggest_pulling_from_slave = cl_max.saturating_sub(last_phys) > mem;
+        r
+    }
+
+    /// Offset of the message of a queue stored closest to `timestamp` (Java
+    /// `getOffsetInQueueByTime`): an exact match, else the nearer of the two neighbours by time;
+    /// 0 for an empty or unknown queue.
+    pub fn offset_by_time(&self, topic: &str, queue_id: i32, timestamp: i64) -> i64 {
+        let Some(q) = self.inner.queue(topic, queue_id) else {
+            return 0;
+        };
+        let cl_min = self.inner.log.min_offset();
+        let (mut low, mut high) = (q.min_offset() as i64, q.max_offset() as i64 - 1);
+        let (mut left, mut right) = (-1i64, -1i64);
+        let (mut left_ts, mut right_ts) = (-1i64, -1i64);
+        while high >= low {
+            let mid = low + (high - low) / 2;
+            let Some(e) = q.get(mid as u64) else {
+                return 0;
+            };
+            if !e.is_real() || (e.phys as u64) < cl_min {
+                low = mid + 1;
+                left = mid;
+                continue;
+            }
+            let ts = self.store_time_at(e.phys as u64, e.size as usize);
+            if ts < 0 {
+                return 0;
+            }
+            match ts.cmp(&timestamp) {
+                std::cmp::Ordering::Equal => {
+                    // The first of equal times.
+                    right = mid;
+                    right_ts = ts;
+                    high = mid - 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    high = mid - 1;
+                    right = mid;
+                    right_ts = ts;
+                }
+                std::cmp::Ordering::Less => {
+                    low = mid + 1;
+                    left = mid;
+                    left_ts = ts;
+                }
+            }
+        }
+        if right_ts == timestamp {
+            return right;
+        }
+        if left_ts == -1 {
+            right.max(0)
+        } else if right_ts == -1 {
+            left.max(0)
+        } else if (timestamp - left_ts).abs() > (timestamp - right_ts).abs() {
+            right
+        } else {
+            left
+        }
+    }
+
+    /// Store time of the first message of a queue (-1 if none).
+    pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> i64 {
+        let Some(q) = self.inner.queue(topic, queue_id) else {
+            return -1;
+        };
+        match q.get(q.min_offset()) {
+            Some(e) if e.is_real() => self.store_time_at(e.phys as u64, e.size as usize),
+            _ => -1,
+        }
+    }
+
+    /// Records indexed under `topic#key` stored in `[begin, end]` ms, newest first, at most
+    /// `max` (hash collisions included: callers re-check the key).
+    pub fn query_by_key(
+        &self,
+        topic: &str,
+        key: &str,
+        max: usize,
+        begin: i64,
+        end: i64,
+    ) -> Vec<Bytes> {
+        let Some(index) = &self.inner.index else {
+            return Vec::new();
+        };
+        index
+            .query(topic, key, max, begin, end)
+            .into_iter()
+            .filter_map(|phys| self.read_record(phys as u64))
+            .collect()
+    }
+
+    /// Store time and commit-log offset of the newest indexed message.
+    pub fn index_last_update(&self) -> (i64, i64) {
+        self.inner
+            .index
+            .as_ref()
+            .map_or((0, 0), IndexService::last_update)
+    }
+
+    /// Every queue with its max offset.
+    pub fn queue_table(&self) -> BTreeMap<String, BTreeMap<i32, i64>> {
+        let mut out: BTreeMap<String, BTreeMap<i32, i64>> = BTreeMap::new();
+        for ((t, q), cq) in self
+            .inner
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            out.entry(t.clone())
+                .or_default()
+                .insert(*q, cq.max_offset() as i64);
+        }
+        out
+    }
+
+    /// Removes the consume queues of `topic` (its messages stay in the commit log until
+    /// retention removes them).
+    pub fn delete_topic(&self, topic: &str) {
+        let removed: Vec<Arc<ConsumeQueue>> = {
+            let mut map = self
+                .inner
+                .queues
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            let keys: Vec<QueueKey> = map.keys().filter(|(t, _)| t == topic).cloned().collect();
+            keys.into_iter().filter_map(|k| map.remove(&k)).collect()
+        };
+        for q in removed {
+            q.destroy();
+        }
+        let dir = self.inner.cfg.consume_queue_dir().join(topic);
+        if self.inner.env.vfs.is_dir(&dir) {
+            let _ = self.inner.env.vfs.remove_dir_all(&dir);
+        }
+        self.inner.registry_dirty.store(true, Ordering::Release);
+    }
+
+    /// Runs one retention pass now (tests drive it with an injected clock and disk usage).
+    pub fn run_retention(&self) -> retention::RetentionReport {
+        retention::run(&self.inner)
+    }
+
+    /// Why the store stopped accepting writes, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.inner.log.failure()
+    }
+
+    fn stop_threads(&self) {
+        self.inner.log.close();
+        self.inner.stop.store(true, Ordering::Release);
+        {
+            let _g = lock(&self.inner.stop_cv.0);
+            self.inner.stop_cv.1.notify_all();
+        }
+        let threads: Vec<JoinHandle<()>> = lock(&self.threads).drain(..).collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+
+    /// Stops cleanly: drains and flushes the commit log, makes consume queues and index
+    /// durable, writes the checkpoint and removes the abort marker. Idempotent.
+    pub fn shutdown(&self) -> StoreResult<()> {
+        if self.halted.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.stop_threads();
+        if let Some(why) = self.inner.log.failure() {
+            return Err(StoreError::NotRunning(why));
+        }
+        self.inner.log.flush()?;
+        self.inner.checkpoint_now()?;
+        let abort = self.inner.cfg.abort_path();
+        let vfs = &self.inner.env.vfs;
+        if vfs.exists(&abort) {
+            vfs.remove_file(&abort)
+                .map_err(|e| StoreError::io("removing the abort file", e))?;
+        }
+        vfs.sync_dir(&self.inner.cfg.store_path_root_dir)
+            .map_err(|e| StoreError::io("syncing the store directory", e))?;
+        Ok(())
+    }
+
+    /// Stops the threads without flushing or checkpointing, as a crash would (the next open
+    /// recovers). Used by tests.
+    pub fn halt(&self) {
+        if self.halted.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.stop_threads();
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.threads) == 1 {
+            self.halt();
+        }
+    }
+}
+
+/// Total physical memory (from `/proc/meminfo`), for the "message is on disk" heuristic.
+pub(crate) fn physical_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(8 << 30, |kb| kb * 1024)
+}

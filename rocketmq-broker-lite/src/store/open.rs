@@ -1,0 +1,236 @@
+//! Opening the store: recovery of the commit log, consume queues and index.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tracing::{info, warn};
+
+use super::checkpoint::CheckpointFile;
+use super::commitlog::CommitLog;
+use super::config::StoreConfig;
+use super::consume_queue::ConsumeQueue;
+use super::error::{StoreError, StoreResult};
+use super::index::IndexService;
+use super::{physical_memory, Inner, StoreEnv};
+
+type Registry = BTreeMap<String, BTreeMap<i32, u64>>;
+
+fn load_queues(cfg: &StoreConfig, env: &StoreEnv) -> StoreResult<HashMap<(String, i32), Arc<ConsumeQueue>>> {
+    let root = cfg.consume_queue_dir();
+    let vfs = &env.vfs;
+    vfs.create_dir_all(&root)
+        .map_err(|e| StoreError::io("creating the consume-queue directory", e))?;
+    let mut out = HashMap::new();
+    for topic in vfs
+        .list_dir(&root)
+        .map_err(|e| StoreError::io("listing consume queues", e))?
+    {
+        let tdir = root.join(&topic);
+        if !vfs.is_dir(&tdir) {
+            continue;
+        }
+        for qid in vfs
+            .list_dir(&tdir)
+            .map_err(|e| StoreError::io("listing consume queues", e))?
+        {
+            let Ok(q) = qid.parse::<i32>() else {
+                warn!(dir = %tdir.display(), entry = %qid, "ignoring a stray entry in a consume-queue directory");
+                continue;
+            };
+            let cq = ConsumeQueue::open(
+                &root,
+                &topic,
+                q,
+                cfg.consume_queue_entries_per_file,
+                vfs.clone(),
+            )?;
+            out.insert((topic.clone(), q), Arc::new(cq));
+        }
+    }
+    Ok(out)
+}
+
+/// Recovers the data directory and builds the store's state (threads not started).
+pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<Inner> {
+    let vfs = env.vfs.clone();
+    let root = cfg.store_path_root_dir.clone();
+    vfs.create_dir_all(&root)
+        .map_err(|e| StoreError::io("creating the store directory", e))?;
+    let abort_path = cfg.abort_path();
+    let crashed = vfs.exists(&abort_path);
+    let (checkpoint, saved) = CheckpointFile::open(&*vfs, &cfg.checkpoint_path())?;
+    let (log, _segments) = CommitLog::open(cfg.clone(), vfs.clone(), env.clock.clone())?;
+    let cl_min = log.min_offset();
+    let check_crc = cfg.check_crc_on_recover;
+
+    // 1. Where does the commit log end, and how far are consume queues and index durable?
+    let trusted = saved.filter(|cp| {
+        !crashed && cp.commit_log_flushed >= cl_min && cp.dispatched == cp.commit_log_flushed
+    });
+    let (end, durable_dispatch) = match trusted {
+        Some(cp) => {
+            info!(end = cp.commit_log_flushed, "clean shutdown: trusting the checkpoint");
+            (cp.commit_log_flushed, cp.dispatched)
+        }
+        None => {
+            let from = saved
+                .map(|cp| cp.commit_log_flushed.min(cp.dispatched))
+                .unwrap_or(cl_min)
+                .max(cl_min);
+            let seg = cfg.mapped_file_size_commit_log;
+            let scan_from = (from - from % seg).max(cl_min);
+            warn!(
+                crashed,
+                checkpoint = saved.is_some(),
+                scan_from,
+                "abnormal shutdown: scanning the commit log"
+            );
+            let end = log.scan(scan_from, check_crc, |_| {})?;
+            info!(end, "commit log recovered");
+            log.wipe_tail(end)?;
+            let dispatched = saved.map_or(cl_min, |cp| cp.dispatched).clamp(cl_min, end);
+            (end, dispatched)
+        }
+    };
+
+    // 2. Consume queues: cut what is not durable-and-valid, find what must be rebuilt.
+    let mut queues = load_queues(&cfg, &env)?;
+    let registry: Registry = super::persist::load_json(&*vfs, &cfg.consume_queue_dir().join("queues.json"))
+        .unwrap_or_else(|e| {
+            warn!(error = %e, "ignoring an unreadable queue registry");
+            None
+        })
+        .unwrap_or_default();
+    let mut rebuild: HashSet<(String, i32)> = HashSet::new();
+    let abnormal = trusted.is_none();
+    for ((topic, qid), q) in &queues {
+        if abnormal {
+            q.truncate_from_phys(durable_dispatch)?;
+            if !q.validate(cl_min, durable_dispatch) {
+                warn!(topic, queue = qid, "consume queue is inconsistent; rebuilding it");
+                rebuild.insert((topic.clone(), *qid));
+            }
+        }
+    }
+    for (topic, qs) in &registry {
+        for (qid, max) in qs {
+            let key = (topic.clone(), *qid);
+            let present = queues.get(&key).map_or(0, |q| q.max_offset());
+            // Entries the registry saw durable must still be there (the registry is written
+            // before the checkpoint that covers it).
+            if present < *max && !rebuild.contains(&key) {
+                let known = queues.get(&key).and_then(|q| q.get(present.saturating_sub(1)));
+                let below_durable = known.is_none_or(|e| (e.phys as u64) < durable_dispatch);
+                if below_durable {
+                    warn!(topic, queue = qid, present, expected = max, "consume queue lost entries; rebuilding it");
+                    rebuild.insert(key);
+                }
+            }
+        }
+    }
+    for key in &rebuild {
+        if let Some(q) = queues.get(key) {
+            q.destroy();
+        }
+        queues.insert(
+            key.clone(),
+            Arc::new(ConsumeQueue::open(
+                &cfg.consume_queue_dir(),
+                &key.0,
+                key.1,
+                cfg.consume_queue_entries_per_file,
+                vfs.clone(),
+            )?),
+        );
+    }
+
+    let index = if cfg.message_index_enable {
+        Some(IndexService::open(
+            &cfg.index_dir(),
+            vfs.clone(),
+            cfg.max_hash_slot_num,
+            cfg.max_index_num,
+        )?)
+    } else {
+        None
+    };
+
+    let inner = Inner {
+        cfg: cfg.clone(),
+        env: env.clone(),
+        log,
+        queues: RwLock::new(queues),
+        index,
+        checkpoint,
+        dispatched: AtomicU64::new(end),
+        last_store_ts: AtomicI64::new(saved.map_or(0, |c| c.physic_msg_timestamp)),
+        listener: RwLock::new(None),
+        registry_dirty: AtomicBool::new(true),
+        stop: AtomicBool::new(false),
+        stop_cv: (Mutex::new(()), std::sync::Condvar::new()),
+        last_clean_run: Mutex::new(None),
+        memory_bytes: physical_memory(),
+        checkpoint_lock: Mutex::new(()),
+    };
+
+    // 3. Re-dispatch: everything from the durable dispatch point for all queues and the index,
+    //    and from the start of the log for queues being rebuilt.
+    let redispatch_from = if rebuild.is_empty() {
+        durable_dispatch
+    } else {
+        cl_min
+    };
+    if redispatch_from < end {
+        let mut n = 0u64;
+        let stop_at = inner.log.scan(redispatch_from, false, |d| {
+            let key_rebuilt = !rebuild.is_empty() && rebuild.contains(&(d.topic.clone(), d.queue_id));
+            let after = d.commit_log_offset >= durable_dispatch;
+            inner.dispatch_one(&d, after || key_rebuilt, after && cfg.message_index_enable);
+            inner
+                .last_store_ts
+                .fetch_max(d.store_timestamp, Ordering::AcqRel);
+            n += 1;
+        })?;
+        info!(from = redispatch_from, to = stop_at, records = n, "re-dispatched the commit log");
+    }
+
+    // 4. Position the log and the queue-offset table.
+    let mut offsets: HashMap<String, Vec<i64>> = HashMap::new();
+    for ((topic, qid), q) in inner.queues.read().unwrap_or_else(|p| p.into_inner()).iter() {
+        q.correct_min(cl_min);
+        let t = offsets.entry(topic.clone()).or_default();
+        let i = (*qid).max(0) as usize;
+        if t.len() <= i {
+            t.resize(i + 1, 0);
+        }
+        t[i] = q.max_offset() as i64;
+    }
+    for (topic, qs) in &registry {
+        for (qid, max) in qs {
+            let t = offsets.entry(topic.clone()).or_default();
+            let i = (*qid).max(0) as usize;
+            if t.len() <= i {
+                t.resize(i + 1, 0);
+            }
+            // A queue whose files all expired keeps counting from where it was.
+            if !inner.queues.read().unwrap_or_else(|p| p.into_inner()).contains_key(&(topic.clone(), *qid)) {
+                t[i] = t[i].max(*max as i64);
+            }
+        }
+    }
+    inner.log.set_end(end, offsets)?;
+    inner.dispatched.store(end, Ordering::Release);
+
+    // 5. Make the recovered state durable, then mark the store as running.
+    inner.checkpoint_now()?;
+    let marker = vfs
+        .open(&abort_path, true)
+        .map_err(|e| StoreError::io("creating the abort file", e))?;
+    marker
+        .sync_all()
+        .map_err(|e| StoreError::io("syncing the abort file", e))?;
+    vfs.sync_dir(&root)
+        .map_err(|e| StoreError::io("syncing the store directory", e))?;
+    Ok(inner)
+}

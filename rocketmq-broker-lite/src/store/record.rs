@@ -1,0 +1,375 @@
+//! Commit-log records: encoding a message in place, and reading back what dispatch and recovery
+//! need from a record's bytes.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use rocketmq_remoting::protocol::message::{
+    body_crc, property, stored_len, sys_flag, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
+};
+
+/// Offset of QUEUEOFFSET in a record.
+pub const QUEUE_OFFSET_POS: usize = 20;
+/// Offset of PHYSICALOFFSET in a record.
+pub const PHYSICAL_OFFSET_POS: usize = 28;
+/// Offset of SYSFLAG in a record.
+pub const SYS_FLAG_POS: usize = 36;
+/// Size of the end-of-segment blank record.
+pub const BLANK_LEN: usize = 8;
+
+/// A message to append.
+#[derive(Debug, Clone)]
+pub struct PutMessage {
+    /// Topic (at most 127 bytes).
+    pub topic: String,
+    /// Queue id.
+    pub queue_id: i32,
+    /// User flag.
+    pub flag: i32,
+    /// Body as it will be stored.
+    pub body: Bytes,
+    /// Encoded properties string.
+    pub properties: String,
+    /// Consume-queue tag code (tag hash, or delivery time for delayed messages).
+    pub tags_code: i64,
+    /// `MessageSysFlag` bits (the host IPv6 bits are set from the hosts).
+    pub sys_flag: i32,
+    /// Producer timestamp.
+    pub born_timestamp: i64,
+    /// Producer address.
+    pub born_host: SocketAddr,
+    /// Broker address.
+    pub store_host: SocketAddr,
+    /// Delivery attempts.
+    pub reconsume_times: i32,
+    /// Half-message offset of a committed transactional message.
+    pub prepared_transaction_offset: i64,
+}
+
+/// What a consume queue and the index need to know about a stored record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchRequest {
+    /// Topic.
+    pub topic: String,
+    /// Queue id.
+    pub queue_id: i32,
+    /// Commit-log offset of the record.
+    pub commit_log_offset: u64,
+    /// Record size.
+    pub size: u32,
+    /// Tag code for the consume queue.
+    pub tags_code: i64,
+    /// Store time.
+    pub store_timestamp: i64,
+    /// Consume-queue offset.
+    pub queue_offset: i64,
+    /// `KEYS` property.
+    pub keys: Option<String>,
+    /// `UNIQ_KEY` property.
+    pub uniq_key: Option<String>,
+    /// Sys flag.
+    pub sys_flag: i32,
+}
+
+impl DispatchRequest {
+    /// Whether the record goes into a consume queue: PREPARED and ROLLBACK records do not.
+    pub fn goes_to_queue(&self) -> bool {
+        matches!(
+            sys_flag::transaction_value(self.sys_flag),
+            sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
+        )
+    }
+}
+
+/// Finds one property in an encoded properties string without decoding the rest.
+pub fn find_property<'a>(props: &'a str, key: &str) -> Option<&'a str> {
+    props.split('\u{2}').find_map(|item| {
+        let (k, v) = item.split_once('\u{1}')?;
+        (k == key && !v.is_empty()).then_some(v)
+    })
+}
+
+/// Length of the record `m` will produce.
+pub fn record_len(m: &PutMessage) -> usize {
+    stored_len(
+        m.body.len(),
+        m.topic.len(),
+        m.properties.len(),
+        m.born_host.is_ipv6(),
+        m.store_host.is_ipv6(),
+    )
+}
+
+fn put_host(out: &mut Vec<u8>, host: SocketAddr) {
+    match host {
+        SocketAddr::V4(a) => out.extend_from_slice(&a.ip().octets()),
+        SocketAddr::V6(a) => out.extend_from_slice(&a.ip().octets()),
+    }
+    out.extend_from_slice(&i32::from(host.port()).to_be_bytes());
+}
+
+/// Appends the record of `m` to `out`, stored at `phys_offset` with `queue_offset` and
+/// `store_timestamp`. `crc` is the body CRC (computed by the caller outside the append lock).
+pub fn encode_record(
+    out: &mut Vec<u8>,
+    m: &PutMessage,
+    crc: i32,
+    queue_offset: i64,
+    phys_offset: u64,
+    store_timestamp: i64,
+) {
+    let len = record_len(m);
+    let mut sys = m.sys_flag & !(sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6);
+    if m.born_host.is_ipv6() {
+        sys |= sys_flag::BORNHOST_V6;
+    }
+    if m.store_host.is_ipv6() {
+        sys |= sys_flag::STOREHOST_V6;
+    }
+    let v2 = m.topic.len() > 127;
+    out.reserve(len);
+    out.extend_from_slice(&(len as i32).to_be_bytes());
+    out.extend_from_slice(&if v2 { MAGIC_V2 } else { MAGIC_V1 }.to_be_bytes());
+    out.extend_from_slice(&crc.to_be_bytes());
+    out.extend_from_slice(&m.queue_id.to_be_bytes());
+    out.extend_from_slice(&m.flag.to_be_bytes());
+    out.extend_from_slice(&queue_offset.to_be_bytes());
+    out.extend_from_slice(&(phys_offset as i64).to_be_bytes());
+    out.extend_from_slice(&sys.to_be_bytes());
+    out.extend_from_slice(&m.born_timestamp.to_be_bytes());
+    put_host(out, m.born_host);
+    out.extend_from_slice(&store_timestamp.to_be_bytes());
+    put_host(out, m.store_host);
+    out.extend_from_slice(&m.reconsume_times.to_be_bytes());
+    out.extend_from_slice(&m.prepared_transaction_offset.to_be_bytes());
+    out.extend_from_slice(&(m.body.len() as i32).to_be_bytes());
+    out.extend_from_slice(&m.body);
+    if v2 {
+        out.extend_from_slice(&(m.topic.len() as i16).to_be_bytes());
+    } else {
+        out.push(m.topic.len() as u8);
+    }
+    out.extend_from_slice(m.topic.as_bytes());
+    out.extend_from_slice(&(m.properties.len() as i16).to_be_bytes());
+    out.extend_from_slice(m.properties.as_bytes());
+}
+
+/// Appends the end-of-segment marker that fills `space_left` bytes.
+pub fn encode_blank(out: &mut Vec<u8>, space_left: u64) {
+    out.extend_from_slice(&(space_left as i32).to_be_bytes());
+    out.extend_from_slice(&BLANK_MAGIC.to_be_bytes());
+}
+
+/// What a scan found at a position of the commit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordCheck {
+    /// A valid record.
+    Message(DispatchRequest),
+    /// The end-of-segment marker: the rest of the segment is unused.
+    Blank,
+    /// Not a valid record: the log ends here (zeros, a torn write, garbage).
+    End(&'static str),
+    /// More bytes are needed to decide (the record continues past the buffer).
+    NeedMore(usize),
+}
+
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// Checks the record at the start of `buf`, which sits at commit-log offset `phys` with
+/// `space_left` bytes left in its segment: magic, size, stored physical offset, field lengths,
+/// and (with `check_crc`) the body CRC.
+pub fn check_record(
+    buf: &[u8],
+    phys: u64,
+    space_left: u64,
+    check_crc: bool,
+    delay_levels: &[i64],
+) -> RecordCheck {
+    if buf.len() < 8 {
+        return if (buf.len() as u64) < space_left.min(8) {
+            RecordCheck::NeedMore(8)
+        } else {
+            RecordCheck::End("segment ends inside a record header")
+        };
+    }
+    let size = be_i32(buf, 0);
+    let magic = be_i32(buf, 4);
+    if magic == BLANK_MAGIC {
+        return if size as u64 == space_left {
+            RecordCheck::Blank
+        } else {
+            RecordCheck::End("blank marker with a wrong size")
+        };
+    }
+    if size == 0 {
+        return RecordCheck::End("zero-filled tail");
+    }
+    if magic != MAGIC_V1 && magic != MAGIC_V2 {
+        return RecordCheck::End("bad magic");
+    }
+    let min = stored_len(0, 0, 0, false, false) as i64;
+    if i64::from(size) < min || size as u64 + BLANK_LEN as u64 > space_left {
+        return RecordCheck::End("impossible record size");
+    }
+    let size = size as usize;
+    if buf.len() < size {
+        return RecordCheck::NeedMore(size);
+    }
+    let rec = &buf[..size];
+    if be_i64(rec, PHYSICAL_OFFSET_POS) as u64 != phys {
+        return RecordCheck::End("stored physical offset does not match the position");
+    }
+    let sys = be_i32(rec, SYS_FLAG_POS);
+    let born_len = if sys & sys_flag::BORNHOST_V6 != 0 { 20 } else { 8 };
+    let store_len = if sys & sys_flag::STOREHOST_V6 != 0 { 20 } else { 8 };
+    let store_ts_pos = 48 + born_len;
+    let body_len_pos = store_ts_pos + 8 + store_len + 4 + 8;
+    if body_len_pos + 4 > size {
+        return RecordCheck::End("record too short for its hosts");
+    }
+    let store_timestamp = be_i64(rec, store_ts_pos);
+    let body_len = be_i32(rec, body_len_pos);
+    let Ok(body_len) = usize::try_from(body_len) else {
+        return RecordCheck::End("negative body length");
+    };
+    let body_start = body_len_pos + 4;
+    let Some(topic_len_pos) = body_start.checked_add(body_len).filter(|&p| p < size) else {
+        return RecordCheck::End("body runs past the record");
+    };
+    let (topic_len, topic_start) = if magic == MAGIC_V2 {
+        if topic_len_pos + 2 > size {
+            return RecordCheck::End("topic length runs past the record");
+        }
+        (
+            i16::from_be_bytes([rec[topic_len_pos], rec[topic_len_pos + 1]]) as i64,
+            topic_len_pos + 2,
+        )
+    } else {
+        (i64::from(rec[topic_len_pos] as i8), topic_len_pos + 1)
+    };
+    let Ok(topic_len) = usize::try_from(topic_len) else {
+        return RecordCheck::End("negative topic length");
+    };
+    let props_len_pos = topic_start + topic_len;
+    if props_len_pos + 2 > size {
+        return RecordCheck::End("topic runs past the record");
+    }
+    let props_len = i16::from_be_bytes([rec[props_len_pos], rec[props_len_pos + 1]]);
+    let Ok(props_len) = usize::try_from(props_len) else {
+        return RecordCheck::End("negative properties length");
+    };
+    if props_len_pos + 2 + props_len != size {
+        return RecordCheck::End("field lengths do not add up to the record size");
+    }
+    if check_crc && body_crc(&rec[body_start..body_start + body_len]) != be_i32(rec, 8) {
+        return RecordCheck::End("body CRC mismatch");
+    }
+    let topic = String::from_utf8_lossy(&rec[topic_start..topic_start + topic_len]).into_owned();
+    let props = String::from_utf8_lossy(&rec[props_len_pos + 2..size]);
+    let tags_code = tags_code_for(&topic, &props, store_timestamp, delay_levels);
+    RecordCheck::Message(DispatchRequest {
+        queue_id: be_i32(rec, 12),
+        commit_log_offset: phys,
+        size: size as u32,
+        tags_code,
+        store_timestamp,
+        queue_offset: be_i64(rec, QUEUE_OFFSET_POS),
+        keys: find_property(&props, property::KEYS).map(str::to_string),
+        uniq_key: find_property(&props, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            .map(str::to_string),
+        sys_flag: sys,
+        topic,
+    })
+}
+
+/// The consume-queue tag code of a stored record: the tag's hash, or, in
+/// `SCHEDULE_TOPIC_XXXX`, the delivery time (store time + the level's delay, levels counted
+/// from 1 in `delay_levels` milliseconds; beyond the last level the last one applies).
+pub fn tags_code_for(topic: &str, props: &str, store_timestamp: i64, delay_levels: &[i64]) -> i64 {
+    use rocketmq_remoting::protocol::message::tags_hash_code;
+    if topic == rocketmq_remoting::protocol::topic::SCHEDULE_TOPIC {
+        if let Some(level) = find_property(props, property::DELAY_TIME_LEVEL)
+            .and_then(|l| l.parse::<usize>().ok())
+            .filter(|l| *l > 0)
+        {
+            let idx = level.min(delay_levels.len()).saturating_sub(1);
+            return store_timestamp + delay_levels.get(idx).copied().unwrap_or(0);
+        }
+    }
+    tags_hash_code(find_property(props, property::TAGS))
+}
+
+#[cfg(test)]
+mod tests {
+    use rocketmq_remoting::protocol::message::{decode_stored, StoredDecodeOptions};
+
+    use super::*;
+
+    fn msg() -> PutMessage {
+        PutMessage {
+            topic: "T".into(),
+            queue_id: 2,
+            flag: 7,
+            body: Bytes::from_static(b"hello"),
+            properties: "TAGS\u{1}A\u{2}KEYS\u{1}k1 k2\u{2}UNIQ_KEY\u{1}U1".into(),
+            tags_code: 65,
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: "10.0.0.1:1".parse().unwrap(),
+            store_host: "[::1]:10911".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }
+    }
+
+    #[test]
+    fn encoded_records_check_and_decode() {
+        let m = msg();
+        let mut buf = Vec::new();
+        encode_record(&mut buf, &m, body_crc(&m.body), 9, 4096, 1234);
+        assert_eq!(buf.len(), record_len(&m));
+        let RecordCheck::Message(d) = check_record(&buf, 4096, 1 << 20, true, &[]) else {
+            panic!()
+        };
+        assert_eq!(d.queue_offset, 9);
+        assert_eq!(d.store_timestamp, 1234);
+        assert_eq!(d.keys.as_deref(), Some("k1 k2"));
+        assert_eq!(d.uniq_key.as_deref(), Some("U1"));
+        assert_eq!(d.tags_code, 65);
+        let (ext, _) = decode_stored(&buf, StoredDecodeOptions::default()).unwrap();
+        assert_eq!(ext.store_host, m.store_host);
+        assert_eq!(ext.commit_log_offset, 4096);
+        // Wrong position, flipped body byte, truncation, zeros.
+        assert!(matches!(check_record(&buf, 4097, 1 << 20, true, &[]), RecordCheck::End(_)));
+        let mut bad = buf.clone();
+        let body_at = buf.windows(5).position(|w| w == b"hello").unwrap();
+        bad[body_at] ^= 1;
+        assert_eq!(check_record(&bad, 4096, 1 << 20, true, &[]), RecordCheck::End("body CRC mismatch"));
+        assert!(matches!(check_record(&bad, 4096, 1 << 20, false, &[]), RecordCheck::Message(_)));
+        assert_eq!(
+            check_record(&buf[..50], 4096, 1 << 20, true, &[]),
+            RecordCheck::NeedMore(buf.len())
+        );
+        assert_eq!(check_record(&[0u8; 64], 0, 1 << 20, true, &[]), RecordCheck::End("zero-filled tail"));
+        let mut blank = Vec::new();
+        encode_blank(&mut blank, 100);
+        assert_eq!(check_record(&blank, 0, 100, true, &[]), RecordCheck::Blank);
+        assert!(matches!(check_record(&blank, 0, 101, true, &[]), RecordCheck::End(_)));
+    }
+
+    #[test]
+    fn property_lookup() {
+        let p = "A\u{1}1\u{2}TAGS\u{1}x\u{2}B\u{1}";
+        assert_eq!(find_property(p, "TAGS"), Some("x"));
+        assert_eq!(find_property(p, "B"), None);
+        assert_eq!(find_property(p, "C"), None);
+    }
+}

@@ -1,0 +1,290 @@
+//! The store's write and read paths.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::*;
+use rocketmq_broker_lite::store::{
+    AcceptAll, FlushDiskType, GetStatus, MessageStore, StoreError,
+};
+use rocketmq_remoting::protocol::message::{decode_stored, tags_hash_code, StoredDecodeOptions};
+
+#[test]
+fn append_and_read_across_segments() {
+    let sim = SimEnv::new(1);
+    let store = MessageStore::open_with(small_config(16 * 1024), sim.env()).unwrap();
+    let mut expected: Vec<Vec<Bytes>> = vec![Vec::new(); 3];
+    for i in 0..600 {
+        let q = i % 3;
+        let body = Bytes::from(format!("message-{i}-{}", "x".repeat(i as usize % 200)));
+        let r = store.put_message(&msg("T", q, body.clone())).unwrap();
+        assert_eq!(r.queue_offset, (i / 3) as i64);
+        expected[q as usize].push(body);
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    assert!(
+        store.commit_log_max_offset() > 4 * 16 * 1024,
+        "several segments were used"
+    );
+    for q in 0..3 {
+        assert_eq!(store.max_offset("T", q), 200);
+        assert_eq!(store.min_offset("T", q), 0);
+        assert_eq!(read_queue(&store, "T", q), expected[q as usize]);
+    }
+    // Unknown queue, offsets at and past the end.
+    assert_eq!(
+        store.get_messages("U", 0, 0, 32, &AcceptAll).status,
+        GetStatus::NoMatchedLogicQueue
+    );
+    let r = store.get_messages("T", 0, 200, 32, &AcceptAll);
+    assert_eq!(r.status, GetStatus::OffsetOverflowOne);
+    assert_eq!(r.next_begin_offset, 200);
+    let r = store.get_messages("T", 0, 500, 32, &AcceptAll);
+    assert_eq!(r.status, GetStatus::OffsetOverflowBadly);
+    assert_eq!(r.next_begin_offset, 0, "min offset 0: corrected to 0");
+    store.shutdown().unwrap();
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn pull_limits_and_tag_filter() {
+    let sim = SimEnv::new(2);
+    let store = MessageStore::open_with(small_config(64 * 1024), sim.env()).unwrap();
+    for i in 0..100 {
+        let tag = if i % 2 == 0 { "A" } else { "B" };
+        store
+            .put_message(&msg_with("T", 0, format!("m{i}"), Some(tag), None))
+            .unwrap();
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    let r = store.get_messages("T", 0, 0, 100, &AcceptAll);
+    assert_eq!(r.status, GetStatus::Found);
+    assert_eq!(r.messages.len(), 32, "at most 32 messages in memory per pull");
+    assert_eq!(r.next_begin_offset, 32);
+    let a = tags_hash_code(Some("A"));
+    let only_a = move |code: i64| code == a;
+    let r = store.get_messages("T", 0, 0, 10, &only_a);
+    assert_eq!(r.messages.len(), 10);
+    assert_eq!(r.queue_offsets, (0..10).map(|i| i * 2).collect::<Vec<i64>>());
+    assert_eq!(r.next_begin_offset, 19);
+    let none = |_: i64| false;
+    let r = store.get_messages("T", 0, 0, 10, &none);
+    assert_eq!(r.status, GetStatus::NoMatchedMessage);
+    assert_eq!(r.next_begin_offset, 100, "every entry scanned, none matched");
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn batches_are_contiguous_with_consecutive_offsets() {
+    let sim = SimEnv::new(3);
+    let store = MessageStore::open_with(small_config(64 * 1024), sim.env()).unwrap();
+    store.put_message(&msg("T", 1, "first")).unwrap();
+    let batch: Vec<_> = (0..5).map(|i| msg("T", 1, format!("b{i}"))).collect();
+    let r = store.put_messages(&batch).unwrap();
+    assert_eq!(r.queue_offset, 1);
+    assert_eq!(r.sizes.len(), 5);
+    let mut phys = r.wrote_offset;
+    for size in &r.sizes {
+        let rec = store.read_record(phys).unwrap();
+        assert_eq!(rec.len() as u32, *size);
+        phys += u64::from(*size);
+    }
+    assert_eq!(phys, r.end_offset);
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    let bodies = read_queue(&store, "T", 1);
+    assert_eq!(bodies.len(), 6);
+    assert_eq!(bodies[5], Bytes::from("b4"));
+    let mixed = vec![msg("T", 1, "x"), msg("T", 2, "y")];
+    assert!(matches!(
+        store.put_messages(&mixed),
+        Err(StoreError::BadBatch(_))
+    ));
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn oversized_and_invalid_messages_are_refused() {
+    let sim = SimEnv::new(4);
+    let store = MessageStore::open_with(small_config(64 * 1024), sim.env()).unwrap();
+    let err = store
+        .put_message(&msg("T", 0, vec![0u8; 4096]))
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::MessageTooLarge { max: 2048, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("2048"));
+    assert!(matches!(
+        store.put_message(&msg(&"t".repeat(128), 0, "x")),
+        Err(StoreError::BadTopic(_))
+    ));
+    // The store still works.
+    store.put_message(&msg("T", 0, "ok")).unwrap();
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    assert_eq!(read_queue(&store, "T", 0), vec![Bytes::from("ok")]);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn sync_flush_acknowledges_durable_data_and_shares_flushes() {
+    let sim = SimEnv::new(5);
+    let mut cfg = small_config(1 << 20);
+    cfg.flush_disk_type = FlushDiskType::SyncFlush;
+    let store = MessageStore::open_with(cfg, sim.env()).unwrap();
+    let syncs_before = sim.fs.sync_count();
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let r = store
+                        .put_message_blocking(&msg("T", t % 4, format!("t{t}-{i}")))
+                        .unwrap();
+                    assert!(store.commit_log_flushed_offset() >= r.end_offset);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let syncs = sim.fs.sync_count() - syncs_before;
+    assert!(syncs < 800, "800 acknowledged appends shared {syncs} flushes");
+    // Everything acknowledged survives a power cut.
+    sim.fs.power_cut(true);
+    drop(store);
+    let store = MessageStore::open_with(small_config(1 << 20), sim.env()).unwrap();
+    let total: usize = (0..4).map(|q| read_queue(&store, "T", q).len()).sum();
+    assert_eq!(total, 800);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn async_flush_writes_periodically() {
+    let sim = SimEnv::new(6);
+    let store = MessageStore::open_with(small_config(1 << 20), sim.env()).unwrap();
+    let r = store.put_message(&msg("T", 0, "hello")).unwrap();
+    store.wait_durable(r.end_offset, Duration::from_secs(5)).unwrap();
+    sim.fs.power_cut(false);
+    drop(store);
+    let store = MessageStore::open_with(small_config(1 << 20), sim.env()).unwrap();
+    assert_eq!(read_queue(&store, "T", 0), vec![Bytes::from("hello")]);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn durable_future_completes() {
+    let sim = SimEnv::new(7);
+    let mut cfg = small_config(1 << 20);
+    cfg.flush_disk_type = FlushDiskType::SyncFlush;
+    let store = MessageStore::open_with(cfg, sim.env()).unwrap();
+    let r = store.put_message(&msg("T", 0, "x")).unwrap();
+    futures::executor::block_on(store.durable(r.end_offset)).unwrap();
+    assert!(store.commit_log_flushed_offset() >= r.end_offset);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn clean_restart_keeps_messages_and_offsets() {
+    let sim = SimEnv::new(8);
+    let store = MessageStore::open_with(small_config(8 * 1024), sim.env()).unwrap();
+    for i in 0..300 {
+        store.put_message(&msg("T", i % 2, format!("m{i}"))).unwrap();
+    }
+    store.shutdown().unwrap();
+    drop(store);
+    // A clean shutdown is durable even across a power cut.
+    sim.fs.power_cut(true);
+    let store = MessageStore::open_with(small_config(8 * 1024), sim.env()).unwrap();
+    assert_eq!(store.max_offset("T", 0), 150);
+    let r = store.put_message(&msg("T", 0, "next")).unwrap();
+    assert_eq!(r.queue_offset, 150, "queue offsets continue");
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    let bodies = read_queue(&store, "T", 0);
+    assert_eq!(bodies.len(), 151);
+    assert_eq!(bodies[150], Bytes::from("next"));
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn index_finds_messages_by_key_and_time() {
+    let sim = SimEnv::new(9);
+    let store = MessageStore::open_with(small_config(64 * 1024), sim.env()).unwrap();
+    let t0 = sim.clock.now();
+    for i in 0..50 {
+        sim.clock.advance(1000);
+        let mut m = msg_with("T", 0, format!("m{i}"), None, Some(&format!("order-{i} shared")));
+        m.properties.push_str(&format!("\u{2}UNIQ_KEY\u{1}UK{i:04}"));
+        store.put_message(&m).unwrap();
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    let now = sim.clock.now();
+    let body = |raw: &Bytes| {
+        decode_stored(raw, StoredDecodeOptions::default())
+            .unwrap()
+            .0
+            .body
+            .clone()
+    };
+    let found = store.query_by_key("T", "order-7", 32, 0, now);
+    assert_eq!(found.iter().map(body).collect::<Vec<_>>(), vec![Bytes::from("m7")]);
+    let found = store.query_by_key("T", "UK0042", 32, 0, now);
+    assert_eq!(found.iter().map(body).collect::<Vec<_>>(), vec![Bytes::from("m42")]);
+    assert_eq!(store.query_by_key("T", "shared", 100, 0, now).len(), 50);
+    assert_eq!(store.query_by_key("T", "shared", 10, 0, now).len(), 10);
+    // Time window: messages 10..=19 were stored at t0 + 11 s ..= t0 + 20 s.
+    let window = store.query_by_key("T", "shared", 100, t0 + 11_000, t0 + 20_000);
+    assert_eq!(window.len(), 10);
+    assert!(store.query_by_key("Other", "order-7", 32, 0, now).is_empty());
+    store.shutdown().unwrap();
+    drop(store);
+    let store = MessageStore::open_with(small_config(64 * 1024), sim.env()).unwrap();
+    assert_eq!(store.query_by_key("T", "order-9", 32, 0, now).len(), 1);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn offset_for_timestamp() {
+    let sim = SimEnv::new(10);
+    let store = MessageStore::open_with(small_config(64 * 1024), sim.env()).unwrap();
+    let t0 = sim.clock.now();
+    for i in 0..20 {
+        sim.clock.set(t0 + i * 1000);
+        store.put_message(&msg("T", 0, format!("m{i}"))).unwrap();
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    assert_eq!(store.offset_by_time("T", 0, t0 + 5000), 5);
+    assert_eq!(store.offset_by_time("T", 0, t0 + 5400), 5);
+    assert_eq!(store.offset_by_time("T", 0, t0 + 5600), 6);
+    assert_eq!(store.offset_by_time("T", 0, t0 - 100_000), 0);
+    assert_eq!(store.offset_by_time("T", 0, t0 + 100_000), 19);
+    assert_eq!(store.offset_by_time("Nope", 0, t0), 0);
+    assert_eq!(store.earliest_message_time("T", 0), t0);
+    assert_eq!(store.earliest_message_time("Nope", 0), -1);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn arrival_listener_sees_every_message() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    struct Count(AtomicUsize);
+    impl rocketmq_broker_lite::store::ArrivalListener for Count {
+        fn arrived(&self, topic: &str, _q: i32, _offset: i64, _tags: i64) {
+            assert_eq!(topic, "T");
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let sim = SimEnv::new(11);
+    let store = MessageStore::open_with(small_config(64 * 1024), sim.env()).unwrap();
+    let c = Arc::new(Count(AtomicUsize::new(0)));
+    store.set_arrival_listener(c.clone());
+    for i in 0..10 {
+        store.put_message(&msg("T", 0, format!("{i}"))).unwrap();
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    assert_eq!(c.0.load(Ordering::SeqCst), 10);
+    store.shutdown().unwrap();
+}

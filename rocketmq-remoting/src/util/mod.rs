@@ -1,0 +1,3 @@
+//! Small helpers shared by the crates of the workspace.
+
+pub mod time;
