@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::*;
-use rocketmq_broker_lite::store::{
-    AcceptAll, FlushDiskType, GetStatus, MessageStore, StoreError,
-};
+use rocketmq_broker_lite::store::{AcceptAll, FlushDiskType, GetStatus, MessageStore, StoreError};
 use rocketmq_remoting::protocol::message::{decode_stored, tags_hash_code, StoredDecodeOptions};
 
 #[test]
@@ -62,18 +60,28 @@ fn pull_limits_and_tag_filter() {
     assert!(store.wait_dispatched(Duration::from_secs(5)));
     let r = store.get_messages("T", 0, 0, 100, &AcceptAll);
     assert_eq!(r.status, GetStatus::Found);
-    assert_eq!(r.messages.len(), 32, "at most 32 messages in memory per pull");
+    assert_eq!(
+        r.messages.len(),
+        32,
+        "at most 32 messages in memory per pull"
+    );
     assert_eq!(r.next_begin_offset, 32);
     let a = tags_hash_code(Some("A"));
     let only_a = move |code: i64| code == a;
     let r = store.get_messages("T", 0, 0, 10, &only_a);
     assert_eq!(r.messages.len(), 10);
-    assert_eq!(r.queue_offsets, (0..10).map(|i| i * 2).collect::<Vec<i64>>());
+    assert_eq!(
+        r.queue_offsets,
+        (0..10).map(|i| i * 2).collect::<Vec<i64>>()
+    );
     assert_eq!(r.next_begin_offset, 19);
     let none = |_: i64| false;
     let r = store.get_messages("T", 0, 0, 10, &none);
     assert_eq!(r.status, GetStatus::NoMatchedMessage);
-    assert_eq!(r.next_begin_offset, 100, "every entry scanned, none matched");
+    assert_eq!(
+        r.next_begin_offset, 100,
+        "every entry scanned, none matched"
+    );
     store.shutdown().unwrap();
 }
 
@@ -152,7 +160,10 @@ fn sync_flush_acknowledges_durable_data_and_shares_flushes() {
         t.join().unwrap();
     }
     let syncs = sim.fs.sync_count() - syncs_before;
-    assert!(syncs < 800, "800 acknowledged appends shared {syncs} flushes");
+    assert!(
+        syncs < 800,
+        "800 acknowledged appends shared {syncs} flushes"
+    );
     // Everything acknowledged survives a power cut.
     sim.fs.power_cut(true);
     drop(store);
@@ -167,7 +178,9 @@ fn async_flush_writes_periodically() {
     let sim = SimEnv::new(6);
     let store = MessageStore::open_with(small_config(1 << 20), sim.env()).unwrap();
     let r = store.put_message(&msg("T", 0, "hello")).unwrap();
-    store.wait_durable(r.end_offset, Duration::from_secs(5)).unwrap();
+    store
+        .wait_durable(r.end_offset, Duration::from_secs(5))
+        .unwrap();
     sim.fs.power_cut(false);
     drop(store);
     let store = MessageStore::open_with(small_config(1 << 20), sim.env()).unwrap();
@@ -192,7 +205,9 @@ fn clean_restart_keeps_messages_and_offsets() {
     let sim = SimEnv::new(8);
     let store = MessageStore::open_with(small_config(8 * 1024), sim.env()).unwrap();
     for i in 0..300 {
-        store.put_message(&msg("T", i % 2, format!("m{i}"))).unwrap();
+        store
+            .put_message(&msg("T", i % 2, format!("m{i}")))
+            .unwrap();
     }
     store.shutdown().unwrap();
     drop(store);
@@ -216,8 +231,15 @@ fn index_finds_messages_by_key_and_time() {
     let t0 = sim.clock.now();
     for i in 0..50 {
         sim.clock.advance(1000);
-        let mut m = msg_with("T", 0, format!("m{i}"), None, Some(&format!("order-{i} shared")));
-        m.properties.push_str(&format!("\u{2}UNIQ_KEY\u{1}UK{i:04}"));
+        let mut m = msg_with(
+            "T",
+            0,
+            format!("m{i}"),
+            None,
+            Some(&format!("order-{i} shared")),
+        );
+        m.properties
+            .push_str(&format!("\u{2}UNIQ_KEY\u{1}UK{i:04}"));
         store.put_message(&m).unwrap();
     }
     assert!(store.wait_dispatched(Duration::from_secs(5)));
@@ -230,15 +252,23 @@ fn index_finds_messages_by_key_and_time() {
             .clone()
     };
     let found = store.query_by_key("T", "order-7", 32, 0, now);
-    assert_eq!(found.iter().map(body).collect::<Vec<_>>(), vec![Bytes::from("m7")]);
+    assert_eq!(
+        found.iter().map(body).collect::<Vec<_>>(),
+        vec![Bytes::from("m7")]
+    );
     let found = store.query_by_key("T", "UK0042", 32, 0, now);
-    assert_eq!(found.iter().map(body).collect::<Vec<_>>(), vec![Bytes::from("m42")]);
+    assert_eq!(
+        found.iter().map(body).collect::<Vec<_>>(),
+        vec![Bytes::from("m42")]
+    );
     assert_eq!(store.query_by_key("T", "shared", 100, 0, now).len(), 50);
     assert_eq!(store.query_by_key("T", "shared", 10, 0, now).len(), 10);
     // Time window: messages 10..=19 were stored at t0 + 11 s ..= t0 + 20 s.
     let window = store.query_by_key("T", "shared", 100, t0 + 11_000, t0 + 20_000);
     assert_eq!(window.len(), 10);
-    assert!(store.query_by_key("Other", "order-7", 32, 0, now).is_empty());
+    assert!(store
+        .query_by_key("Other", "order-7", 32, 0, now)
+        .is_empty());
     store.shutdown().unwrap();
     drop(store);
     let store = MessageStore::open_with(small_config(64 * 1024), sim.env()).unwrap();

@@ -44,6 +44,10 @@ impl ManualClock {
     pub fn set(&self, ms: i64) {
         self.0.store(ms, Ordering::SeqCst);
     }
+    /// Hour of the day of the current reading.
+    pub fn hour_of_day_now(&self) -> u32 {
+        Clock::hour_of_day(self)
+    }
     /// Moves the time forward.
     pub fn advance(&self, ms: i64) {
         self.0.fetch_add(ms, Ordering::SeqCst);

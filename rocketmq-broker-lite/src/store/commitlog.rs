@@ -55,20 +55,67 @@ struct Chunk {
     data: Vec<u8>,
 }
 
+struct TopicOffsets {
+    name: Arc<str>,
+    next: Vec<i64>,
+}
+
 struct Appender {
     pos: u64,
     active: Arc<Segment>,
     chunks: Vec<Chunk>,
     dispatch: Vec<DispatchRequest>,
     buffered: usize,
-    queue_offsets: HashMap<String, Vec<i64>>,
+    /// Topic → interned name and next queue offset per queue id.
+    topics: super::fxhash::FxHashMap<String, TopicOffsets>,
     closed: bool,
     writer_waiting: bool,
 }
 
+/// The segment after the active one, created ahead of time by the allocator thread. Whoever
+/// creates a segment (allocator, or the appender when the allocator is late) marks its base as
+/// in progress first, so a segment file is never created twice.
+#[derive(Default)]
+struct Spare {
+    ready: Option<Arc<Segment>>,
+    in_progress: Option<u64>,
+}
+
+/// Futures waiting for an offset to be reached (written or durable).
 #[derive(Default)]
 struct Waiters {
     by_end: BTreeMap<u64, Vec<oneshot::Sender<StoreResult<()>>>>,
+}
+
+impl Waiters {
+    /// Registers a waiter for `end`, or completes it at once if `reached >= end`.
+    fn register(&mut self, end: u64, reached: u64) -> oneshot::Receiver<StoreResult<()>> {
+        let (tx, rx) = oneshot::channel();
+        if reached >= end {
+            let _ = tx.send(Ok(()));
+        } else {
+            self.by_end.entry(end).or_default().push(tx);
+        }
+        rx
+    }
+
+    /// Completes every waiter for an offset up to `reached`.
+    fn complete_up_to(&mut self, reached: u64) {
+        let rest = self.by_end.split_off(&(reached + 1));
+        for s in std::mem::replace(&mut self.by_end, rest)
+            .into_values()
+            .flatten()
+        {
+            let _ = s.send(Ok(()));
+        }
+    }
+
+    /// Fails every waiter.
+    fn fail_all(&mut self, why: &str) {
+        for s in std::mem::take(&mut self.by_end).into_values().flatten() {
+            let _ = s.send(Err(StoreError::NotRunning(why.to_string())));
+        }
+    }
 }
 
 /// The commit log.
@@ -89,11 +136,19 @@ pub struct CommitLog {
     progress: Mutex<()>,
     progress_cv: Condvar,
     waiters: Mutex<Waiters>,
-    spare: Mutex<Option<Arc<Segment>>>,
+    written_waiters: Mutex<Waiters>,
+    spare: Mutex<Spare>,
     spare_cv: Condvar,
+    /// Base of the active segment (read by the allocator without the append lock).
+    active_base: AtomicU64,
     buffer_pool: Mutex<Vec<Vec<u8>>>,
     failure: Mutex<Option<String>>,
+    failed: AtomicBool,
     stopping: AtomicBool,
+    /// Flushes (`fdatasync` rounds) done.
+    flush_count: AtomicU64,
+    /// Appends not yet taken by the writer (lets the writer poll without the append lock).
+    unwritten: AtomicU64,
 }
 
 impl std::fmt::Debug for CommitLog {
@@ -178,7 +233,9 @@ impl CommitLog {
             segments
         };
         let delay_levels = cfg.delay_levels();
+        let active_base = AtomicU64::new(active.base);
         let log = Self {
+            active_base,
             cfg: cfg.clone(),
             vfs,
             clock,
@@ -192,7 +249,7 @@ impl CommitLog {
                 chunks: Vec::new(),
                 dispatch: Vec::new(),
                 buffered: 0,
-                queue_offsets: HashMap::new(),
+                topics: Default::default(),
                 closed: false,
                 writer_waiting: false,
             }),
@@ -202,11 +259,15 @@ impl CommitLog {
             progress: Mutex::new(()),
             progress_cv: Condvar::new(),
             waiters: Mutex::new(Waiters::default()),
-            spare: Mutex::new(None),
+            written_waiters: Mutex::new(Waiters::default()),
+            spare: Mutex::new(Spare::default()),
             spare_cv: Condvar::new(),
             buffer_pool: Mutex::new(Vec::new()),
             failure: Mutex::new(None),
+            failed: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            flush_count: AtomicU64::new(0),
+            unwritten: AtomicU64::new(0),
         };
         Ok((log, segments))
     }
@@ -264,19 +325,32 @@ impl CommitLog {
     fn fail(&self, why: String) {
         error!(%why, "commit log failed; refusing further writes");
         *lock(&self.failure) = Some(why.clone());
-        let mut w = lock(&self.waiters);
-        for (_, senders) in std::mem::take(&mut w.by_end) {
-            for s in senders {
-                let _ = s.send(Err(StoreError::NotRunning(why.clone())));
-            }
-        }
-        drop(w);
+        self.failed.store(true, Ordering::Release);
+        lock(&self.waiters).fail_all(&why);
+        lock(&self.written_waiters).fail_all(&why);
         self.progress_cv.notify_all();
         self.appender_cv.notify_all();
     }
 
+    /// Flush rounds done so far.
+    pub fn flush_count(&self) -> u64 {
+        self.flush_count.load(Ordering::Relaxed)
+    }
+
+    /// Whether the segment after the active one is already created.
+    pub fn next_segment_ready(&self) -> bool {
+        let wanted = self.active_base.load(Ordering::Acquire) + self.seg_size;
+        lock(&self.spare)
+            .ready
+            .as_ref()
+            .is_some_and(|s| s.base == wanted)
+    }
+
     /// Why the log stopped accepting writes, if it did.
     pub fn failure(&self) -> Option<String> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
         lock(&self.failure).clone()
     }
 
@@ -304,11 +378,24 @@ impl CommitLog {
             .map_err(|e| StoreError::io("syncing the commit-log directory", e))?;
         let mut a = lock(&self.appender);
         a.pos = end;
+        self.active_base.store(active.base, Ordering::Release);
         a.active = active;
-        a.queue_offsets = queue_offsets;
+        a.topics = queue_offsets
+            .into_iter()
+            .map(|(t, next)| {
+                let name: Arc<str> = t.as_str().into();
+                (t, TopicOffsets { name, next })
+            })
+            .collect();
         self.written.store(end, Ordering::Release);
         self.flushed.store(end, Ordering::Release);
         Ok(())
+    }
+
+    /// Makes the segments holding `[from, to)` durable (recovered data that may only have been in
+    /// the page cache when the process died).
+    pub fn sync_recovered(&self, from: u64, to: u64) -> StoreResult<()> {
+        self.sync_range(from, to.max(from + 1))
     }
 
     /// Zeroes whatever follows `end` in its segment (a torn or abandoned tail), durably, so that
@@ -413,7 +500,11 @@ impl CommitLog {
         match check_record(&head, seg.base, self.seg_size, false, &self.delay_levels) {
             RecordCheck::NeedMore(_) | RecordCheck::Message(_) => {
                 let sys = i32::from_be_bytes([head[36], head[37], head[38], head[39]]);
-                let at = if sys & sys_flag::BORNHOST_V6 != 0 { 68 } else { 56 };
+                let at = if sys & sys_flag::BORNHOST_V6 != 0 {
+                    68
+                } else {
+                    56
+                };
                 let mut ts = [0u8; 8];
                 ts.copy_from_slice(&head[at..at + 8]);
                 let ts = i64::from_be_bytes(ts);
@@ -481,10 +572,7 @@ impl CommitLog {
             if a.buffered < MAX_BUFFERED {
                 break;
             }
-            a = self
-                .appender_cv
-                .wait(a)
-                .unwrap_or_else(|p| p.into_inner());
+            a = self.appender_cv.wait(a).unwrap_or_else(|p| p.into_inner());
         }
         let space_left = a.active.base + self.seg_size - a.pos;
         if total as u64 + BLANK_LEN as u64 > space_left {
@@ -492,16 +580,31 @@ impl CommitLog {
         }
         let store_ts = self.clock.now_ms();
         let wrote_offset = a.pos;
-        let queue_offset = if in_queue {
-            let table = a.queue_offsets.entry(first.topic.clone()).or_default();
-            let q = first.queue_id.max(0) as usize;
-            if table.len() <= q {
-                table.resize(q + 1, 0);
+        let q = first.queue_id.max(0) as usize;
+        let count = msgs.len() as i64;
+        let next_offset = |t: &mut TopicOffsets| {
+            if t.next.len() <= q {
+                t.next.resize(q + 1, 0);
             }
-            table[q]
-        } else {
-            0
+            let first_offset = if in_queue { t.next[q] } else { 0 };
+            if in_queue {
+                t.next[q] += count;
+            }
+            (t.name.clone(), first_offset)
         };
+        let (topic_name, queue_offset) = match a.topics.get_mut(first.topic.as_str()) {
+            Some(t) => next_offset(t),
+            None => {
+                let mut t = TopicOffsets {
+                    name: first.topic.as_str().into(),
+                    next: Vec::new(),
+                };
+                let r = next_offset(&mut t);
+                a.topics.insert(first.topic.clone(), t);
+                r
+            }
+        };
+        let with_keys = self.cfg.message_index_enable;
         if a.chunks.is_empty() {
             let data = self.take_buffer();
             let file_pos = a.pos - a.active.base;
@@ -525,30 +628,34 @@ impl CommitLog {
             encode_record(chunk, m, *crc, qo, pos, store_ts);
             let size = (chunk.len() - start) as u32;
             sizes.push(size);
+            let (keys, uniq_key) = if with_keys {
+                (
+                    super::record::find_property(&m.properties, "KEYS").map(str::to_string),
+                    super::record::find_property(&m.properties, "UNIQ_KEY").map(str::to_string),
+                )
+            } else {
+                (None, None)
+            };
             dispatch.push(DispatchRequest {
-                topic: m.topic.clone(),
+                topic: topic_name.clone(),
                 queue_id: m.queue_id,
                 commit_log_offset: pos,
                 size,
                 tags_code: m.tags_code,
                 store_timestamp: store_ts,
                 queue_offset: qo,
-                keys: super::record::find_property(&m.properties, "KEYS").map(str::to_string),
-                uniq_key: super::record::find_property(&m.properties, "UNIQ_KEY")
-                    .map(str::to_string),
+                keys,
+                uniq_key,
                 sys_flag: m.sys_flag,
             });
             pos += u64::from(size);
         }
         a.buffered += (pos - a.pos) as usize;
         a.pos = pos;
-        if in_queue {
-            let q = first.queue_id.max(0) as usize;
-            if let Some(table) = a.queue_offsets.get_mut(&first.topic) {
-                table[q] = queue_offset + msgs.len() as i64;
-            }
-        }
-        a.active.last_store_ts.fetch_max(store_ts, Ordering::Relaxed);
+        self.unwritten.store(a.buffered as u64, Ordering::Release);
+        a.active
+            .last_store_ts
+            .fetch_max(store_ts, Ordering::Relaxed);
         if a.writer_waiting {
             a.writer_waiting = false;
             self.appender_cv.notify_all();
@@ -594,32 +701,87 @@ impl CommitLog {
         Ok(())
     }
 
+    /// The segment at `base`: the allocator's if it made it (waiting if it is making it),
+    /// otherwise created here.
     fn next_segment(&self, base: u64) -> StoreResult<Arc<Segment>> {
-        if let Some(s) = lock(&self.spare).take() {
-            if s.base == base {
-                return Ok(s);
+        let mut spare = lock(&self.spare);
+        loop {
+            if spare.ready.as_ref().is_some_and(|s| s.base == base) {
+                let seg = spare.ready.take();
+                self.active_base.store(base, Ordering::Release);
+                drop(spare);
+                self.spare_cv.notify_all();
+                return seg.ok_or_else(|| StoreError::NotRunning("spare vanished".into()));
             }
-            let _ = self.vfs.remove_file(&s.path);
+            if spare.in_progress == Some(base) {
+                spare = self.spare_cv.wait(spare).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            break;
         }
-        create_segment(&*self.vfs, &self.dir, base, self.seg_size, self.cfg.warm_segments)
-            .map(Arc::new)
+        // A spare for another base is never deleted here: only segments past the end of the
+        // log are removed, at recovery.
+        spare.ready = None;
+        spare.in_progress = Some(base);
+        drop(spare);
+        let created = create_segment(
+            &*self.vfs,
+            &self.dir,
+            base,
+            self.seg_size,
+            self.cfg.warm_segments,
+        );
+        let mut spare = lock(&self.spare);
+        if created.is_ok() {
+            self.active_base.store(base, Ordering::Release);
+        }
+        spare.in_progress = None;
+        drop(spare);
+        self.spare_cv.notify_all();
+        created.map(Arc::new)
     }
 
     /// Creates the segment after the active one ahead of time (run by the allocator thread).
     pub fn preallocate_next(&self) -> StoreResult<()> {
-        let base = lock(&self.appender).active.base + self.seg_size;
-        if lock(&self.spare).as_ref().is_some_and(|s| s.base == base) {
-            return Ok(());
-        }
-        let seg = create_segment(&*self.vfs, &self.dir, base, self.seg_size, self.cfg.warm_segments)?;
-        *lock(&self.spare) = Some(Arc::new(seg));
-        Ok(())
+        let base = {
+            let mut spare = lock(&self.spare);
+            let base = self.active_base.load(Ordering::Acquire) + self.seg_size;
+            if spare.ready.as_ref().is_some_and(|s| s.base >= base) || spare.in_progress.is_some() {
+                return Ok(());
+            }
+            spare.in_progress = Some(base);
+            base
+        };
+        let created = create_segment(
+            &*self.vfs,
+            &self.dir,
+            base,
+            self.seg_size,
+            self.cfg.warm_segments,
+        );
+        let mut spare = lock(&self.spare);
+        spare.in_progress = None;
+        let result = match created {
+            Ok(seg) => {
+                // The appender waits for a segment in progress, so it cannot have moved past it.
+                spare.ready = Some(Arc::new(seg));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        drop(spare);
+        self.spare_cv.notify_all();
+        result
     }
 
     /// Blocks the allocator until a new segment may be needed (or `timeout`).
     pub fn wait_for_allocation_need(&self, timeout: Duration) {
         let spare = lock(&self.spare);
-        if spare.is_none() {
+        if self.is_closed() {
+            return;
+        }
+        let wanted = self.active_base.load(Ordering::Acquire) + self.seg_size;
+        if spare.ready.as_ref().is_none_or(|s| s.base < wanted) && spare.in_progress.is_none() {
             return;
         }
         let _ = self.spare_cv.wait_timeout(spare, timeout);
@@ -630,17 +792,23 @@ impl CommitLog {
     /// The writer thread's loop: writes buffered chunks into the segment files and dispatches
     /// them. Returns when the log is closed and everything buffered has been written.
     pub fn run_writer(&self, sink: &dyn DispatchSink) {
+        let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
         let mut chunks: Vec<Chunk> = Vec::new();
         let mut dispatch: Vec<DispatchRequest> = Vec::new();
         loop {
+            // Under load the next append comes within microseconds: look a few times before
+            // sleeping, so appenders rarely have to wake the writer with a system call.
+            for _ in 0..64 {
+                if self.unwritten.load(Ordering::Acquire) > 0 {
+                    break;
+                }
+                std::thread::yield_now();
+            }
             {
                 let mut a = lock(&self.appender);
                 while a.chunks.is_empty() && !a.closed && self.failure().is_none() {
                     a.writer_waiting = true;
-                    a = self
-                        .appender_cv
-                        .wait(a)
-                        .unwrap_or_else(|p| p.into_inner());
+                    a = self.appender_cv.wait(a).unwrap_or_else(|p| p.into_inner());
                 }
                 if a.chunks.is_empty() || self.failure().is_some() {
                     return;
@@ -648,6 +816,7 @@ impl CommitLog {
                 std::mem::swap(&mut chunks, &mut a.chunks);
                 std::mem::swap(&mut dispatch, &mut a.dispatch);
                 a.buffered = 0;
+                self.unwritten.store(0, Ordering::Release);
                 self.appender_cv.notify_all();
             }
             let mut end = 0;
@@ -664,6 +833,15 @@ impl CommitLog {
                 }
             }
             self.written.store(end, Ordering::Release);
+            lock(&self.written_waiters).complete_up_to(end);
+            if sync {
+                // Group commit on this thread: appends arriving during the fdatasync are
+                // buffered and share the next one. No hand-off to another thread on the
+                // critical path of an acknowledgement.
+                if self.flush().is_err() {
+                    return;
+                }
+            }
             sink.dispatch(&dispatch);
             dispatch.clear();
             let _g = lock(&self.progress);
@@ -693,27 +871,19 @@ impl CommitLog {
                 self.fail(e.to_string());
                 return Err(e);
             }
+            self.flush_count.fetch_add(1, Ordering::Relaxed);
             self.flushed.fetch_max(target, Ordering::AcqRel);
         }
         let done = self.flushed_offset();
-        let ready: Vec<_> = {
-            let mut w = lock(&self.waiters);
-            let rest = w.by_end.split_off(&(done + 1));
-            std::mem::replace(&mut w.by_end, rest)
-                .into_values()
-                .flatten()
-                .collect()
-        };
-        for s in ready {
-            let _ = s.send(Ok(()));
-        }
+        lock(&self.waiters).complete_up_to(done);
         let _g = lock(&self.progress);
         self.progress_cv.notify_all();
         Ok(done)
     }
 
-    /// The flusher thread's loop: SYNC_FLUSH flushes as soon as new data is written (appends
-    /// that arrive meanwhile share the next flush); ASYNC_FLUSH flushes every `flush_interval`.
+    /// The flusher thread's loop: ASYNC_FLUSH flushes every `flush_interval`. Under SYNC_FLUSH
+    /// the writer flushes after each write; this loop then only catches up after a failure to
+    /// wake it and flushes at shutdown.
     pub fn run_flusher(&self) {
         let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
         loop {
@@ -721,11 +891,11 @@ impl CommitLog {
             {
                 let g = lock(&self.progress);
                 let wait = if sync {
-                    Duration::from_millis(10)
+                    Duration::from_millis(100)
                 } else {
                     self.cfg.flush_interval
                 };
-                if !stopping && (!sync || self.written_offset() <= self.flushed_offset()) {
+                if !stopping {
                     let _ = self.progress_cv.wait_timeout(g, wait);
                 }
             }
@@ -741,20 +911,30 @@ impl CommitLog {
 
     /// A future that completes once `end` is durable.
     pub fn durable(&self, end: u64) -> oneshot::Receiver<StoreResult<()>> {
-        let (tx, rx) = oneshot::channel();
-        if let Some(why) = self.failure() {
-            let _ = tx.send(Err(StoreError::NotRunning(why)));
-            return rx;
-        }
-        let mut w = lock(&self.waiters);
-        if self.flushed_offset() >= end {
-            let _ = tx.send(Ok(()));
-        } else {
-            w.by_end.entry(end).or_default().push(tx);
-        }
-        drop(w);
+        let rx = {
+            let mut w = lock(&self.waiters);
+            if let Some(why) = self.failure() {
+                w.fail_all(&why);
+            }
+            let rx = w.register(end, self.flushed_offset());
+            if let Some(why) = self.failure() {
+                w.fail_all(&why);
+            }
+            rx
+        };
         let _g = lock(&self.progress);
         self.progress_cv.notify_all();
+        rx
+    }
+
+    /// A future that completes once `end` is in the segment files (the page cache): from then
+    /// on the append survives a crash of the process, though not a power cut.
+    pub fn written(&self, end: u64) -> oneshot::Receiver<StoreResult<()>> {
+        let mut w = lock(&self.written_waiters);
+        let rx = w.register(end, self.written_offset());
+        if let Some(why) = self.failure() {
+            w.fail_all(&why);
+        }
         rx
     }
 
@@ -804,7 +984,10 @@ impl CommitLog {
         lock(&self.appender).closed = true;
         self.stopping.store(true, Ordering::Release);
         self.appender_cv.notify_all();
-        self.spare_cv.notify_all();
+        {
+            let _spare = lock(&self.spare);
+            self.spare_cv.notify_all();
+        }
         let _g = lock(&self.progress);
         self.progress_cv.notify_all();
     }
@@ -838,7 +1021,13 @@ impl CommitLog {
         let size = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
         let size = usize::try_from(size).ok().filter(|s| *s > 8)?;
         let rec = self.read(offset, size)?;
-        match check_record(&rec, offset, self.seg_size - offset % self.seg_size, false, &self.delay_levels) {
+        match check_record(
+            &rec,
+            offset,
+            self.seg_size - offset % self.seg_size,
+            false,
+            &self.delay_levels,
+        ) {
             RecordCheck::Message(_) => Some(rec),
             _ => None,
         }
@@ -874,6 +1063,12 @@ pub fn create_segment(
     warm: bool,
 ) -> StoreResult<Segment> {
     let path = dir.join(file_name(base));
+    if vfs.exists(&path) {
+        return Err(StoreError::Corrupt(format!(
+            "refusing to recreate existing segment {}",
+            path.display()
+        )));
+    }
     let file = vfs
         .open(&path, true)
         .map_err(|e| StoreError::io("creating a segment", e))?;

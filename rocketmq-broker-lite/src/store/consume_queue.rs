@@ -102,6 +102,31 @@ impl ConsumeQueue {
         root.join(topic).join(queue_id.to_string())
     }
 
+    /// A queue with no entries (files are created on the first flush).
+    pub fn empty(
+        root: &Path,
+        topic: &str,
+        queue_id: i32,
+        per_file: u64,
+        vfs: Arc<dyn Vfs>,
+    ) -> Self {
+        Self {
+            topic: topic.to_string(),
+            queue_id,
+            dir: Self::dir_of(root, topic, queue_id),
+            per_file,
+            vfs,
+            state: Mutex::new(State {
+                files: Vec::new(),
+                min_index: 0,
+                max_index: 0,
+                written_index: 0,
+                tail: Vec::new(),
+                new_files: false,
+            }),
+        }
+    }
+
     /// Opens (or starts) the queue under `root/<topic>/<queueId>/`.
     pub fn open(
         root: &Path,
@@ -376,7 +401,10 @@ impl ConsumeQueue {
             };
             let n = (st.written_index.min(end).min(f.base + self.per_file) - i) as usize;
             let mut buf = vec![0u8; n * CQ_ENTRY_SIZE as usize];
-            if f.file.read_exact_at(&mut buf, (i - f.base) * CQ_ENTRY_SIZE).is_err() {
+            if f.file
+                .read_exact_at(&mut buf, (i - f.base) * CQ_ENTRY_SIZE)
+                .is_err()
+            {
                 return out;
             }
             out.extend(buf.chunks_exact(20).map(CqEntry::decode));

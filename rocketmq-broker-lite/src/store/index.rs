@@ -320,7 +320,12 @@ pub struct IndexService {
 
 impl IndexService {
     /// Opens the files in `index/` (stray names are ignored).
-    pub fn open(dir: &Path, vfs: Arc<dyn Vfs>, slot_num: u32, max_entries: u32) -> StoreResult<Self> {
+    pub fn open(
+        dir: &Path,
+        vfs: Arc<dyn Vfs>,
+        slot_num: u32,
+        max_entries: u32,
+    ) -> StoreResult<Self> {
         vfs.create_dir_all(dir)
             .map_err(|e| StoreError::io("creating the index directory", e))?;
         let mut files = Vec::new();
@@ -332,7 +337,14 @@ impl IndexService {
                 warn!(file = %name, "ignoring a stray file in the index directory");
                 continue;
             };
-            let f = IndexFile::open(&*vfs, dir.join(&name), created, slot_num, max_entries, false)?;
+            let f = IndexFile::open(
+                &*vfs,
+                dir.join(&name),
+                created,
+                slot_num,
+                max_entries,
+                false,
+            )?;
             files.push(Arc::new(f));
         }
         files.sort_by_key(|f| f.created_ms);

@@ -13,6 +13,7 @@ pub mod commitlog;
 pub mod config;
 pub mod consume_queue;
 pub mod error;
+mod fxhash;
 pub mod index;
 mod open;
 pub mod persist;
@@ -22,7 +23,7 @@ pub mod segment;
 pub mod simfs;
 pub mod vfs;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -31,16 +32,18 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tracing::{error, warn};
 
-pub use self::clock::{Clock, DiskUsage, ManualClock, ManualDiskUsage, SystemClock, SystemDiskUsage};
-use self::commitlog::{CommitLog, DispatchSink};
+pub use self::clock::{
+    Clock, DiskUsage, ManualClock, ManualDiskUsage, SystemClock, SystemDiskUsage,
+};
 pub use self::commitlog::AppendResult;
+use self::commitlog::{CommitLog, DispatchSink};
 pub use self::config::{FlushDiskType, StoreConfig};
 use self::consume_queue::{ConsumeQueue, CqEntry};
 pub use self::error::{StoreError, StoreResult};
 use self::index::IndexService;
 pub use self::record::{DispatchRequest, PutMessage};
-use self::vfs::Vfs;
 pub use self::vfs::StdFs;
+use self::vfs::Vfs;
 
 /// Decides which consume-queue entries (by tag code) and records a pull returns.
 pub trait MessageFilter {
@@ -162,13 +165,44 @@ impl Default for StoreEnv {
     }
 }
 
-type QueueKey = (String, i32);
+/// Recently used consume queues of the writer thread, by interned topic and queue id.
+type QueueCache = Vec<(Arc<str>, i32, Arc<ConsumeQueue>)>;
+
+/// Consume queues by topic and queue id, looked up without allocating.
+#[derive(Debug, Default)]
+pub(crate) struct QueueTable {
+    map: fxhash::FxHashMap<String, BTreeMap<i32, Arc<ConsumeQueue>>>,
+}
+
+impl QueueTable {
+    pub(crate) fn get(&self, topic: &str, queue_id: i32) -> Option<&Arc<ConsumeQueue>> {
+        self.map.get(topic).and_then(|m| m.get(&queue_id))
+    }
+
+    pub(crate) fn insert(&mut self, q: Arc<ConsumeQueue>) {
+        self.map
+            .entry(q.topic.clone())
+            .or_default()
+            .insert(q.queue_id, q);
+    }
+
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<ConsumeQueue>> + '_ {
+        self.map.values().flat_map(|m| m.values())
+    }
+
+    pub(crate) fn remove_topic(&mut self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
+        self.map
+            .remove(topic)
+            .map(|m| m.into_values().collect())
+            .unwrap_or_default()
+    }
+}
 
 pub(crate) struct Inner {
     pub(crate) cfg: Arc<StoreConfig>,
     pub(crate) env: StoreEnv,
     pub(crate) log: CommitLog,
-    pub(crate) queues: RwLock<HashMap<QueueKey, Arc<ConsumeQueue>>>,
+    pub(crate) queues: RwLock<QueueTable>,
     pub(crate) index: Option<IndexService>,
     pub(crate) checkpoint: checkpoint::CheckpointFile,
     /// Records below this commit-log offset are in the consume queues (maybe not durably).
@@ -201,7 +235,7 @@ impl Inner {
         self.queues
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&(topic.to_string(), queue_id))
+            .get(topic, queue_id)
             .cloned()
     }
 
@@ -210,36 +244,55 @@ impl Inner {
             return q;
         }
         let mut map = self.queues.write().unwrap_or_else(|p| p.into_inner());
-        map.entry((topic.to_string(), queue_id))
-            .or_insert_with(|| {
-                self.registry_dirty.store(true, Ordering::Release);
-                Arc::new(
-                    ConsumeQueue::open(
-                        &self.cfg.consume_queue_dir(),
-                        topic,
-                        queue_id,
-                        self.cfg.consume_queue_entries_per_file,
-                        self.env.vfs.clone(),
-                    )
-                    .unwrap_or_else(|e| {
-                        error!(topic, queue_id, error = %e, "cannot open consume queue");
-                        ConsumeQueue::open(
-                            &self.cfg.consume_queue_dir(),
-                            topic,
-                            queue_id,
-                            self.cfg.consume_queue_entries_per_file,
-                            self.env.vfs.clone(),
-                        )
-                        .expect("reopening a consume queue")
-                    }),
-                )
-            })
-            .clone()
+        if let Some(q) = map.get(topic, queue_id) {
+            return q.clone();
+        }
+        let root = self.cfg.consume_queue_dir();
+        let per_file = self.cfg.consume_queue_entries_per_file;
+        let q = match ConsumeQueue::open(&root, topic, queue_id, per_file, self.env.vfs.clone()) {
+            Ok(q) => q,
+            Err(e) => {
+                // Its files cannot be read: start it afresh (entries are re-dispatched after a
+                // restart if need be).
+                error!(topic, queue_id, error = %e, "cannot open consume queue; starting it empty");
+                ConsumeQueue::empty(&root, topic, queue_id, per_file, self.env.vfs.clone())
+            }
+        };
+        let q = Arc::new(q);
+        map.insert(q.clone());
+        self.registry_dirty.store(true, Ordering::Release);
+        q
     }
 
     pub(crate) fn dispatch_one(&self, d: &DispatchRequest, to_queue: bool, to_index: bool) {
+        self.dispatch_cached(d, to_queue, to_index, &mut Vec::new());
+    }
+
+    /// Dispatches one record; `cache` remembers recently used queues by interned topic, so the
+    /// writer thread rarely hashes topic names.
+    pub(crate) fn dispatch_cached(
+        &self,
+        d: &DispatchRequest,
+        to_queue: bool,
+        to_index: bool,
+        cache: &mut QueueCache,
+    ) {
         if to_queue && d.goes_to_queue() {
-            let q = self.queue_or_create(&d.topic, d.queue_id);
+            let cached = cache
+                .iter()
+                .find(|(t, q, _)| *q == d.queue_id && Arc::ptr_eq(t, &d.topic))
+                .map(|(_, _, cq)| cq.clone());
+            let q = match cached {
+                Some(q) => q,
+                None => {
+                    let q = self.queue_or_create(&d.topic, d.queue_id);
+                    if cache.len() >= 256 {
+                        cache.clear();
+                    }
+                    cache.push((d.topic.clone(), d.queue_id, q.clone()));
+                    q
+                }
+            };
             q.put(
                 d.queue_offset.max(0) as u64,
                 CqEntry {
@@ -266,7 +319,7 @@ impl Inner {
             .queues
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .values()
+            .all()
             .cloned()
             .collect();
         for q in &queues {
@@ -293,12 +346,14 @@ impl Inner {
         self.cfg.consume_queue_dir().join("queues.json")
     }
 
-    /// Persists the list of queues and their max offsets, so that a queue whose files vanish is
-    /// noticed and rebuilt.
+    /// Persists the list of queues with their min and max offsets, so that a queue whose files
+    /// vanish is noticed and rebuilt.
     pub(crate) fn save_registry(&self) -> StoreResult<()> {
-        let mut reg: BTreeMap<String, BTreeMap<i32, u64>> = BTreeMap::new();
-        for ((t, q), cq) in self.queues.read().unwrap_or_else(|p| p.into_inner()).iter() {
-            reg.entry(t.clone()).or_default().insert(*q, cq.max_offset());
+        let mut reg: BTreeMap<String, BTreeMap<i32, (u64, u64)>> = BTreeMap::new();
+        for cq in self.queues.read().unwrap_or_else(|p| p.into_inner()).all() {
+            reg.entry(cq.topic.clone())
+                .or_default()
+                .insert(cq.queue_id, (cq.min_offset(), cq.max_offset()));
         }
         let text = serde_json::to_vec(&reg).unwrap_or_default();
         self.env
@@ -317,18 +372,22 @@ impl Inner {
     }
 }
 
-struct Sink<'a>(&'a Inner);
+struct Sink<'a> {
+    inner: &'a Inner,
+    cache: Mutex<QueueCache>,
+}
 
 impl DispatchSink for Sink<'_> {
     fn dispatch(&self, batch: &[DispatchRequest]) {
-        let inner = self.0;
+        let inner = self.inner;
+        let mut cache = lock(&self.cache);
         let listener = inner
             .listener
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         for d in batch {
-            inner.dispatch_one(d, true, inner.cfg.message_index_enable);
+            inner.dispatch_cached(d, true, inner.cfg.message_index_enable, &mut cache);
             inner
                 .last_store_ts
                 .fetch_max(d.store_timestamp, Ordering::AcqRel);
@@ -342,6 +401,7 @@ impl DispatchSink for Sink<'_> {
         inner
             .dispatched
             .fetch_max(inner.log.written_offset(), Ordering::AcqRel);
+        inner.registry_dirty.store(true, Ordering::Release);
         if let Some(l) = listener {
             for d in batch.iter().filter(|d| d.goes_to_queue()) {
                 l.arrived(&d.topic, d.queue_id, d.queue_offset, d.tags_code);
@@ -390,10 +450,19 @@ impl MessageStore {
         let i = self.inner.clone();
         threads.push(spawn(
             "store-writer",
-            Box::new(move || i.log.run_writer(&Sink(&i))),
+            Box::new(move || {
+                let sink = Sink {
+                    inner: &i,
+                    cache: Mutex::new(Vec::new()),
+                };
+                i.log.run_writer(&sink)
+            }),
         ));
         let i = self.inner.clone();
-        threads.push(spawn("store-flusher", Box::new(move || i.log.run_flusher())));
+        threads.push(spawn(
+            "store-flusher",
+            Box::new(move || i.log.run_flusher()),
+        ));
         let i = self.inner.clone();
         threads.push(spawn(
             "store-allocator",
@@ -445,13 +514,24 @@ impl MessageStore {
         self.inner.log.append(msgs)
     }
 
-    /// Appends and, under SYNC_FLUSH, blocks until durable (or the sync flush timeout).
+    /// Appends and blocks until the append is acknowledged for the flush mode: durable under
+    /// SYNC_FLUSH (or the sync flush timeout), written to the segment files under ASYNC_FLUSH.
     pub fn put_message_blocking(&self, msg: &PutMessage) -> StoreResult<AppendResult> {
         let r = self.put_message(msg)?;
         if self.inner.cfg.flush_disk_type == FlushDiskType::SyncFlush {
             self.inner
                 .log
                 .wait_durable(r.end_offset, self.inner.cfg.sync_flush_timeout)?;
+        } else if !self
+            .inner
+            .log
+            .wait_written(r.end_offset, self.inner.cfg.sync_flush_timeout)
+        {
+            return Err(self
+                .inner
+                .log
+                .failure()
+                .map_or(StoreError::FlushTimeout, StoreError::NotRunning));
         }
         Ok(r)
     }
@@ -466,6 +546,24 @@ impl MessageStore {
             rx.await
                 .unwrap_or_else(|_| Err(StoreError::NotRunning("store stopped".into())))
         }
+    }
+
+    /// Completes once commit-log offset `end` is written to the segment files, so that the
+    /// append survives a crash of this process (ASYNC_FLUSH acknowledges here).
+    pub fn written(
+        &self,
+        end: u64,
+    ) -> impl std::future::Future<Output = StoreResult<()>> + Send + 'static {
+        let rx = self.inner.log.written(end);
+        async move {
+            rx.await
+                .unwrap_or_else(|_| Err(StoreError::NotRunning("store stopped".into())))
+        }
+    }
+
+    /// Blocks until commit-log offset `end` is written to the segment files (or `timeout`).
+    pub fn wait_written(&self, end: u64, timeout: Duration) -> bool {
+        self.inner.log.wait_written(end, timeout)
     }
 
     /// Blocks until commit-log offset `end` is durable or `timeout` passes.
@@ -550,9 +648,7 @@ impl MessageStore {
             if Instant::now() >= deadline || self.inner.log.failure().is_some() {
                 return false;
             }
-            self.inner
-                .log
-                .wait_written(end, Duration::from_millis(10));
+            self.inner.log.wait_written(end, Duration::from_millis(10));
             std::thread::yield_now();
         }
         true
@@ -799,16 +895,16 @@ impl MessageStore {
     /// Every queue with its max offset.
     pub fn queue_table(&self) -> BTreeMap<String, BTreeMap<i32, i64>> {
         let mut out: BTreeMap<String, BTreeMap<i32, i64>> = BTreeMap::new();
-        for ((t, q), cq) in self
+        for cq in self
             .inner
             .queues
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .iter()
+            .all()
         {
-            out.entry(t.clone())
+            out.entry(cq.topic.clone())
                 .or_default()
-                .insert(*q, cq.max_offset() as i64);
+                .insert(cq.queue_id, cq.max_offset() as i64);
         }
         out
     }
@@ -816,15 +912,12 @@ impl MessageStore {
     /// Removes the consume queues of `topic` (its messages stay in the commit log until
     /// retention removes them).
     pub fn delete_topic(&self, topic: &str) {
-        let removed: Vec<Arc<ConsumeQueue>> = {
-            let mut map = self
-                .inner
-                .queues
-                .write()
-                .unwrap_or_else(|p| p.into_inner());
-            let keys: Vec<QueueKey> = map.keys().filter(|(t, _)| t == topic).cloned().collect();
-            keys.into_iter().filter_map(|k| map.remove(&k)).collect()
-        };
+        let removed = self
+            .inner
+            .queues
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove_topic(topic);
         for q in removed {
             q.destroy();
         }
@@ -838,6 +931,16 @@ impl MessageStore {
     /// Runs one retention pass now (tests drive it with an injected clock and disk usage).
     pub fn run_retention(&self) -> retention::RetentionReport {
         retention::run(&self.inner)
+    }
+
+    /// Commit-log flush rounds (`fdatasync` calls on the append path) done so far.
+    pub fn flush_count(&self) -> u64 {
+        self.inner.log.flush_count()
+    }
+
+    /// Whether the allocator has the next segment ready.
+    pub fn next_segment_ready(&self) -> bool {
+        self.inner.log.next_segment_ready()
     }
 
     /// Why the store stopped accepting writes, if it did.

@@ -14,9 +14,13 @@ use super::error::{StoreError, StoreResult};
 use super::index::IndexService;
 use super::{physical_memory, Inner, StoreEnv};
 
-type Registry = BTreeMap<String, BTreeMap<i32, u64>>;
+/// Topic → queue id → (min offset, max offset) as of the last checkpoint.
+type Registry = BTreeMap<String, BTreeMap<i32, (u64, u64)>>;
 
-fn load_queues(cfg: &StoreConfig, env: &StoreEnv) -> StoreResult<HashMap<(String, i32), Arc<ConsumeQueue>>> {
+fn load_queues(
+    cfg: &StoreConfig,
+    env: &StoreEnv,
+) -> StoreResult<HashMap<(String, i32), Arc<ConsumeQueue>>> {
     let root = cfg.consume_queue_dir();
     let vfs = &env.vfs;
     vfs.create_dir_all(&root)
@@ -59,6 +63,15 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         .map_err(|e| StoreError::io("creating the store directory", e))?;
     let abort_path = cfg.abort_path();
     let crashed = vfs.exists(&abort_path);
+    let fresh = !vfs.is_dir(&cfg.commit_log_dir())
+        || vfs
+            .list_dir(&cfg.commit_log_dir())
+            .map(|names| {
+                names
+                    .iter()
+                    .all(|n| super::segment::parse_file_name(n).is_none())
+            })
+            .unwrap_or(true);
     let (checkpoint, saved) = CheckpointFile::open(&*vfs, &cfg.checkpoint_path())?;
     let (log, _segments) = CommitLog::open(cfg.clone(), vfs.clone(), env.clock.clone())?;
     let cl_min = log.min_offset();
@@ -69,8 +82,12 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         !crashed && cp.commit_log_flushed >= cl_min && cp.dispatched == cp.commit_log_flushed
     });
     let (end, durable_dispatch) = match trusted {
+        None if fresh => (cl_min, cl_min),
         Some(cp) => {
-            info!(end = cp.commit_log_flushed, "clean shutdown: trusting the checkpoint");
+            info!(
+                end = cp.commit_log_flushed,
+                "clean shutdown: trusting the checkpoint"
+            );
             (cp.commit_log_flushed, cp.dispatched)
         }
         None => {
@@ -89,6 +106,9 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             let end = log.scan(scan_from, check_crc, |_| {})?;
             info!(end, "commit log recovered");
             log.wipe_tail(end)?;
+            // What the scan found may have been only in the page cache: make it durable before
+            // anything (consumers, the checkpoint) relies on it.
+            log.sync_recovered(scan_from, end)?;
             let dispatched = saved.map_or(cl_min, |cp| cp.dispatched).clamp(cl_min, end);
             (end, dispatched)
         }
@@ -96,34 +116,63 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
 
     // 2. Consume queues: cut what is not durable-and-valid, find what must be rebuilt.
     let mut queues = load_queues(&cfg, &env)?;
-    let registry: Registry = super::persist::load_json(&*vfs, &cfg.consume_queue_dir().join("queues.json"))
-        .unwrap_or_else(|e| {
-            warn!(error = %e, "ignoring an unreadable queue registry");
-            None
-        })
-        .unwrap_or_default();
+    let registry: Registry =
+        super::persist::load_json(&*vfs, &cfg.consume_queue_dir().join("queues.json"))
+            .unwrap_or_else(|e| {
+                warn!(error = %e, "ignoring an unreadable queue registry");
+                None
+            })
+            .unwrap_or_default();
     let mut rebuild: HashSet<(String, i32)> = HashSet::new();
-    let abnormal = trusted.is_none();
+    let abnormal = trusted.is_none() && !fresh;
     for ((topic, qid), q) in &queues {
         if abnormal {
             q.truncate_from_phys(durable_dispatch)?;
             if !q.validate(cl_min, durable_dispatch) {
-                warn!(topic, queue = qid, "consume queue is inconsistent; rebuilding it");
+                warn!(
+                    topic,
+                    queue = qid,
+                    "consume queue is inconsistent; rebuilding it"
+                );
                 rebuild.insert((topic.clone(), *qid));
             }
         }
     }
     for (topic, qs) in &registry {
-        for (qid, max) in qs {
+        for (qid, (min, max)) in qs {
             let key = (topic.clone(), *qid);
+            if let Some(q) = queues.get(&key) {
+                q.correct_min(cl_min);
+                if q.min_offset() > *min && q.min_offset() < *max && !rebuild.contains(&key) {
+                    // Files at the head vanished (retention never deletes past the commit log's
+                    // minimum, and the registry follows it).
+                    warn!(
+                        topic,
+                        queue = qid,
+                        found = q.min_offset(),
+                        expected = min,
+                        "consume queue lost its first files; rebuilding it"
+                    );
+                    rebuild.insert(key.clone());
+                    continue;
+                }
+            }
             let present = queues.get(&key).map_or(0, |q| q.max_offset());
             // Entries the registry saw durable must still be there (the registry is written
             // before the checkpoint that covers it).
             if present < *max && !rebuild.contains(&key) {
-                let known = queues.get(&key).and_then(|q| q.get(present.saturating_sub(1)));
+                let known = queues
+                    .get(&key)
+                    .and_then(|q| q.get(present.saturating_sub(1)));
                 let below_durable = known.is_none_or(|e| (e.phys as u64) < durable_dispatch);
                 if below_durable {
-                    warn!(topic, queue = qid, present, expected = max, "consume queue lost entries; rebuilding it");
+                    warn!(
+                        topic,
+                        queue = qid,
+                        present,
+                        expected = max,
+                        "consume queue lost entries; rebuilding it"
+                    );
                     rebuild.insert(key);
                 }
             }
@@ -160,7 +209,13 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         cfg: cfg.clone(),
         env: env.clone(),
         log,
-        queues: RwLock::new(queues),
+        queues: RwLock::new({
+            let mut t = super::QueueTable::default();
+            for q in queues.into_values() {
+                t.insert(q);
+            }
+            t
+        }),
         index,
         checkpoint,
         dispatched: AtomicU64::new(end),
@@ -184,7 +239,8 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
     if redispatch_from < end {
         let mut n = 0u64;
         let stop_at = inner.log.scan(redispatch_from, false, |d| {
-            let key_rebuilt = !rebuild.is_empty() && rebuild.contains(&(d.topic.clone(), d.queue_id));
+            let key_rebuilt =
+                !rebuild.is_empty() && rebuild.contains(&(d.topic.to_string(), d.queue_id));
             let after = d.commit_log_offset >= durable_dispatch;
             inner.dispatch_one(&d, after || key_rebuilt, after && cfg.message_index_enable);
             inner
@@ -192,29 +248,40 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
                 .fetch_max(d.store_timestamp, Ordering::AcqRel);
             n += 1;
         })?;
-        info!(from = redispatch_from, to = stop_at, records = n, "re-dispatched the commit log");
+        info!(
+            from = redispatch_from,
+            to = stop_at,
+            records = n,
+            "re-dispatched the commit log"
+        );
     }
 
     // 4. Position the log and the queue-offset table.
     let mut offsets: HashMap<String, Vec<i64>> = HashMap::new();
-    for ((topic, qid), q) in inner.queues.read().unwrap_or_else(|p| p.into_inner()).iter() {
+    for q in inner.queues.read().unwrap_or_else(|p| p.into_inner()).all() {
         q.correct_min(cl_min);
-        let t = offsets.entry(topic.clone()).or_default();
-        let i = (*qid).max(0) as usize;
+        let t = offsets.entry(q.topic.clone()).or_default();
+        let i = q.queue_id.max(0) as usize;
         if t.len() <= i {
             t.resize(i + 1, 0);
         }
         t[i] = q.max_offset() as i64;
     }
     for (topic, qs) in &registry {
-        for (qid, max) in qs {
+        for (qid, (_, max)) in qs {
             let t = offsets.entry(topic.clone()).or_default();
             let i = (*qid).max(0) as usize;
             if t.len() <= i {
                 t.resize(i + 1, 0);
             }
             // A queue whose files all expired keeps counting from where it was.
-            if !inner.queues.read().unwrap_or_else(|p| p.into_inner()).contains_key(&(topic.clone(), *qid)) {
+            if inner
+                .queues
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(topic, *qid)
+                .is_none()
+            {
                 t[i] = t[i].max(*max as i64);
             }
         }

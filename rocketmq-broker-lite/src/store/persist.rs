@@ -60,8 +60,10 @@ mod tests {
         fs.write_file_atomic(p, b"{garbage").unwrap();
         let err = load_json::<BTreeMap<String, i32>>(&fs, p).unwrap_err();
         assert!(err.to_string().contains("consumerOffset.json"));
-        assert!(load_json::<BTreeMap<String, i32>>(&fs, Path::new("/store/none.json"))
-            .unwrap()
-            .is_none());
+        assert!(
+            load_json::<BTreeMap<String, i32>>(&fs, Path::new("/store/none.json"))
+                .unwrap()
+                .is_none()
+        );
     }
 }

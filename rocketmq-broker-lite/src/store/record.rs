@@ -49,8 +49,8 @@ pub struct PutMessage {
 /// What a consume queue and the index need to know about a stored record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatchRequest {
-    /// Topic.
-    pub topic: String,
+    /// Topic (shared: the appender interns topic names).
+    pub topic: std::sync::Arc<str>,
     /// Queue id.
     pub queue_id: i32,
     /// Commit-log offset of the record.
@@ -228,8 +228,16 @@ pub fn check_record(
         return RecordCheck::End("stored physical offset does not match the position");
     }
     let sys = be_i32(rec, SYS_FLAG_POS);
-    let born_len = if sys & sys_flag::BORNHOST_V6 != 0 { 20 } else { 8 };
-    let store_len = if sys & sys_flag::STOREHOST_V6 != 0 { 20 } else { 8 };
+    let born_len = if sys & sys_flag::BORNHOST_V6 != 0 {
+        20
+    } else {
+        8
+    };
+    let store_len = if sys & sys_flag::STOREHOST_V6 != 0 {
+        20
+    } else {
+        8
+    };
     let store_ts_pos = 48 + born_len;
     let body_len_pos = store_ts_pos + 8 + store_len + 4 + 8;
     if body_len_pos + 4 > size {
@@ -272,7 +280,8 @@ pub fn check_record(
     if check_crc && body_crc(&rec[body_start..body_start + body_len]) != be_i32(rec, 8) {
         return RecordCheck::End("body CRC mismatch");
     }
-    let topic = String::from_utf8_lossy(&rec[topic_start..topic_start + topic_len]).into_owned();
+    let topic: std::sync::Arc<str> =
+        String::from_utf8_lossy(&rec[topic_start..topic_start + topic_len]).into();
     let props = String::from_utf8_lossy(&rec[props_len_pos + 2..size]);
     let tags_code = tags_code_for(&topic, &props, store_timestamp, delay_levels);
     RecordCheck::Message(DispatchRequest {
@@ -348,21 +357,36 @@ mod tests {
         assert_eq!(ext.store_host, m.store_host);
         assert_eq!(ext.commit_log_offset, 4096);
         // Wrong position, flipped body byte, truncation, zeros.
-        assert!(matches!(check_record(&buf, 4097, 1 << 20, true, &[]), RecordCheck::End(_)));
+        assert!(matches!(
+            check_record(&buf, 4097, 1 << 20, true, &[]),
+            RecordCheck::End(_)
+        ));
         let mut bad = buf.clone();
         let body_at = buf.windows(5).position(|w| w == b"hello").unwrap();
         bad[body_at] ^= 1;
-        assert_eq!(check_record(&bad, 4096, 1 << 20, true, &[]), RecordCheck::End("body CRC mismatch"));
-        assert!(matches!(check_record(&bad, 4096, 1 << 20, false, &[]), RecordCheck::Message(_)));
+        assert_eq!(
+            check_record(&bad, 4096, 1 << 20, true, &[]),
+            RecordCheck::End("body CRC mismatch")
+        );
+        assert!(matches!(
+            check_record(&bad, 4096, 1 << 20, false, &[]),
+            RecordCheck::Message(_)
+        ));
         assert_eq!(
             check_record(&buf[..50], 4096, 1 << 20, true, &[]),
             RecordCheck::NeedMore(buf.len())
         );
-        assert_eq!(check_record(&[0u8; 64], 0, 1 << 20, true, &[]), RecordCheck::End("zero-filled tail"));
+        assert_eq!(
+            check_record(&[0u8; 64], 0, 1 << 20, true, &[]),
+            RecordCheck::End("zero-filled tail")
+        );
         let mut blank = Vec::new();
         encode_blank(&mut blank, 100);
         assert_eq!(check_record(&blank, 0, 100, true, &[]), RecordCheck::Blank);
-        assert!(matches!(check_record(&blank, 0, 101, true, &[]), RecordCheck::End(_)));
+        assert!(matches!(
+            check_record(&blank, 0, 101, true, &[]),
+            RecordCheck::End(_)
+        ));
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub(super) fn run(inner: &Inner) -> RetentionReport {
         .queues
         .read()
         .unwrap_or_else(|p| p.into_inner())
-        .values()
+        .all()
         .cloned()
         .collect();
     for q in queues {
@@ -84,6 +84,11 @@ pub(super) fn run(inner: &Inner) -> RetentionReport {
     }
     if let Some(index) = &inner.index {
         report.index_files_deleted = index.delete_expired(cl_min);
+    }
+    if report.segments_deleted > 0 || report.queue_files_deleted > 0 {
+        inner
+            .registry_dirty
+            .store(true, std::sync::atomic::Ordering::Release);
     }
     if report.segments_deleted > 0 {
         info!(?report, "retention pass");

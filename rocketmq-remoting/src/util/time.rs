@@ -61,7 +61,10 @@ mod tests {
     fn round_trips() {
         assert_eq!(format_compact_ms(0), "19700101000000000");
         assert_eq!(format_compact_ms(1_700_000_000_123), "20231114221320123");
-        assert_eq!(parse_compact_ms("20231114221320123"), Some(1_700_000_000_123));
+        assert_eq!(
+            parse_compact_ms("20231114221320123"),
+            Some(1_700_000_000_123)
+        );
         assert_eq!(parse_compact_ms("2023111422132012"), None);
         assert_eq!(parse_compact_ms("20231314221320123"), None);
         for days in [-1000, 0, 59, 60, 365, 10_957, 19_675, 100_000] {
