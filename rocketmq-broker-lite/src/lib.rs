@@ -1,7 +1,15 @@
 //! A small, fast RocketMQ 4.x broker and name server, wire-compatible with the official clients.
 //!
-//! [`store`] is the storage engine (no networking).
+//! * [`store`]: the storage engine (no networking);
+//! * [`namesrv`]: the name server;
+//! * [`broker`]: the broker;
+//! * [`embedded`]: a name server and a broker in this process, for tests and examples.
 
 #![forbid(unsafe_code)]
 
+pub mod broker;
+#[doc(hidden)]
+pub mod cli;
+pub mod embedded;
+pub mod namesrv;
 pub mod store;

@@ -133,6 +133,9 @@ pub struct CommitLog {
     written: AtomicU64,
     /// Bytes below this offset are durable.
     flushed: AtomicU64,
+    /// Bytes below this offset are written and dispatched: acknowledgements never run ahead
+    /// of it, so an acknowledged message can be pulled.
+    dispatched: AtomicU64,
     progress: Mutex<()>,
     progress_cv: Condvar,
     waiters: Mutex<Waiters>,
@@ -225,7 +228,9 @@ impl CommitLog {
         let segments = segments.split_off(start);
         let active = match segments.last() {
             Some(s) => s.clone(),
-            None => Arc::new(create_segment(&*vfs, &dir, 0, seg_size, cfg.warm_segments)?),
+            // The very first segment is not zero-filled: start-up stays fast (the allocator
+            // warms the ones after it in the background).
+            None => Arc::new(create_segment(&*vfs, &dir, 0, seg_size, false)?),
         };
         let segments = if segments.is_empty() {
             vec![active.clone()]
@@ -256,6 +261,7 @@ impl CommitLog {
             appender_cv: Condvar::new(),
             written: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
+            dispatched: AtomicU64::new(0),
             progress: Mutex::new(()),
             progress_cv: Condvar::new(),
             waiters: Mutex::new(Waiters::default()),
@@ -389,6 +395,7 @@ impl CommitLog {
             .collect();
         self.written.store(end, Ordering::Release);
         self.flushed.store(end, Ordering::Release);
+        self.dispatched.store(end, Ordering::Release);
         Ok(())
     }
 
@@ -833,17 +840,20 @@ impl CommitLog {
                 }
             }
             self.written.store(end, Ordering::Release);
-            lock(&self.written_waiters).complete_up_to(end);
             if sync {
                 // Group commit on this thread: appends arriving during the fdatasync are
                 // buffered and share the next one. No hand-off to another thread on the
                 // critical path of an acknowledgement.
-                if self.flush().is_err() {
+                if self.sync_written().is_err() {
                     return;
                 }
             }
+            // Dispatch before acknowledging, so that an acknowledged message can be pulled.
             sink.dispatch(&dispatch);
             dispatch.clear();
+            self.dispatched.store(end, Ordering::Release);
+            lock(&self.written_waiters).complete_up_to(end);
+            lock(&self.waiters).complete_up_to(self.flushed_offset().min(end));
             let _g = lock(&self.progress);
             self.progress_cv.notify_all();
         }
@@ -864,6 +874,15 @@ impl CommitLog {
 
     /// Makes everything written so far durable and wakes the appends it covers.
     pub fn flush(&self) -> StoreResult<u64> {
+        let done = self.sync_written()?;
+        lock(&self.waiters).complete_up_to(done.min(self.dispatched.load(Ordering::Acquire)));
+        let _g = lock(&self.progress);
+        self.progress_cv.notify_all();
+        Ok(done)
+    }
+
+    /// Makes everything written so far durable without waking anyone.
+    fn sync_written(&self) -> StoreResult<u64> {
         let target = self.written_offset();
         let flushed = self.flushed_offset();
         if target > flushed {
@@ -874,11 +893,7 @@ impl CommitLog {
             self.flush_count.fetch_add(1, Ordering::Relaxed);
             self.flushed.fetch_max(target, Ordering::AcqRel);
         }
-        let done = self.flushed_offset();
-        lock(&self.waiters).complete_up_to(done);
-        let _g = lock(&self.progress);
-        self.progress_cv.notify_all();
-        Ok(done)
+        Ok(self.flushed_offset())
     }
 
     /// The flusher thread's loop: ASYNC_FLUSH flushes every `flush_interval`. Under SYNC_FLUSH
@@ -886,17 +901,30 @@ impl CommitLog {
     /// wake it and flushes at shutdown.
     pub fn run_flusher(&self) {
         let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
+        let interval = if sync {
+            Duration::from_millis(100)
+        } else {
+            self.cfg.flush_interval
+        };
         loop {
-            let stopping = self.stopping.load(Ordering::Acquire);
+            // Sleep a whole interval (writes wake the condition variable; they do not shorten
+            // the interval). `stopping` is read under the lock `close` notifies under, so the
+            // wake-up cannot be missed.
+            let deadline = Instant::now() + interval;
+            let mut stopping;
             {
-                let g = lock(&self.progress);
-                let wait = if sync {
-                    Duration::from_millis(100)
-                } else {
-                    self.cfg.flush_interval
-                };
-                if !stopping {
-                    let _ = self.progress_cv.wait_timeout(g, wait);
+                let mut g = lock(&self.progress);
+                loop {
+                    stopping = self.stopping.load(Ordering::Acquire);
+                    let now = Instant::now();
+                    if stopping || now >= deadline || self.failure().is_some() {
+                        break;
+                    }
+                    g = self
+                        .progress_cv
+                        .wait_timeout(g, deadline - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
                 }
             }
             if self.failure().is_some() {
@@ -916,7 +944,10 @@ impl CommitLog {
             if let Some(why) = self.failure() {
                 w.fail_all(&why);
             }
-            let rx = w.register(end, self.flushed_offset());
+            let reached = self
+                .flushed_offset()
+                .min(self.dispatched.load(Ordering::Acquire));
+            let rx = w.register(end, reached);
             if let Some(why) = self.failure() {
                 w.fail_all(&why);
             }
@@ -931,7 +962,7 @@ impl CommitLog {
     /// on the append survives a crash of the process, though not a power cut.
     pub fn written(&self, end: u64) -> oneshot::Receiver<StoreResult<()>> {
         let mut w = lock(&self.written_waiters);
-        let rx = w.register(end, self.written_offset());
+        let rx = w.register(end, self.dispatched.load(Ordering::Acquire));
         if let Some(why) = self.failure() {
             w.fail_all(&why);
         }
@@ -946,7 +977,11 @@ impl CommitLog {
             if let Some(why) = self.failure() {
                 return Err(StoreError::NotRunning(why));
             }
-            if self.flushed_offset() >= end {
+            if self
+                .flushed_offset()
+                .min(self.dispatched.load(Ordering::Acquire))
+                >= end
+            {
                 return Ok(());
             }
             let now = Instant::now();
@@ -965,7 +1000,7 @@ impl CommitLog {
     pub fn wait_written(&self, end: u64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut g = lock(&self.progress);
-        while self.written_offset() < end && self.failure().is_none() {
+        while self.dispatched.load(Ordering::Acquire) < end && self.failure().is_none() {
             let now = Instant::now();
             if now >= deadline {
                 return false;
@@ -976,7 +1011,7 @@ impl CommitLog {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
-        self.written_offset() >= end
+        self.dispatched.load(Ordering::Acquire) >= end
     }
 
     /// Stops accepting appends; the writer drains what is buffered, then the flusher flushes.

@@ -1003,7 +1003,7 @@ impl Drop for MessageStore {
 }
 
 /// Total physical memory (from `/proc/meminfo`), for the "message is on disk" heuristic.
-pub(crate) fn physical_memory() -> u64 {
+pub fn physical_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {

@@ -16,5 +16,7 @@ pub use self::channel::{Channel, ChannelConfig};
 pub use self::client::{RemotingClient, RemotingClientBuilder};
 pub use self::codec::RemotingCodec;
 pub use self::hook::RpcHook;
-pub use self::processor::{ChannelContext, ProcessResult, ProcessorRegistry, RequestProcessor};
+pub use self::processor::{
+    not_supported, ChannelContext, ProcessResult, ProcessorRegistry, RequestProcessor,
+};
 pub use self::server::{RemotingServer, RemotingServerBuilder, ServerHandle};

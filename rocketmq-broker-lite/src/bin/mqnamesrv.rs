@@ -1,0 +1,79 @@
+//! `mqnamesrv`: the name server.
+
+use clap::Parser;
+use rocketmq_broker_lite::broker::config::parse_properties;
+use rocketmq_broker_lite::cli::{init_logging, stop_signal};
+use rocketmq_broker_lite::namesrv::NameServer;
+
+/// RocketMQ name server.
+#[derive(Debug, Parser)]
+#[command(name = "mqnamesrv", version, about)]
+struct Args {
+    /// Java-style properties file (`listenPort`, `kvConfigPath`, `orderMessageEnable`).
+    #[arg(short = 'c', long = "config")]
+    config: Option<std::path::PathBuf>,
+    /// Address to bind.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: String,
+    /// Port (default 9876, or `listenPort` from the file).
+    #[arg(short = 'p', long = "listen-port")]
+    listen_port: Option<u16>,
+    /// Where the KV configuration is kept.
+    #[arg(long)]
+    kv_config_path: Option<std::path::PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    init_logging();
+    let args = Args::parse();
+    let mut port = 9876u16;
+    let mut kv = args.kv_config_path.clone();
+    let mut order = false;
+    if let Some(path) = &args.config {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("cannot read {}: {e}", path.display());
+                return std::process::ExitCode::from(2);
+            }
+        };
+        for (k, v) in parse_properties(&text) {
+            match k.as_str() {
+                "listenPort" => match v.parse() {
+                    Ok(p) => port = p,
+                    Err(_) => {
+                        eprintln!("invalid value {v:?} for key `listenPort`");
+                        return std::process::ExitCode::from(2);
+                    }
+                },
+                "kvConfigPath" => kv = kv.or(Some(v.into())),
+                "orderMessageEnable" => order = v == "true",
+                _ => eprintln!("ignoring unknown key `{k}`"),
+            }
+        }
+    }
+    if let Some(p) = args.listen_port {
+        port = p;
+    }
+    let mut b = NameServer::builder()
+        .listen(format!("{}:{port}", args.bind))
+        .order_message_enable(order);
+    if let Some(kv) = kv {
+        b = b.kv_config_path(kv);
+    }
+    let ns = match b.start().await {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("name server failed to start: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    println!(
+        "The Name Server boot success. serializeType=JSON, address {}",
+        ns.local_addr()
+    );
+    stop_signal().await;
+    ns.shutdown().await;
+    std::process::ExitCode::SUCCESS
+}

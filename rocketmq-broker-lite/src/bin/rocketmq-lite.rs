@@ -1,0 +1,79 @@
+//! `rocketmq-lite`: a name server and a broker in one process.
+//!
+//! `rocketmq-lite --store-dir DIR --namesrv-port 9876 --broker-port 10911 [--flush-disk-type SYNC_FLUSH]`
+//! binds 127.0.0.1 unless `--bind` says otherwise and prints a line containing `ready` once both
+//! serve. SIGINT or SIGTERM stop it gracefully.
+
+use clap::Parser;
+use rocketmq_broker_lite::cli::{init_logging, stop_signal};
+use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions};
+use rocketmq_broker_lite::store::FlushDiskType;
+
+/// Name server and broker in one process.
+#[derive(Debug, Parser)]
+#[command(name = "rocketmq-lite", version, about)]
+struct Args {
+    /// Data directory.
+    #[arg(long = "store-dir")]
+    store_dir: std::path::PathBuf,
+    /// Name-server port.
+    #[arg(long = "namesrv-port", default_value_t = 9876)]
+    namesrv_port: u16,
+    /// Broker port.
+    #[arg(long = "broker-port", default_value_t = 10911)]
+    broker_port: u16,
+    /// ASYNC_FLUSH or SYNC_FLUSH.
+    #[arg(long = "flush-disk-type", default_value = "ASYNC_FLUSH")]
+    flush_disk_type: String,
+    /// Address to bind both servers to.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: String,
+    /// Commit-log segment size in bytes.
+    #[arg(long = "segment-size", default_value_t = 1 << 30)]
+    segment_size: u64,
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    init_logging();
+    let args = Args::parse();
+    let Some(flush) = FlushDiskType::parse(&args.flush_disk_type) else {
+        eprintln!(
+            "invalid value {:?} for --flush-disk-type (ASYNC_FLUSH or SYNC_FLUSH)",
+            args.flush_disk_type
+        );
+        return std::process::ExitCode::from(2);
+    };
+    if let Err(e) = std::fs::create_dir_all(&args.store_dir) {
+        eprintln!("cannot create {}: {e}", args.store_dir.display());
+        return std::process::ExitCode::from(2);
+    }
+    let opts = EmbeddedOptions {
+        bind_ip: args.bind.clone(),
+        namesrv_port: args.namesrv_port,
+        broker_port: args.broker_port,
+        flush_disk_type: flush,
+        segment_size: args.segment_size,
+        customize: None,
+    };
+    let cluster = match EmbeddedCluster::start(&args.store_dir, opts).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rocketmq-lite failed to start: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    println!(
+        "rocketmq-lite ready: namesrv {} broker {}",
+        cluster.namesrv_addr(),
+        cluster.broker().broker_addr()
+    );
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    stop_signal().await;
+    if let Err(e) = cluster.shutdown().await {
+        eprintln!("shutdown failed: {e}");
+        return std::process::ExitCode::from(1);
+    }
+    std::process::ExitCode::SUCCESS
+}

@@ -1,0 +1,547 @@
+//! The broker: serves sends, pulls, offsets, heartbeats, locks, transactions and administration
+//! over the remoting protocol, on top of the [store](crate::store).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), rocketmq_broker_lite::broker::BrokerError> {
+//! use rocketmq_broker_lite::broker::{Broker, BrokerConfig};
+//! let mut cfg = BrokerConfig::default();
+//! cfg.listen_ip = "127.0.0.1".into();
+//! cfg.listen_port = 0;
+//! cfg.namesrv_addr = vec!["127.0.0.1:9876".into()];
+//! cfg.store.store_path_root_dir = "/tmp/broker-store".into();
+//! let broker = Broker::builder(cfg).start().await?;
+//! println!("broker at {}", broker.broker_addr());
+//! broker.shutdown().await?;
+//! # Ok(()) }
+//! ```
+
+pub mod clients;
+pub mod config;
+pub mod locks;
+pub mod long_poll;
+pub mod offsets;
+mod processor;
+mod register;
+pub mod schedule;
+pub mod stats;
+pub mod subscription;
+pub mod topic;
+pub mod transaction;
+
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rocketmq_remoting::protocol::headers::ConsumerGroupRequestHeader;
+use rocketmq_remoting::protocol::message::{property, sys_flag};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, StringMap};
+use rocketmq_remoting::transport::{Channel, RemotingClient, RemotingServer, ServerHandle};
+use rocketmq_remoting::RemotingError;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use self::clients::ClientManager;
+pub use self::config::{BrokerConfig, BrokerRole};
+use self::locks::RebalanceLockManager;
+use self::long_poll::PullHold;
+use self::offsets::ConsumerOffsetManager;
+use self::processor::BrokerProcessor;
+use self::schedule::ScheduleService;
+use self::stats::BrokerStats;
+use self::subscription::SubscriptionGroupManager;
+use self::topic::TopicConfigManager;
+use self::transaction::TransactionBook;
+use crate::store::{Clock, MessageStore, PutMessage, StoreEnv, StoreError};
+
+/// Why the broker could not start or stop.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokerError {
+    /// Bad configuration (the message names the key).
+    #[error("bad broker configuration: {0}")]
+    Config(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The network failed.
+    #[error(transparent)]
+    Remoting(#[from] RemotingError),
+}
+
+/// Shared state of a running broker.
+pub struct BrokerInner {
+    pub(crate) cfg: BrokerConfig,
+    pub(crate) store: MessageStore,
+    pub(crate) topics: TopicConfigManager,
+    pub(crate) subs: SubscriptionGroupManager,
+    pub(crate) offsets: ConsumerOffsetManager,
+    pub(crate) clients: ClientManager,
+    pub(crate) locks: RebalanceLockManager,
+    pub(crate) hold: Arc<PullHold>,
+    pub(crate) schedule: ScheduleService,
+    pub(crate) transactions: TransactionBook,
+    pub(crate) stats: BrokerStats,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) namesrv: RemotingClient,
+    pub(crate) register_now: Notify,
+    pub(crate) watched: Mutex<HashSet<u64>>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) hot_memory: u64,
+    addr: OnceLock<(SocketAddr, String)>,
+    delay_levels: Vec<i64>,
+}
+
+impl std::fmt::Debug for BrokerInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("name", &self.cfg.broker_name)
+            .field("addr", &self.addr.get())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl BrokerInner {
+    /// `brokerIP1:listenPort`, the store host of every message.
+    pub fn store_host(&self) -> SocketAddr {
+        self.addr
+            .get()
+            .map_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)), |(a, _)| *a)
+    }
+
+    /// `ip:port` as registered with the name servers.
+    pub fn broker_addr(&self) -> String {
+        self.addr.get().map(|(_, s)| s.clone()).unwrap_or_default()
+    }
+
+    /// `brokerIP2:haPort`.
+    pub fn ha_addr(&self) -> String {
+        let host = self.store_host();
+        let ip = self
+            .cfg
+            .broker_ip2
+            .clone()
+            .unwrap_or_else(|| host.ip().to_string());
+        format!("{ip}:{}", host.port().wrapping_add(1))
+    }
+
+    /// Whether this broker is a slave.
+    pub fn is_slave(&self) -> bool {
+        self.cfg.broker_role == BrokerRole::Slave
+    }
+
+    /// Re-registers with the name servers soon (after a topic change).
+    pub(crate) fn register_soon(&self) {
+        self.register_now.notify_one();
+    }
+
+    /// Redirects a message with a `DELAY` level to `SCHEDULE_TOPIC_XXXX` (Java does this in
+    /// `CommitLog.putMessage` for non-transactional and committed messages).
+    pub(crate) fn apply_delay(&self, m: &mut PutMessage, props: &mut StringMap) {
+        let kind = sys_flag::transaction_value(m.sys_flag);
+        if kind != sys_flag::TRANSACTION_NOT_TYPE && kind != sys_flag::TRANSACTION_COMMIT_TYPE {
+            return;
+        }
+        let level: i32 = props
+            .get(property::DELAY_TIME_LEVEL)
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        if level <= 0 {
+            return;
+        }
+        let level = level.min(self.delay_levels.len() as i32);
+        props.insert(property::DELAY_TIME_LEVEL, level.to_string());
+        props.insert(property::REAL_TOPIC, m.topic.clone());
+        props.insert(property::REAL_QUEUE_ID, m.queue_id.to_string());
+        m.topic = rocketmq_remoting::protocol::topic::SCHEDULE_TOPIC.to_string();
+        m.queue_id = level - 1;
+    }
+
+    /// Watches a client connection: when it closes, its groups forget it.
+    pub(crate) fn watch_channel(self: &Arc<Self>, channel: &Channel) {
+        if !lock(&self.watched).insert(channel.id()) {
+            return;
+        }
+        let b = self.clone();
+        let ch = channel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = ch.closed() => {}
+                _ = b.shutdown.cancelled() => return,
+            }
+            lock(&b.watched).remove(&ch.id());
+            for group in b.clients.channel_closed(ch.id()) {
+                debug!(%group, "consumer connection closed");
+                b.notify_consumer_ids_changed(&group);
+            }
+        });
+    }
+
+    /// Tells every member of `group` that its membership changed (oneway).
+    pub(crate) fn notify_consumer_ids_changed(&self, group: &str) {
+        if !self.cfg.notify_consumer_ids_changed_enable {
+            return;
+        }
+        let header = ConsumerGroupRequestHeader {
+            consumer_group: group.to_string(),
+        };
+        for ch in self.clients.consumer_channels(group) {
+            let req = RemotingCommand::request_with_header(
+                RequestCode::NotifyConsumerIdsChanged,
+                &header,
+            );
+            tokio::spawn(async move {
+                if let Err(e) = ch.invoke_oneway(req).await {
+                    debug!(error = %e, "cannot notify a consumer");
+                }
+            });
+        }
+    }
+}
+
+/// Finds this host's first non-loopback IPv4 address (Java `RemotingUtil.getLocalAddress`
+/// prefers such an address), falling back to 127.0.0.1.
+pub fn local_ip() -> IpAddr {
+    // Connecting a UDP socket sends nothing; it only picks the outgoing interface.
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| {
+            s.connect("192.0.2.1:9")?;
+            s.local_addr()
+        })
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+/// Builds a [`Broker`].
+#[derive(Debug)]
+pub struct BrokerBuilder {
+    cfg: BrokerConfig,
+    env: StoreEnv,
+}
+
+/// Namespace of the broker: use [`Broker::builder`].
+#[derive(Debug)]
+pub struct Broker;
+
+impl Broker {
+    /// A broker with `cfg`.
+    pub fn builder(cfg: BrokerConfig) -> BrokerBuilder {
+        BrokerBuilder {
+            cfg,
+            env: StoreEnv::default(),
+        }
+    }
+}
+
+impl BrokerBuilder {
+    /// Injects the store's file system, clock and disk usage (tests).
+    pub fn env(mut self, env: StoreEnv) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Opens the store (recovering it), binds, registers with the name servers and starts the
+    /// background services.
+    pub async fn start(self) -> Result<BrokerHandle, BrokerError> {
+        let cfg = self.cfg;
+        cfg.validate().map_err(BrokerError::Config)?;
+        let env = self.env;
+        let store_cfg = cfg.store.clone();
+        let store_env = env.clone();
+        let store =
+            tokio::task::spawn_blocking(move || MessageStore::open_with(store_cfg, store_env))
+                .await
+                .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??;
+        let config_dir = cfg.store.config_dir();
+        let topics = TopicConfigManager::load(&cfg, env.vfs.clone(), env.clock.clone())?;
+        let subs = SubscriptionGroupManager::load(
+            &config_dir,
+            cfg.auto_create_subscription_group,
+            env.vfs.clone(),
+            env.clock.clone(),
+        )?;
+        let offsets = ConsumerOffsetManager::load(&config_dir, env.vfs.clone())?;
+        let schedule =
+            ScheduleService::load(&config_dir, cfg.store.delay_levels(), env.vfs.clone())?;
+        let transactions = TransactionBook::load(&store);
+        let hold = Arc::new(PullHold::default());
+        store.set_arrival_listener(hold.clone());
+        let inner = Arc::new(BrokerInner {
+            delay_levels: cfg.store.delay_levels(),
+            hot_memory: crate::store::physical_memory() * 40 / 100,
+            cfg: cfg.clone(),
+            store: store.clone(),
+            topics,
+            subs,
+            offsets,
+            clients: ClientManager::default(),
+            locks: RebalanceLockManager::default(),
+            hold,
+            schedule,
+            transactions,
+            stats: BrokerStats::default(),
+            clock: env.clock.clone(),
+            namesrv: RemotingClient::builder()
+                .connect_timeout(Duration::from_secs(3))
+                .build(),
+            register_now: Notify::new(),
+            watched: Mutex::new(HashSet::new()),
+            shutdown: CancellationToken::new(),
+            addr: OnceLock::new(),
+        });
+        let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
+        let server = match RemotingServer::builder(bind.clone())
+            .processor_default(inner.clone(), false)
+            .start()
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = store.shutdown();
+                return Err(e.into());
+            }
+        };
+        let port = server.local_addr().port();
+        let ip: IpAddr = match &cfg.broker_ip1 {
+            Some(ip) => ip
+                .parse()
+                .map_err(|_| BrokerError::Config("brokerIP1".into()))?,
+            None => match server.local_addr().ip() {
+                ip if ip.is_unspecified() => local_ip(),
+                ip => ip,
+            },
+        };
+        let store_host = SocketAddr::new(ip, port);
+        let _ = inner.addr.set((store_host, store_host.to_string()));
+        let vip = if cfg.vip_channel_enable && cfg.listen_port > 2 {
+            let vip_bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port - 2);
+            match RemotingServer::builder(vip_bind)
+                .processor_default(inner.clone(), true)
+                .start()
+                .await
+            {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    warn!(error = %e, "cannot start the VIP channel on listenPort - 2; continuing without it");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let tasks = spawn_services(&inner);
+        register::register_all(&inner, false).await;
+        info!(
+            addr = %store_host,
+            name = %cfg.broker_name,
+            cluster = %cfg.broker_cluster_name,
+            "broker started"
+        );
+        Ok(BrokerHandle {
+            inner,
+            server,
+            vip,
+            tasks: Mutex::new(tasks),
+            stopped: tokio::sync::Mutex::new(false),
+        })
+    }
+}
+
+/// Registers the broker processor as the default processor of a server builder.
+trait ProcessorDefault {
+    fn processor_default(self, b: Arc<BrokerInner>, vip: bool) -> Self;
+}
+
+impl ProcessorDefault for rocketmq_remoting::transport::RemotingServerBuilder {
+    fn processor_default(self, b: Arc<BrokerInner>, vip: bool) -> Self {
+        self.default_processor(Arc::new(BrokerProcessor { broker: b, vip }))
+    }
+}
+
+fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    // Registration: every period, and soon after topic changes.
+    let r = b.clone();
+    tasks.push(tokio::spawn(async move {
+        let period = r.cfg.register_period();
+        let mut next = tokio::time::Instant::now() + period;
+        loop {
+            tokio::select! {
+                _ = r.shutdown.cancelled() => break,
+                _ = tokio::time::sleep_until(next) => {
+                    register::register_all(&r, false).await;
+                    next = tokio::time::Instant::now() + period;
+                }
+                _ = r.register_now.notified() => {
+                    // Let a burst of topic creations settle into one registration.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    register::register_all(&r, true).await;
+                }
+            }
+        }
+    }));
+    // Consumer offsets and delay progress persisted periodically.
+    let r = b.clone();
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = r.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(r.cfg.flush_consumer_offset_interval) => {
+                    if let Err(e) = r.offsets.persist_if_dirty() {
+                        warn!(error = %e, "cannot persist consumer offsets");
+                    }
+                    if let Err(e) = r.schedule.persist_if_dirty() {
+                        warn!(error = %e, "cannot persist delay offsets");
+                    }
+                }
+            }
+        }
+    }));
+    // Client housekeeping: drop connections silent for channelExpiredTimeout.
+    let r = b.clone();
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = r.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_secs(10)) => r.expire_clients(),
+            }
+        }
+    }));
+    // Delayed messages.
+    let r = b.clone();
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = r.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    r.schedule.deliver_due(&r);
+                }
+            }
+        }
+    }));
+    tasks
+}
+
+impl BrokerInner {
+    /// Pulls parked by long polling.
+    pub fn hold_parked(&self) -> usize {
+        self.hold.parked()
+    }
+
+    /// Whether a topic exists on this broker.
+    pub fn topic_exists(&self, topic: &str) -> bool {
+        self.topics.get(topic).is_some()
+    }
+
+    /// Runs one round of delayed-message delivery now.
+    pub fn deliver_due_now(&self) -> usize {
+        self.schedule.deliver_due(self)
+    }
+
+    /// Drops client connections silent for `channelExpiredTimeout` and notifies their groups.
+    pub fn expire_clients(&self) {
+        let deadline = self.clock.now_ms() - self.cfg.channel_expired_timeout.as_millis() as i64;
+        let (closed, groups) = self.clients.expire(deadline);
+        for ch in closed {
+            info!(remote = %ch.remote_addr(), "client silent too long; closing its connection");
+            ch.close();
+        }
+        for g in groups {
+            self.notify_consumer_ids_changed(&g);
+        }
+    }
+}
+
+/// A running broker.
+pub struct BrokerHandle {
+    inner: Arc<BrokerInner>,
+    server: ServerHandle,
+    vip: Option<ServerHandle>,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    stopped: tokio::sync::Mutex<bool>,
+}
+
+impl std::fmt::Debug for BrokerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerHandle")
+            .field("addr", &self.inner.broker_addr())
+            .finish()
+    }
+}
+
+impl BrokerHandle {
+    /// The bound address (port included).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// The address registered with the name servers (`brokerIP1:port`).
+    pub fn broker_addr(&self) -> String {
+        self.inner.broker_addr()
+    }
+
+    /// The VIP channel's address, if it runs.
+    pub fn vip_addr(&self) -> Option<SocketAddr> {
+        self.vip.as_ref().map(ServerHandle::local_addr)
+    }
+
+    /// The store.
+    pub fn store(&self) -> &MessageStore {
+        &self.inner.store
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &BrokerStats {
+        &self.inner.stats
+    }
+
+    /// Internal state (tests).
+    pub fn inner(&self) -> &Arc<BrokerInner> {
+        &self.inner
+    }
+
+    /// Registers with the name servers now.
+    pub async fn register_now(&self) {
+        register::register_all(&self.inner, false).await;
+    }
+
+    /// Stops gracefully: unregisters, answers parked pulls, drains requests, persists offsets,
+    /// topics, groups and delay progress, then flushes and checkpoints the store. Idempotent.
+    pub async fn shutdown(&self) -> Result<(), BrokerError> {
+        let mut stopped = self.stopped.lock().await;
+        if *stopped {
+            return Ok(());
+        }
+        *stopped = true;
+        let b = &self.inner;
+        register::unregister_all(b).await;
+        b.shutdown.cancel();
+        b.hold.wake_all();
+        self.server.shutdown(Duration::from_secs(3)).await;
+        if let Some(v) = &self.vip {
+            v.shutdown(Duration::from_secs(1)).await;
+        }
+        let tasks: Vec<_> = lock(&self.tasks).drain(..).collect();
+        for t in tasks {
+            let _ = t.await;
+        }
+        b.namesrv.shutdown();
+        b.offsets.persist_if_dirty()?;
+        b.schedule.persist_if_dirty()?;
+        b.topics.persist()?;
+        b.subs.persist()?;
+        let store = b.store.clone();
+        tokio::task::spawn_blocking(move || store.shutdown())
+            .await
+            .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??;
+        info!(addr = %b.broker_addr(), "broker stopped");
+        Ok(())
+    }
+}

@@ -1,0 +1,399 @@
+//! Administration: topics, subscription groups, queue offsets, statistics, configuration.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rocketmq_remoting::protocol::body::{
+    self, ConnectionInfo, ConsumeStats, ConsumerConnection, OffsetWrapper, SubscriptionGroupConfig,
+    TopicConfig, TopicList, TopicOffset, TopicStatsTable,
+};
+use rocketmq_remoting::protocol::headers::{
+    CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
+    EarliestMsgStoreTimeResponseHeader, GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader, OffsetResponseHeader, QueueOffsetRequestHeader,
+    SearchOffsetRequestHeader, TopicRequestHeader,
+};
+use rocketmq_remoting::protocol::message::MessageQueue;
+use rocketmq_remoting::protocol::topic::{self, TopicFilterType};
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::transport::ProcessResult;
+
+use crate::broker::BrokerInner;
+
+fn bad(e: impl std::fmt::Display) -> ProcessResult {
+    RemotingCommand::response(ResponseCode::SystemError, Some(format!("bad request: {e}"))).into()
+}
+
+fn with_offset(offset: i64) -> ProcessResult {
+    let mut r = RemotingCommand::success();
+    r.set_header(&OffsetResponseHeader { offset });
+    r.into()
+}
+
+/// UPDATE_AND_CREATE_TOPIC.
+pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
+    let h: CreateTopicRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    if b.is_slave() {
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some("Can't modify topic or subscription group from slave broker, please execute it from master broker.".into()),
+        )
+        .into();
+    }
+    if let Some(p) = topic::name_problem(&h.topic, topic::TOPIC_MAX_LENGTH) {
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some(format!("The specified topic[{}] is invalid: {p}", h.topic)),
+        )
+        .into();
+    }
+    if h.topic == b.cfg.broker_cluster_name || !topic::is_send_allowed(&h.topic) {
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some(format!(
+                "The topic[{}] is conflict with system topic.",
+                h.topic
+            )),
+        )
+        .into();
+    }
+    if h.read_queue_nums <= 0
+        || h.write_queue_nums <= 0
+        || h.read_queue_nums > 1024
+        || h.write_queue_nums > 1024
+    {
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some("queue numbers must be 1..1024".into()),
+        )
+        .into();
+    }
+    let tc = TopicConfig {
+        order: h.order,
+        perm: h.perm,
+        read_queue_nums: h.read_queue_nums,
+        topic_filter_type: TopicFilterType::parse(&h.topic_filter_type).unwrap_or_default(),
+        topic_name: h.topic.clone(),
+        topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
+        write_queue_nums: h.write_queue_nums,
+    };
+    if let Err(e) = b.topics.update(tc) {
+        return RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into();
+    }
+    b.register_soon();
+    RemotingCommand::success().into()
+}
+
+/// DELETE_TOPIC_IN_BROKER.
+pub(crate) fn delete_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
+    let h: TopicRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    if let Err(e) = b.topics.delete(&h.topic) {
+        return RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into();
+    }
+    b.store.delete_topic(&h.topic);
+    b.offsets.remove_topic(&h.topic);
+    b.register_soon();
+    RemotingCommand::success().into()
+}
+
+/// GET_MAX_OFFSET, GET_MIN_OFFSET, GET_EARLIEST_MSG_STORETIME.
+pub(crate) fn queue_offset(b: &BrokerInner, req: &RemotingCommand, which: &str) -> ProcessResult {
+    let h: QueueOffsetRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    match which {
+        "max" => with_offset(b.store.max_offset(&h.topic, h.queue_id)),
+        "min" => with_offset(b.store.min_offset(&h.topic, h.queue_id)),
+        _ => {
+            let mut r = RemotingCommand::success();
+            r.set_header(&EarliestMsgStoreTimeResponseHeader {
+                timestamp: b.store.earliest_message_time(&h.topic, h.queue_id),
+            });
+            r.into()
+        }
+    }
+}
+
+/// SEARCH_OFFSET_BY_TIMESTAMP.
+pub(crate) fn search_offset(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    match req.decode_header::<SearchOffsetRequestHeader>() {
+        Ok(h) => with_offset(b.store.offset_by_time(&h.topic, h.queue_id, h.timestamp)),
+        Err(e) => bad(e),
+    }
+}
+
+/// GET_ALL_TOPIC_CONFIG.
+pub(crate) fn all_topic_config(b: &BrokerInner) -> ProcessResult {
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&b.topics.wrapper()))
+        .into()
+}
+
+/// GET_ALL_CONSUMER_OFFSET.
+pub(crate) fn all_consumer_offset(b: &BrokerInner) -> ProcessResult {
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&b.offsets.table()))
+        .into()
+}
+
+/// GET_ALL_DELAY_OFFSET.
+pub(crate) fn all_delay_offset(b: &BrokerInner) -> ProcessResult {
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&b.schedule.table()))
+        .into()
+}
+
+/// GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
+pub(crate) fn all_subscription_groups(b: &BrokerInner) -> ProcessResult {
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&b.subs.wrapper()))
+        .into()
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
+pub(crate) fn update_subscription_group(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let c: SubscriptionGroupConfig = match body::decode(&req.body) {
+        Ok(c) => c,
+        Err(e) => return bad(e),
+    };
+    if let Some(p) = topic::name_problem(&c.group_name, topic::GROUP_MAX_LENGTH) {
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some(format!("invalid group name: {p}")),
+        )
+        .into();
+    }
+    match b.subs.update(c) {
+        Ok(()) => RemotingCommand::success().into(),
+        Err(e) => RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into(),
+    }
+}
+
+/// DELETE_SUBSCRIPTIONGROUP.
+pub(crate) fn delete_subscription_group(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: DeleteSubscriptionGroupRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    match b.subs.delete(&h.group_name) {
+        Ok(()) => RemotingCommand::success().into(),
+        Err(e) => RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into(),
+    }
+}
+
+/// GET_CONSUME_STATS: per queue, the broker's max offset and the group's committed offset.
+pub(crate) fn consume_stats(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: GetConsumeStatsRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let topics = match &h.topic {
+        Some(t) => vec![t.clone()],
+        None => b.offsets.topics_of_group(&h.consumer_group),
+    };
+    let mut stats = ConsumeStats::default();
+    for t in topics {
+        let Some(tc) = b.topics.get(&t) else { continue };
+        for q in 0..tc.write_queue_nums {
+            let mq = MessageQueue::new(t.clone(), b.cfg.broker_name.clone(), q);
+            let broker_offset = b.store.max_offset(&t, q);
+            let consumer_offset = b
+                .offsets
+                .query(&h.consumer_group, &t, q)
+                .unwrap_or(-1)
+                .max(0);
+            let last_timestamp = if consumer_offset > 0 {
+                b.store
+                    .queue_entry(&t, q, consumer_offset - 1)
+                    .and_then(|e| b.store.read_record(e.phys as u64))
+                    .and_then(|r| {
+                        rocketmq_remoting::protocol::message::decode_stored(&r, Default::default())
+                            .ok()
+                    })
+                    .map_or(0, |(m, _)| m.store_timestamp)
+            } else {
+                0
+            };
+            stats.offset_table.insert(
+                mq,
+                OffsetWrapper {
+                    broker_offset,
+                    consumer_offset,
+                    last_timestamp,
+                },
+            );
+        }
+    }
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&stats))
+        .into()
+}
+
+/// GET_TOPIC_STATS_INFO.
+pub(crate) fn topic_stats(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: TopicRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let Some(tc) = b.topics.get(&h.topic) else {
+        return RemotingCommand::response(
+            ResponseCode::TopicNotExist,
+            Some(format!("topic[{}] not exist", h.topic)),
+        )
+        .into();
+    };
+    let mut table = TopicStatsTable::default();
+    for q in 0..tc.write_queue_nums {
+        let max = b.store.max_offset(&h.topic, q);
+        let last_update_timestamp = if max > 0 {
+            b.store
+                .queue_entry(&h.topic, q, max - 1)
+                .and_then(|e| b.store.read_record(e.phys as u64))
+                .and_then(|r| {
+                    rocketmq_remoting::protocol::message::decode_stored(&r, Default::default()).ok()
+                })
+                .map_or(0, |(m, _)| m.store_timestamp)
+        } else {
+            0
+        };
+        table.offset_table.insert(
+            MessageQueue::new(h.topic.clone(), b.cfg.broker_name.clone(), q),
+            TopicOffset {
+                last_update_timestamp,
+                max_offset: max,
+                min_offset: b.store.min_offset(&h.topic, q),
+            },
+        );
+    }
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&table))
+        .into()
+}
+
+/// GET_CONSUMER_CONNECTION_LIST.
+pub(crate) fn consumer_connections(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: GetConsumerConnectionListRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let Some(g) = b.clients.consumer_group(&h.consumer_group) else {
+        return RemotingCommand::response(
+            ResponseCode::ConsumerNotOnline,
+            Some(format!(
+                "the consumer group[{}] not online",
+                h.consumer_group
+            )),
+        )
+        .into();
+    };
+    let body = ConsumerConnection {
+        connection_set: g
+            .channels
+            .values()
+            .map(|c| ConnectionInfo {
+                client_addr: c.channel.remote_addr().to_string(),
+                client_id: c.client_id.clone(),
+                language: c.language.name().unwrap_or("OTHER").to_string(),
+                version: c.version,
+            })
+            .collect(),
+        consume_from_where: Some(g.consume_from_where),
+        consume_type: Some(g.consume_type),
+        message_model: Some(g.message_model),
+        subscription_table: g.subscriptions.clone(),
+    };
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&body))
+        .into()
+}
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
+pub(crate) fn system_topics(b: &BrokerInner) -> ProcessResult {
+    let list = TopicList {
+        broker_addr: None,
+        topic_list: b
+            .topics
+            .wrapper()
+            .topic_config_table
+            .keys()
+            .filter(|t| {
+                !topic::is_send_allowed(t)
+                    || *t == &b.cfg.broker_cluster_name
+                    || *t == &b.cfg.broker_name
+                    || t.as_str() == topic::AUTO_CREATE_TOPIC_KEY_TOPIC
+            })
+            .cloned()
+            .collect(),
+    };
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&list))
+        .into()
+}
+
+/// GET_BROKER_RUNTIME_INFO: a `KVTable` of counters.
+pub(crate) fn runtime_info(b: &BrokerInner) -> ProcessResult {
+    let mut table = BTreeMap::new();
+    let s = &b.stats;
+    table.insert("brokerVersion".to_string(), "409".to_string());
+    table.insert("brokerVersionDesc".to_string(), "V4_9_8".to_string());
+    table.insert(
+        "msgPutTotalTodayNow".to_string(),
+        s.put_messages().to_string(),
+    );
+    table.insert(
+        "msgGetTotalTodayNow".to_string(),
+        s.got_messages().to_string(),
+    );
+    table.insert(
+        "commitLogMinOffset".to_string(),
+        b.store.commit_log_min_offset().to_string(),
+    );
+    table.insert(
+        "commitLogMaxOffset".to_string(),
+        b.store.commit_log_max_offset().to_string(),
+    );
+    table.insert(
+        "dispatchBehindBytes".to_string(),
+        (b.store.commit_log_max_offset()
+            - b.store
+                .dispatched_offset()
+                .min(b.store.commit_log_max_offset()))
+        .to_string(),
+    );
+    table.insert("pullHoldRequests".to_string(), b.hold.parked().to_string());
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&body::KvTable { table }))
+        .into()
+}
+
+/// GET_BROKER_CONFIG: the configuration as Java properties text.
+pub(crate) fn broker_config(b: &BrokerInner) -> ProcessResult {
+    let c = &b.cfg;
+    let text = format!(
+        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nlistenPort={}\nbrokerIP1={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerPermission={}\nautoCreateTopicEnable={}\nautoCreateSubscriptionGroup={}\n",
+        c.broker_cluster_name,
+        c.broker_name,
+        c.effective_broker_id(),
+        b.store_host().port(),
+        b.store_host().ip(),
+        c.namesrv_addr.join(";"),
+        c.store.store_path_root_dir.display(),
+        match c.store.flush_disk_type {
+            crate::store::FlushDiskType::SyncFlush => "SYNC_FLUSH",
+            crate::store::FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
+        },
+        c.broker_permission,
+        c.auto_create_topic_enable,
+        c.auto_create_subscription_group,
+    );
+    let mut r = RemotingCommand::success().with_body(text.into_bytes());
+    r.set_ext("version", "409");
+    r.into()
+}

@@ -1,0 +1,128 @@
+//! HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46).
+
+use std::sync::Arc;
+
+use rocketmq_remoting::protocol::body::{self, HeartbeatData, SubscriptionData};
+use rocketmq_remoting::protocol::headers::UnregisterClientRequestHeader;
+use rocketmq_remoting::protocol::topic::{self, perm};
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
+use tracing::debug;
+
+use crate::broker::clients::ClientChannelInfo;
+use crate::broker::BrokerInner;
+
+/// HEART_BEAT: records the client's producer and consumer groups. The response's `version` is
+/// what Java clients take as the broker's version.
+pub(crate) async fn heartbeat(
+    b: &Arc<BrokerInner>,
+    ctx: &ChannelContext,
+    req: RemotingCommand,
+) -> ProcessResult {
+    let hb: HeartbeatData = match body::decode(&req.body) {
+        Ok(h) => h,
+        Err(e) => {
+            return RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some(format!("bad heartbeat body: {e}")),
+            )
+            .into()
+        }
+    };
+    b.watch_channel(&ctx.channel);
+    let now = b.clock.now_ms();
+    let info = ClientChannelInfo {
+        channel: ctx.channel.clone(),
+        client_id: hb.client_id.clone(),
+        language: req.language,
+        version: req.version,
+        last_update: now,
+    };
+    for c in &hb.consumer_data_set {
+        let Some(group) = b.subs.find_or_create(&c.group_name) else {
+            continue;
+        };
+        if group.retry_queue_nums > 0 {
+            let retry = topic::retry_topic(&c.group_name);
+            if let Ok((_, true)) = b
+                .topics
+                .ensure(&retry, group.retry_queue_nums, perm::READ_WRITE)
+            {
+                b.register_soon();
+            }
+        }
+        let subs: Vec<SubscriptionData> = c.subscription_data_set.clone();
+        let reg = b.clients.register_consumer(
+            &c.group_name,
+            info.clone(),
+            c.consume_type,
+            c.message_model,
+            c.consume_from_where,
+            subs,
+        );
+        if reg.new_member {
+            debug!(group = %c.group_name, client = %hb.client_id, "consumer joined");
+            if group.notify_consumer_ids_changed_enable {
+                b.notify_consumer_ids_changed(&c.group_name);
+            }
+        }
+    }
+    for p in &hb.producer_data_set {
+        b.clients.register_producer(&p.group_name, info.clone());
+    }
+    RemotingCommand::success().into()
+}
+
+/// UNREGISTER_CLIENT.
+pub(crate) async fn unregister(
+    b: &Arc<BrokerInner>,
+    ctx: &ChannelContext,
+    req: RemotingCommand,
+) -> ProcessResult {
+    let h: UnregisterClientRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => {
+            return RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some(format!("bad header: {e}")),
+            )
+            .into()
+        }
+    };
+    let id = ctx.channel.id();
+    if let Some(g) = &h.producer_group {
+        b.clients.unregister_producer(g, id);
+    }
+    if let Some(g) = &h.consumer_group {
+        if b.clients.unregister_consumer(g, id) {
+            let notify = b
+                .subs
+                .find_or_create(g)
+                .is_none_or(|c| c.notify_consumer_ids_changed_enable);
+            if notify {
+                b.notify_consumer_ids_changed(g);
+            }
+        }
+    }
+    RemotingCommand::success().into()
+}
+
+/// CHECK_CLIENT_CONFIG: only TAG subscriptions are supported here.
+pub(crate) async fn check_client_config(req: RemotingCommand) -> ProcessResult {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(rename_all = "camelCase", default)]
+    struct Body {
+        subscription_data: Option<SubscriptionData>,
+    }
+    let b: Body = body::decode(&req.body).unwrap_or_default();
+    if let Some(s) = b.subscription_data {
+        if !s.is_tag_type() {
+            return RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some("The broker does not support consumer to filter message by SQL92".into()),
+            )
+            .into();
+        }
+    }
+    RemotingCommand::success().into()
+}

@@ -1,0 +1,75 @@
+//! The broker's request processors, one module per request family.
+
+mod admin;
+mod client;
+mod consumer;
+mod pull;
+mod query;
+mod send;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+use rocketmq_remoting::transport::{ChannelContext, ProcessResult, RequestProcessor};
+
+use super::BrokerInner;
+
+pub(crate) use self::send::{ack_when_stored, store_error_code};
+
+/// FAQ link Java appends to some remarks.
+pub const APPLY_TOPIC_URL: &str = "http://rocketmq.apache.org/docs/faq/";
+
+/// Dispatches every request code the broker serves.
+pub(crate) struct BrokerProcessor {
+    pub(crate) broker: Arc<BrokerInner>,
+    /// The VIP channel (`listenPort - 2`) does not serve PULL_MESSAGE.
+    pub(crate) vip: bool,
+}
+
+#[async_trait]
+impl RequestProcessor for BrokerProcessor {
+    async fn process(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        let b = &self.broker;
+        b.stats.record_request();
+        match req.request_code() {
+            RequestCode::SendMessage
+            | RequestCode::SendMessageV2
+            | RequestCode::SendBatchMessage => send::send(b, ctx, req).await,
+            RequestCode::ConsumerSendMsgBack => send::send_back(b, ctx, req).await,
+            RequestCode::PullMessage if !self.vip => pull::pull(b, ctx, req).await,
+            RequestCode::HeartBeat => client::heartbeat(b, ctx, req).await,
+            RequestCode::UnregisterClient => client::unregister(b, ctx, req).await,
+            RequestCode::CheckClientConfig => client::check_client_config(req).await,
+            RequestCode::GetConsumerListByGroup => consumer::consumer_list(b, &req),
+            RequestCode::QueryConsumerOffset => consumer::query_offset(b, &req),
+            RequestCode::UpdateConsumerOffset => consumer::update_offset(b, &req),
+            RequestCode::LockBatchMq => consumer::lock_batch(b, &req),
+            RequestCode::UnlockBatchMq => consumer::unlock_batch(b, &req),
+            RequestCode::EndTransaction => super::transaction::end_transaction(b, ctx, req).await,
+            RequestCode::UpdateAndCreateTopic => admin::create_topic(b, &req),
+            RequestCode::DeleteTopicInBroker => admin::delete_topic(b, &req),
+            RequestCode::GetMaxOffset => admin::queue_offset(b, &req, "max"),
+            RequestCode::GetMinOffset => admin::queue_offset(b, &req, "min"),
+            RequestCode::GetEarliestMsgStoretime => admin::queue_offset(b, &req, "earliest"),
+            RequestCode::SearchOffsetByTimestamp => admin::search_offset(b, &req),
+            RequestCode::GetAllTopicConfig => admin::all_topic_config(b),
+            RequestCode::GetAllConsumerOffset => admin::all_consumer_offset(b),
+            RequestCode::GetAllDelayOffset => admin::all_delay_offset(b),
+            RequestCode::GetAllSubscriptiongroupConfig => admin::all_subscription_groups(b),
+            RequestCode::UpdateAndCreateSubscriptiongroup => {
+                admin::update_subscription_group(b, &req)
+            }
+            RequestCode::DeleteSubscriptiongroup => admin::delete_subscription_group(b, &req),
+            RequestCode::GetConsumeStats => admin::consume_stats(b, &req),
+            RequestCode::GetTopicStatsInfo => admin::topic_stats(b, &req),
+            RequestCode::GetConsumerConnectionList => admin::consumer_connections(b, &req),
+            RequestCode::GetSystemTopicListFromBroker => admin::system_topics(b),
+            RequestCode::GetBrokerRuntimeInfo => admin::runtime_info(b),
+            RequestCode::GetBrokerConfig => admin::broker_config(b),
+            RequestCode::QueryMessage => query::query_message(b, &req),
+            RequestCode::ViewMessageById => query::view_message(b, &req),
+            _ => rocketmq_remoting::transport::not_supported(&req).into(),
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! PULL_MESSAGE (11) with tag filtering and long polling.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use rocketmq_remoting::protocol::body::{MessageModel, SubscriptionData, EXPRESSION_TYPE_TAG};
+use rocketmq_remoting::protocol::headers::{
+    pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
+};
+use rocketmq_remoting::protocol::topic::perm;
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
+
+use crate::broker::processor::APPLY_TOPIC_URL;
+use crate::broker::BrokerInner;
+use crate::store::{GetStatus, MessageFilter};
+
+struct TagFilter(Option<Arc<SubscriptionData>>);
+
+impl MessageFilter for TagFilter {
+    fn matches_tag_code(&self, tags_code: i64) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|s| s.matches_tag_code(tags_code))
+    }
+}
+
+fn error(code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
+    ProcessResult::Response(RemotingCommand::response(code, Some(remark.into())))
+}
+
+/// PULL_MESSAGE.
+pub(crate) async fn pull(
+    b: &Arc<BrokerInner>,
+    ctx: &ChannelContext,
+    req: RemotingCommand,
+) -> ProcessResult {
+    let h: PullMessageRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return error(ResponseCode::SystemError, format!("bad pull header: {e}")),
+    };
+    if !perm::is_readable(b.cfg.broker_permission) {
+        return error(
+            ResponseCode::NoPermission,
+            format!(
+                "the broker[{}] pulling message is forbidden",
+                b.broker_addr()
+            ),
+        );
+    }
+    let Some(group) = b.subs.find_or_create(&h.consumer_group) else {
+        return error(
+            ResponseCode::SubscriptionGroupNotExist,
+            format!(
+                "subscription group [{}] does not exist, {APPLY_TOPIC_URL}",
+                h.consumer_group
+            ),
+        );
+    };
+    if !group.consume_enable {
+        return error(
+            ResponseCode::NoPermission,
+            format!("subscription group no permission, {}", h.consumer_group),
+        );
+    }
+    let Some(tc) = b.topics.get(&h.topic) else {
+        return error(
+            ResponseCode::TopicNotExist,
+            format!(
+                "topic[{}] not exist, apply first please! {APPLY_TOPIC_URL}",
+                h.topic
+            ),
+        );
+    };
+    if !perm::is_readable(tc.perm) {
+        return error(
+            ResponseCode::NoPermission,
+            format!("the topic[{}] pulling message is forbidden", h.topic),
+        );
+    }
+    if h.queue_id < 0 || h.queue_id >= tc.read_queue_nums {
+        return error(
+            ResponseCode::SystemError,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                h.queue_id,
+                h.topic,
+                tc.read_queue_nums,
+                ctx.remote_addr()
+            ),
+        );
+    }
+    let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
+    let sub = if has_subscription {
+        let ty = h.expression_type.as_deref().unwrap_or(EXPRESSION_TYPE_TAG);
+        if ty != EXPRESSION_TYPE_TAG {
+            return error(
+                ResponseCode::SystemError,
+                "The broker does not support consumer to filter message by SQL92",
+            );
+        }
+        SubscriptionData::from_tag_expression(
+            h.topic.clone(),
+            h.subscription.as_deref().unwrap_or("*"),
+            h.sub_version,
+        )
+    } else {
+        let Some(info) = b.clients.consumer_group(&h.consumer_group) else {
+            return error(
+                ResponseCode::SubscriptionNotExist,
+                format!("the consumer's group info not exist {APPLY_TOPIC_URL}"),
+            );
+        };
+        if !group.consume_broadcast_enable && info.message_model == MessageModel::Broadcasting {
+            return error(
+                ResponseCode::NoPermission,
+                format!(
+                    "the consumer group[{}] can not consume by broadcast way",
+                    h.consumer_group
+                ),
+            );
+        }
+        let Some(s) = info.subscriptions.get(&h.topic).cloned() else {
+            return error(
+                ResponseCode::SubscriptionNotExist,
+                format!("the consumer's subscription not exist {APPLY_TOPIC_URL}"),
+            );
+        };
+        if s.sub_version < h.sub_version {
+            return error(
+                ResponseCode::SubscriptionNotLatest,
+                "the consumer's subscription not latest",
+            );
+        }
+        if !s.is_tag_type() {
+            return error(
+                ResponseCode::SystemError,
+                "The broker does not support consumer to filter message by SQL92",
+            );
+        }
+        s
+    };
+    let filter = (!sub.is_all()).then(|| Arc::new(sub));
+    let suspend = h.sys_flag & pull_sys_flag::SUSPEND != 0;
+    // Commit the offset the consumer piggy-backs (first execution only, masters only).
+    if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && !b.is_slave() {
+        b.offsets
+            .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+    }
+    let first = read(b, &h, &filter);
+    match first {
+        ReadOutcome::Done(resp) => resp.into(),
+        ReadOutcome::NotFound(resp) if !suspend => resp.into(),
+        ReadOutcome::NotFound(_) => {
+            let hold = if b.cfg.long_polling_enable {
+                Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
+            } else {
+                b.cfg.short_polling_time
+            };
+            let wake = b
+                .hold
+                .park(&h.topic, h.queue_id, h.queue_offset, filter.clone());
+            let b = b.clone();
+            let stop = b.shutdown.clone();
+            ProcessResult::Deferred(Box::pin(async move {
+                // A message may have arrived between the read and parking: check again.
+                if let ReadOutcome::Done(resp) = read(&b, &h, &filter) {
+                    return Some(resp);
+                }
+                tokio::select! {
+                    _ = wake => {}
+                    _ = tokio::time::sleep(hold) => {}
+                    _ = stop.cancelled() => {}
+                }
+                Some(match read(&b, &h, &filter) {
+                    ReadOutcome::Done(r) | ReadOutcome::NotFound(r) => r,
+                })
+            }))
+        }
+    }
+}
+
+enum ReadOutcome {
+    Done(RemotingCommand),
+    NotFound(RemotingCommand),
+}
+
+fn read(
+    b: &BrokerInner,
+    h: &PullMessageRequestHeader,
+    filter: &Option<Arc<SubscriptionData>>,
+) -> ReadOutcome {
+    let max = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
+    let r = b.store.get_messages(
+        &h.topic,
+        h.queue_id,
+        h.queue_offset,
+        max,
+        &TagFilter(filter.clone()),
+    );
+    let slave = b.is_slave();
+    let next = if slave {
+        h.queue_offset
+    } else {
+        r.next_begin_offset
+    };
+    let (code, not_found) = match r.status {
+        GetStatus::Found => (ResponseCode::Success, false),
+        GetStatus::NoMatchedMessage | GetStatus::MessageWasRemoving => {
+            (ResponseCode::PullRetryImmediately, false)
+        }
+        GetStatus::NoMessageInQueue | GetStatus::NoMatchedLogicQueue => {
+            if h.queue_offset != 0 {
+                (ResponseCode::PullOffsetMoved, false)
+            } else {
+                (ResponseCode::PullNotFound, true)
+            }
+        }
+        GetStatus::OffsetFoundNull | GetStatus::OffsetOverflowOne => {
+            (ResponseCode::PullNotFound, true)
+        }
+        GetStatus::OffsetOverflowBadly | GetStatus::OffsetTooSmall => {
+            (ResponseCode::PullOffsetMoved, false)
+        }
+    };
+    let code = if slave && code == ResponseCode::PullOffsetMoved {
+        ResponseCode::PullRetryImmediately
+    } else {
+        code
+    };
+    let suggest = if b.cfg.slave_read_enable && r.suggest_pulling_from_slave {
+        1
+    } else {
+        0
+    };
+    let mut resp = RemotingCommand::response(code, Some(r.status.as_str().to_string()));
+    resp.set_header(&PullMessageResponseHeader {
+        suggest_which_broker_id: suggest,
+        next_begin_offset: next,
+        max_offset: r.max_offset,
+        min_offset: r.min_offset,
+    });
+    if code == ResponseCode::Success {
+        let mut body = BytesMut::with_capacity(r.total_size());
+        for m in &r.messages {
+            body.extend_from_slice(m);
+        }
+        b.stats.record_get(r.messages.len() as u64);
+        resp.body = body.freeze();
+    }
+    if not_found {
+        ReadOutcome::NotFound(resp)
+    } else {
+        ReadOutcome::Done(resp)
+    }
+}

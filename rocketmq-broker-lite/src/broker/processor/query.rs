@@ -1,0 +1,80 @@
+//! QUERY_MESSAGE (12) and VIEW_MESSAGE_BY_ID (33).
+
+use bytes::BytesMut;
+use rocketmq_remoting::protocol::headers::{
+    QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader,
+    UNIQUE_KEY_QUERY,
+};
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::transport::ProcessResult;
+
+use crate::broker::BrokerInner;
+
+/// QUERY_MESSAGE: by `topic#key` in a store-time window.
+pub(crate) fn query_message(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: QueryMessageRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => {
+            return RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some(format!("bad request: {e}")),
+            )
+            .into()
+        }
+    };
+    let max = if req.ext(UNIQUE_KEY_QUERY) == Some("true") {
+        b.cfg.default_query_max_num
+    } else {
+        h.max_num
+    };
+    let found = b.store.query_by_key(
+        &h.topic,
+        &h.key,
+        usize::try_from(max).unwrap_or(0).max(1),
+        h.begin_timestamp,
+        h.end_timestamp,
+    );
+    if found.is_empty() {
+        return RemotingCommand::response(
+            ResponseCode::QueryNotFound,
+            Some("can not find message, maybe time range not correct".into()),
+        )
+        .into();
+    }
+    let (ts, phys) = b.store.index_last_update();
+    let mut body = BytesMut::new();
+    for m in &found {
+        body.extend_from_slice(m);
+    }
+    let mut r = RemotingCommand::success().with_body(body.freeze());
+    r.set_header(&QueryMessageResponseHeader {
+        index_last_update_timestamp: ts,
+        index_last_update_phyoffset: phys,
+    });
+    r.into()
+}
+
+/// VIEW_MESSAGE_BY_ID: the record at a commit-log offset.
+pub(crate) fn view_message(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: ViewMessageRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => {
+            return RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some(format!("bad request: {e}")),
+            )
+            .into()
+        }
+    };
+    match u64::try_from(h.offset)
+        .ok()
+        .and_then(|o| b.store.read_record(o))
+    {
+        Some(rec) => RemotingCommand::success().with_body(rec).into(),
+        None => RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some(format!("can not find message by the offset, {}", h.offset)),
+        )
+        .into(),
+    }
+}

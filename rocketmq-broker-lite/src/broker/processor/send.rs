@@ -1,0 +1,548 @@
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and
+//! CONSUMER_SEND_MSG_BACK (36).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rand::Rng;
+use rocketmq_remoting::protocol::headers::{
+    ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader,
+};
+use rocketmq_remoting::protocol::message::{
+    decode_batch, decode_properties, decode_stored, encode_offset_msg_id, encode_properties,
+    property, sys_flag, tags_hash_code, StoredDecodeOptions,
+};
+use rocketmq_remoting::protocol::topic::{self, perm, TopicFilterType};
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, StringMap};
+use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
+use tracing::{debug, warn};
+
+use crate::broker::processor::APPLY_TOPIC_URL;
+use crate::broker::BrokerInner;
+use crate::store::{AppendResult, FlushDiskType, PutMessage, StoreError};
+
+fn send_error(b: &BrokerInner, code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
+    let mut r = RemotingCommand::response(code, Some(remark.into()));
+    r.set_ext(property::TRACE_SWITCH, b.cfg.trace_on.to_string());
+    r.set_ext(property::MSG_REGION, b.cfg.region_id.clone());
+    r.into()
+}
+
+/// Maps a store error to Java's send response codes.
+pub(crate) fn store_error_code(e: &StoreError) -> ResponseCode {
+    match e {
+        StoreError::MessageTooLarge { .. }
+        | StoreError::PropertiesTooLarge(_)
+        | StoreError::BadTopic(_)
+        | StoreError::BadBatch(_) => ResponseCode::MessageIllegal,
+        StoreError::NotRunning(_) => ResponseCode::ServiceNotAvailable,
+        _ => ResponseCode::SystemError,
+    }
+}
+
+/// Java's `msgCheck` plus auto-creation: the topic to write, with the queue id checked.
+pub(crate) fn check_topic_for_send(
+    b: &BrokerInner,
+    h: &SendMessageRequestHeader,
+) -> Result<rocketmq_remoting::protocol::body::TopicConfig, ProcessResult> {
+    if !perm::is_writeable(b.cfg.broker_permission) {
+        if let Some(tc) = b.topics.get(&h.topic) {
+            if tc.order {
+                return Err(send_error(
+                    b,
+                    ResponseCode::NoPermission,
+                    format!(
+                        "the broker[{}] sending message is forbidden",
+                        b.broker_addr()
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(problem) = topic::name_problem(&h.topic, topic::TOPIC_MAX_LENGTH) {
+        return Err(send_error(
+            b,
+            ResponseCode::SystemError,
+            format!("The specified topic[{}] is invalid: {problem}", h.topic),
+        ));
+    }
+    if !topic::is_send_allowed(&h.topic) {
+        return Err(send_error(
+            b,
+            ResponseCode::NoPermission,
+            format!("Sending message to topic[{}] is forbidden.", h.topic),
+        ));
+    }
+    let tc = match b.topics.get(&h.topic) {
+        Some(tc) => tc,
+        None => {
+            let sys = if h.unit_mode {
+                rocketmq_remoting::protocol::topic::topic_sys_flag::FLAG_UNIT
+            } else {
+                0
+            };
+            let created = b
+                .topics
+                .create_on_send(&h.topic, &h.default_topic, h.default_topic_queue_nums, sys)
+                .map_err(|e| send_error(b, ResponseCode::SystemError, e.to_string()))?;
+            let created = match created {
+                Some(c) => Some(c),
+                None if h.topic.starts_with(topic::RETRY_GROUP_TOPIC_PREFIX) => Some(
+                    b.topics
+                        .ensure(&h.topic, 1, perm::READ_WRITE)
+                        .map_err(|e| send_error(b, ResponseCode::SystemError, e.to_string()))?,
+                ),
+                None => None,
+            };
+            match created {
+                Some((tc, new)) => {
+                    if new {
+                        b.register_soon();
+                    }
+                    tc
+                }
+                None => {
+                    return Err(send_error(
+                        b,
+                        ResponseCode::TopicNotExist,
+                        format!(
+                            "topic[{}] not exist, apply first please!\nSee {APPLY_TOPIC_URL} for further details.",
+                            h.topic
+                        ),
+                    ))
+                }
+            }
+        }
+    };
+    if !perm::is_writeable(tc.perm) {
+        return Err(send_error(
+            b,
+            ResponseCode::NoPermission,
+            format!("the topic[{}] sending message is forbidden", h.topic),
+        ));
+    }
+    let max = tc.write_queue_nums.max(tc.read_queue_nums);
+    if h.queue_id >= max {
+        return Err(send_error(
+            b,
+            ResponseCode::SystemError,
+            format!(
+                "request queueId[{}] is illegal, {} Producer: {}",
+                h.queue_id, tc.topic_name, h.producer_group
+            ),
+        ));
+    }
+    Ok(tc)
+}
+
+/// SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE.
+pub(crate) async fn send(
+    b: &Arc<BrokerInner>,
+    ctx: &ChannelContext,
+    req: RemotingCommand,
+) -> ProcessResult {
+    if b.is_slave() {
+        return send_error(
+            b,
+            ResponseCode::ServiceNotAvailable,
+            "broker is slave, can not write",
+        );
+    }
+    let ext = req.ext_fields.clone().unwrap_or_default();
+    let mut h = match SendMessageRequestHeader::read_for_code(req.code, &ext) {
+        Ok(h) => h,
+        Err(e) => {
+            return send_error(
+                b,
+                ResponseCode::SystemError,
+                format!("bad send header: {e}"),
+            )
+        }
+    };
+    if let Err(r) = handle_retry_and_dlq(b, &mut h, req.version) {
+        return r;
+    }
+    let tc = match check_topic_for_send(b, &h) {
+        Ok(tc) => tc,
+        Err(r) => return r,
+    };
+    let queue_id = if h.queue_id < 0 {
+        rand::thread_rng().gen_range(0..tc.write_queue_nums.max(1))
+    } else {
+        h.queue_id
+    };
+    let mut sys = h.sys_flag;
+    if tc.topic_filter_type == TopicFilterType::MultiTag {
+        sys |= sys_flag::MULTI_TAGS;
+    }
+    if h.batch {
+        return send_batch(b, ctx, &h, req.body, queue_id, sys);
+    }
+    let mut props = decode_properties(h.properties.as_deref().unwrap_or(""));
+    let wait = props.get(property::WAIT_STORE_MSG_OK) != Some("false");
+    // Java leaves WAIT out of what it stores for single sends (it is still honoured).
+    props.remove(property::WAIT_STORE_MSG_OK);
+    props.insert(property::CLUSTER, b.cfg.broker_cluster_name.clone());
+    let mut m = PutMessage {
+        topic: h.topic.clone(),
+        queue_id,
+        flag: h.flag,
+        body: req.body.clone(),
+        properties: String::new(),
+        tags_code: tags_hash_code(props.get(property::TAGS)),
+        sys_flag: sys,
+        born_timestamp: h.born_timestamp,
+        born_host: ctx.remote_addr(),
+        store_host: b.store_host(),
+        reconsume_times: h.reconsume_times.unwrap_or(0),
+        prepared_transaction_offset: 0,
+    };
+    if props.get(property::TRANSACTION_PREPARED) == Some("true") {
+        if b.cfg.reject_transaction_message {
+            return send_error(
+                b,
+                ResponseCode::NoPermission,
+                format!(
+                    "the broker[{}] sending transaction message is forbidden",
+                    b.broker_addr()
+                ),
+            );
+        }
+        crate::broker::transaction::to_half(&mut m, &mut props);
+    } else {
+        b.apply_delay(&mut m, &mut props);
+    }
+    m.properties = encode_properties(&props);
+    let r = match b.store.put_message(&m) {
+        Ok(r) => r,
+        Err(e) => {
+            warn!(topic = %h.topic, error = %e, "send failed");
+            return send_error(b, store_error_code(&e), e.to_string());
+        }
+    };
+    let mut resp = RemotingCommand::success();
+    resp.set_header(&SendMessageResponseHeader {
+        queue_id,
+        trace_on: Some(b.cfg.trace_on.to_string()),
+        msg_region: Some(b.cfg.region_id.clone()),
+        msg_id: encode_offset_msg_id(b.store_host(), r.wrote_offset as i64),
+        queue_offset: r.queue_offset,
+        transaction_id: None,
+    });
+    b.stats.record_put(1, r.end_offset - r.wrote_offset);
+    ack_when_stored(b, r, wait, resp)
+}
+
+/// Answers once the append is stored as the flush mode requires: durable (SYNC_FLUSH with
+/// `WAIT=true`; FLUSH_DISK_TIMEOUT after `syncFlushTimeout`) or written to the segment files.
+pub(crate) fn ack_when_stored(
+    b: &Arc<BrokerInner>,
+    r: AppendResult,
+    wait: bool,
+    mut resp: RemotingCommand,
+) -> ProcessResult {
+    let store = b.store.clone();
+    let sync = b.cfg.store.flush_disk_type == FlushDiskType::SyncFlush && wait;
+    let timeout = b.cfg.store.sync_flush_timeout;
+    ProcessResult::Deferred(Box::pin(async move {
+        let outcome = if sync {
+            tokio::time::timeout(timeout, store.durable(r.end_offset)).await
+        } else {
+            tokio::time::timeout(timeout, store.written(r.end_offset)).await
+        };
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                resp.code = store_error_code(&e).to_i32();
+                resp.remark = Some(e.to_string());
+            }
+            Err(_) => {
+                resp.code = ResponseCode::FlushDiskTimeout.to_i32();
+                resp.remark = Some("flush disk timeout".into());
+            }
+        }
+        Some(resp)
+    }))
+}
+
+fn send_batch(
+    b: &Arc<BrokerInner>,
+    ctx: &ChannelContext,
+    h: &SendMessageRequestHeader,
+    body: Bytes,
+    queue_id: i32,
+    sys: i32,
+) -> ProcessResult {
+    if h.topic.len() > 127 {
+        return send_error(
+            b,
+            ResponseCode::MessageIllegal,
+            "message topic length too long",
+        );
+    }
+    if sys_flag::transaction_value(sys) != sys_flag::TRANSACTION_NOT_TYPE {
+        return send_error(
+            b,
+            ResponseCode::MessageIllegal,
+            "batch request does not support transaction",
+        );
+    }
+    if body.len() > b.cfg.store.max_message_size {
+        return send_error(
+            b,
+            ResponseCode::MessageIllegal,
+            format!(
+                "the message body size over max value, MAX: {}",
+                b.cfg.store.max_message_size
+            ),
+        );
+    }
+    let elements = match decode_batch(&body) {
+        Ok(e) if !e.is_empty() => e,
+        Ok(_) => return send_error(b, ResponseCode::MessageIllegal, "empty batch"),
+        Err(e) => {
+            return send_error(
+                b,
+                ResponseCode::MessageIllegal,
+                format!("bad batch body: {e}"),
+            )
+        }
+    };
+    let mut batch_props = decode_properties(h.properties.as_deref().unwrap_or(""));
+    let wait = batch_props.get(property::WAIT_STORE_MSG_OK) != Some("false");
+    batch_props.insert(property::CLUSTER, b.cfg.broker_cluster_name.clone());
+    let batch_str = encode_properties(&batch_props);
+    let mut msgs = Vec::with_capacity(elements.len());
+    for e in elements {
+        if e.properties
+            .get(property::DELAY_TIME_LEVEL)
+            .is_some_and(|d| d != "0")
+        {
+            return send_error(
+                b,
+                ResponseCode::MessageIllegal,
+                "batch request does not support delay message",
+            );
+        }
+        let mut props = encode_properties(&e.properties);
+        if !batch_str.is_empty() {
+            if !props.is_empty() {
+                props.push('\u{2}');
+            }
+            props.push_str(&batch_str);
+        }
+        msgs.push(PutMessage {
+            topic: h.topic.clone(),
+            queue_id,
+            flag: e.flag,
+            body: e.body,
+            properties: props,
+            tags_code: tags_hash_code(e.properties.get(property::TAGS)),
+            sys_flag: sys,
+            born_timestamp: h.born_timestamp,
+            born_host: ctx.remote_addr(),
+            store_host: b.store_host(),
+            reconsume_times: h.reconsume_times.unwrap_or(0),
+            prepared_transaction_offset: 0,
+        });
+    }
+    let r = match b.store.put_messages(&msgs) {
+        Ok(r) => r,
+        Err(e) => return send_error(b, store_error_code(&e), e.to_string()),
+    };
+    let mut ids = Vec::with_capacity(r.sizes.len());
+    let mut phys = r.wrote_offset;
+    for s in &r.sizes {
+        ids.push(encode_offset_msg_id(b.store_host(), phys as i64));
+        phys += u64::from(*s);
+    }
+    let mut resp = RemotingCommand::success();
+    resp.set_header(&SendMessageResponseHeader {
+        queue_id,
+        trace_on: Some(b.cfg.trace_on.to_string()),
+        msg_region: Some(b.cfg.region_id.clone()),
+        msg_id: ids.join(","),
+        queue_offset: r.queue_offset,
+        transaction_id: None,
+    });
+    b.stats
+        .record_put(msgs.len() as u64, r.end_offset - r.wrote_offset);
+    ack_when_stored(b, r, wait, resp)
+}
+
+/// A send to a `%RETRY%` topic (the client's own send-back fallback): count reconsumes and
+/// redirect to the dead-letter topic past the maximum (Java `handleRetryAndDLQ`).
+fn handle_retry_and_dlq(
+    b: &BrokerInner,
+    h: &mut SendMessageRequestHeader,
+    version: i32,
+) -> Result<(), ProcessResult> {
+    let Some(group) = h.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX) else {
+        return Ok(());
+    };
+    let group = group.to_string();
+    let Some(sub) = b.subs.find_or_create(&group) else {
+        return Err(send_error(
+            b,
+            ResponseCode::SubscriptionGroupNotExist,
+            format!("subscription group not exist, {group} {APPLY_TOPIC_URL}"),
+        ));
+    };
+    let mut max = sub.retry_max_times;
+    if version >= 121 {
+        if let Some(m) = h.max_reconsume_times {
+            max = m;
+        }
+    }
+    let times = h.reconsume_times.unwrap_or(0);
+    if times >= max {
+        let dlq = topic::dlq_topic(&group);
+        match b.topics.ensure(&dlq, 1, perm::READ_WRITE) {
+            Ok((_, new)) => {
+                if new {
+                    b.register_soon();
+                }
+            }
+            Err(e) => return Err(send_error(b, ResponseCode::SystemError, e.to_string())),
+        }
+        debug!(
+            group,
+            times, "message exceeded its reconsume times; sending it to the DLQ"
+        );
+        h.topic = dlq;
+        h.queue_id = 0;
+    }
+    Ok(())
+}
+
+/// CONSUMER_SEND_MSG_BACK: the consumer failed a message; store it again for a later retry
+/// (through the delay levels) or in the dead-letter queue.
+pub(crate) async fn send_back(
+    b: &Arc<BrokerInner>,
+    ctx: &ChannelContext,
+    req: RemotingCommand,
+) -> ProcessResult {
+    let error = |code: ResponseCode, remark: String| {
+        ProcessResult::Response(RemotingCommand::response(code, Some(remark)))
+    };
+    if b.is_slave() {
+        return error(
+            ResponseCode::ServiceNotAvailable,
+            "broker is slave, can not write".into(),
+        );
+    }
+    let h: ConsumerSendMsgBackRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return error(ResponseCode::SystemError, format!("bad header: {e}")),
+    };
+    let Some(sub) = b.subs.find_or_create(&h.group) else {
+        return error(
+            ResponseCode::SubscriptionGroupNotExist,
+            format!(
+                "subscription group not exist, {} {APPLY_TOPIC_URL}",
+                h.group
+            ),
+        );
+    };
+    if !perm::is_writeable(b.cfg.broker_permission) {
+        return error(
+            ResponseCode::NoPermission,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                b.broker_addr()
+            ),
+        );
+    }
+    if sub.retry_queue_nums <= 0 {
+        return RemotingCommand::success().into();
+    }
+    let retry_topic = topic::retry_topic(&h.group);
+    let queue_id = rand::thread_rng().gen_range(0..sub.retry_queue_nums.max(1));
+    match b
+        .topics
+        .ensure(&retry_topic, sub.retry_queue_nums, perm::READ_WRITE)
+    {
+        Ok((tc, new)) => {
+            if new {
+                b.register_soon();
+            }
+            if !perm::is_writeable(tc.perm) {
+                return error(
+                    ResponseCode::NoPermission,
+                    format!("the topic[{retry_topic}] sending message is forbidden"),
+                );
+            }
+        }
+        Err(e) => return error(ResponseCode::SystemError, e.to_string()),
+    }
+    let Some(raw) = b.store.read_record(h.offset.max(0) as u64) else {
+        return error(
+            ResponseCode::SystemError,
+            format!("look message by offset failed, {}", h.offset),
+        );
+    };
+    let Ok((msg, _)) = decode_stored(&raw, StoredDecodeOptions::default()) else {
+        return error(
+            ResponseCode::SystemError,
+            format!("look message by offset failed, {}", h.offset),
+        );
+    };
+    let mut props: StringMap = msg.properties.clone();
+    if props.get(property::RETRY_TOPIC).is_none() {
+        props.insert(property::RETRY_TOPIC, msg.topic.clone());
+    }
+    let max = if req.version >= 121 {
+        h.max_reconsume_times.unwrap_or(sub.retry_max_times)
+    } else {
+        sub.retry_max_times
+    };
+    let mut topic_name = retry_topic;
+    let mut queue = queue_id;
+    let mut delay = h.delay_level;
+    if msg.reconsume_times >= max || delay < 0 {
+        topic_name = topic::dlq_topic(&h.group);
+        queue = 0;
+        match b.topics.ensure(&topic_name, 1, perm::READ_WRITE) {
+            Ok((_, new)) => {
+                if new {
+                    b.register_soon();
+                }
+            }
+            Err(e) => return error(ResponseCode::SystemError, e.to_string()),
+        }
+        delay = 0;
+    } else if delay == 0 {
+        delay = 3 + msg.reconsume_times;
+    }
+    props.remove(property::DELAY_TIME_LEVEL);
+    if delay > 0 {
+        props.insert(property::DELAY_TIME_LEVEL, delay.to_string());
+    }
+    let origin = props
+        .get(property::ORIGIN_MESSAGE_ID)
+        .map(str::to_string)
+        .or(h.origin_msg_id.clone())
+        .unwrap_or_else(|| msg.msg_id.clone());
+    props.insert(property::ORIGIN_MESSAGE_ID, origin);
+    props.insert(property::WAIT_STORE_MSG_OK, "false");
+    let mut m = PutMessage {
+        topic: topic_name,
+        queue_id: queue,
+        flag: msg.flag,
+        body: msg.body.clone(),
+        properties: String::new(),
+        tags_code: tags_hash_code(props.get(property::TAGS)),
+        sys_flag: msg.sys_flag,
+        born_timestamp: msg.born_timestamp,
+        born_host: ctx.remote_addr(),
+        store_host: b.store_host(),
+        reconsume_times: msg.reconsume_times + 1,
+        prepared_transaction_offset: 0,
+    };
+    b.apply_delay(&mut m, &mut props);
+    m.properties = encode_properties(&props);
+    match b.store.put_message(&m) {
+        Ok(r) => ack_when_stored(b, r, false, RemotingCommand::success()),
+        Err(e) => error(store_error_code(&e), e.to_string()),
+    }
+}

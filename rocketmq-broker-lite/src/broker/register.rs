@@ -1,0 +1,90 @@
+//! Registration with the name servers (Java `BrokerOuterAPI.registerBrokerAll`).
+
+use std::sync::Arc;
+
+use rocketmq_remoting::protocol::body::{
+    self, encode_compressed_register_body, RegisterBrokerBody,
+};
+use rocketmq_remoting::protocol::headers::{
+    RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader,
+};
+use rocketmq_remoting::protocol::topic::perm;
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use tracing::{debug, warn};
+
+use super::BrokerInner;
+
+/// Registers with every name server; `oneway` after a topic change, two-way periodically.
+pub(crate) async fn register_all(b: &Arc<BrokerInner>, oneway: bool) {
+    let mut wrapper = b.topics.wrapper();
+    if !(perm::is_readable(b.cfg.broker_permission) && perm::is_writeable(b.cfg.broker_permission))
+    {
+        for tc in wrapper.topic_config_table.values_mut() {
+            tc.perm = b.cfg.broker_permission;
+        }
+    }
+    let reg = RegisterBrokerBody {
+        filter_server_list: Vec::new(),
+        topic_config_serialize_wrapper: wrapper,
+    };
+    let bytes = if b.cfg.compressed_register {
+        encode_compressed_register_body(&reg)
+    } else {
+        body::encode_fastjson(&reg)
+    };
+    let header = RegisterBrokerRequestHeader {
+        broker_name: b.cfg.broker_name.clone(),
+        broker_addr: b.broker_addr(),
+        cluster_name: b.cfg.broker_cluster_name.clone(),
+        ha_server_addr: b.ha_addr(),
+        broker_id: b.cfg.effective_broker_id(),
+        compressed: b.cfg.compressed_register,
+        body_crc32: (crc32fast::hash(&bytes) & 0x7FFF_FFFF) as i32,
+    };
+    let bytes = bytes::Bytes::from(bytes);
+    let calls = b.cfg.namesrv_addr.iter().map(|addr| {
+        let req = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header)
+            .with_body(bytes.clone());
+        let client = b.namesrv.clone();
+        let timeout = b.cfg.register_broker_timeout;
+        let addr = addr.clone();
+        async move {
+            if oneway {
+                if let Err(e) = client.invoke_oneway(&addr, req, timeout).await {
+                    warn!(namesrv = %addr, error = %e, "register broker (oneway) failed");
+                }
+                return;
+            }
+            match client.invoke(&addr, req, timeout).await {
+                Ok(resp) if resp.response_code() == ResponseCode::Success => {
+                    debug!(namesrv = %addr, "registered with name server");
+                }
+                Ok(resp) => warn!(namesrv = %addr, code = resp.code, remark = resp.remark_str(), "name server refused the registration"),
+                Err(e) => warn!(namesrv = %addr, error = %e, "register broker failed"),
+            }
+        }
+    });
+    futures::future::join_all(calls).await;
+}
+
+/// Unregisters from every name server (shutdown).
+pub(crate) async fn unregister_all(b: &Arc<BrokerInner>) {
+    let header = UnregisterBrokerRequestHeader {
+        broker_name: b.cfg.broker_name.clone(),
+        broker_addr: b.broker_addr(),
+        cluster_name: b.cfg.broker_cluster_name.clone(),
+        broker_id: b.cfg.effective_broker_id(),
+    };
+    let calls = b.cfg.namesrv_addr.iter().map(|addr| {
+        let req = RemotingCommand::request_with_header(RequestCode::UnregisterBroker, &header);
+        let client = b.namesrv.clone();
+        let timeout = b.cfg.register_broker_timeout;
+        let addr = addr.clone();
+        async move {
+            if let Err(e) = client.invoke(&addr, req, timeout).await {
+                debug!(namesrv = %addr, error = %e, "unregister broker failed");
+            }
+        }
+    });
+    futures::future::join_all(calls).await;
+}

@@ -1,0 +1,219 @@
+//! Topic configurations (`config/topics.json`), system topics and auto-creation.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use rocketmq_remoting::protocol::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
+use rocketmq_remoting::protocol::topic::{self, perm, TopicFilterType};
+use tracing::info;
+
+use super::config::BrokerConfig;
+use crate::store::persist::{load_json, save_json};
+use crate::store::vfs::Vfs;
+use crate::store::{Clock, StoreError};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The broker's topics.
+#[derive(Debug)]
+pub struct TopicConfigManager {
+    table: RwLock<BTreeMap<String, TopicConfig>>,
+    data_version: Mutex<DataVersion>,
+    path: PathBuf,
+    vfs: Arc<dyn Vfs>,
+    clock: Arc<dyn Clock>,
+    create_lock: Mutex<()>,
+}
+
+fn system(name: &str, queues: i32, perm: i32) -> TopicConfig {
+    TopicConfig {
+        perm,
+        ..TopicConfig::new(name, queues)
+    }
+}
+
+impl TopicConfigManager {
+    /// The system topics Java creates at start, then `topics.json` on top.
+    pub fn load(
+        cfg: &BrokerConfig,
+        vfs: Arc<dyn Vfs>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, StoreError> {
+        let mut table = BTreeMap::new();
+        let rw = perm::READ_WRITE;
+        let mut add = |t: TopicConfig| {
+            table.insert(t.topic_name.clone(), t);
+        };
+        add(system(topic::SELF_TEST_TOPIC, 1, rw));
+        if cfg.auto_create_topic_enable {
+            add(system(
+                topic::AUTO_CREATE_TOPIC_KEY_TOPIC,
+                cfg.default_topic_queue_nums,
+                perm::INHERIT | rw,
+            ));
+        }
+        add(system(topic::BENCHMARK_TOPIC, 1024, rw));
+        let cluster_perm = perm::INHERIT | if cfg.cluster_topic_enable { rw } else { 0 };
+        add(system(&cfg.broker_cluster_name, 16, cluster_perm));
+        let broker_perm = perm::INHERIT | if cfg.broker_topic_enable { rw } else { 0 };
+        add(system(&cfg.broker_name, 1, broker_perm));
+        add(system(topic::OFFSET_MOVED_EVENT, 1, rw));
+        let levels = cfg.store.delay_levels().len().max(1) as i32;
+        add(system(topic::SCHEDULE_TOPIC, levels, rw));
+        if cfg.trace_topic_enable {
+            add(system(topic::TRACE_TOPIC, 1, rw));
+        }
+        add(system(
+            &format!("{}_REPLY_TOPIC", cfg.broker_cluster_name),
+            1,
+            rw,
+        ));
+        add(system(topic::TRANS_HALF_TOPIC, 1, rw));
+        add(system(topic::TRANS_OP_HALF_TOPIC, 1, rw));
+        let path = cfg.store.config_dir().join("topics.json");
+        let mut data_version = DataVersion::new(clock.now_ms());
+        if let Some(saved) = load_json::<TopicConfigSerializeWrapper>(&*vfs, &path)? {
+            table.extend(saved.topic_config_table);
+            data_version = saved.data_version;
+        }
+        if !cfg.auto_create_topic_enable {
+            if let Some(t) = table.get_mut(topic::AUTO_CREATE_TOPIC_KEY_TOPIC) {
+                t.perm = rw;
+            }
+        }
+        Ok(Self {
+            table: RwLock::new(table),
+            data_version: Mutex::new(data_version),
+            path,
+            vfs,
+            clock,
+            create_lock: Mutex::new(()),
+        })
+    }
+
+    /// A topic's configuration.
+    pub fn get(&self, topic: &str) -> Option<TopicConfig> {
+        self.table
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(topic)
+            .cloned()
+    }
+
+    /// Every topic with the data version.
+    pub fn wrapper(&self) -> TopicConfigSerializeWrapper {
+        TopicConfigSerializeWrapper {
+            data_version: lock(&self.data_version).clone(),
+            topic_config_table: self.table.read().unwrap_or_else(|p| p.into_inner()).clone(),
+        }
+    }
+
+    /// Current data version.
+    pub fn data_version(&self) -> DataVersion {
+        lock(&self.data_version).clone()
+    }
+
+    fn changed(&self) -> Result<(), StoreError> {
+        lock(&self.data_version).next_version(self.clock.now_ms());
+        save_json(&*self.vfs, &self.path, &self.wrapper())
+    }
+
+    /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC).
+    pub fn update(&self, tc: TopicConfig) -> Result<(), StoreError> {
+        info!(topic = %tc.topic_name, queues = tc.write_queue_nums, perm = tc.perm, "topic created or updated");
+        self.table
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(tc.topic_name.clone(), tc);
+        self.changed()
+    }
+
+    /// Removes a topic; returns whether it existed.
+    pub fn delete(&self, topic: &str) -> Result<bool, StoreError> {
+        let existed = self
+            .table
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(topic)
+            .is_some();
+        if existed {
+            info!(topic, "topic deleted");
+            self.changed()?;
+        }
+        Ok(existed)
+    }
+
+    /// Auto-creation on send (Java `createTopicInSendMessageMethod`): when `default_topic`
+    /// exists and may be inherited, create `topic` with
+    /// `min(default_topic_queue_nums, template write queues)` queues. Returns the topic (new or
+    /// existing) and whether it was created.
+    pub fn create_on_send(
+        &self,
+        topic: &str,
+        default_topic: &str,
+        default_topic_queue_nums: i32,
+        topic_sys_flag: i32,
+    ) -> Result<Option<(TopicConfig, bool)>, StoreError> {
+        let _g = lock(&self.create_lock);
+        if let Some(t) = self.get(topic) {
+            return Ok(Some((t, false)));
+        }
+        let Some(template) = self.get(default_topic) else {
+            return Ok(None);
+        };
+        if default_topic == topic::AUTO_CREATE_TOPIC_KEY_TOPIC && !perm::is_inherited(template.perm)
+        {
+            return Ok(None);
+        }
+        if !perm::is_inherited(template.perm) {
+            return Ok(None);
+        }
+        let queues = default_topic_queue_nums
+            .min(template.write_queue_nums)
+            .max(1);
+        let tc = TopicConfig {
+            topic_name: topic.to_string(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm: template.perm & !perm::INHERIT,
+            topic_filter_type: template.topic_filter_type,
+            topic_sys_flag,
+            order: false,
+        };
+        self.update(tc.clone())?;
+        Ok(Some((tc, true)))
+    }
+
+    /// Creates a retry or dead-letter topic if missing (Java
+    /// `createTopicInSendMessageBackMethod`); returns it and whether it was created.
+    pub fn ensure(
+        &self,
+        topic: &str,
+        queues: i32,
+        perm: i32,
+    ) -> Result<(TopicConfig, bool), StoreError> {
+        let _g = lock(&self.create_lock);
+        if let Some(t) = self.get(topic) {
+            return Ok((t, false));
+        }
+        let tc = TopicConfig {
+            topic_name: topic.to_string(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm,
+            topic_filter_type: TopicFilterType::SingleTag,
+            topic_sys_flag: 0,
+            order: false,
+        };
+        self.update(tc.clone())?;
+        Ok((tc, true))
+    }
+
+    /// Persists the table.
+    pub fn persist(&self) -> Result<(), StoreError> {
+        save_json(&*self.vfs, &self.path, &self.wrapper())
+    }
+}

@@ -1,0 +1,198 @@
+//! The name server: brokers register their topics here; clients ask it for routes.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), rocketmq_remoting::RemotingError> {
+//! use rocketmq_broker_lite::namesrv::NameServer;
+//! let ns = NameServer::builder().listen("127.0.0.1:0").start().await?;
+//! println!("name server at {}", ns.local_addr());
+//! ns.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod kv;
+mod processor;
+pub mod route;
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rocketmq_remoting::transport::{RemotingServer, ServerHandle};
+use rocketmq_remoting::RemotingError;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::store::{Clock, SystemClock};
+
+pub use self::kv::KvConfig;
+use self::route::RouteTable;
+
+/// Builds a [`NameServer`].
+#[derive(Debug)]
+pub struct NameServerBuilder {
+    listen: String,
+    scan_interval: Duration,
+    broker_timeout: Duration,
+    clock: Arc<dyn Clock>,
+    kv_config_path: Option<PathBuf>,
+    order_message_enable: bool,
+}
+
+/// Namespace of the name server: use [`NameServer::builder`].
+#[derive(Debug)]
+pub struct NameServer;
+
+impl NameServer {
+    /// Java's defaults: port 9876 (here: the address given to `listen`), scan every 10 s, drop
+    /// brokers silent for 120 s.
+    pub fn builder() -> NameServerBuilder {
+        NameServerBuilder {
+            listen: "0.0.0.0:9876".to_string(),
+            scan_interval: Duration::from_secs(10),
+            broker_timeout: Duration::from_secs(120),
+            clock: Arc::new(SystemClock),
+            kv_config_path: None,
+            order_message_enable: false,
+        }
+    }
+}
+
+impl NameServerBuilder {
+    /// Address to listen on (`ip:port`; port 0 picks one).
+    pub fn listen(mut self, addr: impl Into<String>) -> Self {
+        self.listen = addr.into();
+        self
+    }
+    /// How often silent brokers are looked for.
+    pub fn scan_interval(mut self, d: Duration) -> Self {
+        self.scan_interval = d;
+        self
+    }
+    /// How long a broker may stay silent before it is dropped.
+    pub fn broker_timeout(mut self, d: Duration) -> Self {
+        self.broker_timeout = d;
+        self
+    }
+    /// The clock used for liveness (tests inject one).
+    pub fn clock(mut self, c: Arc<dyn Clock>) -> Self {
+        self.clock = c;
+        self
+    }
+    /// Where KV configuration is persisted (`kvConfig.json`); in memory only without.
+    pub fn kv_config_path(mut self, p: impl Into<PathBuf>) -> Self {
+        self.kv_config_path = Some(p.into());
+        self
+    }
+    /// Serve `orderTopicConf` from the `ORDER_TOPIC_CONFIG` KV namespace (`orderMessageEnable`).
+    pub fn order_message_enable(mut self, on: bool) -> Self {
+        self.order_message_enable = on;
+        self
+    }
+
+    /// Binds and starts serving.
+    pub async fn start(self) -> Result<NameServerHandle, RemotingError> {
+        let kv = KvConfig::load(self.kv_config_path.clone())?;
+        let state = Arc::new(State {
+            routes: Mutex::new(RouteTable::default()),
+            kv: Mutex::new(kv),
+            clock: self.clock.clone(),
+            watched: Mutex::new(HashSet::new()),
+            order_message_enable: self.order_message_enable,
+        });
+        let processor = Arc::new(processor::NameServerProcessor {
+            state: state.clone(),
+        });
+        let server = RemotingServer::builder(self.listen)
+            .default_processor(processor)
+            .start()
+            .await?;
+        let stop = CancellationToken::new();
+        let scan_state = state.clone();
+        let scan_stop = stop.clone();
+        let (interval, timeout) = (self.scan_interval, self.broker_timeout);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = scan_stop.cancelled() => break,
+                    _ = tokio::time::sleep(interval) => scan_state.scan(timeout),
+                }
+            }
+        });
+        info!(addr = %server.local_addr(), "name server started");
+        Ok(NameServerHandle {
+            server,
+            state,
+            stop,
+        })
+    }
+}
+
+pub(crate) struct State {
+    pub(crate) routes: Mutex<RouteTable>,
+    pub(crate) kv: Mutex<KvConfig>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) watched: Mutex<HashSet<u64>>,
+    pub(crate) order_message_enable: bool,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl State {
+    /// Drops brokers silent for longer than `timeout` (and closes their connections).
+    pub(crate) fn scan(&self, timeout: Duration) {
+        let deadline = self.clock.now_ms() - timeout.as_millis() as i64;
+        let expired = lock(&self.routes).expired(deadline);
+        for (addr, channel) in expired {
+            info!(broker = %addr, "broker silent for {timeout:?}; dropping it");
+            lock(&self.routes).remove_broker_addr(&addr);
+            if let Some(ch) = channel {
+                ch.close();
+            }
+        }
+    }
+}
+
+/// A running name server.
+pub struct NameServerHandle {
+    server: ServerHandle,
+    state: Arc<State>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for NameServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NameServerHandle")
+            .field("addr", &self.server.local_addr())
+            .finish()
+    }
+}
+
+impl NameServerHandle {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// Runs the liveness scan now (tests use it with an injected clock).
+    pub fn scan_now(&self, timeout: Duration) {
+        self.state.scan(timeout);
+    }
+
+    /// Whether a broker address is currently registered.
+    pub fn is_broker_live(&self, broker_addr: &str) -> bool {
+        lock(&self.state.routes).is_live(broker_addr)
+    }
+
+    /// Stops serving. Idempotent.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.server.shutdown(Duration::from_secs(1)).await;
+        if let Err(e) = lock(&self.state.kv).persist() {
+            tracing::warn!(error = %e, "cannot persist the KV configuration");
+        }
+    }
+}

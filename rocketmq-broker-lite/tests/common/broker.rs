@@ -1,0 +1,243 @@
+//! An embedded name server and broker, and a raw protocol client, for broker tests.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rocketmq_broker_lite::broker::{Broker, BrokerConfig, BrokerHandle};
+use rocketmq_broker_lite::embedded::TempDir;
+use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
+use rocketmq_broker_lite::store::{FlushDiskType, ManualClock, StoreConfig, StoreEnv};
+use rocketmq_remoting::protocol::body::{
+    self, ConsumerData, HeartbeatData, ProducerData, SubscriptionData,
+};
+use rocketmq_remoting::protocol::headers::{
+    pull_sys_flag, PullMessageRequestHeader, SendMessageRequestHeader,
+};
+use rocketmq_remoting::protocol::message::{
+    decode_stored_all, encode_properties, Message, MessageExt, StoredDecodeOptions,
+};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rocketmq_remoting::transport::{RemotingClient, RequestProcessor};
+
+pub const T: Duration = Duration::from_secs(10);
+
+pub struct Cluster {
+    pub dir: TempDir,
+    pub namesrv: NameServerHandle,
+    pub broker: BrokerHandle,
+    pub clock: Arc<ManualClock>,
+}
+
+pub fn broker_config(dir: &std::path::Path, namesrv: &str) -> BrokerConfig {
+    BrokerConfig {
+        listen_ip: "127.0.0.1".into(),
+        listen_port: 0,
+        broker_ip1: Some("127.0.0.1".into()),
+        namesrv_addr: vec![namesrv.to_string()],
+        store: StoreConfig {
+            mapped_file_size_commit_log: 8 * 1024 * 1024,
+            message_delay_level: "1s 2s 3s".into(),
+            ..StoreConfig::new(dir.join("store"))
+        },
+        ..BrokerConfig::default()
+    }
+}
+
+impl Cluster {
+    pub async fn start() -> Cluster {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(f: impl FnOnce(&mut BrokerConfig)) -> Cluster {
+        let dir = TempDir::new("broker-test").unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        let namesrv = NameServer::builder()
+            .listen("127.0.0.1:0")
+            .start()
+            .await
+            .unwrap();
+        let mut cfg = broker_config(dir.path(), &namesrv.local_addr().to_string());
+        f(&mut cfg);
+        let broker = Broker::builder(cfg)
+            .env(env_with_clock(clock.clone()))
+            .start()
+            .await
+            .unwrap();
+        Cluster {
+            dir,
+            namesrv,
+            broker,
+            clock,
+        }
+    }
+
+    pub fn broker_addr(&self) -> String {
+        self.broker.broker_addr()
+    }
+
+    pub fn namesrv_addr(&self) -> String {
+        self.namesrv.local_addr().to_string()
+    }
+
+    pub async fn restart_broker(&mut self, f: impl FnOnce(&mut BrokerConfig)) {
+        self.broker.shutdown().await.unwrap();
+        let mut cfg = broker_config(self.dir.path(), &self.namesrv_addr());
+        f(&mut cfg);
+        self.broker = Broker::builder(cfg)
+            .env(env_with_clock(self.clock.clone()))
+            .start()
+            .await
+            .unwrap();
+    }
+
+    pub async fn stop(self) {
+        self.broker.shutdown().await.unwrap();
+        self.namesrv.shutdown().await;
+    }
+}
+
+pub fn client() -> RemotingClient {
+    RemotingClient::default()
+}
+
+pub fn client_with(p: Arc<dyn RequestProcessor>) -> RemotingClient {
+    RemotingClient::builder().request_processor(p).build()
+}
+
+pub fn send_request(topic: &str, queue_id: i32, msg: &Message) -> RemotingCommand {
+    let h = SendMessageRequestHeader {
+        producer_group: "test_pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        flag: msg.flag,
+        properties: Some(encode_properties(&msg.properties)),
+        reconsume_times: Some(0),
+        unit_mode: false,
+        max_reconsume_times: None,
+        batch: false,
+        broker_name: Some("broker-a".into()),
+    };
+    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2);
+    h.write_v2(cmd.ext_fields.get_or_insert_with(Default::default));
+    cmd.with_body(msg.body.clone())
+}
+
+pub async fn send(
+    c: &RemotingClient,
+    addr: &str,
+    topic: &str,
+    queue_id: i32,
+    body: &str,
+) -> RemotingCommand {
+    let m = Message::new(topic, Bytes::from(body.to_string())).with_tags("TagA");
+    c.invoke(addr, send_request(topic, queue_id, &m), T)
+        .await
+        .unwrap()
+}
+
+pub fn pull_request(
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    sys_flag: i32,
+    suspend_ms: i64,
+    sub: Option<&str>,
+) -> RemotingCommand {
+    let h = PullMessageRequestHeader {
+        consumer_group: group.into(),
+        topic: topic.into(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag,
+        commit_offset: 0,
+        suspend_timeout_millis: suspend_ms,
+        subscription: sub.map(str::to_string),
+        sub_version: 0,
+        expression_type: Some("TAG".into()),
+        broker_name: None,
+    };
+    RemotingCommand::request_with_header(RequestCode::PullMessage, &h)
+}
+
+pub async fn pull(
+    c: &RemotingClient,
+    addr: &str,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+) -> (RemotingCommand, Vec<MessageExt>) {
+    let req = pull_request(
+        group,
+        topic,
+        queue_id,
+        offset,
+        pull_sys_flag::SUBSCRIPTION,
+        0,
+        Some("*"),
+    );
+    let resp = c.invoke(addr, req, T).await.unwrap();
+    let msgs = if resp.response_code() == ResponseCode::Success {
+        decode_stored_all(
+            &resp.body,
+            StoredDecodeOptions {
+                check_crc: true,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    } else {
+        Vec::new()
+    };
+    (resp, msgs)
+}
+
+pub fn heartbeat(client_id: &str, group: &str, topic: &str, expr: &str) -> RemotingCommand {
+    let hb = HeartbeatData {
+        client_id: client_id.into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: group.into(),
+            subscription_data_set: vec![SubscriptionData::from_tag_expression(topic, expr, 1)],
+            ..Default::default()
+        }],
+        producer_data_set: vec![ProducerData {
+            group_name: "test_pg".into(),
+        }],
+    };
+    RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb))
+}
+
+pub fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+pub async fn eventually<F: FnMut() -> bool>(what: &str, mut f: F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !f() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+pub fn sync_flush(c: &mut BrokerConfig) {
+    c.store.flush_disk_type = FlushDiskType::SyncFlush;
+}
+
+pub fn env_with_clock(clock: Arc<ManualClock>) -> StoreEnv {
+    StoreEnv {
+        clock,
+        ..StoreEnv::default()
+    }
+}
