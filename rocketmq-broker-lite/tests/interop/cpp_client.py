@@ -1,0 +1,101 @@
+# Drives the official Apache RocketMQ C++ client 2.1.0 (through its official Python binding)
+# against a name server. Prints one JSON line with what happened, then exits without the
+# client's shutdown (which can wait on outstanding long polls), as the captured client does.
+import json
+import os
+import sys
+import threading
+import time
+
+from rocketmq.client import ConsumeStatus, Message, Producer, PushConsumer
+
+
+def out(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def produce(ns, topic, group, bodies, tags):
+    p = Producer(group)
+    p.set_name_server_address(ns)
+    p.start()
+    sent = []
+    for i, body in enumerate(bodies):
+        m = Message(topic)
+        m.set_keys("key-%d" % i)
+        m.set_tags(tags)
+        m.set_property("idx", str(i))
+        m.set_body(body)
+        r = p.send_sync(m)
+        sent.append({"status": int(r.status), "msg_id": r.msg_id, "offset": r.offset})
+    return sent
+
+
+def produce_orderly(ns, topic, group, keys, per_key):
+    p = Producer(group, orderly=True)
+    p.set_name_server_address(ns)
+    p.start()
+    sent = []
+    for i in range(per_key):
+        for k in keys:
+            m = Message(topic)
+            m.set_keys(k)
+            m.set_tags("Ord")
+            m.set_body("%s:%d" % (k, i))
+            r = p.send_orderly_with_sharding_key(m, k)
+            sent.append({"status": int(r.status), "msg_id": r.msg_id})
+    return sent
+
+
+def consume(ns, topic, group, expect, orderly, timeout):
+    got = []
+    lock = threading.Lock()
+
+    def on_message(msg):
+        with lock:
+            got.append({
+                "body": msg.body.decode("utf-8"),
+                "tags": (msg.tags or b"").decode("utf-8"),
+                "keys": (msg.keys or b"").decode("utf-8"),
+                "id": msg.id.decode("utf-8") if isinstance(msg.id, bytes) else msg.id,
+                "queue_id": msg.queue_id,
+                "queue_offset": msg.queue_offset,
+                "idx": (msg.get_property("idx") or b"").decode("utf-8"),
+            })
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    c = PushConsumer(group, orderly=orderly)
+    c.set_name_server_address(ns)
+    c.subscribe(topic, on_message, "*")
+    c.start()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with lock:
+            if len(got) >= expect:
+                break
+        time.sleep(0.05)
+    # Let late duplicates show up, if any.
+    time.sleep(0.5)
+    with lock:
+        return list(got)
+
+
+def main():
+    mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "produce":
+        bodies = json.loads(sys.argv[4])
+        out({"sent": produce(ns, topic, "cpp_pg_" + topic, bodies, "TagA")})
+    elif mode == "produce-orderly":
+        keys = sys.argv[4].split(",")
+        out({"sent": produce_orderly(ns, topic, "cpp_opg_" + topic, keys, int(sys.argv[5]))})
+    elif mode == "consume":
+        out({"got": consume(ns, topic, sys.argv[4], int(sys.argv[5]), False, float(sys.argv[6]))})
+    elif mode == "consume-orderly":
+        out({"got": consume(ns, topic, sys.argv[4], int(sys.argv[5]), True, float(sys.argv[6]))})
+    else:
+        raise SystemExit("unknown mode " + mode)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

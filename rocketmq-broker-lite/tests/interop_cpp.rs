@@ -1,0 +1,177 @@
+//! The official Apache RocketMQ C++ client 2.1.0 (through its official Python binding 2.0.0)
+//! against `rocketmq-lite`: normal and orderly produce and consume, every body byte checked.
+//!
+//! Needs the client: `.ci/setup-cpp-client` installs it and prints the directory to put in
+//! `ROCKETMQ_CPP_CLIENT` (`.ci/run` does both). Without it the test fails when
+//! `ROCKETMQ_REQUIRE_INTEROP` is set (CI) and is skipped with a notice otherwise.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn client_dir() -> Option<PathBuf> {
+    match std::env::var_os("ROCKETMQ_CPP_CLIENT") {
+        Some(d) => Some(PathBuf::from(d)),
+        None => {
+            assert!(
+                std::env::var_os("ROCKETMQ_REQUIRE_INTEROP").is_none(),
+                "ROCKETMQ_CPP_CLIENT is not set: run .ci/setup-cpp-client"
+            );
+            eprintln!("SKIPPED: the C++ client is not installed (run .ci/setup-cpp-client and set ROCKETMQ_CPP_CLIENT)");
+            None
+        }
+    }
+}
+
+struct Lite {
+    child: Child,
+    namesrv: String,
+    _dir: rocketmq_broker_lite::embedded::TempDir,
+}
+
+impl Lite {
+    fn start() -> Lite {
+        let dir = rocketmq_broker_lite::embedded::TempDir::new("interop").unwrap();
+        let free = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        };
+        let (ns, broker) = (free(), free());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+            .args(["--store-dir"])
+            .arg(dir.path())
+            .args(["--namesrv-port", &ns.to_string(), "--broker-port", &broker.to_string()])
+            .args(["--segment-size", &(64 << 20).to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("ready"), "rocketmq-lite did not start: {line:?}");
+        Lite {
+            child,
+            namesrv: format!("127.0.0.1:{ns}"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Lite {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/cpp_client.py")
+}
+
+fn run(client: &std::path::Path, args: &[&str], timeout: Duration) -> Value {
+    let mut child = Command::new("python3")
+        .arg(script())
+        .args(args)
+        .env("PYTHONPATH", client)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                status.success(),
+                "C++ client {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let text = String::from_utf8_lossy(&out.stdout);
+            let line = text.lines().last().unwrap_or("{}");
+            return serde_json::from_str(line).unwrap_or_else(|e| panic!("bad output {text:?}: {e}"));
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("C++ client {args:?} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn cpp_client_produces_and_consumes() {
+    let Some(client) = client_dir() else { return };
+    let lite = Lite::start();
+    let bodies: Vec<String> = (0..20)
+        .map(|i| format!("cpp-{i:03}-{}-héllo-{}", "x".repeat(i * 37), i * 7))
+        .collect();
+    let bodies_json = serde_json::to_string(&bodies).unwrap();
+    let sent = run(&client, &["produce", &lite.namesrv, "CppTopic", &bodies_json], Duration::from_secs(60));
+    let sent = sent["sent"].as_array().unwrap();
+    assert_eq!(sent.len(), 20);
+    assert!(sent.iter().all(|s| s["status"] == 0), "{sent:?}");
+    let got = run(
+        &client,
+        &["consume", &lite.namesrv, "CppTopic", "cpp_cg", "20", "60"],
+        Duration::from_secs(90),
+    );
+    let got = got["got"].as_array().unwrap();
+    let mut got_bodies: Vec<String> = got.iter().map(|m| m["body"].as_str().unwrap().to_string()).collect();
+    got_bodies.sort();
+    let mut want = bodies.clone();
+    want.sort();
+    assert_eq!(got_bodies, want, "every body byte, each message once");
+    for m in got {
+        assert_eq!(m["tags"], "TagA");
+        let idx: usize = m["idx"].as_str().unwrap().parse().unwrap();
+        assert_eq!(m["keys"], format!("key-{idx}"));
+        assert_eq!(m["body"], bodies[idx].as_str());
+    }
+}
+
+#[test]
+fn cpp_client_orderly_by_sharding_key() {
+    let Some(client) = client_dir() else { return };
+    let lite = Lite::start();
+    let keys = ["order-a", "order-b", "order-c"];
+    let per_key = 10;
+    let sent = run(
+        &client,
+        &["produce-orderly", &lite.namesrv, "CppOrderly", &keys.join(","), &per_key.to_string()],
+        Duration::from_secs(60),
+    );
+    let sent = sent["sent"].as_array().unwrap();
+    assert_eq!(sent.len(), 30);
+    assert!(sent.iter().all(|s| s["status"] == 0));
+    let got = run(
+        &client,
+        &["consume-orderly", &lite.namesrv, "CppOrderly", "cpp_ocg", "30", "60"],
+        Duration::from_secs(90),
+    );
+    let got = got["got"].as_array().unwrap();
+    assert_eq!(got.len(), 30, "{got:?}");
+    for k in keys {
+        let seq: Vec<String> = got
+            .iter()
+            .map(|m| m["body"].as_str().unwrap().to_string())
+            .filter(|b| b.starts_with(&format!("{k}:")))
+            .collect();
+        let want: Vec<String> = (0..per_key).map(|i| format!("{k}:{i}")).collect();
+        assert_eq!(seq, want, "per-key order of {k}");
+        // One key, one queue.
+        let queues: std::collections::BTreeSet<i64> = got
+            .iter()
+            .filter(|m| m["body"].as_str().unwrap().starts_with(&format!("{k}:")))
+            .map(|m| m["queue_id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(queues.len(), 1);
+    }
+}
