@@ -1,0 +1,166 @@
+//! The interoperability pitfalls listed at the top of `shared/protocol/remoting.md`, checked
+//! against our broker and name server. Pitfalls 4, 9, 10, 13 and 14 are here; the others are
+//! covered by `broker_namesrv.rs` (1: CRC-masked register bodies; 2: unquoted keys before 4.9.4;
+//! 5: no answer to unknown codes), `broker_e2e.rs` (3: binary answers to binary requests;
+//! 6: HEART_BEAT version 409; 7: the batch flag; 8: MSG_REGION/TRACE_ON; 11: the VIP channel;
+//! 12: QUERY_CONSUMER_OFFSET 0 for a young queue) and `replay_captures.rs`.
+
+#[path = "common/broker.rs"]
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::*;
+use rocketmq_remoting::protocol::headers::*;
+use rocketmq_remoting::protocol::message::{compress_zlib, decompress_body, Message};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode, SerializeType};
+use rocketmq_remoting::RemotingError;
+
+/// Pitfall 4: in the binary header an empty value is a null; our broker treats an empty
+/// optional field as absent.
+#[tokio::test]
+async fn binary_header_empty_values_are_nulls() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let m = Message::new("Empties", Bytes::from_static(b"e"));
+    let mut req = send_request("Empties", 0, &m);
+    req.set_ext("n", "");
+    req.set_ext("j", "");
+    req.serialize_type = SerializeType::RocketMq;
+    let r = client().invoke(&b, req, T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", r.remark_str());
+    cl.stop().await;
+}
+
+/// Pitfall 9: properties strings with a trailing separator (the C++ client) or empty items;
+/// stored without the trailing separator, empty items dropped.
+#[tokio::test]
+async fn properties_with_trailing_separator_and_empty_items() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    let m = Message::new("Props", Bytes::from_static(b"p"));
+    let mut req = send_request("Props", 0, &m);
+    req.set_ext("i", "TAGS\u{1}T1\u{2}\u{1}orphan\u{2}empty\u{1}\u{2}k\u{1}v\u{2}");
+    let r = c.invoke(&b, req, T).await.unwrap();
+    assert_eq!(r.code, 0);
+    let (_, msgs) = pull(&c, &b, "g", "Props", 0, 0).await;
+    let m = &msgs[0];
+    assert_eq!(m.tags(), Some("T1"));
+    assert_eq!(m.property("k"), Some("v"));
+    assert_eq!(m.property("empty"), None);
+    assert!(!m.properties.iter().any(|(k, _)| k.is_empty()));
+    cl.stop().await;
+}
+
+/// Pitfall 10: 4.x topic lengths are one signed byte: more than 127 characters is refused.
+#[tokio::test]
+async fn topics_longer_than_127_are_refused() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let long = "t".repeat(128);
+    let r = send(&client(), &b, &long, 0, "x").await;
+    assert_ne!(r.response_code(), ResponseCode::Success);
+    let ok = "t".repeat(127);
+    let r = send(&client(), &b, &ok, 0, "x").await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", r.remark_str());
+    cl.stop().await;
+}
+
+/// Pitfall 13: a body compressed with zlib and only sys flag bit 0 set (Go client, old Java)
+/// is stored untouched and pulled back with the same flag.
+#[tokio::test]
+async fn go_style_compressed_bodies_are_stored_untouched() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    let plain = "z".repeat(10_000);
+    let z = Bytes::from(compress_zlib(plain.as_bytes(), 5));
+    let m = Message::new("Zip", z.clone());
+    let mut req = send_request("Zip", 0, &m);
+    req.set_ext("f", "1");
+    assert_eq!(c.invoke(&b, req, T).await.unwrap().code, 0);
+    let (_, msgs) = pull(&c, &b, "g", "Zip", 0, 0).await;
+    assert_eq!(msgs[0].sys_flag & 0x701, 1);
+    assert_eq!(msgs[0].body, z);
+    assert_eq!(
+        decompress_body(&msgs[0].body, msgs[0].sys_flag, 1 << 20).unwrap(),
+        Bytes::from(plain)
+    );
+    cl.stop().await;
+}
+
+/// Pitfall 14: the C++ client writes extFields as JSON numbers, booleans as "0"/"1", and sends
+/// END_TRANSACTION two-way (an unknown outcome gets no answer).
+#[tokio::test]
+async fn cpp_dialect_numbers_and_two_way_end_transaction() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    // A JSON header with numeric extFields, as jsoncpp writes it.
+    let header = br#"{"code":310,"extFields":{"AccessKey":"","OnsChannel":"ALIYUN","Signature":"x","a":"pg","b":"CppNum","c":"TBW102","d":4,"e":0,"f":0,"g":"1795971610665","h":0,"i":"TAGS\u0001A\u0002","j":"0","k":"0","l":16,"m":"0"},"flag":0,"language":"CPP","opaque":0,"remark":"","version":333}"#;
+    let body = b"cpp";
+    let mut f = Vec::new();
+    f.extend_from_slice(&((4 + header.len() + body.len()) as u32).to_be_bytes());
+    f.extend_from_slice(&(header.len() as u32).to_be_bytes());
+    f.extend_from_slice(header);
+    f.extend_from_slice(body);
+    let req = rocketmq_remoting::protocol::frame::decode_one(&f, 1 << 20).unwrap();
+    let r = client().invoke(&b, req, T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", r.remark_str());
+    // END_TRANSACTION with commitOrRollback = 0 sent two-way: no answer.
+    let end = RemotingCommand::request_with_header(
+        RequestCode::EndTransaction,
+        &EndTransactionRequestHeader {
+            producer_group: "pg".into(),
+            tran_state_table_offset: 0,
+            commit_log_offset: 0,
+            commit_or_rollback: 0,
+            from_transaction_check: true,
+            msg_id: "X".into(),
+            transaction_id: None,
+            broker_name: None,
+        },
+    );
+    let mut end = end;
+    end.set_ext("fromTransactionCheck", "1");
+    let err = client()
+        .invoke(&b, end, Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemotingError::Timeout { .. }), "{err}");
+    cl.stop().await;
+}
+
+/// Oversized and malformed frames close only their own connection.
+#[tokio::test]
+async fn oversized_frames_close_only_their_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let good = client();
+    assert_eq!(send(&good, &b, "Fine", 0, "1").await.code, 0);
+    let mut raw = tokio::net::TcpStream::connect(&b).await.unwrap();
+    // Announce a 32 MiB frame (the limit is 16 MiB).
+    raw.write_all(&(32u32 << 20).to_be_bytes()).await.unwrap();
+    raw.write_all(&[0, 0, 0, 10]).await.unwrap();
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut buf))
+        .await
+        .expect("the connection is closed")
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+    let mut raw = tokio::net::TcpStream::connect(&b).await.unwrap();
+    raw.write_all(&[0, 0, 0, 12, 0, 0, 0, 8, b'{', b'"', b'c', b'o', b'd', b'e', 1, 2])
+        .await
+        .unwrap();
+    let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut buf))
+        .await
+        .expect("the connection is closed")
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+    assert_eq!(send(&good, &b, "Fine", 0, "2").await.code, 0, "other connections go on");
+    let (_, msgs) = pull(&good, &b, "g", "Fine", 0, 0).await;
+    assert_eq!(msgs.len(), 2);
+    cl.stop().await;
+}
