@@ -29,7 +29,12 @@ async fn binary_header_empty_values_are_nulls() {
     req.set_ext("j", "");
     req.serialize_type = SerializeType::RocketMq;
     let r = client().invoke(&b, req, T).await.unwrap();
-    assert_eq!(r.response_code(), ResponseCode::Success, "{}", r.remark_str());
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
     cl.stop().await;
 }
 
@@ -42,7 +47,10 @@ async fn properties_with_trailing_separator_and_empty_items() {
     let c = client();
     let m = Message::new("Props", Bytes::from_static(b"p"));
     let mut req = send_request("Props", 0, &m);
-    req.set_ext("i", "TAGS\u{1}T1\u{2}\u{1}orphan\u{2}empty\u{1}\u{2}k\u{1}v\u{2}");
+    req.set_ext(
+        "i",
+        "TAGS\u{1}T1\u{2}\u{1}orphan\u{2}empty\u{1}\u{2}k\u{1}v\u{2}",
+    );
     let r = c.invoke(&b, req, T).await.unwrap();
     assert_eq!(r.code, 0);
     let (_, msgs) = pull(&c, &b, "g", "Props", 0, 0).await;
@@ -64,7 +72,12 @@ async fn topics_longer_than_127_are_refused() {
     assert_ne!(r.response_code(), ResponseCode::Success);
     let ok = "t".repeat(127);
     let r = send(&client(), &b, &ok, 0, "x").await;
-    assert_eq!(r.response_code(), ResponseCode::Success, "{}", r.remark_str());
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
     cl.stop().await;
 }
 
@@ -107,7 +120,12 @@ async fn cpp_dialect_numbers_and_two_way_end_transaction() {
     f.extend_from_slice(body);
     let req = rocketmq_remoting::protocol::frame::decode_one(&f, 1 << 20).unwrap();
     let r = client().invoke(&b, req, T).await.unwrap();
-    assert_eq!(r.response_code(), ResponseCode::Success, "{}", r.remark_str());
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
     // END_TRANSACTION with commitOrRollback = 0 sent two-way: no answer.
     let end = RemotingCommand::request_with_header(
         RequestCode::EndTransaction,
@@ -151,15 +169,21 @@ async fn oversized_frames_close_only_their_connection() {
         .unwrap_or(0);
     assert_eq!(n, 0);
     let mut raw = tokio::net::TcpStream::connect(&b).await.unwrap();
-    raw.write_all(&[0, 0, 0, 12, 0, 0, 0, 8, b'{', b'"', b'c', b'o', b'd', b'e', 1, 2])
-        .await
-        .unwrap();
+    raw.write_all(&[
+        0, 0, 0, 12, 0, 0, 0, 8, b'{', b'"', b'c', b'o', b'd', b'e', 1, 2,
+    ])
+    .await
+    .unwrap();
     let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut buf))
         .await
         .expect("the connection is closed")
         .unwrap_or(0);
     assert_eq!(n, 0);
-    assert_eq!(send(&good, &b, "Fine", 0, "2").await.code, 0, "other connections go on");
+    assert_eq!(
+        send(&good, &b, "Fine", 0, "2").await.code,
+        0,
+        "other connections go on"
+    );
     let (_, msgs) = pull(&good, &b, "g", "Fine", 0, 0).await;
     assert_eq!(msgs.len(), 2);
     cl.stop().await;

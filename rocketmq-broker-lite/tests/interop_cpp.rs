@@ -46,7 +46,12 @@ impl Lite {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
             .args(["--store-dir"])
             .arg(dir.path())
-            .args(["--namesrv-port", &ns.to_string(), "--broker-port", &broker.to_string()])
+            .args([
+                "--namesrv-port",
+                &ns.to_string(),
+                "--broker-port",
+                &broker.to_string(),
+            ])
             .args(["--segment-size", &(64 << 20).to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -56,7 +61,10 @@ impl Lite {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        assert!(line.contains("ready"), "rocketmq-lite did not start: {line:?}");
+        assert!(
+            line.contains("ready"),
+            "rocketmq-lite did not start: {line:?}"
+        );
         Lite {
             child,
             namesrv: format!("127.0.0.1:{ns}"),
@@ -96,7 +104,8 @@ fn run(client: &std::path::Path, args: &[&str], timeout: Duration) -> Value {
             );
             let text = String::from_utf8_lossy(&out.stdout);
             let line = text.lines().last().unwrap_or("{}");
-            return serde_json::from_str(line).unwrap_or_else(|e| panic!("bad output {text:?}: {e}"));
+            return serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("bad output {text:?}: {e}"));
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
@@ -114,7 +123,11 @@ fn cpp_client_produces_and_consumes() {
         .map(|i| format!("cpp-{i:03}-{}-héllo-{}", "x".repeat(i * 37), i * 7))
         .collect();
     let bodies_json = serde_json::to_string(&bodies).unwrap();
-    let sent = run(&client, &["produce", &lite.namesrv, "CppTopic", &bodies_json], Duration::from_secs(60));
+    let sent = run(
+        &client,
+        &["produce", &lite.namesrv, "CppTopic", &bodies_json],
+        Duration::from_secs(60),
+    );
     let sent = sent["sent"].as_array().unwrap();
     assert_eq!(sent.len(), 20);
     assert!(sent.iter().all(|s| s["status"] == 0), "{sent:?}");
@@ -124,7 +137,10 @@ fn cpp_client_produces_and_consumes() {
         Duration::from_secs(90),
     );
     let got = got["got"].as_array().unwrap();
-    let mut got_bodies: Vec<String> = got.iter().map(|m| m["body"].as_str().unwrap().to_string()).collect();
+    let mut got_bodies: Vec<String> = got
+        .iter()
+        .map(|m| m["body"].as_str().unwrap().to_string())
+        .collect();
     got_bodies.sort();
     let mut want = bodies.clone();
     want.sort();
@@ -145,7 +161,13 @@ fn cpp_client_orderly_by_sharding_key() {
     let per_key = 10;
     let sent = run(
         &client,
-        &["produce-orderly", &lite.namesrv, "CppOrderly", &keys.join(","), &per_key.to_string()],
+        &[
+            "produce-orderly",
+            &lite.namesrv,
+            "CppOrderly",
+            &keys.join(","),
+            &per_key.to_string(),
+        ],
         Duration::from_secs(60),
     );
     let sent = sent["sent"].as_array().unwrap();
@@ -153,7 +175,14 @@ fn cpp_client_orderly_by_sharding_key() {
     assert!(sent.iter().all(|s| s["status"] == 0));
     let got = run(
         &client,
-        &["consume-orderly", &lite.namesrv, "CppOrderly", "cpp_ocg", "30", "60"],
+        &[
+            "consume-orderly",
+            &lite.namesrv,
+            "CppOrderly",
+            "cpp_ocg",
+            "30",
+            "60",
+        ],
         Duration::from_secs(90),
     );
     let got = got["got"].as_array().unwrap();

@@ -75,7 +75,10 @@ async fn replay(file: &str, cluster: &Cluster, skip: &[RequestCode]) -> Vec<(i32
         // came seconds later; give ours up to 2 s to catch up.
         if code == RequestCode::GetRouteinfoByTopic && expected == Some(0) {
             for _ in 0..100 {
-                let r = c.invoke(&target, req.clone(), Duration::from_secs(2)).await.unwrap();
+                let r = c
+                    .invoke(&target, req.clone(), Duration::from_secs(2))
+                    .await
+                    .unwrap();
                 if r.code == 0 {
                     break;
                 }
@@ -85,7 +88,10 @@ async fn replay(file: &str, cluster: &Cluster, skip: &[RequestCode]) -> Vec<(i32
         match c.invoke(&target, req, Duration::from_secs(2)).await {
             Ok(resp) => {
                 let exp = expected.unwrap_or_else(|| {
-                    panic!("{file}: we answered {code} (opaque {}) but Apache did not", f.cmd.opaque)
+                    panic!(
+                        "{file}: we answered {code} (opaque {}) but Apache did not",
+                        f.cmd.opaque
+                    )
                 });
                 compared.push((f.cmd.code, exp, resp.code));
             }
@@ -107,9 +113,16 @@ async fn replay(file: &str, cluster: &Cluster, skip: &[RequestCode]) -> Vec<(i32
 
 fn assert_same(file: &str, compared: &[(i32, i32, i32)], min: usize) {
     for (code, apache, ours) in compared {
-        assert_eq!(apache, ours, "{file}: request {code}: Apache answered {apache}, we answered {ours}");
+        assert_eq!(
+            apache, ours,
+            "{file}: request {code}: Apache answered {apache}, we answered {ours}"
+        );
     }
-    assert!(compared.len() >= min, "{file}: only {} requests compared", compared.len());
+    assert!(
+        compared.len() >= min,
+        "{file}: only {} requests compared",
+        compared.len()
+    );
 }
 
 #[tokio::test]
@@ -131,7 +144,12 @@ async fn java_batch_and_oneway_sends() {
 #[tokio::test]
 async fn java_produce_consume_without_pulls() {
     let cl = Cluster::start().await;
-    let compared = replay("java-produce-consume.frames", &cl, &[RequestCode::PullMessage]).await;
+    let compared = replay(
+        "java-produce-consume.frames",
+        &cl,
+        &[RequestCode::PullMessage],
+    )
+    .await;
     assert_same("java-produce-consume.frames", &compared, 30);
     cl.stop().await;
 }
@@ -141,7 +159,12 @@ async fn java_binary_headers_without_pulls() {
     let cl = Cluster::start().await;
     // The binary-header run followed the JSON one on the same Apache broker, with the same
     // consumer group: replay that first so the broker is in the same state.
-    replay("java-produce-consume.frames", &cl, &[RequestCode::PullMessage]).await;
+    replay(
+        "java-produce-consume.frames",
+        &cl,
+        &[RequestCode::PullMessage],
+    )
+    .await;
     let compared = replay(
         "java-produce-consume-rocketmq-codec.frames",
         &cl,
@@ -163,7 +186,12 @@ async fn java_orderly_without_pulls() {
 #[tokio::test]
 async fn cpp_produce_consume_without_pulls() {
     let cl = Cluster::start().await;
-    let compared = replay("cpp-produce-consume.frames", &cl, &[RequestCode::PullMessage]).await;
+    let compared = replay(
+        "cpp-produce-consume.frames",
+        &cl,
+        &[RequestCode::PullMessage],
+    )
+    .await;
     assert_same("cpp-produce-consume.frames", &compared, 15);
     cl.stop().await;
 }

@@ -1,0 +1,181 @@
+//! The command-line programs: configuration errors, start-up, graceful stop on SIGTERM.
+
+#[path = "common/broker.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use rocketmq_broker_lite::embedded::TempDir;
+use rocketmq_remoting::protocol::ResponseCode;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
+fn terminate(child: &mut Child) -> i32 {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for _ in 0..200 {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code().unwrap_or(-1);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!("did not stop within 10 s of SIGTERM");
+}
+
+#[test]
+fn mqbroker_names_the_bad_key() {
+    let dir = TempDir::new("badconf").unwrap();
+    let conf = dir.path().join("broker.conf");
+    std::fs::write(&conf, "brokerName=b1\nflushDiskType=SOMETIMES\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mqbroker"))
+        .arg("-c")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("flushDiskType"), "{err}");
+    std::fs::write(&conf, "listenPort=notaport\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mqbroker"))
+        .arg("-c")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("listenPort"));
+    let out = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+        .args(["--store-dir", "/tmp/x", "--flush-disk-type", "MAYBE"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--flush-disk-type"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqnamesrv_and_mqbroker_with_a_broker_conf() {
+    let dir = TempDir::new("bins").unwrap();
+    let ns_port = free_port();
+    let mut ns = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+        .args(["--bind", "127.0.0.1", "-p", &ns_port.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(first_line(&mut ns).contains("boot success"));
+    let broker_port = free_port();
+    let conf = dir.path().join("broker.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "# a Java-style broker.conf\nbrokerClusterName=TestCluster\nbrokerName=broker-t\nbrokerId=0\ndeleteWhen=04\nfileReservedTime=48\nbrokerRole=ASYNC_MASTER\nflushDiskType=ASYNC_FLUSH\nnamesrvAddr=127.0.0.1:{ns_port}\nlistenPort=1\nstorePathRootDir={}\nmappedFileSizeCommitLog=8388608\nbrokerIP1=127.0.0.1\n",
+            dir.path().join("store").display()
+        ),
+    )
+    .unwrap();
+    // Flags override the file.
+    let mut broker = Command::new(env!("CARGO_BIN_EXE_mqbroker"))
+        .arg("-c")
+        .arg(&conf)
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--listen-port",
+            &broker_port.to_string(),
+        ])
+        .env_remove("NAMESRV_ADDR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = first_line(&mut broker);
+    assert!(line.contains(&format!("127.0.0.1:{broker_port}")), "{line}");
+    let c = client();
+    let b = format!("127.0.0.1:{broker_port}");
+    let r = send(&c, &b, "BinTopic", 0, "hello").await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let ci = c
+        .invoke(
+            &format!("127.0.0.1:{ns_port}"),
+            rocketmq_remoting::protocol::RemotingCommand::request(
+                rocketmq_remoting::protocol::RequestCode::GetBrokerClusterInfo,
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&ci.body).to_string();
+    assert!(
+        text.contains("TestCluster") && text.contains("broker-t"),
+        "{text}"
+    );
+    c.shutdown();
+    assert_eq!(terminate(&mut broker), 0);
+    assert_eq!(terminate(&mut ns), 0);
+    // A clean stop leaves no abort marker.
+    assert!(!dir.path().join("store/abort").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rocketmq_lite_stops_gracefully_and_keeps_its_data() {
+    let dir = TempDir::new("lite").unwrap();
+    let start = |ns: u16, br: u16| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+            .arg("--store-dir")
+            .arg(dir.path())
+            .args([
+                "--namesrv-port",
+                &ns.to_string(),
+                "--broker-port",
+                &br.to_string(),
+            ])
+            .args([
+                "--segment-size",
+                "8388608",
+                "--flush-disk-type",
+                "SYNC_FLUSH",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let line = first_line(&mut child);
+        assert!(line.contains("ready"), "{line}");
+        child
+    };
+    let (ns, br) = (free_port(), free_port());
+    let mut lite = start(ns, br);
+    let b = format!("127.0.0.1:{br}");
+    let c = client();
+    for i in 0..5 {
+        assert_eq!(send(&c, &b, "LiteTopic", 0, &format!("m{i}")).await.code, 0);
+    }
+    c.shutdown();
+    assert_eq!(terminate(&mut lite), 0);
+    assert!(!dir.path().join("store/abort").exists());
+    let mut lite = start(ns, br);
+    let c = client();
+    let (_, msgs) = pull(&c, &b, "g", "LiteTopic", 0, 0).await;
+    assert_eq!(msgs.len(), 5);
+    c.shutdown();
+    assert_eq!(terminate(&mut lite), 0);
+}
