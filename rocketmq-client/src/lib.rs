@@ -1,1 +1,21 @@
-//! x
+//! RocketMQ 4.x client: producers, push and lite-pull consumers, and an admin API, over the
+//! remoting protocol. Works against Apache RocketMQ brokers and against `rocketmq-broker-lite`.
+//!
+//! * [`producer::DefaultMQProducer`]: sync, async, oneway, batch, ordered (selector) sends with
+//!   retries on another broker.
+//! * [`consumer::DefaultMQPushConsumer`]: concurrent or orderly listeners, clustering or
+//!   broadcasting, rebalancing with the Java allocation strategies, retries and dead letters.
+//! * [`consumer::DefaultLitePullConsumer`]: subscribe or assign, poll, seek, commit.
+//! * [`admin::MQAdmin`]: topics, routes, group offsets and lag.
+
+pub mod admin;
+pub mod config;
+pub mod consumer;
+pub mod error;
+mod internal;
+pub mod producer;
+
+pub use config::ClientConfig;
+pub use error::{ClientError, Result};
+pub use internal::api::{PullResult, PullStatus};
+pub use rocketmq_remoting::protocol::message::{Message, MessageExt, MessageQueue};

@@ -29,7 +29,7 @@ pub mod topic;
 pub mod transaction;
 
 use std::collections::HashSet;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -204,20 +204,7 @@ impl BrokerInner {
     }
 }
 
-/// Finds this host's first non-loopback IPv4 address (Java `RemotingUtil.getLocalAddress`
-/// prefers such an address), falling back to 127.0.0.1.
-pub fn local_ip() -> IpAddr {
-    // Connecting a UDP socket sends nothing; it only picks the outgoing interface.
-    std::net::UdpSocket::bind("0.0.0.0:0")
-        .and_then(|s| {
-            s.connect("192.0.2.1:9")?;
-            s.local_addr()
-        })
-        .map(|a| a.ip())
-        .ok()
-        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
-}
+pub use rocketmq_remoting::util::net::local_ip;
 
 /// Builds a [`Broker`].
 #[derive(Debug)]

@@ -1,3 +1,4 @@
 //! Small helpers shared by the crates of the workspace.
 
+pub mod net;
 pub mod time;

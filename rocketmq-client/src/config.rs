@@ -1,0 +1,126 @@
+//! Settings shared by producers and consumers (Java `ClientConfig`).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use rocketmq_remoting::protocol::LanguageCode;
+
+use crate::error::{ClientError, Result};
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Name servers (`host:port`), tried in turn when one fails.
+    pub namesrv_addr: Vec<String>,
+    /// Instance name (`DEFAULT` is replaced by `<pid>#<nanos>` at start, as Java does).
+    pub instance_name: String,
+    /// The IP in the client id (detected when `None`).
+    pub client_ip: Option<IpAddr>,
+    /// Unit name appended to the client id.
+    pub unit_name: Option<String>,
+    /// Route refresh period (`pollNameServerInterval`, 30 s).
+    pub poll_name_server_interval: Duration,
+    /// Heartbeat period (`heartbeatBrokerInterval`, 30 s).
+    pub heartbeat_broker_interval: Duration,
+    /// Consumer offset persistence period (`persistConsumerOffsetInterval`, 5 s).
+    pub persist_consumer_offset_interval: Duration,
+    /// Timeout of administrative calls (`mqClientApiTimeout`, 3 s).
+    pub mq_client_api_timeout: Duration,
+    /// Language reported in request headers. JAVA by default: brokers older than 4.9.4 do not
+    /// know RUST.
+    pub language: LanguageCode,
+    /// Connect timeout (3 s).
+    pub connect_timeout: Duration,
+    /// Period of the rebalance of every consumer (Java system property
+    /// `rocketmq.client.rebalance.waitInterval`, 20 s); consumers also rebalance when the broker
+    /// notifies a membership change.
+    pub rebalance_interval: Duration,
+    /// Period at which orderly consumers renew their queue locks (Java
+    /// `rocketmq.client.rebalance.lockInterval`, 20 s).
+    pub lock_interval: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            namesrv_addr: std::env::var("NAMESRV_ADDR")
+                .ok()
+                .map(|s| split_addrs(&s))
+                .unwrap_or_default(),
+            instance_name: "DEFAULT".into(),
+            client_ip: None,
+            unit_name: None,
+            poll_name_server_interval: Duration::from_secs(30),
+            heartbeat_broker_interval: Duration::from_secs(30),
+            persist_consumer_offset_interval: Duration::from_secs(5),
+            mq_client_api_timeout: Duration::from_secs(3),
+            language: LanguageCode::Java,
+            connect_timeout: Duration::from_secs(3),
+            rebalance_interval: Duration::from_secs(20),
+            lock_interval: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Splits `host:port;host:port`.
+pub fn split_addrs(s: &str) -> Vec<String> {
+    s.split(';')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+impl ClientConfig {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<()> {
+        if self.namesrv_addr.is_empty() {
+            return Err(ClientError::Config(
+                "no name server address (set it, or NAMESRV_ADDR)".into(),
+            ));
+        }
+        for a in &self.namesrv_addr {
+            if !a.contains(':') {
+                return Err(ClientError::Config(format!(
+                    "invalid name server address {a:?} (host:port)"
+                )));
+            }
+        }
+        if self.rebalance_interval.is_zero()
+            || self.lock_interval.is_zero()
+            || self.poll_name_server_interval.is_zero()
+            || self.heartbeat_broker_interval.is_zero()
+            || self.persist_consumer_offset_interval.is_zero()
+        {
+            return Err(ClientError::Config("periods must be positive".into()));
+        }
+        if self.instance_name.trim().is_empty() {
+            return Err(ClientError::Config("empty instance name".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Checks a group name (Java `Validators.checkGroup`).
+pub fn check_group(group: &str) -> Result<()> {
+    match rocketmq_remoting::protocol::topic::name_problem(
+        group,
+        rocketmq_remoting::protocol::topic::GROUP_MAX_LENGTH,
+    ) {
+        Some(p) => Err(ClientError::Config(format!("invalid group {group:?}: {p}"))),
+        None => Ok(()),
+    }
+}
+
+/// Checks a topic name (Java `Validators.checkTopic`).
+pub fn check_topic(topic: &str) -> Result<()> {
+    match rocketmq_remoting::protocol::topic::name_problem(
+        topic,
+        rocketmq_remoting::protocol::topic::TOPIC_MAX_LENGTH,
+    ) {
+        Some(p) => Err(ClientError::InvalidMessage(format!(
+            "invalid topic {topic:?}: {p}"
+        ))),
+        None => Ok(()),
+    }
+}

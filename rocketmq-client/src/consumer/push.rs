@@ -1,0 +1,466 @@
+//! [`DefaultMQPushConsumer`]: messages are pulled (long polling) and handed to a listener.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel, SubscriptionData};
+use rocketmq_remoting::protocol::message::MessageQueue;
+use rocketmq_remoting::protocol::topic::{retry_topic, DEFAULT_CONSUMER_GROUP};
+
+use super::allocate::{AllocateMessageQueueAveragely, AllocateMessageQueueStrategy};
+use super::listener::{MessageListenerConcurrently, MessageListenerOrderly};
+use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
+use crate::error::{ClientError, Result};
+use crate::internal::instance::lock;
+use crate::internal::push::{Listener, PushEngine};
+use crate::internal::send::now_ms;
+
+/// Push consumer settings; the defaults are Java's.
+#[derive(Clone)]
+pub struct PushConsumerConfig {
+    /// Consumer group (`DEFAULT_CONSUMER`).
+    pub group: String,
+    /// Clustering (each message to one member) or broadcasting (to every member).
+    pub message_model: MessageModel,
+    /// Where a group without a committed offset starts (`CONSUME_FROM_LAST_OFFSET`).
+    pub consume_from_where: ConsumeFromWhere,
+    /// Start time for `CONSUME_FROM_TIMESTAMP`, ms since the epoch (`None`: 30 minutes before
+    /// the consumer starts).
+    pub consume_timestamp: Option<i64>,
+    /// How queues are shared in clustering mode (averagely).
+    pub allocate_strategy: Arc<dyn AllocateMessageQueueStrategy>,
+    /// Messages per pull (32).
+    pub pull_batch_size: i32,
+    /// Cached messages per queue before pulling pauses (1000).
+    pub pull_threshold_for_queue: usize,
+    /// Cached body MiB per queue before pulling pauses (100).
+    pub pull_threshold_size_for_queue: usize,
+    /// Concurrent mode: largest offset span cached per queue before pulling pauses (2000).
+    pub consume_concurrently_max_span: i64,
+    /// Pause between pulls of one queue (0).
+    pub pull_interval: Duration,
+    /// Messages per listener call (1).
+    pub consume_message_batch_max_size: usize,
+    /// Listener calls running at once (20, Java's `consumeThreadMax`).
+    pub consume_thread_max: usize,
+    /// Deliveries before the dead-letter queue (-1: 16 for concurrent listeners, unlimited for
+    /// orderly ones).
+    pub max_reconsume_times: i32,
+    /// Orderly: pause after `SuspendCurrentQueueAMoment` (1 s).
+    pub suspend_current_queue_time: Duration,
+    /// Send the subscription expression with every pull (false).
+    pub post_subscription_when_pull: bool,
+    /// Orderly: delay of the unlock of a released queue that still has cached messages (20 s,
+    /// Java `rocketmq.client.unlockDelayTimeMills`).
+    pub unlock_delay: Duration,
+    /// How long `shutdown` waits for running listener calls (10 s).
+    pub await_termination: Duration,
+    /// Broadcasting: directory of the local offsets file (`~/.rocketmq_offsets`).
+    pub local_offset_store_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for PushConsumerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushConsumerConfig")
+            .field("group", &self.group)
+            .field("message_model", &self.message_model)
+            .field("consume_from_where", &self.consume_from_where)
+            .field("allocate_strategy", &self.allocate_strategy.name())
+            .field("pull_batch_size", &self.pull_batch_size)
+            .field("consume_thread_max", &self.consume_thread_max)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for PushConsumerConfig {
+    fn default() -> Self {
+        Self {
+            group: DEFAULT_CONSUMER_GROUP.to_string(),
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+            consume_timestamp: None,
+            allocate_strategy: Arc::new(AllocateMessageQueueAveragely),
+            pull_batch_size: 32,
+            pull_threshold_for_queue: 1000,
+            pull_threshold_size_for_queue: 100,
+            consume_concurrently_max_span: 2000,
+            pull_interval: Duration::ZERO,
+            consume_message_batch_max_size: 1,
+            consume_thread_max: 20,
+            max_reconsume_times: -1,
+            suspend_current_queue_time: Duration::from_secs(1),
+            post_subscription_when_pull: false,
+            unlock_delay: Duration::from_secs(20),
+            await_termination: Duration::from_secs(10),
+            local_offset_store_dir: None,
+        }
+    }
+}
+
+enum State {
+    Created {
+        subscriptions: BTreeMap<String, SubscriptionData>,
+        listener: Option<Listener>,
+    },
+    Running(Arc<PushEngine>),
+    ShutDown,
+}
+
+struct Inner {
+    client: ClientConfig,
+    cfg: PushConsumerConfig,
+    state: Mutex<State>,
+}
+
+/// A push consumer. Cheap to clone; every clone is the same consumer.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), rocketmq_client::ClientError> {
+/// use rocketmq_client::consumer::{concurrently_fn, ConsumeConcurrentlyStatus, DefaultMQPushConsumer};
+///
+/// let consumer = DefaultMQPushConsumer::builder()
+///     .group("my-consumers")
+///     .namesrv_addr("127.0.0.1:9876")
+///     .build()?;
+/// consumer.subscribe("TopicTest", "TagA || TagB")?;
+/// consumer.register_message_listener_concurrently(concurrently_fn(|msgs, _queue| async move {
+///     println!("{} messages", msgs.len());
+///     ConsumeConcurrentlyStatus::ConsumeSuccess
+/// }))?;
+/// consumer.start().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct DefaultMQPushConsumer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for DefaultMQPushConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DefaultMQPushConsumer")
+            .field("group", &self.inner.cfg.group)
+            .finish()
+    }
+}
+
+/// Builds a [`DefaultMQPushConsumer`].
+#[derive(Debug, Clone, Default)]
+pub struct PushConsumerBuilder {
+    client: ClientConfig,
+    cfg: PushConsumerConfig,
+    subscriptions: Vec<(String, String)>,
+}
+
+impl PushConsumerBuilder {
+    /// The consumer group.
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.cfg.group = group.into();
+        self
+    }
+
+    /// Name servers, `host:port` separated by `;`.
+    pub fn namesrv_addr(mut self, addrs: impl AsRef<str>) -> Self {
+        self.client.namesrv_addr = split_addrs(addrs.as_ref());
+        self
+    }
+
+    /// The instance name (part of the client id).
+    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+        self.client.instance_name = name.into();
+        self
+    }
+
+    /// Clustering or broadcasting.
+    pub fn message_model(mut self, m: MessageModel) -> Self {
+        self.cfg.message_model = m;
+        self
+    }
+
+    /// Where a new group starts.
+    pub fn consume_from_where(mut self, w: ConsumeFromWhere) -> Self {
+        self.cfg.consume_from_where = w;
+        self
+    }
+
+    /// Start time for `CONSUME_FROM_TIMESTAMP` (ms since the epoch).
+    pub fn consume_timestamp(mut self, ms: i64) -> Self {
+        self.cfg.consume_timestamp = Some(ms);
+        self
+    }
+
+    /// The queue allocation strategy.
+    pub fn allocate_strategy(mut self, s: impl AllocateMessageQueueStrategy) -> Self {
+        self.cfg.allocate_strategy = Arc::new(s);
+        self
+    }
+
+    /// Messages per pull.
+    pub fn pull_batch_size(mut self, n: i32) -> Self {
+        self.cfg.pull_batch_size = n;
+        self
+    }
+
+    /// Messages per listener call.
+    pub fn consume_message_batch_max_size(mut self, n: usize) -> Self {
+        self.cfg.consume_message_batch_max_size = n;
+        self
+    }
+
+    /// Listener calls running at once.
+    pub fn consume_thread_max(mut self, n: usize) -> Self {
+        self.cfg.consume_thread_max = n;
+        self
+    }
+
+    /// Deliveries before the dead-letter queue.
+    pub fn max_reconsume_times(mut self, n: i32) -> Self {
+        self.cfg.max_reconsume_times = n;
+        self
+    }
+
+    /// Subscribes (may be repeated).
+    pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
+        self.subscriptions.push((topic.into(), expression.into()));
+        self
+    }
+
+    /// Replaces all client settings.
+    pub fn client_config(mut self, c: ClientConfig) -> Self {
+        self.client = c;
+        self
+    }
+
+    /// Replaces all consumer settings.
+    pub fn consumer_config(mut self, c: PushConsumerConfig) -> Self {
+        self.cfg = c;
+        self
+    }
+
+    /// Validates the settings.
+    pub fn build(self) -> Result<DefaultMQPushConsumer> {
+        self.client.validate()?;
+        check_group(&self.cfg.group)?;
+        let c = &self.cfg;
+        if c.group == DEFAULT_CONSUMER_GROUP {
+            return Err(ClientError::Config(
+                "the consumer group must be set (DEFAULT_CONSUMER is reserved)".into(),
+            ));
+        }
+        if !(1..=1024).contains(&c.pull_batch_size) {
+            return Err(ClientError::Config("pull_batch_size is 1..=1024".into()));
+        }
+        if !(1..=1024).contains(&c.consume_message_batch_max_size) {
+            return Err(ClientError::Config(
+                "consume_message_batch_max_size is 1..=1024".into(),
+            ));
+        }
+        if !(1..=1000).contains(&c.consume_thread_max) {
+            return Err(ClientError::Config("consume_thread_max is 1..=1000".into()));
+        }
+        if !(1..=65535).contains(&c.pull_threshold_for_queue) {
+            return Err(ClientError::Config(
+                "pull_threshold_for_queue is 1..=65535".into(),
+            ));
+        }
+        if !(1..=1024).contains(&c.pull_threshold_size_for_queue) {
+            return Err(ClientError::Config(
+                "pull_threshold_size_for_queue is 1..=1024 MiB".into(),
+            ));
+        }
+        if !(1..=65535).contains(&c.consume_concurrently_max_span) {
+            return Err(ClientError::Config(
+                "consume_concurrently_max_span is 1..=65535".into(),
+            ));
+        }
+        let consumer = DefaultMQPushConsumer {
+            inner: Arc::new(Inner {
+                client: self.client,
+                cfg: self.cfg,
+                state: Mutex::new(State::Created {
+                    subscriptions: BTreeMap::new(),
+                    listener: None,
+                }),
+            }),
+        };
+        for (t, e) in &self.subscriptions {
+            consumer.subscribe(t, e)?;
+        }
+        Ok(consumer)
+    }
+}
+
+impl DefaultMQPushConsumer {
+    /// A builder with Java's defaults.
+    pub fn builder() -> PushConsumerBuilder {
+        PushConsumerBuilder::default()
+    }
+
+    /// The consumer group.
+    pub fn group(&self) -> &str {
+        &self.inner.cfg.group
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PushConsumerConfig {
+        &self.inner.cfg
+    }
+
+    /// Subscribes to `topic` with a tag expression: `"*"` for every message, or tags joined
+    /// by `||` (`"TagA || TagB"`). Before `start` only.
+    pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
+        check_topic(topic)?;
+        match &mut *lock(&self.inner.state) {
+            State::Created { subscriptions, .. } => {
+                subscriptions.insert(
+                    topic.to_string(),
+                    SubscriptionData::from_tag_expression(topic, expression, now_ms()),
+                );
+                Ok(())
+            }
+            _ => Err(ClientError::Config("subscribe before start".into())),
+        }
+    }
+
+    fn set_listener(&self, l: Listener) -> Result<()> {
+        match &mut *lock(&self.inner.state) {
+            State::Created { listener, .. } => {
+                *listener = Some(l);
+                Ok(())
+            }
+            _ => Err(ClientError::Config(
+                "register the listener before start".into(),
+            )),
+        }
+    }
+
+    /// Consumes with `listener`, many messages at once.
+    pub fn register_message_listener_concurrently(
+        &self,
+        listener: impl MessageListenerConcurrently,
+    ) -> Result<()> {
+        self.set_listener(Listener::Concurrently(Arc::new(listener)))
+    }
+
+    /// Consumes with `listener`, each queue in order.
+    pub fn register_message_listener_orderly(
+        &self,
+        listener: impl MessageListenerOrderly,
+    ) -> Result<()> {
+        self.set_listener(Listener::Orderly(Arc::new(listener)))
+    }
+
+    /// Starts: joins the group, rebalances, and starts pulling.
+    pub async fn start(&self) -> Result<()> {
+        let (mut subscriptions, listener) = {
+            let mut state = lock(&self.inner.state);
+            match std::mem::replace(&mut *state, State::ShutDown) {
+                State::Created {
+                    subscriptions,
+                    listener: Some(listener),
+                } => (subscriptions, listener),
+                other @ State::Created { listener: None, .. } => {
+                    *state = other;
+                    return Err(ClientError::Config(
+                        "register a message listener before start".into(),
+                    ));
+                }
+                other => {
+                    *state = other;
+                    return Err(ClientError::Config(
+                        "the consumer was already started".into(),
+                    ));
+                }
+            }
+        };
+        let cfg = &self.inner.cfg;
+        if cfg.message_model == MessageModel::Clustering {
+            let rt = retry_topic(&cfg.group);
+            subscriptions.insert(
+                rt.clone(),
+                SubscriptionData::from_tag_expression(rt, "*", now_ms()),
+            );
+        }
+        match PushEngine::start(
+            self.inner.client.clone(),
+            cfg.clone(),
+            subscriptions.clone(),
+            listener.clone(),
+        )
+        .await
+        {
+            Ok(engine) => {
+                *lock(&self.inner.state) = State::Running(engine);
+                Ok(())
+            }
+            Err(e) => {
+                subscriptions.retain(|t, _| {
+                    !t.starts_with(rocketmq_remoting::protocol::topic::RETRY_GROUP_TOPIC_PREFIX)
+                });
+                *lock(&self.inner.state) = State::Created {
+                    subscriptions,
+                    listener: Some(listener),
+                };
+                Err(e)
+            }
+        }
+    }
+
+    fn engine(&self) -> Result<Arc<PushEngine>> {
+        match &*lock(&self.inner.state) {
+            State::Running(e) => Ok(e.clone()),
+            _ => Err(ClientError::NotRunning),
+        }
+    }
+
+    /// The client id, once started.
+    pub fn client_id(&self) -> Option<String> {
+        self.engine().ok().map(|e| e.inst.client_id.clone())
+    }
+
+    /// The queues this consumer currently owns.
+    pub fn owned_queues(&self) -> BTreeSet<MessageQueue> {
+        self.engine()
+            .map(|e| e.rebalance.owned())
+            .unwrap_or_default()
+    }
+
+    /// The readable queues of `topic`.
+    pub async fn fetch_subscribe_message_queues(
+        &self,
+        topic: &str,
+    ) -> Result<BTreeSet<MessageQueue>> {
+        let e = self.engine()?;
+        if !e.inst.update_route(topic).await? {
+            return Err(ClientError::NoRoute {
+                topic: topic.to_string(),
+            });
+        }
+        let route = e.inst.route(topic).ok_or_else(|| ClientError::NoRoute {
+            topic: topic.to_string(),
+        })?;
+        Ok(crate::internal::instance::subscribe_queues(topic, &route))
+    }
+
+    /// Rebalances now instead of waiting for the next period.
+    pub fn rebalance_now(&self) {
+        if let Ok(e) = self.engine() {
+            e.inst.rebalance_now();
+        }
+    }
+
+    /// Stops pulling, waits (up to `await_termination`) for running listener calls, commits
+    /// offsets, releases queue locks and leaves the group. Idempotent. Messages pulled but not
+    /// consumed are delivered again (to this group) later: nothing is lost.
+    pub async fn shutdown(&self) {
+        let engine = {
+            let mut state = lock(&self.inner.state);
+            match std::mem::replace(&mut *state, State::ShutDown) {
+                State::Running(e) => e,
+                _ => return,
+            }
+        };
+        engine.shutdown().await;
+    }
+}

@@ -1,0 +1,472 @@
+//! Typed remote calls over the remoting client (Java `MQClientAPIImpl`).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use rocketmq_remoting::protocol::body::{
+    self, ConsumeStats, ConsumerListBody, HeartbeatData, LockBatchRequestBody,
+    LockBatchResponseBody, TopicRouteData,
+};
+use rocketmq_remoting::protocol::codes::VERSION_4_9_8;
+use rocketmq_remoting::protocol::headers::*;
+use rocketmq_remoting::protocol::message::{
+    decode_stored_all, MessageExt, MessageQueue, StoredDecodeOptions,
+};
+use rocketmq_remoting::protocol::{
+    CommandHeader, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
+};
+use rocketmq_remoting::transport::RemotingClient;
+
+use crate::error::{ClientError, Result};
+
+/// The remote API of one client instance.
+#[derive(Clone, Debug)]
+pub(crate) struct Api {
+    pub(crate) remoting: RemotingClient,
+    pub(crate) language: LanguageCode,
+}
+
+/// Outcome of a pull (Java `PullStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullStatus {
+    /// Messages found.
+    Found,
+    /// Nothing new.
+    NoNewMsg,
+    /// Entries scanned, none matched the filter.
+    NoMatchedMsg,
+    /// The offset was out of range.
+    OffsetIllegal,
+}
+
+/// A pull's result.
+#[derive(Debug, Clone)]
+pub struct PullResult {
+    /// Status.
+    pub status: PullStatus,
+    /// Where to pull next.
+    pub next_begin_offset: i64,
+    /// Queue min offset.
+    pub min_offset: i64,
+    /// Queue max offset.
+    pub max_offset: i64,
+    /// Broker to pull from next.
+    pub suggest_which_broker_id: i64,
+    /// Messages (decoded; bodies still compressed if they were stored so).
+    pub messages: Vec<MessageExt>,
+}
+
+impl Api {
+    fn request(&self, code: RequestCode, header: &impl CommandHeader) -> RemotingCommand {
+        let mut r = RemotingCommand::request_with_header(code, header);
+        r.language = self.language;
+        r.version = VERSION_4_9_8;
+        r
+    }
+
+    fn bare(&self, code: RequestCode) -> RemotingCommand {
+        let mut r = RemotingCommand::request(code);
+        r.language = self.language;
+        r
+    }
+
+    pub(crate) async fn invoke(
+        &self,
+        addr: &str,
+        req: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        Ok(self.remoting.invoke(addr, req, timeout).await?)
+    }
+
+    async fn expect_success(
+        &self,
+        addr: &str,
+        req: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        let resp = self.invoke(addr, req, timeout).await?;
+        if resp.response_code() == ResponseCode::Success {
+            Ok(resp)
+        } else {
+            Err(ClientError::server(addr, &resp))
+        }
+    }
+
+    /// GET_ROUTEINFO_BY_TOPIC; `Ok(None)` for TOPIC_NOT_EXIST.
+    pub(crate) async fn route(
+        &self,
+        addr: &str,
+        topic: &str,
+        timeout: Duration,
+    ) -> Result<Option<TopicRouteData>> {
+        let req = self.request(
+            RequestCode::GetRouteinfoByTopic,
+            &GetRouteInfoRequestHeader {
+                topic: topic.to_string(),
+                accept_standard_json_only: Some(true),
+            },
+        );
+        let resp = self.invoke(addr, req, timeout).await?;
+        match resp.response_code() {
+            ResponseCode::Success => {
+                body::decode(&resp.body)
+                    .map(Some)
+                    .map_err(|e| ClientError::Protocol {
+                        addr: addr.to_string(),
+                        reason: format!("bad route body: {e}"),
+                    })
+            }
+            ResponseCode::TopicNotExist => Ok(None),
+            _ => Err(ClientError::server(addr, &resp)),
+        }
+    }
+
+    /// SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE.
+    pub(crate) async fn send(
+        &self,
+        addr: &str,
+        header: &SendMessageRequestHeader,
+        body: Bytes,
+        timeout: Duration,
+        oneway: bool,
+    ) -> Result<Option<(RemotingCommand, SendMessageResponseHeader)>> {
+        let code = if header.batch {
+            RequestCode::SendBatchMessage
+        } else {
+            RequestCode::SendMessageV2
+        };
+        let mut req = self.bare(code);
+        req.version = VERSION_4_9_8;
+        header.write_v2(req.ext_fields.get_or_insert_with(Default::default));
+        req.body = body;
+        if oneway {
+            self.remoting.invoke_oneway(addr, req, timeout).await?;
+            return Ok(None);
+        }
+        let resp = self.invoke(addr, req, timeout).await?;
+        match resp.response_code() {
+            ResponseCode::Success
+            | ResponseCode::FlushDiskTimeout
+            | ResponseCode::FlushSlaveTimeout
+            | ResponseCode::SlaveNotAvailable => {
+                let h: SendMessageResponseHeader =
+                    resp.decode_header().map_err(|e| ClientError::Protocol {
+                        addr: addr.to_string(),
+                        reason: format!("bad send response header: {e}"),
+                    })?;
+                Ok(Some((resp, h)))
+            }
+            _ => Err(ClientError::server(addr, &resp)),
+        }
+    }
+
+    /// PULL_MESSAGE.
+    pub(crate) async fn pull(
+        &self,
+        addr: &str,
+        header: &PullMessageRequestHeader,
+        timeout: Duration,
+    ) -> Result<PullResult> {
+        let req = self.request(RequestCode::PullMessage, header);
+        let resp = self.invoke(addr, req, timeout).await?;
+        let status = match resp.response_code() {
+            ResponseCode::Success => PullStatus::Found,
+            ResponseCode::PullNotFound => PullStatus::NoNewMsg,
+            ResponseCode::PullRetryImmediately => PullStatus::NoMatchedMsg,
+            ResponseCode::PullOffsetMoved => PullStatus::OffsetIllegal,
+            _ => return Err(ClientError::server(addr, &resp)),
+        };
+        let h: PullMessageResponseHeader =
+            resp.decode_header().map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: format!("bad pull response header: {e}"),
+            })?;
+        let messages = if status == PullStatus::Found {
+            decode_stored_all(
+                &resp.body,
+                StoredDecodeOptions {
+                    decompress: true,
+                    ..StoredDecodeOptions::default()
+                },
+            )
+            .map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: format!("bad pull body: {e}"),
+            })?
+        } else {
+            Vec::new()
+        };
+        Ok(PullResult {
+            status,
+            next_begin_offset: h.next_begin_offset,
+            min_offset: h.min_offset,
+            max_offset: h.max_offset,
+            suggest_which_broker_id: h.suggest_which_broker_id,
+            messages,
+        })
+    }
+
+    /// HEART_BEAT; returns the broker's version.
+    pub(crate) async fn heartbeat(
+        &self,
+        addr: &str,
+        data: &HeartbeatData,
+        timeout: Duration,
+    ) -> Result<i32> {
+        let req = self
+            .bare(RequestCode::HeartBeat)
+            .with_body(body::encode_fastjson(data));
+        let resp = self.expect_success(addr, req, timeout).await?;
+        Ok(resp.version)
+    }
+
+    /// UNREGISTER_CLIENT.
+    pub(crate) async fn unregister(
+        &self,
+        addr: &str,
+        client_id: &str,
+        producer_group: Option<&str>,
+        consumer_group: Option<&str>,
+        timeout: Duration,
+    ) -> Result<()> {
+        let req = self.request(
+            RequestCode::UnregisterClient,
+            &UnregisterClientRequestHeader {
+                client_id: client_id.to_string(),
+                producer_group: producer_group.map(str::to_string),
+                consumer_group: consumer_group.map(str::to_string),
+            },
+        );
+        self.expect_success(addr, req, timeout).await.map(|_| ())
+    }
+
+    /// GET_CONSUMER_LIST_BY_GROUP.
+    pub(crate) async fn consumer_ids(
+        &self,
+        addr: &str,
+        group: &str,
+        timeout: Duration,
+    ) -> Result<Vec<String>> {
+        let req = self.request(
+            RequestCode::GetConsumerListByGroup,
+            &ConsumerGroupRequestHeader {
+                consumer_group: group.to_string(),
+            },
+        );
+        let resp = self.expect_success(addr, req, timeout).await?;
+        let b: ConsumerListBody = body::decode(&resp.body).map_err(|e| ClientError::Protocol {
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(b.consumer_id_list)
+    }
+
+    /// QUERY_CONSUMER_OFFSET: `Ok(Some(offset))`, `Ok(None)` when the broker has none (any
+    /// error code, as Java maps them all to "no offset").
+    pub(crate) async fn query_consumer_offset(
+        &self,
+        addr: &str,
+        group: &str,
+        mq: &MessageQueue,
+        timeout: Duration,
+    ) -> Result<Option<i64>> {
+        let req = self.request(
+            RequestCode::QueryConsumerOffset,
+            &QueryConsumerOffsetRequestHeader {
+                consumer_group: group.to_string(),
+                topic: mq.topic.clone(),
+                queue_id: mq.queue_id,
+                broker_name: Some(mq.broker_name.clone()),
+            },
+        );
+        let resp = self.invoke(addr, req, timeout).await?;
+        if resp.response_code() != ResponseCode::Success {
+            return Ok(None);
+        }
+        Ok(resp
+            .decode_header::<OffsetResponseHeader>()
+            .ok()
+            .map(|h| h.offset))
+    }
+
+    /// UPDATE_CONSUMER_OFFSET.
+    pub(crate) async fn update_consumer_offset(
+        &self,
+        addr: &str,
+        group: &str,
+        mq: &MessageQueue,
+        offset: i64,
+        oneway: bool,
+        timeout: Duration,
+    ) -> Result<()> {
+        let req = self.request(
+            RequestCode::UpdateConsumerOffset,
+            &UpdateConsumerOffsetRequestHeader {
+                consumer_group: group.to_string(),
+                topic: mq.topic.clone(),
+                queue_id: mq.queue_id,
+                commit_offset: offset,
+                broker_name: Some(mq.broker_name.clone()),
+            },
+        );
+        if oneway {
+            self.remoting.invoke_oneway(addr, req, timeout).await?;
+            Ok(())
+        } else {
+            self.expect_success(addr, req, timeout).await.map(|_| ())
+        }
+    }
+
+    /// GET_MAX_OFFSET / GET_MIN_OFFSET.
+    pub(crate) async fn queue_offset(
+        &self,
+        addr: &str,
+        mq: &MessageQueue,
+        max: bool,
+        timeout: Duration,
+    ) -> Result<i64> {
+        let code = if max {
+            RequestCode::GetMaxOffset
+        } else {
+            RequestCode::GetMinOffset
+        };
+        let req = self.request(
+            code,
+            &QueueOffsetRequestHeader {
+                topic: mq.topic.clone(),
+                queue_id: mq.queue_id,
+                broker_name: Some(mq.broker_name.clone()),
+            },
+        );
+        let resp = self.expect_success(addr, req, timeout).await?;
+        resp.decode_header::<OffsetResponseHeader>()
+            .map(|h| h.offset)
+            .map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// SEARCH_OFFSET_BY_TIMESTAMP.
+    pub(crate) async fn search_offset(
+        &self,
+        addr: &str,
+        mq: &MessageQueue,
+        timestamp: i64,
+        timeout: Duration,
+    ) -> Result<i64> {
+        let req = self.request(
+            RequestCode::SearchOffsetByTimestamp,
+            &SearchOffsetRequestHeader {
+                topic: mq.topic.clone(),
+                queue_id: mq.queue_id,
+                timestamp,
+                broker_name: Some(mq.broker_name.clone()),
+            },
+        );
+        let resp = self.expect_success(addr, req, timeout).await?;
+        resp.decode_header::<OffsetResponseHeader>()
+            .map(|h| h.offset)
+            .map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// LOCK_BATCH_MQ: the queues actually locked.
+    pub(crate) async fn lock_batch(
+        &self,
+        addr: &str,
+        body: &LockBatchRequestBody,
+        timeout: Duration,
+    ) -> Result<std::collections::BTreeSet<MessageQueue>> {
+        let req = self
+            .bare(RequestCode::LockBatchMq)
+            .with_body(body::encode_fastjson(body));
+        let resp = self.expect_success(addr, req, timeout).await?;
+        let b: LockBatchResponseBody =
+            body::decode(&resp.body).map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(b.lock_ok_mq_set)
+    }
+
+    /// UNLOCK_BATCH_MQ.
+    pub(crate) async fn unlock_batch(
+        &self,
+        addr: &str,
+        body: &LockBatchRequestBody,
+        oneway: bool,
+        timeout: Duration,
+    ) -> Result<()> {
+        let req = self
+            .bare(RequestCode::UnlockBatchMq)
+            .with_body(body::encode_fastjson(body));
+        if oneway {
+            self.remoting.invoke_oneway(addr, req, timeout).await?;
+            return Ok(());
+        }
+        self.expect_success(addr, req, timeout).await.map(|_| ())
+    }
+
+    /// CONSUMER_SEND_MSG_BACK.
+    pub(crate) async fn send_back(
+        &self,
+        addr: &str,
+        header: &ConsumerSendMsgBackRequestHeader,
+        timeout: Duration,
+    ) -> Result<()> {
+        let req = self.request(RequestCode::ConsumerSendMsgBack, header);
+        self.expect_success(addr, req, timeout).await.map(|_| ())
+    }
+
+    /// END_TRANSACTION (oneway, as Java sends it).
+    pub(crate) async fn end_transaction(
+        &self,
+        addr: &str,
+        header: &EndTransactionRequestHeader,
+        remark: Option<String>,
+        timeout: Duration,
+    ) -> Result<()> {
+        let mut req = self.request(RequestCode::EndTransaction, header);
+        req.remark = remark;
+        self.remoting.invoke_oneway(addr, req, timeout).await?;
+        Ok(())
+    }
+
+    /// GET_CONSUME_STATS.
+    pub(crate) async fn consume_stats(
+        &self,
+        addr: &str,
+        group: &str,
+        topic: Option<&str>,
+        timeout: Duration,
+    ) -> Result<ConsumeStats> {
+        let req = self.request(
+            RequestCode::GetConsumeStats,
+            &GetConsumeStatsRequestHeader {
+                consumer_group: group.to_string(),
+                topic: topic.map(str::to_string),
+            },
+        );
+        let resp = self.expect_success(addr, req, timeout).await?;
+        body::decode(&resp.body).map_err(|e| ClientError::Protocol {
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Any request expecting SUCCESS (administration).
+    pub(crate) async fn call(
+        &self,
+        addr: &str,
+        req: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        let mut req = req;
+        req.language = self.language;
+        self.expect_success(addr, req, timeout).await
+    }
+}

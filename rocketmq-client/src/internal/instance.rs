@@ -1,0 +1,698 @@
+//! The client instance (Java `MQClientInstance`): one per client id, shared by the producers and
+//! consumers of that id. It owns the connections, the route cache, the heartbeats and the
+//! periodic tasks, and answers the requests brokers send to clients.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::Rng;
+use rocketmq_remoting::protocol::body::{
+    ConsumerData, HeartbeatData, ProducerData, TopicRouteData,
+};
+use rocketmq_remoting::protocol::headers::{
+    CheckTransactionStateRequestHeader, ConsumerGroupRequestHeader,
+};
+use rocketmq_remoting::protocol::message::{
+    decode_stored, property, MessageQueue, StoredDecodeOptions, UniqIdGenerator,
+};
+use rocketmq_remoting::protocol::topic::{perm, CLIENT_INNER_PRODUCER_GROUP};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+use rocketmq_remoting::transport::{
+    not_supported, ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
+};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::api::Api;
+use super::send::ProducerCore;
+use crate::config::ClientConfig;
+use crate::error::{ClientError, Result};
+
+/// The broker id of a master.
+pub(crate) const MASTER_ID: i64 = 0;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the instance needs from a consumer.
+#[async_trait]
+pub(crate) trait ConsumerHook: Send + Sync + 'static {
+    /// The consumer group.
+    fn group(&self) -> String;
+    /// Its heartbeat entry.
+    fn consumer_data(&self) -> ConsumerData;
+    /// Topics it subscribes to (retry topic included).
+    fn topics(&self) -> Vec<String>;
+    /// New readable queues of `topic`.
+    fn update_subscribe_info(&self, topic: &str, queues: BTreeSet<MessageQueue>);
+    /// Whether some subscribed topic has no queue information yet.
+    fn needs_route(&self) -> bool;
+    /// Re-allocates queues.
+    async fn rebalance(&self);
+    /// Pushes offsets to their store.
+    async fn persist_offsets(&self);
+}
+
+static INSTANCES: LazyLock<Mutex<HashMap<String, Weak<ClientInstance>>>> =
+    LazyLock::new(Default::default);
+
+/// Resolves `DEFAULT` to `<pid>#<nanos>` (Java 4.9 `changeInstanceNameToPID`), unique per call.
+pub(crate) fn resolve_instance_name(name: &str) -> String {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    if name != "DEFAULT" {
+        return name.to_string();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut prev = LAST.load(Ordering::Relaxed);
+    let nanos = loop {
+        let next = now.max(prev + 1);
+        match LAST.compare_exchange(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => break next,
+            Err(p) => prev = p,
+        }
+    };
+    format!("{}#{}", std::process::id(), nanos)
+}
+
+/// Shared client state per client id.
+pub(crate) struct ClientInstance {
+    pub(crate) client_id: String,
+    pub(crate) config: ClientConfig,
+    pub(crate) api: Api,
+    pub(crate) ip: IpAddr,
+    pub(crate) uniq: UniqIdGenerator,
+    namesrv_current: AtomicUsize,
+    routes: Mutex<HashMap<String, TopicRouteData>>,
+    brokers: Mutex<HashMap<String, BTreeMap<i64, String>>>,
+    producers: Mutex<BTreeMap<String, Arc<ProducerCore>>>,
+    consumers: Mutex<BTreeMap<String, Arc<dyn ConsumerHook>>>,
+    rebalance_wakeup: Arc<Notify>,
+    route_gate: tokio::sync::Mutex<()>,
+    heartbeat_gate: tokio::sync::Mutex<()>,
+    cancel: CancellationToken,
+    started: AtomicBool,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    inner_producer: Arc<ProducerCore>,
+}
+
+impl std::fmt::Debug for ClientInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientInstance")
+            .field("client_id", &self.client_id)
+            .finish()
+    }
+}
+
+/// Answers broker-initiated requests.
+struct ClientProcessor {
+    instance: Weak<ClientInstance>,
+}
+
+#[async_trait]
+impl RequestProcessor for ClientProcessor {
+    async fn process(&self, ctx: &ChannelContext, request: RemotingCommand) -> ProcessResult {
+        let Some(inst) = self.instance.upgrade() else {
+            return ProcessResult::NoResponse;
+        };
+        match request.request_code() {
+            RequestCode::NotifyConsumerIdsChanged => {
+                let group = request
+                    .decode_header::<ConsumerGroupRequestHeader>()
+                    .map(|h| h.consumer_group)
+                    .unwrap_or_default();
+                tracing::info!(client = %inst.client_id, group, from = %ctx.remote_addr(), "consumer ids changed, rebalancing");
+                inst.rebalance_now();
+                ProcessResult::NoResponse
+            }
+            RequestCode::CheckTransactionState => {
+                inst.on_check_transaction(ctx, request);
+                ProcessResult::NoResponse
+            }
+            _ => ProcessResult::Response(not_supported(&request)),
+        }
+    }
+}
+
+impl ClientInstance {
+    /// The instance of `client_id`, created (not started) if there is none.
+    pub(crate) fn get_or_create(
+        config: &ClientConfig,
+        instance_name: &str,
+    ) -> Result<Arc<ClientInstance>> {
+        config.validate()?;
+        let ip = config
+            .client_ip
+            .unwrap_or_else(rocketmq_remoting::util::net::local_ip);
+        let mut client_id = format!("{ip}@{instance_name}");
+        if let Some(unit) = config.unit_name.as_deref().filter(|u| !u.is_empty()) {
+            client_id.push('@');
+            client_id.push_str(unit);
+        }
+        let mut table = lock(&INSTANCES);
+        if let Some(inst) = table.get(&client_id).and_then(Weak::upgrade) {
+            if !inst.cancel.is_cancelled() {
+                return Ok(inst);
+            }
+        }
+        let inst = Arc::new_cyclic(|weak: &Weak<ClientInstance>| {
+            let remoting = RemotingClient::builder()
+                .connect_timeout(config.connect_timeout)
+                .request_processor(Arc::new(ClientProcessor {
+                    instance: weak.clone(),
+                }))
+                .build();
+            let hash: i32 = rand::thread_rng().gen();
+            ClientInstance {
+                client_id: client_id.clone(),
+                config: config.clone(),
+                api: Api {
+                    remoting,
+                    language: config.language,
+                },
+                ip,
+                uniq: UniqIdGenerator::new(ip, std::process::id(), hash),
+                namesrv_current: AtomicUsize::new(
+                    rand::thread_rng().gen_range(0..config.namesrv_addr.len().max(1)),
+                ),
+                routes: Mutex::default(),
+                brokers: Mutex::default(),
+                producers: Mutex::default(),
+                consumers: Mutex::default(),
+                rebalance_wakeup: Arc::new(Notify::new()),
+                route_gate: tokio::sync::Mutex::new(()),
+                heartbeat_gate: tokio::sync::Mutex::new(()),
+                cancel: CancellationToken::new(),
+                started: AtomicBool::new(false),
+                tasks: Mutex::default(),
+                inner_producer: Arc::new(ProducerCore::new(
+                    crate::producer::ProducerConfig::inner(),
+                )),
+            }
+        });
+        table.insert(client_id, Arc::downgrade(&inst));
+        table.retain(|_, w| w.strong_count() > 0);
+        Ok(inst)
+    }
+
+    /// Registers a producer group; fails if the group is already registered here.
+    pub(crate) fn register_producer(&self, core: Arc<ProducerCore>) -> Result<()> {
+        let mut p = lock(&self.producers);
+        let group = core.settings.group.clone();
+        if p.contains_key(&group) {
+            return Err(ClientError::Config(format!(
+                "the producer group {group:?} has been created before in client {}; specify another name",
+                self.client_id
+            )));
+        }
+        p.insert(group, core);
+        Ok(())
+    }
+
+    /// Registers a consumer group; fails if the group is already registered here.
+    pub(crate) fn register_consumer(&self, hook: Arc<dyn ConsumerHook>) -> Result<()> {
+        let mut c = lock(&self.consumers);
+        let group = hook.group();
+        if c.contains_key(&group) {
+            return Err(ClientError::Config(format!(
+                "the consumer group {group:?} has been created before in client {}; specify another name",
+                self.client_id
+            )));
+        }
+        c.insert(group, hook);
+        Ok(())
+    }
+
+    /// Starts the periodic tasks (once).
+    pub(crate) fn start(self: &Arc<Self>) {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let cfg = &self.config;
+        let mut tasks = lock(&self.tasks);
+        tasks.push(self.periodic(
+            Duration::from_millis(10),
+            cfg.poll_name_server_interval,
+            |inst| async move {
+                inst.update_all_routes().await;
+            },
+        ));
+        tasks.push(self.periodic(
+            Duration::from_secs(1),
+            cfg.heartbeat_broker_interval,
+            |inst| async move {
+                inst.clean_offline_brokers();
+                inst.send_heartbeat_all().await;
+            },
+        ));
+        tasks.push(self.periodic(
+            Duration::from_secs(10).min(cfg.persist_consumer_offset_interval * 2),
+            cfg.persist_consumer_offset_interval,
+            |inst| async move {
+                let consumers: Vec<_> = lock(&inst.consumers).values().cloned().collect();
+                for c in consumers {
+                    c.persist_offsets().await;
+                }
+            },
+        ));
+        let weak = Arc::downgrade(self);
+        let cancel = self.cancel.clone();
+        let interval = cfg.rebalance_interval;
+        let wakeup = self.rebalance_wakeup.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let notified = wakeup.notified();
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = notified => {}
+                    _ = tokio::time::sleep(interval) => {}
+                }
+                let Some(inst) = weak.upgrade() else { return };
+                inst.rebalance_all().await;
+            }
+        }));
+    }
+
+    fn periodic<F, Fut>(self: &Arc<Self>, first: Duration, every: Duration, f: F) -> JoinHandle<()>
+    where
+        F: Fn(Arc<ClientInstance>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let weak = Arc::downgrade(self);
+        let cancel = self.cancel.clone();
+        tokio::spawn(async move {
+            let mut wait = first;
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                let Some(inst) = weak.upgrade() else { return };
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = f(inst) => {}
+                }
+                wait = every;
+            }
+        })
+    }
+
+    /// Wakes the rebalance task.
+    pub(crate) fn rebalance_now(&self) {
+        self.rebalance_wakeup.notify_one();
+    }
+
+    async fn rebalance_all(&self) {
+        let consumers: Vec<_> = lock(&self.consumers).values().cloned().collect();
+        for c in consumers {
+            c.rebalance().await;
+        }
+    }
+
+    /// Unregisters a producer group from every broker; shuts the instance down when nothing is
+    /// left.
+    pub(crate) async fn unregister_producer(&self, group: &str) {
+        lock(&self.producers).remove(group);
+        self.unregister_client(Some(group), None).await;
+        self.shutdown_if_unused();
+    }
+
+    /// Unregisters a consumer group from every broker; shuts the instance down when nothing is
+    /// left.
+    pub(crate) async fn unregister_consumer(&self, group: &str) {
+        lock(&self.consumers).remove(group);
+        self.unregister_client(None, Some(group)).await;
+        self.shutdown_if_unused();
+    }
+
+    async fn unregister_client(&self, producer: Option<&str>, consumer: Option<&str>) {
+        let addrs: Vec<String> = lock(&self.brokers)
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect();
+        let timeout = self.config.mq_client_api_timeout;
+        let calls = addrs.iter().map(|addr| async move {
+            if let Err(e) = self
+                .api
+                .unregister(addr, &self.client_id, producer, consumer, timeout)
+                .await
+            {
+                tracing::debug!(addr, error = %e, "unregister failed");
+            }
+        });
+        futures::future::join_all(calls).await;
+    }
+
+    fn shutdown_if_unused(&self) {
+        if lock(&self.producers).is_empty() && lock(&self.consumers).is_empty() {
+            self.cancel.cancel();
+            for t in lock(&self.tasks).drain(..) {
+                t.abort();
+            }
+            self.api.remoting.shutdown();
+            let mut table = lock(&INSTANCES);
+            if table
+                .get(&self.client_id)
+                .is_some_and(|w| std::ptr::eq(w.as_ptr(), self))
+            {
+                table.remove(&self.client_id);
+            }
+        }
+    }
+
+    /// Whether the instance was shut down.
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// A token cancelled when the instance shuts down.
+    pub(crate) fn cancelled(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// The producer used for fallback send-back.
+    pub(crate) fn inner_producer(&self) -> &Arc<ProducerCore> {
+        &self.inner_producer
+    }
+
+    // ---- name servers and routes ----
+
+    /// Calls the name servers in turn, starting with the last one that answered, until one
+    /// answers (any answer, error codes included).
+    async fn namesrv_call<T, F, Fut>(&self, f: F) -> Result<T>
+    where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let addrs = &self.config.namesrv_addr;
+        let start = self.namesrv_current.load(Ordering::Relaxed);
+        let mut last = None;
+        for i in 0..addrs.len() {
+            let idx = (start + i) % addrs.len();
+            let addr = addrs[idx].clone();
+            match f(addr.clone()).await {
+                Err(ClientError::Remoting(e)) => {
+                    tracing::debug!(addr, error = %e, "name server failed, trying the next");
+                    self.api.remoting.close_channel(&addr);
+                    last = Some(e.to_string());
+                }
+                other => {
+                    self.namesrv_current.store(idx, Ordering::Relaxed);
+                    return other;
+                }
+            }
+        }
+        Err(ClientError::NoNameServer(format!(
+            "{}: {}",
+            addrs.join(";"),
+            last.unwrap_or_else(|| "no address".into())
+        )))
+    }
+
+    /// The route of `topic` from the name servers (`None`: the topic does not exist).
+    pub(crate) async fn fetch_route(&self, topic: &str) -> Result<Option<TopicRouteData>> {
+        let timeout = self.config.mq_client_api_timeout;
+        self.namesrv_call(|addr| async move { self.api.route(&addr, topic, timeout).await })
+            .await
+    }
+
+    /// Refreshes `topic`'s route from the name servers and passes it to producers and
+    /// consumers. `Ok(false)`: the topic does not exist.
+    pub(crate) async fn update_route(&self, topic: &str) -> Result<bool> {
+        let _gate = self.route_gate.lock().await;
+        match self.fetch_route(topic).await? {
+            Some(route) => {
+                self.apply_route(topic, route);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Builds `topic`'s publish info from the route of `template` (`TBW102`), with at most
+    /// `queue_nums` queues per broker: the broker creates the topic on the first send.
+    pub(crate) async fn default_route(
+        &self,
+        template: &str,
+        queue_nums: i32,
+    ) -> Result<Option<TopicRouteData>> {
+        let _gate = self.route_gate.lock().await;
+        let Some(mut route) = self.fetch_route(template).await? else {
+            return Ok(None);
+        };
+        for q in &mut route.queue_datas {
+            let n = queue_nums.min(q.read_queue_nums);
+            q.read_queue_nums = n;
+            q.write_queue_nums = n;
+        }
+        self.merge_brokers(&route);
+        Ok(Some(route))
+    }
+
+    fn merge_brokers(&self, route: &TopicRouteData) {
+        let mut brokers = lock(&self.brokers);
+        for b in &route.broker_datas {
+            brokers.insert(b.broker_name.clone(), b.broker_addrs.clone());
+        }
+    }
+
+    fn apply_route(&self, topic: &str, route: TopicRouteData) {
+        self.merge_brokers(&route);
+        let changed = lock(&self.routes).get(topic) != Some(&route);
+        let producers: Vec<_> = lock(&self.producers).values().cloned().collect();
+        for p in producers
+            .iter()
+            .chain(std::iter::once(&self.inner_producer))
+        {
+            p.update_publish_info(topic, &route);
+        }
+        let queues = subscribe_queues(topic, &route);
+        let consumers: Vec<_> = lock(&self.consumers).values().cloned().collect();
+        for c in consumers {
+            c.update_subscribe_info(topic, queues.clone());
+        }
+        if changed {
+            tracing::debug!(topic, client = %self.client_id, "route changed");
+        }
+        lock(&self.routes).insert(topic.to_string(), route);
+    }
+
+    /// The cached route of `topic`.
+    pub(crate) fn route(&self, topic: &str) -> Option<TopicRouteData> {
+        lock(&self.routes).get(topic).cloned()
+    }
+
+    async fn update_all_routes(&self) {
+        let mut topics: BTreeSet<String> = BTreeSet::new();
+        for p in lock(&self.producers).values() {
+            topics.extend(p.topics());
+        }
+        topics.extend(self.inner_producer.topics());
+        for c in lock(&self.consumers).values() {
+            topics.extend(c.topics());
+        }
+        for t in topics {
+            if let Err(e) = self.update_route(&t).await {
+                tracing::debug!(topic = t, error = %e, "route refresh failed");
+            }
+        }
+    }
+
+    /// The master address of `broker_name`.
+    pub(crate) fn master_addr(&self, broker_name: &str) -> Option<String> {
+        lock(&self.brokers)
+            .get(broker_name)
+            .and_then(|m| m.get(&MASTER_ID).cloned())
+    }
+
+    /// The master address of `broker_name`, refreshing `topic`'s route once if unknown.
+    pub(crate) async fn master_addr_or_refresh(
+        &self,
+        broker_name: &str,
+        topic: &str,
+    ) -> Result<String> {
+        if let Some(a) = self.master_addr(broker_name) {
+            return Ok(a);
+        }
+        let _ = self.update_route(topic).await;
+        self.master_addr(broker_name)
+            .ok_or_else(|| ClientError::BrokerNotFound {
+                broker: broker_name.to_string(),
+            })
+    }
+
+    /// The address to read from: `broker_id` if known, else any of the group (Java
+    /// `findBrokerAddressInSubscribe`). Returns `(addr, is_slave)`.
+    pub(crate) fn find_broker_in_subscribe(
+        &self,
+        broker_name: &str,
+        broker_id: i64,
+        only_this: bool,
+    ) -> Option<(String, bool)> {
+        let brokers = lock(&self.brokers);
+        let m = brokers.get(broker_name)?;
+        if let Some(a) = m.get(&broker_id) {
+            return Some((a.clone(), broker_id != MASTER_ID));
+        }
+        if only_this {
+            return None;
+        }
+        m.iter().next().map(|(id, a)| (a.clone(), *id != MASTER_ID))
+    }
+
+    /// An address of a broker serving `topic` (master preferred), for group-wide queries.
+    pub(crate) fn any_broker_of_topic(&self, topic: &str) -> Option<String> {
+        let routes = lock(&self.routes);
+        let route = routes.get(topic)?;
+        if route.broker_datas.is_empty() {
+            return None;
+        }
+        let i = rand::thread_rng().gen_range(0..route.broker_datas.len());
+        let b = &route.broker_datas[i];
+        b.broker_addrs
+            .get(&MASTER_ID)
+            .or_else(|| b.broker_addrs.values().next())
+            .cloned()
+    }
+
+    /// The client ids of `group`, asked of a broker serving `topic`.
+    pub(crate) async fn consumer_ids(&self, topic: &str, group: &str) -> Result<Vec<String>> {
+        let addr = match self.any_broker_of_topic(topic) {
+            Some(a) => a,
+            None => {
+                self.update_route(topic).await?;
+                self.any_broker_of_topic(topic)
+                    .ok_or_else(|| ClientError::NoRoute {
+                        topic: topic.to_string(),
+                    })?
+            }
+        };
+        self.api
+            .consumer_ids(&addr, group, self.config.mq_client_api_timeout)
+            .await
+    }
+
+    fn clean_offline_brokers(&self) {
+        let live: BTreeSet<String> = lock(&self.routes)
+            .values()
+            .flat_map(|r| {
+                r.broker_datas
+                    .iter()
+                    .flat_map(|b| b.broker_addrs.values().cloned())
+            })
+            .collect();
+        let mut brokers = lock(&self.brokers);
+        for m in brokers.values_mut() {
+            m.retain(|_, a| live.contains(a));
+        }
+        brokers.retain(|_, m| !m.is_empty());
+    }
+
+    // ---- heartbeats ----
+
+    fn heartbeat_data(&self) -> HeartbeatData {
+        let mut producer_data_set: Vec<ProducerData> = lock(&self.producers)
+            .keys()
+            .map(|g| ProducerData {
+                group_name: g.clone(),
+            })
+            .collect();
+        producer_data_set.push(ProducerData {
+            group_name: CLIENT_INNER_PRODUCER_GROUP.to_string(),
+        });
+        HeartbeatData {
+            client_id: self.client_id.clone(),
+            consumer_data_set: lock(&self.consumers)
+                .values()
+                .map(|c| c.consumer_data())
+                .collect(),
+            producer_data_set,
+        }
+    }
+
+    /// Sends a heartbeat to every known broker (masters only when there is no consumer).
+    pub(crate) async fn send_heartbeat_all(&self) {
+        let _gate = self.heartbeat_gate.lock().await;
+        let data = self.heartbeat_data();
+        let with_consumers = !data.consumer_data_set.is_empty();
+        let addrs: Vec<String> = lock(&self.brokers)
+            .values()
+            .flat_map(|m| {
+                m.iter()
+                    .filter(|(id, _)| with_consumers || **id == MASTER_ID)
+                    .map(|(_, a)| a.clone())
+            })
+            .collect();
+        let timeout = self.config.mq_client_api_timeout;
+        let data = &data;
+        let calls = addrs.iter().map(|addr| async move {
+            if let Err(e) = self.api.heartbeat(addr, data, timeout).await {
+                tracing::debug!(addr, error = %e, "heartbeat failed");
+            }
+        });
+        futures::future::join_all(calls).await;
+    }
+
+    /// Refreshes the routes of consumers whose topics have no queue information yet.
+    pub(crate) async fn update_consumer_routes(&self) -> Result<()> {
+        let consumers: Vec<_> = lock(&self.consumers).values().cloned().collect();
+        for c in consumers {
+            if !c.needs_route() {
+                continue;
+            }
+            for t in c.topics() {
+                self.update_route(&t).await?;
+            }
+        }
+        Ok(())
+    }
+
+    // ---- transactions ----
+
+    fn on_check_transaction(&self, ctx: &ChannelContext, request: RemotingCommand) {
+        let header = match request.decode_header::<CheckTransactionStateRequestHeader>() {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(error = %e, "bad CHECK_TRANSACTION_STATE header");
+                return;
+            }
+        };
+        let msg = match decode_stored(&request.body, StoredDecodeOptions::default()) {
+            Ok((m, _)) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "bad CHECK_TRANSACTION_STATE body");
+                return;
+            }
+        };
+        let Some(group) = msg.property(property::PRODUCER_GROUP).map(str::to_string) else {
+            tracing::warn!("CHECK_TRANSACTION_STATE without a producer group");
+            return;
+        };
+        let producer = lock(&self.producers).get(&group).cloned();
+        match producer {
+            Some(p) => p.check_transaction(self, ctx.remote_addr().to_string(), msg, header),
+            None => tracing::debug!(group, "CHECK_TRANSACTION_STATE for a group not here"),
+        }
+    }
+}
+
+/// The readable queues of `topic` in `route` (Java `topicRouteData2TopicSubscribeInfo`).
+pub(crate) fn subscribe_queues(topic: &str, route: &TopicRouteData) -> BTreeSet<MessageQueue> {
+    let mut out = BTreeSet::new();
+    for q in &route.queue_datas {
+        if perm::is_readable(q.perm) {
+            for i in 0..q.read_queue_nums.max(0) {
+                out.insert(MessageQueue::new(topic, q.broker_name.clone(), i));
+            }
+        }
+    }
+    out
+}

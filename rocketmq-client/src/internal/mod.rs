@@ -1,0 +1,10 @@
+//! The engine under the public API: remote calls, the shared client instance, the send path,
+//! rebalancing, offsets and the consume services.
+
+pub(crate) mod api;
+pub(crate) mod instance;
+pub(crate) mod offset_store;
+pub(crate) mod process_queue;
+pub(crate) mod push;
+pub(crate) mod rebalance;
+pub(crate) mod send;

@@ -1,0 +1,289 @@
+//! Consumer offsets: on the broker for clustering consumers (Java `RemoteBrokerOffsetStore`), in
+//! a local file for broadcasting ones (Java `LocalFileOffsetStore`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rocketmq_remoting::protocol::body::{self, ResetOffsetBody};
+use rocketmq_remoting::protocol::message::MessageQueue;
+
+use super::instance::{lock, ClientInstance};
+use crate::error::{ClientError, Result};
+
+/// Where `read` looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadOffsetType {
+    /// Memory only.
+    Memory,
+    /// The store (broker or file), refreshing memory.
+    Store,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Broker,
+    File(PathBuf),
+}
+
+/// Offsets of one consumer group: "the next offset to consume" per queue.
+#[derive(Debug)]
+pub(crate) struct OffsetStore {
+    group: String,
+    backend: Backend,
+    table: Mutex<HashMap<MessageQueue, i64>>,
+}
+
+/// The Java default directory of local offsets: `~/.rocketmq_offsets`.
+pub(crate) fn default_local_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join(".rocketmq_offsets")
+}
+
+impl OffsetStore {
+    /// Offsets kept by the brokers.
+    pub(crate) fn remote(group: &str) -> Self {
+        Self {
+            group: group.to_string(),
+            backend: Backend::Broker,
+            table: Mutex::default(),
+        }
+    }
+
+    /// Offsets kept in `<dir>/<client id>/<group>/offsets.json`, loaded now.
+    pub(crate) fn local(dir: &Path, client_id: &str, group: &str) -> Result<Self> {
+        let path = dir.join(client_id).join(group).join("offsets.json");
+        let store = Self {
+            group: group.to_string(),
+            backend: Backend::File(path.clone()),
+            table: Mutex::default(),
+        };
+        let loaded = read_offsets_file(&path).or_else(|e| {
+            tracing::warn!(path = %path.display(), error = %e, "offsets file unreadable, trying the backup");
+            read_offsets_file(&path.with_extension("json.bak"))
+        })?;
+        lock(&store.table).extend(loaded);
+        Ok(store)
+    }
+
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(self.backend, Backend::File(_))
+    }
+
+    /// Sets the offset of `mq`; with `increase_only`, never moves it back.
+    pub(crate) fn update(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {
+        let mut t = lock(&self.table);
+        let slot = t.entry(mq.clone()).or_insert(offset);
+        if !increase_only || offset > *slot {
+            *slot = offset;
+        }
+    }
+
+    /// The offset of `mq`: -1 if there is none, -2 if the store could not be read.
+    pub(crate) async fn read(
+        &self,
+        inst: &ClientInstance,
+        mq: &MessageQueue,
+        t: ReadOffsetType,
+    ) -> i64 {
+        if t == ReadOffsetType::Memory || self.is_local() {
+            if let Some(o) = lock(&self.table).get(mq) {
+                return *o;
+            }
+            if t == ReadOffsetType::Memory {
+                return -1;
+            }
+            if let Backend::File(path) = &self.backend {
+                return match read_offsets_file(path) {
+                    Ok(m) => match m.get(mq) {
+                        Some(o) => {
+                            self.update(mq, *o, false);
+                            *o
+                        }
+                        None => -1,
+                    },
+                    Err(_) => -2,
+                };
+            }
+        }
+        match self.fetch_from_broker(inst, mq).await {
+            Ok(Some(o)) => {
+                self.update(mq, o, false);
+                o
+            }
+            Ok(None) => -1,
+            Err(e) => {
+                tracing::warn!(group = %self.group, queue = %mq, error = %e, "cannot read the consumer offset");
+                -2
+            }
+        }
+    }
+
+    async fn fetch_from_broker(
+        &self,
+        inst: &ClientInstance,
+        mq: &MessageQueue,
+    ) -> Result<Option<i64>> {
+        let addr = inst
+            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+            .await?;
+        inst.api
+            .query_consumer_offset(&addr, &self.group, mq, inst.config.mq_client_api_timeout)
+            .await
+    }
+
+    /// The in-memory offsets of `topic`'s queues.
+    pub(crate) fn snapshot(&self) -> BTreeMap<MessageQueue, i64> {
+        lock(&self.table)
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
+    /// Forgets `mq` (after persisting it, if wanted).
+    pub(crate) fn remove(&self, mq: &MessageQueue) {
+        lock(&self.table).remove(mq);
+    }
+
+    /// Writes the offsets of `mqs` to the store (and forgets queues no longer owned, for the
+    /// broker backend).
+    pub(crate) async fn persist_all(&self, inst: &ClientInstance, mqs: &BTreeSet<MessageQueue>) {
+        match &self.backend {
+            Backend::File(path) => {
+                let snapshot: BTreeMap<MessageQueue, i64> = self.snapshot();
+                if let Err(e) = write_offsets_file(path, snapshot) {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot write the offsets file");
+                }
+            }
+            Backend::Broker => {
+                if mqs.is_empty() {
+                    return;
+                }
+                let entries: Vec<(MessageQueue, i64)> = lock(&self.table)
+                    .iter()
+                    .filter(|(k, _)| mqs.contains(*k))
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect();
+                let calls = entries.iter().map(|(mq, off)| async move {
+                    if let Err(e) = self.push_to_broker(inst, mq, *off).await {
+                        tracing::warn!(group = %self.group, queue = %mq, error = %e, "cannot persist the consumer offset");
+                    }
+                });
+                futures::future::join_all(calls).await;
+                lock(&self.table).retain(|k, _| mqs.contains(k));
+            }
+        }
+    }
+
+    /// Writes one queue's offset to the store.
+    pub(crate) async fn persist(&self, inst: &ClientInstance, mq: &MessageQueue) {
+        let Some(off) = lock(&self.table).get(mq).copied() else {
+            return;
+        };
+        match &self.backend {
+            Backend::File(path) => {
+                if let Err(e) = write_offsets_file(path, self.snapshot()) {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot write the offsets file");
+                }
+            }
+            Backend::Broker => {
+                if let Err(e) = self.push_to_broker(inst, mq, off).await {
+                    tracing::warn!(group = %self.group, queue = %mq, error = %e, "cannot persist the consumer offset");
+                }
+            }
+        }
+    }
+
+    async fn push_to_broker(
+        &self,
+        inst: &ClientInstance,
+        mq: &MessageQueue,
+        offset: i64,
+    ) -> Result<()> {
+        let addr = inst
+            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+            .await?;
+        inst.api
+            .update_consumer_offset(
+                &addr,
+                &self.group,
+                mq,
+                offset,
+                false,
+                inst.config.mq_client_api_timeout,
+            )
+            .await
+    }
+}
+
+fn read_offsets_file(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
+    match std::fs::read(path) {
+        Ok(bytes) => body::decode::<ResetOffsetBody>(&bytes)
+            .map(|b| b.offset_table)
+            .map_err(|e| ClientError::Config(format!("bad offsets file {}: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => Err(ClientError::Config(format!(
+            "cannot read {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// Writes the file in Java's `OffsetSerializeWrapper` form, keeping the previous version as
+/// `.bak`: write a temporary file, sync it, rename it over.
+fn write_offsets_file(path: &Path, offsets: BTreeMap<MessageQueue, i64>) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let json = body::encode_fastjson(&ResetOffsetBody {
+        offset_table: offsets,
+    });
+    let tmp = path.with_extension("json.tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&json)?;
+        f.sync_all()?;
+    }
+    if path.exists() {
+        let _ = std::fs::copy(path, path.with_extension("json.bak"));
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_round_trip_in_java_form() {
+        let dir = std::env::temp_dir().join(format!("rmq-offsets-{}", std::process::id()));
+        let path = dir.join("offsets.json");
+        let mq = MessageQueue::new("T", "b", 3);
+        write_offsets_file(&path, BTreeMap::from([(mq.clone(), 42)])).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains(r#"{"brokerName":"b","queueId":3,"topic":"T"}:42"#),
+            "Java's object-keyed form: {text}"
+        );
+        assert_eq!(read_offsets_file(&path).unwrap().get(&mq), Some(&42));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn increase_only() {
+        let s = OffsetStore::remote("g");
+        let mq = MessageQueue::new("T", "b", 0);
+        s.update(&mq, 10, true);
+        s.update(&mq, 5, true);
+        assert_eq!(s.snapshot()[&mq], 10);
+        s.update(&mq, 5, false);
+        assert_eq!(s.snapshot()[&mq], 5);
+    }
+}

@@ -1,0 +1,239 @@
+//! The local cache of one queue's pulled, not yet consumed messages (Java `ProcessQueue`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rocketmq_remoting::protocol::message::MessageExt;
+
+use super::instance::lock;
+
+/// A client considers its broker lock lost after this long without renewal
+/// (`rocketmq.client.rebalance.lockMaxLiveTime`).
+pub(crate) const LOCK_MAX_LIVE: Duration = Duration::from_secs(30);
+/// A process queue not pulled for this long is dropped (`rocketmq.client.pull.pullMaxIdleTime`).
+pub(crate) const PULL_MAX_IDLE: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Default)]
+struct Cache {
+    msgs: BTreeMap<i64, MessageExt>,
+    /// Orderly: taken by the listener, not yet committed.
+    consuming: BTreeMap<i64, MessageExt>,
+    bytes: u64,
+    queue_offset_max: i64,
+    /// Orderly: a consume request is scheduled or running.
+    dispatched: bool,
+}
+
+/// Cached messages of one queue plus its flags.
+#[derive(Debug)]
+pub(crate) struct ProcessQueue {
+    cache: Mutex<Cache>,
+    dropped: AtomicBool,
+    locked: AtomicBool,
+    last_lock: Mutex<Instant>,
+    last_pull: Mutex<Instant>,
+    /// Orderly: one consume request of this queue at a time.
+    pub(crate) serial: tokio::sync::Mutex<()>,
+    /// Orderly: held while the listener runs, so that a rebalance does not unlock the queue
+    /// mid-batch.
+    pub(crate) consume_lock: tokio::sync::Mutex<()>,
+    pub(crate) try_unlock_times: AtomicU32,
+}
+
+impl Default for ProcessQueue {
+    fn default() -> Self {
+        Self {
+            cache: Mutex::default(),
+            dropped: AtomicBool::new(false),
+            locked: AtomicBool::new(false),
+            last_lock: Mutex::new(Instant::now()),
+            last_pull: Mutex::new(Instant::now()),
+            serial: tokio::sync::Mutex::new(()),
+            consume_lock: tokio::sync::Mutex::new(()),
+            try_unlock_times: AtomicU32::new(0),
+        }
+    }
+}
+
+impl ProcessQueue {
+    pub(crate) fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_dropped(&self, d: bool) {
+        self.dropped.store(d, Ordering::Release);
+    }
+
+    pub(crate) fn is_locked(&self) -> bool {
+        self.locked.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_locked(&self, l: bool) {
+        if l {
+            *lock(&self.last_lock) = Instant::now();
+        }
+        self.locked.store(l, Ordering::Release);
+    }
+
+    pub(crate) fn is_lock_expired(&self) -> bool {
+        lock(&self.last_lock).elapsed() > LOCK_MAX_LIVE
+    }
+
+    pub(crate) fn touch_pull(&self) {
+        *lock(&self.last_pull) = Instant::now();
+    }
+
+    pub(crate) fn is_pull_expired(&self) -> bool {
+        lock(&self.last_pull).elapsed() > PULL_MAX_IDLE
+    }
+
+    /// Adds pulled messages; returns whether an orderly consume request must be dispatched.
+    pub(crate) fn put(&self, msgs: &[MessageExt]) -> bool {
+        let mut c = lock(&self.cache);
+        for m in msgs {
+            if c.msgs.insert(m.queue_offset, m.clone()).is_none() {
+                c.bytes += m.body.len() as u64;
+                c.queue_offset_max = c.queue_offset_max.max(m.queue_offset);
+            }
+        }
+        if !c.msgs.is_empty() && !c.dispatched {
+            c.dispatched = true;
+            return true;
+        }
+        false
+    }
+
+    /// Cached messages (consuming ones included).
+    pub(crate) fn count(&self) -> usize {
+        let c = lock(&self.cache);
+        c.msgs.len() + c.consuming.len()
+    }
+
+    /// Cached body bytes.
+    pub(crate) fn bytes(&self) -> u64 {
+        lock(&self.cache).bytes
+    }
+
+    /// Offset distance between the first and last cached message.
+    pub(crate) fn max_span(&self) -> i64 {
+        let c = lock(&self.cache);
+        match (c.msgs.first_key_value(), c.msgs.last_key_value()) {
+            (Some((a, _)), Some((b, _))) => b - a,
+            _ => 0,
+        }
+    }
+
+    pub(crate) fn has_temp_messages(&self) -> bool {
+        !lock(&self.cache).msgs.is_empty()
+    }
+
+    /// Removes consumed messages; returns the offset to commit (the first still cached, or the
+    /// highest pulled + 1), or -1 if the cache was already empty.
+    pub(crate) fn remove(&self, offsets: impl IntoIterator<Item = i64>) -> i64 {
+        let mut c = lock(&self.cache);
+        if c.msgs.is_empty() {
+            return -1;
+        }
+        for o in offsets {
+            if let Some(m) = c.msgs.remove(&o) {
+                c.bytes = c.bytes.saturating_sub(m.body.len() as u64);
+            }
+        }
+        match c.msgs.first_key_value() {
+            Some((k, _)) => *k,
+            None => c.queue_offset_max + 1,
+        }
+    }
+
+    /// Orderly: moves up to `n` messages, in offset order, to the consuming set. Clears the
+    /// dispatched flag when there is nothing left.
+    pub(crate) fn take(&self, n: usize) -> Vec<MessageExt> {
+        let mut c = lock(&self.cache);
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let Some((k, m)) = c.msgs.pop_first() else {
+                break;
+            };
+            c.consuming.insert(k, m.clone());
+            out.push(m);
+        }
+        if out.is_empty() {
+            c.dispatched = false;
+        }
+        out
+    }
+
+    /// Orderly: the consuming set is done; returns the offset after it (-1 if it was empty).
+    pub(crate) fn commit(&self) -> i64 {
+        let mut c = lock(&self.cache);
+        let last = c.consuming.last_key_value().map(|(k, _)| *k);
+        let freed: u64 = c.consuming.values().map(|m| m.body.len() as u64).sum();
+        c.bytes = c.bytes.saturating_sub(freed);
+        c.consuming.clear();
+        last.map_or(-1, |k| k + 1)
+    }
+
+    /// Orderly: puts `msgs` (with their updated reconsume times) back to be consumed again.
+    pub(crate) fn make_again(&self, msgs: &[MessageExt]) {
+        let mut c = lock(&self.cache);
+        for m in msgs {
+            c.consuming.remove(&m.queue_offset);
+            c.msgs.insert(m.queue_offset, m.clone());
+        }
+    }
+
+    /// Drops every cached message (a seek, or a dropped queue).
+    pub(crate) fn clear(&self) {
+        let mut c = lock(&self.cache);
+        c.msgs.clear();
+        c.consuming.clear();
+        c.bytes = 0;
+        c.dispatched = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(off: i64) -> MessageExt {
+        let mut m = MessageExt::default();
+        m.queue_offset = off;
+        m.message.body = bytes::Bytes::from_static(b"abc");
+        m
+    }
+
+    #[test]
+    fn remove_returns_first_unconsumed_offset() {
+        let pq = ProcessQueue::default();
+        assert!(pq.put(&[msg(5), msg(6), msg(7)]));
+        assert!(!pq.put(&[msg(8)]), "already dispatched");
+        assert_eq!(pq.remove([6]), 5);
+        assert_eq!(pq.remove([5]), 7);
+        assert_eq!(pq.remove([7, 8]), 9);
+        assert_eq!(pq.remove([9]), -1);
+        assert_eq!(pq.bytes(), 0);
+    }
+
+    #[test]
+    fn orderly_take_commit_and_again() {
+        let pq = ProcessQueue::default();
+        pq.put(&[msg(1), msg(2), msg(3)]);
+        let t = pq.take(2);
+        assert_eq!(
+            t.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        pq.make_again(&t);
+        let t = pq.take(2);
+        assert_eq!(t[0].queue_offset, 1);
+        assert_eq!(pq.commit(), 3);
+        assert_eq!(pq.take(5).len(), 1);
+        assert_eq!(pq.commit(), 4);
+        assert!(pq.take(1).is_empty());
+        assert!(pq.put(&[msg(4)]), "dispatch again after the queue ran dry");
+        assert_eq!(pq.count(), 1);
+    }
+}

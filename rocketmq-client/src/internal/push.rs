@@ -1,0 +1,846 @@
+//! The push consumer's engine: one pull loop per owned queue, and the concurrent and orderly
+//! consume services (Java `DefaultMQPushConsumerImpl`, `ConsumeMessageConcurrentlyService`,
+//! `ConsumeMessageOrderlyService`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use rocketmq_remoting::protocol::body::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
+};
+use rocketmq_remoting::protocol::headers::{
+    pull_sys_flag, ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader,
+};
+use rocketmq_remoting::protocol::message::{property, Message, MessageExt, MessageQueue};
+use rocketmq_remoting::protocol::topic::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
+use rocketmq_remoting::protocol::ResponseCode;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::api::PullStatus;
+use super::instance::{lock, resolve_instance_name, ClientInstance, ConsumerHook, MASTER_ID};
+use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
+use super::process_queue::ProcessQueue;
+use super::rebalance::{RebalanceCore, RebalanceTarget};
+use super::send::{now_ms, SendMode};
+use crate::config::ClientConfig;
+use crate::consumer::{
+    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
+    ConsumeOrderlyStatus, MessageListenerConcurrently, MessageListenerOrderly, PushConsumerConfig,
+};
+use crate::error::{ClientError, Result};
+
+/// Long-polling hold asked of the broker (15 s).
+const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(15);
+/// Pull RPC timeout while the broker may hold the request (30 s).
+const PULL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Delay after a failed pull (Java 4.9.8 `pullTimeDelayMillsWhenException`).
+const PULL_DELAY_ON_ERROR: Duration = Duration::from_millis(1000);
+/// Delay when the cache is full (`PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL`).
+const PULL_DELAY_FLOW_CONTROL: Duration = Duration::from_millis(50);
+/// Delay of an orderly queue waiting for its lock.
+const PULL_DELAY_NOT_LOCKED: Duration = Duration::from_millis(3000);
+/// Longest continuous consumption of one orderly queue per turn.
+const MAX_TIME_CONSUME_CONTINUOUSLY: Duration = Duration::from_secs(60);
+/// Timeout of CONSUMER_SEND_MSG_BACK.
+const SEND_BACK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The user's listener.
+#[derive(Clone)]
+pub(crate) enum Listener {
+    Concurrently(Arc<dyn MessageListenerConcurrently>),
+    Orderly(Arc<dyn MessageListenerOrderly>),
+}
+
+/// A running push consumer.
+pub(crate) struct PushEngine {
+    pub(crate) inst: Arc<ClientInstance>,
+    pub(crate) cfg: PushConsumerConfig,
+    pub(crate) rebalance: RebalanceCore,
+    pub(crate) offsets: OffsetStore,
+    listener: Listener,
+    stopping: CancellationToken,
+    permits: Arc<Semaphore>,
+    consume_tasks: TaskTracker,
+    pull_tasks: TaskTracker,
+    suggest: Mutex<HashMap<MessageQueue, i64>>,
+    consume_timestamp: i64,
+    me: Weak<PushEngine>,
+}
+
+impl PushEngine {
+    pub(crate) async fn start(
+        client: ClientConfig,
+        cfg: PushConsumerConfig,
+        subscriptions: BTreeMap<String, SubscriptionData>,
+        listener: Listener,
+    ) -> Result<Arc<PushEngine>> {
+        let name = resolve_instance_name(&client.instance_name);
+        let inst = ClientInstance::get_or_create(&client, &name)?;
+        let offsets = match cfg.message_model {
+            MessageModel::Broadcasting => {
+                let dir = cfg
+                    .local_offset_store_dir
+                    .clone()
+                    .unwrap_or_else(default_local_dir);
+                OffsetStore::local(&dir, &inst.client_id, &cfg.group)?
+            }
+            MessageModel::Clustering => OffsetStore::remote(&cfg.group),
+        };
+        let orderly = matches!(listener, Listener::Orderly(_));
+        let engine = Arc::new_cyclic(|me| PushEngine {
+            rebalance: RebalanceCore::new(
+                cfg.group.clone(),
+                cfg.message_model,
+                orderly,
+                cfg.allocate_strategy.clone(),
+                subscriptions,
+            ),
+            permits: Arc::new(Semaphore::new(cfg.consume_thread_max)),
+            consume_timestamp: cfg
+                .consume_timestamp
+                .unwrap_or_else(|| now_ms() - 30 * 60 * 1000),
+            inst: inst.clone(),
+            cfg,
+            offsets,
+            listener,
+            stopping: CancellationToken::new(),
+            consume_tasks: TaskTracker::new(),
+            pull_tasks: TaskTracker::new(),
+            suggest: Mutex::default(),
+            me: me.clone(),
+        });
+        inst.register_consumer(engine.clone())?;
+        inst.start();
+        if let Err(e) = inst.update_consumer_routes().await {
+            tracing::warn!(group = %engine.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
+        }
+        inst.send_heartbeat_all().await;
+        inst.rebalance_now();
+        if orderly && engine.cfg.message_model == MessageModel::Clustering {
+            let weak = Arc::downgrade(&engine);
+            let stop = engine.stopping.clone();
+            let every = inst.config.lock_interval;
+            tokio::spawn(async move {
+                let mut wait = Duration::from_secs(1).min(every);
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                    let Some(e) = weak.upgrade() else { return };
+                    e.rebalance.lock_all(&e.inst).await;
+                    wait = every;
+                }
+            });
+        }
+        tracing::info!(group = %engine.cfg.group, client = %inst.client_id, orderly, model = ?engine.cfg.message_model, "push consumer started");
+        Ok(engine)
+    }
+
+    fn is_orderly(&self) -> bool {
+        matches!(self.listener, Listener::Orderly(_))
+    }
+
+    fn clustering(&self) -> bool {
+        self.cfg.message_model == MessageModel::Clustering
+    }
+
+    fn arc(&self) -> Option<Arc<PushEngine>> {
+        self.me.upgrade()
+    }
+
+    /// Sleeps unless the consumer stops first; `false` if it stopped.
+    async fn pause(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = self.stopping.cancelled() => false,
+            _ = tokio::time::sleep(d) => true,
+        }
+    }
+
+    pub(crate) async fn shutdown(&self) {
+        self.stopping.cancel();
+        self.pull_tasks.close();
+        self.consume_tasks.close();
+        if tokio::time::timeout(self.cfg.await_termination, self.consume_tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(group = %self.cfg.group, "listener calls still running at shutdown; their messages will be delivered again");
+        }
+        let owned = self.rebalance.owned();
+        self.offsets.persist_all(&self.inst, &owned).await;
+        if self.is_orderly() && self.clustering() {
+            self.rebalance.unlock_all(&self.inst).await;
+        }
+        for mq in &owned {
+            self.rebalance.remove_process_queue(mq);
+        }
+        self.inst.unregister_consumer(&self.cfg.group).await;
+        tracing::info!(group = %self.cfg.group, "push consumer shut down");
+    }
+
+    fn max_reconsume_times(&self) -> i32 {
+        match (self.cfg.max_reconsume_times, self.is_orderly()) {
+            (-1, false) => 16,
+            (-1, true) => i32::MAX,
+            (n, _) => n,
+        }
+    }
+
+    // ---- pulling ----
+
+    async fn pull_loop(self: Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>, mut next: i64) {
+        let orderly = self.is_orderly();
+        let clustering = self.clustering();
+        let size_limit = self.cfg.pull_threshold_size_for_queue as u64 * 1024 * 1024;
+        loop {
+            if pq.is_dropped() || self.stopping.is_cancelled() {
+                return;
+            }
+            pq.touch_pull();
+            if pq.count() > self.cfg.pull_threshold_for_queue || pq.bytes() > size_limit {
+                if !self.pause(PULL_DELAY_FLOW_CONTROL).await {
+                    return;
+                }
+                continue;
+            }
+            if !orderly && pq.max_span() > self.cfg.consume_concurrently_max_span {
+                if !self.pause(PULL_DELAY_FLOW_CONTROL).await {
+                    return;
+                }
+                continue;
+            }
+            if orderly && clustering && !pq.is_locked() {
+                if !self.pause(PULL_DELAY_NOT_LOCKED).await {
+                    return;
+                }
+                continue;
+            }
+            let Some(sd) = self.rebalance.subscription(&mq.topic) else {
+                if !self.pause(PULL_DELAY_NOT_LOCKED).await {
+                    return;
+                }
+                continue;
+            };
+            match self.pull_once(&mq, &pq, &sd, next).await {
+                Ok(PullStep::Next(n)) => next = n,
+                Ok(PullStep::Stop) => return,
+                Err(e) => {
+                    tracing::debug!(queue = %mq, error = %e, "pull failed");
+                    let code = e.response_code();
+                    if matches!(
+                        code,
+                        Some(
+                            ResponseCode::SubscriptionNotExist
+                                | ResponseCode::SubscriptionNotLatest
+                        )
+                    ) {
+                        self.inst.send_heartbeat_all().await;
+                    }
+                    let delay = if code == Some(ResponseCode::SystemBusy) {
+                        Duration::from_millis(20)
+                    } else {
+                        PULL_DELAY_ON_ERROR
+                    };
+                    if !self.pause(delay).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn pull_once(
+        &self,
+        mq: &MessageQueue,
+        pq: &Arc<ProcessQueue>,
+        sd: &SubscriptionData,
+        next: i64,
+    ) -> Result<PullStep> {
+        let commit_offset = if self.clustering() {
+            self.offsets
+                .read(&self.inst, mq, ReadOffsetType::Memory)
+                .await
+        } else {
+            0
+        };
+        let which = lock(&self.suggest).get(mq).copied().unwrap_or(MASTER_ID);
+        let (addr, slave) = match self
+            .inst
+            .find_broker_in_subscribe(&mq.broker_name, which, false)
+        {
+            Some(x) => x,
+            None => {
+                let _ = self.inst.update_route(&mq.topic).await;
+                self.inst
+                    .find_broker_in_subscribe(&mq.broker_name, which, false)
+                    .ok_or_else(|| ClientError::BrokerNotFound {
+                        broker: mq.broker_name.clone(),
+                    })?
+            }
+        };
+        let post = self.cfg.post_subscription_when_pull && !sd.class_filter_mode;
+        let mut flag = pull_sys_flag::build(commit_offset > 0, true, post, false);
+        if slave {
+            flag = pull_sys_flag::clear_commit_offset(flag);
+        }
+        let header = PullMessageRequestHeader {
+            consumer_group: self.cfg.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: next,
+            max_msg_nums: self.cfg.pull_batch_size,
+            sys_flag: flag,
+            commit_offset: commit_offset.max(0),
+            suspend_timeout_millis: BROKER_SUSPEND_MAX.as_millis() as i64,
+            subscription: post.then(|| sd.sub_string.clone()),
+            sub_version: sd.sub_version,
+            expression_type: sd.expression_type.clone(),
+            broker_name: None,
+        };
+        let r = tokio::select! {
+            _ = self.stopping.cancelled() => return Ok(PullStep::Stop),
+            r = self.inst.api.pull(&addr, &header, PULL_TIMEOUT) => r?,
+        };
+        lock(&self.suggest).insert(mq.clone(), r.suggest_which_broker_id);
+        match r.status {
+            PullStatus::Found => {
+                let msgs = post_process(r.messages, sd, mq, r.min_offset, r.max_offset);
+                if msgs.is_empty() {
+                    return Ok(PullStep::Next(r.next_begin_offset));
+                }
+                if pq.is_dropped() {
+                    return Ok(PullStep::Stop);
+                }
+                let dispatch = pq.put(&msgs);
+                match &self.listener {
+                    Listener::Concurrently(_) => {
+                        self.submit_concurrently(msgs, pq.clone(), mq.clone(), Duration::ZERO)
+                    }
+                    Listener::Orderly(_) => {
+                        if dispatch {
+                            self.submit_orderly(pq.clone(), mq.clone(), Duration::ZERO);
+                        }
+                    }
+                }
+                if !self.cfg.pull_interval.is_zero() && !self.pause(self.cfg.pull_interval).await {
+                    return Ok(PullStep::Stop);
+                }
+                Ok(PullStep::Next(r.next_begin_offset))
+            }
+            PullStatus::NoNewMsg | PullStatus::NoMatchedMsg => {
+                if pq.count() == 0 {
+                    self.offsets.update(mq, r.next_begin_offset, true);
+                }
+                Ok(PullStep::Next(r.next_begin_offset))
+            }
+            PullStatus::OffsetIllegal => {
+                tracing::warn!(queue = %mq, requested = next, next = r.next_begin_offset, "pull offset illegal; resetting the queue");
+                pq.set_dropped(true);
+                if self.pause(Duration::from_secs(10)).await {
+                    self.offsets.update(mq, r.next_begin_offset, false);
+                    self.offsets.persist(&self.inst, mq).await;
+                    self.rebalance.remove_process_queue(mq);
+                }
+                Ok(PullStep::Stop)
+            }
+        }
+    }
+
+    // ---- concurrent consumption ----
+
+    fn submit_concurrently(
+        &self,
+        msgs: Vec<MessageExt>,
+        pq: Arc<ProcessQueue>,
+        mq: MessageQueue,
+        delay: Duration,
+    ) {
+        let Some(me) = self.arc() else { return };
+        let batch = self.cfg.consume_message_batch_max_size.max(1);
+        for chunk in msgs.chunks(batch) {
+            let (me, pq, mq, chunk) = (me.clone(), pq.clone(), mq.clone(), chunk.to_vec());
+            self.consume_tasks.spawn(async move {
+                if !delay.is_zero() && !me.pause(delay).await {
+                    return;
+                }
+                me.consume_concurrently(chunk, pq, mq).await;
+            });
+        }
+    }
+
+    fn reset_retry_topic(&self, msgs: &mut [MessageExt]) {
+        let rt = retry_topic(&self.cfg.group);
+        let now = now_ms().to_string();
+        for m in msgs {
+            if m.topic == rt {
+                if let Some(orig) = m.property(property::RETRY_TOPIC).map(str::to_string) {
+                    m.topic = orig;
+                }
+            }
+            m.put_property(property::CONSUME_START_TIMESTAMP, now.clone());
+        }
+    }
+
+    async fn consume_concurrently(
+        self: Arc<Self>,
+        mut msgs: Vec<MessageExt>,
+        pq: Arc<ProcessQueue>,
+        mq: MessageQueue,
+    ) {
+        let Listener::Concurrently(listener) = &self.listener else {
+            return;
+        };
+        let permit = tokio::select! {
+            _ = self.stopping.cancelled() => return,
+            p = self.permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
+        };
+        if pq.is_dropped() || self.stopping.is_cancelled() {
+            return;
+        }
+        self.reset_retry_topic(&mut msgs);
+        let mut ctx = ConsumeConcurrentlyContext {
+            message_queue: mq.clone(),
+            delay_level_when_next_consume: 0,
+            ack_index: i32::MAX,
+        };
+        let status = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                tracing::warn!(queue = %mq, "the listener panicked; consuming later");
+                ConsumeConcurrentlyStatus::ReconsumeLater
+            });
+        drop(permit);
+        if pq.is_dropped() {
+            tracing::debug!(queue = %mq, "queue dropped during consumption; result discarded");
+            return;
+        }
+        let ack = match status {
+            ConsumeConcurrentlyStatus::ConsumeSuccess => ctx.ack_index.min(msgs.len() as i32 - 1),
+            ConsumeConcurrentlyStatus::ReconsumeLater => -1,
+        };
+        let mut retry_local = Vec::new();
+        let failed_from = (ack + 1).max(0) as usize;
+        if failed_from < msgs.len() {
+            if self.clustering() {
+                for m in &msgs[failed_from..] {
+                    if !self.send_back(m, ctx.delay_level_when_next_consume).await {
+                        let mut again = m.clone();
+                        again.reconsume_times += 1;
+                        retry_local.push(again);
+                    }
+                }
+            } else {
+                for m in &msgs[failed_from..] {
+                    tracing::warn!(msg_id = %m.msg_id, "broadcasting: consumption failed, the message is dropped");
+                }
+            }
+        }
+        let local: BTreeSet<i64> = retry_local.iter().map(|m| m.queue_offset).collect();
+        let offset = pq.remove(
+            msgs.iter()
+                .map(|m| m.queue_offset)
+                .filter(|o| !local.contains(o)),
+        );
+        if offset >= 0 && !pq.is_dropped() {
+            self.offsets.update(&mq, offset, true);
+        }
+        if !retry_local.is_empty() {
+            self.submit_concurrently(retry_local, pq, mq, Duration::from_secs(5));
+        }
+    }
+
+    /// CONSUMER_SEND_MSG_BACK, falling back to sending a copy to the retry topic through the
+    /// instance's inner producer (Java `sendMessageBack`).
+    async fn send_back(&self, msg: &MessageExt, delay_level: i32) -> bool {
+        let addr = if msg.broker_name.is_empty() {
+            Some(msg.store_host.to_string())
+        } else {
+            self.inst.master_addr(&msg.broker_name)
+        };
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: msg.commit_log_offset,
+            group: self.cfg.group.clone(),
+            delay_level,
+            origin_msg_id: Some(msg.msg_id.clone()),
+            origin_topic: Some(msg.topic.clone()),
+            unit_mode: false,
+            max_reconsume_times: Some(self.max_reconsume_times()),
+            broker_name: None,
+        };
+        if let Some(addr) = addr {
+            match self
+                .inst
+                .api
+                .send_back(&addr, &header, SEND_BACK_TIMEOUT)
+                .await
+            {
+                Ok(()) => return true,
+                Err(e) => {
+                    tracing::warn!(msg_id = %msg.msg_id, error = %e, "send-back failed; sending a copy to the retry topic")
+                }
+            }
+        }
+        self.resend_to_retry_topic(msg, msg.reconsume_times + 1, 3 + msg.reconsume_times)
+            .await
+    }
+
+    async fn resend_to_retry_topic(
+        &self,
+        msg: &MessageExt,
+        reconsume: i32,
+        delay_level: i32,
+    ) -> bool {
+        let mut copy = Message::new(retry_topic(&self.cfg.group), msg.body.clone());
+        copy.properties = msg.properties.clone();
+        copy.flag = msg.flag;
+        let origin = msg
+            .property(property::ORIGIN_MESSAGE_ID)
+            .map(str::to_string)
+            .unwrap_or_else(|| msg.msg_id.clone());
+        copy.put_property(property::ORIGIN_MESSAGE_ID, origin);
+        copy.put_property(property::RETRY_TOPIC, msg.topic.clone());
+        copy.put_property(property::RECONSUME_TIME, reconsume.to_string());
+        copy.put_property(
+            property::MAX_RECONSUME_TIMES,
+            self.max_reconsume_times().to_string(),
+        );
+        copy.clear_property(property::TRANSACTION_PREPARED);
+        copy.set_delay_level(delay_level);
+        let core = self.inst.inner_producer().clone();
+        let res = async {
+            let p = core.prepare(&self.inst, copy)?;
+            core.send_default(
+                &self.inst,
+                &p,
+                SendMode::Sync,
+                core.settings.send_msg_timeout,
+            )
+            .await
+        }
+        .await;
+        match res {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(msg_id = %msg.msg_id, error = %e, "cannot send the message back for retry");
+                false
+            }
+        }
+    }
+
+    // ---- orderly consumption ----
+
+    fn submit_orderly(&self, pq: Arc<ProcessQueue>, mq: MessageQueue, delay: Duration) {
+        let Some(me) = self.arc() else { return };
+        self.consume_tasks.spawn(async move {
+            if !delay.is_zero() && !me.pause(delay).await {
+                return;
+            }
+            me.consume_orderly(pq, mq).await;
+        });
+    }
+
+    fn try_lock_later(&self, pq: Arc<ProcessQueue>, mq: MessageQueue, delay: Duration) {
+        let Some(me) = self.arc() else { return };
+        self.consume_tasks.spawn(async move {
+            if !me.pause(delay).await {
+                return;
+            }
+            let ok = me.rebalance.lock_one(&me.inst, &mq).await;
+            let again = if ok {
+                Duration::from_millis(10)
+            } else {
+                Duration::from_millis(3000)
+            };
+            me.submit_orderly(pq, mq, again);
+        });
+    }
+
+    async fn consume_orderly(self: Arc<Self>, pq: Arc<ProcessQueue>, mq: MessageQueue) {
+        let Listener::Orderly(listener) = &self.listener else {
+            return;
+        };
+        if pq.is_dropped() {
+            return;
+        }
+        let _serial = pq.serial.lock().await;
+        let clustering = self.clustering();
+        if clustering && (!pq.is_locked() || pq.is_lock_expired()) {
+            if !pq.is_dropped() {
+                self.try_lock_later(pq.clone(), mq, Duration::from_millis(100));
+            }
+            return;
+        }
+        let begin = Instant::now();
+        let batch = self.cfg.consume_message_batch_max_size.max(1);
+        loop {
+            if pq.is_dropped() || self.stopping.is_cancelled() {
+                return;
+            }
+            if clustering && (!pq.is_locked() || pq.is_lock_expired()) {
+                self.try_lock_later(pq.clone(), mq.clone(), Duration::from_millis(10));
+                return;
+            }
+            if begin.elapsed() > MAX_TIME_CONSUME_CONTINUOUSLY {
+                self.submit_orderly(pq.clone(), mq.clone(), Duration::from_millis(10));
+                return;
+            }
+            let mut msgs = pq.take(batch);
+            if msgs.is_empty() {
+                return;
+            }
+            self.reset_retry_topic(&mut msgs);
+            let mut ctx = ConsumeOrderlyContext {
+                message_queue: mq.clone(),
+                suspend_current_queue_time: None,
+            };
+            let status = {
+                let permit = tokio::select! {
+                    _ = self.stopping.cancelled() => None,
+                    p = self.permits.clone().acquire_owned() => p.ok(),
+                };
+                if permit.is_none() {
+                    pq.make_again(&msgs);
+                    return;
+                }
+                let _consuming = pq.consume_lock.lock().await;
+                if pq.is_dropped() {
+                    return;
+                }
+                AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        tracing::warn!(queue = %mq, "the listener panicked; suspending the queue");
+                        ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+                    })
+            };
+            let commit = match status {
+                ConsumeOrderlyStatus::Success => pq.commit(),
+                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => {
+                    if self.check_reconsume_times(&mut msgs).await {
+                        pq.make_again(&msgs);
+                        let pause = ctx
+                            .suspend_current_queue_time
+                            .unwrap_or(self.cfg.suspend_current_queue_time)
+                            .clamp(Duration::from_millis(10), Duration::from_secs(30));
+                        self.submit_orderly(pq.clone(), mq.clone(), pause);
+                        return;
+                    }
+                    pq.commit()
+                }
+            };
+            if commit >= 0 && !pq.is_dropped() {
+                self.offsets.update(&mq, commit, false);
+            }
+        }
+    }
+
+    /// Counts a failed delivery of each message; those past the maximum go to the dead-letter
+    /// queue. Returns whether the queue must be suspended (some message will be retried here).
+    async fn check_reconsume_times(&self, msgs: &mut [MessageExt]) -> bool {
+        let max = self.max_reconsume_times();
+        let mut suspend = false;
+        for m in msgs.iter_mut() {
+            if m.reconsume_times >= max {
+                let times = m.reconsume_times;
+                m.put_property(property::RECONSUME_TIME, times.to_string());
+                if !self.resend_to_retry_topic(m, times, 3 + times).await {
+                    suspend = true;
+                    m.reconsume_times += 1;
+                }
+            } else {
+                suspend = true;
+                m.reconsume_times += 1;
+            }
+        }
+        suspend
+    }
+
+    async fn compute_offset(&self, mq: &MessageQueue) -> Result<Option<i64>> {
+        let last = self
+            .offsets
+            .read(&self.inst, mq, ReadOffsetType::Store)
+            .await;
+        if last >= 0 {
+            return Ok(Some(last));
+        }
+        if last < -1 {
+            return Ok(None);
+        }
+        let retry = mq.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX);
+        match self.cfg.consume_from_where {
+            ConsumeFromWhere::ConsumeFromFirstOffset => Ok(Some(0)),
+            ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
+                let addr = self
+                    .inst
+                    .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+                    .await?;
+                self.inst
+                    .api
+                    .search_offset(
+                        &addr,
+                        mq,
+                        self.consume_timestamp,
+                        self.inst.config.mq_client_api_timeout,
+                    )
+                    .await
+                    .map(Some)
+            }
+            ConsumeFromWhere::ConsumeFromTimestamp => self.max_offset(mq).await.map(Some),
+            _ if retry => Ok(Some(0)),
+            _ => self.max_offset(mq).await.map(Some),
+        }
+    }
+
+    async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let addr = self
+            .inst
+            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+            .await?;
+        self.inst
+            .api
+            .queue_offset(&addr, mq, true, self.inst.config.mq_client_api_timeout)
+            .await
+    }
+}
+
+enum PullStep {
+    Next(i64),
+    Stop,
+}
+
+/// Filters by tag and decorates pulled messages (Java `PullAPIWrapper.processPullResult`).
+pub(crate) fn post_process(
+    msgs: Vec<MessageExt>,
+    sd: &SubscriptionData,
+    mq: &MessageQueue,
+    min: i64,
+    max: i64,
+) -> Vec<MessageExt> {
+    let filter = !sd.tags_set.is_empty() && !sd.class_filter_mode;
+    let (min, max) = (min.to_string(), max.to_string());
+    msgs.into_iter()
+        .filter(|m| !filter || m.tags().is_some_and(|t| sd.tags_set.contains(t)))
+        .map(|mut m| {
+            if m.property(property::TRANSACTION_PREPARED) == Some("true") {
+                m.message.transaction_id = m.uniq_key().map(str::to_string);
+            }
+            m.put_property(property::MIN_OFFSET, min.clone());
+            m.put_property(property::MAX_OFFSET, max.clone());
+            m.broker_name = mq.broker_name.clone();
+            m
+        })
+        .collect()
+}
+
+#[async_trait]
+impl RebalanceTarget for PushEngine {
+    fn consume_type(&self) -> ConsumeType {
+        ConsumeType::ConsumePassively
+    }
+
+    async fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
+        match self.compute_offset(mq).await {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(queue = %mq, error = %e, "cannot compute where to start; retrying at the next rebalance");
+                None
+            }
+        }
+    }
+
+    fn start_pull(&self, mq: MessageQueue, pq: Arc<ProcessQueue>, offset: i64) {
+        if let Some(me) = self.arc() {
+            self.pull_tasks.spawn(me.pull_loop(mq, pq, offset));
+        }
+    }
+
+    async fn remove_unnecessary(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>) -> bool {
+        self.offsets.persist(&self.inst, mq).await;
+        self.offsets.remove(mq);
+        if !(self.is_orderly() && self.clustering()) {
+            return true;
+        }
+        let guard = tokio::time::timeout(Duration::from_secs(1), pq.consume_lock.lock()).await;
+        match guard {
+            Ok(_g) => {
+                if pq.has_temp_messages() {
+                    let Some(me) = self.arc() else { return true };
+                    let (mq, delay) = (mq.clone(), self.cfg.unlock_delay);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        me.rebalance.unlock_one(&me.inst, &mq).await;
+                    });
+                } else {
+                    self.rebalance.unlock_one(&self.inst, mq).await;
+                }
+                true
+            }
+            Err(_) => {
+                pq.try_unlock_times
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    fn remove_dirty_offset(&self, mq: &MessageQueue) {
+        self.offsets.remove(mq);
+    }
+}
+
+#[async_trait]
+impl ConsumerHook for PushEngine {
+    fn group(&self) -> String {
+        self.cfg.group.clone()
+    }
+
+    fn consumer_data(&self) -> ConsumerData {
+        ConsumerData {
+            consume_from_where: self.cfg.consume_from_where,
+            consume_type: ConsumeType::ConsumePassively,
+            group_name: self.cfg.group.clone(),
+            message_model: self.cfg.message_model,
+            subscription_data_set: lock(&self.rebalance.subscriptions)
+                .values()
+                .cloned()
+                .collect(),
+            unit_mode: false,
+        }
+    }
+
+    fn topics(&self) -> Vec<String> {
+        self.rebalance.topics()
+    }
+
+    fn update_subscribe_info(&self, topic: &str, queues: BTreeSet<MessageQueue>) {
+        self.rebalance.update_subscribe_info(topic, queues);
+    }
+
+    fn needs_route(&self) -> bool {
+        self.rebalance.needs_route()
+    }
+
+    async fn rebalance(&self) {
+        if self.stopping.is_cancelled() {
+            return;
+        }
+        self.rebalance.rebalance(&self.inst, self).await;
+    }
+
+    async fn persist_offsets(&self) {
+        if self.stopping.is_cancelled() {
+            return;
+        }
+        let owned = self.rebalance.owned();
+        self.offsets.persist_all(&self.inst, &owned).await;
+    }
+}

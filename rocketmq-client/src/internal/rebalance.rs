@@ -1,0 +1,335 @@
+//! Queue ownership of one consumer (Java `RebalanceImpl`): which queues it pulls, per subscribed
+//! topic, recomputed on every rebalance; plus the broker-side queue locks of orderly consumers.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rocketmq_remoting::protocol::body::{
+    ConsumeType, LockBatchRequestBody, MessageModel, SubscriptionData,
+};
+use rocketmq_remoting::protocol::message::MessageQueue;
+
+use super::instance::{lock, ClientInstance};
+use super::process_queue::ProcessQueue;
+use crate::consumer::AllocateMessageQueueStrategy;
+
+/// What a consumer does when its queues change.
+#[async_trait]
+pub(crate) trait RebalanceTarget: Send + Sync {
+    fn consume_type(&self) -> ConsumeType;
+    /// Where to start pulling a newly owned queue; `None`: skip it this time.
+    async fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64>;
+    /// Starts pulling a newly owned queue.
+    fn start_pull(&self, mq: MessageQueue, pq: Arc<ProcessQueue>, offset: i64);
+    /// Releases a queue no longer owned (persist its offset, unlock); `false` keeps it for
+    /// another try at the next rebalance.
+    async fn remove_unnecessary(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>) -> bool;
+    /// Forgets a stale in-memory offset of a newly owned queue.
+    fn remove_dirty_offset(&self, mq: &MessageQueue);
+    /// The owned queues of `topic` changed.
+    fn queues_changed(
+        &self,
+        _topic: &str,
+        _all: &BTreeSet<MessageQueue>,
+        _mine: &BTreeSet<MessageQueue>,
+    ) {
+    }
+}
+
+/// Subscriptions, known queues and owned queues of one consumer group member.
+pub(crate) struct RebalanceCore {
+    pub(crate) group: String,
+    pub(crate) model: MessageModel,
+    pub(crate) orderly: bool,
+    pub(crate) strategy: Arc<dyn AllocateMessageQueueStrategy>,
+    pub(crate) subscriptions: Mutex<BTreeMap<String, SubscriptionData>>,
+    pub(crate) topic_queues: Mutex<HashMap<String, BTreeSet<MessageQueue>>>,
+    pub(crate) process_queues: Mutex<BTreeMap<MessageQueue, Arc<ProcessQueue>>>,
+    gate: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for RebalanceCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RebalanceCore")
+            .field("group", &self.group)
+            .field("model", &self.model)
+            .field("strategy", &self.strategy.name())
+            .finish()
+    }
+}
+
+impl RebalanceCore {
+    pub(crate) fn new(
+        group: String,
+        model: MessageModel,
+        orderly: bool,
+        strategy: Arc<dyn AllocateMessageQueueStrategy>,
+        subscriptions: BTreeMap<String, SubscriptionData>,
+    ) -> Self {
+        Self {
+            group,
+            model,
+            orderly,
+            strategy,
+            subscriptions: Mutex::new(subscriptions),
+            topic_queues: Mutex::default(),
+            process_queues: Mutex::default(),
+            gate: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn subscription(&self, topic: &str) -> Option<SubscriptionData> {
+        lock(&self.subscriptions).get(topic).cloned()
+    }
+
+    pub(crate) fn topics(&self) -> Vec<String> {
+        lock(&self.subscriptions).keys().cloned().collect()
+    }
+
+    pub(crate) fn update_subscribe_info(&self, topic: &str, queues: BTreeSet<MessageQueue>) {
+        if lock(&self.subscriptions).contains_key(topic) {
+            lock(&self.topic_queues).insert(topic.to_string(), queues);
+        }
+    }
+
+    pub(crate) fn needs_route(&self) -> bool {
+        let q = lock(&self.topic_queues);
+        lock(&self.subscriptions).keys().any(|t| !q.contains_key(t))
+    }
+
+    /// The owned queues.
+    pub(crate) fn owned(&self) -> BTreeSet<MessageQueue> {
+        lock(&self.process_queues).keys().cloned().collect()
+    }
+
+    pub(crate) fn process_queue(&self, mq: &MessageQueue) -> Option<Arc<ProcessQueue>> {
+        lock(&self.process_queues).get(mq).cloned()
+    }
+
+    /// Drops `mq`'s process queue (after an illegal offset); the next rebalance recreates it.
+    pub(crate) fn remove_process_queue(&self, mq: &MessageQueue) -> Option<Arc<ProcessQueue>> {
+        let pq = lock(&self.process_queues).remove(mq);
+        if let Some(p) = &pq {
+            p.set_dropped(true);
+        }
+        pq
+    }
+
+    /// Recomputes the owned queues of every subscribed topic.
+    pub(crate) async fn rebalance(&self, inst: &ClientInstance, target: &dyn RebalanceTarget) {
+        let _gate = self.gate.lock().await;
+        let topics = self.topics();
+        for topic in &topics {
+            let Some(all) = lock(&self.topic_queues).get(topic).cloned() else {
+                if !topic.starts_with(rocketmq_remoting::protocol::topic::RETRY_GROUP_TOPIC_PREFIX)
+                {
+                    tracing::debug!(group = %self.group, topic, "no route for the subscribed topic yet");
+                }
+                continue;
+            };
+            let mine: BTreeSet<MessageQueue> = match self.model {
+                MessageModel::Broadcasting => all.clone(),
+                MessageModel::Clustering => {
+                    let mut cids = match inst.consumer_ids(topic, &self.group).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            tracing::warn!(group = %self.group, topic, error = %e, "cannot list the group's consumers");
+                            continue;
+                        }
+                    };
+                    if cids.is_empty() || all.is_empty() {
+                        continue;
+                    }
+                    cids.sort();
+                    let mq_all: Vec<MessageQueue> = all.iter().cloned().collect();
+                    self.strategy
+                        .allocate(&self.group, &inst.client_id, &mq_all, &cids)
+                        .into_iter()
+                        .collect()
+                }
+            };
+            if self.update_table(inst, target, topic, &mine).await {
+                tracing::info!(group = %self.group, topic, client = %inst.client_id, queues = mine.len(), "queues reallocated");
+                target.queues_changed(topic, &all, &mine);
+            }
+        }
+        // Queues of topics no longer subscribed.
+        let stale: Vec<(MessageQueue, Arc<ProcessQueue>)> = lock(&self.process_queues)
+            .iter()
+            .filter(|(mq, _)| !topics.contains(&mq.topic))
+            .map(|(m, p)| (m.clone(), p.clone()))
+            .collect();
+        for (mq, pq) in stale {
+            pq.set_dropped(true);
+            lock(&self.process_queues).remove(&mq);
+        }
+    }
+
+    async fn update_table(
+        &self,
+        inst: &ClientInstance,
+        target: &dyn RebalanceTarget,
+        topic: &str,
+        mine: &BTreeSet<MessageQueue>,
+    ) -> bool {
+        let mut changed = false;
+        let current: Vec<(MessageQueue, Arc<ProcessQueue>)> = lock(&self.process_queues)
+            .iter()
+            .filter(|(mq, _)| mq.topic == topic)
+            .map(|(m, p)| (m.clone(), p.clone()))
+            .collect();
+        for (mq, pq) in current {
+            let gone = !mine.contains(&mq);
+            let idle =
+                pq.is_pull_expired() && target.consume_type() == ConsumeType::ConsumePassively;
+            if gone || idle {
+                pq.set_dropped(true);
+                if target.remove_unnecessary(&mq, &pq).await {
+                    lock(&self.process_queues).remove(&mq);
+                    changed = true;
+                    tracing::info!(group = %self.group, queue = %mq, idle, "queue released");
+                }
+            }
+        }
+        for mq in mine {
+            if lock(&self.process_queues).contains_key(mq) {
+                continue;
+            }
+            if self.orderly
+                && self.model == MessageModel::Clustering
+                && !self.lock_one(inst, mq).await
+            {
+                tracing::info!(group = %self.group, queue = %mq, "queue locked by another consumer; not taking it yet");
+                continue;
+            }
+            target.remove_dirty_offset(mq);
+            let pq = Arc::new(ProcessQueue::default());
+            if self.orderly {
+                pq.set_locked(true);
+            }
+            let Some(offset) = target.compute_pull_from_where(mq).await else {
+                continue;
+            };
+            lock(&self.process_queues).insert(mq.clone(), pq.clone());
+            tracing::info!(group = %self.group, queue = %mq, offset, "queue taken");
+            target.start_pull(mq.clone(), pq, offset);
+            changed = true;
+        }
+        changed
+    }
+
+    fn lock_body(
+        &self,
+        inst: &ClientInstance,
+        mqs: BTreeSet<MessageQueue>,
+    ) -> LockBatchRequestBody {
+        LockBatchRequestBody {
+            client_id: inst.client_id.clone(),
+            consumer_group: self.group.clone(),
+            mq_set: mqs,
+        }
+    }
+
+    /// Locks one queue on its broker (Java `RebalanceImpl.lock`).
+    pub(crate) async fn lock_one(&self, inst: &ClientInstance, mq: &MessageQueue) -> bool {
+        let Some(addr) = inst.master_addr(&mq.broker_name) else {
+            return false;
+        };
+        let body = self.lock_body(inst, BTreeSet::from([mq.clone()]));
+        match inst
+            .api
+            .lock_batch(&addr, &body, inst.config.mq_client_api_timeout)
+            .await
+        {
+            Ok(locked) => {
+                let ok = locked.contains(mq);
+                if let Some(pq) = self.process_queue(mq) {
+                    if ok {
+                        pq.set_locked(true);
+                    }
+                }
+                ok
+            }
+            Err(e) => {
+                tracing::warn!(queue = %mq, error = %e, "lock failed");
+                false
+            }
+        }
+    }
+
+    /// Renews the locks of every owned queue, broker by broker (Java `lockAll`).
+    pub(crate) async fn lock_all(&self, inst: &ClientInstance) {
+        for (broker, mqs) in self.by_broker() {
+            let Some(addr) = inst.master_addr(&broker) else {
+                continue;
+            };
+            let body = self.lock_body(inst, mqs.clone());
+            match inst
+                .api
+                .lock_batch(&addr, &body, inst.config.mq_client_api_timeout)
+                .await
+            {
+                Ok(locked) => {
+                    for mq in &mqs {
+                        if let Some(pq) = self.process_queue(mq) {
+                            let ok = locked.contains(mq);
+                            if !ok && pq.is_locked() {
+                                tracing::warn!(group = %self.group, queue = %mq, "queue lock lost");
+                            }
+                            pq.set_locked(ok);
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(broker, error = %e, "lock renewal failed"),
+            }
+        }
+    }
+
+    /// Releases every owned queue's lock (shutdown).
+    pub(crate) async fn unlock_all(&self, inst: &ClientInstance) {
+        for (broker, mqs) in self.by_broker() {
+            let Some(addr) = inst.master_addr(&broker) else {
+                continue;
+            };
+            let body = self.lock_body(inst, mqs.clone());
+            if let Err(e) = inst
+                .api
+                .unlock_batch(&addr, &body, false, inst.config.mq_client_api_timeout)
+                .await
+            {
+                tracing::warn!(broker, error = %e, "unlock failed");
+            }
+            for mq in &mqs {
+                if let Some(pq) = self.process_queue(mq) {
+                    pq.set_locked(false);
+                }
+            }
+        }
+    }
+
+    /// Releases one queue's lock.
+    pub(crate) async fn unlock_one(&self, inst: &ClientInstance, mq: &MessageQueue) {
+        let Some(addr) = inst.master_addr(&mq.broker_name) else {
+            return;
+        };
+        let body = self.lock_body(inst, BTreeSet::from([mq.clone()]));
+        if let Err(e) = inst
+            .api
+            .unlock_batch(&addr, &body, false, inst.config.mq_client_api_timeout)
+            .await
+        {
+            tracing::warn!(queue = %mq, error = %e, "unlock failed");
+        }
+    }
+
+    fn by_broker(&self) -> BTreeMap<String, BTreeSet<MessageQueue>> {
+        let mut out: BTreeMap<String, BTreeSet<MessageQueue>> = BTreeMap::new();
+        for mq in lock(&self.process_queues).keys() {
+            out.entry(mq.broker_name.clone())
+                .or_default()
+                .insert(mq.clone());
+        }
+        out
+    }
+}

@@ -1,0 +1,676 @@
+//! The send path shared by every producer (Java `DefaultMQProducerImpl.sendDefaultImpl` and
+//! `sendKernelImpl`): queue selection, retries on another broker, latency fault avoidance,
+//! compression, unique ids.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rocketmq_remoting::protocol::body::TopicRouteData;
+use rocketmq_remoting::protocol::headers::{
+    CheckTransactionStateRequestHeader, SendMessageRequestHeader,
+};
+use rocketmq_remoting::protocol::message::{
+    compress_zlib, encode_batch, encode_properties, property, sys_flag, Message, MessageExt,
+    MessageQueue,
+};
+use rocketmq_remoting::protocol::topic::{
+    self, perm, CLIENT_INNER_PRODUCER_GROUP, RETRY_GROUP_TOPIC_PREFIX,
+};
+use rocketmq_remoting::protocol::ResponseCode;
+
+use super::instance::{lock, ClientInstance, MASTER_ID};
+use crate::config::check_topic;
+use crate::error::{ClientError, Result};
+use crate::producer::{ProducerConfig, SendResult, SendStatus};
+
+/// How a send waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SendMode {
+    Sync,
+    Async,
+    Oneway,
+}
+
+/// Answers the broker's CHECK_TRANSACTION_STATE for a producer group.
+pub(crate) trait TransactionChecker: Send + Sync + 'static {
+    fn check(
+        &self,
+        inst: &ClientInstance,
+        broker_addr: String,
+        msg: MessageExt,
+        header: CheckTransactionStateRequestHeader,
+    );
+}
+
+/// The writable queues of a topic (Java `TopicPublishInfo`).
+#[derive(Debug)]
+pub(crate) struct TopicPublishInfo {
+    pub(crate) order_topic: bool,
+    pub(crate) queues: Vec<MessageQueue>,
+    next: AtomicU32,
+}
+
+impl TopicPublishInfo {
+    fn empty() -> Self {
+        Self {
+            order_topic: false,
+            queues: Vec::new(),
+            next: AtomicU32::new(rand::random::<u32>() >> 1),
+        }
+    }
+
+    /// Java `topicRouteData2TopicPublishInfo`.
+    pub(crate) fn from_route(topic: &str, route: &TopicRouteData) -> Self {
+        let mut info = Self::empty();
+        if let Some(conf) = route.order_topic_conf.as_deref().filter(|c| !c.is_empty()) {
+            for item in conf.split(';') {
+                if let Some((broker, n)) = item.split_once(':') {
+                    for i in 0..n.trim().parse::<i32>().unwrap_or(0) {
+                        info.queues.push(MessageQueue::new(topic, broker, i));
+                    }
+                }
+            }
+            info.order_topic = true;
+            return info;
+        }
+        let mut qds: Vec<_> = route.queue_datas.iter().collect();
+        qds.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+        for qd in qds {
+            if !perm::is_writeable(qd.perm) {
+                continue;
+            }
+            let has_master = route.broker_datas.iter().any(|b| {
+                b.broker_name == qd.broker_name && b.broker_addrs.contains_key(&MASTER_ID)
+            });
+            if !has_master {
+                continue;
+            }
+            for i in 0..qd.write_queue_nums.max(0) {
+                info.queues
+                    .push(MessageQueue::new(topic, qd.broker_name.clone(), i));
+            }
+        }
+        info
+    }
+
+    pub(crate) fn ok(&self) -> bool {
+        !self.queues.is_empty()
+    }
+
+    fn next_index(&self) -> usize {
+        (self.next.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff) as usize
+    }
+
+    /// Round robin, skipping `last_broker` when another broker has a queue.
+    fn select(&self, last_broker: Option<&str>) -> &MessageQueue {
+        let n = self.queues.len();
+        if let Some(last) = last_broker {
+            for _ in 0..n {
+                let q = &self.queues[self.next_index() % n];
+                if q.broker_name != last {
+                    return q;
+                }
+            }
+        }
+        &self.queues[self.next_index() % n]
+    }
+}
+
+/// Brokers to avoid after failures or slow answers (Java `LatencyFaultToleranceImpl`).
+#[derive(Debug, Default)]
+struct LatencyFault {
+    items: Mutex<HashMap<String, (u64, Instant)>>,
+    which_worst: AtomicUsize,
+}
+
+const LATENCY_MAX: [u64; 7] = [50, 100, 550, 1000, 2000, 3000, 15000];
+const NOT_AVAILABLE: [u64; 7] = [0, 0, 30000, 60000, 120000, 180000, 600000];
+
+fn not_available_duration(latency_ms: u64) -> u64 {
+    for i in (0..LATENCY_MAX.len()).rev() {
+        if latency_ms >= LATENCY_MAX[i] {
+            return NOT_AVAILABLE[i];
+        }
+    }
+    0
+}
+
+impl LatencyFault {
+    fn update(&self, broker: &str, latency_ms: u64, isolation: bool) {
+        let latency = if isolation { 30000 } else { latency_ms };
+        let until = Instant::now() + Duration::from_millis(not_available_duration(latency));
+        lock(&self.items).insert(broker.to_string(), (latency, until));
+    }
+
+    fn is_available(&self, broker: &str) -> bool {
+        lock(&self.items)
+            .get(broker)
+            .is_none_or(|(_, until)| Instant::now() >= *until)
+    }
+
+    fn remove(&self, broker: &str) {
+        lock(&self.items).remove(broker);
+    }
+
+    fn pick_one_at_least(&self) -> Option<String> {
+        let now = Instant::now();
+        let mut items: Vec<(String, u64, Instant)> = lock(&self.items)
+            .iter()
+            .map(|(k, (l, u))| (k.clone(), *l, *u))
+            .collect();
+        if items.is_empty() {
+            return None;
+        }
+        items.sort_by(|a, b| {
+            let (av, bv) = (now >= a.2, now >= b.2);
+            bv.cmp(&av).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+        });
+        let half = items.len() / 2;
+        if half == 0 {
+            return Some(items.swap_remove(0).0);
+        }
+        let i = self.which_worst.fetch_add(1, Ordering::Relaxed) % half;
+        Some(items.swap_remove(i).0)
+    }
+}
+
+/// A message ready for the wire.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub(crate) topic: String,
+    pub(crate) flag: i32,
+    pub(crate) properties: String,
+    pub(crate) body: Bytes,
+    pub(crate) sys_flag: i32,
+    pub(crate) batch: bool,
+    pub(crate) msg_id: String,
+    pub(crate) reconsume_times: Option<i32>,
+    pub(crate) max_reconsume_times: Option<i32>,
+    pub(crate) transaction_id: Option<String>,
+}
+
+/// The send engine of one producer group.
+pub(crate) struct ProducerCore {
+    pub(crate) settings: ProducerConfig,
+    publish: Mutex<HashMap<String, Arc<TopicPublishInfo>>>,
+    fault: LatencyFault,
+    pub(crate) transaction: OnceLock<Arc<dyn TransactionChecker>>,
+}
+
+impl std::fmt::Debug for ProducerCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProducerCore")
+            .field("group", &self.settings.group)
+            .finish()
+    }
+}
+
+impl ProducerConfig {
+    pub(crate) fn inner() -> Self {
+        Self {
+            group: CLIENT_INNER_PRODUCER_GROUP.to_string(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Java `Validators.checkMessage`.
+pub(crate) fn check_message(msg: &Message, max: usize) -> Result<()> {
+    check_topic(&msg.topic)?;
+    if !topic::is_send_allowed(&msg.topic) {
+        return Err(ClientError::InvalidMessage(format!(
+            "sending message to topic {:?} is forbidden",
+            msg.topic
+        )));
+    }
+    if msg.body.is_empty() {
+        return Err(ClientError::InvalidMessage(
+            "the message body length is zero".into(),
+        ));
+    }
+    if msg.body.len() > max {
+        return Err(ClientError::MessageTooLarge {
+            size: msg.body.len(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+impl ProducerCore {
+    pub(crate) fn new(settings: ProducerConfig) -> Self {
+        Self {
+            settings,
+            publish: Mutex::default(),
+            fault: LatencyFault::default(),
+            transaction: OnceLock::new(),
+        }
+    }
+
+    /// Topics this producer has sent to.
+    pub(crate) fn topics(&self) -> Vec<String> {
+        lock(&self.publish).keys().cloned().collect()
+    }
+
+    /// Replaces the publish info of `topic` if this producer uses it.
+    pub(crate) fn update_publish_info(&self, topic: &str, route: &TopicRouteData) {
+        let mut p = lock(&self.publish);
+        if let Some(slot) = p.get_mut(topic) {
+            *slot = Arc::new(TopicPublishInfo::from_route(topic, route));
+        }
+    }
+
+    pub(crate) fn check_transaction(
+        &self,
+        inst: &ClientInstance,
+        addr: String,
+        msg: MessageExt,
+        header: CheckTransactionStateRequestHeader,
+    ) {
+        match self.transaction.get() {
+            Some(c) => c.check(inst, addr, msg, header),
+            None => {
+                tracing::warn!(group = %self.settings.group, "CHECK_TRANSACTION_STATE for a producer without a transaction listener")
+            }
+        }
+    }
+
+    /// The publish info of `topic`: cached, else from the name server, else built from the
+    /// auto-creation template topic.
+    pub(crate) async fn publish_info(
+        &self,
+        inst: &ClientInstance,
+        topic: &str,
+    ) -> Result<Arc<TopicPublishInfo>> {
+        if let Some(i) = lock(&self.publish).get(topic).filter(|i| i.ok()) {
+            return Ok(i.clone());
+        }
+        lock(&self.publish)
+            .entry(topic.to_string())
+            .or_insert_with(|| Arc::new(TopicPublishInfo::empty()));
+        inst.update_route(topic).await?;
+        if let Some(i) = lock(&self.publish).get(topic).filter(|i| i.ok()) {
+            return Ok(i.clone());
+        }
+        if let Some(route) = inst
+            .default_route(
+                &self.settings.create_topic_key,
+                self.settings.default_topic_queue_nums,
+            )
+            .await?
+        {
+            let info = Arc::new(TopicPublishInfo::from_route(topic, &route));
+            if info.ok() {
+                lock(&self.publish).insert(topic.to_string(), info.clone());
+                return Ok(info);
+            }
+        }
+        Err(ClientError::NoRoute {
+            topic: topic.to_string(),
+        })
+    }
+
+    fn select_queue(&self, info: &TopicPublishInfo, last_broker: Option<&str>) -> MessageQueue {
+        if self.settings.send_latency_fault_enable {
+            let n = info.queues.len();
+            for _ in 0..n {
+                let q = &info.queues[info.next_index() % n];
+                if self.fault.is_available(&q.broker_name) {
+                    return q.clone();
+                }
+            }
+            if let Some(broker) = self.fault.pick_one_at_least() {
+                let nums = info
+                    .queues
+                    .iter()
+                    .filter(|q| q.broker_name == broker)
+                    .count();
+                if nums > 0 {
+                    let mut q = info.select(None).clone();
+                    q.queue_id = (info.next_index() % nums) as i32;
+                    q.broker_name = broker;
+                    return q;
+                }
+                self.fault.remove(&broker);
+            }
+            return info.select(None).clone();
+        }
+        info.select(last_broker).clone()
+    }
+
+    fn update_fault(&self, broker: &str, elapsed: Duration, isolation: bool) {
+        if self.settings.send_latency_fault_enable {
+            self.fault
+                .update(broker, elapsed.as_millis() as u64, isolation);
+        }
+    }
+
+    /// Sets the unique id, compresses, and flags a message for the wire.
+    pub(crate) fn prepare(&self, inst: &ClientInstance, mut msg: Message) -> Result<Prepared> {
+        check_message(&msg, self.settings.max_message_size)?;
+        if msg.uniq_key().is_none() {
+            msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
+        }
+        let mut sys = 0;
+        let mut body = msg.body.clone();
+        if body.len() >= self.settings.compress_msg_body_over_howmuch {
+            body = Bytes::from(compress_zlib(&body, self.settings.compress_level));
+            sys |= sys_flag::COMPRESSED;
+        }
+        if msg.property(property::TRANSACTION_PREPARED) == Some("true") {
+            sys |= sys_flag::TRANSACTION_PREPARED_TYPE;
+        }
+        let (mut reconsume, mut max_reconsume) = (None, None);
+        if msg.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+            reconsume = msg
+                .property(property::RECONSUME_TIME)
+                .and_then(|v| v.parse().ok());
+            max_reconsume = msg
+                .property(property::MAX_RECONSUME_TIMES)
+                .and_then(|v| v.parse().ok());
+        }
+        Ok(Prepared {
+            msg_id: msg.uniq_key().unwrap_or_default().to_string(),
+            properties: encode_properties(&msg.properties),
+            topic: msg.topic,
+            flag: msg.flag,
+            body,
+            sys_flag: sys,
+            batch: false,
+            reconsume_times: reconsume,
+            max_reconsume_times: max_reconsume,
+            transaction_id: msg.transaction_id,
+        })
+    }
+
+    /// Validates and encodes a batch (Java `DefaultMQProducer.batch`).
+    pub(crate) fn prepare_batch(
+        &self,
+        inst: &ClientInstance,
+        mut msgs: Vec<Message>,
+    ) -> Result<Prepared> {
+        let Some(first) = msgs.first() else {
+            return Err(ClientError::InvalidMessage("the batch is empty".into()));
+        };
+        let topic = first.topic.clone();
+        let wait = first.wait_store_msg_ok();
+        for m in &mut msgs {
+            if m.delay_level() > 0 {
+                return Err(ClientError::InvalidMessage(
+                    "a delay level is not supported for batching".into(),
+                ));
+            }
+            if m.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+                return Err(ClientError::InvalidMessage(
+                    "retry topics are not supported for batching".into(),
+                ));
+            }
+            if m.topic != topic {
+                return Err(ClientError::InvalidMessage(
+                    "the topic of the messages in one batch should be the same".into(),
+                ));
+            }
+            if m.wait_store_msg_ok() != wait {
+                return Err(ClientError::InvalidMessage(
+                    "the waitStoreMsgOK of the messages in one batch should be the same".into(),
+                ));
+            }
+            check_message(m, self.settings.max_message_size)?;
+            if m.uniq_key().is_none() {
+                m.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
+            }
+        }
+        let body = encode_batch(msgs.iter());
+        if body.len() > self.settings.max_message_size {
+            return Err(ClientError::MessageTooLarge {
+                size: body.len(),
+                max: self.settings.max_message_size,
+            });
+        }
+        let mut batch = Message::new(topic, Bytes::new());
+        batch.set_wait_store_msg_ok(wait);
+        let ids: Vec<&str> = msgs.iter().filter_map(|m| m.uniq_key()).collect();
+        Ok(Prepared {
+            msg_id: ids.join(","),
+            properties: encode_properties(&batch.properties),
+            topic: batch.topic,
+            flag: 0,
+            body: Bytes::from(body),
+            sys_flag: 0,
+            batch: true,
+            reconsume_times: None,
+            max_reconsume_times: None,
+            transaction_id: None,
+        })
+    }
+
+    /// The default send: round robin with retries on another broker.
+    pub(crate) async fn send_default(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mode: SendMode,
+        timeout: Duration,
+    ) -> Result<Option<SendResult>> {
+        let begin = Instant::now();
+        let info = self.publish_info(inst, &p.topic).await?;
+        let times = match mode {
+            SendMode::Sync => 1 + self.settings.retry_times_when_send_failed,
+            SendMode::Async => 1 + self.settings.retry_times_when_send_async_failed,
+            SendMode::Oneway => 1,
+        };
+        let mut last_broker: Option<String> = None;
+        let mut last_err = None;
+        for attempt in 0..times {
+            let mq = self.select_queue(&info, last_broker.as_deref());
+            last_broker = Some(mq.broker_name.clone());
+            let spent = begin.elapsed();
+            if spent >= timeout {
+                break;
+            }
+            let start = Instant::now();
+            match self.send_kernel(inst, p, &mq, mode, timeout - spent).await {
+                Ok(r) => {
+                    self.update_fault(&mq.broker_name, start.elapsed(), false);
+                    if let Some(res) = &r {
+                        if res.status != SendStatus::SendOk
+                            && self.settings.retry_another_broker_when_not_store_ok
+                            && attempt + 1 < times
+                        {
+                            last_err = Some(ClientError::Server {
+                                addr: mq.broker_name.clone(),
+                                code: ResponseCode::FlushDiskTimeout,
+                                remark: format!("{:?}", res.status),
+                            });
+                            continue;
+                        }
+                    }
+                    return Ok(r);
+                }
+                Err(e) => {
+                    let isolation =
+                        matches!(e, ClientError::Remoting(_) | ClientError::Timeout { .. });
+                    self.update_fault(&mq.broker_name, start.elapsed(), isolation);
+                    tracing::debug!(topic = %p.topic, broker = %mq.broker_name, attempt, error = %e, "send attempt failed");
+                    if !e.is_retriable() {
+                        return Err(e);
+                    }
+                    last_err = Some(e);
+                }
+            }
+        }
+        match last_err {
+            Some(e) if begin.elapsed() < timeout => Err(e),
+            _ => Err(ClientError::Timeout {
+                op: "send",
+                after: timeout,
+            }),
+        }
+    }
+
+    /// One attempt to one queue.
+    pub(crate) async fn send_kernel(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mq: &MessageQueue,
+        mode: SendMode,
+        timeout: Duration,
+    ) -> Result<Option<SendResult>> {
+        let addr = inst
+            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+            .await?;
+        let header = SendMessageRequestHeader {
+            producer_group: self.settings.group.clone(),
+            topic: p.topic.clone(),
+            default_topic: self.settings.create_topic_key.clone(),
+            default_topic_queue_nums: self.settings.default_topic_queue_nums,
+            queue_id: mq.queue_id,
+            sys_flag: p.sys_flag,
+            born_timestamp: now_ms(),
+            flag: p.flag,
+            properties: Some(p.properties.clone()),
+            reconsume_times: Some(p.reconsume_times.unwrap_or(0)),
+            unit_mode: false,
+            max_reconsume_times: p.max_reconsume_times,
+            batch: p.batch,
+            broker_name: None,
+        };
+        let resp = inst
+            .api
+            .send(
+                &addr,
+                &header,
+                p.body.clone(),
+                timeout,
+                mode == SendMode::Oneway,
+            )
+            .await?;
+        let Some((cmd, h)) = resp else {
+            return Ok(None);
+        };
+        let status = match cmd.response_code() {
+            ResponseCode::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
+            ResponseCode::FlushSlaveTimeout => SendStatus::FlushSlaveTimeout,
+            ResponseCode::SlaveNotAvailable => SendStatus::SlaveNotAvailable,
+            _ => SendStatus::SendOk,
+        };
+        Ok(Some(SendResult {
+            status,
+            msg_id: p.msg_id.clone(),
+            message_queue: MessageQueue::new(mq.topic.clone(), mq.broker_name.clone(), h.queue_id),
+            queue_offset: h.queue_offset,
+            transaction_id: h.transaction_id.or_else(|| p.transaction_id.clone()),
+            offset_msg_id: h.msg_id,
+            region_id: h.msg_region.unwrap_or_else(|| "DefaultRegion".to_string()),
+            trace_on: h.trace_on.as_deref() != Some("false"),
+        }))
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocketmq_remoting::protocol::body::{BrokerData, QueueData};
+    use std::collections::BTreeMap;
+
+    fn route() -> TopicRouteData {
+        let qd = |b: &str, w: i32, perm: i32| QueueData {
+            broker_name: b.into(),
+            perm,
+            read_queue_nums: w,
+            write_queue_nums: w,
+            topic_sys_flag: 0,
+        };
+        let bd = |b: &str, master: bool| BrokerData {
+            broker_name: b.into(),
+            cluster: "c".into(),
+            broker_addrs: if master {
+                BTreeMap::from([(0, format!("{b}:10911"))])
+            } else {
+                BTreeMap::from([(1, format!("{b}:10911"))])
+            },
+            ..Default::default()
+        };
+        TopicRouteData {
+            queue_datas: vec![
+                qd("b", 2, 6),
+                qd("a", 3, 6),
+                qd("ro", 2, 4),
+                qd("nomaster", 2, 6),
+            ],
+            broker_datas: vec![
+                bd("a", true),
+                bd("b", true),
+                bd("ro", true),
+                bd("nomaster", false),
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn publish_info_from_route_sorts_and_filters() {
+        let info = TopicPublishInfo::from_route("T", &route());
+        let got: Vec<(String, i32)> = info
+            .queues
+            .iter()
+            .map(|q| (q.broker_name.clone(), q.queue_id))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a".into(), 0),
+                ("a".into(), 1),
+                ("a".into(), 2),
+                ("b".into(), 0),
+                ("b".into(), 1)
+            ]
+        );
+        let mut r = route();
+        r.order_topic_conf = Some("x:2;y:1".into());
+        let info = TopicPublishInfo::from_route("T", &r);
+        assert!(info.order_topic);
+        assert_eq!(info.queues.len(), 3);
+    }
+
+    #[test]
+    fn retry_selection_avoids_the_last_broker() {
+        let info = TopicPublishInfo::from_route("T", &route());
+        for _ in 0..20 {
+            assert_eq!(info.select(Some("a")).broker_name, "b");
+            assert_eq!(info.select(Some("b")).broker_name, "a");
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..5 {
+            let q = info.select(None);
+            seen.insert((q.broker_name.clone(), q.queue_id));
+        }
+        assert_eq!(seen.len(), 5, "round robin covers every queue");
+    }
+
+    #[test]
+    fn fault_durations_follow_java_table() {
+        assert_eq!(not_available_duration(0), 0);
+        assert_eq!(not_available_duration(549), 0);
+        assert_eq!(not_available_duration(550), 30000);
+        assert_eq!(not_available_duration(1999), 60000);
+        assert_eq!(not_available_duration(30000), 600000);
+        let f = LatencyFault::default();
+        f.update("a", 10, false);
+        assert!(f.is_available("a"));
+        f.update("b", 10, true);
+        assert!(!f.is_available("b"));
+        assert_eq!(f.pick_one_at_least().as_deref(), Some("a"));
+    }
+}

@@ -1,0 +1,87 @@
+//! Producer settings (Java `DefaultMQProducer` fields) and send results.
+
+use std::time::Duration;
+
+use rocketmq_remoting::protocol::message::MessageQueue;
+use rocketmq_remoting::protocol::topic::{AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_PRODUCER_GROUP};
+
+/// Producer settings; the defaults are Java's.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// Producer group (`DEFAULT_PRODUCER`). Transactional producers must use a group of their own:
+    /// the broker asks a producer of the group about unfinished transactions.
+    pub group: String,
+    /// Timeout of a whole send, retries included (3 s).
+    pub send_msg_timeout: Duration,
+    /// Extra attempts of a synchronous send, on another broker when there is one (2).
+    pub retry_times_when_send_failed: u32,
+    /// Extra attempts of an asynchronous send (2).
+    pub retry_times_when_send_async_failed: u32,
+    /// Whether a send acknowledged with FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT or
+    /// SLAVE_NOT_AVAILABLE is retried on another broker (false: it is returned as is).
+    pub retry_another_broker_when_not_store_ok: bool,
+    /// Largest body (a batch: all its records) accepted (4 MiB).
+    pub max_message_size: usize,
+    /// Bodies of at least this size are zlib-compressed (4096).
+    pub compress_msg_body_over_howmuch: usize,
+    /// zlib level (5).
+    pub compress_level: u32,
+    /// Queues per broker of a topic created on first send (4).
+    pub default_topic_queue_nums: i32,
+    /// The template topic of auto-creation (`TBW102`).
+    pub create_topic_key: String,
+    /// Avoid brokers that recently failed or answered slowly (false, as in Java).
+    pub send_latency_fault_enable: bool,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        Self {
+            group: DEFAULT_PRODUCER_GROUP.to_string(),
+            send_msg_timeout: Duration::from_secs(3),
+            retry_times_when_send_failed: 2,
+            retry_times_when_send_async_failed: 2,
+            retry_another_broker_when_not_store_ok: false,
+            max_message_size: 4 * 1024 * 1024,
+            compress_msg_body_over_howmuch: 4096,
+            compress_level: 5,
+            default_topic_queue_nums: 4,
+            create_topic_key: AUTO_CREATE_TOPIC_KEY_TOPIC.to_string(),
+            send_latency_fault_enable: false,
+        }
+    }
+}
+
+/// How the broker stored a message (Java `SendStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SendStatus {
+    /// Stored (and flushed/replicated as the broker's mode requires).
+    SendOk,
+    /// Stored, but the synchronous flush did not finish in time.
+    FlushDiskTimeout,
+    /// Stored, but the synchronous replication did not finish in time.
+    FlushSlaveTimeout,
+    /// Stored, but no slave is available for synchronous replication.
+    SlaveNotAvailable,
+}
+
+/// The result of a send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendResult {
+    /// Status.
+    pub status: SendStatus,
+    /// The message id (`UNIQ_KEY`); for a batch, the ids joined with commas.
+    pub msg_id: String,
+    /// The queue it went to.
+    pub message_queue: MessageQueue,
+    /// Its offset in the queue (for a batch: of the first message).
+    pub queue_offset: i64,
+    /// Transaction id (transactional messages).
+    pub transaction_id: Option<String>,
+    /// The broker's offset message id (store host + commit-log offset; comma-joined for a batch).
+    pub offset_msg_id: String,
+    /// Broker region (`DefaultRegion`).
+    pub region_id: String,
+    /// Whether the broker has tracing on.
+    pub trace_on: bool,
+}

@@ -1,0 +1,425 @@
+//! Producers: [`DefaultMQProducer`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), rocketmq_client::ClientError> {
+//! use rocketmq_client::producer::DefaultMQProducer;
+//! use rocketmq_client::Message;
+//!
+//! let producer = DefaultMQProducer::builder()
+//!     .group("my-producers")
+//!     .namesrv_addr("127.0.0.1:9876")
+//!     .build()?;
+//! producer.start().await?;
+//! let r = producer.send(Message::new("TopicTest", "hello").with_tags("TagA")).await?;
+//! println!("{} -> {}", r.msg_id, r.message_queue);
+//! producer.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod selector;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use rocketmq_remoting::protocol::message::{Message, MessageQueue};
+use tracing::Instrument;
+
+pub use self::config::{ProducerConfig, SendResult, SendStatus};
+pub use self::selector::{
+    selector_fn, JavaHashCode, MessageQueueSelector, SelectMessageQueueByHash,
+    SelectMessageQueueByRandom,
+};
+use crate::config::{check_group, split_addrs, ClientConfig};
+use crate::error::{ClientError, Result};
+use crate::internal::instance::{lock, resolve_instance_name, ClientInstance};
+use crate::internal::send::{Prepared, ProducerCore, SendMode};
+
+#[derive(Debug)]
+enum State {
+    Created,
+    Running(Arc<ClientInstance>),
+    ShutDown,
+}
+
+#[derive(Debug)]
+struct Inner {
+    client: ClientConfig,
+    core: Arc<ProducerCore>,
+    state: Mutex<State>,
+}
+
+/// A producer. Cheap to clone; every clone is the same producer.
+#[derive(Debug, Clone)]
+pub struct DefaultMQProducer {
+    inner: Arc<Inner>,
+}
+
+/// Builds a [`DefaultMQProducer`].
+#[derive(Debug, Clone, Default)]
+pub struct ProducerBuilder {
+    client: ClientConfig,
+    producer: ProducerConfig,
+}
+
+impl ProducerBuilder {
+    /// The producer group.
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.producer.group = group.into();
+        self
+    }
+
+    /// Name servers, `host:port` separated by `;`.
+    pub fn namesrv_addr(mut self, addrs: impl AsRef<str>) -> Self {
+        self.client.namesrv_addr = split_addrs(addrs.as_ref());
+        self
+    }
+
+    /// The instance name (part of the client id).
+    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+        self.client.instance_name = name.into();
+        self
+    }
+
+    /// Timeout of a whole send.
+    pub fn send_msg_timeout(mut self, t: Duration) -> Self {
+        self.producer.send_msg_timeout = t;
+        self
+    }
+
+    /// Extra attempts of a synchronous send.
+    pub fn retry_times_when_send_failed(mut self, n: u32) -> Self {
+        self.producer.retry_times_when_send_failed = n;
+        self
+    }
+
+    /// Extra attempts of an asynchronous send.
+    pub fn retry_times_when_send_async_failed(mut self, n: u32) -> Self {
+        self.producer.retry_times_when_send_async_failed = n;
+        self
+    }
+
+    /// Whether non-OK store statuses are retried on another broker.
+    pub fn retry_another_broker_when_not_store_ok(mut self, on: bool) -> Self {
+        self.producer.retry_another_broker_when_not_store_ok = on;
+        self
+    }
+
+    /// Largest accepted body.
+    pub fn max_message_size(mut self, n: usize) -> Self {
+        self.producer.max_message_size = n;
+        self
+    }
+
+    /// Compression threshold.
+    pub fn compress_msg_body_over_howmuch(mut self, n: usize) -> Self {
+        self.producer.compress_msg_body_over_howmuch = n;
+        self
+    }
+
+    /// Latency fault avoidance.
+    pub fn send_latency_fault_enable(mut self, on: bool) -> Self {
+        self.producer.send_latency_fault_enable = on;
+        self
+    }
+
+    /// Replaces all client settings.
+    pub fn client_config(mut self, c: ClientConfig) -> Self {
+        self.client = c;
+        self
+    }
+
+    /// Replaces all producer settings.
+    pub fn producer_config(mut self, c: ProducerConfig) -> Self {
+        self.producer = c;
+        self
+    }
+
+    /// Validates the settings.
+    pub fn build(self) -> Result<DefaultMQProducer> {
+        self.client.validate()?;
+        check_group(&self.producer.group)?;
+        let p = &self.producer;
+        if p.max_message_size == 0 || p.max_message_size > 16 * 1024 * 1024 - 4096 {
+            return Err(ClientError::Config(format!(
+                "max_message_size {} out of range (1..16 MiB)",
+                p.max_message_size
+            )));
+        }
+        if p.send_msg_timeout.is_zero() {
+            return Err(ClientError::Config(
+                "send_msg_timeout must be positive".into(),
+            ));
+        }
+        if p.compress_level > 9 {
+            return Err(ClientError::Config("compress_level is 0..=9".into()));
+        }
+        Ok(DefaultMQProducer {
+            inner: Arc::new(Inner {
+                client: self.client,
+                core: Arc::new(ProducerCore::new(self.producer)),
+                state: Mutex::new(State::Created),
+            }),
+        })
+    }
+}
+
+/// An asynchronous send in flight: resolves to its result. It runs whether or not it is polled.
+#[derive(Debug)]
+pub struct SendFuture {
+    handle: tokio::task::JoinHandle<Result<SendResult>>,
+}
+
+impl Future for SendFuture {
+    type Output = Result<SendResult>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.handle).poll(cx).map(|r| {
+            r.unwrap_or_else(|e| Err(ClientError::Callback(format!("send task failed: {e}"))))
+        })
+    }
+}
+
+impl DefaultMQProducer {
+    /// A builder with Java's defaults.
+    pub fn builder() -> ProducerBuilder {
+        ProducerBuilder::default()
+    }
+
+    /// The producer group.
+    pub fn group(&self) -> &str {
+        &self.inner.core.settings.group
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ProducerConfig {
+        &self.inner.core.settings
+    }
+
+    /// The client id, once started.
+    pub fn client_id(&self) -> Option<String> {
+        match &*lock(&self.inner.state) {
+            State::Running(i) => Some(i.client_id.clone()),
+            _ => None,
+        }
+    }
+
+    /// Registers the producer and starts its client instance. Fails if already started or shut
+    /// down, or if the group is already used in this client instance.
+    pub async fn start(&self) -> Result<()> {
+        let mut state = lock(&self.inner.state);
+        if !matches!(*state, State::Created) {
+            return Err(ClientError::Config(
+                "the producer was already started".into(),
+            ));
+        }
+        let name = resolve_instance_name(&self.inner.client.instance_name);
+        let inst = ClientInstance::get_or_create(&self.inner.client, &name)?;
+        inst.register_producer(self.inner.core.clone())?;
+        inst.start();
+        tracing::info!(group = %self.group(), client = %inst.client_id, "producer started");
+        *state = State::Running(inst);
+        Ok(())
+    }
+
+    pub(crate) fn instance(&self) -> Result<Arc<ClientInstance>> {
+        match &*lock(&self.inner.state) {
+            State::Running(i) if !i.is_shut_down() => Ok(i.clone()),
+            _ => Err(ClientError::NotRunning),
+        }
+    }
+
+    pub(crate) fn core(&self) -> &Arc<ProducerCore> {
+        &self.inner.core
+    }
+
+    /// Sends `msg` and waits for the broker's answer, retrying on another broker (up to
+    /// `retry_times_when_send_failed` times) within `send_msg_timeout`.
+    pub async fn send(&self, msg: Message) -> Result<SendResult> {
+        self.send_timeout(msg, self.inner.core.settings.send_msg_timeout)
+            .await
+    }
+
+    /// [`send`](Self::send) with its own timeout.
+    pub async fn send_timeout(&self, msg: Message, timeout: Duration) -> Result<SendResult> {
+        let inst = self.instance()?;
+        let span = tracing::debug_span!("send", topic = %msg.topic);
+        let core = &self.inner.core;
+        async {
+            let p = core.prepare(&inst, msg)?;
+            core.send_default(&inst, &p, SendMode::Sync, timeout)
+                .await?
+                .ok_or_else(|| unreachable_oneway())
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Starts sending `msg` in the background and returns at once; await the returned future
+    /// for the result (retries: `retry_times_when_send_async_failed`). Many sends can be in
+    /// flight at once.
+    pub fn send_async(&self, msg: Message) -> SendFuture {
+        let this = self.clone();
+        let timeout = self.inner.core.settings.send_msg_timeout;
+        SendFuture {
+            handle: tokio::spawn(async move {
+                let inst = this.instance()?;
+                let core = &this.inner.core;
+                let p = core.prepare(&inst, msg)?;
+                core.send_default(&inst, &p, SendMode::Async, timeout)
+                    .await?
+                    .ok_or_else(unreachable_oneway)
+            }),
+        }
+    }
+
+    /// Sends `msg` in the background and calls `callback` with the result (Java's
+    /// `send(msg, SendCallback)`).
+    pub fn send_with_callback<F>(&self, msg: Message, callback: F)
+    where
+        F: FnOnce(Result<SendResult>) + Send + 'static,
+    {
+        let fut = self.send_async(msg);
+        tokio::spawn(async move { callback(fut.await) });
+    }
+
+    /// Sends `msg` without waiting for the broker (one attempt; no result).
+    pub async fn send_oneway(&self, msg: Message) -> Result<()> {
+        let inst = self.instance()?;
+        let core = &self.inner.core;
+        let p = core.prepare(&inst, msg)?;
+        core.send_default(&inst, &p, SendMode::Oneway, core.settings.send_msg_timeout)
+            .await
+            .map(|_| ())
+    }
+
+    /// Sends `msg` to the queue `mq` (one attempt).
+    pub async fn send_to_queue(&self, msg: Message, mq: &MessageQueue) -> Result<SendResult> {
+        let inst = self.instance()?;
+        if msg.topic != mq.topic {
+            return Err(ClientError::InvalidMessage(format!(
+                "message topic {:?} is not the queue's topic {:?}",
+                msg.topic, mq.topic
+            )));
+        }
+        let core = &self.inner.core;
+        let p = core.prepare(&inst, msg)?;
+        self.send_one(&inst, &p, mq.clone(), Instant::now()).await
+    }
+
+    async fn send_one(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mq: MessageQueue,
+        begin: Instant,
+    ) -> Result<SendResult> {
+        let timeout = self.inner.core.settings.send_msg_timeout;
+        let left = timeout
+            .checked_sub(begin.elapsed())
+            .filter(|d| !d.is_zero())
+            .ok_or(ClientError::Timeout {
+                op: "send",
+                after: timeout,
+            })?;
+        self.inner
+            .core
+            .send_kernel(inst, p, &mq, SendMode::Sync, left)
+            .await?
+            .ok_or_else(unreachable_oneway)
+    }
+
+    /// Sends `msg` to the queue `selector` picks among the topic's writable queues, given
+    /// `arg` (one attempt: retrying elsewhere would break the order the selector keeps).
+    ///
+    /// ```no_run
+    /// # async fn demo(producer: rocketmq_client::producer::DefaultMQProducer) -> Result<(), rocketmq_client::ClientError> {
+    /// use rocketmq_client::producer::SelectMessageQueueByHash;
+    /// use rocketmq_client::Message;
+    /// let order_id: i64 = 42;
+    /// producer.send_with_selector(Message::new("Orders", "created"), &SelectMessageQueueByHash, &order_id).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn send_with_selector<A, S>(
+        &self,
+        msg: Message,
+        selector: &S,
+        arg: &A,
+    ) -> Result<SendResult>
+    where
+        A: ?Sized,
+        S: MessageQueueSelector<A> + ?Sized,
+    {
+        let begin = Instant::now();
+        let inst = self.instance()?;
+        let core = &self.inner.core;
+        let info = core.publish_info(&inst, &msg.topic).await?;
+        let mq = selector
+            .select(&info.queues, &msg, arg)
+            .ok_or_else(|| ClientError::Callback("the selector returned no queue".into()))?;
+        let p = core.prepare(&inst, msg)?;
+        self.send_one(&inst, &p, mq, begin).await
+    }
+
+    /// Sends messages of one topic as one batch (at most `max_message_size` encoded; no delay
+    /// levels, no retry topics). The result's `msg_id` joins the ids with commas.
+    pub async fn send_batch(&self, msgs: Vec<Message>) -> Result<SendResult> {
+        let inst = self.instance()?;
+        let core = &self.inner.core;
+        let p = core.prepare_batch(&inst, msgs)?;
+        core.send_default(&inst, &p, SendMode::Sync, core.settings.send_msg_timeout)
+            .await?
+            .ok_or_else(unreachable_oneway)
+    }
+
+    /// Sends a batch to the queue `mq`.
+    pub async fn send_batch_to_queue(
+        &self,
+        msgs: Vec<Message>,
+        mq: &MessageQueue,
+    ) -> Result<SendResult> {
+        let inst = self.instance()?;
+        let p = self.inner.core.prepare_batch(&inst, msgs)?;
+        if p.topic != mq.topic {
+            return Err(ClientError::InvalidMessage(
+                "the batch's topic is not the queue's topic".into(),
+            ));
+        }
+        self.send_one(&inst, &p, mq.clone(), Instant::now()).await
+    }
+
+    /// The writable queues of `topic`.
+    pub async fn fetch_publish_message_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+        let inst = self.instance()?;
+        Ok(self
+            .inner
+            .core
+            .publish_info(&inst, topic)
+            .await?
+            .queues
+            .clone())
+    }
+
+    /// Unregisters from the brokers and releases the client instance if nothing else uses it.
+    /// Idempotent; sends in flight fail with [`ClientError::NotRunning`] or a closed connection.
+    pub async fn shutdown(&self) {
+        let inst = {
+            let mut state = lock(&self.inner.state);
+            match std::mem::replace(&mut *state, State::ShutDown) {
+                State::Running(i) => i,
+                _ => return,
+            }
+        };
+        inst.unregister_producer(self.group()).await;
+        tracing::info!(group = %self.group(), "producer shut down");
+    }
+}
+
+fn unreachable_oneway() -> ClientError {
+    ClientError::Protocol {
+        addr: String::new(),
+        reason: "no response to a two-way send".into(),
+    }
+}
