@@ -66,3 +66,144 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+use std::sync::{Arc, Mutex};
+
+use rocketmq_broker_lite::broker::BrokerConfig;
+use rocketmq_broker_lite::embedded::{EmbeddedOptions, TempDir};
+use rocketmq_client::consumer::{
+    concurrently_fn, orderly_fn, ConcurrentlyFn, ConsumeConcurrentlyStatus, ConsumeOrderlyStatus,
+    OrderlyFn,
+};
+use rocketmq_client::{MessageExt, MessageQueue};
+
+/// A cluster whose broker settings are adjusted by `customize`; keep the directory alive.
+pub async fn cluster_with(customize: fn(&mut BrokerConfig)) -> (EmbeddedCluster, TempDir) {
+    let dir = TempDir::new("rmq-e2e").expect("temp dir");
+    let c = EmbeddedCluster::start(
+        dir.path(),
+        EmbeddedOptions {
+            customize: Some(customize),
+            ..EmbeddedOptions::default()
+        },
+    )
+    .await
+    .expect("embedded cluster");
+    (c, dir)
+}
+
+/// One delivery seen by a listener.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// Which consumer (test label).
+    pub consumer: usize,
+    /// Body as text.
+    pub body: String,
+    /// Topic as the listener saw it.
+    pub topic: String,
+    /// Delivery attempts before this one.
+    pub reconsume_times: i32,
+    /// The queue.
+    pub queue: MessageQueue,
+    /// The message id.
+    pub msg_id: String,
+}
+
+/// Records deliveries of several consumers.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder(pub Arc<Mutex<Vec<Delivery>>>);
+
+type ConcurrentFut = std::pin::Pin<Box<dyn Future<Output = ConsumeConcurrentlyStatus> + Send>>;
+type OrderlyFut = std::pin::Pin<Box<dyn Future<Output = ConsumeOrderlyStatus> + Send>>;
+
+impl Recorder {
+    /// Records `m` as seen by `consumer`.
+    pub fn record(&self, consumer: usize, m: &MessageExt, queue: &MessageQueue) {
+        self.0.lock().unwrap().push(Delivery {
+            consumer,
+            body: String::from_utf8_lossy(&m.body).to_string(),
+            topic: m.topic.clone(),
+            reconsume_times: m.reconsume_times,
+            queue: queue.clone(),
+            msg_id: m.msg_id.clone(),
+        });
+    }
+
+    /// All deliveries so far.
+    pub fn all(&self) -> Vec<Delivery> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Number of deliveries.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+
+    /// Distinct bodies delivered.
+    pub fn distinct(&self) -> std::collections::BTreeSet<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|d| d.body.clone())
+            .collect()
+    }
+
+    /// A concurrent listener that records and succeeds.
+    pub fn concurrent(
+        &self,
+        consumer: usize,
+    ) -> ConcurrentlyFn<
+        impl Fn(Vec<MessageExt>, MessageQueue) -> ConcurrentFut + Send + Sync + 'static,
+    > {
+        let me = self.clone();
+        concurrently_fn(
+            move |msgs: Vec<MessageExt>, q: MessageQueue| -> ConcurrentFut {
+                for m in &msgs {
+                    me.record(consumer, m, &q);
+                }
+                Box::pin(async { ConsumeConcurrentlyStatus::ConsumeSuccess })
+            },
+        )
+    }
+
+    /// An orderly listener that records and succeeds.
+    pub fn orderly(
+        &self,
+        consumer: usize,
+    ) -> OrderlyFn<impl Fn(Vec<MessageExt>, MessageQueue) -> OrderlyFut + Send + Sync + 'static>
+    {
+        let me = self.clone();
+        orderly_fn(
+            move |msgs: Vec<MessageExt>, q: MessageQueue| -> OrderlyFut {
+                for m in &msgs {
+                    me.record(consumer, m, &q);
+                }
+                Box::pin(async { ConsumeOrderlyStatus::Success })
+            },
+        )
+    }
+}
+
+/// Waits until `recorder` has seen every body in `want`.
+pub async fn wait_all(
+    recorder: &Recorder,
+    want: &std::collections::BTreeSet<String>,
+    limit: Duration,
+) {
+    let r = recorder.clone();
+    let want = want.clone();
+    wait_until(limit, "every message consumed", move || {
+        let ok = want.is_subset(&r.distinct());
+        async move { ok }
+    })
+    .await;
+}
+
+/// The queues of `topic` among `owned`.
+pub fn of_topic(
+    owned: &std::collections::BTreeSet<MessageQueue>,
+    topic: &str,
+) -> std::collections::BTreeSet<MessageQueue> {
+    owned.iter().filter(|q| q.topic == topic).cloned().collect()
+}

@@ -3,6 +3,7 @@
 
 mod allocate;
 mod listener;
+mod lite_pull;
 mod push;
 
 pub use self::allocate::{
@@ -13,6 +14,9 @@ pub use self::listener::{
     concurrently_fn, orderly_fn, ConcurrentlyFn, ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus,
     MessageListenerConcurrently, MessageListenerOrderly, OrderlyFn,
+};
+pub use self::lite_pull::{
+    DefaultLitePullConsumer, LitePullConsumerBuilder, LitePullConsumerConfig,
 };
 pub use self::push::{DefaultMQPushConsumer, PushConsumerBuilder, PushConsumerConfig};
 pub use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};

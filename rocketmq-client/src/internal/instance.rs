@@ -3,7 +3,6 @@
 //! periodic tasks, and answers the requests brokers send to clients.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
@@ -88,7 +87,6 @@ pub(crate) struct ClientInstance {
     pub(crate) client_id: String,
     pub(crate) config: ClientConfig,
     pub(crate) api: Api,
-    pub(crate) ip: IpAddr,
     pub(crate) uniq: UniqIdGenerator,
     namesrv_current: AtomicUsize,
     routes: Mutex<HashMap<String, TopicRouteData>>,
@@ -178,7 +176,6 @@ impl ClientInstance {
                     remoting,
                     language: config.language,
                 },
-                ip,
                 uniq: UniqIdGenerator::new(ip, std::process::id(), hash),
                 namesrv_current: AtomicUsize::new(
                     rand::thread_rng().gen_range(0..config.namesrv_addr.len().max(1)),
@@ -353,6 +350,13 @@ impl ClientInstance {
 
     fn shutdown_if_unused(&self) {
         if lock(&self.producers).is_empty() && lock(&self.consumers).is_empty() {
+            self.shutdown_now();
+        }
+    }
+
+    /// Stops the tasks and closes every connection.
+    pub(crate) fn shutdown_now(&self) {
+        {
             self.cancel.cancel();
             for t in lock(&self.tasks).drain(..) {
                 t.abort();
@@ -373,11 +377,6 @@ impl ClientInstance {
         self.cancel.is_cancelled()
     }
 
-    /// A token cancelled when the instance shuts down.
-    pub(crate) fn cancelled(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
     /// The producer used for fallback send-back.
     pub(crate) fn inner_producer(&self) -> &Arc<ProducerCore> {
         &self.inner_producer
@@ -387,7 +386,7 @@ impl ClientInstance {
 
     /// Calls the name servers in turn, starting with the last one that answered, until one
     /// answers (any answer, error codes included).
-    async fn namesrv_call<T, F, Fut>(&self, f: F) -> Result<T>
+    pub(crate) async fn namesrv_call<T, F, Fut>(&self, f: F) -> Result<T>
     where
         F: Fn(String) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use futures::FutureExt;
 use rocketmq_remoting::protocol::body::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
+    ConsumeType, ConsumerData, MessageModel, SubscriptionData,
 };
 use rocketmq_remoting::protocol::headers::{
     pull_sys_flag, ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader,
 };
 use rocketmq_remoting::protocol::message::{property, Message, MessageExt, MessageQueue};
-use rocketmq_remoting::protocol::topic::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
+use rocketmq_remoting::protocol::topic::retry_topic;
 use rocketmq_remoting::protocol::ResponseCode;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -26,7 +26,7 @@ use super::api::PullStatus;
 use super::instance::{lock, resolve_instance_name, ClientInstance, ConsumerHook, MASTER_ID};
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
-use super::rebalance::{RebalanceCore, RebalanceTarget};
+use super::rebalance::{start_offset, RebalanceCore, RebalanceTarget};
 use super::send::{now_ms, SendMode};
 use crate::config::ClientConfig;
 use crate::consumer::{
@@ -663,53 +663,6 @@ impl PushEngine {
         }
         suspend
     }
-
-    async fn compute_offset(&self, mq: &MessageQueue) -> Result<Option<i64>> {
-        let last = self
-            .offsets
-            .read(&self.inst, mq, ReadOffsetType::Store)
-            .await;
-        if last >= 0 {
-            return Ok(Some(last));
-        }
-        if last < -1 {
-            return Ok(None);
-        }
-        let retry = mq.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX);
-        match self.cfg.consume_from_where {
-            ConsumeFromWhere::ConsumeFromFirstOffset => Ok(Some(0)),
-            ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
-                let addr = self
-                    .inst
-                    .master_addr_or_refresh(&mq.broker_name, &mq.topic)
-                    .await?;
-                self.inst
-                    .api
-                    .search_offset(
-                        &addr,
-                        mq,
-                        self.consume_timestamp,
-                        self.inst.config.mq_client_api_timeout,
-                    )
-                    .await
-                    .map(Some)
-            }
-            ConsumeFromWhere::ConsumeFromTimestamp => self.max_offset(mq).await.map(Some),
-            _ if retry => Ok(Some(0)),
-            _ => self.max_offset(mq).await.map(Some),
-        }
-    }
-
-    async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self
-            .inst
-            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
-            .await?;
-        self.inst
-            .api
-            .queue_offset(&addr, mq, true, self.inst.config.mq_client_api_timeout)
-            .await
-    }
 }
 
 enum PullStep {
@@ -748,7 +701,15 @@ impl RebalanceTarget for PushEngine {
     }
 
     async fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
-        match self.compute_offset(mq).await {
+        match start_offset(
+            &self.inst,
+            &self.offsets,
+            mq,
+            self.cfg.consume_from_where,
+            self.consume_timestamp,
+        )
+        .await
+        {
             Ok(o) => o,
             Err(e) => {
                 tracing::warn!(queue = %mq, error = %e, "cannot compute where to start; retrying at the next rebalance");

@@ -6,13 +6,15 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use rocketmq_remoting::protocol::body::{
-    ConsumeType, LockBatchRequestBody, MessageModel, SubscriptionData,
+    ConsumeFromWhere, ConsumeType, LockBatchRequestBody, MessageModel, SubscriptionData,
 };
 use rocketmq_remoting::protocol::message::MessageQueue;
 
 use super::instance::{lock, ClientInstance};
+use super::offset_store::{OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use crate::consumer::AllocateMessageQueueStrategy;
+use crate::error::Result;
 
 /// What a consumer does when its queues change.
 #[async_trait]
@@ -331,5 +333,49 @@ impl RebalanceCore {
                 .insert(mq.clone());
         }
         out
+    }
+}
+
+/// Where a newly owned queue starts (Java `computePullFromWhereWithException`): the committed
+/// offset if there is one; else by `from_where`. `None` when the store could not be read.
+pub(crate) async fn start_offset(
+    inst: &ClientInstance,
+    offsets: &OffsetStore,
+    mq: &MessageQueue,
+    from_where: ConsumeFromWhere,
+    timestamp: i64,
+) -> Result<Option<i64>> {
+    let last = offsets.read(inst, mq, ReadOffsetType::Store).await;
+    if last >= 0 {
+        return Ok(Some(last));
+    }
+    if last < -1 {
+        return Ok(None);
+    }
+    let retry = mq
+        .topic
+        .starts_with(rocketmq_remoting::protocol::topic::RETRY_GROUP_TOPIC_PREFIX);
+    let timeout = inst.config.mq_client_api_timeout;
+    match from_where {
+        ConsumeFromWhere::ConsumeFromFirstOffset => Ok(Some(0)),
+        _ if retry && from_where != ConsumeFromWhere::ConsumeFromTimestamp => Ok(Some(0)),
+        ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
+            let addr = inst
+                .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+                .await?;
+            inst.api
+                .search_offset(&addr, mq, timestamp, timeout)
+                .await
+                .map(Some)
+        }
+        _ => {
+            let addr = inst
+                .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+                .await?;
+            inst.api
+                .queue_offset(&addr, mq, true, timeout)
+                .await
+                .map(Some)
+        }
     }
 }

@@ -1,0 +1,544 @@
+//! The lite pull consumer's engine (Java `DefaultLitePullConsumerImpl`): background pull tasks
+//! per assigned queue fill a channel that `poll` drains; offsets advance on poll and are
+//! committed automatically or on demand.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use rocketmq_remoting::protocol::body::{
+    ConsumeType, ConsumerData, MessageModel, SubscriptionData,
+};
+use rocketmq_remoting::protocol::headers::{pull_sys_flag, PullMessageRequestHeader};
+use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::api::PullStatus;
+use super::instance::{lock, resolve_instance_name, ClientInstance, ConsumerHook, MASTER_ID};
+use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
+use super::process_queue::ProcessQueue;
+use super::push::post_process;
+use super::rebalance::{start_offset, RebalanceCore, RebalanceTarget};
+use super::send::now_ms;
+use crate::config::ClientConfig;
+use crate::consumer::LitePullConsumerConfig;
+use crate::error::{ClientError, Result};
+
+const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(20);
+const PULL_TIMEOUT: Duration = Duration::from_secs(30);
+const DELAY_ON_ERROR: Duration = Duration::from_millis(1000);
+const DELAY_FLOW_CONTROL: Duration = Duration::from_millis(50);
+const DELAY_PAUSED: Duration = Duration::from_millis(100);
+
+/// One pull's messages.
+struct Batch {
+    mq: MessageQueue,
+    generation: u64,
+    msgs: Vec<MessageExt>,
+}
+
+#[derive(Debug)]
+struct QueueState {
+    pq: Arc<ProcessQueue>,
+    /// Next offset to consume (after the last polled message), -1 if nothing polled yet.
+    consumed: i64,
+    seek: Option<i64>,
+    paused: bool,
+    generation: u64,
+}
+
+/// A running lite pull consumer.
+pub(crate) struct LiteEngine {
+    pub(crate) inst: Arc<ClientInstance>,
+    pub(crate) cfg: LitePullConsumerConfig,
+    pub(crate) rebalance: RebalanceCore,
+    pub(crate) offsets: OffsetStore,
+    subscribe_mode: bool,
+    queues: Mutex<BTreeMap<MessageQueue, QueueState>>,
+    tx: mpsc::UnboundedSender<Batch>,
+    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Batch>>,
+    stopping: CancellationToken,
+    tasks: TaskTracker,
+    last_commit: Mutex<Instant>,
+    suggest: Mutex<HashMap<MessageQueue, i64>>,
+    consume_timestamp: i64,
+    me: Weak<LiteEngine>,
+}
+
+impl LiteEngine {
+    pub(crate) async fn start(
+        client: ClientConfig,
+        cfg: LitePullConsumerConfig,
+        subscriptions: BTreeMap<String, SubscriptionData>,
+        assigned: Option<BTreeSet<MessageQueue>>,
+    ) -> Result<Arc<LiteEngine>> {
+        let name = resolve_instance_name(&client.instance_name);
+        let inst = ClientInstance::get_or_create(&client, &name)?;
+        let offsets = match cfg.message_model {
+            MessageModel::Broadcasting => {
+                let dir = cfg
+                    .local_offset_store_dir
+                    .clone()
+                    .unwrap_or_else(default_local_dir);
+                OffsetStore::local(&dir, &inst.client_id, &cfg.group)?
+            }
+            MessageModel::Clustering => OffsetStore::remote(&cfg.group),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let subscribe_mode = assigned.is_none();
+        let engine = Arc::new_cyclic(|me| LiteEngine {
+            rebalance: RebalanceCore::new(
+                cfg.group.clone(),
+                cfg.message_model,
+                false,
+                cfg.allocate_strategy.clone(),
+                subscriptions,
+            ),
+            consume_timestamp: cfg
+                .consume_timestamp
+                .unwrap_or_else(|| now_ms() - 30 * 60 * 1000),
+            inst: inst.clone(),
+            cfg,
+            offsets,
+            subscribe_mode,
+            queues: Mutex::default(),
+            tx,
+            rx: tokio::sync::Mutex::new(rx),
+            stopping: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            last_commit: Mutex::new(Instant::now()),
+            suggest: Mutex::default(),
+            me: me.clone(),
+        });
+        inst.register_consumer(engine.clone())?;
+        inst.start();
+        if let Err(e) = inst.update_consumer_routes().await {
+            tracing::warn!(group = %engine.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
+        }
+        inst.send_heartbeat_all().await;
+        match assigned {
+            Some(mqs) => engine.assign(mqs).await?,
+            None => inst.rebalance_now(),
+        }
+        Ok(engine)
+    }
+
+    /// Replaces the assigned queues (assign mode).
+    pub(crate) async fn assign(&self, mqs: BTreeSet<MessageQueue>) -> Result<()> {
+        if self.subscribe_mode {
+            return Err(ClientError::Config(
+                "subscribe and assign cannot be mixed".into(),
+            ));
+        }
+        {
+            let mut subs = lock(&self.rebalance.subscriptions);
+            for mq in &mqs {
+                subs.entry(mq.topic.clone()).or_insert_with(|| {
+                    SubscriptionData::from_tag_expression(mq.topic.clone(), "*", now_ms())
+                });
+            }
+        }
+        let current: Vec<MessageQueue> = lock(&self.queues).keys().cloned().collect();
+        for mq in current {
+            if !mqs.contains(&mq) {
+                self.release(&mq).await;
+            }
+        }
+        for mq in mqs {
+            if lock(&self.queues).contains_key(&mq) {
+                continue;
+            }
+            let offset = start_offset(
+                &self.inst,
+                &self.offsets,
+                &mq,
+                self.cfg.consume_from_where,
+                self.consume_timestamp,
+            )
+            .await?
+            .ok_or_else(|| ClientError::Config(format!("cannot read the offset of {mq}")))?;
+            let pq = Arc::new(ProcessQueue::default());
+            self.add_queue(mq.clone(), pq.clone(), offset);
+            lock(&self.rebalance.process_queues).insert(mq, pq);
+        }
+        Ok(())
+    }
+
+    fn add_queue(&self, mq: MessageQueue, pq: Arc<ProcessQueue>, offset: i64) {
+        lock(&self.queues).insert(
+            mq.clone(),
+            QueueState {
+                pq: pq.clone(),
+                consumed: offset,
+                seek: None,
+                paused: false,
+                generation: 0,
+            },
+        );
+        if let Some(me) = self.me.upgrade() {
+            self.tasks.spawn(me.pull_loop(mq, pq, offset));
+        }
+    }
+
+    async fn release(&self, mq: &MessageQueue) {
+        let st = lock(&self.queues).remove(mq);
+        if let Some(st) = st {
+            st.pq.set_dropped(true);
+            if st.consumed >= 0 {
+                self.offsets.update(mq, st.consumed, false);
+            }
+            self.offsets.persist(&self.inst, mq).await;
+            self.offsets.remove(mq);
+        }
+        lock(&self.rebalance.process_queues).remove(mq);
+    }
+
+    pub(crate) fn assignment(&self) -> BTreeSet<MessageQueue> {
+        lock(&self.queues).keys().cloned().collect()
+    }
+
+    async fn pause_for(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = self.stopping.cancelled() => false,
+            _ = tokio::time::sleep(d) => true,
+        }
+    }
+
+    async fn pull_loop(self: Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>, mut next: i64) {
+        let size_limit = self.cfg.pull_threshold_size_for_queue as u64 * 1024 * 1024;
+        loop {
+            if pq.is_dropped() || self.stopping.is_cancelled() {
+                return;
+            }
+            let (paused, generation) = {
+                let mut q = lock(&self.queues);
+                let Some(st) = q.get_mut(&mq) else { return };
+                if let Some(s) = st.seek.take() {
+                    next = s;
+                }
+                (st.paused, st.generation)
+            };
+            if paused {
+                if !self.pause_for(DELAY_PAUSED).await {
+                    return;
+                }
+                continue;
+            }
+            if pq.count() > self.cfg.pull_threshold_for_queue || pq.bytes() > size_limit {
+                if !self.pause_for(DELAY_FLOW_CONTROL).await {
+                    return;
+                }
+                continue;
+            }
+            pq.touch_pull();
+            match self.pull_once(&mq, next).await {
+                Ok(Some((status, msgs, nbo))) => {
+                    let still_current = lock(&self.queues)
+                        .get(&mq)
+                        .is_some_and(|s| s.generation == generation && s.seek.is_none());
+                    if !still_current {
+                        continue;
+                    }
+                    next = nbo;
+                    if status == PullStatus::Found && !msgs.is_empty() {
+                        pq.put(&msgs);
+                        let _ = self.tx.send(Batch {
+                            mq: mq.clone(),
+                            generation,
+                            msgs,
+                        });
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::debug!(queue = %mq, error = %e, "pull failed");
+                    if !self.pause_for(DELAY_ON_ERROR).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn pull_once(
+        &self,
+        mq: &MessageQueue,
+        next: i64,
+    ) -> Result<Option<(PullStatus, Vec<MessageExt>, i64)>> {
+        let sd = self
+            .rebalance
+            .subscription(&mq.topic)
+            .unwrap_or_else(|| SubscriptionData::from_tag_expression(mq.topic.clone(), "*", 0));
+        let which = lock(&self.suggest).get(mq).copied().unwrap_or(MASTER_ID);
+        let (addr, _slave) = match self
+            .inst
+            .find_broker_in_subscribe(&mq.broker_name, which, false)
+        {
+            Some(x) => x,
+            None => {
+                let _ = self.inst.update_route(&mq.topic).await;
+                self.inst
+                    .find_broker_in_subscribe(&mq.broker_name, which, false)
+                    .ok_or_else(|| ClientError::BrokerNotFound {
+                        broker: mq.broker_name.clone(),
+                    })?
+            }
+        };
+        let header = PullMessageRequestHeader {
+            consumer_group: self.cfg.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: next,
+            max_msg_nums: self.cfg.pull_batch_size,
+            sys_flag: pull_sys_flag::build(false, true, true, false)
+                | pull_sys_flag::LITE_PULL_MESSAGE,
+            commit_offset: 0,
+            suspend_timeout_millis: BROKER_SUSPEND_MAX.as_millis() as i64,
+            subscription: Some(sd.sub_string.clone()),
+            sub_version: 0,
+            expression_type: sd.expression_type.clone(),
+            broker_name: None,
+        };
+        let r = tokio::select! {
+            _ = self.stopping.cancelled() => return Ok(None),
+            r = self.inst.api.pull(&addr, &header, PULL_TIMEOUT) => r?,
+        };
+        lock(&self.suggest).insert(mq.clone(), r.suggest_which_broker_id);
+        if r.status == PullStatus::OffsetIllegal {
+            tracing::warn!(queue = %mq, requested = next, next = r.next_begin_offset, "pull offset illegal; moving on");
+        }
+        let msgs = post_process(r.messages, &sd, mq, r.min_offset, r.max_offset);
+        Ok(Some((r.status, msgs, r.next_begin_offset)))
+    }
+
+    /// Waits up to `timeout` for pulled messages; they count as consumed.
+    pub(crate) async fn poll(&self, timeout: Duration) -> Vec<MessageExt> {
+        if self.cfg.auto_commit
+            && lock(&self.last_commit).elapsed() >= self.cfg.auto_commit_interval
+        {
+            self.commit_all(true).await;
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut rx = self.rx.lock().await;
+        loop {
+            let batch = tokio::select! {
+                _ = self.stopping.cancelled() => return Vec::new(),
+                b = tokio::time::timeout_at(deadline, rx.recv()) => match b {
+                    Ok(Some(b)) => b,
+                    _ => return Vec::new(),
+                },
+            };
+            let mut q = lock(&self.queues);
+            let Some(st) = q.get_mut(&batch.mq) else {
+                continue;
+            };
+            if st.generation != batch.generation || st.pq.is_dropped() {
+                continue;
+            }
+            let off = st.pq.remove(batch.msgs.iter().map(|m| m.queue_offset));
+            if off >= 0 {
+                st.consumed = off;
+            }
+            return batch.msgs;
+        }
+    }
+
+    /// Moves the consume position of `mq`.
+    pub(crate) async fn seek(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+        if !lock(&self.queues).contains_key(mq) {
+            return Err(ClientError::Config(format!(
+                "{mq} is not assigned to this consumer"
+            )));
+        }
+        let addr = self
+            .inst
+            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+            .await?;
+        let t = self.inst.config.mq_client_api_timeout;
+        let min = self.inst.api.queue_offset(&addr, mq, false, t).await?;
+        let max = self.inst.api.queue_offset(&addr, mq, true, t).await?;
+        if offset < min || offset > max {
+            return Err(ClientError::Config(format!(
+                "seek offset {offset} of {mq} is outside [{min}, {max}]"
+            )));
+        }
+        let mut q = lock(&self.queues);
+        let st = q
+            .get_mut(mq)
+            .ok_or_else(|| ClientError::Config(format!("{mq} is not assigned to this consumer")))?;
+        st.generation += 1;
+        st.seek = Some(offset);
+        st.consumed = offset;
+        st.pq.clear();
+        Ok(())
+    }
+
+    /// The queue's min or max offset.
+    pub(crate) async fn queue_bound(&self, mq: &MessageQueue, max: bool) -> Result<i64> {
+        let addr = self
+            .inst
+            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+            .await?;
+        self.inst
+            .api
+            .queue_offset(&addr, mq, max, self.inst.config.mq_client_api_timeout)
+            .await
+    }
+
+    pub(crate) fn set_paused(&self, mqs: &[MessageQueue], paused: bool) {
+        let mut q = lock(&self.queues);
+        for mq in mqs {
+            if let Some(st) = q.get_mut(mq) {
+                st.paused = paused;
+            }
+        }
+    }
+
+    /// Commits the consumed positions of every assigned queue.
+    pub(crate) async fn commit_all(&self, persist: bool) {
+        *lock(&self.last_commit) = Instant::now();
+        let positions: Vec<(MessageQueue, i64)> = lock(&self.queues)
+            .iter()
+            .filter(|(_, s)| s.consumed >= 0)
+            .map(|(m, s)| (m.clone(), s.consumed))
+            .collect();
+        for (mq, off) in &positions {
+            self.offsets.update(mq, *off, false);
+        }
+        if persist {
+            let mqs = positions.into_iter().map(|(m, _)| m).collect();
+            self.offsets.persist_all(&self.inst, &mqs).await;
+        }
+    }
+
+    /// Commits explicit positions.
+    pub(crate) async fn commit(&self, positions: &BTreeMap<MessageQueue, i64>) {
+        for (mq, off) in positions {
+            self.offsets.update(mq, *off, false);
+            if let Some(st) = lock(&self.queues).get_mut(mq) {
+                st.consumed = *off;
+            }
+        }
+        let mqs = positions.keys().cloned().collect();
+        self.offsets.persist_all(&self.inst, &mqs).await;
+    }
+
+    /// The committed offset of `mq` on the store.
+    pub(crate) async fn committed(&self, mq: &MessageQueue) -> i64 {
+        self.offsets
+            .read(&self.inst, mq, ReadOffsetType::Store)
+            .await
+    }
+
+    pub(crate) async fn shutdown(&self) {
+        if self.cfg.auto_commit {
+            self.commit_all(false).await;
+        }
+        self.stopping.cancel();
+        self.tasks.close();
+        let mqs = self.assignment();
+        self.offsets.persist_all(&self.inst, &mqs).await;
+        for st in lock(&self.queues).values() {
+            st.pq.set_dropped(true);
+        }
+        self.inst.unregister_consumer(&self.cfg.group).await;
+    }
+}
+
+#[async_trait]
+impl RebalanceTarget for LiteEngine {
+    fn consume_type(&self) -> ConsumeType {
+        ConsumeType::ConsumeActively
+    }
+
+    async fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
+        match start_offset(
+            &self.inst,
+            &self.offsets,
+            mq,
+            self.cfg.consume_from_where,
+            self.consume_timestamp,
+        )
+        .await
+        {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(queue = %mq, error = %e, "cannot compute where to start");
+                None
+            }
+        }
+    }
+
+    fn start_pull(&self, mq: MessageQueue, pq: Arc<ProcessQueue>, offset: i64) {
+        self.add_queue(mq, pq, offset);
+    }
+
+    async fn remove_unnecessary(&self, mq: &MessageQueue, _pq: &Arc<ProcessQueue>) -> bool {
+        let st = lock(&self.queues).remove(mq);
+        if let Some(st) = st {
+            if st.consumed >= 0 {
+                self.offsets.update(mq, st.consumed, false);
+            }
+        }
+        self.offsets.persist(&self.inst, mq).await;
+        self.offsets.remove(mq);
+        true
+    }
+
+    fn remove_dirty_offset(&self, mq: &MessageQueue) {
+        self.offsets.remove(mq);
+    }
+}
+
+#[async_trait]
+impl ConsumerHook for LiteEngine {
+    fn group(&self) -> String {
+        self.cfg.group.clone()
+    }
+
+    fn consumer_data(&self) -> ConsumerData {
+        ConsumerData {
+            consume_from_where: self.cfg.consume_from_where,
+            consume_type: ConsumeType::ConsumeActively,
+            group_name: self.cfg.group.clone(),
+            message_model: self.cfg.message_model,
+            subscription_data_set: lock(&self.rebalance.subscriptions)
+                .values()
+                .cloned()
+                .collect(),
+            unit_mode: false,
+        }
+    }
+
+    fn topics(&self) -> Vec<String> {
+        self.rebalance.topics()
+    }
+
+    fn update_subscribe_info(&self, topic: &str, queues: BTreeSet<MessageQueue>) {
+        self.rebalance.update_subscribe_info(topic, queues);
+    }
+
+    fn needs_route(&self) -> bool {
+        self.rebalance.needs_route()
+    }
+
+    async fn rebalance(&self) {
+        if self.subscribe_mode && !self.stopping.is_cancelled() {
+            self.rebalance.rebalance(&self.inst, self).await;
+        }
+    }
+
+    async fn persist_offsets(&self) {
+        if self.stopping.is_cancelled() {
+            return;
+        }
+        if self.cfg.auto_commit {
+            self.commit_all(false).await;
+        }
+        let mqs = self.assignment();
+        self.offsets.persist_all(&self.inst, &mqs).await;
+    }
+}
