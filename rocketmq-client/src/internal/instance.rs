@@ -235,8 +235,10 @@ impl ClientInstance {
         }
         let cfg = &self.config;
         let mut tasks = lock(&self.tasks);
+        // Routes are fetched on first use, so the periodic refresh starts one period later
+        // (Java's first tick, 10 ms after start, usually has only TBW102 to fetch).
         tasks.push(self.periodic(
-            Duration::from_millis(10),
+            cfg.poll_name_server_interval,
             cfg.poll_name_server_interval,
             |inst| async move {
                 inst.update_all_routes().await;

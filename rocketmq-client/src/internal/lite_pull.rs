@@ -48,6 +48,8 @@ struct QueueState {
     seek: Option<i64>,
     paused: bool,
     generation: u64,
+    /// Interrupts a pull in progress (after a seek).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// A running lite pull consumer.
@@ -176,6 +178,7 @@ impl LiteEngine {
                 seek: None,
                 paused: false,
                 generation: 0,
+                wake: Arc::new(tokio::sync::Notify::new()),
             },
         );
         if let Some(me) = self.me.upgrade() {
@@ -213,13 +216,13 @@ impl LiteEngine {
             if pq.is_dropped() || self.stopping.is_cancelled() {
                 return;
             }
-            let (paused, generation) = {
+            let (paused, generation, wake) = {
                 let mut q = lock(&self.queues);
                 let Some(st) = q.get_mut(&mq) else { return };
                 if let Some(s) = st.seek.take() {
                     next = s;
                 }
-                (st.paused, st.generation)
+                (st.paused, st.generation, st.wake.clone())
             };
             if paused {
                 if !self.pause_for(DELAY_PAUSED).await {
@@ -234,7 +237,11 @@ impl LiteEngine {
                 continue;
             }
             pq.touch_pull();
-            match self.pull_once(&mq, next).await {
+            let pulled = tokio::select! {
+                r = self.pull_once(&mq, next) => r,
+                _ = wake.notified() => continue,
+            };
+            match pulled {
                 Ok(Some((status, msgs, nbo))) => {
                     let still_current = lock(&self.queues)
                         .get(&mq)
@@ -373,6 +380,7 @@ impl LiteEngine {
         st.seek = Some(offset);
         st.consumed = offset;
         st.pq.clear();
+        st.wake.notify_one();
         Ok(())
     }
 

@@ -18,6 +18,7 @@
 
 mod config;
 mod selector;
+mod transaction;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -32,6 +33,9 @@ pub use self::config::{ProducerConfig, SendResult, SendStatus};
 pub use self::selector::{
     selector_fn, JavaHashCode, MessageQueueSelector, SelectMessageQueueByHash,
     SelectMessageQueueByRandom,
+};
+pub use self::transaction::{
+    LocalTransactionState, TransactionListener, TransactionMQProducer, TransactionSendResult,
 };
 use crate::config::{check_group, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
@@ -251,7 +255,7 @@ impl DefaultMQProducer {
             let p = core.prepare(&inst, msg)?;
             core.send_default(&inst, &p, SendMode::Sync, timeout)
                 .await?
-                .ok_or_else(|| unreachable_oneway())
+                .ok_or_else(unreachable_oneway)
         }
         .instrument(span)
         .await

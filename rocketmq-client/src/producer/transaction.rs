@@ -1,0 +1,308 @@
+//! Transactional messages: a half message the consumers do not see, a local transaction, then a
+//! commit or a rollback; the broker asks again (check-back) while the outcome is unknown.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), rocketmq_client::ClientError> {
+//! use rocketmq_client::producer::{
+//!     DefaultMQProducer, LocalTransactionState, TransactionListener, TransactionMQProducer,
+//! };
+//! use rocketmq_client::{Message, MessageExt};
+//!
+//! struct Orders;
+//!
+//! #[async_trait::async_trait]
+//! impl TransactionListener for Orders {
+//!     type Arg = u64;
+//!     async fn execute_local_transaction(&self, _msg: &Message, order_id: &u64) -> LocalTransactionState {
+//!         // write the order to the database ...
+//!         let _ = order_id;
+//!         LocalTransactionState::CommitMessage
+//!     }
+//!     async fn check_local_transaction(&self, _msg: &MessageExt) -> LocalTransactionState {
+//!         // look the order up ...
+//!         LocalTransactionState::CommitMessage
+//!     }
+//! }
+//!
+//! let producer = DefaultMQProducer::builder().group("order-tx").namesrv_addr("127.0.0.1:9876").build()?;
+//! let tx = TransactionMQProducer::new(producer, Orders);
+//! tx.start().await?;
+//! let r = tx.send_message_in_transaction(Message::new("Orders", "created"), &42).await?;
+//! println!("{:?} {:?}", r.send_result.status, r.local_transaction_state);
+//! # Ok(()) }
+//! ```
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use rocketmq_remoting::protocol::headers::{
+    CheckTransactionStateRequestHeader, EndTransactionRequestHeader,
+};
+use rocketmq_remoting::protocol::message::{
+    decode_offset_msg_id, property, sys_flag, Message, MessageExt,
+};
+use tokio::sync::Semaphore;
+
+use super::{DefaultMQProducer, SendResult, SendStatus};
+use crate::error::{ClientError, Result};
+use crate::internal::instance::ClientInstance;
+use crate::internal::send::TransactionChecker;
+
+/// The outcome of a local transaction (Java `LocalTransactionState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalTransactionState {
+    /// Deliver the message.
+    CommitMessage,
+    /// Discard the message.
+    RollbackMessage,
+    /// Not known yet: the broker will ask again.
+    Unknown,
+}
+
+impl LocalTransactionState {
+    /// The END_TRANSACTION `commitOrRollback` value.
+    fn wire(self) -> i32 {
+        match self {
+            LocalTransactionState::CommitMessage => sys_flag::TRANSACTION_COMMIT_TYPE,
+            LocalTransactionState::RollbackMessage => sys_flag::TRANSACTION_ROLLBACK_TYPE,
+            LocalTransactionState::Unknown => sys_flag::TRANSACTION_NOT_TYPE,
+        }
+    }
+}
+
+/// The application's side of a transaction (Java `TransactionListener`). A panic counts as
+/// `Unknown`.
+#[async_trait]
+pub trait TransactionListener: Send + Sync + 'static {
+    /// What `send_message_in_transaction` passes along to the local transaction.
+    type Arg: Send + Sync + ?Sized;
+
+    /// Runs the local transaction once the half message is stored.
+    async fn execute_local_transaction(
+        &self,
+        msg: &Message,
+        arg: &Self::Arg,
+    ) -> LocalTransactionState;
+
+    /// Tells the broker how a transaction whose outcome it does not know ended.
+    async fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState;
+}
+
+/// The result of a transactional send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionSendResult {
+    /// The half message's send result.
+    pub send_result: SendResult,
+    /// What the local transaction decided (sent to the broker).
+    pub local_transaction_state: LocalTransactionState,
+}
+
+/// A producer of transactional messages: a [`DefaultMQProducer`] plus a
+/// [`TransactionListener`]. Give it a producer group of its own: the broker asks a producer of
+/// the group about unfinished transactions.
+pub struct TransactionMQProducer<L: TransactionListener> {
+    producer: DefaultMQProducer,
+    listener: Arc<L>,
+}
+
+impl<L: TransactionListener> Clone for TransactionMQProducer<L> {
+    fn clone(&self) -> Self {
+        Self {
+            producer: self.producer.clone(),
+            listener: self.listener.clone(),
+        }
+    }
+}
+
+impl<L: TransactionListener> std::fmt::Debug for TransactionMQProducer<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransactionMQProducer")
+            .field("group", &self.producer.group())
+            .finish()
+    }
+}
+
+struct Checker<L: TransactionListener> {
+    listener: Arc<L>,
+    group: String,
+    /// Java checks with one thread by default (`checkThreadPoolMinSize` = 1).
+    permits: Arc<Semaphore>,
+}
+
+impl<L: TransactionListener> TransactionChecker for Checker<L> {
+    fn check(
+        &self,
+        inst: &ClientInstance,
+        broker_addr: String,
+        mut msg: MessageExt,
+        header: CheckTransactionStateRequestHeader,
+    ) {
+        if let Some(id) = msg.uniq_key().map(str::to_string) {
+            msg.message.transaction_id = Some(id);
+        }
+        let (listener, group, permits, api) = (
+            self.listener.clone(),
+            self.group.clone(),
+            self.permits.clone(),
+            inst.api.clone(),
+        );
+        tokio::spawn(async move {
+            let Ok(_permit) = permits.acquire_owned().await else {
+                return;
+            };
+            let (state, remark) = match AssertUnwindSafe(listener.check_local_transaction(&msg))
+                .catch_unwind()
+                .await
+            {
+                Ok(s) => (s, None),
+                Err(_) => (
+                    LocalTransactionState::Unknown,
+                    Some("checkLocalTransactionState Exception: the listener panicked".to_string()),
+                ),
+            };
+            let end = EndTransactionRequestHeader {
+                producer_group: group,
+                tran_state_table_offset: header.tran_state_table_offset,
+                commit_log_offset: header.commit_log_offset,
+                commit_or_rollback: state.wire(),
+                from_transaction_check: true,
+                msg_id: msg
+                    .uniq_key()
+                    .map(str::to_string)
+                    .or(header.msg_id.clone())
+                    .unwrap_or_default(),
+                transaction_id: header.transaction_id.clone(),
+                broker_name: None,
+            };
+            if let Err(e) = api
+                .end_transaction(&broker_addr, &end, remark, Duration::from_secs(3))
+                .await
+            {
+                tracing::warn!(addr = %broker_addr, error = %e, "cannot answer a transaction check");
+            }
+        });
+    }
+}
+
+impl<L: TransactionListener> TransactionMQProducer<L> {
+    /// Wraps a built (not started) producer.
+    pub fn new(producer: DefaultMQProducer, listener: L) -> Self {
+        Self {
+            producer,
+            listener: Arc::new(listener),
+        }
+    }
+
+    /// The underlying producer (for plain sends).
+    pub fn producer(&self) -> &DefaultMQProducer {
+        &self.producer
+    }
+
+    /// Registers the check-back handler and starts the producer.
+    pub async fn start(&self) -> Result<()> {
+        let checker = Checker {
+            listener: self.listener.clone(),
+            group: self.producer.group().to_string(),
+            permits: Arc::new(Semaphore::new(1)),
+        };
+        if self
+            .producer
+            .core()
+            .transaction
+            .set(Arc::new(checker))
+            .is_err()
+        {
+            return Err(ClientError::Config(
+                "the transactional producer was already started".into(),
+            ));
+        }
+        self.producer.start().await
+    }
+
+    /// Sends `msg` as a half message, runs the local transaction with `arg`, and commits or
+    /// rolls back according to its answer (`Unknown` leaves the decision to a later check-back).
+    pub async fn send_message_in_transaction(
+        &self,
+        mut msg: Message,
+        arg: &L::Arg,
+    ) -> Result<TransactionSendResult> {
+        if msg.delay_level() != 0 {
+            msg.clear_property(property::DELAY_TIME_LEVEL);
+        }
+        msg.put_property(property::TRANSACTION_PREPARED, "true");
+        msg.put_property(property::PRODUCER_GROUP, self.producer.group());
+        let result = self.producer.send(msg.clone()).await?;
+        let state = match result.status {
+            SendStatus::SendOk => {
+                if let Some(t) = &result.transaction_id {
+                    msg.put_property("__transactionId__", t.clone());
+                }
+                if let Some(id) = msg
+                    .uniq_key()
+                    .map(str::to_string)
+                    .or_else(|| Some(result.msg_id.clone()))
+                {
+                    msg.transaction_id = Some(id);
+                }
+                AssertUnwindSafe(self.listener.execute_local_transaction(&msg, arg))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        tracing::warn!("the local transaction panicked; its state is unknown");
+                        LocalTransactionState::Unknown
+                    })
+            }
+            _ => LocalTransactionState::RollbackMessage,
+        };
+        self.end_transaction(&result, state).await?;
+        Ok(TransactionSendResult {
+            send_result: result,
+            local_transaction_state: state,
+        })
+    }
+
+    async fn end_transaction(
+        &self,
+        result: &SendResult,
+        state: LocalTransactionState,
+    ) -> Result<()> {
+        let inst = self.producer.instance()?;
+        let (_, commit_log_offset) =
+            decode_offset_msg_id(&result.offset_msg_id).ok_or_else(|| ClientError::Protocol {
+                addr: result.message_queue.broker_name.clone(),
+                reason: format!("bad offset message id {:?}", result.offset_msg_id),
+            })?;
+        let addr = inst
+            .master_addr_or_refresh(
+                &result.message_queue.broker_name,
+                &result.message_queue.topic,
+            )
+            .await?;
+        let header = EndTransactionRequestHeader {
+            producer_group: self.producer.group().to_string(),
+            tran_state_table_offset: result.queue_offset,
+            commit_log_offset,
+            commit_or_rollback: state.wire(),
+            from_transaction_check: false,
+            msg_id: result.msg_id.clone(),
+            transaction_id: result.transaction_id.clone(),
+            broker_name: None,
+        };
+        inst.api
+            .end_transaction(
+                &addr,
+                &header,
+                None,
+                self.producer.config().send_msg_timeout,
+            )
+            .await
+    }
+
+    /// Shuts the producer down.
+    pub async fn shutdown(&self) {
+        self.producer.shutdown().await;
+    }
+}
