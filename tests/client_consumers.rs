@@ -562,3 +562,37 @@ async fn tag_subscription_filters_messages() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_message_waits_for_its_level() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Later", 2).await;
+    let rec = Recorder::default();
+    let cons = start_concurrent(&ns, "g-later", "Later", &rec, 0).await;
+    let p = producer(&ns, "p-later").await;
+    let sent = std::time::Instant::now();
+    // Level 1 is 1 s with the default levels.
+    p.send(Message::new("Later", "in a second").with_delay_level(1))
+        .await
+        .unwrap();
+    p.send(Message::new("Later", "now")).await.unwrap();
+    wait_all(&rec, &["now".to_string()].into_iter().collect(), LIMIT).await;
+    assert!(
+        !rec.distinct().contains("in a second") || sent.elapsed() >= Duration::from_millis(900)
+    );
+    wait_all(
+        &rec,
+        &["in a second".to_string()].into_iter().collect(),
+        LIMIT,
+    )
+    .await;
+    assert!(
+        sent.elapsed() >= Duration::from_millis(900),
+        "delivered before its delay: {:?}",
+        sent.elapsed()
+    );
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

@@ -72,6 +72,8 @@ pub struct EmbeddedOptions {
     pub segment_size: u64,
     /// Further broker settings applied on top.
     pub customize: Option<fn(&mut BrokerConfig)>,
+    /// `broker.conf` properties applied on top (Java key names).
+    pub properties: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for EmbeddedOptions {
@@ -83,6 +85,7 @@ impl Default for EmbeddedOptions {
             flush_disk_type: FlushDiskType::AsyncFlush,
             segment_size: 64 * 1024 * 1024,
             customize: None,
+            properties: Default::default(),
         }
     }
 }
@@ -115,6 +118,14 @@ impl EmbeddedCluster {
             },
             ..BrokerConfig::default()
         };
+        if !opts.properties.is_empty() {
+            let unknown = cfg
+                .apply_properties(&opts.properties)
+                .map_err(BrokerError::Config)?;
+            for k in unknown {
+                tracing::warn!(key = %k, "unknown broker property ignored");
+            }
+        }
         if let Some(f) = opts.customize {
             f(&mut cfg);
         }

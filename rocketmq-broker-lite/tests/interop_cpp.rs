@@ -34,6 +34,11 @@ struct Lite {
 
 impl Lite {
     fn start() -> Lite {
+        Self::start_with(&[])
+    }
+
+    /// Starts with extra broker.conf properties.
+    fn start_with(properties: &[(&str, &str)]) -> Lite {
         let dir = rocketmq_broker_lite::embedded::TempDir::new("interop").unwrap();
         let free = || {
             std::net::TcpListener::bind("127.0.0.1:0")
@@ -43,7 +48,15 @@ impl Lite {
                 .port()
         };
         let (ns, broker) = (free(), free());
+        let conf = dir.path().join("broker.conf");
+        let text: String = properties
+            .iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
+        std::fs::write(&conf, text).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+            .arg("-c")
+            .arg(&conf)
             .args(["--store-dir"])
             .arg(dir.path())
             .args([
@@ -203,4 +216,58 @@ fn cpp_client_orderly_by_sharding_key() {
             .collect();
         assert_eq!(queues.len(), 1);
     }
+}
+
+#[test]
+fn cpp_client_transactions_with_check_backs() {
+    let Some(client) = client_dir() else { return };
+    let lite = Lite::start_with(&[
+        ("transactionCheckInterval", "300"),
+        ("transactionTimeOut", "500"),
+    ]);
+    let bodies = [
+        "commit-1",
+        "rollback-1",
+        "unknown-1",
+        "commit-2",
+        "unknown-2",
+        "rollback-2",
+    ];
+    let sent = run(
+        &client,
+        &[
+            "produce-transaction",
+            &lite.namesrv,
+            "CppTx",
+            &serde_json::to_string(&bodies).unwrap(),
+            "60",
+        ],
+        Duration::from_secs(90),
+    );
+    let statuses = sent["sent"].as_array().unwrap();
+    assert_eq!(statuses.len(), 6);
+    assert!(statuses.iter().all(|s| s["status"] == 0), "{statuses:?}");
+    let mut checked: Vec<String> = sent["checked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    checked.sort();
+    checked.dedup();
+    assert_eq!(
+        checked,
+        ["unknown-1", "unknown-2"],
+        "only unknown transactions are checked"
+    );
+    // Committed (directly or by the check) messages are consumable; rolled back ones are not.
+    let got = &sent;
+    let mut bodies: Vec<String> = got["got"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap().to_string())
+        .collect();
+    bodies.sort();
+    assert_eq!(bodies, ["commit-1", "commit-2", "unknown-1", "unknown-2"]);
 }

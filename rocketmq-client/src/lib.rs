@@ -19,3 +19,8 @@ pub use config::ClientConfig;
 pub use error::{ClientError, Result};
 pub use internal::api::{PullResult, PullStatus};
 pub use rocketmq_remoting::protocol::message::{Message, MessageExt, MessageQueue};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

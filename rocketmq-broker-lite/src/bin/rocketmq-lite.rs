@@ -1,6 +1,6 @@
 //! `rocketmq-lite`: a name server and a broker in one process.
 //!
-//! `rocketmq-lite --store-dir DIR --namesrv-port 9876 --broker-port 10911 [--flush-disk-type SYNC_FLUSH]`
+//! `rocketmq-lite --store-dir DIR --namesrv-port 9876 --broker-port 10911 [--flush-disk-type SYNC_FLUSH] [-c broker.conf]`
 //! binds 127.0.0.1 unless `--bind` says otherwise and prints a line containing `ready` once both
 //! serve. SIGINT or SIGTERM stop it gracefully.
 
@@ -31,6 +31,9 @@ struct Args {
     /// Commit-log segment size in bytes.
     #[arg(long = "segment-size", default_value_t = 1 << 30)]
     segment_size: u64,
+    /// A broker.conf whose properties apply to the broker (Java key names).
+    #[arg(short = 'c', long = "config")]
+    config: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -48,6 +51,16 @@ async fn main() -> std::process::ExitCode {
         eprintln!("cannot create {}: {e}", args.store_dir.display());
         return std::process::ExitCode::from(2);
     }
+    let properties = match &args.config {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => rocketmq_broker_lite::broker::config::parse_properties(&text),
+            Err(e) => {
+                eprintln!("cannot read {}: {e}", path.display());
+                return std::process::ExitCode::from(2);
+            }
+        },
+        None => Default::default(),
+    };
     let opts = EmbeddedOptions {
         bind_ip: args.bind.clone(),
         namesrv_port: args.namesrv_port,
@@ -55,6 +68,7 @@ async fn main() -> std::process::ExitCode {
         flush_disk_type: flush,
         segment_size: args.segment_size,
         customize: None,
+        properties,
     };
     let cluster = match EmbeddedCluster::start(&args.store_dir, opts).await {
         Ok(c) => c,

@@ -401,6 +401,18 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
             }
         }
     }));
+    // Transaction check-backs.
+    let r = b.clone();
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = r.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(r.cfg.transaction_check_interval) => {
+                    r.check_transactions_now().await;
+                }
+            }
+        }
+    }));
     // Delayed messages.
     let r = b.clone();
     tasks.push(tokio::spawn(async move {
@@ -425,6 +437,17 @@ impl BrokerInner {
     /// Whether a topic exists on this broker.
     pub fn topic_exists(&self, topic: &str) -> bool {
         self.topics.get(topic).is_some()
+    }
+
+    /// Runs one round of the transaction check service now; returns the checks sent.
+    pub async fn check_transactions_now(self: &Arc<Self>) -> usize {
+        let me = self.clone();
+        let checks = tokio::task::spawn_blocking(move || transaction::check_round(&me))
+            .await
+            .unwrap_or_default();
+        let n = checks.len();
+        transaction::send_checks(self, checks).await;
+        n
     }
 
     /// Runs one round of delayed-message delivery now.

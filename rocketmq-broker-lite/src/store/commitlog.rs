@@ -648,7 +648,18 @@ impl CommitLog {
                 queue_id: m.queue_id,
                 commit_log_offset: pos,
                 size,
-                tags_code: m.tags_code,
+                // In SCHEDULE_TOPIC_XXXX the tag code is the delivery time (Java computes it
+                // when building the dispatch request from the stored record).
+                tags_code: if m.topic == rocketmq_remoting::protocol::topic::SCHEDULE_TOPIC {
+                    super::record::tags_code_for(
+                        &m.topic,
+                        &m.properties,
+                        store_ts,
+                        &self.delay_levels,
+                    )
+                } else {
+                    m.tags_code
+                },
                 store_timestamp: store_ts,
                 queue_offset: qo,
                 keys,

@@ -7,7 +7,8 @@ import sys
 import threading
 import time
 
-from rocketmq.client import ConsumeStatus, Message, Producer, PushConsumer
+from rocketmq.client import (ConsumeStatus, Message, Producer, PushConsumer, TransactionMQProducer,
+                             TransactionStatus)
 
 
 def out(obj):
@@ -45,6 +46,43 @@ def produce_orderly(ns, topic, group, keys, per_key):
             r = p.send_orderly_with_sharding_key(m, k)
             sent.append({"status": int(r.status), "msg_id": r.msg_id})
     return sent
+
+
+def produce_transaction(ns, topic, group, bodies, timeout):
+    """Bodies starting commit- commit, rollback- roll back, unknown- stay unknown until the
+    broker checks them (the check answers commit)."""
+    checked = []
+    lock = threading.Lock()
+
+    def on_check(msg):
+        with lock:
+            checked.append(msg.body.decode("utf-8"))
+        return TransactionStatus.COMMIT
+
+    def local_execute(msg, user_args):
+        body = msg.body.decode("utf-8")
+        if body.startswith("commit-"):
+            return TransactionStatus.COMMIT
+        if body.startswith("rollback-"):
+            return TransactionStatus.ROLLBACK
+        return TransactionStatus.UNKNOWN
+
+    p = TransactionMQProducer(group, on_check)
+    p.set_name_server_address(ns)
+    p.start()
+    sent = []
+    for body in bodies:
+        m = Message(topic)
+        m.set_keys(body)
+        m.set_body(body)
+        r = p.send_message_in_transaction(m, local_execute, None)
+        sent.append({"status": int(r.status), "msg_id": r.msg_id})
+    # Consume while the producer is alive: it must be there to answer the broker's checks
+    # (and to send its answers before the process ends).
+    expect = len([b for b in bodies if not b.startswith("rollback-")])
+    got = consume(ns, topic, group.replace("tpg", "tcg"), expect, False, timeout)
+    with lock:
+        return sent, list(checked), got
 
 
 def consume(ns, topic, group, expect, orderly, timeout):
@@ -88,6 +126,10 @@ def main():
     elif mode == "produce-orderly":
         keys = sys.argv[4].split(",")
         out({"sent": produce_orderly(ns, topic, "cpp_opg_" + topic, keys, int(sys.argv[5]))})
+    elif mode == "produce-transaction":
+        sent, checked, got = produce_transaction(ns, topic, "cpp_tpg_" + topic, json.loads(sys.argv[4]),
+                                                 float(sys.argv[5]))
+        out({"sent": sent, "checked": checked, "got": got})
     elif mode == "consume":
         out({"got": consume(ns, topic, sys.argv[4], int(sys.argv[5]), False, float(sys.argv[6]))})
     elif mode == "consume-orderly":

@@ -94,6 +94,7 @@ pub(crate) struct ClientInstance {
     producers: Mutex<BTreeMap<String, Arc<ProducerCore>>>,
     consumers: Mutex<BTreeMap<String, Arc<dyn ConsumerHook>>>,
     rebalance_wakeup: Arc<Notify>,
+    heartbeat_wakeup: Arc<Notify>,
     route_gate: tokio::sync::Mutex<()>,
     heartbeat_gate: tokio::sync::Mutex<()>,
     cancel: CancellationToken,
@@ -185,6 +186,7 @@ impl ClientInstance {
                 producers: Mutex::default(),
                 consumers: Mutex::default(),
                 rebalance_wakeup: Arc::new(Notify::new()),
+                heartbeat_wakeup: Arc::new(Notify::new()),
                 route_gate: tokio::sync::Mutex::new(()),
                 heartbeat_gate: tokio::sync::Mutex::new(()),
                 cancel: CancellationToken::new(),
@@ -244,14 +246,29 @@ impl ClientInstance {
                 inst.update_all_routes().await;
             },
         ));
-        tasks.push(self.periodic(
-            Duration::from_secs(1),
-            cfg.heartbeat_broker_interval,
-            |inst| async move {
-                inst.clean_offline_brokers();
+        // Heartbeats: every period, and as soon as a route names a broker not heard of before
+        // (so that a new broker knows this client's groups, e.g. for transaction checks).
+        let weak = Arc::downgrade(self);
+        let cancel = self.cancel.clone();
+        let every = cfg.heartbeat_broker_interval;
+        let wakeup = self.heartbeat_wakeup.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut next = tokio::time::Instant::now() + Duration::from_secs(1).min(every);
+            loop {
+                let notified = wakeup.notified();
+                let periodic = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = notified => false,
+                    _ = tokio::time::sleep_until(next) => true,
+                };
+                let Some(inst) = weak.upgrade() else { return };
+                if periodic {
+                    inst.clean_offline_brokers();
+                    next = tokio::time::Instant::now() + every;
+                }
                 inst.send_heartbeat_all().await;
-            },
-        ));
+            }
+        }));
         tasks.push(self.periodic(
             Duration::from_secs(10).min(cfg.persist_consumer_offset_interval * 2),
             cfg.persist_consumer_offset_interval,
@@ -460,8 +477,17 @@ impl ClientInstance {
 
     fn merge_brokers(&self, route: &TopicRouteData) {
         let mut brokers = lock(&self.brokers);
+        let mut new = false;
         for b in &route.broker_datas {
+            let known = brokers.get(&b.broker_name);
+            new |= b
+                .broker_addrs
+                .values()
+                .any(|a| !known.is_some_and(|k| k.values().any(|x| x == a)));
             brokers.insert(b.broker_name.clone(), b.broker_addrs.clone());
+        }
+        if new && self.started.load(Ordering::Acquire) {
+            self.heartbeat_wakeup.notify_one();
         }
     }
 

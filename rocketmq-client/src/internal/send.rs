@@ -278,6 +278,16 @@ impl ProducerCore {
         }
     }
 
+    /// Fetches the template topic's route, which names the brokers that may create topics.
+    pub(crate) async fn learn_brokers(&self, inst: &ClientInstance) -> Result<()> {
+        inst.default_route(
+            &self.settings.create_topic_key,
+            self.settings.default_topic_queue_nums,
+        )
+        .await
+        .map(|_| ())
+    }
+
     /// The publish info of `topic`: cached, else from the name server, else built from the
     /// auto-creation template topic.
     pub(crate) async fn publish_info(

@@ -223,6 +223,12 @@ impl DefaultMQProducer {
         let inst = ClientInstance::get_or_create(&self.inner.client, &name)?;
         inst.register_producer(self.inner.core.clone())?;
         inst.start();
+        // Learn the brokers early (Java refreshes the template topic's route at start), so that
+        // they hear this producer's heartbeat before it sends (transaction checks need it).
+        let (core, bg) = (self.inner.core.clone(), inst.clone());
+        tokio::spawn(async move {
+            let _ = core.learn_brokers(&bg).await;
+        });
         tracing::info!(group = %self.group(), client = %inst.client_id, "producer started");
         *state = State::Running(inst);
         Ok(())
