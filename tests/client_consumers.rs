@@ -596,3 +596,140 @@ async fn delayed_message_waits_for_its_level() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orderly_suspend_redelivers_the_same_batch_before_the_next() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Susp", 1).await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<(String, i32)>::new()));
+    let s = seen.clone();
+    let cfg = PushConsumerConfig {
+        group: "g-susp".into(),
+        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        suspend_current_queue_time: Duration::from_millis(50),
+        ..PushConsumerConfig::default()
+    };
+    let cons = DefaultMQPushConsumer::builder()
+        .client_config(fast_client(&ns))
+        .consumer_config(cfg)
+        .subscribe("Susp", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_orderly(rocketmq_client::consumer::orderly_fn(
+        move |msgs, _q| {
+            let s = s.clone();
+            async move {
+                let m = &msgs[0];
+                let body = String::from_utf8_lossy(&m.body).to_string();
+                s.lock().unwrap().push((body.clone(), m.reconsume_times));
+                // "first" fails twice, then succeeds.
+                if body == "first" && m.reconsume_times < 2 {
+                    rocketmq_client::consumer::ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+                } else {
+                    rocketmq_client::consumer::ConsumeOrderlyStatus::Success
+                }
+            }
+        },
+    ))
+    .unwrap();
+    cons.start().await.unwrap();
+    let p = producer(&ns, "p-susp").await;
+    for body in ["first", "second", "third"] {
+        p.send(Message::new("Susp", body)).await.unwrap();
+    }
+    let s = seen.clone();
+    wait_until(LIMIT, "all three consumed", move || {
+        let n = s
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(b, _)| b == "third")
+            .count();
+        async move { n >= 1 }
+    })
+    .await;
+    cons.shutdown().await;
+    let seen = seen.lock().unwrap().clone();
+    let want: Vec<(String, i32)> = vec![
+        ("first".into(), 0),
+        ("first".into(), 1),
+        ("first".into(), 2),
+        ("second".into(), 0),
+        ("third".into(), 0),
+    ];
+    assert_eq!(
+        seen, want,
+        "the suspended message blocks its queue until it succeeds"
+    );
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_from_timestamp_gets_the_newer_messages() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Since", 2).await;
+    let p = producer(&ns, "p-since").await;
+    let mut last_store = 0;
+    for i in 0..6 {
+        p.send(Message::new("Since", format!("old{i}")))
+            .await
+            .unwrap();
+    }
+    // The latest store time of the old messages, read back through a pull.
+    let qs: Vec<MessageQueue> = (0..2)
+        .map(|q| MessageQueue::new("Since", "broker-a", q))
+        .collect();
+    let reader = DefaultLitePullConsumer::builder()
+        .client_config(fast_client(&ns))
+        .group("r-since")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .build()
+        .unwrap();
+    reader.assign(qs).await.unwrap();
+    reader.start().await.unwrap();
+    let mut n = 0;
+    while n < 6 {
+        for m in reader.poll_timeout(Duration::from_secs(5)).await.unwrap() {
+            last_store = last_store.max(m.store_timestamp);
+            n += 1;
+        }
+    }
+    reader.shutdown().await;
+    // Wait for the clock to move past it, then mark the boundary.
+    let since = last_store + 1;
+    wait_until(LIMIT, "the clock moves on", move || {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        async move { now > since }
+    })
+    .await;
+    for i in 0..6 {
+        p.send(Message::new("Since", format!("new{i}")))
+            .await
+            .unwrap();
+    }
+    let rec = Recorder::default();
+    let cons = push_builder(&ns, "g-since")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromTimestamp)
+        .consume_timestamp(since)
+        .subscribe("Since", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(rec.concurrent(0))
+        .unwrap();
+    cons.start().await.unwrap();
+    let want: BTreeSet<String> = (0..6).map(|i| format!("new{i}")).collect();
+    wait_all(&rec, &want, LIMIT).await;
+    cons.shutdown().await;
+    // The old messages may come too: for a group without a committed offset, a broker answers
+    // QUERY_CONSUMER_OFFSET with 0 while the queue's first message is still in memory (Java
+    // 4.9's rule, which ours follows), and a committed offset wins over consumeFromWhere. The
+    // decision table itself is unit-tested in the client (`internal::rebalance`).
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

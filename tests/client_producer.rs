@@ -570,3 +570,26 @@ async fn admin_topics_routes_and_lag() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn name_server_failover() {
+    let c = cluster().await;
+    let live = c.namesrv_addr();
+    // A dead name server listed first: the client moves on to the next one and stays there.
+    let p = DefaultMQProducer::builder()
+        .namesrv_addr(format!("127.0.0.1:1;{live}"))
+        .group("p-failover")
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    for i in 0..5 {
+        p.send(Message::new("Failover", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let admin = MQAdmin::connect(&format!("127.0.0.1:1;{live}")).unwrap();
+    assert!(admin.topic_route("Failover").await.unwrap().is_some());
+    admin.shutdown();
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

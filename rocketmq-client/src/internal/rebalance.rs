@@ -346,20 +346,14 @@ pub(crate) async fn start_offset(
     timestamp: i64,
 ) -> Result<Option<i64>> {
     let last = offsets.read(inst, mq, ReadOffsetType::Store).await;
-    if last >= 0 {
-        return Ok(Some(last));
-    }
-    if last < -1 {
-        return Ok(None);
-    }
     let retry = mq
         .topic
         .starts_with(rocketmq_remoting::protocol::topic::RETRY_GROUP_TOPIC_PREFIX);
     let timeout = inst.config.mq_client_api_timeout;
-    match from_where {
-        ConsumeFromWhere::ConsumeFromFirstOffset => Ok(Some(0)),
-        _ if retry && from_where != ConsumeFromWhere::ConsumeFromTimestamp => Ok(Some(0)),
-        ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
+    match decide_start(last, from_where, retry) {
+        StartAt::Offset(o) => Ok(Some(o)),
+        StartAt::Unknown => Ok(None),
+        StartAt::ByTime => {
             let addr = inst
                 .master_addr_or_refresh(&mq.broker_name, &mq.topic)
                 .await?;
@@ -368,7 +362,7 @@ pub(crate) async fn start_offset(
                 .await
                 .map(Some)
         }
-        _ => {
+        StartAt::End => {
             let addr = inst
                 .master_addr_or_refresh(&mq.broker_name, &mq.topic)
                 .await?;
@@ -377,5 +371,78 @@ pub(crate) async fn start_offset(
                 .await
                 .map(Some)
         }
+    }
+}
+
+/// Where a queue starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartAt {
+    /// At this offset.
+    Offset(i64),
+    /// At the queue's max offset (skip history).
+    End,
+    /// At the offset of the consume timestamp.
+    ByTime,
+    /// The committed offset could not be read: not now.
+    Unknown,
+}
+
+/// Java's table (`RebalancePushImpl.computePullFromWhereWithException`): `last` is the committed
+/// offset (-1: none, below -1: unreadable).
+pub(crate) fn decide_start(last: i64, from_where: ConsumeFromWhere, retry_topic: bool) -> StartAt {
+    if last >= 0 {
+        return StartAt::Offset(last);
+    }
+    if last < -1 {
+        return StartAt::Unknown;
+    }
+    match from_where {
+        ConsumeFromWhere::ConsumeFromFirstOffset => StartAt::Offset(0),
+        ConsumeFromWhere::ConsumeFromTimestamp if retry_topic => StartAt::End,
+        ConsumeFromWhere::ConsumeFromTimestamp => StartAt::ByTime,
+        _ if retry_topic => StartAt::Offset(0),
+        _ => StartAt::End,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_position_follows_java() {
+        use ConsumeFromWhere::*;
+        for w in [
+            ConsumeFromLastOffset,
+            ConsumeFromFirstOffset,
+            ConsumeFromTimestamp,
+            ConsumeFromMaxOffset,
+        ] {
+            assert_eq!(
+                decide_start(7, w, false),
+                StartAt::Offset(7),
+                "a committed offset wins"
+            );
+            assert_eq!(decide_start(-2, w, false), StartAt::Unknown);
+        }
+        assert_eq!(decide_start(-1, ConsumeFromLastOffset, false), StartAt::End);
+        assert_eq!(
+            decide_start(-1, ConsumeFromLastOffset, true),
+            StartAt::Offset(0)
+        );
+        assert_eq!(decide_start(-1, ConsumeFromMinOffset, false), StartAt::End);
+        assert_eq!(
+            decide_start(-1, ConsumeFromFirstOffset, false),
+            StartAt::Offset(0)
+        );
+        assert_eq!(
+            decide_start(-1, ConsumeFromFirstOffset, true),
+            StartAt::Offset(0)
+        );
+        assert_eq!(
+            decide_start(-1, ConsumeFromTimestamp, false),
+            StartAt::ByTime
+        );
+        assert_eq!(decide_start(-1, ConsumeFromTimestamp, true), StartAt::End);
     }
 }
