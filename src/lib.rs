@@ -1,1 +1,4 @@
-//! Examples and end-to-end tests of RocketMQ in Rust live in `examples/` and `tests/`.
+//! The suite around the crates: the benchmark (`rocketmq-bench`), examples in `examples/` and
+//! end-to-end tests in `tests/`.
+
+pub mod bench;

@@ -279,6 +279,22 @@ impl MQAdmin {
         })
     }
 
+    /// GET_BROKER_RUNTIME_INFO of the broker at `addr`: its statistics table.
+    pub async fn broker_runtime_info(&self, addr: &str) -> Result<BTreeMap<String, String>> {
+        let resp = self
+            .inst
+            .api
+            .call(
+                addr,
+                RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo),
+                self.timeout(),
+            )
+            .await?;
+        body::decode::<body::KvTable>(&resp.body)
+            .map(|t| t.table)
+            .map_err(|e| Self::protocol_error(addr, e))
+    }
+
     /// Closes the connections.
     pub fn shutdown(&self) {
         self.inst.shutdown_now();
