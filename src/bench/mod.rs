@@ -4,7 +4,7 @@
 pub mod stats;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
@@ -182,6 +182,20 @@ async fn ensure_topics(admin: &MQAdmin, names: &[String], queues: i32) -> Vec<St
             }
         }
     }
+    // Wait for the brokers' start-up work (the next commit-log segment is preallocated and
+    // zero-filled in the background) so that it does not count.
+    for m in &masters {
+        for _ in 0..600 {
+            match admin.broker_runtime_info(m).await {
+                Ok(t)
+                    if t.get("commitLogNextSegmentReady").map(String::as_str) != Some("false") =>
+                {
+                    break
+                }
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
     // Wait until the name servers route every topic.
     for t in names {
         for _ in 0..200 {
@@ -237,18 +251,40 @@ async fn run_senders(
     stamp: bool,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let body = Bytes::from(vec![b'x'; args.size.max(8)]);
-    let ticket = Arc::new(AtomicU64::new(0));
-    let start = Instant::now();
-    let interval = args
-        .rate
-        .map(|r| Duration::from_nanos(1_000_000_000 / r.max(1) * args.batch as u64));
+    // Fixed rate: a thread paces the sends (tokio's timer has a 1 ms grain, which would count as
+    // latency); workers take the scheduled times from a queue, so sends that wait for a free
+    // worker are measured from when they should have started.
+    let schedule = args.rate.map(|r| {
+        let iv = Duration::from_nanos(1_000_000_000 / r.max(1) * args.batch.max(1) as u64);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("bench-pacer".into())
+            .spawn(move || {
+                let start = Instant::now();
+                let mut slot: u32 = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let at = start + iv * slot;
+                    let now = Instant::now();
+                    if at > now {
+                        std::thread::sleep(at - now);
+                    }
+                    if tx.send(at).is_err() {
+                        return;
+                    }
+                    slot = slot.wrapping_add(1);
+                }
+            })
+            .expect("pacer thread");
+        Arc::new(tokio::sync::Mutex::new(rx))
+    });
     let mut tasks = Vec::new();
     for w in 0..args.inflight.max(1) {
         let p = producers[w % producers.len()].clone();
-        let (rec, stop, ticket, topics, body) = (
+        let (rec, stop, schedule, topics, body) = (
             rec.clone(),
             stop.clone(),
-            ticket.clone(),
+            schedule.clone(),
             topics.clone(),
             body.clone(),
         );
@@ -256,13 +292,11 @@ async fn run_senders(
         tasks.push(tokio::spawn(async move {
             let mut n = w;
             while !stop.load(Ordering::Relaxed) {
-                let scheduled = match interval {
-                    Some(iv) => {
-                        let slot = ticket.fetch_add(1, Ordering::Relaxed);
-                        let at = start + iv * slot as u32;
-                        tokio::time::sleep_until(at.into()).await;
-                        at
-                    }
+                let scheduled = match &schedule {
+                    Some(rx) => match rx.lock().await.recv().await {
+                        Some(at) => at,
+                        None => return,
+                    },
                     None => Instant::now(),
                 };
                 let topic = &topics[n % topics.len()];

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -70,6 +70,8 @@ struct Appender {
     topics: super::fxhash::FxHashMap<String, TopicOffsets>,
     closed: bool,
     writer_waiting: bool,
+    /// Appenders blocked on a full buffer.
+    space_waiters: usize,
 }
 
 /// The segment after the active one, created ahead of time by the allocator thread. Whoever
@@ -126,9 +128,16 @@ pub struct CommitLog {
     dir: PathBuf,
     seg_size: u64,
     delay_levels: Vec<i64>,
+    /// Yields of the writer before it sleeps (0 on machines with fewer than 4 cores).
+    spin_rounds: u32,
+    /// The write turn: whoever holds it takes the buffered chunks, writes and dispatches them
+    /// (the writer thread, or under ASYNC_FLUSH an appender that finds it free).
+    io: Mutex<()>,
     segments: RwLock<Vec<Arc<Segment>>>,
     appender: Mutex<Appender>,
     appender_cv: Condvar,
+    /// Appenders waiting for buffer space (a full buffer) wait here.
+    space_cv: Condvar,
     /// Bytes below this offset are in the segment files.
     written: AtomicU64,
     /// Bytes below this offset are durable.
@@ -138,6 +147,11 @@ pub struct CommitLog {
     dispatched: AtomicU64,
     progress: Mutex<()>,
     progress_cv: Condvar,
+    /// Threads blocked in `wait_written`/`wait_durable`: writes notify `progress_cv` only when
+    /// someone waits (a wake-up per write costs a context switch).
+    blocked: AtomicUsize,
+    /// Wakes the flusher (stop, failure) without waking it on every write.
+    flusher_cv: Condvar,
     waiters: Mutex<Waiters>,
     written_waiters: Mutex<Waiters>,
     spare: Mutex<Spare>,
@@ -247,6 +261,12 @@ impl CommitLog {
             dir,
             seg_size,
             delay_levels,
+            spin_rounds: if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 4 {
+                64
+            } else {
+                0
+            },
+            io: Mutex::new(()),
             segments: RwLock::new(segments.clone()),
             appender: Mutex::new(Appender {
                 pos: active.base,
@@ -257,13 +277,17 @@ impl CommitLog {
                 topics: Default::default(),
                 closed: false,
                 writer_waiting: false,
+                space_waiters: 0,
             }),
             appender_cv: Condvar::new(),
+            space_cv: Condvar::new(),
             written: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
             dispatched: AtomicU64::new(0),
             progress: Mutex::new(()),
             progress_cv: Condvar::new(),
+            blocked: AtomicUsize::new(0),
+            flusher_cv: Condvar::new(),
             waiters: Mutex::new(Waiters::default()),
             written_waiters: Mutex::new(Waiters::default()),
             spare: Mutex::new(Spare::default()),
@@ -328,14 +352,25 @@ impl CommitLog {
             .filter(|s| offset < s.base + self.seg_size)
     }
 
+    /// Wakes threads blocked on progress, if any.
+    fn notify_progress(&self) {
+        if self.blocked.load(Ordering::SeqCst) > 0 {
+            let _g = lock(&self.progress);
+            self.progress_cv.notify_all();
+        }
+    }
+
     fn fail(&self, why: String) {
         error!(%why, "commit log failed; refusing further writes");
         *lock(&self.failure) = Some(why.clone());
         self.failed.store(true, Ordering::Release);
         lock(&self.waiters).fail_all(&why);
         lock(&self.written_waiters).fail_all(&why);
+        let _g = lock(&self.progress);
         self.progress_cv.notify_all();
+        self.flusher_cv.notify_all();
         self.appender_cv.notify_all();
+        self.space_cv.notify_all();
     }
 
     /// Flush rounds done so far.
@@ -579,7 +614,9 @@ impl CommitLog {
             if a.buffered < MAX_BUFFERED {
                 break;
             }
-            a = self.appender_cv.wait(a).unwrap_or_else(|p| p.into_inner());
+            a.space_waiters += 1;
+            a = self.space_cv.wait(a).unwrap_or_else(|p| p.into_inner());
+            a.space_waiters -= 1;
         }
         let space_left = a.active.base + self.seg_size - a.pos;
         if total as u64 + BLANK_LEN as u64 > space_left {
@@ -670,11 +707,13 @@ impl CommitLog {
         }
         a.buffered += (pos - a.pos) as usize;
         a.pos = pos;
-        self.unwritten.store(a.buffered as u64, Ordering::Release);
+        self.unwritten.store(a.buffered as u64, Ordering::SeqCst);
         a.active
             .last_store_ts
             .fetch_max(store_ts, Ordering::Relaxed);
-        if a.writer_waiting {
+        // Under ASYNC_FLUSH the appender writes inline (`write_inline`); the writer thread is
+        // only the backstop, so it is not woken for every append.
+        if a.writer_waiting && self.cfg.flush_disk_type == FlushDiskType::SyncFlush {
             a.writer_waiting = false;
             self.appender_cv.notify_all();
         }
@@ -810,13 +849,17 @@ impl CommitLog {
     /// The writer thread's loop: writes buffered chunks into the segment files and dispatches
     /// them. Returns when the log is closed and everything buffered has been written.
     pub fn run_writer(&self, sink: &dyn DispatchSink) {
-        let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
+        if self.cfg.flush_disk_type != FlushDiskType::SyncFlush {
+            return self.run_async_backstop(sink);
+        }
         let mut chunks: Vec<Chunk> = Vec::new();
         let mut dispatch: Vec<DispatchRequest> = Vec::new();
         loop {
-            // Under load the next append comes within microseconds: look a few times before
-            // sleeping, so appenders rarely have to wake the writer with a system call.
-            for _ in 0..64 {
+            // Under load the next append comes within microseconds: with cores to spare, look a
+            // few times before sleeping, so appenders rarely have to wake the writer with a
+            // system call. On a small machine spinning steals the CPU that the network threads
+            // need (and a preempted thread waits a whole scheduler tick): sleep at once.
+            for _ in 0..self.spin_rounds {
                 if self.unwritten.load(Ordering::Acquire) > 0 {
                     break;
                 }
@@ -831,43 +874,139 @@ impl CommitLog {
                 if a.chunks.is_empty() || self.failure().is_some() {
                     return;
                 }
-                std::mem::swap(&mut chunks, &mut a.chunks);
-                std::mem::swap(&mut dispatch, &mut a.dispatch);
-                a.buffered = 0;
-                self.unwritten.store(0, Ordering::Release);
-                self.appender_cv.notify_all();
             }
-            let mut end = 0;
-            for c in chunks.drain(..) {
-                if let Err(e) = c.seg.file.write_all_at(&c.data, c.file_pos) {
-                    self.fail(format!("writing {}: {e}", c.seg.path.display()));
-                    return;
-                }
-                end = c.seg.base + c.file_pos + c.data.len() as u64;
-                let mut data = c.data;
-                data.clear();
-                if data.capacity() <= 2 * self.cfg.write_buffer_size {
-                    lock(&self.buffer_pool).push(data);
-                }
+            let _turn = lock(&self.io);
+            if !self.take_buffered(&mut chunks, &mut dispatch) {
+                continue;
             }
-            self.written.store(end, Ordering::Release);
-            if sync {
-                // Group commit on this thread: appends arriving during the fdatasync are
-                // buffered and share the next one. No hand-off to another thread on the
-                // critical path of an acknowledgement.
-                if self.sync_written().is_err() {
-                    return;
-                }
+            if !self.write_round(sink, &mut chunks, &mut dispatch) {
+                return;
             }
-            // Dispatch before acknowledging, so that an acknowledged message can be pulled.
-            sink.dispatch(&dispatch);
-            dispatch.clear();
-            self.dispatched.store(end, Ordering::Release);
-            lock(&self.written_waiters).complete_up_to(end);
-            lock(&self.waiters).complete_up_to(self.flushed_offset().min(end));
-            let _g = lock(&self.progress);
-            self.progress_cv.notify_all();
         }
+    }
+
+    /// ASYNC_FLUSH: appenders write inline (`write_inline`); this thread only looks every few
+    /// milliseconds for appends left behind (there should be none) and drains at shutdown. It
+    /// never blocks on the write turn, so it does not chase the appenders.
+    fn run_async_backstop(&self, sink: &dyn DispatchSink) {
+        loop {
+            {
+                let a = lock(&self.appender);
+                if (a.closed && a.chunks.is_empty()) || self.failure().is_some() {
+                    return;
+                }
+                if a.chunks.is_empty() {
+                    let _ = self
+                        .appender_cv
+                        .wait_timeout(a, Duration::from_millis(5))
+                        .unwrap_or_else(|p| p.into_inner());
+                }
+            }
+            if self.unwritten.load(Ordering::SeqCst) > 0 {
+                self.write_inline(sink);
+                if lock(&self.appender).closed {
+                    // Draining for shutdown: wait for the turn rather than spin.
+                    let _turn = lock(&self.io);
+                    let (mut chunks, mut dispatch) = (Vec::new(), Vec::new());
+                    while self.take_buffered(&mut chunks, &mut dispatch) {
+                        if !self.write_round(sink, &mut chunks, &mut dispatch) {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Bytes below this offset are written and dispatched.
+    pub fn dispatched_offset(&self) -> u64 {
+        self.dispatched.load(Ordering::Acquire)
+    }
+
+    /// ASYNC_FLUSH: if nobody holds the write turn, writes and dispatches what is buffered on
+    /// the calling thread, saving the hand-off to the writer thread (a page-cache write of a few
+    /// KiB). Returns whether it did.
+    pub fn write_inline(&self, sink: &dyn DispatchSink) -> bool {
+        if self.cfg.flush_disk_type == FlushDiskType::SyncFlush {
+            return false;
+        }
+        let (mut chunks, mut dispatch) = (Vec::new(), Vec::new());
+        let mut wrote = false;
+        // Whoever holds the turn writes everything buffered, and looks again after letting go:
+        // an append that found the turn taken relies on that second look.
+        while {
+            // Pairs with the appender's store of `unwritten` before it tries the turn.
+            fence(Ordering::SeqCst);
+            self.unwritten.load(Ordering::SeqCst) > 0
+        } {
+            let Ok(_turn) = self.io.try_lock() else {
+                return wrote;
+            };
+            while self.take_buffered(&mut chunks, &mut dispatch) {
+                if !self.write_round(sink, &mut chunks, &mut dispatch) {
+                    return wrote;
+                }
+                wrote = true;
+            }
+        }
+        wrote
+    }
+
+    /// Takes the buffered chunks and dispatch requests; `false` if there were none.
+    fn take_buffered(&self, chunks: &mut Vec<Chunk>, dispatch: &mut Vec<DispatchRequest>) -> bool {
+        let mut a = lock(&self.appender);
+        if a.chunks.is_empty() || self.failure().is_some() {
+            return false;
+        }
+        std::mem::swap(chunks, &mut a.chunks);
+        std::mem::swap(dispatch, &mut a.dispatch);
+        a.buffered = 0;
+        self.unwritten.store(0, Ordering::Release);
+        if a.space_waiters > 0 {
+            self.space_cv.notify_all();
+        }
+        true
+    }
+
+    /// Writes `chunks`, flushes under SYNC_FLUSH, dispatches and completes the waiters. Called
+    /// with the write turn held. `false` once the log failed.
+    fn write_round(
+        &self,
+        sink: &dyn DispatchSink,
+        chunks: &mut Vec<Chunk>,
+        dispatch: &mut Vec<DispatchRequest>,
+    ) -> bool {
+        let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
+        let mut end = 0;
+        for c in chunks.drain(..) {
+            if let Err(e) = c.seg.file.write_all_at(&c.data, c.file_pos) {
+                self.fail(format!("writing {}: {e}", c.seg.path.display()));
+                return false;
+            }
+            end = c.seg.base + c.file_pos + c.data.len() as u64;
+            let mut data = c.data;
+            data.clear();
+            if data.capacity() <= 2 * self.cfg.write_buffer_size {
+                lock(&self.buffer_pool).push(data);
+            }
+        }
+        self.written.store(end, Ordering::Release);
+        if sync {
+            // Group commit on this thread: appends arriving during the fdatasync are
+            // buffered and share the next one. No hand-off to another thread on the
+            // critical path of an acknowledgement.
+            if self.sync_written().is_err() {
+                return false;
+            }
+        }
+        // Dispatch before acknowledging, so that an acknowledged message can be pulled.
+        sink.dispatch(dispatch);
+        dispatch.clear();
+        self.dispatched.store(end, Ordering::SeqCst);
+        lock(&self.written_waiters).complete_up_to(end);
+        lock(&self.waiters).complete_up_to(self.flushed_offset().min(end));
+        self.notify_progress();
+        true
     }
 
     // ----- flushing -----
@@ -887,8 +1026,7 @@ impl CommitLog {
     pub fn flush(&self) -> StoreResult<u64> {
         let done = self.sync_written()?;
         lock(&self.waiters).complete_up_to(done.min(self.dispatched.load(Ordering::Acquire)));
-        let _g = lock(&self.progress);
-        self.progress_cv.notify_all();
+        self.notify_progress();
         Ok(done)
     }
 
@@ -918,9 +1056,8 @@ impl CommitLog {
             self.cfg.flush_interval
         };
         loop {
-            // Sleep a whole interval (writes wake the condition variable; they do not shorten
-            // the interval). `stopping` is read under the lock `close` notifies under, so the
-            // wake-up cannot be missed.
+            // Sleep a whole interval (only stopping or a failure wakes it early). `stopping`
+            // is read under the lock `close` notifies under, so the wake-up cannot be missed.
             let deadline = Instant::now() + interval;
             let mut stopping;
             {
@@ -932,7 +1069,7 @@ impl CommitLog {
                         break;
                     }
                     g = self
-                        .progress_cv
+                        .flusher_cv
                         .wait_timeout(g, deadline - now)
                         .unwrap_or_else(|p| p.into_inner())
                         .0;
@@ -964,8 +1101,6 @@ impl CommitLog {
             }
             rx
         };
-        let _g = lock(&self.progress);
-        self.progress_cv.notify_all();
         rx
     }
 
@@ -984,6 +1119,7 @@ impl CommitLog {
     pub fn wait_durable(&self, end: u64, timeout: Duration) -> StoreResult<()> {
         let deadline = Instant::now() + timeout;
         let mut g = lock(&self.progress);
+        let _blocked = Blocked::enter(&self.blocked);
         loop {
             if let Some(why) = self.failure() {
                 return Err(StoreError::NotRunning(why));
@@ -1011,6 +1147,7 @@ impl CommitLog {
     pub fn wait_written(&self, end: u64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut g = lock(&self.progress);
+        let _blocked = Blocked::enter(&self.blocked);
         while self.dispatched.load(Ordering::Acquire) < end && self.failure().is_none() {
             let now = Instant::now();
             if now >= deadline {
@@ -1030,12 +1167,14 @@ impl CommitLog {
         lock(&self.appender).closed = true;
         self.stopping.store(true, Ordering::Release);
         self.appender_cv.notify_all();
+        self.space_cv.notify_all();
         {
             let _spare = lock(&self.spare);
             self.spare_cv.notify_all();
         }
         let _g = lock(&self.progress);
         self.progress_cv.notify_all();
+        self.flusher_cv.notify_all();
     }
 
     /// Whether [`CommitLog::close`] was called.
@@ -1136,4 +1275,20 @@ pub fn create_segment(
         .map_err(|e| StoreError::io("syncing the commit-log directory", e))?;
     debug!(path = %path.display(), "created commit-log segment");
     Ok(Segment::new(base, dir, file))
+}
+
+/// Counts a thread blocked on progress for as long as it lives.
+struct Blocked<'a>(&'a AtomicUsize);
+
+impl<'a> Blocked<'a> {
+    fn enter(n: &'a AtomicUsize) -> Self {
+        n.fetch_add(1, Ordering::SeqCst);
+        Self(n)
+    }
+}
+
+impl Drop for Blocked<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }

@@ -215,6 +215,8 @@ pub(crate) struct Inner {
     pub(crate) last_clean_run: Mutex<Option<Instant>>,
     pub(crate) memory_bytes: u64,
     pub(crate) checkpoint_lock: Mutex<()>,
+    /// Consume queues looked up by the dispatcher (whoever holds the commit log's write turn).
+    pub(crate) dispatch_cache: Mutex<QueueCache>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -372,36 +374,28 @@ impl Inner {
     }
 }
 
-struct Sink<'a> {
-    inner: &'a Inner,
-    cache: Mutex<QueueCache>,
-}
-
-impl DispatchSink for Sink<'_> {
+impl DispatchSink for Inner {
     fn dispatch(&self, batch: &[DispatchRequest]) {
-        let inner = self.inner;
-        let mut cache = lock(&self.cache);
-        let listener = inner
+        let mut cache = lock(&self.dispatch_cache);
+        let listener = self
             .listener
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         for d in batch {
-            inner.dispatch_cached(d, true, inner.cfg.message_index_enable, &mut cache);
-            inner
-                .last_store_ts
+            self.dispatch_cached(d, true, self.cfg.message_index_enable, &mut cache);
+            self.last_store_ts
                 .fetch_max(d.store_timestamp, Ordering::AcqRel);
         }
         if let Some(last) = batch.last() {
-            inner.dispatched.fetch_max(
+            self.dispatched.fetch_max(
                 last.commit_log_offset + u64::from(last.size),
                 Ordering::AcqRel,
             );
         }
-        inner
-            .dispatched
-            .fetch_max(inner.log.written_offset(), Ordering::AcqRel);
-        inner.registry_dirty.store(true, Ordering::Release);
+        self.dispatched
+            .fetch_max(self.log.written_offset(), Ordering::AcqRel);
+        self.registry_dirty.store(true, Ordering::Release);
         if let Some(l) = listener {
             for d in batch.iter().filter(|d| d.goes_to_queue()) {
                 l.arrived(&d.topic, d.queue_id, d.queue_offset, d.tags_code);
@@ -450,13 +444,7 @@ impl MessageStore {
         let i = self.inner.clone();
         threads.push(spawn(
             "store-writer",
-            Box::new(move || {
-                let sink = Sink {
-                    inner: &i,
-                    cache: Mutex::new(Vec::new()),
-                };
-                i.log.run_writer(&sink)
-            }),
+            Box::new(move || i.log.run_writer(&*i)),
         ));
         let i = self.inner.clone();
         threads.push(spawn(
@@ -506,12 +494,22 @@ impl MessageStore {
     /// Appends one message. Under SYNC_FLUSH (and `wait`), wait for [`MessageStore::durable`]
     /// of the result's `end_offset` before acknowledging.
     pub fn put_message(&self, msg: &PutMessage) -> StoreResult<AppendResult> {
-        self.inner.log.append(std::slice::from_ref(msg))
+        let r = self.inner.log.append(std::slice::from_ref(msg))?;
+        self.inner.log.write_inline(&*self.inner);
+        Ok(r)
     }
 
     /// Appends a batch (one topic and queue, consecutive queue offsets, one segment).
     pub fn put_messages(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
-        self.inner.log.append(msgs)
+        let r = self.inner.log.append(msgs)?;
+        self.inner.log.write_inline(&*self.inner);
+        Ok(r)
+    }
+
+    /// Whether commit-log offset `end` is written and dispatched (ASYNC_FLUSH acknowledges
+    /// then; often already true when an append returns).
+    pub fn is_written(&self, end: u64) -> bool {
+        self.inner.log.dispatched_offset() >= end
     }
 
     /// Appends and blocks until the append is acknowledged for the flush mode: durable under

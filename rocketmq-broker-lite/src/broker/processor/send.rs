@@ -243,6 +243,10 @@ pub(crate) fn ack_when_stored(
 ) -> ProcessResult {
     let store = b.store.clone();
     let sync = b.cfg.store.flush_disk_type == FlushDiskType::SyncFlush && wait;
+    if !sync && store.is_written(r.end_offset) {
+        // Written inline by the append: answer without a task.
+        return ProcessResult::Response(resp);
+    }
     let timeout = b.cfg.store.sync_flush_timeout;
     ProcessResult::Deferred(Box::pin(async move {
         let outcome = if sync {

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Runs the performance workloads of ../shared/reference/performance.md against rocketmq-lite.
+
+Each run starts a fresh rocketmq-lite (a separate process, so that broker and client CPU are
+measured apart), brackets the benchmark with a limit probe (../shared/tools/probes, compiled with
+gcc when available), and records rocketmq-bench's JSON summary. Every workload runs three times;
+the table of medians and ratios to the probes goes to target/bench/results.md.
+
+    scripts/bench.py                 # all workloads, 3 runs each
+    scripts/bench.py P2 E1 --runs 1  # some workloads, once
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "target", "bench")
+PROBES_SRC = os.environ.get("PROBES_DIR", os.path.join(ROOT, "..", "shared", "tools", "probes"))
+PROBES = os.path.join(ROOT, "target", "probes")
+BENCH = os.path.join(ROOT, "target", "release", "rocketmq-bench")
+LITE = os.path.join(ROOT, "target", "release", "rocketmq-lite")
+
+# id: (flush mode, rocketmq-bench arguments, probe, description)
+WORKLOADS = {
+    "P1": ("ASYNC_FLUSH", ["produce", "--inflight", "1"], "rtt1", "1 producer, 1 in flight, 1 KiB, async flush"),
+    "P1s": ("SYNC_FLUSH", ["produce", "--inflight", "1"], "fsync4k", "same, sync flush"),
+    "P2": ("ASYNC_FLUSH", ["produce", "--inflight", "64"], "rtt4", "unbatched 1 KiB, 64 in flight, async flush"),
+    "P3": ("SYNC_FLUSH", ["produce", "--inflight", "64"], "fsync64k", "P2 with sync flush"),
+    "P4": ("ASYNC_FLUSH", ["produce", "--batch", "64", "--inflight", "8"], "rtt4", "batches of 64 x 1 KiB, 8 in flight"),
+    "C1": ("ASYNC_FLUSH", ["consume", "--backlog", "400000", "--pull-batch", "32", "--consume-batch", "32"], "memcpy",
+           "consume a 400k backlog in page cache, pull batch 32"),
+    "E1": ("ASYNC_FLUSH", ["e2e", "--rate", "10000", "--inflight", "64"], "rtt4",
+           "send -> push listener at 10k msgs/s, 1 KiB"),
+    "Q1": ("ASYNC_FLUSH", ["produce", "--inflight", "64", "--topics", "1000", "--queues", "8"], "rtt4",
+           "P2 over 1,000 topics x 8 queues"),
+    "M1": ("ASYNC_FLUSH", ["produce", "--inflight", "64"], "rtt4", "broker RSS idle and under P2; start-up time"),
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build():
+    subprocess.run(["cargo", "build", "--release", "--bin", "rocketmq-bench"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "-p", "rocketmq-broker-lite", "--bin", "rocketmq-lite"],
+                   cwd=ROOT, check=True)
+    os.makedirs(PROBES, exist_ok=True)
+    if not shutil.which("gcc") or not os.path.isdir(PROBES_SRC):
+        print("no gcc or no probes: ratios will be n/a", file=sys.stderr)
+        return
+    for name, extra in (("pingpong", ["-lpthread"]), ("fsyncbench", []), ("memcpybench", [])):
+        src = os.path.join(PROBES_SRC, name + ".c")
+        if os.path.exists(src):
+            subprocess.run(["gcc", "-O2", "-o", os.path.join(PROBES, name), src] + extra, check=True)
+
+
+def probe(kind, store_dir):
+    """One probe measurement: round trips/s, durable MB/s or memcpy GB/s."""
+    exe = lambda n: os.path.join(PROBES, n)  # noqa: E731
+    try:
+        if kind in ("rtt1", "rtt4"):
+            if not os.path.exists(exe("pingpong")):
+                return None
+            conns = "1" if kind == "rtt1" else "4"
+            out = subprocess.run([exe("pingpong"), str(free_port()), conns, "1024", "2"], capture_output=True,
+                                 text=True, timeout=30).stdout
+            return float(out.split("roundtrips/s=")[1].split()[0])
+        if kind.startswith("fsync"):
+            if not os.path.exists(exe("fsyncbench")):
+                return None
+            bs = "4096" if kind == "fsync4k" else "65536"
+            path = os.path.join(store_dir, "probe.dat")
+            out = subprocess.run([exe("fsyncbench"), path, bs, "2000", "prealloc"], capture_output=True, text=True,
+                                 timeout=60).stdout
+            if os.path.exists(path):
+                os.remove(path)
+            # Report flushes/s (the commit rate the disk allows).
+            m = re.search(r"ops/s=([0-9.]+)", out)
+            return float(m.group(1)) if m else None
+        if kind == "memcpy":
+            if not os.path.exists(exe("memcpybench")):
+                return None
+            out = subprocess.run([exe("memcpybench"), "256"], capture_output=True, text=True, timeout=30).stdout
+            m = re.search(r"best=([0-9.]+)", out)
+            return float(m.group(1)) if m else None
+    except (subprocess.SubprocessError, IndexError, ValueError):
+        return None
+    return None
+
+
+def start_lite(flush):
+    store = tempfile.mkdtemp(prefix="rmq-bench-")
+    ns, broker = free_port(), free_port()
+    t0 = time.time()
+    proc = subprocess.Popen([LITE, "--store-dir", store, "--namesrv-port", str(ns), "--broker-port", str(broker),
+                             "--flush-disk-type", flush], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    startup_ms = (time.time() - t0) * 1000
+    if "ready" not in line:
+        raise SystemExit("rocketmq-lite did not start: %r" % line)
+    return proc, store, "127.0.0.1:%d" % ns, startup_ms
+
+
+def rss_mib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return None
+
+
+def run_once(wid, duration):
+    flush, args, probe_kind, _ = WORKLOADS[wid]
+    proc, store, ns, startup_ms = start_lite(flush)
+    try:
+        time.sleep(0.5)
+        idle_rss = rss_mib(proc.pid)
+        before = probe(probe_kind, store)
+        out_json = os.path.join(OUT, "%s-%d.json" % (wid, int(time.time() * 1000)))
+        cmd = [BENCH] + args + ["--namesrv", ns, "--broker-pid", str(proc.pid), "--duration", str(duration),
+                                "--json", out_json, "--label", wid]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=600)
+        after = probe(probe_kind, store)
+        with open(out_json) as f:
+            summary = json.load(f)
+        summary["probe_before"] = before
+        summary["probe_after"] = after
+        summary["startup_ms"] = round(startup_ms, 1)
+        summary["broker_idle_rss_mib"] = idle_rss
+        return summary
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "n/a"
+    if digits == 0:
+        return "{:,.0f}".format(v)
+    return "{:,.{}f}".format(v, digits)
+
+
+def row(wid, runs):
+    _, _, kind, desc = WORKLOADS[wid]
+    tput = med([r["msgs_per_s"] for r in runs])
+    lat = lambda q: med([(r.get("latency_us") or {}).get(q) for r in runs])  # noqa: E731
+    probes = [p for r in runs for p in (r["probe_before"], r["probe_after"])]
+    probe_med = med(probes)
+    unit = {"rtt1": "rt/s", "rtt4": "rt/s", "fsync4k": "flush/s", "fsync64k": "flush/s", "memcpy": "GB/s"}[kind]
+    ratio = "n/a"
+    if probe_med and tput and kind in ("rtt1", "rtt4"):
+        ratio = "%.0f %%" % (100.0 * tput / probe_med)
+    spread = "n/a"
+    pairs = [(r["probe_before"], r["probe_after"]) for r in runs if r["probe_before"] and r["probe_after"]]
+    if pairs:
+        spread = "%.0f %%" % (100.0 * max(abs(a - b) / max(a, b) for a, b in pairs))
+    return ("| {} | {} | {} | {} / {} / {} / {} | {} | {} | {} | {} {} | {} | {} |".format(
+        wid, desc, fmt(tput), fmt(lat("p50")), fmt(lat("p99")), fmt(lat("p99.9")), fmt(lat("max")),
+        fmt(med([r.get("broker_cpu_us_per_msg") for r in runs]), 2),
+        fmt(med([r.get("client_cpu_us_per_msg") for r in runs]), 2),
+        fmt(med([r.get("fsync_per_ack") for r in runs]), 3),
+        fmt(probe_med), unit, ratio, spread))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("workloads", nargs="*", default=list(WORKLOADS))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--no-build", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    if not a.no_build:
+        build()
+    results = {}
+    for wid in a.workloads:
+        if wid not in WORKLOADS:
+            raise SystemExit("unknown workload %s (%s)" % (wid, ", ".join(WORKLOADS)))
+        results[wid] = []
+        for i in range(a.runs):
+            r = run_once(wid, a.duration)
+            results[wid].append(r)
+            lat = r.get("latency_us") or {}
+            print("%s run %d: %s msgs/s p50 %s p99 %s µs; broker %s µs/msg; probe %s -> %s" % (
+                wid, i + 1, r["msgs_per_s"], lat.get("p50"), lat.get("p99"), r.get("broker_cpu_us_per_msg"),
+                r["probe_before"], r["probe_after"]), file=sys.stderr)
+    lines = [
+        "| id | workload | msgs/s | latency µs p50 / p99 / p99.9 / max | broker CPU µs/msg | client CPU µs/msg |"
+        " fsync/ack | probe (median) | ratio | probe drift |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for wid, runs in results.items():
+        lines.append(row(wid, runs))
+    extra = []
+    if "Q1" in results and "P2" in results:
+        q1, p2 = med([r["msgs_per_s"] for r in results["Q1"]]), med([r["msgs_per_s"] for r in results["P2"]])
+        if q1 and p2:
+            extra.append("Q1 vs P2 throughput: %.0f %% (drop %.0f %%)" % (100 * q1 / p2, 100 - 100 * q1 / p2))
+    if "M1" in results:
+        m = results["M1"]
+        extra.append("M1: broker RSS idle %s MiB, peak under P2 %s MiB; start-up to serving %s ms" % (
+            fmt(med([r["broker_idle_rss_mib"] for r in m]), 1), fmt(med([r["broker_peak_rss_mib"] for r in m]), 1),
+            fmt(med([r["startup_ms"] for r in m]), 1)))
+    text = "\n".join(lines + [""] + extra) + "\n"
+    with open(os.path.join(OUT, "results.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
