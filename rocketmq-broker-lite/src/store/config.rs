@@ -51,6 +51,10 @@ pub struct StoreConfig {
     /// How often consume-queue and index data are made durable and the checkpoint written.
     #[serde(with = "millis")]
     pub checkpoint_interval: Duration,
+    /// Every this long a checkpoint syncs every consume queue (Java
+    /// `flushConsumeQueueThoroughInterval`, 60 s); between those, only queues with more than two
+    /// unsynced pages are synced.
+    pub flush_consume_queue_thorough_interval: Duration,
     /// Hours a commit-log segment is kept (`fileReservedTime`, 72).
     pub file_reserved_time: u64,
     /// Hours of the day deletion runs (`deleteWhen`, `"04"`; several as `"04;05"`).
@@ -107,6 +111,7 @@ impl Default for StoreConfig {
             flush_interval: Duration::from_millis(500),
             sync_flush_timeout: Duration::from_secs(5),
             checkpoint_interval: Duration::from_secs(1),
+            flush_consume_queue_thorough_interval: Duration::from_secs(60),
             file_reserved_time: 72,
             delete_when: "04".to_string(),
             disk_max_used_space_ratio: 75,

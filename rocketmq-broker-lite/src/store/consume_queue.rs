@@ -77,6 +77,8 @@ struct State {
     written_index: u64,
     tail: Vec<u8>,
     new_files: bool,
+    /// Bytes written to the files and not yet synced.
+    unsynced: u64,
 }
 
 /// One consume queue.
@@ -123,6 +125,7 @@ impl ConsumeQueue {
                 written_index: 0,
                 tail: Vec::new(),
                 new_files: false,
+                unsynced: 0,
             }),
         }
     }
@@ -184,6 +187,7 @@ impl ConsumeQueue {
                 written_index: 0,
                 tail: Vec::new(),
                 new_files: false,
+                unsynced: 0,
             }),
         };
         cq.load_bounds()?;
@@ -353,6 +357,7 @@ impl ConsumeQueue {
                 .write_all_at(&st.tail[..bytes], off)
                 .map_err(|e| StoreError::io("writing a consume queue", e))?;
             st.files[fi].dirty = true;
+            st.unsynced += bytes as u64;
             st.tail.drain(..bytes);
             st.written_index += n as u64;
         }
@@ -361,7 +366,18 @@ impl ConsumeQueue {
 
     /// Makes written entries durable.
     pub fn sync(&self) -> StoreResult<()> {
+        self.sync_if_pending(0).map(|_| ())
+    }
+
+    /// Syncs if more than `min_bytes` are written and not synced; returns whether it synced.
+    pub fn sync_if_pending(&self, min_bytes: u64) -> StoreResult<bool> {
         let mut st = lock(&self.state);
+        if st.unsynced <= min_bytes
+            && !(min_bytes == 0 && (st.new_files || st.files.iter().any(|f| f.dirty)))
+        {
+            return Ok(false);
+        }
+        st.unsynced = 0;
         for f in st.files.iter_mut().filter(|f| f.dirty) {
             f.file
                 .sync_data()
@@ -373,7 +389,7 @@ impl ConsumeQueue {
                 .sync_dir(&self.dir)
                 .map_err(|e| StoreError::io("syncing a consume-queue directory", e))?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The entry at `index`.

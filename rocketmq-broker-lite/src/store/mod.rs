@@ -166,7 +166,9 @@ impl Default for StoreEnv {
 }
 
 /// Recently used consume queues of the writer thread, by interned topic and queue id.
-type QueueCache = Vec<(Arc<str>, i32, Arc<ConsumeQueue>)>;
+/// Consume queues by (address of the interned topic name, queue id). The entry keeps the name
+/// alive, so its address cannot be reused by another topic while cached.
+type QueueCache = fxhash::FxHashMap<(usize, i32), (Arc<str>, Arc<ConsumeQueue>)>;
 
 /// Consume queues by topic and queue id, looked up without allocating.
 #[derive(Debug, Default)]
@@ -217,6 +219,8 @@ pub(crate) struct Inner {
     pub(crate) checkpoint_lock: Mutex<()>,
     /// Consume queues looked up by the dispatcher (whoever holds the commit log's write turn).
     pub(crate) dispatch_cache: Mutex<QueueCache>,
+    /// The dispatch point of the last thorough checkpoint (all consume queues synced).
+    pub(crate) durable_dispatched: AtomicU64,
 }
 
 impl std::fmt::Debug for Inner {
@@ -267,7 +271,7 @@ impl Inner {
     }
 
     pub(crate) fn dispatch_one(&self, d: &DispatchRequest, to_queue: bool, to_index: bool) {
-        self.dispatch_cached(d, to_queue, to_index, &mut Vec::new());
+        self.dispatch_cached(d, to_queue, to_index, &mut QueueCache::default());
     }
 
     /// Dispatches one record; `cache` remembers recently used queues by interned topic, so the
@@ -280,18 +284,15 @@ impl Inner {
         cache: &mut QueueCache,
     ) {
         if to_queue && d.goes_to_queue() {
-            let cached = cache
-                .iter()
-                .find(|(t, q, _)| *q == d.queue_id && Arc::ptr_eq(t, &d.topic))
-                .map(|(_, _, cq)| cq.clone());
-            let q = match cached {
-                Some(q) => q,
+            let key = (Arc::as_ptr(&d.topic) as *const u8 as usize, d.queue_id);
+            let q = match cache.get(&key) {
+                Some((_, q)) => q.clone(),
                 None => {
                     let q = self.queue_or_create(&d.topic, d.queue_id);
-                    if cache.len() >= 256 {
+                    if cache.len() >= 65_536 {
                         cache.clear();
                     }
-                    cache.push((d.topic.clone(), d.queue_id, q.clone()));
+                    cache.insert(key, (d.topic.clone(), q.clone()));
                     q
                 }
             };
@@ -315,8 +316,17 @@ impl Inner {
 
     /// Flushes consume queues and index, then records how far they are durable.
     pub(crate) fn checkpoint_now(&self) -> StoreResult<()> {
+        self.checkpoint_round(true)
+    }
+
+    /// A checkpoint. `thorough`: every consume queue is synced and the checkpoint's dispatch
+    /// point advances; otherwise (the periodic rounds between thorough ones) only queues with
+    /// more than two pages unsynced are synced (Java's `flushConsumeQueueLeastPages`) and the
+    /// dispatch point stays where the last thorough round left it, so recovery re-dispatches
+    /// from there. With thousands of queues this avoids thousands of fdatasync calls a second.
+    pub(crate) fn checkpoint_round(&self, thorough: bool) -> StoreResult<()> {
         let _g = lock(&self.checkpoint_lock);
-        let dispatched = self.dispatched.load(Ordering::Acquire);
+        let dispatched_now = self.dispatched.load(Ordering::Acquire);
         let queues: Vec<Arc<ConsumeQueue>> = self
             .queues
             .read()
@@ -326,8 +336,19 @@ impl Inner {
             .collect();
         for q in &queues {
             q.flush_tail()?;
-            q.sync()?;
+            if thorough {
+                q.sync()?;
+            } else {
+                q.sync_if_pending(2 * 4096)?;
+            }
         }
+        let dispatched = if thorough {
+            self.durable_dispatched
+                .store(dispatched_now, Ordering::Release);
+            dispatched_now
+        } else {
+            self.durable_dispatched.load(Ordering::Acquire)
+        };
         if let Some(index) = &self.index {
             index.flush()?;
         }
@@ -471,10 +492,16 @@ impl MessageStore {
             "store-service",
             Box::new(move || {
                 let mut last_checkpoint = Instant::now();
+                let mut last_thorough = Instant::now();
                 while i.sleep_unless_stopped(Duration::from_millis(50)) {
                     if last_checkpoint.elapsed() >= i.cfg.checkpoint_interval {
                         last_checkpoint = Instant::now();
-                        if let Err(e) = i.checkpoint_now() {
+                        let thorough =
+                            last_thorough.elapsed() >= i.cfg.flush_consume_queue_thorough_interval;
+                        if thorough {
+                            last_thorough = Instant::now();
+                        }
+                        if let Err(e) = i.checkpoint_round(thorough) {
                             warn!(error = %e, "checkpoint failed");
                         }
                     }

@@ -227,7 +227,8 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         last_clean_run: Mutex::new(None),
         memory_bytes: physical_memory(),
         checkpoint_lock: Mutex::new(()),
-        dispatch_cache: Mutex::new(Vec::new()),
+        dispatch_cache: Mutex::new(Default::default()),
+        durable_dispatched: AtomicU64::new(end),
     };
 
     // 3. Re-dispatch: everything from the durable dispatch point for all queues and the index,
