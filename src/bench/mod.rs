@@ -582,6 +582,9 @@ async fn measure_consume(args: &Args, env: &Env) -> Value {
             p.shutdown().await;
         }
         let total = sent.msgs();
+        // The backlog filled commit-log segments: let the broker finish preallocating the next
+        // one before timing the consumption.
+        ensure_topics(&admin, &names, args.queues).await;
         eprintln!("backlog of {total} messages ready; consuming");
         let window = open_window(args, &admin, &masters).await;
         let started = window.started;

@@ -251,7 +251,7 @@ impl LiteEngine {
                     }
                     next = nbo;
                     if status == PullStatus::Found && !msgs.is_empty() {
-                        pq.put(&msgs);
+                        pq.put(&msgs, false);
                         let _ = self.tx.send(Batch {
                             mq: mq.clone(),
                             generation,

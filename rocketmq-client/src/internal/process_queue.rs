@@ -15,11 +15,20 @@ pub(crate) const LOCK_MAX_LIVE: Duration = Duration::from_secs(30);
 /// A process queue not pulled for this long is dropped (`rocketmq.client.pull.pullMaxIdleTime`).
 pub(crate) const PULL_MAX_IDLE: Duration = Duration::from_secs(120);
 
+/// A cached message: its body size, and the message itself when the consumer needs it back
+/// from the cache (orderly consumption); concurrent consumption hands messages straight to the
+/// listener and keeps only the bookkeeping.
+#[derive(Debug)]
+struct Entry {
+    size: u64,
+    msg: Option<MessageExt>,
+}
+
 #[derive(Debug, Default)]
 struct Cache {
-    msgs: BTreeMap<i64, MessageExt>,
+    msgs: BTreeMap<i64, Entry>,
     /// Orderly: taken by the listener, not yet committed.
-    consuming: BTreeMap<i64, MessageExt>,
+    consuming: BTreeMap<i64, Entry>,
     bytes: u64,
     queue_offset_max: i64,
     /// Orderly: a consume request is scheduled or running.
@@ -89,11 +98,16 @@ impl ProcessQueue {
         lock(&self.last_pull).elapsed() > PULL_MAX_IDLE
     }
 
-    /// Adds pulled messages; returns whether an orderly consume request must be dispatched.
-    pub(crate) fn put(&self, msgs: &[MessageExt]) -> bool {
+    /// Adds pulled messages (kept whole when `keep`, for orderly consumption); returns whether
+    /// an orderly consume request must be dispatched.
+    pub(crate) fn put(&self, msgs: &[MessageExt], keep: bool) -> bool {
         let mut c = lock(&self.cache);
         for m in msgs {
-            if c.msgs.insert(m.queue_offset, m.clone()).is_none() {
+            let entry = Entry {
+                size: m.body.len() as u64,
+                msg: keep.then(|| m.clone()),
+            };
+            if c.msgs.insert(m.queue_offset, entry).is_none() {
                 c.bytes += m.body.len() as u64;
                 c.queue_offset_max = c.queue_offset_max.max(m.queue_offset);
             }
@@ -137,8 +151,8 @@ impl ProcessQueue {
             return -1;
         }
         for o in offsets {
-            if let Some(m) = c.msgs.remove(&o) {
-                c.bytes = c.bytes.saturating_sub(m.body.len() as u64);
+            if let Some(e) = c.msgs.remove(&o) {
+                c.bytes = c.bytes.saturating_sub(e.size);
             }
         }
         match c.msgs.first_key_value() {
@@ -152,14 +166,18 @@ impl ProcessQueue {
     pub(crate) fn take(&self, n: usize) -> Vec<MessageExt> {
         let mut c = lock(&self.cache);
         let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            let Some((k, m)) = c.msgs.pop_first() else {
+        let mut taken = 0;
+        while taken < n {
+            let Some((k, e)) = c.msgs.pop_first() else {
                 break;
             };
-            c.consuming.insert(k, m.clone());
-            out.push(m);
+            taken += 1;
+            if let Some(m) = &e.msg {
+                out.push(m.clone());
+            }
+            c.consuming.insert(k, e);
         }
-        if out.is_empty() {
+        if taken == 0 {
             c.dispatched = false;
         }
         out
@@ -169,7 +187,7 @@ impl ProcessQueue {
     pub(crate) fn commit(&self) -> i64 {
         let mut c = lock(&self.cache);
         let last = c.consuming.last_key_value().map(|(k, _)| *k);
-        let freed: u64 = c.consuming.values().map(|m| m.body.len() as u64).sum();
+        let freed: u64 = c.consuming.values().map(|e| e.size).sum();
         c.bytes = c.bytes.saturating_sub(freed);
         c.consuming.clear();
         last.map_or(-1, |k| k + 1)
@@ -180,7 +198,13 @@ impl ProcessQueue {
         let mut c = lock(&self.cache);
         for m in msgs {
             c.consuming.remove(&m.queue_offset);
-            c.msgs.insert(m.queue_offset, m.clone());
+            c.msgs.insert(
+                m.queue_offset,
+                Entry {
+                    size: m.body.len() as u64,
+                    msg: Some(m.clone()),
+                },
+            );
         }
     }
 
@@ -208,8 +232,8 @@ mod tests {
     #[test]
     fn remove_returns_first_unconsumed_offset() {
         let pq = ProcessQueue::default();
-        assert!(pq.put(&[msg(5), msg(6), msg(7)]));
-        assert!(!pq.put(&[msg(8)]), "already dispatched");
+        assert!(pq.put(&[msg(5), msg(6), msg(7)], false));
+        assert!(!pq.put(&[msg(8)], false), "already dispatched");
         assert_eq!(pq.remove([6]), 5);
         assert_eq!(pq.remove([5]), 7);
         assert_eq!(pq.remove([7, 8]), 9);
@@ -220,7 +244,7 @@ mod tests {
     #[test]
     fn orderly_take_commit_and_again() {
         let pq = ProcessQueue::default();
-        pq.put(&[msg(1), msg(2), msg(3)]);
+        pq.put(&[msg(1), msg(2), msg(3)], true);
         let t = pq.take(2);
         assert_eq!(
             t.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
@@ -233,7 +257,10 @@ mod tests {
         assert_eq!(pq.take(5).len(), 1);
         assert_eq!(pq.commit(), 4);
         assert!(pq.take(1).is_empty());
-        assert!(pq.put(&[msg(4)]), "dispatch again after the queue ran dry");
+        assert!(
+            pq.put(&[msg(4)], true),
+            "dispatch again after the queue ran dry"
+        );
         assert_eq!(pq.count(), 1);
     }
 }

@@ -318,7 +318,8 @@ impl PushEngine {
                 if pq.is_dropped() {
                     return Ok(PullStep::Stop);
                 }
-                let dispatch = pq.put(&msgs);
+                let orderly = matches!(self.listener, Listener::Orderly(_));
+                let dispatch = pq.put(&msgs, orderly);
                 match &self.listener {
                     Listener::Concurrently(_) => {
                         self.submit_concurrently(msgs, pq.clone(), mq.clone(), Duration::ZERO)
@@ -364,8 +365,13 @@ impl PushEngine {
     ) {
         let Some(me) = self.arc() else { return };
         let batch = self.cfg.consume_message_batch_max_size.max(1);
-        for chunk in msgs.chunks(batch) {
-            let (me, pq, mq, chunk) = (me.clone(), pq.clone(), mq.clone(), chunk.to_vec());
+        let mut rest = msgs.into_iter();
+        loop {
+            let chunk: Vec<MessageExt> = rest.by_ref().take(batch).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            let (me, pq, mq) = (me.clone(), pq.clone(), mq.clone());
             self.consume_tasks.spawn(async move {
                 if !delay.is_zero() && !me.pause(delay).await {
                     return;
