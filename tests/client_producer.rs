@@ -77,6 +77,7 @@ async fn sync_send_result_describes_the_stored_message() {
     assert_eq!(host.port(), c.broker().local_addr().port());
     assert_eq!(r.message_queue.topic, "SyncT");
     assert_eq!(r.region_id, "DefaultRegion");
+    wait_route(&ns, "SyncT").await;
     let got = read_all(&ns, "r-sync", std::slice::from_ref(&r.message_queue), 1).await;
     assert_eq!(got[0].msg_id, r.msg_id);
     assert_eq!(got[0].tags(), Some("T1"));
@@ -587,8 +588,12 @@ async fn name_server_failover() {
             .await
             .unwrap();
     }
+    wait_route(&live, "Failover").await;
     let admin = MQAdmin::connect(&format!("127.0.0.1:1;{live}")).unwrap();
-    assert!(admin.topic_route("Failover").await.unwrap().is_some());
+    assert!(
+        admin.topic_route("Failover").await.unwrap().is_some(),
+        "the admin client fails over too"
+    );
     admin.shutdown();
     p.shutdown().await;
     c.shutdown().await.unwrap();

@@ -207,3 +207,16 @@ pub fn of_topic(
 ) -> std::collections::BTreeSet<MessageQueue> {
     owned.iter().filter(|q| q.topic == topic).cloned().collect()
 }
+
+/// Waits until the name server routes `topic` (a topic auto-created by a send appears there once
+/// the broker re-registers, a moment after the send is acknowledged).
+pub async fn wait_route(namesrv: &str, topic: &str) {
+    let admin = rocketmq_client::admin::MQAdmin::connect(namesrv).expect("admin");
+    let t = topic.to_string();
+    wait_until(Duration::from_secs(30), "the topic's route", || {
+        let (admin, t) = (admin.clone(), t.clone());
+        async move { matches!(admin.topic_route(&t).await, Ok(Some(_))) }
+    })
+    .await;
+    admin.shutdown();
+}

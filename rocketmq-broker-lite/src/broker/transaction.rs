@@ -156,7 +156,7 @@ pub(crate) async fn end_transaction(
                 "half message lacks its real topic",
             );
         };
-        match b.store.put_message(&m) {
+        match b.store.put_message_now(&m) {
             Ok(r) => {
                 if let Err(e) = put_op_record(b, half.queue_offset) {
                     warn!(error = %e, "cannot write the transaction op record");

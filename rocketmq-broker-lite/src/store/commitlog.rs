@@ -128,7 +128,7 @@ pub struct CommitLog {
     dir: PathBuf,
     seg_size: u64,
     delay_levels: Vec<i64>,
-    /// Yields of the writer before it sleeps (0 on machines with fewer than 4 cores).
+    /// Yields of the writer before it sleeps after a round.
     spin_rounds: u32,
     /// The write turn: whoever holds it takes the buffered chunks, writes and dispatches them
     /// (the writer thread, or under ASYNC_FLUSH an appender that finds it free).
@@ -261,11 +261,7 @@ impl CommitLog {
             dir,
             seg_size,
             delay_levels,
-            spin_rounds: if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 4 {
-                64
-            } else {
-                0
-            },
+            spin_rounds: 64,
             io: Mutex::new(()),
             segments: RwLock::new(segments.clone()),
             appender: Mutex::new(Appender {
@@ -582,6 +578,12 @@ impl CommitLog {
     /// Appends `msgs` (one message, or a batch of one topic and queue stored contiguously with
     /// consecutive queue offsets).
     pub fn append(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
+        self.append_with(msgs, true)
+    }
+
+    /// Appends; `wake_writer`: wake the writer thread if it sleeps (false when the caller
+    /// writes inline right after, see [`CommitLog::write_inline`]).
+    pub fn append_with(&self, msgs: &[PutMessage], wake_writer: bool) -> StoreResult<AppendResult> {
         let Some(first) = msgs.first() else {
             return Err(StoreError::BadBatch("empty batch".into()));
         };
@@ -711,9 +713,9 @@ impl CommitLog {
         a.active
             .last_store_ts
             .fetch_max(store_ts, Ordering::Relaxed);
-        // Under ASYNC_FLUSH the appender writes inline (`write_inline`); the writer thread is
-        // only the backstop, so it is not woken for every append.
-        if a.writer_waiting && self.cfg.flush_disk_type == FlushDiskType::SyncFlush {
+        // An appender that writes inline (`write_inline`) does not wake the writer thread.
+        if a.writer_waiting && (wake_writer || self.cfg.flush_disk_type == FlushDiskType::SyncFlush)
+        {
             a.writer_waiting = false;
             self.appender_cv.notify_all();
         }
@@ -849,16 +851,14 @@ impl CommitLog {
     /// The writer thread's loop: writes buffered chunks into the segment files and dispatches
     /// them. Returns when the log is closed and everything buffered has been written.
     pub fn run_writer(&self, sink: &dyn DispatchSink) {
-        if self.cfg.flush_disk_type != FlushDiskType::SyncFlush {
-            return self.run_async_backstop(sink);
-        }
+        let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
         let mut chunks: Vec<Chunk> = Vec::new();
         let mut dispatch: Vec<DispatchRequest> = Vec::new();
         loop {
-            // Under load the next append comes within microseconds: with cores to spare, look a
-            // few times before sleeping, so appenders rarely have to wake the writer with a
-            // system call. On a small machine spinning steals the CPU that the network threads
-            // need (and a preempted thread waits a whole scheduler tick): sleep at once.
+            // Under a stream of batched appends (`put_message`) the next one comes within
+            // microseconds: look a few times before sleeping, so appenders rarely have to wake
+            // the writer with a system call. (Request handlers write inline with
+            // `put_message_now` and do not wake this thread, so it rarely spins in a broker.)
             for _ in 0..self.spin_rounds {
                 if self.unwritten.load(Ordering::Acquire) > 0 {
                     break;
@@ -869,7 +869,16 @@ impl CommitLog {
                 let mut a = lock(&self.appender);
                 while a.chunks.is_empty() && !a.closed && self.failure().is_none() {
                     a.writer_waiting = true;
-                    a = self.appender_cv.wait(a).unwrap_or_else(|p| p.into_inner());
+                    a = if sync {
+                        self.appender_cv.wait(a).unwrap_or_else(|p| p.into_inner())
+                    } else {
+                        // Appenders that write inline do not wake this thread; the timeout is a
+                        // backstop for an append whose inline write found the turn taken.
+                        self.appender_cv
+                            .wait_timeout(a, Duration::from_millis(5))
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0
+                    };
                 }
                 if a.chunks.is_empty() || self.failure().is_some() {
                     return;
@@ -877,43 +886,11 @@ impl CommitLog {
             }
             let _turn = lock(&self.io);
             if !self.take_buffered(&mut chunks, &mut dispatch) {
+                // Written inline meanwhile.
                 continue;
             }
             if !self.write_round(sink, &mut chunks, &mut dispatch) {
                 return;
-            }
-        }
-    }
-
-    /// ASYNC_FLUSH: appenders write inline (`write_inline`); this thread only looks every few
-    /// milliseconds for appends left behind (there should be none) and drains at shutdown. It
-    /// never blocks on the write turn, so it does not chase the appenders.
-    fn run_async_backstop(&self, sink: &dyn DispatchSink) {
-        loop {
-            {
-                let a = lock(&self.appender);
-                if (a.closed && a.chunks.is_empty()) || self.failure().is_some() {
-                    return;
-                }
-                if a.chunks.is_empty() {
-                    let _ = self
-                        .appender_cv
-                        .wait_timeout(a, Duration::from_millis(5))
-                        .unwrap_or_else(|p| p.into_inner());
-                }
-            }
-            if self.unwritten.load(Ordering::SeqCst) > 0 {
-                self.write_inline(sink);
-                if lock(&self.appender).closed {
-                    // Draining for shutdown: wait for the turn rather than spin.
-                    let _turn = lock(&self.io);
-                    let (mut chunks, mut dispatch) = (Vec::new(), Vec::new());
-                    while self.take_buffered(&mut chunks, &mut dispatch) {
-                        if !self.write_round(sink, &mut chunks, &mut dispatch) {
-                            return;
-                        }
-                    }
-                }
             }
         }
     }

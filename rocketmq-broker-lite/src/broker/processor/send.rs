@@ -213,7 +213,7 @@ pub(crate) async fn send(
         b.apply_delay(&mut m, &mut props);
     }
     m.properties = encode_properties(&props);
-    let r = match b.store.put_message(&m) {
+    let r = match b.store.put_message_now(&m) {
         Ok(r) => r,
         Err(e) => {
             warn!(topic = %h.topic, error = %e, "send failed");
@@ -350,7 +350,7 @@ fn send_batch(
             prepared_transaction_offset: 0,
         });
     }
-    let r = match b.store.put_messages(&msgs) {
+    let r = match b.store.put_messages_now(&msgs) {
         Ok(r) => r,
         Err(e) => return send_error(b, store_error_code(&e), e.to_string()),
     };
@@ -545,7 +545,7 @@ pub(crate) async fn send_back(
     };
     b.apply_delay(&mut m, &mut props);
     m.properties = encode_properties(&props);
-    match b.store.put_message(&m) {
+    match b.store.put_message_now(&m) {
         Ok(r) => ack_when_stored(b, r, false, RemotingCommand::success()),
         Err(e) => error(store_error_code(&e), e.to_string()),
     }
