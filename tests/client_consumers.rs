@@ -19,15 +19,6 @@ use rocketmq_client::{Message, MessageQueue};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-async fn create_topic(ns: &str, topic: &str, queues: i32) {
-    let admin = MQAdmin::connect(ns).unwrap();
-    admin
-        .create_topic("DefaultCluster", topic, queues)
-        .await
-        .unwrap();
-    admin.shutdown();
-}
-
 async fn start_concurrent(
     ns: &str,
     group: &str,

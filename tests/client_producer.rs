@@ -20,15 +20,6 @@ use rocketmq_remoting::protocol::message::{decode_offset_msg_id, sys_flag};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-async fn create_topic(ns: &str, topic: &str, queues: i32) {
-    let admin = MQAdmin::connect(ns).unwrap();
-    admin
-        .create_topic("DefaultCluster", topic, queues)
-        .await
-        .unwrap();
-    admin.shutdown();
-}
-
 /// Reads everything in `queues` from the start with a lite pull consumer.
 async fn read_all(
     ns: &str,

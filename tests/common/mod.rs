@@ -220,3 +220,13 @@ pub async fn wait_route(namesrv: &str, topic: &str) {
     .await;
     admin.shutdown();
 }
+
+/// Creates `topic` with `queues` queues on the embedded cluster (`DefaultCluster`).
+pub async fn create_topic(namesrv: &str, topic: &str, queues: i32) {
+    let admin = rocketmq_client::admin::MQAdmin::connect(namesrv).expect("admin");
+    admin
+        .create_topic("DefaultCluster", topic, queues)
+        .await
+        .expect("create topic");
+    admin.shutdown();
+}

@@ -42,20 +42,31 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// What the instance needs from a consumer.
 #[async_trait]
 pub(crate) trait ConsumerHook: Send + Sync + 'static {
-    /// The consumer group.
-    fn group(&self) -> String;
+    /// The consumer's subscriptions and queues.
+    fn core(&self) -> &super::rebalance::RebalanceCore;
     /// Its heartbeat entry.
     fn consumer_data(&self) -> ConsumerData;
-    /// Topics it subscribes to (retry topic included).
-    fn topics(&self) -> Vec<String>;
-    /// New readable queues of `topic`.
-    fn update_subscribe_info(&self, topic: &str, queues: BTreeSet<MessageQueue>);
-    /// Whether some subscribed topic has no queue information yet.
-    fn needs_route(&self) -> bool;
     /// Re-allocates queues.
     async fn rebalance(&self);
     /// Pushes offsets to their store.
     async fn persist_offsets(&self);
+
+    /// The consumer group.
+    fn group(&self) -> String {
+        self.core().group.clone()
+    }
+    /// Topics it subscribes to (retry topic included).
+    fn topics(&self) -> Vec<String> {
+        self.core().topics()
+    }
+    /// New readable queues of `topic`.
+    fn update_subscribe_info(&self, topic: &str, queues: BTreeSet<MessageQueue>) {
+        self.core().update_subscribe_info(topic, queues);
+    }
+    /// Whether some subscribed topic has no queue information yet.
+    fn needs_route(&self) -> bool {
+        self.core().needs_route()
+    }
 }
 
 static INSTANCES: LazyLock<Mutex<HashMap<String, Weak<ClientInstance>>>> =
@@ -573,6 +584,23 @@ impl ClientInstance {
             return None;
         }
         m.iter().next().map(|(id, a)| (a.clone(), *id != MASTER_ID))
+    }
+
+    /// Where to pull `mq` from: the suggested broker id, else any address of the group,
+    /// refreshing the topic's route once if the broker is unknown. Returns `(addr, is_slave)`.
+    pub(crate) async fn pull_addr(
+        &self,
+        mq: &MessageQueue,
+        broker_id: i64,
+    ) -> Result<(String, bool)> {
+        if let Some(x) = self.find_broker_in_subscribe(&mq.broker_name, broker_id, false) {
+            return Ok(x);
+        }
+        let _ = self.update_route(&mq.topic).await;
+        self.find_broker_in_subscribe(&mq.broker_name, broker_id, false)
+            .ok_or_else(|| ClientError::BrokerNotFound {
+                broker: mq.broker_name.clone(),
+            })
     }
 
     /// An address of a broker serving `topic` (master preferred), for group-wide queries.

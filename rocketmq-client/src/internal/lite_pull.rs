@@ -280,20 +280,7 @@ impl LiteEngine {
             .subscription(&mq.topic)
             .unwrap_or_else(|| SubscriptionData::from_tag_expression(mq.topic.clone(), "*", 0));
         let which = lock(&self.suggest).get(mq).copied().unwrap_or(MASTER_ID);
-        let (addr, _slave) = match self
-            .inst
-            .find_broker_in_subscribe(&mq.broker_name, which, false)
-        {
-            Some(x) => x,
-            None => {
-                let _ = self.inst.update_route(&mq.topic).await;
-                self.inst
-                    .find_broker_in_subscribe(&mq.broker_name, which, false)
-                    .ok_or_else(|| ClientError::BrokerNotFound {
-                        broker: mq.broker_name.clone(),
-                    })?
-            }
-        };
+        let (addr, _slave) = self.inst.pull_addr(mq, which).await?;
         let header = PullMessageRequestHeader {
             consumer_group: self.cfg.group.clone(),
             topic: mq.topic.clone(),
@@ -503,34 +490,13 @@ impl RebalanceTarget for LiteEngine {
 
 #[async_trait]
 impl ConsumerHook for LiteEngine {
-    fn group(&self) -> String {
-        self.cfg.group.clone()
+    fn core(&self) -> &RebalanceCore {
+        &self.rebalance
     }
 
     fn consumer_data(&self) -> ConsumerData {
-        ConsumerData {
-            consume_from_where: self.cfg.consume_from_where,
-            consume_type: ConsumeType::ConsumeActively,
-            group_name: self.cfg.group.clone(),
-            message_model: self.cfg.message_model,
-            subscription_data_set: lock(&self.rebalance.subscriptions)
-                .values()
-                .cloned()
-                .collect(),
-            unit_mode: false,
-        }
-    }
-
-    fn topics(&self) -> Vec<String> {
-        self.rebalance.topics()
-    }
-
-    fn update_subscribe_info(&self, topic: &str, queues: BTreeSet<MessageQueue>) {
-        self.rebalance.update_subscribe_info(topic, queues);
-    }
-
-    fn needs_route(&self) -> bool {
-        self.rebalance.needs_route()
+        self.rebalance
+            .consumer_data(ConsumeType::ConsumeActively, self.cfg.consume_from_where)
     }
 
     async fn rebalance(&self) {

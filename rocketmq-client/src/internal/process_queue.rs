@@ -223,8 +223,10 @@ mod tests {
     use super::*;
 
     fn msg(off: i64) -> MessageExt {
-        let mut m = MessageExt::default();
-        m.queue_offset = off;
+        let mut m = MessageExt {
+            queue_offset: off,
+            ..MessageExt::default()
+        };
         m.message.body = bytes::Bytes::from_static(b"abc");
         m
     }

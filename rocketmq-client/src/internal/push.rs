@@ -33,7 +33,7 @@ use crate::consumer::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
     ConsumeOrderlyStatus, MessageListenerConcurrently, MessageListenerOrderly, PushConsumerConfig,
 };
-use crate::error::{ClientError, Result};
+use crate::error::Result;
 
 /// Long-polling hold asked of the broker (15 s).
 const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(15);
@@ -271,20 +271,7 @@ impl PushEngine {
             0
         };
         let which = lock(&self.suggest).get(mq).copied().unwrap_or(MASTER_ID);
-        let (addr, slave) = match self
-            .inst
-            .find_broker_in_subscribe(&mq.broker_name, which, false)
-        {
-            Some(x) => x,
-            None => {
-                let _ = self.inst.update_route(&mq.topic).await;
-                self.inst
-                    .find_broker_in_subscribe(&mq.broker_name, which, false)
-                    .ok_or_else(|| ClientError::BrokerNotFound {
-                        broker: mq.broker_name.clone(),
-                    })?
-            }
-        };
+        let (addr, slave) = self.inst.pull_addr(mq, which).await?;
         let post = self.cfg.post_subscription_when_pull && !sd.class_filter_mode;
         let mut flag = pull_sys_flag::build(commit_offset > 0, true, post, false);
         if slave {
@@ -766,34 +753,13 @@ impl RebalanceTarget for PushEngine {
 
 #[async_trait]
 impl ConsumerHook for PushEngine {
-    fn group(&self) -> String {
-        self.cfg.group.clone()
+    fn core(&self) -> &RebalanceCore {
+        &self.rebalance
     }
 
     fn consumer_data(&self) -> ConsumerData {
-        ConsumerData {
-            consume_from_where: self.cfg.consume_from_where,
-            consume_type: ConsumeType::ConsumePassively,
-            group_name: self.cfg.group.clone(),
-            message_model: self.cfg.message_model,
-            subscription_data_set: lock(&self.rebalance.subscriptions)
-                .values()
-                .cloned()
-                .collect(),
-            unit_mode: false,
-        }
-    }
-
-    fn topics(&self) -> Vec<String> {
-        self.rebalance.topics()
-    }
-
-    fn update_subscribe_info(&self, topic: &str, queues: BTreeSet<MessageQueue>) {
-        self.rebalance.update_subscribe_info(topic, queues);
-    }
-
-    fn needs_route(&self) -> bool {
-        self.rebalance.needs_route()
+        self.rebalance
+            .consumer_data(ConsumeType::ConsumePassively, self.cfg.consume_from_where)
     }
 
     async fn rebalance(&self) {

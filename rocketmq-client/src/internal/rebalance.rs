@@ -81,6 +81,22 @@ impl RebalanceCore {
         }
     }
 
+    /// The heartbeat entry of this consumer.
+    pub(crate) fn consumer_data(
+        &self,
+        consume_type: ConsumeType,
+        from_where: ConsumeFromWhere,
+    ) -> rocketmq_remoting::protocol::body::ConsumerData {
+        rocketmq_remoting::protocol::body::ConsumerData {
+            consume_from_where: from_where,
+            consume_type,
+            group_name: self.group.clone(),
+            message_model: self.model,
+            subscription_data_set: lock(&self.subscriptions).values().cloned().collect(),
+            unit_mode: false,
+        }
+    }
+
     pub(crate) fn subscription(&self, topic: &str) -> Option<SubscriptionData> {
         lock(&self.subscriptions).get(topic).cloned()
     }

@@ -610,7 +610,6 @@ mod tests {
             } else {
                 BTreeMap::from([(1, format!("{b}:10911"))])
             },
-            ..Default::default()
         };
         TopicRouteData {
             queue_datas: vec![

@@ -147,7 +147,7 @@ mod tests {
             .select(&qs, &m, "order-1")
             .unwrap()
             .queue_id;
-        assert_eq!(q as i32, (java_string_hash("order-1") % 4).abs());
+        assert_eq!(q, (java_string_hash("order-1") % 4).abs());
         // Long.hashCode(1L << 32) = 1.
         assert_eq!((1i64 << 32).java_hash_code(), 1);
         assert_eq!((-1i64).java_hash_code(), 0);
