@@ -105,6 +105,10 @@ pub struct Args {
     pub label: Option<String>,
 }
 
+/// How late sends start against their schedule (fixed-rate runs): the harness's own share of
+/// the measured latency (a pacer or worker thread waiting for a CPU).
+static LATENESS: LazyLock<Recorder> = LazyLock::new(Recorder::default);
+
 /// Time origin of the end-to-end timestamps carried in message bodies.
 static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
 
@@ -294,7 +298,10 @@ async fn run_senders(
             while !stop.load(Ordering::Relaxed) {
                 let scheduled = match &schedule {
                     Some(rx) => match rx.lock().await.recv().await {
-                        Some(at) => at,
+                        Some(at) => {
+                            LATENESS.record(1, 0, Some(at.elapsed()));
+                            at
+                        }
                         None => return,
                     },
                     None => Instant::now(),
@@ -415,6 +422,7 @@ async fn summarize(
         "broker_peak_rss_mib": args.broker_pid.and_then(|p| peak_rss_mib(Some(p))),
         "broker_rss_mib": args.broker_pid.and_then(|p| rss_mib(Some(p))),
         "fsync_per_ack": fsync_per_ack,
+        "send_start_lateness_us": if args.rate.is_some() { LATENESS.percentiles() } else { Value::Null },
     })
 }
 
