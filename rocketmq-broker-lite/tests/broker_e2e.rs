@@ -686,6 +686,18 @@ async fn delayed_messages_are_delivered_on_time_and_survive_restart() {
         cl.broker.store().max_offset("SCHEDULE_TOPIC_XXXX", 1) == 1
     })
     .await;
+    // The schedule queue's tag code is the delivery time, in the future.
+    let entry = cl
+        .broker
+        .store()
+        .queue_entry("SCHEDULE_TOPIC_XXXX", 1, 0)
+        .expect("schedule entry");
+    assert!(
+        entry.tags_code > cl.clock.now(),
+        "delivery time {} is not after now {}",
+        entry.tags_code,
+        cl.clock.now()
+    );
     cl.clock.advance(1_000);
     // Not yet due: give the delivery service several rounds.
     for _ in 0..5 {
