@@ -66,10 +66,19 @@ fn pull_limits_and_tag_filter() {
         "at most 32 messages in memory per pull"
     );
     assert_eq!(r.next_begin_offset, 32);
+    let concat = |r: &rocketmq_broker_lite::store::GetResult| -> Vec<u8> {
+        r.messages.iter().flat_map(|m| m.iter().copied()).collect()
+    };
+    // Adjacent records: the body is the bytes as read, not a copy.
+    let body = r.concatenated();
+    assert_eq!(&body[..], &concat(&r)[..]);
+    assert_eq!(body.as_ptr(), r.messages[0].as_ptr(), "no copy for one run");
     let a = tags_hash_code(Some("A"));
     let only_a = move |code: i64| code == a;
     let r = store.get_messages("T", 0, 0, 10, &only_a);
     assert_eq!(r.messages.len(), 10);
+    // Every other record: copied together.
+    assert_eq!(&r.concatenated()[..], &concat(&r)[..]);
     assert_eq!(
         r.queue_offsets,
         (0..10).map(|i| i * 2).collect::<Vec<i64>>()

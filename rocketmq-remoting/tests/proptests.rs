@@ -47,7 +47,7 @@ fn ext_fields(binary: bool) -> impl Strategy<Value = Option<ExtFields>> {
             let mut m = ExtFields::new();
             for (k, val) in entries {
                 if !m.contains_key(&k) {
-                    m.push(k, val);
+                    m.push(&k, &val);
                 }
             }
             m
@@ -395,4 +395,58 @@ fn oversized_and_malformed_frames_are_errors() {
         Err(FrameError::TooLarge { max: 64, .. })
     ));
     assert!(frame::decode_one(&bytes, 1024).is_ok());
+}
+
+#[derive(Debug, Clone)]
+enum MapOp {
+    Insert(u8, String),
+    Remove(u8),
+    Retain(u8),
+}
+
+fn map_op() -> impl Strategy<Value = MapOp> {
+    prop_oneof![
+        4 => (0u8..6, text()).prop_map(|(k, v)| MapOp::Insert(k, v)),
+        1 => (0u8..6).prop_map(MapOp::Remove),
+        1 => (0u8..6).prop_map(MapOp::Retain),
+    ]
+}
+
+proptest! {
+    /// The one-buffer map behaves like a list of owned pairs under any sequence of changes
+    /// (values of any length and script, so replacements land on and off char boundaries).
+    #[test]
+    fn string_map_matches_a_list_of_pairs(ops in proptest::collection::vec(map_op(), 0..200)) {
+        let key = |k: u8| format!("key-{k}-é");
+        let mut map = StringMap::new();
+        let mut model: Vec<(String, String)> = Vec::new();
+        for op in ops {
+            match op {
+                MapOp::Insert(k, v) => {
+                    let k = key(k);
+                    let old = match model.iter_mut().find(|(mk, _)| *mk == k) {
+                        Some(slot) => Some(std::mem::replace(&mut slot.1, v.clone())),
+                        None => {
+                            model.push((k.clone(), v.clone()));
+                            None
+                        }
+                    };
+                    prop_assert_eq!(map.insert(&k, &v), old);
+                }
+                MapOp::Remove(k) => {
+                    let k = key(k);
+                    let old = model.iter().position(|(mk, _)| *mk == k).map(|i| model.remove(i).1);
+                    prop_assert_eq!(map.remove(&k), old);
+                }
+                MapOp::Retain(k) => {
+                    let k = key(k);
+                    model.retain(|(mk, _)| *mk != k);
+                    map.retain(|mk, _| mk != k);
+                }
+            }
+            let got: Vec<(&str, &str)> = map.iter().collect();
+            let want: Vec<(&str, &str)> = model.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 }

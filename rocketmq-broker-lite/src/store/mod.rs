@@ -135,12 +135,27 @@ pub struct GetResult {
     pub max_offset: i64,
     /// Whether the consumer lags so far that reading from a slave is advised.
     pub suggest_pulling_from_slave: bool,
+    /// The records back to back, when they were read as one run of adjacent records (a pull
+    /// response then sends this without copying the records into a new buffer).
+    contiguous: Option<Bytes>,
 }
 
 impl GetResult {
     /// Total bytes of the records.
     pub fn total_size(&self) -> usize {
         self.messages.iter().map(Bytes::len).sum()
+    }
+
+    /// The records back to back, as a pull response body carries them.
+    pub fn concatenated(&self) -> Bytes {
+        if let Some(b) = &self.contiguous {
+            return b.clone();
+        }
+        let mut body = bytes::BytesMut::with_capacity(self.total_size());
+        for m in &self.messages {
+            body.extend_from_slice(m);
+        }
+        body.freeze()
     }
 }
 
@@ -739,6 +754,7 @@ impl MessageStore {
             min_offset: 0,
             max_offset: 0,
             suggest_pulling_from_slave: false,
+            contiguous: None,
         };
         let Some(q) = self.inner.queue(topic, queue_id) else {
             r.status = GetStatus::NoMatchedLogicQueue;
@@ -787,6 +803,9 @@ impl MessageStore {
         // Records of one queue are often adjacent in the commit log (a producer's batch, or a
         // quiet topic): read each adjacent run with one call and hand out slices of it.
         let mut window: Option<(u64, Bytes)> = None;
+        // The span of `window` the records found so far fill back to back, if they do.
+        let mut span: Option<(u64, usize, usize)> = None;
+        let mut adjacent = true;
         for (idx, e) in entries.iter().enumerate() {
             let size = e.size.max(0) as usize;
             if !e.is_real() {
@@ -856,6 +875,18 @@ impl MessageStore {
             if rec.len() != size || !filter.matches_record(&rec) {
                 continue;
             }
+            if adjacent {
+                let start = window.as_ref().map_or(u64::MAX, |(w, _)| *w);
+                let from = (phys - start.min(phys)) as usize;
+                span = match span {
+                    None if start <= phys => Some((start, from, from + size)),
+                    Some((w, a, b)) if w == start && b == from => Some((w, a, from + size)),
+                    _ => {
+                        adjacent = false;
+                        None
+                    }
+                };
+            }
             total += rec.len();
             r.queue_offsets.push(offset + scanned - 1);
             r.messages.push(rec);
@@ -863,6 +894,11 @@ impl MessageStore {
         }
         r.next_begin_offset = offset + scanned;
         r.suggest_pulling_from_slave = cl_max.saturating_sub(last_phys) > mem;
+        if let (true, Some((w, a, b)), Some((start, buf))) = (adjacent, span, &window) {
+            if *start == w && b <= buf.len() {
+                r.contiguous = Some(buf.slice(a..b));
+            }
+        }
         r
     }
 

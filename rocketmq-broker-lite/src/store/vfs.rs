@@ -16,6 +16,11 @@ pub trait VfsFile: Send + Sync + std::fmt::Debug {
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// Sets the file length.
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Reserves disk blocks for the first `len` bytes (`fallocate`), so that later writes need
+    /// no block allocation. Best effort: a file system without it leaves the file as it is.
+    fn allocate(&self, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
     /// The file length.
     fn len(&self) -> io::Result<u64>;
     /// Whether the file is empty.
@@ -117,6 +122,14 @@ impl VfsFile for StdFile {
     }
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
+    }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        match rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::empty(), 0, len) {
+            Ok(()) => Ok(()),
+            // Not every file system can (tmpfs on old kernels, some network file systems).
+            Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()

@@ -377,7 +377,7 @@ impl PushEngine {
                     m.topic = orig;
                 }
             }
-            m.put_property(property::CONSUME_START_TIMESTAMP, now.clone());
+            m.put_property(property::CONSUME_START_TIMESTAMP, &now);
         }
     }
 
@@ -679,8 +679,8 @@ pub(crate) fn post_process(
             if m.property(property::TRANSACTION_PREPARED) == Some("true") {
                 m.message.transaction_id = m.uniq_key().map(str::to_string);
             }
-            m.put_property(property::MIN_OFFSET, min.clone());
-            m.put_property(property::MAX_OFFSET, max.clone());
+            m.put_property(property::MIN_OFFSET, &min);
+            m.put_property(property::MAX_OFFSET, &max);
             m.broker_name = mq.broker_name.clone();
             m
         })

@@ -131,7 +131,7 @@ impl RemotingCommand {
     }
 
     /// Sets one `extFields` value.
-    pub fn set_ext(&mut self, key: impl Into<String>, value: impl Into<String>) {
+    pub fn set_ext(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
         self.ext_fields
             .get_or_insert_with(ExtFields::new)
             .insert(key, value);

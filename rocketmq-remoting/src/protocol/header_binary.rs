@@ -117,7 +117,7 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
             let vl = er.i32("value length")?;
             let vl = er.len(vl.into(), "value")?;
             let value = er.string(vl, "value")?;
-            ext.push(key, value);
+            ext.push(&key, &value);
         }
         Some(ext)
     };

@@ -156,7 +156,7 @@ impl<'de> Deserialize<'de> for LenientExtFields {
                 let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(8));
                 while let Some(key) = map.next_key::<String>()? {
                     if let Some(ExtValue(text)) = map.next_value::<Option<ExtValue>>()? {
-                        ext.push(key, text);
+                        ext.push(&key, &text);
                     }
                 }
                 Ok(LenientExtFields(ext))

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
-use tokio::io::{AsyncWriteExt, BufWriter};
+use std::io::IoSlice;
+
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -375,53 +377,81 @@ fn close_channel(inner: &Inner, why: &str) {
 
 async fn writer_loop(
     channel: Channel,
-    write_half: OwnedWriteHalf,
+    mut write_half: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Outbound>,
 ) {
-    let mut w = BufWriter::with_capacity(64 * 1024, write_half);
-    let mut closing = false;
-    'outer: while !closing {
+    let mut batch: Vec<(Vec<u8>, Bytes)> = Vec::new();
+    loop {
         let first = tokio::select! {
             _ = channel.inner.closed.cancelled() => break,
             m = rx.recv() => m,
         };
-        let Some(mut next) = first else { break };
-        let mut written = 0usize;
-        loop {
-            match next {
+        let Some(first) = first else { break };
+        // Take whatever else is queued (up to 256 KiB) and write it all with one writev: the
+        // frames go to the socket straight from their buffers, without a copy into a buffer.
+        batch.clear();
+        let mut closing = false;
+        let mut bytes = 0usize;
+        let mut next = Some(first);
+        while let Some(m) = next.take() {
+            match m {
                 Outbound::Frame(head, body) => {
-                    written += head.len() + body.len();
-                    let r = async {
-                        w.write_all(&head).await?;
-                        w.write_all(&body).await
-                    }
-                    .await;
-                    if let Err(e) = r {
-                        debug!(remote = %channel.inner.remote, error = %e, "write failed");
-                        break 'outer;
-                    }
+                    bytes += head.len() + body.len();
+                    batch.push((head, body));
                 }
                 Outbound::Close => {
                     closing = true;
                     break;
                 }
             }
-            if written >= 256 * 1024 {
+            if bytes >= 256 * 1024 || batch.len() >= 256 {
                 break;
             }
-            match rx.try_recv() {
-                Ok(m) => next = m,
-                Err(_) => break,
-            }
+            next = rx.try_recv().ok();
         }
-        if let Err(e) = w.flush().await {
-            debug!(remote = %channel.inner.remote, error = %e, "flush failed");
+        if let Err(e) = write_frames(&mut write_half, &batch).await {
+            debug!(remote = %channel.inner.remote, error = %e, "write failed");
             break;
         }
         channel.touch();
+        if closing {
+            break;
+        }
     }
-    let _ = w.shutdown().await;
+    let _ = write_half.shutdown().await;
     close_channel(&channel.inner, "writer stopped");
+}
+
+/// Writes every frame of `batch` (head, then body) with vectored writes.
+async fn write_frames(w: &mut OwnedWriteHalf, batch: &[(Vec<u8>, Bytes)]) -> std::io::Result<()> {
+    let parts: Vec<&[u8]> = batch
+        .iter()
+        .flat_map(|(head, body)| [head.as_slice(), body.as_ref()])
+        .filter(|p| !p.is_empty())
+        .collect();
+    let (mut idx, mut off) = (0usize, 0usize);
+    let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len().min(512));
+    while idx < parts.len() {
+        slices.clear();
+        slices.push(IoSlice::new(&parts[idx][off..]));
+        slices.extend(parts[idx + 1..].iter().take(511).map(|p| IoSlice::new(p)));
+        let mut n = w.write_vectored(&slices).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while n > 0 {
+            let left = parts[idx].len() - off;
+            if n >= left {
+                n -= left;
+                idx += 1;
+                off = 0;
+            } else {
+                off += n;
+                n = 0;
+            }
+        }
+    }
+    Ok(())
 }
 
 struct Reader {

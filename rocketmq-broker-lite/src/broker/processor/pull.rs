@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use rocketmq_remoting::protocol::body::{MessageModel, SubscriptionData, EXPRESSION_TYPE_TAG};
 use rocketmq_remoting::protocol::headers::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
@@ -242,12 +241,8 @@ fn read(
         min_offset: r.min_offset,
     });
     if code == ResponseCode::Success {
-        let mut body = BytesMut::with_capacity(r.total_size());
-        for m in &r.messages {
-            body.extend_from_slice(m);
-        }
         b.stats.record_get(r.messages.len() as u64);
-        resp.body = body.freeze();
+        resp.body = r.concatenated();
     }
     if not_found {
         ReadOutcome::NotFound(resp)

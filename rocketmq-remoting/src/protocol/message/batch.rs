@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::model::Message;
-use super::properties::{decode_properties, encode_properties};
+use super::properties::{decode_properties, write_properties};
 use super::stored::StoredDecodeError;
 use crate::protocol::string_map::StringMap;
 
@@ -22,18 +22,33 @@ pub struct BatchElement {
 
 /// Encodes the messages' flag, body and properties as a batch body.
 pub fn encode_batch<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<u8> {
-    let mut out = Vec::new();
+    let messages: Vec<&Message> = messages.into_iter().collect();
+    let props_len = |m: &Message| -> usize {
+        m.properties
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 2)
+            .sum()
+    };
+    let mut out = Vec::with_capacity(
+        messages
+            .iter()
+            .map(|m| 22 + m.body.len() + props_len(m))
+            .sum(),
+    );
     for m in messages {
-        let props = encode_properties(&m.properties);
-        let size = 4 + 4 + 4 + 4 + 4 + m.body.len() + 2 + props.len();
-        out.extend_from_slice(&(size as i32).to_be_bytes());
+        let start = out.len();
+        out.extend_from_slice(&0i32.to_be_bytes()); // total size, filled in below
         out.extend_from_slice(&0i32.to_be_bytes());
         out.extend_from_slice(&0i32.to_be_bytes());
         out.extend_from_slice(&m.flag.to_be_bytes());
         out.extend_from_slice(&(m.body.len() as i32).to_be_bytes());
         out.extend_from_slice(&m.body);
-        out.extend_from_slice(&(props.len() as i16).to_be_bytes());
-        out.extend_from_slice(props.as_bytes());
+        let at = out.len();
+        out.extend_from_slice(&0i16.to_be_bytes());
+        let n = write_properties(&m.properties, &mut out);
+        out[at..at + 2].copy_from_slice(&(n as i16).to_be_bytes());
+        let size = (out.len() - start) as i32;
+        out[start..start + 4].copy_from_slice(&size.to_be_bytes());
     }
     out
 }

@@ -47,7 +47,7 @@ impl Message {
     }
 
     /// Sets the tag.
-    pub fn with_tags(mut self, tags: impl Into<String>) -> Self {
+    pub fn with_tags(mut self, tags: impl AsRef<str>) -> Self {
         self.set_tags(tags);
         self
     }
@@ -69,7 +69,7 @@ impl Message {
     }
 
     /// Sets a user property.
-    pub fn with_property(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn with_property(mut self, key: impl AsRef<str>, value: impl AsRef<str>) -> Self {
         self.properties.insert(key, value);
         self
     }
@@ -86,7 +86,7 @@ impl Message {
     }
 
     /// Sets a property (system or user).
-    pub fn put_property(&mut self, key: impl Into<String>, value: impl Into<String>) {
+    pub fn put_property(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
         self.properties.insert(key, value);
     }
 
@@ -101,7 +101,7 @@ impl Message {
     }
 
     /// Sets the tag.
-    pub fn set_tags(&mut self, tags: impl Into<String>) {
+    pub fn set_tags(&mut self, tags: impl AsRef<str>) {
         self.put_property(property::TAGS, tags);
     }
 

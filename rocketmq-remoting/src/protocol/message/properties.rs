@@ -21,11 +21,27 @@ pub fn encode_properties(props: &StringMap) -> String {
     out
 }
 
+/// Appends the encoding of [`encode_properties`] to `out`; returns how many bytes it wrote.
+pub fn write_properties(props: &StringMap, out: &mut Vec<u8>) -> usize {
+    let start = out.len();
+    for (k, v) in props.iter() {
+        if out.len() > start {
+            out.push(PROPERTY_SEPARATOR as u8);
+        }
+        out.extend_from_slice(k.as_bytes());
+        out.push(NAME_VALUE_SEPARATOR as u8);
+        out.extend_from_slice(v.as_bytes());
+    }
+    out.len() - start
+}
+
 /// Decodes a properties string with Java 4.9.8's rules: items are split on `0x02`; the name is
 /// the text before the first `0x01`; an item is kept only if both name and value are non-empty.
 /// A later duplicate name replaces the earlier value.
 pub fn decode_properties(s: &str) -> StringMap {
-    let mut map = StringMap::with_capacity(8);
+    // Room for a few more properties: a consumer adds MIN_OFFSET, MAX_OFFSET and
+    // CONSUME_START_TIME to every message it pulls (about 75 bytes).
+    let mut map = StringMap::with_capacities(8, s.len() + 96);
     for item in s.split(PROPERTY_SEPARATOR) {
         if let Some((k, v)) = item.split_once(NAME_VALUE_SEPARATOR) {
             if !k.is_empty() && !v.is_empty() {
