@@ -261,7 +261,14 @@ impl CommitLog {
             dir,
             seg_size,
             delay_levels,
-            spin_rounds: 64,
+            // Under SYNC_FLUSH the next appends arrive during the fdatasync (and are there when
+            // a round ends) or a whole round trip later: looking again only costs context
+            // switches.
+            spin_rounds: if cfg.flush_disk_type == FlushDiskType::SyncFlush {
+                0
+            } else {
+                64
+            },
             io: Mutex::new(()),
             segments: RwLock::new(segments.clone()),
             appender: Mutex::new(Appender {
@@ -831,6 +838,54 @@ impl CommitLog {
         drop(spare);
         self.spare_cv.notify_all();
         result
+    }
+
+    /// Zero-fills the active segment past the written offset, 1 MiB at a time, syncing each
+    /// step. The first segment is created without the zero fill (start-up stays fast), and after
+    /// a restart the active segment may hold never-written blocks: an `fdatasync` covering such
+    /// blocks also commits their allocation, which on ext4 here makes it about twice as slow
+    /// (p50 ~180 µs against ~90 µs). Writes happen under the write turn and only past the
+    /// written offset, so data written later lands on top of the zeros and nothing written is
+    /// overwritten. Returns when the segment is done, the log closes or the segment is full.
+    pub fn warm_active(&self, sink: &dyn DispatchSink) -> StoreResult<()> {
+        const STEP: u64 = 1 << 20;
+        let base = self.active_base.load(Ordering::Acquire);
+        let Some(seg) = self.segment_for(base).filter(|s| s.base == base) else {
+            return Ok(());
+        };
+        let end = base + self.seg_size;
+        let zeros = vec![0u8; STEP.min(self.seg_size) as usize];
+        let mut next = 0u64;
+        loop {
+            if self.is_closed() || self.failure().is_some() {
+                return Ok(());
+            }
+            {
+                let _turn = lock(&self.io);
+                if self.active_base.load(Ordering::Acquire) != base {
+                    return Ok(());
+                }
+                // Page-aligned, past everything written.
+                let start = next
+                    .max(base)
+                    .max(self.written_offset().div_ceil(4096) * 4096);
+                if start >= end {
+                    break;
+                }
+                let n = (end - start).min(STEP);
+                seg.file
+                    .write_all_at(&zeros[..n as usize], start - base)
+                    .map_err(|e| StoreError::io("zero-filling the active segment", e))?;
+                next = start + n;
+            }
+            // Appenders that found the turn taken rely on its holder looking again.
+            self.write_inline(sink);
+            seg.file
+                .sync_data()
+                .map_err(|e| StoreError::io("syncing the zero-filled segment", e))?;
+        }
+        debug!(path = %seg.path.display(), "zero-filled the active segment");
+        Ok(())
     }
 
     /// Blocks the allocator until a new segment may be needed (or `timeout`).

@@ -491,6 +491,11 @@ impl MessageStore {
         threads.push(spawn(
             "store-allocator",
             Box::new(move || {
+                if i.cfg.warm_segments {
+                    if let Err(e) = i.log.warm_active(&*i) {
+                        warn!(error = %e, "cannot zero-fill the active segment");
+                    }
+                }
                 while !i.stop.load(Ordering::Acquire) && !i.log.is_closed() {
                     if let Err(e) = i.log.preallocate_next() {
                         warn!(error = %e, "cannot preallocate the next segment");
