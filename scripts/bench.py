@@ -26,6 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "target", "bench")
 PROBES_SRC = os.environ.get("PROBES_DIR", os.path.join(ROOT, "..", "shared", "tools", "probes"))
 PROBES = os.path.join(ROOT, "target", "probes")
+# Our own probe: a paced 1 KiB ping-pong (what a wake-up round trip costs at E1's rate).
+OWN_PROBES_SRC = os.path.join(ROOT, "scripts", "probes")
 BENCH = os.path.join(ROOT, "target", "release", "rocketmq-bench")
 LITE = os.path.join(ROOT, "target", "release", "rocketmq-lite")
 
@@ -38,7 +40,7 @@ WORKLOADS = {
     "P4": ("ASYNC_FLUSH", ["produce", "--batch", "64", "--inflight", "8"], "rtt4", "batches of 64 x 1 KiB, 8 in flight"),
     "C1": ("ASYNC_FLUSH", ["consume", "--backlog", "1000000", "--pull-batch", "32", "--consume-batch", "32"], "memcpy",
            "consume a 1M backlog in page cache, pull batch 32"),
-    "E1": ("ASYNC_FLUSH", ["e2e", "--rate", "10000", "--inflight", "64"], "rtt4",
+    "E1": ("ASYNC_FLUSH", ["e2e", "--rate", "10000", "--inflight", "64"], "paced",
            "send -> push listener at 10k msgs/s, 1 KiB"),
     "Q1": ("ASYNC_FLUSH", ["produce", "--inflight", "64", "--topics", "1000", "--queues", "8"], "rtt4",
            "P2 over 1,000 topics x 8 queues"),
@@ -60,8 +62,10 @@ def build():
     if not shutil.which("gcc") or not os.path.isdir(PROBES_SRC):
         print("no gcc or no probes: ratios will be n/a", file=sys.stderr)
         return
-    for name, extra in (("pingpong", ["-lpthread"]), ("fsyncbench", []), ("memcpybench", [])):
-        src = os.path.join(PROBES_SRC, name + ".c")
+    for name, extra, src_dir in (("pingpong", ["-lpthread"], PROBES_SRC), ("fsyncbench", [], PROBES_SRC),
+                                 ("memcpybench", [], PROBES_SRC),
+                                 ("paced_pingpong", ["-lpthread"], OWN_PROBES_SRC)):
+        src = os.path.join(src_dir, name + ".c")
         if os.path.exists(src):
             subprocess.run(["gcc", "-O2", "-o", os.path.join(PROBES, name), src] + extra, check=True)
 
@@ -88,6 +92,14 @@ def probe(kind, store_dir):
                 os.remove(path)
             # Report flushes/s (the commit rate the disk allows).
             m = re.search(r"ops/s=([0-9.]+)", out)
+            return float(m.group(1)) if m else None
+        if kind == "paced":
+            # CPU µs per 1 KiB round trip at 10k/s: the cost of waking both ends, E1's floor.
+            if not os.path.exists(exe("paced_pingpong")):
+                return None
+            out = subprocess.run([exe("paced_pingpong"), str(free_port()), "10000", "2"], capture_output=True,
+                                 text=True, timeout=30).stdout
+            m = re.search(r"cpu_us_per_rt=([0-9.]+)", out)
             return float(m.group(1)) if m else None
         if kind == "memcpy":
             if not os.path.exists(exe("memcpybench")):
@@ -169,10 +181,15 @@ def row(wid, runs):
     lat = lambda q: med([(r.get("latency_us") or {}).get(q) for r in runs])  # noqa: E731
     probes = [p for r in runs for p in (r["probe_before"], r["probe_after"])]
     probe_med = med(probes)
-    unit = {"rtt1": "rt/s", "rtt4": "rt/s", "fsync4k": "flush/s", "fsync64k": "flush/s", "memcpy": "GB/s"}[kind]
+    unit = {"rtt1": "rt/s", "rtt4": "rt/s", "fsync4k": "flush/s", "fsync64k": "flush/s", "memcpy": "GB/s",
+            "paced": "µs CPU/rt at 10k/s"}[kind]
     ratio = "n/a"
     if probe_med and tput and kind in ("rtt1", "rtt4"):
         ratio = "%.0f %%" % (100.0 * tput / probe_med)
+    if probe_med and kind == "paced":
+        # Our CPU per message in paced round trips' worth of CPU.
+        cpu = [(r.get("broker_cpu_us_per_msg") or 0) + (r.get("client_cpu_us_per_msg") or 0) for r in runs]
+        ratio = "%.1f round trips of CPU" % (med(cpu) / probe_med)
     spread = "n/a"
     pairs = [(r["probe_before"], r["probe_after"]) for r in runs if r["probe_before"] and r["probe_after"]]
     if pairs:

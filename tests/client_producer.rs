@@ -535,6 +535,19 @@ async fn admin_topics_routes_and_lag() {
             .unwrap();
     }
     assert_eq!(admin.queue_offset(&q, true).await.unwrap(), 10);
+    // The broker's runtime figures, ours included (what the benchmark reads).
+    let addr = c.broker().broker_addr();
+    let rt = admin.broker_runtime_info(&addr).await.unwrap();
+    assert!(rt["commitLogMaxOffset"].parse::<u64>().unwrap() > 0);
+    assert!(rt.contains_key("commitLogFlushCount"));
+    wait_until(Duration::from_secs(20), "the next segment is ready", || {
+        let admin = &admin;
+        let addr = addr.clone();
+        async move {
+            admin.broker_runtime_info(&addr).await.unwrap()["commitLogNextSegmentReady"] == "true"
+        }
+    })
+    .await;
     // A group that read 4 of the 10.
     let lc = DefaultLitePullConsumer::builder()
         .client_config(fast_client(&ns))

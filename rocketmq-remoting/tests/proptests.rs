@@ -97,6 +97,7 @@ fn command(ser: SerializeType) -> impl Strategy<Value = RemotingCommand> {
                     remark,
                     ext_fields,
                     body: Bytes::from(body),
+                    file_body: None,
                     serialize_type: ser,
                 }
             },

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rocketmq_remoting::protocol::{
-    frame, RemotingCommand, RequestCode, ResponseCode, SerializeType,
+    frame, FileRegion, RemotingCommand, RequestCode, ResponseCode, SerializeType,
 };
 use rocketmq_remoting::transport::{
     ChannelContext, ProcessResult, RemotingClient, RemotingServer, RequestProcessor, RpcHook,
@@ -23,6 +23,17 @@ const SLOW: i32 = 1002;
 const CALL_BACK: i32 = 1003;
 const RECORD: i32 = 1004;
 const PANIC: i32 = 1005;
+const FILE: i32 = 1006;
+
+/// The file FILE answers with: 3 MiB of varied bytes.
+fn file_content() -> Vec<u8> {
+    (0..3u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+/// The regions FILE sends (two, not adjacent), and what they hold.
+const REGIONS: [(u64, usize); 2] = [(100, 1 << 20), (2 << 20, 1 << 20)];
 
 /// Echoes `ext id` in the remark; the other codes do what their names say.
 struct TestProcessor {
@@ -59,6 +70,29 @@ impl RequestProcessor for TestProcessor {
                 RemotingCommand::success().into()
             }
             PANIC => panic!("processor bug"),
+            FILE => {
+                let path = std::env::temp_dir().join(format!(
+                    "rmq-file-body-{}-{}",
+                    std::process::id(),
+                    req.opaque
+                ));
+                std::fs::write(&path, file_content()).unwrap();
+                let file = Arc::new(std::fs::File::open(&path).unwrap());
+                std::fs::remove_file(&path).unwrap(); // the open file stays readable
+                let mut r = RemotingCommand::success();
+                r.body = bytes::Bytes::from_static(b"head:");
+                r.file_body = Some(
+                    REGIONS
+                        .iter()
+                        .map(|&(offset, len)| FileRegion {
+                            file: file.clone(),
+                            offset,
+                            len,
+                        })
+                        .collect(),
+                );
+                r.into()
+            }
             _ => unreachable!(),
         }
     }
@@ -73,7 +107,7 @@ async fn start_server(
     let mut b = RemotingServer::builder("127.0.0.1:0")
         .max_frame_size(max_frame)
         .max_connections(max_conns);
-    for code in [ECHO, SILENT, SLOW, CALL_BACK, RECORD, PANIC] {
+    for code in [ECHO, SILENT, SLOW, CALL_BACK, RECORD, PANIC, FILE] {
         b = b.processor(code, p.clone());
     }
     (b.start().await.unwrap(), rx)
@@ -478,4 +512,59 @@ async fn connect_failures_are_clear_errors() {
             .await,
         Err(RemotingError::Shutdown)
     ));
+}
+
+/// A response whose body ends in file regions (sent with `sendfile`, larger than the socket
+/// buffer) arrives whole, and the frames around it on the same connection stay intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_regions_are_sent_as_body() {
+    let (server, _rx) = start_server(16 << 20, 16).await;
+    let client = RemotingClient::default();
+    let addr = server.local_addr().to_string();
+    let content = file_content();
+    let mut want = b"head:".to_vec();
+    for (offset, len) in REGIONS {
+        want.extend_from_slice(&content[offset as usize..offset as usize + len]);
+    }
+    let calls = (0..8).map(|i| {
+        let (client, addr, want) = (client.clone(), addr.clone(), want.clone());
+        tokio::spawn(async move {
+            if i % 2 == 0 {
+                let r = client
+                    .invoke(&addr, request(FILE), Duration::from_secs(20))
+                    .await
+                    .unwrap();
+                assert_eq!(r.body.len(), want.len());
+                assert!(r.body[..] == want[..], "file body differs");
+            } else {
+                let mut req = request(ECHO);
+                req.set_ext("id", format!("echo-{i}"));
+                let r = client
+                    .invoke(&addr, req, Duration::from_secs(20))
+                    .await
+                    .unwrap();
+                assert_eq!(r.remark_str(), format!("echo-{i}"));
+            }
+        })
+    });
+    for c in calls.collect::<Vec<_>>() {
+        c.await.unwrap();
+    }
+    // The in-memory encoder reads the regions too.
+    let file = std::env::temp_dir().join(format!("rmq-file-enc-{}", std::process::id()));
+    std::fs::write(&file, b"0123456789").unwrap();
+    let mut cmd = RemotingCommand::success();
+    cmd.body = bytes::Bytes::from_static(b"ab");
+    cmd.file_body = Some(Arc::from(vec![FileRegion {
+        file: Arc::new(std::fs::File::open(&file).unwrap()),
+        offset: 3,
+        len: 4,
+    }]));
+    std::fs::remove_file(&file).unwrap();
+    let bytes = frame::encode_to_vec(&cmd).unwrap();
+    assert!(bytes.ends_with(b"ab3456"));
+    assert_eq!(
+        u32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize,
+        bytes.len() - 4
+    );
 }

@@ -347,6 +347,28 @@ impl CommitLog {
         self.flushed.load(Ordering::Acquire)
     }
 
+    /// Whether the segment files can be sent with `sendfile` (real files, not the simulated
+    /// file system of the tests).
+    pub fn supports_sendfile(&self) -> bool {
+        let base = self.active_base.load(Ordering::Acquire);
+        self.segment_for(base)
+            .is_some_and(|s| s.file.clone().send_source().is_some())
+    }
+
+    /// The file holding the `size` bytes at commit-log offset `phys`, and where they are in it.
+    pub fn file_region(
+        &self,
+        phys: u64,
+        size: usize,
+    ) -> Option<(Arc<dyn std::os::fd::AsFd + Send + Sync>, u64)> {
+        let seg = self.segment_for(phys)?;
+        let pos = phys - seg.base;
+        if pos + size as u64 > self.seg_size || phys + size as u64 > self.written_offset() {
+            return None;
+        }
+        Some((seg.file.clone().send_source()?, pos))
+    }
+
     fn segment_for(&self, offset: u64) -> Option<Arc<Segment>> {
         let segs = self.segments.read().unwrap_or_else(|p| p.into_inner());
         let i = segs.partition_point(|s| s.base <= offset);

@@ -30,6 +30,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use rocketmq_remoting::protocol::FileRegion;
 use tracing::{error, warn};
 
 pub use self::clock::{
@@ -138,12 +139,27 @@ pub struct GetResult {
     /// The records back to back, when they were read as one run of adjacent records (a pull
     /// response then sends this without copying the records into a new buffer).
     contiguous: Option<Bytes>,
+    /// [`MessageStore::get_messages_for_transfer`]: where the records are in the segment files
+    /// (adjacent ones merged), instead of `messages`.
+    regions: Vec<FileRegion>,
+    /// Records in `regions`.
+    in_regions: usize,
 }
 
 impl GetResult {
     /// Total bytes of the records.
     pub fn total_size(&self) -> usize {
         self.messages.iter().map(Bytes::len).sum()
+    }
+
+    /// Records found (in `messages`, or in file regions).
+    pub fn count(&self) -> usize {
+        self.messages.len() + self.in_regions
+    }
+
+    /// The records as file regions, when they were looked up for a transfer.
+    pub fn file_regions(&self) -> Option<Arc<[FileRegion]>> {
+        (!self.regions.is_empty()).then(|| Arc::from(self.regions.as_slice()))
     }
 
     /// The records back to back, as a pull response body carries them.
@@ -751,6 +767,34 @@ impl MessageStore {
         max_msgs: usize,
         filter: &dyn MessageFilter,
     ) -> GetResult {
+        self.get_messages_impl(topic, queue_id, offset, max_msgs, filter, false)
+    }
+
+    /// [`MessageStore::get_messages`] for sending the records on: where the file system allows
+    /// `sendfile`, the result holds the records' places in the segment files
+    /// ([`GetResult::file_regions`]) instead of reading them, and the filter sees tag codes
+    /// only. Elsewhere it reads them like `get_messages`.
+    pub fn get_messages_for_transfer(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msgs: usize,
+        filter: &dyn MessageFilter,
+    ) -> GetResult {
+        let transfer = self.inner.log.supports_sendfile();
+        self.get_messages_impl(topic, queue_id, offset, max_msgs, filter, transfer)
+    }
+
+    fn get_messages_impl(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msgs: usize,
+        filter: &dyn MessageFilter,
+        transfer: bool,
+    ) -> GetResult {
         let mut r = GetResult {
             status: GetStatus::NoMessageInQueue,
             messages: Vec::new(),
@@ -760,6 +804,8 @@ impl MessageStore {
             max_offset: 0,
             suggest_pulling_from_slave: false,
             contiguous: None,
+            regions: Vec::new(),
+            in_regions: 0,
         };
         let Some(q) = self.inner.queue(topic, queue_id) else {
             r.status = GetStatus::NoMatchedLogicQueue;
@@ -820,8 +866,8 @@ impl MessageStore {
             let phys = e.phys as u64;
             last_phys = phys;
             let in_disk = cl_max.saturating_sub(phys) > mem;
-            if !r.messages.is_empty() {
-                if r.messages.len() >= max_msgs {
+            if r.count() > 0 {
+                if r.count() >= max_msgs {
                     break;
                 }
                 let (max_bytes, max_count) = if in_disk {
@@ -832,7 +878,7 @@ impl MessageStore {
                         cfg.max_transfer_count_on_message_in_memory,
                     )
                 };
-                if total + size > max_bytes || r.messages.len() > max_count - 1 {
+                if total + size > max_bytes || r.count() > max_count - 1 {
                     break;
                 }
             }
@@ -841,9 +887,35 @@ impl MessageStore {
                 continue;
             }
             if phys < cl_min {
-                if r.messages.is_empty() {
+                if r.count() == 0 {
                     r.status = GetStatus::MessageWasRemoving;
                 }
+                continue;
+            }
+            if transfer {
+                let Some((file, pos)) = self.inner.log.file_region(phys, size) else {
+                    if r.count() == 0 {
+                        r.status = GetStatus::MessageWasRemoving;
+                    }
+                    continue;
+                };
+                match r.regions.last_mut() {
+                    Some(last)
+                        if Arc::ptr_eq(&last.file, &file)
+                            && last.offset + last.len as u64 == pos =>
+                    {
+                        last.len += size;
+                    }
+                    _ => r.regions.push(FileRegion {
+                        file,
+                        offset: pos,
+                        len: size,
+                    }),
+                }
+                r.in_regions += 1;
+                total += size;
+                r.queue_offsets.push(offset + scanned - 1);
+                r.status = GetStatus::Found;
                 continue;
             }
             let cached = window.as_ref().and_then(|(start, buf)| {
@@ -866,7 +938,7 @@ impl MessageStore {
                         .read(phys, (end - phys) as usize)
                         .or_else(|| self.inner.log.read(phys, size));
                     let Some(run) = run else {
-                        if r.messages.is_empty() {
+                        if r.count() == 0 {
                             r.status = GetStatus::MessageWasRemoving;
                         }
                         continue;

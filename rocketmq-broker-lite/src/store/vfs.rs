@@ -27,6 +27,10 @@ pub trait VfsFile: Send + Sync + std::fmt::Debug {
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
+    /// The file as something `sendfile` can read from (`None` where there is no real file).
+    fn send_source(self: Arc<Self>) -> Option<Arc<dyn std::os::fd::AsFd + Send + Sync>> {
+        None
+    }
     /// Makes written data (and the size) durable: `fdatasync`.
     fn sync_data(&self) -> io::Result<()>;
     /// Makes data and all metadata durable: `fsync`.
@@ -110,7 +114,16 @@ pub struct StdFs;
 #[derive(Debug)]
 struct StdFile(std::fs::File);
 
+impl std::os::fd::AsFd for StdFile {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
 impl VfsFile for StdFile {
+    fn send_source(self: Arc<Self>) -> Option<Arc<dyn std::os::fd::AsFd + Send + Sync>> {
+        Some(self)
+    }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         std::os::unix::fs::FileExt::read_at(&self.0, buf, offset)
     }

@@ -21,7 +21,8 @@ pub(crate) const PULL_MAX_IDLE: Duration = Duration::from_secs(120);
 #[derive(Debug)]
 struct Entry {
     size: u64,
-    msg: Option<MessageExt>,
+    /// Boxed: the tree moves entries around, and most (concurrent consumption) hold none.
+    msg: Option<Box<MessageExt>>,
 }
 
 #[derive(Debug, Default)]
@@ -105,7 +106,7 @@ impl ProcessQueue {
         for m in msgs {
             let entry = Entry {
                 size: m.body.len() as u64,
-                msg: keep.then(|| m.clone()),
+                msg: keep.then(|| Box::new(m.clone())),
             };
             if c.msgs.insert(m.queue_offset, entry).is_none() {
                 c.bytes += m.body.len() as u64;
@@ -173,7 +174,7 @@ impl ProcessQueue {
             };
             taken += 1;
             if let Some(m) = &e.msg {
-                out.push(m.clone());
+                out.push(MessageExt::clone(m));
             }
             c.consuming.insert(k, e);
         }
@@ -202,7 +203,7 @@ impl ProcessQueue {
                 m.queue_offset,
                 Entry {
                     size: m.body.len() as u64,
-                    msg: Some(m.clone()),
+                    msg: Some(Box::new(m.clone())),
                 },
             );
         }

@@ -1,10 +1,64 @@
 //! `RemotingCommand`: one request or response of the remoting protocol.
 
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use super::codes::{LanguageCode, RequestCode, ResponseCode, SerializeType, VERSION_4_9_8};
 use super::headers::{CommandHeader, HeaderError};
 use super::string_map::StringMap;
+
+/// A stretch of a file that a frame body carries: the transport sends it with `sendfile`, from
+/// the page cache to the socket without copying it through the process (a broker's pull
+/// responses carry stored messages this way).
+#[derive(Clone)]
+pub struct FileRegion {
+    /// The open file.
+    pub file: Arc<dyn AsFd + Send + Sync>,
+    /// Where the bytes start in the file.
+    pub offset: u64,
+    /// How many bytes.
+    pub len: usize,
+}
+
+impl FileRegion {
+    /// Reads the region's bytes into `out` (for encoders that need them in memory).
+    pub fn read_into(&self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        let start = out.len();
+        out.resize(start + self.len, 0);
+        let mut done = 0;
+        while done < self.len {
+            let n = rustix::io::pread(
+                &*self.file,
+                &mut out[start + done..],
+                self.offset + done as u64,
+            )?;
+            if n == 0 {
+                out.truncate(start);
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for FileRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileRegion")
+            .field("fd", &self.file.as_fd())
+            .field("offset", &self.offset)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl PartialEq for FileRegion {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.file, &other.file) && self.offset == other.offset && self.len == other.len
+    }
+}
 
 /// The `extFields` map of a command header.
 pub type ExtFields = StringMap;
@@ -37,6 +91,9 @@ pub struct RemotingCommand {
     pub ext_fields: Option<ExtFields>,
     /// Body bytes (empty when there is none).
     pub body: Bytes,
+    /// More body, after `body`: file regions sent straight from the page cache (outgoing
+    /// frames only; a decoded command never has any).
+    pub file_body: Option<Arc<[FileRegion]>>,
     /// How the header is (or was) serialized.
     pub serialize_type: SerializeType,
 }
@@ -52,12 +109,22 @@ impl Default for RemotingCommand {
             remark: None,
             ext_fields: None,
             body: Bytes::new(),
+            file_body: None,
             serialize_type: SerializeType::Json,
         }
     }
 }
 
 impl RemotingCommand {
+    /// Length of the whole body: `body` and the file regions after it.
+    pub fn body_len(&self) -> usize {
+        self.body.len()
+            + self
+                .file_body
+                .as_deref()
+                .map_or(0, |r| r.iter().map(|r| r.len).sum())
+    }
+
     /// A request with no header fields. `opaque` is left 0: the transport assigns it.
     pub fn request(code: RequestCode) -> Self {
         Self {

@@ -40,6 +40,9 @@ pub enum FrameError {
         /// Bytes available for header and body.
         available: usize,
     },
+    /// A file region of the body could not be read.
+    #[error("cannot read the file body: {0}")]
+    FileBody(String),
     /// The serialize-type byte is neither 0 (JSON) nor 1 (ROCKETMQ).
     #[error("unknown header serialize type {0}")]
     UnknownSerializeType(u8),
@@ -73,7 +76,7 @@ pub fn encode_head(cmd: &RemotingCommand) -> Result<Vec<u8>, FrameError> {
     if header_len > MAX_HEADER_LEN {
         return Err(FrameError::HeaderTooLong(header_len));
     }
-    let total = 4 + header_len + cmd.body.len();
+    let total = 4 + header_len + cmd.body_len();
     let total = u32::try_from(total).map_err(|_| FrameError::TooLarge {
         size: total + 4,
         max: u32::MAX as usize,
@@ -86,17 +89,20 @@ pub fn encode_head(cmd: &RemotingCommand) -> Result<Vec<u8>, FrameError> {
 
 /// Encodes the whole frame of `cmd` into `dst`.
 pub fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), FrameError> {
-    let head = encode_head(cmd)?;
-    dst.reserve(head.len() + cmd.body.len());
-    dst.put_slice(&head);
-    dst.put_slice(&cmd.body);
+    let frame = encode_to_vec(cmd)?;
+    dst.reserve(frame.len());
+    dst.put_slice(&frame);
     Ok(())
 }
 
-/// Encodes the whole frame of `cmd` into a new buffer.
+/// Encodes the whole frame of `cmd` into a new buffer (reading its file regions, if any).
 pub fn encode_to_vec(cmd: &RemotingCommand) -> Result<Vec<u8>, FrameError> {
     let mut head = encode_head(cmd)?;
     head.extend_from_slice(&cmd.body);
+    for r in cmd.file_body.as_deref().unwrap_or(&[]) {
+        r.read_into(&mut head)
+            .map_err(|e| FrameError::FileBody(e.to_string()))?;
+    }
     Ok(head)
 }
 

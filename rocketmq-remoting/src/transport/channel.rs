@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use std::io::IoSlice;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -25,7 +25,7 @@ use super::hook::RpcHook;
 use super::processor::{not_supported, ChannelContext, ProcessResult, RequestProcessor};
 use crate::error::RemotingError;
 use crate::protocol::{
-    frame, RemotingCommand, ResponseCode, DEFAULT_MAX_FRAME_SIZE, FLAG_RESPONSE,
+    frame, FileRegion, RemotingCommand, ResponseCode, DEFAULT_MAX_FRAME_SIZE, FLAG_RESPONSE,
 };
 
 /// Request ids: one counter per process, as in Java.
@@ -53,8 +53,11 @@ impl Default for ChannelConfig {
     }
 }
 
+/// A frame to write: head, body, and file regions that follow the body.
+type Frame = (Vec<u8>, Bytes, Option<Arc<[FileRegion]>>);
+
 enum Outbound {
-    Frame(Vec<u8>, Bytes),
+    Frame(Frame),
     /// Flush everything queued before, then close.
     Close,
 }
@@ -278,7 +281,11 @@ impl Channel {
         })?;
         self.inner
             .tx
-            .send(Outbound::Frame(head, cmd.body.clone()))
+            .send(Outbound::Frame((
+                head,
+                cmd.body.clone(),
+                cmd.file_body.clone(),
+            )))
             .await
             .map_err(|_| self.closed_error())
     }
@@ -380,7 +387,7 @@ async fn writer_loop(
     mut write_half: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Outbound>,
 ) {
-    let mut batch: Vec<(Vec<u8>, Bytes)> = Vec::new();
+    let mut batch: Vec<Frame> = Vec::new();
     loop {
         let first = tokio::select! {
             _ = channel.inner.closed.cancelled() => break,
@@ -395,9 +402,9 @@ async fn writer_loop(
         let mut next = Some(first);
         while let Some(m) = next.take() {
             match m {
-                Outbound::Frame(head, body) => {
-                    bytes += head.len() + body.len();
-                    batch.push((head, body));
+                Outbound::Frame(frame) => {
+                    bytes += frame.0.len() + frame.1.len();
+                    batch.push(frame);
                 }
                 Outbound::Close => {
                     closing = true;
@@ -422,13 +429,29 @@ async fn writer_loop(
     close_channel(&channel.inner, "writer stopped");
 }
 
-/// Writes every frame of `batch` (head, then body) with vectored writes.
-async fn write_frames(w: &mut OwnedWriteHalf, batch: &[(Vec<u8>, Bytes)]) -> std::io::Result<()> {
-    let parts: Vec<&[u8]> = batch
-        .iter()
-        .flat_map(|(head, body)| [head.as_slice(), body.as_ref()])
-        .filter(|p| !p.is_empty())
-        .collect();
+/// Writes every frame of `batch` (head, body, file regions) with vectored writes, and file
+/// regions with `sendfile`.
+async fn write_frames(w: &mut OwnedWriteHalf, batch: &[Frame]) -> std::io::Result<()> {
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(batch.len() * 2);
+    for (head, body, regions) in batch {
+        parts.extend(
+            [head.as_slice(), body.as_ref()]
+                .into_iter()
+                .filter(|p| !p.is_empty()),
+        );
+        if let Some(regions) = regions.as_deref().filter(|r| !r.is_empty()) {
+            write_slices(w, &parts).await?;
+            parts.clear();
+            for r in regions {
+                send_file_region(w, r).await?;
+            }
+        }
+    }
+    write_slices(w, &parts).await
+}
+
+/// Writes all of `parts` with `writev`.
+async fn write_slices(w: &mut OwnedWriteHalf, parts: &[&[u8]]) -> std::io::Result<()> {
     let (mut idx, mut off) = (0usize, 0usize);
     let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len().min(512));
     while idx < parts.len() {
@@ -449,6 +472,26 @@ async fn write_frames(w: &mut OwnedWriteHalf, batch: &[(Vec<u8>, Bytes)]) -> std
                 off += n;
                 n = 0;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Sends a file region with `sendfile`: from the page cache to the socket, no copy in between.
+async fn send_file_region(w: &mut OwnedWriteHalf, r: &FileRegion) -> std::io::Result<()> {
+    let stream: &TcpStream = w.as_ref();
+    let (mut offset, end) = (r.offset, r.offset + r.len as u64);
+    while offset < end {
+        stream.writable().await?;
+        let left = (end - offset) as usize;
+        match stream.try_io(Interest::WRITABLE, || {
+            rustix::fs::sendfile(stream, &*r.file, Some(&mut offset), left).map_err(Into::into)
+        }) {
+            // The file ended early (truncated under us): the frame cannot be completed.
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())

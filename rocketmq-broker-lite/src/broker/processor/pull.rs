@@ -191,7 +191,7 @@ fn read(
     filter: &Option<Arc<SubscriptionData>>,
 ) -> ReadOutcome {
     let max = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
-    let r = b.store.get_messages(
+    let r = b.store.get_messages_for_transfer(
         &h.topic,
         h.queue_id,
         h.queue_offset,
@@ -241,8 +241,11 @@ fn read(
         min_offset: r.min_offset,
     });
     if code == ResponseCode::Success {
-        b.stats.record_get(r.messages.len() as u64);
-        resp.body = r.concatenated();
+        b.stats.record_get(r.count() as u64);
+        match r.file_regions() {
+            Some(regions) => resp.file_body = Some(regions),
+            None => resp.body = r.concatenated(),
+        }
     }
     if not_found {
         ReadOutcome::NotFound(resp)
