@@ -174,6 +174,19 @@ async fn batches_and_compression() {
     let got = read_all(&ns, "r-batch", &[q], 11).await;
     let got_ids: Vec<&str> = got[..10].iter().map(|m| m.msg_id.as_str()).collect();
     assert_eq!(got_ids, ids, "batch stored in order with its ids");
+    // The broker answers a batch with the offset ids of all its messages, comma-separated.
+    let offsets: Vec<i64> = r
+        .offset_msg_id
+        .split(',')
+        .map(|id| decode_offset_msg_id(id).expect("offset id").1)
+        .collect();
+    assert_eq!(
+        offsets,
+        got[..10]
+            .iter()
+            .map(|m| m.commit_log_offset)
+            .collect::<Vec<_>>()
+    );
     assert_eq!(
         got[..10].iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
         (0..10).collect::<Vec<i64>>()

@@ -61,7 +61,16 @@ impl StringMap {
     }
 
     fn find(&self, key: &str) -> Option<usize> {
-        self.entries.iter().position(|e| self.key_of(e) == key)
+        // Header keys are often one letter (SEND_MESSAGE_V2): compare lengths and first bytes
+        // before calling into `memcmp`.
+        let want = key.as_bytes();
+        let text = self.text.as_bytes();
+        self.entries.iter().position(|e| {
+            let at = e.key as usize;
+            e.key_len as usize == want.len()
+                && want.first().is_none_or(|b| text.get(at) == Some(b))
+                && text[at..at + want.len()] == *want
+        })
     }
 
     fn append(&mut self, s: &str) -> (u32, u32) {
@@ -297,6 +306,11 @@ mod tests {
         m.push("dup", "2");
         assert_eq!(m.get("dup"), Some("1"));
         assert_eq!(m.len(), 2);
+        m.push("", "empty key");
+        m.push("d", "one letter");
+        assert_eq!(m.get(""), Some("empty key"));
+        assert_eq!(m.get("d"), Some("one letter"));
+        assert_eq!(m.get("du"), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use rocketmq_remoting::protocol::headers::{
 };
 use rocketmq_remoting::protocol::message::{
     decode_batch, decode_properties, decode_stored, encode_offset_msg_id, encode_properties,
-    property, sys_flag, tags_hash_code, StoredDecodeOptions,
+    property, push_offset_msg_id, push_properties, sys_flag, tags_hash_code, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::topic::{self, perm, TopicFilterType};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, StringMap};
@@ -331,7 +331,14 @@ fn send_batch(
                 "batch request does not support delay message",
             );
         }
-        let mut props = encode_properties(&e.properties);
+        let mut props = String::with_capacity(
+            e.properties
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 2)
+                .sum::<usize>()
+                + batch_str.len(),
+        );
+        push_properties(&e.properties, &mut props);
         if !batch_str.is_empty() {
             if !props.is_empty() {
                 props.push('\u{2}');
@@ -357,10 +364,14 @@ fn send_batch(
         Ok(r) => r,
         Err(e) => return send_error(b, store_error_code(&e), e.to_string()),
     };
-    let mut ids = Vec::with_capacity(r.sizes.len());
+    // The offset ids, comma-separated, written straight into one string.
+    let mut ids = String::with_capacity(r.sizes.len() * 33);
     let mut phys = r.wrote_offset;
     for s in &r.sizes {
-        ids.push(encode_offset_msg_id(b.store_host(), phys as i64));
+        if !ids.is_empty() {
+            ids.push(',');
+        }
+        push_offset_msg_id(b.store_host(), phys as i64, &mut ids);
         phys += u64::from(*s);
     }
     let mut resp = RemotingCommand::success();
@@ -368,7 +379,7 @@ fn send_batch(
         queue_id,
         trace_on: Some(b.cfg.trace_on.to_string()),
         msg_region: Some(b.cfg.region_id.clone()),
-        msg_id: ids.join(","),
+        msg_id: ids,
         queue_offset: r.queue_offset,
         transaction_id: None,
     });

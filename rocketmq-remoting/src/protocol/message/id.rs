@@ -30,13 +30,18 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 /// commit-log offset (i64).
 pub fn encode_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> String {
     let mut s = String::with_capacity(56);
-    match store_host.ip() {
-        IpAddr::V4(ip) => hex_upper(&ip.octets(), &mut s),
-        IpAddr::V6(ip) => hex_upper(&ip.octets(), &mut s),
-    }
-    hex_upper(&i32::from(store_host.port()).to_be_bytes(), &mut s);
-    hex_upper(&commit_log_offset.to_be_bytes(), &mut s);
+    push_offset_msg_id(store_host, commit_log_offset, &mut s);
     s
+}
+
+/// Appends the offset message id of [`encode_offset_msg_id`] to `out`.
+pub fn push_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64, out: &mut String) {
+    match store_host.ip() {
+        IpAddr::V4(ip) => hex_upper(&ip.octets(), out),
+        IpAddr::V6(ip) => hex_upper(&ip.octets(), out),
+    }
+    hex_upper(&i32::from(store_host.port()).to_be_bytes(), out);
+    hex_upper(&commit_log_offset.to_be_bytes(), out);
 }
 
 /// Decodes an offset message id (32 hex digits for IPv4, 56 for IPv6) into the broker address

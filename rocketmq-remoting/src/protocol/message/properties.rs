@@ -10,15 +10,21 @@ pub const PROPERTY_SEPARATOR: char = '\u{2}';
 /// Encodes properties the way Java 4.9.8 does (no trailing separator).
 pub fn encode_properties(props: &StringMap) -> String {
     let mut out = String::with_capacity(props.iter().map(|(k, v)| k.len() + v.len() + 2).sum());
+    push_properties(props, &mut out);
+    out
+}
+
+/// Appends the encoding of [`encode_properties`] to `out`.
+pub fn push_properties(props: &StringMap, out: &mut String) {
+    let start = out.len();
     for (k, v) in props.iter() {
-        if !out.is_empty() {
+        if out.len() > start {
             out.push(PROPERTY_SEPARATOR);
         }
         out.push_str(k);
         out.push(NAME_VALUE_SEPARATOR);
         out.push_str(v);
     }
-    out
 }
 
 /// Appends the encoding of [`encode_properties`] to `out`; returns how many bytes it wrote.
