@@ -382,18 +382,33 @@ fn close_channel(inner: &Inner, why: &str) {
     }
 }
 
+/// Three writes within this long make a burst (see `writer_loop`).
+const BURST_GAP: Duration = Duration::from_micros(20);
+
 async fn writer_loop(
     channel: Channel,
     mut write_half: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Outbound>,
 ) {
     let mut batch: Vec<Frame> = Vec::new();
+    // When the last two writes were done.
+    let mut writes = [Instant::now() - BURST_GAP; 2];
     loop {
         let first = tokio::select! {
             _ = channel.inner.closed.cancelled() => break,
             m = rx.recv() => m,
         };
         let Some(first) = first else { break };
+        // A woken task runs next on its worker (tokio's LIFO slot), so in a burst (a flush
+        // completes a dozen sends at once) the writer would write each response as soon as its
+        // task queued it, though the tasks woken with it are about to queue theirs. When the
+        // last two writes were only just done, let them run first and write them all together.
+        // At a calmer pace the frame goes out at once: a yield costs a poll of the I/O driver
+        // and can move tasks between workers (measured: request/response one at a time lost
+        // 15 % when the writer yielded after every write less than 20 µs apart).
+        if writes[0].elapsed() < BURST_GAP {
+            tokio::task::yield_now().await;
+        }
         // Take whatever else is queued (up to 256 KiB) and write it all with one writev: the
         // frames go to the socket straight from their buffers, without a copy into a buffer.
         batch.clear();
@@ -420,6 +435,7 @@ async fn writer_loop(
             debug!(remote = %channel.inner.remote, error = %e, "write failed");
             break;
         }
+        writes = [writes[1], Instant::now()];
         channel.touch();
         if closing {
             break;
