@@ -21,7 +21,7 @@ use super::instance::{lock, resolve_instance_name, ClientInstance, ConsumerHook,
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::push::post_process;
-use super::rebalance::{start_offset, RebalanceCore, RebalanceTarget};
+use super::rebalance::{start_offset, start_offset_or_retry, RebalanceCore, RebalanceTarget};
 use super::send::now_ms;
 use crate::config::ClientConfig;
 use crate::consumer::LitePullConsumerConfig;
@@ -450,7 +450,7 @@ impl RebalanceTarget for LiteEngine {
     }
 
     async fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
-        match start_offset(
+        start_offset_or_retry(
             &self.inst,
             &self.offsets,
             mq,
@@ -458,13 +458,6 @@ impl RebalanceTarget for LiteEngine {
             self.consume_timestamp,
         )
         .await
-        {
-            Ok(o) => o,
-            Err(e) => {
-                tracing::warn!(queue = %mq, error = %e, "cannot compute where to start");
-                None
-            }
-        }
     }
 
     fn start_pull(&self, mq: MessageQueue, pq: Arc<ProcessQueue>, offset: i64) {

@@ -26,7 +26,7 @@ use super::api::PullStatus;
 use super::instance::{lock, resolve_instance_name, ClientInstance, ConsumerHook, MASTER_ID};
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
-use super::rebalance::{start_offset, RebalanceCore, RebalanceTarget};
+use super::rebalance::{start_offset_or_retry, RebalanceCore, RebalanceTarget};
 use super::send::{now_ms, SendMode};
 use crate::config::ClientConfig;
 use crate::consumer::{
@@ -694,7 +694,7 @@ impl RebalanceTarget for PushEngine {
     }
 
     async fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
-        match start_offset(
+        start_offset_or_retry(
             &self.inst,
             &self.offsets,
             mq,
@@ -702,13 +702,6 @@ impl RebalanceTarget for PushEngine {
             self.consume_timestamp,
         )
         .await
-        {
-            Ok(o) => o,
-            Err(e) => {
-                tracing::warn!(queue = %mq, error = %e, "cannot compute where to start; retrying at the next rebalance");
-                None
-            }
-        }
     }
 
     fn start_pull(&self, mq: MessageQueue, pq: Arc<ProcessQueue>, offset: i64) {

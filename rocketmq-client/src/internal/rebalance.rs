@@ -352,6 +352,24 @@ impl RebalanceCore {
     }
 }
 
+/// [`start_offset`] for a rebalance: a failure is logged and the queue waits for the next
+/// rebalance (`None`).
+pub(crate) async fn start_offset_or_retry(
+    inst: &ClientInstance,
+    offsets: &OffsetStore,
+    mq: &MessageQueue,
+    from_where: ConsumeFromWhere,
+    timestamp: i64,
+) -> Option<i64> {
+    match start_offset(inst, offsets, mq, from_where, timestamp).await {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::warn!(queue = %mq, error = %e, "cannot compute where to start; retrying at the next rebalance");
+            None
+        }
+    }
+}
+
 /// Where a newly owned queue starts (Java `computePullFromWhereWithException`): the committed
 /// offset if there is one; else by `from_where`. `None` when the store could not be read.
 pub(crate) async fn start_offset(
