@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::model::Message;
-use super::properties::{decode_properties, write_properties};
+use super::properties::{decode_properties, push_properties};
 use super::stored::StoredDecodeError;
 use crate::protocol::string_map::StringMap;
 
@@ -35,20 +35,19 @@ pub fn encode_batch<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
             .map(|m| 22 + m.body.len() + props_len(m))
             .sum(),
     );
+    let mut props = String::new();
     for m in messages {
-        let start = out.len();
-        out.extend_from_slice(&0i32.to_be_bytes()); // total size, filled in below
+        props.clear();
+        push_properties(&m.properties, &mut props);
+        let size = 4 + 4 + 4 + 4 + 4 + m.body.len() + 2 + props.len();
+        out.extend_from_slice(&(size as i32).to_be_bytes());
         out.extend_from_slice(&0i32.to_be_bytes());
         out.extend_from_slice(&0i32.to_be_bytes());
         out.extend_from_slice(&m.flag.to_be_bytes());
         out.extend_from_slice(&(m.body.len() as i32).to_be_bytes());
         out.extend_from_slice(&m.body);
-        let at = out.len();
-        out.extend_from_slice(&0i16.to_be_bytes());
-        let n = write_properties(&m.properties, &mut out);
-        out[at..at + 2].copy_from_slice(&(n as i16).to_be_bytes());
-        let size = (out.len() - start) as i32;
-        out[start..start + 4].copy_from_slice(&size.to_be_bytes());
+        out.extend_from_slice(&(props.len() as i16).to_be_bytes());
+        out.extend_from_slice(props.as_bytes());
     }
     out
 }

@@ -27,20 +27,6 @@ pub fn push_properties(props: &StringMap, out: &mut String) {
     }
 }
 
-/// Appends the encoding of [`encode_properties`] to `out`; returns how many bytes it wrote.
-pub fn write_properties(props: &StringMap, out: &mut Vec<u8>) -> usize {
-    let start = out.len();
-    for (k, v) in props.iter() {
-        if out.len() > start {
-            out.push(PROPERTY_SEPARATOR as u8);
-        }
-        out.extend_from_slice(k.as_bytes());
-        out.push(NAME_VALUE_SEPARATOR as u8);
-        out.extend_from_slice(v.as_bytes());
-    }
-    out.len() - start
-}
-
 /// Decodes a properties string with Java 4.9.8's rules: items are split on `0x02`; the name is
 /// the text before the first `0x01`; an item is kept only if both name and value are non-empty.
 /// A later duplicate name replaces the earlier value.
