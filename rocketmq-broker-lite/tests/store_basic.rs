@@ -386,3 +386,50 @@ fn zero_filling_the_active_segment_never_overwrites_appends() {
         store.shutdown().unwrap();
     }
 }
+
+/// The periodic checkpoint syncs consume queues and index files; appends dispatch into both
+/// and pulls read the consume queues, so none of them may wait for those syncs (an fdatasync
+/// takes milliseconds, ~1 s in the disk's slow spells).
+#[test]
+fn appends_and_reads_do_not_wait_for_checkpoint_syncs() {
+    for held in ["consumequeue", "index"] {
+        let sim = SimEnv::new(12);
+        let mut cfg = small_config(64 * 1024);
+        cfg.checkpoint_interval = Duration::from_millis(10);
+        cfg.flush_consume_queue_thorough_interval = Duration::ZERO;
+        let dir = cfg.store_path_root_dir.join(held);
+        let store = Arc::new(MessageStore::open_with(cfg, sim.env()).unwrap());
+        let keyed = |i: usize| msg_with("T", 0, format!("m{i}"), None, Some(&format!("k{i}")));
+        for i in 0..20 {
+            store.put_message(&keyed(i)).unwrap();
+        }
+        assert!(store.wait_dispatched(Duration::from_secs(5)));
+        sim.fs.hold_syncs(&dir);
+        for i in 20..40 {
+            store.put_message(&keyed(i)).unwrap();
+        }
+        assert!(
+            sim.fs.wait_for_held_sync(Duration::from_secs(10)),
+            "the checkpoint syncs {held}"
+        );
+        // While that sync waits: append, dispatch, read from the queue and find by key.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s = store.clone();
+        let worker = std::thread::spawn(move || {
+            s.put_message(&keyed(40)).unwrap();
+            let dispatched = s.wait_dispatched(Duration::from_secs(20));
+            let bodies = read_queue(&s, "T", 0);
+            let found = s.query_by_key("T", "k40", 4, 0, i64::MAX).len();
+            let _ = tx.send((dispatched, bodies.len(), found));
+        });
+        let outcome = rx.recv_timeout(Duration::from_secs(10));
+        sim.fs.release_syncs();
+        worker.join().unwrap();
+        assert_eq!(
+            outcome,
+            Ok((true, 41, 1)),
+            "append, pull and key lookup while a sync of {held} is in progress"
+        );
+        store.shutdown().unwrap();
+    }
+}

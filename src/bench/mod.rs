@@ -454,6 +454,7 @@ async fn measure_produce(args: &Args, env: &Env, e2e_rec: Option<Arc<Recorder>>)
     let rec = e2e_rec.unwrap_or_else(|| send_rec.clone());
     tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
     rec.reset();
+    LATENESS.reset();
     let window = open_window(args, &admin, &masters).await;
     let started = window.started;
     let stop_progress = Arc::new(AtomicBool::new(false));
@@ -632,6 +633,7 @@ async fn measure_consume(args: &Args, env: &Env) -> Value {
     .await;
     tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
     rec.reset();
+    LATENESS.reset();
     let window = open_window(args, &admin, &masters).await;
     let started = window.started;
     let stop_progress = Arc::new(AtomicBool::new(false));

@@ -370,24 +370,56 @@ impl ConsumeQueue {
     }
 
     /// Syncs if more than `min_bytes` are written and not synced; returns whether it synced.
+    ///
+    /// The fdatasync calls run without the queue's lock: appends (dispatch) and reads (pulls)
+    /// take it for every message and must not wait for the disk. Entries written to the files
+    /// before this call are durable when it returns; entries written meanwhile mark their file
+    /// dirty again for the next sync. Callers serialise syncs (the store's checkpoint lock): a
+    /// second caller could otherwise return while the first one's fdatasync still runs.
     pub fn sync_if_pending(&self, min_bytes: u64) -> StoreResult<bool> {
-        let mut st = lock(&self.state);
-        if st.unsynced <= min_bytes
-            && !(min_bytes == 0 && (st.new_files || st.files.iter().any(|f| f.dirty)))
-        {
-            return Ok(false);
-        }
-        st.unsynced = 0;
-        for f in st.files.iter_mut().filter(|f| f.dirty) {
-            f.file
-                .sync_data()
-                .map_err(|e| StoreError::io("syncing a consume queue", e))?;
-            f.dirty = false;
-        }
-        if std::mem::take(&mut st.new_files) {
-            self.vfs
-                .sync_dir(&self.dir)
-                .map_err(|e| StoreError::io("syncing a consume-queue directory", e))?;
+        let (files, new_files, unsynced) = {
+            let mut st = lock(&self.state);
+            if st.unsynced <= min_bytes
+                && !(min_bytes == 0 && (st.new_files || st.files.iter().any(|f| f.dirty)))
+            {
+                return Ok(false);
+            }
+            let files: Vec<(u64, Arc<dyn VfsFile>)> = st
+                .files
+                .iter_mut()
+                .filter(|f| f.dirty)
+                .map(|f| {
+                    f.dirty = false;
+                    (f.base, f.file.clone())
+                })
+                .collect();
+            let new_files = std::mem::take(&mut st.new_files);
+            (files, new_files, std::mem::take(&mut st.unsynced))
+        };
+        let synced = files
+            .iter()
+            .try_for_each(|(_, f)| f.sync_data())
+            .map_err(|e| StoreError::io("syncing a consume queue", e))
+            .and_then(|()| {
+                if new_files {
+                    self.vfs
+                        .sync_dir(&self.dir)
+                        .map_err(|e| StoreError::io("syncing a consume-queue directory", e))
+                } else {
+                    Ok(())
+                }
+            });
+        if let Err(e) = synced {
+            // Nothing is known to be durable: the next sync does it all again.
+            let mut st = lock(&self.state);
+            for f in st.files.iter_mut() {
+                if files.iter().any(|(base, _)| *base == f.base) {
+                    f.dirty = true;
+                }
+            }
+            st.new_files |= new_files;
+            st.unsynced += unsynced;
+            return Err(e);
         }
         Ok(true)
     }

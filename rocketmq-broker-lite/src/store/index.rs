@@ -87,6 +87,8 @@ struct IndexFile {
     slot_num: u32,
     max_entries: u32,
     state: Mutex<FileState>,
+    /// Serialises `flush` (its writes run outside `state`).
+    flushing: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -148,6 +150,7 @@ impl IndexFile {
             file,
             slot_num,
             max_entries,
+            flushing: Mutex::new(()),
             state: Mutex::new(FileState {
                 header,
                 slots: None,
@@ -246,40 +249,65 @@ impl IndexFile {
         true
     }
 
+    /// Writes pending entries, dirty slot pages and the header, then syncs.
+    ///
+    /// Every dispatched message with a key takes the state lock (`put`), so the lock is held
+    /// only to write the pending entries (a few KiB) and to copy one slot page at a time; the
+    /// page writes and the fdatasync run without it. The header written carries the entry
+    /// count of that moment, so a slot page that already points at a newer entry is ignored
+    /// after a crash (`query` stops at `index_count`).
     fn flush(&self) -> StoreResult<bool> {
-        let mut st = lock(&self.state);
-        if !st.header_dirty && st.pending.is_empty() && st.dirty_pages.is_empty() {
-            return Ok(false);
-        }
+        let _one_at_a_time = lock(&self.flushing);
         let io = |e| StoreError::io("writing an index file", e);
-        if !st.pending.is_empty() {
+        let (header, pages) = {
+            let mut st = lock(&self.state);
+            if !st.header_dirty && st.pending.is_empty() && st.dirty_pages.is_empty() {
+                return Ok(false);
+            }
+            if !st.pending.is_empty() {
+                self.file
+                    .write_all_at(&st.pending, self.entry_pos(st.written_count))
+                    .map_err(io)?;
+                st.written_count += (st.pending.len() as u64 / ENTRY_LEN) as i32;
+                st.pending.clear();
+            }
+            st.header_dirty = false;
+            (st.header, std::mem::take(&mut st.dirty_pages))
+        };
+        let written = self.write_slot_pages(&pages).map_err(io).and_then(|()| {
+            self.file.write_all_at(&header.encode(), 0).map_err(io)?;
             self.file
-                .write_all_at(&st.pending, self.entry_pos(st.written_count))
-                .map_err(io)?;
-            st.written_count += (st.pending.len() as u64 / ENTRY_LEN) as i32;
-            st.pending.clear();
+                .sync_data()
+                .map_err(|e| StoreError::io("syncing an index file", e))
+        });
+        if let Err(e) = written {
+            // The next flush writes these pages and the header again.
+            let mut st = lock(&self.state);
+            st.dirty_pages.extend(pages);
+            st.header_dirty = true;
+            return Err(e);
         }
-        let pages = std::mem::take(&mut st.dirty_pages);
-        if let Some(slots) = &st.slots {
-            let slots_end = HEADER_LEN + slots.len() as u64 * SLOT_LEN;
-            for page in pages {
-                let start = (page * PAGE).max(HEADER_LEN);
+        Ok(true)
+    }
+
+    /// Writes the slot pages `pages`, copying each under the state lock.
+    fn write_slot_pages(&self, pages: &BTreeSet<u64>) -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(PAGE as usize);
+        for &page in pages {
+            let start = (page * PAGE).max(HEADER_LEN);
+            {
+                let st = lock(&self.state);
+                let Some(slots) = &st.slots else { break };
+                let slots_end = HEADER_LEN + slots.len() as u64 * SLOT_LEN;
                 let end = ((page + 1) * PAGE).min(slots_end);
                 let first = ((start - HEADER_LEN) / SLOT_LEN) as usize;
                 let last = ((end - HEADER_LEN) / SLOT_LEN) as usize;
-                let bytes: Vec<u8> = slots[first..last]
-                    .iter()
-                    .flat_map(|s| s.to_be_bytes())
-                    .collect();
-                self.file.write_all_at(&bytes, start).map_err(io)?;
+                bytes.clear();
+                bytes.extend(slots[first..last].iter().flat_map(|s| s.to_be_bytes()));
             }
+            self.file.write_all_at(&bytes, start)?;
         }
-        self.file.write_all_at(&st.header.encode(), 0).map_err(io)?;
-        st.header_dirty = false;
-        self.file
-            .sync_data()
-            .map_err(|e| StoreError::io("syncing an index file", e))?;
-        Ok(true)
+        Ok(())
     }
 
     fn query(&self, hash: i32, max: usize, begin: i64, end: i64, out: &mut Vec<i64>) {

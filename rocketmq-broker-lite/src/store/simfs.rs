@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use super::vfs::{Vfs, VfsFile};
 
@@ -65,11 +66,20 @@ impl State {
     }
 }
 
+/// Syncs of files under `held` wait until it is cleared ([`SimFs::hold_syncs`]).
+#[derive(Debug, Default)]
+struct SyncGate {
+    held: Option<PathBuf>,
+    /// Syncs waiting at the gate now.
+    waiting: usize,
+}
+
 /// The simulated file system. Cloning shares the same state.
 #[derive(Debug, Clone)]
 pub struct SimFs {
     state: Arc<Mutex<State>>,
     generation: Arc<AtomicU64>,
+    gate: Arc<(Mutex<SyncGate>, Condvar)>,
 }
 
 impl Default for SimFs {
@@ -98,7 +108,52 @@ impl SimFs {
                 ..State::default()
             })),
             generation: Arc::new(AtomicU64::new(0)),
+            gate: Arc::default(),
         }
+    }
+
+    /// Makes every `sync_data`/`sync_all` of a file under `dir` wait until
+    /// [`SimFs::release_syncs`]: a disk that takes its time, to show what waits for a sync.
+    pub fn hold_syncs(&self, dir: impl Into<PathBuf>) {
+        lock(&self.gate.0).held = Some(dir.into());
+    }
+
+    /// Lets held syncs (and later ones) through.
+    pub fn release_syncs(&self) {
+        lock(&self.gate.0).held = None;
+        self.gate.1.notify_all();
+    }
+
+    /// Waits up to `timeout` until at least one sync waits at the gate.
+    pub fn wait_for_held_sync(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut g = lock(&self.gate.0);
+        while g.waiting == 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            g = self
+                .gate
+                .1
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+
+    fn pass_gate(&self, path: &Path) {
+        let mut g = lock(&self.gate.0);
+        if !g.held.as_ref().is_some_and(|d| path.starts_with(d)) {
+            return;
+        }
+        g.waiting += 1;
+        self.gate.1.notify_all();
+        while g.held.as_ref().is_some_and(|d| path.starts_with(d)) {
+            g = self.gate.1.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.waiting -= 1;
     }
 
     /// Loses power: volatile writes and unsynced directory changes vanish. With `torn`, each
@@ -167,6 +222,7 @@ impl SimFs {
 #[derive(Debug)]
 struct SimFile {
     fs: SimFs,
+    path: PathBuf,
     inode: Arc<Mutex<Inode>>,
     generation: u64,
 }
@@ -214,6 +270,7 @@ impl VfsFile for SimFile {
     }
     fn sync_data(&self) -> io::Result<()> {
         self.check()?;
+        self.fs.pass_gate(&self.path);
         {
             let mut i = lock(&self.inode);
             i.durable = i.data.clone();
@@ -245,6 +302,7 @@ impl Vfs for SimFs {
         };
         Ok(Arc::new(SimFile {
             fs: self.clone(),
+            path: path.to_path_buf(),
             inode,
             generation: self.generation.load(Ordering::SeqCst),
         }))
