@@ -381,12 +381,18 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
             tokio::select! {
                 _ = r.shutdown.cancelled() => break,
                 _ = tokio::time::sleep(r.cfg.flush_consumer_offset_interval) => {
-                    if let Err(e) = r.offsets.persist_if_dirty() {
-                        warn!(error = %e, "cannot persist consumer offsets");
-                    }
-                    if let Err(e) = r.schedule.persist_if_dirty() {
-                        warn!(error = %e, "cannot persist delay offsets");
-                    }
+                    // Writing and syncing the files blocks for milliseconds: not on a worker
+                    // that serves requests.
+                    let p = r.clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        if let Err(e) = p.offsets.persist_if_dirty() {
+                            warn!(error = %e, "cannot persist consumer offsets");
+                        }
+                        if let Err(e) = p.schedule.persist_if_dirty() {
+                            warn!(error = %e, "cannot persist delay offsets");
+                        }
+                    })
+                    .await;
                 }
             }
         }
