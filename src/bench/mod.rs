@@ -1,6 +1,7 @@
 //! `rocketmq-bench`: produce, consume and end-to-end benchmarks against any name server, or an
 //! embedded name server and broker.
 
+mod pacer;
 pub mod stats;
 
 use std::path::PathBuf;
@@ -255,34 +256,13 @@ async fn run_senders(
     stamp: bool,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let body = Bytes::from(vec![b'x'; args.size.max(8)]);
-    // Fixed rate: a thread paces the sends (tokio's timer has a 1 ms grain, which would count as
-    // latency); workers take the scheduled times from a queue, so sends that wait for a free
-    // worker are measured from when they should have started.
+    // Fixed rate: a timerfd paces the sends (see `pacer`); workers take the scheduled times from
+    // a queue, so sends that wait for a free worker are measured from when they should have
+    // started.
     let schedule = args.rate.map(|r| {
         let iv = Duration::from_nanos(1_000_000_000 / r.max(1) * args.batch.max(1) as u64);
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
-        let stop = stop.clone();
-        std::thread::Builder::new()
-            .name("bench-pacer".into())
-            .spawn(move || {
-                // Linux lets a sleep end up to 50 µs late by default (timer slack), which would
-                // count as latency at these intervals: ask for 1 µs.
-                let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1_000));
-                let start = Instant::now();
-                let mut slot: u32 = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let at = start + iv * slot;
-                    let now = Instant::now();
-                    if at > now {
-                        std::thread::sleep(at - now);
-                    }
-                    if tx.send(at).is_err() {
-                        return;
-                    }
-                    slot = slot.wrapping_add(1);
-                }
-            })
-            .expect("pacer thread");
+        tokio::spawn(pacer::pace(iv, tx, stop.clone()));
         Arc::new(tokio::sync::Mutex::new(rx))
     });
     let mut tasks = Vec::new();
