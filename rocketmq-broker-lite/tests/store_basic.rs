@@ -433,3 +433,46 @@ fn appends_and_reads_do_not_wait_for_checkpoint_syncs() {
         store.shutdown().unwrap();
     }
 }
+
+/// Pulls for sending on: small ones are read into one buffer (a `sendfile` call costs more
+/// than the copy), large ones stay file regions; either way the bytes are the stored records.
+#[test]
+fn transfer_reads_small_pulls_and_sends_large_ones_from_the_files() {
+    use rocketmq_broker_lite::store::{StoreConfig, SENDFILE_MIN_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = StoreConfig::small(dir.path(), 1 << 20, 64);
+    cfg.max_message_size = 4096;
+    let store = MessageStore::open(cfg).unwrap();
+    for i in 0..64 {
+        // Two queues interleaved: each queue's records are not adjacent in the commit log.
+        store
+            .put_message(&msg("T", i % 2, format!("{i:04}{}", "x".repeat(1000))))
+            .unwrap();
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    let stored = |n: usize| -> Vec<u8> {
+        let r = store.get_messages("T", 0, 0, n, &AcceptAll);
+        assert_eq!(r.count(), n);
+        r.messages.concat()
+    };
+    // Two records: copied.
+    let small = store.get_messages_for_transfer("T", 0, 0, 2, &AcceptAll);
+    assert_eq!(small.status, GetStatus::Found);
+    assert_eq!(small.count(), 2);
+    assert!(small.file_regions().is_none());
+    assert_eq!(small.concatenated().to_vec(), stored(2));
+    // 32 records of ~1.2 KiB: sent from the files, one region per record.
+    let large = store.get_messages_for_transfer("T", 0, 0, 32, &AcceptAll);
+    assert_eq!(large.count(), 32);
+    let regions = large
+        .file_regions()
+        .expect("a large pull is sent from the files");
+    assert_eq!(regions.len(), 32);
+    let mut sent = Vec::new();
+    for r in regions.iter() {
+        r.read_into(&mut sent).unwrap();
+    }
+    assert!(sent.len() >= SENDFILE_MIN_BYTES);
+    assert_eq!(sent, stored(32));
+    store.shutdown().unwrap();
+}
