@@ -189,8 +189,9 @@ async fn ensure_topics(admin: &MQAdmin, names: &[String], queues: i32) -> Vec<St
     }
     // Wait for the brokers' start-up work (the next commit-log segment is preallocated and
     // zero-filled in the background) so that it does not count.
+    let deadline = Instant::now() + Duration::from_secs(180);
     for m in &masters {
-        for _ in 0..600 {
+        while Instant::now() < deadline {
             match admin.broker_runtime_info(m).await {
                 Ok(t)
                     if t.get("commitLogNextSegmentReady").map(String::as_str) != Some("false") =>
