@@ -104,7 +104,7 @@ fn batches_are_contiguous_with_consecutive_offsets() {
     assert_eq!(r.queue_offset, 1);
     assert_eq!(r.sizes.len(), 5);
     let mut phys = r.wrote_offset;
-    for size in &r.sizes {
+    for size in r.sizes.iter() {
         let rec = store.read_record(phys).unwrap();
         assert_eq!(rec.len() as u32, *size);
         phys += u64::from(*size);

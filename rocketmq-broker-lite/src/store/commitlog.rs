@@ -39,7 +39,7 @@ pub struct AppendResult {
     /// Commit-log offset of the first record.
     pub wrote_offset: u64,
     /// Size of each record.
-    pub sizes: Vec<u32>,
+    pub sizes: RecordSizes,
     /// Consume-queue offset of the first record.
     pub queue_offset: i64,
     /// Store time.
@@ -47,6 +47,26 @@ pub struct AppendResult {
     /// Commit-log offset just past the last record: the append is durable once the flushed
     /// offset reaches it.
     pub end_offset: u64,
+}
+
+/// Sizes of the records of one append: a single record (the common case) needs no allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordSizes {
+    /// One record.
+    One(u32),
+    /// A batch.
+    Many(Vec<u32>),
+}
+
+impl std::ops::Deref for RecordSizes {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        match self {
+            RecordSizes::One(s) => std::slice::from_ref(s),
+            RecordSizes::Many(v) => v,
+        }
+    }
 }
 
 struct Chunk {
@@ -617,14 +637,23 @@ impl CommitLog {
             return Err(StoreError::BadBatch("empty batch".into()));
         };
         let mut total = 0usize;
-        let mut crcs = Vec::with_capacity(msgs.len());
         for m in msgs {
             if m.topic != first.topic || m.queue_id != first.queue_id {
                 return Err(StoreError::BadBatch("one topic and queue per batch".into()));
             }
             total += self.check_message(m)?;
-            crcs.push(body_crc(&m.body));
         }
+        // Body CRCs outside the lock; one message (the common case) without an allocation.
+        let (one_crc, many_crcs): ([i32; 1], Vec<i32>) = if msgs.len() == 1 {
+            ([body_crc(&first.body)], Vec::new())
+        } else {
+            ([0], msgs.iter().map(|m| body_crc(&m.body)).collect())
+        };
+        let crcs: &[i32] = if msgs.len() == 1 {
+            &one_crc
+        } else {
+            &many_crcs
+        };
         if total as u64 + BLANK_LEN as u64 > self.seg_size {
             return Err(StoreError::BadBatch(format!(
                 "batch of {total} bytes does not fit a commit-log segment"
@@ -690,19 +719,24 @@ impl CommitLog {
                 data,
             });
         }
-        let mut sizes = Vec::with_capacity(msgs.len());
+        let mut sizes = Vec::with_capacity(if msgs.len() > 1 { msgs.len() } else { 0 });
+        let mut one_size = 0;
         let mut pos = a.pos;
         let Appender {
             chunks, dispatch, ..
         } = &mut *a;
         let chunk = chunks.last_mut().map(|c| &mut c.data);
         let chunk = chunk.ok_or_else(|| StoreError::NotRunning("no write buffer".into()))?;
-        for (i, (m, crc)) in msgs.iter().zip(&crcs).enumerate() {
+        for (i, (m, crc)) in msgs.iter().zip(crcs).enumerate() {
             let qo = if in_queue { queue_offset + i as i64 } else { 0 };
             let start = chunk.len();
             encode_record(chunk, m, *crc, qo, pos, store_ts);
             let size = (chunk.len() - start) as u32;
-            sizes.push(size);
+            if msgs.len() > 1 {
+                sizes.push(size);
+            } else {
+                one_size = size;
+            }
             let (keys, uniq_key) = if with_keys {
                 (
                     super::record::find_property(&m.properties, "KEYS").map(str::to_string),
@@ -750,7 +784,11 @@ impl CommitLog {
         }
         Ok(AppendResult {
             wrote_offset,
-            sizes,
+            sizes: if msgs.len() > 1 {
+                RecordSizes::Many(sizes)
+            } else {
+                RecordSizes::One(one_size)
+            },
             queue_offset,
             store_timestamp: store_ts,
             end_offset: pos,

@@ -36,7 +36,7 @@ use tracing::{error, warn};
 pub use self::clock::{
     Clock, DiskUsage, ManualClock, ManualDiskUsage, SystemClock, SystemDiskUsage,
 };
-pub use self::commitlog::AppendResult;
+pub use self::commitlog::{AppendResult, RecordSizes};
 use self::commitlog::{CommitLog, DispatchSink};
 pub use self::config::{FlushDiskType, StoreConfig};
 use self::consume_queue::{ConsumeQueue, CqEntry};

@@ -100,12 +100,26 @@ pub fn record_len(m: &PutMessage) -> usize {
     )
 }
 
-fn put_host(out: &mut Vec<u8>, host: SocketAddr) {
-    match host {
-        SocketAddr::V4(a) => out.extend_from_slice(&a.ip().octets()),
-        SocketAddr::V6(a) => out.extend_from_slice(&a.ip().octets()),
+/// The fixed-size part of a record before the body, built on the stack so that appending it is
+/// one copy (a field-by-field `extend_from_slice` checked the capacity 15 times a record).
+struct Header {
+    buf: [u8; 112],
+    len: usize,
+}
+
+impl Header {
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
     }
-    out.extend_from_slice(&i32::from(host.port()).to_be_bytes());
+
+    fn put_host(&mut self, host: SocketAddr) {
+        match host {
+            SocketAddr::V4(a) => self.put(&a.ip().octets()),
+            SocketAddr::V6(a) => self.put(&a.ip().octets()),
+        }
+        self.put(&i32::from(host.port()).to_be_bytes());
+    }
 }
 
 /// Appends the record of `m` to `out`, stored at `phys_offset` with `queue_offset` and
@@ -127,22 +141,27 @@ pub fn encode_record(
         sys |= sys_flag::STOREHOST_V6;
     }
     let v2 = m.topic.len() > 127;
+    let mut h = Header {
+        buf: [0; 112],
+        len: 0,
+    };
+    h.put(&(len as i32).to_be_bytes());
+    h.put(&if v2 { MAGIC_V2 } else { MAGIC_V1 }.to_be_bytes());
+    h.put(&crc.to_be_bytes());
+    h.put(&m.queue_id.to_be_bytes());
+    h.put(&m.flag.to_be_bytes());
+    h.put(&queue_offset.to_be_bytes());
+    h.put(&(phys_offset as i64).to_be_bytes());
+    h.put(&sys.to_be_bytes());
+    h.put(&m.born_timestamp.to_be_bytes());
+    h.put_host(m.born_host);
+    h.put(&store_timestamp.to_be_bytes());
+    h.put_host(m.store_host);
+    h.put(&m.reconsume_times.to_be_bytes());
+    h.put(&m.prepared_transaction_offset.to_be_bytes());
+    h.put(&(m.body.len() as i32).to_be_bytes());
     out.reserve(len);
-    out.extend_from_slice(&(len as i32).to_be_bytes());
-    out.extend_from_slice(&if v2 { MAGIC_V2 } else { MAGIC_V1 }.to_be_bytes());
-    out.extend_from_slice(&crc.to_be_bytes());
-    out.extend_from_slice(&m.queue_id.to_be_bytes());
-    out.extend_from_slice(&m.flag.to_be_bytes());
-    out.extend_from_slice(&queue_offset.to_be_bytes());
-    out.extend_from_slice(&(phys_offset as i64).to_be_bytes());
-    out.extend_from_slice(&sys.to_be_bytes());
-    out.extend_from_slice(&m.born_timestamp.to_be_bytes());
-    put_host(out, m.born_host);
-    out.extend_from_slice(&store_timestamp.to_be_bytes());
-    put_host(out, m.store_host);
-    out.extend_from_slice(&m.reconsume_times.to_be_bytes());
-    out.extend_from_slice(&m.prepared_transaction_offset.to_be_bytes());
-    out.extend_from_slice(&(m.body.len() as i32).to_be_bytes());
+    out.extend_from_slice(&h.buf[..h.len]);
     out.extend_from_slice(&m.body);
     if v2 {
         out.extend_from_slice(&(m.topic.len() as i16).to_be_bytes());

@@ -367,7 +367,7 @@ fn send_batch(
     // The offset ids, comma-separated, written straight into one string.
     let mut ids = String::with_capacity(r.sizes.len() * 33);
     let mut phys = r.wrote_offset;
-    for s in &r.sizes {
+    for s in r.sizes.iter() {
         if !ids.is_empty() {
             ids.push(',');
         }
