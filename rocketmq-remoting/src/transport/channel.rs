@@ -530,11 +530,15 @@ impl Reader {
             (t / 4).max(Duration::from_millis(10))
         });
         let mut stopped_gracefully = false;
+        // One timer for the idle check, re-armed when it fires (not a new one for every frame).
+        let idle_check = tokio::time::sleep(check_every);
+        tokio::pin!(idle_check);
         loop {
             let item = tokio::select! {
                 _ = self.channel.inner.closed.cancelled() => break,
                 _ = self.stop_reading.cancelled() => { stopped_gracefully = true; break }
-                _ = tokio::time::sleep(check_every) => {
+                _ = &mut idle_check => {
+                    idle_check.as_mut().reset(tokio::time::Instant::now() + check_every);
                     if let Some(limit) = self.idle_timeout {
                         if self.channel.idle_for() >= limit {
                             debug!(remote = %self.channel.inner.remote, "closing idle connection");
