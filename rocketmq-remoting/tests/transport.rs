@@ -568,3 +568,36 @@ async fn file_regions_are_sent_as_body() {
         bytes.len() - 4
     );
 }
+
+/// A connection that keeps talking stays open however long it lives; one silent for the idle
+/// timeout is closed by the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed_and_busy_ones_kept() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let p: Arc<dyn RequestProcessor> = Arc::new(TestProcessor { recorded: tx });
+    let server = RemotingServer::builder("127.0.0.1:0")
+        .idle_timeout(Some(Duration::from_millis(1000)))
+        .processor(ECHO, p)
+        .start()
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let mut raw = TcpStream::connect(&addr).await.unwrap();
+    let mut frame = bytes::BytesMut::new();
+    frame::encode(&request(ECHO), &mut frame).unwrap();
+    let started = tokio::time::Instant::now();
+    let mut buf = vec![0u8; 4096];
+    // Three idle timeouts' worth of requests, 100 ms apart: every one is answered.
+    while started.elapsed() < Duration::from_millis(3000) {
+        raw.write_all(&frame).await.unwrap();
+        let n = tokio::time::timeout(Duration::from_secs(5), raw.read(&mut buf))
+            .await
+            .expect("a response")
+            .unwrap();
+        assert!(n > 0, "the busy connection was closed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Then silence: the server closes the connection.
+    assert_eq!(read_to_eof(&mut raw).await, 0);
+    server.shutdown(Duration::from_millis(100)).await;
+}
