@@ -49,6 +49,9 @@ impl RequestProcessor for TestProcessor {
                 if let Some(sig) = req.ext("sig") {
                     r.set_ext("sig", sig);
                 }
+                if req.ext("echo_body").is_some() {
+                    r.body = req.body.clone();
+                }
                 r.into()
             }
             SILENT => ProcessResult::Deferred(Box::pin(futures::future::pending())),
@@ -600,4 +603,60 @@ async fn idle_connections_are_closed_and_busy_ones_kept() {
     // Then silence: the server closes the connection.
     assert_eq!(read_to_eof(&mut raw).await, 0);
     server.shutdown(Duration::from_millis(100)).await;
+}
+
+/// Frames of every size from several tasks, both ways over one connection. Each task waits for
+/// its response before the next request, so most frames find the socket idle and are written
+/// at once by their sender; large ones fill the socket and the writer task finishes them while
+/// the other tasks' frames queue behind. Every frame must arrive whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_sizes_from_many_senders_arrive_whole() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let content = file_content();
+    let mut file_body = b"head:".to_vec();
+    for (o, l) in REGIONS {
+        file_body.extend_from_slice(&content[o as usize..o as usize + l]);
+    }
+    let file_body = Arc::new(file_body);
+    let mut tasks = Vec::new();
+    for t in 0..6u32 {
+        let (client, addr, file_body) = (client.clone(), addr.clone(), file_body.clone());
+        tasks.push(tokio::spawn(async move {
+            for k in 0..40u32 {
+                let i = t * 1000 + k;
+                if k % 9 == 4 {
+                    let resp = client
+                        .invoke(&addr, request(FILE), Duration::from_secs(30))
+                        .await
+                        .unwrap();
+                    assert!(resp.body.as_ref() == file_body.as_slice(), "file body {i}");
+                    continue;
+                }
+                // Mostly small frames, every fifth one of up to 3 MiB.
+                let len = if k % 5 == 0 {
+                    (i as usize * 100_003) % (3 << 20)
+                } else {
+                    (i as usize * 37) % 3000
+                };
+                let body: Vec<u8> = (0..len).map(|b| (b as u32 ^ i) as u8).collect();
+                let mut r = request(ECHO).with_body(body.clone());
+                r.set_ext("id", i.to_string());
+                r.set_ext("echo_body", "1");
+                let resp = client
+                    .invoke(&addr, r, Duration::from_secs(30))
+                    .await
+                    .unwrap();
+                assert_eq!(resp.remark_str(), i.to_string());
+                assert!(resp.body.as_ref() == body.as_slice(), "echoed body {i}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(server.connection_count(), 1, "one shared connection");
+    assert_eq!(client.pending_requests(), 0);
+    server.shutdown(Duration::from_secs(1)).await;
 }
