@@ -139,9 +139,21 @@ def probe(kind, store_dir):
     return None
 
 
+def broker_port():
+    """A free port whose neighbour two below (the broker's VIP channel) is free too."""
+    while True:
+        port = free_port()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port - 2))
+            return port
+        except OSError:
+            continue
+
+
 def start_lite(flush, extra=()):
     store = tempfile.mkdtemp(prefix="rmq-bench-")
-    ns, broker = free_port(), free_port()
+    ns, broker = free_port(), broker_port()
     t0 = time.time()
     proc = subprocess.Popen([LITE, "--store-dir", store, "--namesrv-port", str(ns), "--broker-port", str(broker),
                              "--flush-disk-type", flush] + list(extra), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -170,8 +182,9 @@ def run_once(wid, duration):
         out_json = os.path.join(OUT, "%s-%d.json" % (wid, int(time.time() * 1000)))
         cmd = [BENCH] + args + ["--namesrv", ns, "--broker-pid", str(proc.pid), "--duration", str(duration),
                                 "--json", out_json, "--label", wid]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=600)
+        # The program's progress lines and first errors, kept beside the JSON summary.
+        with open(out_json[:-len(".json")] + ".log", "w") as log:
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=log, timeout=600)
         after = probe(probe_kind, store)
         with open(out_json) as f:
             summary = json.load(f)
