@@ -160,6 +160,9 @@ def start_lite(flush, extra=()):
     line = proc.stdout.readline()
     startup_ms = (time.time() - t0) * 1000
     if "ready" not in line:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(store, ignore_errors=True)
         raise SystemExit("rocketmq-lite did not start: %r" % line)
     return proc, store, "127.0.0.1:%d" % ns, startup_ms
 
@@ -248,7 +251,12 @@ def run_all(a, results):
             raise SystemExit("unknown workload %s (%s)" % (wid, ", ".join(WORKLOADS)))
         results[wid] = []
         for i in range(a.runs):
-            r = run_once(wid, a.duration)
+            try:
+                r = run_once(wid, a.duration)
+            except (subprocess.SubprocessError, SystemExit, OSError) as e:
+                # A failed run is reported and left out of the medians; the set goes on.
+                print("%s run %d failed: %s" % (wid, i + 1, e), file=sys.stderr)
+                continue
             results[wid].append(r)
             lat = r.get("latency_us") or {}
             print("%s run %d: %s msgs/s p50 %s p99 %s µs; broker %s µs/msg; probe %s -> %s" % (
@@ -277,7 +285,8 @@ def main():
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for wid, runs in results.items():
-        lines.append(row(wid, runs))
+        if runs:
+            lines.append(row(wid, runs))
     extra = []
     if "Q1" in results and "P2" in results:
         q1, p2 = med([r["msgs_per_s"] for r in results["Q1"]]), med([r["msgs_per_s"] for r in results["P2"]])
