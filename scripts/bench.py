@@ -66,7 +66,10 @@ TRASH = []
 
 
 def remove_store(store):
-    shutil.rmtree(os.path.join(store, "commitlog"), ignore_errors=True)
+    for root, dirs, _ in os.walk(store):
+        if "commitlog" in dirs:
+            shutil.rmtree(os.path.join(root, "commitlog"), ignore_errors=True)
+            dirs.remove("commitlog")
     TRASH.append(store)
 
 
