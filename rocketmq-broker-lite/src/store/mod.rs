@@ -267,6 +267,15 @@ impl std::fmt::Debug for Inner {
     }
 }
 
+/// The bytes of `regions` back to back, read through their files (a small transfer copied).
+fn read_regions(regions: &[FileRegion], total: usize) -> Option<Bytes> {
+    let mut body = Vec::with_capacity(total);
+    for r in regions {
+        r.read_into(&mut body).ok()?;
+    }
+    Some(Bytes::from(body))
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -864,8 +873,6 @@ impl MessageStore {
         // The span of `window` the records found so far fill back to back, if they do.
         let mut span: Option<(u64, usize, usize)> = None;
         let mut adjacent = true;
-        // Commit-log offsets where the entries of `r.regions` start.
-        let mut region_starts: Vec<u64> = Vec::new();
         for (idx, e) in entries.iter().enumerate() {
             let size = e.size.max(0) as usize;
             if !e.is_real() {
@@ -915,14 +922,11 @@ impl MessageStore {
                     {
                         last.len += size;
                     }
-                    _ => {
-                        region_starts.push(phys);
-                        r.regions.push(FileRegion {
-                            file,
-                            offset: pos,
-                            len: size,
-                        })
-                    }
+                    _ => r.regions.push(FileRegion {
+                        file,
+                        offset: pos,
+                        len: size,
+                    }),
                 }
                 r.in_regions += 1;
                 total += size;
@@ -984,7 +988,7 @@ impl MessageStore {
         r.next_begin_offset = offset + scanned;
         r.suggest_pulling_from_slave = cl_max.saturating_sub(last_phys) > mem;
         if !r.regions.is_empty() && total < SENDFILE_MIN_BYTES {
-            if let Some(body) = self.read_regions(&r.regions, &region_starts, total) {
+            if let Some(body) = read_regions(&r.regions, total) {
                 r.contiguous = Some(body);
                 r.regions.clear();
             }
@@ -995,18 +999,6 @@ impl MessageStore {
             }
         }
         r
-    }
-
-    /// The bytes of `regions` (starting at commit-log offsets `starts`) back to back.
-    fn read_regions(&self, regions: &[FileRegion], starts: &[u64], total: usize) -> Option<Bytes> {
-        if let ([region], [start]) = (regions, starts) {
-            return self.inner.log.read(*start, region.len).map(Bytes::from);
-        }
-        let mut body = bytes::BytesMut::with_capacity(total);
-        for (region, start) in regions.iter().zip(starts) {
-            body.extend_from_slice(&self.inner.log.read(*start, region.len)?);
-        }
-        Some(body.freeze())
     }
 
     /// Offset of the message of a queue stored closest to `timestamp` (Java
