@@ -644,14 +644,13 @@ impl CommitLog {
             total += self.check_message(m)?;
         }
         // Body CRCs outside the lock; one message (the common case) without an allocation.
-        let (one_crc, many_crcs): ([i32; 1], Vec<i32>) = if msgs.len() == 1 {
-            ([body_crc(&first.body)], Vec::new())
-        } else {
-            ([0], msgs.iter().map(|m| body_crc(&m.body)).collect())
-        };
-        let crcs: &[i32] = if msgs.len() == 1 {
+        let one_crc;
+        let many_crcs: Vec<i32>;
+        let crcs: &[i32] = if let [m] = msgs {
+            one_crc = [body_crc(&m.body)];
             &one_crc
         } else {
+            many_crcs = msgs.iter().map(|m| body_crc(&m.body)).collect();
             &many_crcs
         };
         if total as u64 + BLANK_LEN as u64 > self.seg_size {
@@ -719,8 +718,11 @@ impl CommitLog {
                 data,
             });
         }
-        let mut sizes = Vec::with_capacity(if msgs.len() > 1 { msgs.len() } else { 0 });
-        let mut one_size = 0;
+        let mut sizes = if msgs.len() == 1 {
+            RecordSizes::One(0)
+        } else {
+            RecordSizes::Many(Vec::with_capacity(msgs.len()))
+        };
         let mut pos = a.pos;
         let Appender {
             chunks, dispatch, ..
@@ -732,10 +734,9 @@ impl CommitLog {
             let start = chunk.len();
             encode_record(chunk, m, *crc, qo, pos, store_ts);
             let size = (chunk.len() - start) as u32;
-            if msgs.len() > 1 {
-                sizes.push(size);
-            } else {
-                one_size = size;
+            match &mut sizes {
+                RecordSizes::One(s) => *s = size,
+                RecordSizes::Many(v) => v.push(size),
             }
             let (keys, uniq_key) = if with_keys {
                 (
@@ -784,11 +785,7 @@ impl CommitLog {
         }
         Ok(AppendResult {
             wrote_offset,
-            sizes: if msgs.len() > 1 {
-                RecordSizes::Many(sizes)
-            } else {
-                RecordSizes::One(one_size)
-            },
+            sizes,
             queue_offset,
             store_timestamp: store_ts,
             end_offset: pos,
