@@ -78,3 +78,37 @@ async fn run(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn slots_come_one_interval_apart_and_never_early() {
+        let interval = Duration::from_micros(500);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let pacer = tokio::spawn(pace(interval, tx, stop.clone()));
+        let mut prev: Option<Instant> = None;
+        for _ in 0..200 {
+            let at = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("a slot within 10 s")
+                .expect("the pacer runs");
+            assert!(
+                Instant::now() >= at,
+                "a slot was handed out before its time"
+            );
+            if let Some(p) = prev {
+                assert_eq!(at - p, interval);
+            }
+            prev = Some(at);
+        }
+        stop.store(true, Ordering::Relaxed);
+        drop(rx);
+        tokio::time::timeout(Duration::from_secs(10), pacer)
+            .await
+            .expect("the pacer stops")
+            .unwrap();
+    }
+}
