@@ -476,3 +476,45 @@ fn transfer_reads_small_pulls_and_sends_large_ones_from_the_files() {
     assert_eq!(sent, stored(32));
     store.shutdown().unwrap();
 }
+
+#[test]
+fn interleaved_topics_keep_their_own_queue_offsets_across_a_restart() {
+    let sim = SimEnv::new(81);
+    // Runs of one topic and switches between topics (the appender remembers the last topic).
+    let pattern = ["A", "A", "B", "A", "C", "C", "C", "B", "A", "B"];
+    let expected_after = |n: usize, topic: &str| {
+        pattern
+            .iter()
+            .cycle()
+            .take(n)
+            .filter(|t| **t == topic)
+            .count() as i64
+    };
+    let store = MessageStore::open_with(small_config(8 * 1024), sim.env()).unwrap();
+    for (i, topic) in pattern.iter().cycle().take(200).enumerate() {
+        let r = store
+            .put_message(&msg(topic, 0, format!("{topic}{i}")))
+            .unwrap();
+        assert_eq!(
+            r.queue_offset,
+            expected_after(i, topic),
+            "message {i} of {topic}"
+        );
+    }
+    store.shutdown().unwrap();
+    drop(store);
+    let store = MessageStore::open_with(small_config(8 * 1024), sim.env()).unwrap();
+    for topic in ["C", "A", "B", "A"] {
+        let before = store.max_offset(topic, 0);
+        let r = store.put_message(&msg(topic, 0, "after")).unwrap();
+        assert_eq!(
+            r.queue_offset, before,
+            "{topic} continues after the restart"
+        );
+        assert!(store.wait_dispatched(Duration::from_secs(5)));
+    }
+    assert_eq!(store.max_offset("A", 0), expected_after(200, "A") + 2);
+    assert_eq!(store.max_offset("B", 0), expected_after(200, "B") + 1);
+    assert_eq!(store.max_offset("C", 0), expected_after(200, "C") + 1);
+    store.shutdown().unwrap();
+}

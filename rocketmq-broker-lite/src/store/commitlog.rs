@@ -80,6 +80,45 @@ struct TopicOffsets {
     next: Vec<i64>,
 }
 
+/// Topic → interned name and next queue offsets, remembering the topic looked up last: runs of
+/// appends to one topic compare one name instead of hashing it and probing the table.
+#[derive(Default)]
+struct TopicTable {
+    slots: Vec<TopicOffsets>,
+    index: super::fxhash::FxHashMap<Arc<str>, usize>,
+    last: usize,
+}
+
+impl TopicTable {
+    fn get_or_insert(&mut self, topic: &str) -> &mut TopicOffsets {
+        if self.slots.get(self.last).is_none_or(|t| *t.name != *topic) {
+            self.last = match self.index.get(topic) {
+                Some(&i) => i,
+                None => {
+                    let name: Arc<str> = topic.into();
+                    self.slots.push(TopicOffsets {
+                        name: name.clone(),
+                        next: Vec::new(),
+                    });
+                    self.index.insert(name, self.slots.len() - 1);
+                    self.slots.len() - 1
+                }
+            };
+        }
+        &mut self.slots[self.last]
+    }
+}
+
+impl FromIterator<(String, Vec<i64>)> for TopicTable {
+    fn from_iter<I: IntoIterator<Item = (String, Vec<i64>)>>(offsets: I) -> Self {
+        let mut table = TopicTable::default();
+        for (topic, next) in offsets {
+            table.get_or_insert(&topic).next = next;
+        }
+        table
+    }
+}
+
 struct Appender {
     pos: u64,
     active: Arc<Segment>,
@@ -87,7 +126,7 @@ struct Appender {
     dispatch: Vec<DispatchRequest>,
     buffered: usize,
     /// Topic → interned name and next queue offset per queue id.
-    topics: super::fxhash::FxHashMap<String, TopicOffsets>,
+    topics: TopicTable,
     closed: bool,
     writer_waiting: bool,
     /// Appenders blocked on a full buffer.
@@ -433,6 +472,7 @@ impl CommitLog {
     }
 
     /// Why the log stopped accepting writes, if it did.
+    #[inline]
     pub fn failure(&self) -> Option<String> {
         if !self.failed.load(Ordering::Acquire) {
             return None;
@@ -466,13 +506,7 @@ impl CommitLog {
         a.pos = end;
         self.active_base.store(active.base, Ordering::Release);
         a.active = active;
-        a.topics = queue_offsets
-            .into_iter()
-            .map(|(t, next)| {
-                let name: Arc<str> = t.as_str().into();
-                (t, TopicOffsets { name, next })
-            })
-            .collect();
+        a.topics = queue_offsets.into_iter().collect();
         self.written.store(end, Ordering::Release);
         self.flushed.store(end, Ordering::Release);
         self.dispatched.store(end, Ordering::Release);
@@ -603,8 +637,12 @@ impl CommitLog {
 
     // ----- appending -----
 
+    /// A write buffer from the pool, or a new one sized for a write round (growing one from
+    /// empty copied it a dozen times over).
     fn take_buffer(&self) -> Vec<u8> {
-        lock(&self.buffer_pool).pop().unwrap_or_default()
+        lock(&self.buffer_pool)
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.cfg.write_buffer_size))
     }
 
     fn check_message(&self, m: &PutMessage) -> StoreResult<usize> {
@@ -685,28 +723,15 @@ impl CommitLog {
         let wrote_offset = a.pos;
         let q = first.queue_id.max(0) as usize;
         let count = msgs.len() as i64;
-        let next_offset = |t: &mut TopicOffsets| {
-            if t.next.len() <= q {
-                t.next.resize(q + 1, 0);
-            }
-            let first_offset = if in_queue { t.next[q] } else { 0 };
-            if in_queue {
-                t.next[q] += count;
-            }
-            (t.name.clone(), first_offset)
-        };
-        let (topic_name, queue_offset) = match a.topics.get_mut(first.topic.as_str()) {
-            Some(t) => next_offset(t),
-            None => {
-                let mut t = TopicOffsets {
-                    name: first.topic.as_str().into(),
-                    next: Vec::new(),
-                };
-                let r = next_offset(&mut t);
-                a.topics.insert(first.topic.clone(), t);
-                r
-            }
-        };
+        let t = a.topics.get_or_insert(&first.topic);
+        if t.next.len() <= q {
+            t.next.resize(q + 1, 0);
+        }
+        let queue_offset = if in_queue { t.next[q] } else { 0 };
+        if in_queue {
+            t.next[q] += count;
+        }
+        let topic_name = t.name.clone();
         let with_keys = self.cfg.message_index_enable;
         if a.chunks.is_empty() {
             let data = self.take_buffer();
@@ -729,7 +754,10 @@ impl CommitLog {
         } = &mut *a;
         let chunk = chunks.last_mut().map(|c| &mut c.data);
         let chunk = chunk.ok_or_else(|| StoreError::NotRunning("no write buffer".into()))?;
-        for (i, (m, crc)) in msgs.iter().zip(crcs).enumerate() {
+        // The last request takes the name itself: one reference-count update a message, not a
+        // clone and a drop (the count's cache line is shared with the dispatching thread).
+        let names = std::iter::repeat_n(topic_name, msgs.len());
+        for (i, ((m, crc), topic)) in msgs.iter().zip(crcs).zip(names).enumerate() {
             let qo = if in_queue { queue_offset + i as i64 } else { 0 };
             let start = chunk.len();
             encode_record(chunk, m, *crc, qo, pos, store_ts);
@@ -747,7 +775,7 @@ impl CommitLog {
                 (None, None)
             };
             dispatch.push(DispatchRequest {
-                topic: topic_name.clone(),
+                topic,
                 queue_id: m.queue_id,
                 commit_log_offset: pos,
                 size,
@@ -773,10 +801,17 @@ impl CommitLog {
         }
         a.buffered += (pos - a.pos) as usize;
         a.pos = pos;
-        self.unwritten.store(a.buffered as u64, Ordering::SeqCst);
-        a.active
-            .last_store_ts
-            .fetch_max(store_ts, Ordering::Relaxed);
+        // Release, not SeqCst: an appender that goes on to write inline issues the SeqCst fence
+        // of `write_inline` before it tries the turn, which is what pairs with the turn
+        // holder's fence. A SeqCst store here is a full barrier on every append, waiting for
+        // this record's stores to drain.
+        self.unwritten.store(a.buffered as u64, Ordering::Release);
+        // Appends update it only under the appender lock (a plain load and store instead of a
+        // locked read-modify-write).
+        let newest = &a.active.last_store_ts;
+        if store_ts > newest.load(Ordering::Relaxed) {
+            newest.store(store_ts, Ordering::Relaxed);
+        }
         // An appender that writes inline (`write_inline`) does not wake the writer thread.
         if a.writer_waiting && (wake_writer || self.cfg.flush_disk_type == FlushDiskType::SyncFlush)
         {

@@ -28,11 +28,19 @@ impl Hasher for FxHasher {
             w.copy_from_slice(c);
             self.add(u64::from_le_bytes(w));
         }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
+        // The remainder as at most one 4-, one 2- and one 1-byte word: fixed-size reads the
+        // compiler inlines (a copy of `rest.len()` bytes into a word is a `memcpy` call).
+        let mut rest = chunks.remainder();
+        if let Some((w, tail)) = rest.split_first_chunk::<4>() {
+            self.add(u64::from(u32::from_le_bytes(*w)));
+            rest = tail;
+        }
+        if let Some((w, tail)) = rest.split_first_chunk::<2>() {
+            self.add(u64::from(u16::from_le_bytes(*w)));
+            rest = tail;
+        }
+        if let Some(&b) = rest.first() {
+            self.add(u64::from(b));
         }
     }
 
@@ -64,3 +72,28 @@ impl Hasher for FxHasher {
 
 /// `HashMap` with the Fx hasher.
 pub type FxHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+#[cfg(test)]
+mod tests {
+    use super::FxHasher;
+    use std::hash::Hasher;
+
+    fn hash(bytes: &[u8]) -> u64 {
+        let mut h = FxHasher::default();
+        h.write(bytes);
+        h.finish()
+    }
+
+    #[test]
+    fn every_byte_of_every_length_changes_the_hash() {
+        for len in 1..=24 {
+            let base: Vec<u8> = (0..len as u8).map(|i| b'a' + i).collect();
+            let h = hash(&base);
+            for at in 0..len {
+                let mut other = base.clone();
+                other[at] ^= 0x01;
+                assert_ne!(hash(&other), h, "length {len}, byte {at}");
+            }
+        }
+    }
+}

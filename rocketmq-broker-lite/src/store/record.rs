@@ -102,17 +102,19 @@ pub fn record_len(m: &PutMessage) -> usize {
 
 /// The fixed-size part of a record before the body, built on the stack so that appending it is
 /// one copy (a field-by-field `extend_from_slice` checked the capacity 15 times a record).
-struct Header {
-    buf: [u8; 112],
+struct Header<const N: usize> {
+    buf: [u8; N],
     len: usize,
 }
 
-impl Header {
+impl<const N: usize> Header<N> {
+    #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
         self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
         self.len += bytes.len();
     }
 
+    #[inline(always)]
     fn put_host(&mut self, host: SocketAddr) {
         match host {
             SocketAddr::V4(a) => self.put(&a.ip().octets()),
@@ -120,7 +122,44 @@ impl Header {
         }
         self.put(&i32::from(host.port()).to_be_bytes());
     }
+
+    /// Every field before the body, in record order.
+    #[inline(always)]
+    fn fill(&mut self, f: &HeaderFields<'_>) {
+        let m = f.msg;
+        self.put(&(f.len as i32).to_be_bytes());
+        self.put(&f.magic.to_be_bytes());
+        self.put(&f.crc.to_be_bytes());
+        self.put(&m.queue_id.to_be_bytes());
+        self.put(&m.flag.to_be_bytes());
+        self.put(&f.queue_offset.to_be_bytes());
+        self.put(&(f.phys_offset as i64).to_be_bytes());
+        self.put(&f.sys.to_be_bytes());
+        self.put(&m.born_timestamp.to_be_bytes());
+        self.put_host(m.born_host);
+        self.put(&f.store_timestamp.to_be_bytes());
+        self.put_host(m.store_host);
+        self.put(&m.reconsume_times.to_be_bytes());
+        self.put(&m.prepared_transaction_offset.to_be_bytes());
+        self.put(&(m.body.len() as i32).to_be_bytes());
+    }
 }
+
+/// The values of a record header that do not come from the message itself.
+struct HeaderFields<'a> {
+    msg: &'a PutMessage,
+    len: usize,
+    magic: i32,
+    crc: i32,
+    queue_offset: i64,
+    phys_offset: u64,
+    sys: i32,
+    store_timestamp: i64,
+}
+
+/// Header length when both hosts are IPv4 (the common case, built at fixed offsets and copied
+/// with a fixed-size copy).
+const HEADER_V4_LEN: usize = 88;
 
 /// Appends the record of `m` to `out`, stored at `phys_offset` with `queue_offset` and
 /// `store_timestamp`. `crc` is the body CRC (computed by the caller outside the append lock).
@@ -141,27 +180,33 @@ pub fn encode_record(
         sys |= sys_flag::STOREHOST_V6;
     }
     let v2 = m.topic.len() > 127;
-    let mut h = Header {
-        buf: [0; 112],
-        len: 0,
+    let fields = HeaderFields {
+        msg: m,
+        len,
+        magic: if v2 { MAGIC_V2 } else { MAGIC_V1 },
+        crc,
+        queue_offset,
+        phys_offset,
+        sys,
+        store_timestamp,
     };
-    h.put(&(len as i32).to_be_bytes());
-    h.put(&if v2 { MAGIC_V2 } else { MAGIC_V1 }.to_be_bytes());
-    h.put(&crc.to_be_bytes());
-    h.put(&m.queue_id.to_be_bytes());
-    h.put(&m.flag.to_be_bytes());
-    h.put(&queue_offset.to_be_bytes());
-    h.put(&(phys_offset as i64).to_be_bytes());
-    h.put(&sys.to_be_bytes());
-    h.put(&m.born_timestamp.to_be_bytes());
-    h.put_host(m.born_host);
-    h.put(&store_timestamp.to_be_bytes());
-    h.put_host(m.store_host);
-    h.put(&m.reconsume_times.to_be_bytes());
-    h.put(&m.prepared_transaction_offset.to_be_bytes());
-    h.put(&(m.body.len() as i32).to_be_bytes());
     out.reserve(len);
-    out.extend_from_slice(&h.buf[..h.len]);
+    if m.born_host.is_ipv4() && m.store_host.is_ipv4() {
+        let mut h = Header {
+            buf: [0; HEADER_V4_LEN],
+            len: 0,
+        };
+        h.fill(&fields);
+        debug_assert_eq!(h.len, HEADER_V4_LEN);
+        out.extend_from_slice(&h.buf);
+    } else {
+        let mut h = Header {
+            buf: [0; HEADER_V4_LEN + 24],
+            len: 0,
+        };
+        h.fill(&fields);
+        out.extend_from_slice(&h.buf[..h.len]);
+    }
     out.extend_from_slice(&m.body);
     if v2 {
         out.extend_from_slice(&(m.topic.len() as i16).to_be_bytes());
@@ -406,6 +451,47 @@ mod tests {
             check_record(&blank, 0, 101, true, &[]),
             RecordCheck::End(_)
         ));
+    }
+
+    #[test]
+    fn every_host_layout_decodes_to_the_message() {
+        let v4_a = "10.0.0.1:1".parse().unwrap();
+        let v4_b = "192.168.7.9:10911".parse().unwrap();
+        let v6_a = "[fe80::1:2]:3".parse().unwrap();
+        let v6_b = "[::1]:10911".parse().unwrap();
+        for (born, store) in [(v4_a, v4_b), (v6_a, v6_b), (v4_a, v6_b), (v6_a, v4_b)] {
+            let m = PutMessage {
+                queue_id: 3,
+                flag: -5,
+                sys_flag: 0,
+                born_timestamp: 1_700_000_000_123,
+                born_host: born,
+                store_host: store,
+                reconsume_times: 4,
+                prepared_transaction_offset: 77,
+                ..msg()
+            };
+            let mut buf = vec![0xAA];
+            encode_record(&mut buf, &m, body_crc(&m.body), 9, 4096, 1234);
+            assert_eq!(buf.len(), 1 + record_len(&m));
+            let (ext, used) = decode_stored(&buf[1..], StoredDecodeOptions::default()).unwrap();
+            assert_eq!(used, record_len(&m));
+            assert_eq!(ext.store_size as usize, record_len(&m));
+            assert_eq!((ext.born_host, ext.store_host), (born, store));
+            assert_eq!((ext.queue_id, ext.message.flag), (3, -5));
+            assert_eq!((ext.queue_offset, ext.commit_log_offset), (9, 4096));
+            assert_eq!(
+                (ext.born_timestamp, ext.store_timestamp),
+                (1_700_000_000_123, 1234)
+            );
+            assert_eq!(ext.reconsume_times, 4);
+            assert_eq!(ext.prepared_transaction_offset, 77);
+            assert_eq!(ext.body_crc, body_crc(&m.body));
+            assert_eq!(ext.message.topic, "T");
+            assert_eq!(&ext.message.body[..], b"hello");
+            assert_eq!(ext.sys_flag & sys_flag::BORNHOST_V6 != 0, born.is_ipv6());
+            assert_eq!(ext.sys_flag & sys_flag::STOREHOST_V6 != 0, store.is_ipv6());
+        }
     }
 
     #[test]
