@@ -13,7 +13,7 @@ use rocketmq_remoting::protocol::message::{
     decode_stored_all, MessageExt, MessageQueue, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
-    CommandHeader, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
+    CommandHeader, ExtFields, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
 };
 use rocketmq_remoting::transport::RemotingClient;
 
@@ -138,7 +138,10 @@ impl Api {
         };
         let mut req = self.bare(code);
         req.version = VERSION_4_9_8;
-        header.write_v2(req.ext_fields.get_or_insert_with(Default::default));
+        header.write_v2(
+            req.ext_fields
+                .get_or_insert_with(|| ExtFields::with_capacities(14, 256)),
+        );
         req.body = body;
         if oneway {
             self.remoting.invoke_oneway(addr, req, timeout).await?;

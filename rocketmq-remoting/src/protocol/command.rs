@@ -182,7 +182,10 @@ impl RemotingCommand {
     /// Writes `header` into `extFields` (creating the map; existing entries of the same keys are
     /// replaced).
     pub fn set_header(&mut self, header: &impl CommandHeader) {
-        let ext = self.ext_fields.get_or_insert_with(ExtFields::new);
+        // Room for a typical request header's fields and text, so writing it does not regrow.
+        let ext = self
+            .ext_fields
+            .get_or_insert_with(|| ExtFields::with_capacities(16, 256));
         header.write_to(ext);
     }
 

@@ -6,6 +6,7 @@
 //! Java defaults, `extFields` values may be JSON numbers or booleans (the C++ client sends some
 //! that way), and `language` may be a name or an ordinal.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -13,15 +14,19 @@ use serde::Deserialize;
 
 use super::codes::LanguageCode;
 use super::command::{ExtFields, RemotingCommand};
+use super::headers::int_text;
 use super::json::escape::{write_json_string, EscapeMode};
 use super::FrameError;
 
 /// Appends the JSON header of `cmd` to `out`.
 pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
-    use std::io::Write;
     let esc = EscapeMode::Fastjson;
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "{{\"code\":{}", cmd.code);
+    let mut num = [0u8; 20];
+    let mut int = |out: &mut Vec<u8>, v: i32| {
+        out.extend_from_slice(int_text(i64::from(v), &mut num).as_bytes());
+    };
+    out.extend_from_slice(b"{\"code\":");
+    int(out, cmd.code);
     if let Some(ext) = &cmd.ext_fields {
         out.extend_from_slice(b",\"extFields\":{");
         for (i, (k, v)) in ext.iter().enumerate() {
@@ -34,24 +39,34 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         }
         out.push(b'}');
     }
-    let _ = write!(out, ",\"flag\":{}", cmd.flag);
+    out.extend_from_slice(b",\"flag\":");
+    int(out, cmd.flag);
     if let Some(name) = cmd.language.name() {
-        let _ = write!(out, ",\"language\":\"{name}\"");
+        out.extend_from_slice(b",\"language\":\"");
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'"');
     }
-    let _ = write!(out, ",\"opaque\":{}", cmd.opaque);
+    out.extend_from_slice(b",\"opaque\":");
+    int(out, cmd.opaque);
     if let Some(remark) = &cmd.remark {
         out.extend_from_slice(b",\"remark\":");
         write_json_string(out, remark, esc);
     }
-    let _ = write!(
-        out,
-        ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}",
-        cmd.version
-    );
+    out.extend_from_slice(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
+    int(out, cmd.version);
+    out.push(b'}');
 }
 
 /// Decodes a JSON header into a command without a body.
 pub fn decode(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
+    match super::header_json_fast::decode(bytes) {
+        Some(cmd) => Ok(cmd),
+        None => decode_general(bytes),
+    }
+}
+
+/// The general, lenient reader (serde), for every header the direct reader leaves to it.
+pub(crate) fn decode_general(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     let h: JsonHeader = serde_json::from_slice(bytes).map_err(|e| FrameError::BadHeader {
         reason: format!("JSON header: {e}"),
     })?;
@@ -154,8 +169,8 @@ impl<'de> Deserialize<'de> for LenientExtFields {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some(key) = map.next_key::<String>()? {
-                    if let Some(ExtValue(text)) = map.next_value::<Option<ExtValue>>()? {
+                while let Some(ExtValue(key)) = map.next_key::<ExtValue<'de>>()? {
+                    if let Some(ExtValue(text)) = map.next_value::<Option<ExtValue<'de>>>()? {
                         ext.push(&key, &text);
                     }
                 }
@@ -169,44 +184,79 @@ impl<'de> Deserialize<'de> for LenientExtFields {
     }
 }
 
-/// One `extFields` value: a string, or a number or boolean taken as its text.
-struct ExtValue(String);
+/// One `extFields` key or value: a string (borrowed from the frame when it has no escapes, so
+/// that decoding a header does not allocate per field), or a number or boolean taken as its text.
+struct ExtValue<'a>(Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for ExtValue {
+impl<'de> Deserialize<'de> for ExtValue<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = ExtValue;
+            type Value = ExtValue<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a header field value")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ExtValue, E> {
-                Ok(ExtValue(v.to_string()))
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ExtValue(Cow::Borrowed(v)))
             }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<ExtValue, E> {
-                Ok(ExtValue(v))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ExtValue(Cow::Owned(v.to_string())))
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExtValue, E> {
-                Ok(ExtValue(v.to_string()))
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(ExtValue(Cow::Owned(v)))
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExtValue, E> {
-                Ok(ExtValue(v.to_string()))
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(ExtValue(Cow::Owned(v.to_string())))
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ExtValue, E> {
-                Ok(ExtValue(v.to_string()))
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(ExtValue(Cow::Owned(v.to_string())))
             }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ExtValue, E> {
-                Ok(ExtValue(v.to_string()))
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(ExtValue(Cow::Owned(v.to_string())))
             }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<ExtValue, A::Error> {
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(ExtValue(Cow::Owned(v.to_string())))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 let v = serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-                Ok(ExtValue(v.to_string()))
+                Ok(ExtValue(Cow::Owned(v.to_string())))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ExtValue, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 let v = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(ExtValue(v.to_string()))
+                Ok(ExtValue(Cow::Owned(v.to_string())))
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lenient_ext_fields_take_every_value_kind_and_escape() {
+        let header = br#"{"opaque":"12","code":10,"unknown":{"a":[1,{"b":2}]},"extFields":{"queueId":3,"batch":true,"nothing":null,"props":"A\u0001x\u0002\"q\"","t\u00e9":"plain","nested":{"k":[1,2]},"neg":-5,"f":1.5},"language":2}"#;
+        let cmd = decode(header).unwrap();
+        assert_eq!((cmd.code, cmd.opaque), (10, 12));
+        let ext = cmd.ext_fields.unwrap();
+        assert_eq!(ext.get("queueId"), Some("3"));
+        assert_eq!(ext.get("batch"), Some("true"));
+        assert_eq!(ext.get("nothing"), None, "null values are dropped");
+        assert_eq!(ext.get("props"), Some("A\u{1}x\u{2}\"q\""));
+        assert_eq!(ext.get("té"), Some("plain"));
+        assert_eq!(ext.get("nested"), Some(r#"{"k":[1,2]}"#));
+        assert_eq!(ext.get("neg"), Some("-5"));
+        assert_eq!(ext.get("f"), Some("1.5"));
+        // What we write reads back the same.
+        let mut out = Vec::new();
+        encode(
+            &RemotingCommand {
+                ext_fields: Some(ext.clone()),
+                ..RemotingCommand::default()
+            },
+            &mut out,
+        );
+        assert_eq!(decode(&out).unwrap().ext_fields.unwrap(), ext);
     }
 }

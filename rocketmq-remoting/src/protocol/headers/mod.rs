@@ -52,7 +52,7 @@ pub trait CommandHeader: Sized {
 
     /// The header as a fresh `extFields` map.
     fn to_ext_fields(&self) -> ExtFields {
-        let mut ext = ExtFields::new();
+        let mut ext = ExtFields::with_capacities(16, 256);
         self.write_to(&mut ext);
         ext
     }
@@ -60,26 +60,47 @@ pub trait CommandHeader: Sized {
 
 /// A value that can be a header field.
 pub trait HeaderValue: Sized {
-    /// The text form.
-    fn to_text(&self) -> String;
+    /// Passes the text form to `f` (numbers are formatted on the stack: a header is written
+    /// without an allocation per field).
+    fn with_text(&self, f: &mut dyn FnMut(&str));
     /// Parses the text form.
     fn parse_text(field: &'static str, text: &str) -> Result<Self, HeaderError>;
 }
 
 impl HeaderValue for String {
-    fn to_text(&self) -> String {
-        self.clone()
+    fn with_text(&self, f: &mut dyn FnMut(&str)) {
+        f(self)
     }
     fn parse_text(_: &'static str, text: &str) -> Result<Self, HeaderError> {
         Ok(text.to_string())
     }
 }
 
+/// Decimal text of `n` in `buf` (the form `i64::to_string` gives).
+pub fn int_text(n: i64, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits and '-' were written.
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+}
+
 macro_rules! numeric_header_value {
     ($($t:ty),*) => {$(
         impl HeaderValue for $t {
-            fn to_text(&self) -> String {
-                self.to_string()
+            fn with_text(&self, f: &mut dyn FnMut(&str)) {
+                f(int_text(i64::from(*self), &mut [0; 20]))
             }
             fn parse_text(field: &'static str, text: &str) -> Result<Self, HeaderError> {
                 text.trim().parse().map_err(|_| HeaderError::Invalid {
@@ -93,8 +114,8 @@ macro_rules! numeric_header_value {
 numeric_header_value!(i32, i64);
 
 impl HeaderValue for bool {
-    fn to_text(&self) -> String {
-        self.to_string()
+    fn with_text(&self, f: &mut dyn FnMut(&str)) {
+        f(if *self { "true" } else { "false" })
     }
     fn parse_text(_: &'static str, text: &str) -> Result<Self, HeaderError> {
         let t = text.trim();
@@ -104,15 +125,17 @@ impl HeaderValue for bool {
 
 /// How a struct field maps to an `extFields` entry (required, optional or defaulted).
 pub trait HeaderField: Sized {
-    /// Text to write, or `None` to leave the key out.
-    fn encode(&self) -> Option<String>;
+    /// Writes the field into `ext` under `key`, or leaves the key out (`None`).
+    fn encode_into(&self, key: &'static str, ext: &mut ExtFields);
     /// Reads the field from the entry's text (`None` if the key is absent).
     fn decode(field: &'static str, text: Option<&str>) -> Result<Self, HeaderError>;
 }
 
 impl<T: HeaderValue> HeaderField for T {
-    fn encode(&self) -> Option<String> {
-        Some(self.to_text())
+    fn encode_into(&self, key: &'static str, ext: &mut ExtFields) {
+        self.with_text(&mut |t| {
+            ext.insert(key, t);
+        });
     }
     fn decode(field: &'static str, text: Option<&str>) -> Result<Self, HeaderError> {
         match text {
@@ -123,8 +146,10 @@ impl<T: HeaderValue> HeaderField for T {
 }
 
 impl<T: HeaderValue> HeaderField for Option<T> {
-    fn encode(&self) -> Option<String> {
-        self.as_ref().map(HeaderValue::to_text)
+    fn encode_into(&self, key: &'static str, ext: &mut ExtFields) {
+        if let Some(v) = self {
+            v.encode_into(key, ext);
+        }
     }
     fn decode(field: &'static str, text: Option<&str>) -> Result<Self, HeaderError> {
         match text {
@@ -169,9 +194,7 @@ macro_rules! header {
         impl $crate::protocol::headers::CommandHeader for $name {
             fn write_to(&self, ext: &mut $crate::protocol::command::ExtFields) {
                 $(
-                    if let Some(v) = $crate::protocol::headers::HeaderField::encode(&self.$field) {
-                        ext.insert($key, v);
-                    }
+                    $crate::protocol::headers::HeaderField::encode_into(&self.$field, $key, ext);
                 )*
             }
 
@@ -211,6 +234,33 @@ mod tests {
             /// e
             pub retries: i32 => "retries" = 16,
         }
+    }
+
+    #[test]
+    fn integers_are_written_as_to_string_writes_them() {
+        for n in [
+            0,
+            7,
+            -1,
+            10,
+            -10,
+            1_700_000_000_123,
+            i64::from(i32::MIN),
+            i64::from(i32::MAX),
+            i64::MIN,
+            i64::MAX,
+        ] {
+            assert_eq!(int_text(n, &mut [0; 20]), n.to_string());
+        }
+        let mut ext = ExtFields::new();
+        (-42i32).encode_into("i", &mut ext);
+        Some(i64::MIN).encode_into("l", &mut ext);
+        None::<i64>.encode_into("absent", &mut ext);
+        true.encode_into("b", &mut ext);
+        assert_eq!(
+            ext.iter().collect::<Vec<_>>(),
+            vec![("i", "-42"), ("l", "-9223372036854775808"), ("b", "true")]
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and their response.
 
-use super::{decode_or, header, CommandHeader, HeaderError, HeaderField};
+use super::{decode_or, header, int_text, CommandHeader, HeaderError, HeaderField};
 use crate::protocol::command::ExtFields;
 
 /// Request header of a send. SEND_MESSAGE (10) uses the long key names, SEND_MESSAGE_V2 (310)
@@ -61,27 +61,31 @@ const V2_KEYS: [&str; 14] = [
 
 impl SendMessageRequestHeader {
     fn write_keys(&self, ext: &mut ExtFields, k: &[&'static str; 14]) {
-        ext.insert(k[0], self.producer_group.clone());
-        ext.insert(k[1], self.topic.clone());
-        ext.insert(k[2], self.default_topic.clone());
-        ext.insert(k[3], self.default_topic_queue_nums.to_string());
-        ext.insert(k[4], self.queue_id.to_string());
-        ext.insert(k[5], self.sys_flag.to_string());
-        ext.insert(k[6], self.born_timestamp.to_string());
-        ext.insert(k[7], self.flag.to_string());
+        let mut buf = [0u8; 20];
+        let mut int = |ext: &mut ExtFields, key: &str, n: i64| {
+            ext.insert(key, int_text(n, &mut buf));
+        };
+        ext.insert(k[0], &self.producer_group);
+        ext.insert(k[1], &self.topic);
+        ext.insert(k[2], &self.default_topic);
+        int(ext, k[3], i64::from(self.default_topic_queue_nums));
+        int(ext, k[4], i64::from(self.queue_id));
+        int(ext, k[5], i64::from(self.sys_flag));
+        int(ext, k[6], self.born_timestamp);
+        int(ext, k[7], i64::from(self.flag));
         if let Some(p) = &self.properties {
-            ext.insert(k[8], p.clone());
+            ext.insert(k[8], p);
         }
         if let Some(r) = self.reconsume_times {
-            ext.insert(k[9], r.to_string());
+            int(ext, k[9], i64::from(r));
         }
-        ext.insert(k[10], self.unit_mode.to_string());
+        ext.insert(k[10], if self.unit_mode { "true" } else { "false" });
         if let Some(m) = self.max_reconsume_times {
-            ext.insert(k[11], m.to_string());
+            int(ext, k[11], i64::from(m));
         }
-        ext.insert(k[12], self.batch.to_string());
+        ext.insert(k[12], if self.batch { "true" } else { "false" });
         if let Some(b) = &self.broker_name {
-            ext.insert(k[13], b.clone());
+            ext.insert(k[13], b);
         }
     }
 
