@@ -605,9 +605,10 @@ async fn idle_connections_are_closed_and_busy_ones_kept() {
     server.shutdown(Duration::from_millis(100)).await;
 }
 
-/// Frames of every size from several tasks, both ways over one connection: large ones fill the
-/// socket and are written in parts while the other tasks' frames queue behind them. Every frame
-/// must arrive whole.
+/// Frames of every size from several tasks, both ways over one connection. Each task waits for
+/// its response before the next request, so most frames find the socket idle and are written
+/// at once by their sender; large ones fill the socket and the writer task finishes them while
+/// the other tasks' frames queue behind. Every frame must arrive whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_sizes_from_many_senders_arrive_whole() {
     let (server, _) = start_server(1 << 24, 100).await;

@@ -54,7 +54,35 @@ impl Default for ChannelConfig {
 }
 
 /// A frame to write: head, body, and file regions that follow the body.
-type Frame = (Vec<u8>, Bytes, Option<Arc<[FileRegion]>>);
+struct Frame {
+    head: Vec<u8>,
+    body: Bytes,
+    regions: Option<Arc<[FileRegion]>>,
+    /// Bytes of it already written (a direct write that the socket took only part of).
+    written: usize,
+}
+
+impl Frame {
+    fn len(&self) -> usize {
+        self.head.len()
+            + self.body.len()
+            + self
+                .regions
+                .as_deref()
+                .map_or(0, |r| r.iter().map(|r| r.len).sum())
+    }
+}
+
+/// Who may write to the socket: the writer task drains the queue; a sender may write its frame
+/// itself, at once, when nothing is queued and no burst is going on (see [`Channel::enqueue`]).
+struct WriteGate {
+    /// Frames promised to the queue (counted before they are sent) and not yet written.
+    queued: usize,
+    /// When the last two writes were done.
+    writes: [Instant; 2],
+    /// The socket's write half; `None` once the writer task has stopped.
+    socket: Option<Arc<OwnedWriteHalf>>,
+}
 
 enum Outbound {
     Frame(Frame),
@@ -70,6 +98,7 @@ struct Inner {
     local: SocketAddr,
     remote_str: String,
     tx: mpsc::Sender<Outbound>,
+    gate: Mutex<WriteGate>,
     pending: Mutex<HashMap<i32, Pending>>,
     closed: CancellationToken,
     born: Instant,
@@ -181,6 +210,7 @@ impl Channel {
         let remote = stream.peer_addr()?;
         let local = stream.local_addr()?;
         let (read_half, write_half) = stream.into_split();
+        let write_half = Arc::new(write_half);
         let (tx, rx) = mpsc::channel(config.write_queue_capacity.max(1));
         let channel = Channel {
             inner: Arc::new(Inner {
@@ -189,6 +219,11 @@ impl Channel {
                 local,
                 remote_str: remote.to_string(),
                 tx,
+                gate: Mutex::new(WriteGate {
+                    queued: 0,
+                    writes: [Instant::now() - BURST_GAP; 2],
+                    socket: Some(write_half.clone()),
+                }),
                 pending: Mutex::new(HashMap::new()),
                 closed: CancellationToken::new(),
                 born: Instant::now(),
@@ -274,20 +309,65 @@ impl Channel {
         }
     }
 
+    /// Writes `cmd` at once if nothing is queued before it and no burst is going on, else
+    /// queues it for the writer task. Writing at once saves handing the frame to another task
+    /// (a wake-up, which here may cost waking another worker thread); in a burst (a flush
+    /// completing a dozen sends) the writer task gathers the frames into one `writev`.
     async fn enqueue(&self, cmd: &RemotingCommand) -> Result<(), RemotingError> {
         let head = frame::encode_head(cmd).map_err(|source| RemotingError::Encode {
             addr: self.inner.remote_str.clone(),
             source,
         })?;
-        self.inner
-            .tx
-            .send(Outbound::Frame((
-                head,
-                cmd.body.clone(),
-                cmd.file_body.clone(),
-            )))
-            .await
-            .map_err(|_| self.closed_error())
+        let mut frame = Frame {
+            head,
+            body: cmd.body.clone(),
+            regions: cmd.file_body.clone(),
+            written: 0,
+        };
+        {
+            let mut g = lock(&self.inner.gate);
+            // Frames with file regions go to the writer task: `sendfile` may read from the disk,
+            // which must not happen while other senders wait for the gate.
+            let calm = g.writes[1].elapsed() >= BURST_GAP && frame.regions.is_none();
+            if g.queued == 0 && calm && !self.inner.closed.is_cancelled() {
+                let Some(socket) = g.socket.clone() else {
+                    return Err(self.closed_error());
+                };
+                match write_now(&socket, &frame) {
+                    Ok(n) if n == frame.len() => {
+                        g.writes = [g.writes[1], Instant::now()];
+                        drop(g);
+                        self.touch();
+                        return Ok(());
+                    }
+                    Ok(n) => {
+                        // The socket is full: the writer task writes the rest, before anything
+                        // queued after (the queue is empty: nothing was promised to it).
+                        frame.written = n;
+                        g.queued += 1;
+                        if self.inner.tx.try_send(Outbound::Frame(frame)).is_err() {
+                            g.queued -= 1;
+                            drop(g);
+                            close_channel(&self.inner, "write queue closed");
+                            return Err(self.closed_error());
+                        }
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        drop(g);
+                        debug!(remote = %self.inner.remote, error = %e, "write failed");
+                        close_channel(&self.inner, "write failed");
+                        return Err(self.closed_error());
+                    }
+                }
+            }
+            g.queued += 1;
+        }
+        if self.inner.tx.send(Outbound::Frame(frame)).await.is_err() {
+            lock(&self.inner.gate).queued -= 1;
+            return Err(self.closed_error());
+        }
+        Ok(())
     }
 
     fn run_before_hooks(&self, cmd: &mut RemotingCommand) -> Result<(), RemotingError> {
@@ -382,17 +462,15 @@ fn close_channel(inner: &Inner, why: &str) {
     }
 }
 
-/// Three writes within this long make a burst (see `writer_loop`).
+/// Three writes within this long make a burst (see `writer_loop` and `Channel::enqueue`).
 const BURST_GAP: Duration = Duration::from_micros(20);
 
 async fn writer_loop(
     channel: Channel,
-    mut write_half: OwnedWriteHalf,
+    socket: Arc<OwnedWriteHalf>,
     mut rx: mpsc::Receiver<Outbound>,
 ) {
     let mut batch: Vec<Frame> = Vec::new();
-    // When the last two writes were done.
-    let mut writes = [Instant::now() - BURST_GAP; 2];
     loop {
         let first = tokio::select! {
             _ = channel.inner.closed.cancelled() => break,
@@ -406,7 +484,8 @@ async fn writer_loop(
         // At a calmer pace the frame goes out at once: a yield costs a poll of the I/O driver
         // and can move tasks between workers (measured: request/response one at a time lost
         // 15 % when the writer yielded after every write less than 20 µs apart).
-        if writes[0].elapsed() < BURST_GAP {
+        let burst = lock(&channel.inner.gate).writes[0].elapsed() < BURST_GAP;
+        if burst {
             tokio::task::yield_now().await;
         }
         // Take whatever else is queued (up to 256 KiB) and write it all with one writev: the
@@ -418,7 +497,7 @@ async fn writer_loop(
         while let Some(m) = next.take() {
             match m {
                 Outbound::Frame(frame) => {
-                    bytes += frame.0.len() + frame.1.len();
+                    bytes += frame.head.len() + frame.body.len();
                     batch.push(frame);
                 }
                 Outbound::Close => {
@@ -431,34 +510,100 @@ async fn writer_loop(
             }
             next = rx.try_recv().ok();
         }
-        if let Err(e) = write_frames(&mut write_half, &batch).await {
+        if let Err(e) = write_frames(&socket, &batch).await {
             debug!(remote = %channel.inner.remote, error = %e, "write failed");
             break;
         }
-        writes = [writes[1], Instant::now()];
+        {
+            let mut g = lock(&channel.inner.gate);
+            g.queued = g.queued.saturating_sub(batch.len());
+            g.writes = [g.writes[1], Instant::now()];
+        }
         channel.touch();
         if closing {
             break;
         }
     }
-    let _ = write_half.shutdown().await;
+    // Direct writes stop; the write side is shut down when the last reference goes (now, or
+    // when a direct write in progress ends).
+    lock(&channel.inner.gate).socket = None;
+    if let Ok(mut w) = Arc::try_unwrap(socket) {
+        let _ = w.shutdown().await;
+    }
     close_channel(&channel.inner, "writer stopped");
+}
+
+/// The parts of `f` not written yet: slices of head and body, then file regions (the first
+/// one possibly started).
+fn unwritten(f: &Frame) -> (Vec<&[u8]>, Vec<FileRegion>) {
+    let mut skip = f.written;
+    let mut slices = Vec::with_capacity(2);
+    for part in [f.head.as_slice(), f.body.as_ref()] {
+        if skip >= part.len() {
+            skip -= part.len();
+        } else {
+            slices.push(&part[skip..]);
+            skip = 0;
+        }
+    }
+    let mut regions = Vec::new();
+    for r in f.regions.as_deref().unwrap_or(&[]) {
+        if skip >= r.len {
+            skip -= r.len;
+        } else {
+            regions.push(FileRegion {
+                file: r.file.clone(),
+                offset: r.offset + skip as u64,
+                len: r.len - skip,
+            });
+            skip = 0;
+        }
+    }
+    (slices, regions)
+}
+
+/// Writes as much of `f`'s head and body (it has no file regions) as the socket takes without
+/// waiting; returns the bytes of `f` written in all (its `written` included).
+fn write_now(w: &OwnedWriteHalf, f: &Frame) -> std::io::Result<usize> {
+    let mut done = f.written;
+    let (slices, _) = unwritten(f);
+    let total: usize = slices.iter().map(|s| s.len()).sum();
+    let mut off = 0usize;
+    while off < total {
+        let mut io: Vec<IoSlice<'_>> = Vec::with_capacity(2);
+        let mut skip = off;
+        for s in &slices {
+            if skip >= s.len() {
+                skip -= s.len();
+            } else {
+                io.push(IoSlice::new(&s[skip..]));
+                skip = 0;
+            }
+        }
+        match w.try_write_vectored(&io) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                off += n;
+                done += n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(done),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 /// Writes every frame of `batch` (head, body, file regions) with vectored writes, and file
 /// regions with `sendfile`.
-async fn write_frames(w: &mut OwnedWriteHalf, batch: &[Frame]) -> std::io::Result<()> {
+async fn write_frames(w: &OwnedWriteHalf, batch: &[Frame]) -> std::io::Result<()> {
     let mut parts: Vec<&[u8]> = Vec::with_capacity(batch.len() * 2);
-    for (head, body, regions) in batch {
-        parts.extend(
-            [head.as_slice(), body.as_ref()]
-                .into_iter()
-                .filter(|p| !p.is_empty()),
-        );
-        if let Some(regions) = regions.as_deref().filter(|r| !r.is_empty()) {
+    for f in batch {
+        let (slices, regions) = unwritten(f);
+        parts.extend(slices.into_iter().filter(|p| !p.is_empty()));
+        if !regions.is_empty() {
             write_slices(w, &parts).await?;
             parts.clear();
-            for r in regions {
+            for r in &regions {
                 send_file_region(w, r).await?;
             }
         }
@@ -467,17 +612,22 @@ async fn write_frames(w: &mut OwnedWriteHalf, batch: &[Frame]) -> std::io::Resul
 }
 
 /// Writes all of `parts` with `writev`.
-async fn write_slices(w: &mut OwnedWriteHalf, parts: &[&[u8]]) -> std::io::Result<()> {
+async fn write_slices(w: &OwnedWriteHalf, parts: &[&[u8]]) -> std::io::Result<()> {
     let (mut idx, mut off) = (0usize, 0usize);
     let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len().min(512));
     while idx < parts.len() {
         slices.clear();
         slices.push(IoSlice::new(&parts[idx][off..]));
         slices.extend(parts[idx + 1..].iter().take(511).map(|p| IoSlice::new(p)));
-        let mut n = w.write_vectored(&slices).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
+        let mut n = match w.try_write_vectored(&slices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                w.writable().await?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         while n > 0 {
             let left = parts[idx].len() - off;
             if n >= left {
@@ -494,7 +644,7 @@ async fn write_slices(w: &mut OwnedWriteHalf, parts: &[&[u8]]) -> std::io::Resul
 }
 
 /// Sends a file region with `sendfile`: from the page cache to the socket, no copy in between.
-async fn send_file_region(w: &mut OwnedWriteHalf, r: &FileRegion) -> std::io::Result<()> {
+async fn send_file_region(w: &OwnedWriteHalf, r: &FileRegion) -> std::io::Result<()> {
     let stream: &TcpStream = w.as_ref();
     let (mut offset, end) = (r.offset, r.offset + r.len as u64);
     while offset < end {
