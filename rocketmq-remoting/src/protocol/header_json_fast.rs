@@ -12,6 +12,7 @@ use std::borrow::Cow;
 
 use super::codes::LanguageCode;
 use super::command::{ExtFields, RemotingCommand};
+use super::json::escape::short_unescape;
 
 struct Scan<'a> {
     b: &'a [u8],
@@ -121,14 +122,6 @@ impl<'a> Scan<'a> {
                 b'\\' => {
                     self.i += 1;
                     let c = match *self.b.get(self.i)? {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
                         b'u' => {
                             self.i += 1;
                             // Surrogate pairs are left to the general reader.
@@ -136,7 +129,7 @@ impl<'a> Scan<'a> {
                             self.i -= 1;
                             c
                         }
-                        _ => return None,
+                        letter => short_unescape(letter)?,
                     };
                     self.i += 1;
                     out.push(c);

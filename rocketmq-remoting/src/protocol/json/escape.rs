@@ -14,6 +14,22 @@ pub enum EscapeMode {
     BrowserCompatible,
 }
 
+/// The character of a one-letter JSON escape (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`,
+/// `\t`): `letter` is the byte after the backslash.
+pub(crate) fn short_unescape(letter: u8) -> Option<char> {
+    Some(match letter {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        _ => return None,
+    })
+}
+
 /// Appends `s` as a quoted JSON string.
 pub fn write_json_string(out: &mut Vec<u8>, s: &str, mode: EscapeMode) {
     out.push(b'"');

@@ -218,15 +218,7 @@ impl Parser<'_> {
                     let esc = self.peek().ok_or_else(|| self.err("unterminated escape"))?;
                     self.pos += 1;
                     let ch = match esc {
-                        b'"' => '"',
                         b'\'' => '\'',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
                         b'v' => '\u{b}',
                         b'0' => '\0',
                         b'u' => self.unicode_escape()?,
@@ -234,7 +226,8 @@ impl Parser<'_> {
                             let hi = self.hex_digits(2)?;
                             char::from_u32(hi).unwrap_or('\u{fffd}')
                         }
-                        _ => return Err(self.err("invalid escape")),
+                        other => super::escape::short_unescape(other)
+                            .ok_or_else(|| self.err("invalid escape"))?,
                     };
                     let mut buf = [0u8; 4];
                     out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
