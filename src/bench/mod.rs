@@ -364,8 +364,14 @@ async fn summarize(
     admin: &MQAdmin,
     masters: &[String],
 ) -> Value {
+    // Counts, latencies and CPU times at one moment (messages still in flight complete during
+    // the awaits below).
     let secs = w.started.elapsed().as_secs_f64();
-    let msgs = rec.msgs();
+    let (msgs, bytes, latency) = rec.snapshot();
+    let (client_cpu, broker_cpu) = (
+        cpu_seconds(None),
+        args.broker_pid.and_then(|p| cpu_seconds(Some(p))),
+    );
     let per_msg_us = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) if msgs > 0 => {
             Some(((b - a) * 1e6 / msgs as f64 * 100.0).round() / 100.0)
@@ -393,11 +399,11 @@ async fn summarize(
         "seconds": (secs * 1000.0).round() / 1000.0,
         "msgs": msgs,
         "msgs_per_s": (msgs as f64 / secs).round(),
-        "mb_per_s": (rec.bytes() as f64 / secs / 1e6 * 10.0).round() / 10.0,
+        "mb_per_s": (bytes as f64 / secs / 1e6 * 10.0).round() / 10.0,
         "errors": rec.errors(),
-        "latency_us": rec.percentiles(),
-        "client_cpu_us_per_msg": per_msg_us(w.client_cpu, cpu_seconds(None)),
-        "broker_cpu_us_per_msg": per_msg_us(w.broker_cpu, args.broker_pid.and_then(|p| cpu_seconds(Some(p)))),
+        "latency_us": latency,
+        "client_cpu_us_per_msg": per_msg_us(w.client_cpu, client_cpu),
+        "broker_cpu_us_per_msg": per_msg_us(w.broker_cpu, broker_cpu),
         "client_peak_rss_mib": peak_rss_mib(None),
         "broker_peak_rss_mib": args.broker_pid.and_then(|p| peak_rss_mib(Some(p))),
         "broker_rss_mib": args.broker_pid.and_then(|p| rss_mib(Some(p))),
@@ -596,7 +602,9 @@ async fn measure_consume(args: &Args, env: &Env) -> Value {
         while rec.msgs() < total && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let summary = summarize(args, env, &window, &rec, &admin, &masters).await;
+        let mut summary = summarize(args, env, &window, &rec, &admin, &masters).await;
+        // Senders fill whole batches: the backlog is `--backlog` rounded up.
+        summary["backlog"] = json!(total);
         stop_progress.store(true, Ordering::Relaxed);
         let _ = prog.await;
         c.shutdown().await;

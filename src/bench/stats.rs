@@ -16,6 +16,22 @@ fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000, 3).expect("histogram bounds")
 }
 
+/// Percentiles (µs) of `h`, or null when it is empty.
+fn percentiles_of(h: &Histogram<u64>) -> Value {
+    if h.is_empty() {
+        return Value::Null;
+    }
+    json!({
+        "p50": h.value_at_quantile(0.5),
+        "p90": h.value_at_quantile(0.9),
+        "p99": h.value_at_quantile(0.99),
+        "p99.9": h.value_at_quantile(0.999),
+        "max": h.max(),
+        "mean": (h.mean() * 10.0).round() / 10.0,
+        "count": h.len(),
+    })
+}
+
 /// What a run measured so far.
 pub struct Recorder {
     msgs: AtomicU64,
@@ -40,13 +56,27 @@ impl Default for Recorder {
 impl Recorder {
     /// `n` messages of `bytes` in all, done with `latency` (none for throughput-only modes).
     pub fn record(&self, n: u64, bytes: u64, latency: Option<Duration>) {
-        self.msgs.fetch_add(n, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        if let Some(l) = latency {
-            let us = (l.as_nanos() as u64 / 1000).clamp(1, 100_000_000);
-            let _ = lock(&self.total).record_n(us, n);
-            let _ = lock(&self.interval).record_n(us, n);
+        let Some(l) = latency else {
+            self.msgs.fetch_add(n, Ordering::Relaxed);
+            self.bytes.fetch_add(bytes, Ordering::Relaxed);
+            return;
+        };
+        let us = (l.as_nanos() as u64 / 1000).clamp(1, 100_000_000);
+        {
+            // Counted under the histogram's lock, so that a snapshot's message count and its
+            // percentiles cover the same messages.
+            let mut total = lock(&self.total);
+            self.msgs.fetch_add(n, Ordering::Relaxed);
+            self.bytes.fetch_add(bytes, Ordering::Relaxed);
+            let _ = total.record_n(us, n);
         }
+        let _ = lock(&self.interval).record_n(us, n);
+    }
+
+    /// Messages, bytes and the run's percentiles (µs), taken together.
+    pub fn snapshot(&self) -> (u64, u64, Value) {
+        let total = lock(&self.total);
+        (self.msgs(), self.bytes(), percentiles_of(&total))
     }
 
     /// A failed operation.
@@ -79,19 +109,7 @@ impl Recorder {
 
     /// Percentiles of the whole run (µs).
     pub fn percentiles(&self) -> Value {
-        let h = lock(&self.total);
-        if h.is_empty() {
-            return Value::Null;
-        }
-        json!({
-            "p50": h.value_at_quantile(0.5),
-            "p90": h.value_at_quantile(0.9),
-            "p99": h.value_at_quantile(0.99),
-            "p99.9": h.value_at_quantile(0.999),
-            "max": h.max(),
-            "mean": (h.mean() * 10.0).round() / 10.0,
-            "count": h.len(),
-        })
+        percentiles_of(&lock(&self.total))
     }
 
     /// Resets everything (after a warm-up).
