@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::channel::oneshot;
 use rocketmq_remoting::protocol::message::{body_crc, sys_flag};
@@ -1182,23 +1182,16 @@ impl CommitLog {
         loop {
             // Sleep a whole interval (only stopping or a failure wakes it early). `stopping`
             // is read under the lock `close` notifies under, so the wake-up cannot be missed.
-            let deadline = Instant::now() + interval;
-            let mut stopping;
-            {
-                let mut g = lock(&self.progress);
-                loop {
-                    stopping = self.stopping.load(Ordering::Acquire);
-                    let now = Instant::now();
-                    if stopping || now >= deadline || self.failure().is_some() {
-                        break;
-                    }
-                    g = self
-                        .flusher_cv
-                        .wait_timeout(g, deadline - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
-                }
-            }
+            let stopping = {
+                let g = lock(&self.progress);
+                let _g = self
+                    .flusher_cv
+                    .wait_timeout_while(g, interval, |_| {
+                        !self.stopping.load(Ordering::Acquire) && self.failure().is_none()
+                    })
+                    .unwrap_or_else(|p| p.into_inner());
+                self.stopping.load(Ordering::Acquire)
+            };
             if self.failure().is_some() {
                 return;
             }
@@ -1241,48 +1234,37 @@ impl CommitLog {
 
     /// Blocks until `end` is durable or `timeout` passes.
     pub fn wait_durable(&self, end: u64, timeout: Duration) -> StoreResult<()> {
-        let deadline = Instant::now() + timeout;
-        let mut g = lock(&self.progress);
-        let _blocked = Blocked::enter(&self.blocked);
-        loop {
-            if let Some(why) = self.failure() {
-                return Err(StoreError::NotRunning(why));
-            }
-            if self
-                .flushed_offset()
+        let durable = || {
+            self.flushed_offset()
                 .min(self.dispatched.load(Ordering::Acquire))
                 >= end
-            {
-                return Ok(());
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(StoreError::FlushTimeout);
-            }
-            g = self
-                .progress_cv
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+        };
+        let g = lock(&self.progress);
+        let _blocked = Blocked::enter(&self.blocked);
+        let _g = self
+            .progress_cv
+            .wait_timeout_while(g, timeout, |_| self.failure().is_none() && !durable())
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(why) = self.failure() {
+            return Err(StoreError::NotRunning(why));
+        }
+        if durable() {
+            Ok(())
+        } else {
+            Err(StoreError::FlushTimeout)
         }
     }
 
     /// Blocks until every append so far is in the segment files (or `timeout`).
     pub fn wait_written(&self, end: u64, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut g = lock(&self.progress);
+        let g = lock(&self.progress);
         let _blocked = Blocked::enter(&self.blocked);
-        while self.dispatched.load(Ordering::Acquire) < end && self.failure().is_none() {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            g = self
-                .progress_cv
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        let _g = self
+            .progress_cv
+            .wait_timeout_while(g, timeout, |_| {
+                self.dispatched.load(Ordering::Acquire) < end && self.failure().is_none()
+            })
+            .unwrap_or_else(|p| p.into_inner());
         self.dispatched.load(Ordering::Acquire) >= end
     }
 

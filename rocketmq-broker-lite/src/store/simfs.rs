@@ -13,7 +13,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::vfs::{Vfs, VfsFile};
 
@@ -126,21 +126,13 @@ impl SimFs {
 
     /// Waits up to `timeout` until at least one sync waits at the gate.
     pub fn wait_for_held_sync(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut g = lock(&self.gate.0);
-        while g.waiting == 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            g = self
-                .gate
-                .1
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-        true
+        let g = lock(&self.gate.0);
+        let (g, _) = self
+            .gate
+            .1
+            .wait_timeout_while(g, timeout, |g| g.waiting == 0)
+            .unwrap_or_else(|p| p.into_inner());
+        g.waiting > 0
     }
 
     fn pass_gate(&self, path: &Path) {
