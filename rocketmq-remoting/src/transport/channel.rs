@@ -567,24 +567,14 @@ fn unwritten(f: &Frame) -> (Vec<&[u8]>, Vec<FileRegion>) {
 fn write_now(w: &OwnedWriteHalf, f: &Frame) -> std::io::Result<usize> {
     let mut done = f.written;
     let (slices, _) = unwritten(f);
-    let total: usize = slices.iter().map(|s| s.len()).sum();
-    let mut off = 0usize;
-    while off < total {
-        let mut io: Vec<IoSlice<'_>> = Vec::with_capacity(2);
-        let mut skip = off;
-        for s in &slices {
-            if skip >= s.len() {
-                skip -= s.len();
-            } else {
-                io.push(IoSlice::new(&s[skip..]));
-                skip = 0;
-            }
-        }
-        match w.try_write_vectored(&io) {
+    let mut io: Vec<IoSlice<'_>> = slices.iter().map(|s| IoSlice::new(s)).collect();
+    let mut left = &mut io[..];
+    while !left.is_empty() {
+        match w.try_write_vectored(left) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
             Ok(n) => {
-                off += n;
                 done += n;
+                IoSlice::advance_slices(&mut left, n);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(done),
             Err(e) => return Err(e),
