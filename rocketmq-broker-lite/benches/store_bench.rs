@@ -107,7 +107,9 @@ fn s1(args: &[String], dir: &std::path::Path) {
     // Stay inside the first (warm) 1 GiB segment.
     let budget = 900usize << 20;
     let n: usize = arg(args, "--messages", budget / (size + 200));
-    let rounds = (budget / (n * (size + 200))).clamp(1, 5);
+    // As many rounds (up to five) as fit the segment; ~200 bytes of record around each body.
+    let rounds_for = |size: usize| (budget / (n * (size + 200))).clamp(1, 5);
+    let rounds = rounds_for(size);
     let r = s1_rounds(dir, n, size, queues, rounds);
     let rate = median(r.iter().map(|x| x.0).collect());
     println!(
@@ -116,7 +118,7 @@ fn s1(args: &[String], dir: &std::path::Path) {
         rate * size as f64 / 1e6,
         median(r.iter().map(|x| x.1).collect())
     );
-    let small_rounds = (budget / (n * 216)).clamp(1, 5);
+    let small_rounds = rounds_for(16);
     let r = s1_rounds(dir, n, 16, queues, small_rounds);
     let ns: Vec<f64> = r.iter().map(|x| 1e9 / x.0).collect();
     let best = ns.iter().copied().fold(f64::INFINITY, f64::min);
