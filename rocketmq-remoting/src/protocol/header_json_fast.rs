@@ -330,6 +330,31 @@ mod tests {
     }
 
     #[test]
+    fn truncated_and_corrupted_headers_are_refused_or_read_alike() {
+        let header = r#"{"code":310,"extFields":{"a":"G","i":"TAGS\u0001A\"x\\","q":-12,"b":true,"n":null},"flag":0,"language":"JAVA","opaque":41,"remark":"r\u00e9","version":409}"#;
+        let bytes = header.as_bytes();
+        for end in 0..bytes.len() {
+            // Every proper prefix is incomplete JSON: refused by both readers, never a panic.
+            assert!(decode(&bytes[..end]).is_none(), "prefix of {end} bytes");
+            assert!(decode_general(&bytes[..end]).is_err());
+        }
+        for at in 0..bytes.len() {
+            for b in [
+                b'"', b'\\', b'{', b'}', b':', b',', b'-', b'0', b'u', 0x01, 0xC3, b' ',
+            ] {
+                let mut bad = bytes.to_vec();
+                bad[at] = b;
+                if let Ok(text) = std::str::from_utf8(&bad) {
+                    agree(text);
+                } else {
+                    // Not UTF-8: the direct reader refuses it wherever the byte lands.
+                    assert!(decode(&bad).is_none(), "{}", String::from_utf8_lossy(&bad));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn random_headers_agree() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let alphabet: Vec<char> = "ab\"\\/é世\u{1}\u{2}\u{7f}\u{85}\n 09-{}:,😀"
