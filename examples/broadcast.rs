@@ -30,6 +30,8 @@ async fn main() -> Result<(), rocketmq_client::ClientError> {
             .group("broadcast-consumers")
             .namesrv_addr(&target.namesrv)
             .message_model(MessageModel::Broadcasting)
+            // Members in one process need instance names of their own (one client id each).
+            .instance_name(format!("member-{i}"))
             .subscribe(topic, "*")
             .build()?;
         consumer.register_message_listener_concurrently(concurrently_fn(move |msgs, _q| {

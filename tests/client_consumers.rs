@@ -15,7 +15,7 @@ use rocketmq_client::consumer::{
     DefaultMQPushConsumer, MessageModel, PushConsumerConfig,
 };
 use rocketmq_client::producer::SelectMessageQueueByHash;
-use rocketmq_client::{Message, MessageQueue};
+use rocketmq_client::{ClientConfig, Message, MessageQueue};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -197,8 +197,12 @@ async fn broadcasting_delivers_everything_to_each_member() {
             local_offset_store_dir: Some(dir.path().to_path_buf()),
             ..PushConsumerConfig::default()
         };
+        // Two members in one process need two instance names (two client ids), as in Java.
         let cons = DefaultMQPushConsumer::builder()
-            .client_config(fast_client(&ns))
+            .client_config(ClientConfig {
+                instance_name: format!("member-{i}"),
+                ..fast_client(&ns)
+            })
             .consumer_config(cfg)
             .subscribe("Bcast", "*")
             .build()

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use rocketmq_remoting::protocol::message::MessageQueue;
 use rocketmq_remoting::protocol::ResponseCode;
 use rocketmq_remoting::RemotingError;
 
@@ -79,6 +80,21 @@ pub enum ClientError {
     /// No name server answered.
     #[error("no name server available ({0})")]
     NoNameServer(String),
+    /// Consumer offsets that were not stored (on the broker, or in the local offsets file):
+    /// each queue with the reason.
+    #[error("the offsets of {} queue(s) were not stored: {}", .failed.len(), describe_failed(.failed))]
+    OffsetsNotStored {
+        /// The queues whose offsets were not stored, with the reason of each.
+        failed: Vec<(MessageQueue, String)>,
+    },
+}
+
+fn describe_failed(failed: &[(MessageQueue, String)]) -> String {
+    failed
+        .iter()
+        .map(|(mq, why)| format!("{mq} ({why})"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl ClientError {
@@ -89,6 +105,7 @@ impl ClientError {
             ClientError::Server { code, .. } => code.is_send_retriable(),
             ClientError::Timeout { .. }
             | ClientError::NoNameServer(_)
+            | ClientError::OffsetsNotStored { .. }
             | ClientError::BrokerNotFound { .. } => true,
             _ => false,
         }

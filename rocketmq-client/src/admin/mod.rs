@@ -67,9 +67,13 @@ impl MQAdmin {
         })
     }
 
-    /// An admin client with explicit settings.
+    /// An admin client with explicit settings. An instance name other than `DEFAULT` is kept
+    /// (so the admin shares the client instance of that name); `DEFAULT` becomes a name of its
+    /// own, as Java's `changeInstanceNameToPID` does.
     pub fn with_config(mut config: ClientConfig) -> Result<Self> {
-        config.instance_name = format!("admin-{}", resolve_instance_name("DEFAULT"));
+        if config.instance_name == "DEFAULT" {
+            config.instance_name = format!("admin-{}", resolve_instance_name("DEFAULT"));
+        }
         let name = config.instance_name.clone();
         Ok(Self {
             inst: ClientInstance::get_or_create(&config, &name)?,
@@ -295,8 +299,9 @@ impl MQAdmin {
             .map_err(|e| Self::protocol_error(addr, e))
     }
 
-    /// Closes the connections.
+    /// Closes the connections (unless producers or consumers of the same client instance still
+    /// use them; then they close with the last of those). Dropping the last clone does the same.
     pub fn shutdown(&self) {
-        self.inst.shutdown_now();
+        self.inst.shutdown_if_unused();
     }
 }

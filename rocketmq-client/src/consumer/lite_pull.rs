@@ -14,8 +14,12 @@ use super::allocate::{AllocateMessageQueueAveragely, AllocateMessageQueueStrateg
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::instance::{lock, subscribe_queues};
+use crate::internal::lifecycle::Stopping;
 use crate::internal::lite_pull::LiteEngine;
 use crate::internal::send::now_ms;
+
+/// The shortest auto-commit period (Java `MIN_AUTOCOMMIT_INTERVAL_MILLIS`, 1 s).
+pub const MIN_AUTO_COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Lite pull consumer settings; the defaults are Java's.
 #[derive(Clone)]
@@ -40,7 +44,7 @@ pub struct LitePullConsumerConfig {
     pub poll_timeout: Duration,
     /// Commit polled positions automatically (true).
     pub auto_commit: bool,
-    /// Auto-commit period (5 s).
+    /// Auto-commit period (5 s; at least [`MIN_AUTO_COMMIT_INTERVAL`]).
     pub auto_commit_interval: Duration,
     /// Broadcasting: directory of the local offsets file.
     pub local_offset_store_dir: Option<PathBuf>,
@@ -81,10 +85,50 @@ enum State {
         assigned: Option<BTreeSet<MessageQueue>>,
     },
     Running(Arc<LiteEngine>),
-    ShutDown,
+    Stopping(Stopping),
+}
+
+struct Inner {
+    client: ClientConfig,
+    cfg: LitePullConsumerConfig,
+    state: Mutex<State>,
+    /// Serialises `start` and `shutdown`.
+    op: tokio::sync::Mutex<()>,
+    /// The stop of an engine whose start was cancelled or failed: the next start waits for it.
+    aborted: Mutex<Option<Stopping>>,
+}
+
+impl Drop for Inner {
+    /// The last handle of a running consumer is gone: stop it in the background.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let State::Running(engine) = state {
+            engine.stop_dropped();
+        }
+    }
+}
+
+/// Stops the engine of a start that did not finish (cancelled, or failed).
+struct AbortOnDrop<'a> {
+    inner: &'a Inner,
+    engine: Option<Arc<LiteEngine>>,
+}
+
+impl Drop for AbortOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(engine) = self.engine.take() {
+            *lock(&self.inner.aborted) = Some(engine.stop());
+        }
+    }
 }
 
 /// A lite pull consumer. Cheap to clone; every clone is the same consumer.
+///
+/// Lifecycle: [`start`](Self::start) once (a failed or cancelled start can be retried),
+/// [`shutdown`](Self::shutdown) when done. Every `async fn` is cancel-safe: a dropped `poll`
+/// loses no message (a batch is taken from the queue only when it is returned), a dropped
+/// `start` stops what it had begun, a dropped `shutdown` still finishes in the background.
+/// Dropping the last clone of a started consumer stops it as `shutdown` does, in the background.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rocketmq_client::ClientError> {
@@ -104,15 +148,13 @@ enum State {
 /// ```
 #[derive(Clone)]
 pub struct DefaultLitePullConsumer {
-    client: ClientConfig,
-    cfg: LitePullConsumerConfig,
-    state: Arc<Mutex<State>>,
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for DefaultLitePullConsumer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DefaultLitePullConsumer")
-            .field("group", &self.cfg.group)
+            .field("group", &self.inner.cfg.group)
             .finish()
     }
 }
@@ -185,18 +227,28 @@ impl LitePullConsumerBuilder {
         if !(1..=1024).contains(&self.cfg.pull_batch_size) {
             return Err(ClientError::Config("pull_batch_size is 1..=1024".into()));
         }
-        if self.cfg.auto_commit_interval < Duration::from_millis(1) {
-            return Err(ClientError::Config(
-                "auto_commit_interval must be positive".into(),
-            ));
+        // Java `DefaultLitePullConsumer.MIN_AUTOCOMMIT_INTERVAL_MILLIS` (its setter ignores
+        // anything shorter; here it is an error rather than a silent default).
+        if self.cfg.auto_commit_interval < MIN_AUTO_COMMIT_INTERVAL {
+            return Err(ClientError::Config(format!(
+                "auto_commit_interval must be at least {MIN_AUTO_COMMIT_INTERVAL:?}, not {:?}",
+                self.cfg.auto_commit_interval
+            )));
+        }
+        if self.cfg.poll_timeout.is_zero() {
+            return Err(ClientError::Config("poll_timeout must be positive".into()));
         }
         Ok(DefaultLitePullConsumer {
-            client: self.client,
-            cfg: self.cfg,
-            state: Arc::new(Mutex::new(State::Created {
-                subscriptions: BTreeMap::new(),
-                assigned: None,
-            })),
+            inner: Arc::new(Inner {
+                client: self.client,
+                cfg: self.cfg,
+                state: Mutex::new(State::Created {
+                    subscriptions: BTreeMap::new(),
+                    assigned: None,
+                }),
+                op: tokio::sync::Mutex::new(()),
+                aborted: Mutex::new(None),
+            }),
         })
     }
 }
@@ -210,7 +262,7 @@ impl DefaultLitePullConsumer {
     /// Subscribes to `topic` (before `start`; not with `assign`).
     pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
         check_topic(topic)?;
-        match &mut *lock(&self.state) {
+        match &mut *lock(&self.inner.state) {
             State::Created {
                 subscriptions,
                 assigned: None,
@@ -232,7 +284,7 @@ impl DefaultLitePullConsumer {
     pub async fn assign(&self, queues: impl IntoIterator<Item = MessageQueue>) -> Result<()> {
         let queues: BTreeSet<MessageQueue> = queues.into_iter().collect();
         let engine = {
-            let mut state = lock(&self.state);
+            let mut state = lock(&self.inner.state);
             match &mut *state {
                 State::Created {
                     subscriptions,
@@ -247,53 +299,55 @@ impl DefaultLitePullConsumer {
                     return Ok(());
                 }
                 State::Running(e) => e.clone(),
-                State::ShutDown => return Err(ClientError::NotRunning),
+                State::Stopping(_) => return Err(ClientError::NotRunning),
             }
         };
         engine.assign(queues).await
     }
 
-    /// Starts pulling.
+    /// Starts pulling. A start that fails, or whose future is dropped, leaves the consumer as
+    /// built (what it had begun is stopped), so it can be started again.
     pub async fn start(&self) -> Result<()> {
-        let (subscriptions, assigned) = {
-            let mut state = lock(&self.state);
-            match std::mem::replace(&mut *state, State::ShutDown) {
-                State::Created {
-                    subscriptions,
-                    assigned,
-                } => (subscriptions, assigned),
-                other => {
-                    *state = other;
-                    return Err(ClientError::Config(
-                        "the consumer was already started".into(),
-                    ));
-                }
+        let _op = self.inner.op.lock().await;
+        let previous = lock(&self.inner.aborted).clone();
+        if let Some(stop) = previous {
+            stop.await;
+            *lock(&self.inner.aborted) = None;
+        }
+        let (subscriptions, assigned) = match &*lock(&self.inner.state) {
+            State::Created {
+                subscriptions,
+                assigned,
+            } => (subscriptions.clone(), assigned.clone()),
+            State::Running(_) => {
+                return Err(ClientError::Config(
+                    "the consumer was already started".into(),
+                ))
+            }
+            State::Stopping(_) => {
+                return Err(ClientError::Config(
+                    "the consumer was shut down; build a new one".into(),
+                ))
             }
         };
-        match LiteEngine::start(
-            self.client.clone(),
-            self.cfg.clone(),
-            subscriptions.clone(),
-            assigned.clone(),
-        )
-        .await
-        {
-            Ok(e) => {
-                *lock(&self.state) = State::Running(e);
-                Ok(())
-            }
-            Err(err) => {
-                *lock(&self.state) = State::Created {
-                    subscriptions,
-                    assigned,
-                };
-                Err(err)
-            }
-        }
+        let engine = LiteEngine::new(
+            self.inner.client.clone(),
+            self.inner.cfg.clone(),
+            subscriptions,
+            assigned.is_none(),
+        )?;
+        let mut guard = AbortOnDrop {
+            inner: &self.inner,
+            engine: Some(engine.clone()),
+        };
+        engine.run(assigned).await?;
+        guard.engine = None;
+        *lock(&self.inner.state) = State::Running(engine);
+        Ok(())
     }
 
     fn engine(&self) -> Result<Arc<LiteEngine>> {
-        match &*lock(&self.state) {
+        match &*lock(&self.inner.state) {
             State::Running(e) => Ok(e.clone()),
             _ => Err(ClientError::NotRunning),
         }
@@ -302,7 +356,7 @@ impl DefaultLitePullConsumer {
     /// Waits up to `poll_timeout` for messages (empty on timeout). Polled messages count as
     /// consumed: their position is committed by the next commit.
     pub async fn poll(&self) -> Result<Vec<MessageExt>> {
-        self.poll_timeout(self.cfg.poll_timeout).await
+        self.poll_timeout(self.inner.cfg.poll_timeout).await
     }
 
     /// [`poll`](Self::poll) with its own timeout.
@@ -363,16 +417,17 @@ impl DefaultLitePullConsumer {
         }
     }
 
-    /// Commits the polled positions of every assigned queue now.
+    /// Commits the polled positions of every assigned queue now. Fails with
+    /// [`ClientError::OffsetsNotStored`], naming each queue, when an offset was not stored (on
+    /// the broker, or in the local file of a broadcasting consumer).
     pub async fn commit_sync(&self) -> Result<()> {
-        self.engine()?.commit_all(true).await;
-        Ok(())
+        self.engine()?.commit_all(true).await
     }
 
-    /// Commits the given positions ("next offset to consume" per queue).
+    /// Commits the given positions ("next offset to consume" per queue). Fails as
+    /// [`commit_sync`](Self::commit_sync) does.
     pub async fn commit(&self, offsets: &BTreeMap<MessageQueue, i64>) -> Result<()> {
-        self.engine()?.commit(offsets).await;
-        Ok(())
+        self.engine()?.commit(offsets).await
     }
 
     /// The committed offset of `mq` (-1 if none).
@@ -386,15 +441,23 @@ impl DefaultLitePullConsumer {
         Ok(o)
     }
 
-    /// Commits (with auto-commit), stops pulling and leaves the group. Idempotent.
+    /// Commits (with auto-commit), stops pulling and leaves the group. Idempotent and
+    /// cancel-safe: once begun, the stop finishes in the background, and a later call waits
+    /// for it. A shut-down consumer cannot be started again (as in Java).
     pub async fn shutdown(&self) {
-        let engine = {
-            let mut state = lock(&self.state);
-            match std::mem::replace(&mut *state, State::ShutDown) {
-                State::Running(e) => e,
-                _ => return,
+        let _op = self.inner.op.lock().await;
+        let stop = {
+            let mut state = lock(&self.inner.state);
+            match &*state {
+                State::Running(engine) => {
+                    let stop = engine.stop();
+                    *state = State::Stopping(stop.clone());
+                    stop
+                }
+                State::Stopping(stop) => stop.clone(),
+                State::Created { .. } => return,
             }
         };
-        engine.shutdown().await;
+        stop.await;
     }
 }

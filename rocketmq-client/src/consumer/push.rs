@@ -14,6 +14,7 @@ use super::listener::{MessageListenerConcurrently, MessageListenerOrderly};
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::instance::lock;
+use crate::internal::lifecycle::Stopping;
 use crate::internal::push::{Listener, PushEngine};
 use crate::internal::send::now_ms;
 
@@ -105,16 +106,51 @@ enum State {
         listener: Option<Listener>,
     },
     Running(Arc<PushEngine>),
-    ShutDown,
+    Stopping(Stopping),
 }
 
 struct Inner {
     client: ClientConfig,
     cfg: PushConsumerConfig,
     state: Mutex<State>,
+    /// Serialises `start` and `shutdown`.
+    op: tokio::sync::Mutex<()>,
+    /// The stop of an engine whose start was cancelled or failed: the next start waits for it.
+    aborted: Mutex<Option<Stopping>>,
+}
+
+impl Drop for Inner {
+    /// The last handle of a running consumer is gone: stop pulling and consuming at once, and
+    /// persist offsets, release locks and leave the group in the background.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let State::Running(engine) = state {
+            engine.stop_dropped();
+        }
+    }
+}
+
+/// Stops the engine of a start that did not finish (cancelled, or failed).
+struct AbortOnDrop<'a> {
+    inner: &'a Inner,
+    engine: Option<Arc<PushEngine>>,
+}
+
+impl Drop for AbortOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(engine) = self.engine.take() {
+            *lock(&self.inner.aborted) = Some(engine.stop());
+        }
+    }
 }
 
 /// A push consumer. Cheap to clone; every clone is the same consumer.
+///
+/// Lifecycle: [`start`](Self::start) once (a failed or cancelled start can be retried),
+/// [`shutdown`](Self::shutdown) when done. Every `async fn` is cancel-safe: a dropped `start`
+/// stops what it had begun (no listener is called afterwards), a dropped `shutdown` still
+/// finishes in the background. Dropping the last clone of a started consumer stops it as
+/// `shutdown` does, in the background.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), rocketmq_client::ClientError> {
@@ -282,6 +318,8 @@ impl PushConsumerBuilder {
                     subscriptions: BTreeMap::new(),
                     listener: None,
                 }),
+                op: tokio::sync::Mutex::new(()),
+                aborted: Mutex::new(None),
             }),
         };
         for (t, e) in &self.subscriptions {
@@ -351,27 +389,35 @@ impl DefaultMQPushConsumer {
         self.set_listener(Listener::Orderly(Arc::new(listener)))
     }
 
-    /// Starts: joins the group, rebalances, and starts pulling.
+    /// Starts: joins the group, rebalances, and starts pulling. A start that fails, or whose
+    /// future is dropped, leaves the consumer as built (what it had begun is stopped), so it can
+    /// be started again.
     pub async fn start(&self) -> Result<()> {
-        let (mut subscriptions, listener) = {
-            let mut state = lock(&self.inner.state);
-            match std::mem::replace(&mut *state, State::ShutDown) {
-                State::Created {
-                    subscriptions,
-                    listener: Some(listener),
-                } => (subscriptions, listener),
-                other @ State::Created { listener: None, .. } => {
-                    *state = other;
-                    return Err(ClientError::Config(
-                        "register a message listener before start".into(),
-                    ));
-                }
-                other => {
-                    *state = other;
-                    return Err(ClientError::Config(
-                        "the consumer was already started".into(),
-                    ));
-                }
+        let _op = self.inner.op.lock().await;
+        let previous = lock(&self.inner.aborted).clone();
+        if let Some(stop) = previous {
+            stop.await;
+            *lock(&self.inner.aborted) = None;
+        }
+        let (mut subscriptions, listener) = match &*lock(&self.inner.state) {
+            State::Created {
+                subscriptions,
+                listener: Some(listener),
+            } => (subscriptions.clone(), listener.clone()),
+            State::Created { listener: None, .. } => {
+                return Err(ClientError::Config(
+                    "register a message listener before start".into(),
+                ))
+            }
+            State::Running(_) => {
+                return Err(ClientError::Config(
+                    "the consumer was already started".into(),
+                ))
+            }
+            State::Stopping(_) => {
+                return Err(ClientError::Config(
+                    "the consumer was shut down; build a new one".into(),
+                ))
             }
         };
         let cfg = &self.inner.cfg;
@@ -382,29 +428,20 @@ impl DefaultMQPushConsumer {
                 SubscriptionData::from_tag_expression(rt, "*", now_ms()),
             );
         }
-        match PushEngine::start(
+        let engine = PushEngine::new(
             self.inner.client.clone(),
             cfg.clone(),
-            subscriptions.clone(),
-            listener.clone(),
-        )
-        .await
-        {
-            Ok(engine) => {
-                *lock(&self.inner.state) = State::Running(engine);
-                Ok(())
-            }
-            Err(e) => {
-                subscriptions.retain(|t, _| {
-                    !t.starts_with(rocketmq_remoting::protocol::topic::RETRY_GROUP_TOPIC_PREFIX)
-                });
-                *lock(&self.inner.state) = State::Created {
-                    subscriptions,
-                    listener: Some(listener),
-                };
-                Err(e)
-            }
-        }
+            subscriptions,
+            listener,
+        )?;
+        let mut guard = AbortOnDrop {
+            inner: &self.inner,
+            engine: Some(engine.clone()),
+        };
+        engine.run().await?;
+        guard.engine = None;
+        *lock(&self.inner.state) = State::Running(engine);
+        Ok(())
     }
 
     fn engine(&self) -> Result<Arc<PushEngine>> {
@@ -452,15 +489,23 @@ impl DefaultMQPushConsumer {
 
     /// Stops pulling, waits (up to `await_termination`) for running listener calls, commits
     /// offsets, releases queue locks and leaves the group. Idempotent. Messages pulled but not
-    /// consumed are delivered again (to this group) later: nothing is lost.
+    /// consumed are delivered again (to this group) later: nothing is lost. Cancel-safe: once
+    /// begun, the stop finishes in the background, and a later call waits for it. A shut-down
+    /// consumer cannot be started again (as in Java).
     pub async fn shutdown(&self) {
-        let engine = {
+        let _op = self.inner.op.lock().await;
+        let stop = {
             let mut state = lock(&self.inner.state);
-            match std::mem::replace(&mut *state, State::ShutDown) {
-                State::Running(e) => e,
-                _ => return,
+            match &*state {
+                State::Running(engine) => {
+                    let stop = engine.stop();
+                    *state = State::Stopping(stop.clone());
+                    stop
+                }
+                State::Stopping(stop) => stop.clone(),
+                State::Created { .. } => return,
             }
         };
-        engine.shutdown().await;
+        stop.await;
     }
 }

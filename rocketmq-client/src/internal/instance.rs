@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::Rng;
 use rocketmq_remoting::protocol::body::{
-    ConsumerData, HeartbeatData, ProducerData, TopicRouteData,
+    ConsumerData, HeartbeatData, MessageModel, ProducerData, TopicRouteData,
 };
 use rocketmq_remoting::protocol::headers::{
     CheckTransactionStateRequestHeader, ConsumerGroupRequestHeader,
@@ -93,6 +93,17 @@ pub(crate) fn resolve_instance_name(name: &str) -> String {
     format!("{}#{}", std::process::id(), nanos)
 }
 
+/// The instance name a consumer runs under: Java changes `DEFAULT` to the pid only for
+/// clustering consumers (`changeInstanceNameToPID` in `DefaultMQPushConsumerImpl.start` and
+/// `DefaultLitePullConsumerImpl.start`), so a broadcasting consumer keeps `<ip>@DEFAULT`, and
+/// with it the directory of its local offsets, across restarts.
+pub(crate) fn instance_name_for(config: &ClientConfig, model: MessageModel) -> String {
+    match model {
+        MessageModel::Clustering => resolve_instance_name(&config.instance_name),
+        MessageModel::Broadcasting => config.instance_name.clone(),
+    }
+}
+
 /// Shared client state per client id.
 pub(crate) struct ClientInstance {
     pub(crate) client_id: String,
@@ -102,8 +113,10 @@ pub(crate) struct ClientInstance {
     namesrv_current: AtomicUsize,
     routes: Mutex<HashMap<String, TopicRouteData>>,
     brokers: Mutex<HashMap<String, BTreeMap<i64, String>>>,
-    producers: Mutex<BTreeMap<String, Arc<ProducerCore>>>,
-    consumers: Mutex<BTreeMap<String, Arc<dyn ConsumerHook>>>,
+    /// Producer engines, not owned: their handles own them.
+    producers: Mutex<BTreeMap<String, Weak<ProducerCore>>>,
+    /// Consumer engines, not owned: their handles own them.
+    consumers: Mutex<BTreeMap<String, Weak<dyn ConsumerHook>>>,
     rebalance_wakeup: Arc<Notify>,
     heartbeat_wakeup: Arc<Notify>,
     route_gate: tokio::sync::Mutex<()>,
@@ -119,6 +132,14 @@ impl std::fmt::Debug for ClientInstance {
         f.debug_struct("ClientInstance")
             .field("client_id", &self.client_id)
             .finish()
+    }
+}
+
+impl Drop for ClientInstance {
+    fn drop(&mut self) {
+        // The last engine or admin handle is gone: stop the periodic tasks and close the
+        // connections (the tasks hold the instance weakly, so they end by themselves too).
+        self.shutdown_now();
     }
 }
 
@@ -214,16 +235,16 @@ impl ClientInstance {
     }
 
     /// Registers a producer group; fails if the group is already registered here.
-    pub(crate) fn register_producer(&self, core: Arc<ProducerCore>) -> Result<()> {
+    pub(crate) fn register_producer(&self, core: &Arc<ProducerCore>) -> Result<()> {
         let mut p = lock(&self.producers);
         let group = core.settings.group.clone();
-        if p.contains_key(&group) {
+        if p.get(&group).is_some_and(|w| w.strong_count() > 0) {
             return Err(ClientError::Config(format!(
                 "the producer group {group:?} has been created before in client {}; specify another name",
                 self.client_id
             )));
         }
-        p.insert(group, core);
+        p.insert(group, Arc::downgrade(core));
         Ok(())
     }
 
@@ -231,14 +252,44 @@ impl ClientInstance {
     pub(crate) fn register_consumer(&self, hook: Arc<dyn ConsumerHook>) -> Result<()> {
         let mut c = lock(&self.consumers);
         let group = hook.group();
-        if c.contains_key(&group) {
+        if c.get(&group).is_some_and(|w| w.strong_count() > 0) {
             return Err(ClientError::Config(format!(
                 "the consumer group {group:?} has been created before in client {}; specify another name",
                 self.client_id
             )));
         }
-        c.insert(group, hook);
+        c.insert(group, Arc::downgrade(&hook));
         Ok(())
+    }
+
+    /// The producer engines still alive.
+    fn live_producers(&self) -> Vec<Arc<ProducerCore>> {
+        lock(&self.producers)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// The consumer engines still alive.
+    fn live_consumers(&self) -> Vec<Arc<dyn ConsumerHook>> {
+        lock(&self.consumers)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// Removes the producer `core` from this instance without telling the brokers, and stops
+    /// the instance when nothing is left (a stop without a runtime).
+    pub(crate) fn forget_producer(&self, core: &ProducerCore) {
+        remove_entry(&self.producers, &core.settings.group, addr_of(core));
+        self.shutdown_if_unused();
+    }
+
+    /// Removes the consumer `engine` of `group` from this instance without telling the brokers,
+    /// and stops the instance when nothing is left (a stop without a runtime).
+    pub(crate) fn forget_consumer(&self, group: &str, engine: usize) {
+        remove_entry(&self.consumers, group, engine);
+        self.shutdown_if_unused();
     }
 
     /// Starts the periodic tasks (once).
@@ -284,8 +335,7 @@ impl ClientInstance {
             Duration::from_secs(10).min(cfg.persist_consumer_offset_interval * 2),
             cfg.persist_consumer_offset_interval,
             |inst| async move {
-                let consumers: Vec<_> = lock(&inst.consumers).values().cloned().collect();
-                for c in consumers {
+                for c in inst.live_consumers() {
                     c.persist_offsets().await;
                 }
             },
@@ -338,24 +388,24 @@ impl ClientInstance {
     }
 
     async fn rebalance_all(&self) {
-        let consumers: Vec<_> = lock(&self.consumers).values().cloned().collect();
-        for c in consumers {
+        for c in self.live_consumers() {
             c.rebalance().await;
         }
     }
 
-    /// Unregisters a producer group from every broker; shuts the instance down when nothing is
-    /// left.
-    pub(crate) async fn unregister_producer(&self, group: &str) {
-        lock(&self.producers).remove(group);
+    /// Unregisters the producer `core` from every broker; shuts the instance down when nothing
+    /// is left.
+    pub(crate) async fn unregister_producer(&self, core: &ProducerCore) {
+        let group = &core.settings.group;
+        remove_entry(&self.producers, group, addr_of(core));
         self.unregister_client(Some(group), None).await;
         self.shutdown_if_unused();
     }
 
-    /// Unregisters a consumer group from every broker; shuts the instance down when nothing is
-    /// left.
-    pub(crate) async fn unregister_consumer(&self, group: &str) {
-        lock(&self.consumers).remove(group);
+    /// Unregisters the consumer `engine` of `group` from every broker; shuts the instance down
+    /// when nothing is left.
+    pub(crate) async fn unregister_consumer(&self, group: &str, engine: usize) {
+        remove_entry(&self.consumers, group, engine);
         self.unregister_client(None, Some(group)).await;
         self.shutdown_if_unused();
     }
@@ -378,7 +428,10 @@ impl ClientInstance {
         futures::future::join_all(calls).await;
     }
 
-    fn shutdown_if_unused(&self) {
+    /// Stops the instance if no producer or consumer is registered any more.
+    pub(crate) fn shutdown_if_unused(&self) {
+        lock(&self.producers).retain(|_, w| w.strong_count() > 0);
+        lock(&self.consumers).retain(|_, w| w.strong_count() > 0);
         if lock(&self.producers).is_empty() && lock(&self.consumers).is_empty() {
             self.shutdown_now();
         }
@@ -466,10 +519,15 @@ impl ClientInstance {
         }
     }
 
-    /// Builds `topic`'s publish info from the route of `template` (`TBW102`), with at most
-    /// `queue_nums` queues per broker: the broker creates the topic on the first send.
+    /// The route of `template` (`TBW102`) with at most `queue_nums` queues per broker, taken as
+    /// the route of `topic` until the name servers know `topic` itself: the broker creates the
+    /// topic on the first send. Like Java's `updateTopicRouteInfoFromNameServer(topic, true,
+    /// producer)`, the route is kept under `topic`, so the brokers it names stay known (a
+    /// transaction is ended, and the periodic clean-up keeps their addresses, even before the
+    /// new topic is registered).
     pub(crate) async fn default_route(
         &self,
+        topic: &str,
         template: &str,
         queue_nums: i32,
     ) -> Result<Option<TopicRouteData>> {
@@ -482,7 +540,7 @@ impl ClientInstance {
             q.read_queue_nums = n;
             q.write_queue_nums = n;
         }
-        self.merge_brokers(&route);
+        self.apply_route(topic, route.clone());
         Ok(Some(route))
     }
 
@@ -505,7 +563,7 @@ impl ClientInstance {
     fn apply_route(&self, topic: &str, route: TopicRouteData) {
         self.merge_brokers(&route);
         let changed = lock(&self.routes).get(topic) != Some(&route);
-        let producers: Vec<_> = lock(&self.producers).values().cloned().collect();
+        let producers = self.live_producers();
         for p in producers
             .iter()
             .chain(std::iter::once(&self.inner_producer))
@@ -513,8 +571,7 @@ impl ClientInstance {
             p.update_publish_info(topic, &route);
         }
         let queues = subscribe_queues(topic, &route);
-        let consumers: Vec<_> = lock(&self.consumers).values().cloned().collect();
-        for c in consumers {
+        for c in self.live_consumers() {
             c.update_subscribe_info(topic, queues.clone());
         }
         if changed {
@@ -530,11 +587,11 @@ impl ClientInstance {
 
     async fn update_all_routes(&self) {
         let mut topics: BTreeSet<String> = BTreeSet::new();
-        for p in lock(&self.producers).values() {
+        for p in self.live_producers() {
             topics.extend(p.topics());
         }
         topics.extend(self.inner_producer.topics());
-        for c in lock(&self.consumers).values() {
+        for c in self.live_consumers() {
             topics.extend(c.topics());
         }
         for t in topics {
@@ -654,10 +711,11 @@ impl ClientInstance {
     // ---- heartbeats ----
 
     fn heartbeat_data(&self) -> HeartbeatData {
-        let mut producer_data_set: Vec<ProducerData> = lock(&self.producers)
-            .keys()
-            .map(|g| ProducerData {
-                group_name: g.clone(),
+        let mut producer_data_set: Vec<ProducerData> = self
+            .live_producers()
+            .iter()
+            .map(|p| ProducerData {
+                group_name: p.settings.group.clone(),
             })
             .collect();
         producer_data_set.push(ProducerData {
@@ -665,8 +723,9 @@ impl ClientInstance {
         });
         HeartbeatData {
             client_id: self.client_id.clone(),
-            consumer_data_set: lock(&self.consumers)
-                .values()
+            consumer_data_set: self
+                .live_consumers()
+                .iter()
                 .map(|c| c.consumer_data())
                 .collect(),
             producer_data_set,
@@ -698,8 +757,7 @@ impl ClientInstance {
 
     /// Refreshes the routes of consumers whose topics have no queue information yet.
     pub(crate) async fn update_consumer_routes(&self) -> Result<()> {
-        let consumers: Vec<_> = lock(&self.consumers).values().cloned().collect();
-        for c in consumers {
+        for c in self.live_consumers() {
             if !c.needs_route() {
                 continue;
             }
@@ -731,11 +789,26 @@ impl ClientInstance {
             tracing::warn!("CHECK_TRANSACTION_STATE without a producer group");
             return;
         };
-        let producer = lock(&self.producers).get(&group).cloned();
+        let producer = lock(&self.producers).get(&group).and_then(Weak::upgrade);
         match producer {
             Some(p) => p.check_transaction(self, ctx.remote_addr().to_string(), msg, header),
             None => tracing::debug!(group, "CHECK_TRANSACTION_STATE for a group not here"),
         }
+    }
+}
+
+/// The address of an engine, to tell it from another engine of the same group.
+pub(crate) fn addr_of<T: ?Sized>(engine: &T) -> usize {
+    engine as *const T as *const () as usize
+}
+
+/// Removes `group`'s entry if it is `engine` (or dead): a newer engine of the group stays.
+fn remove_entry<T: ?Sized>(table: &Mutex<BTreeMap<String, Weak<T>>>, group: &str, engine: usize) {
+    let mut t = lock(table);
+    if t.get(group)
+        .is_some_and(|w| w.strong_count() == 0 || w.as_ptr() as *const () as usize == engine)
+    {
+        t.remove(group);
     }
 }
 

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::api::PullStatus;
-use super::instance::{lock, resolve_instance_name, ClientInstance, ConsumerHook, MASTER_ID};
+use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
+use super::lifecycle::{spawn_stop, stop_on_drop, Stopping};
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::push::post_process;
@@ -71,13 +72,14 @@ pub(crate) struct LiteEngine {
 }
 
 impl LiteEngine {
-    pub(crate) async fn start(
+    /// Creates the engine and registers it with its client instance (nothing runs yet).
+    pub(crate) fn new(
         client: ClientConfig,
         cfg: LitePullConsumerConfig,
         subscriptions: BTreeMap<String, SubscriptionData>,
-        assigned: Option<BTreeSet<MessageQueue>>,
+        subscribe_mode: bool,
     ) -> Result<Arc<LiteEngine>> {
-        let name = resolve_instance_name(&client.instance_name);
+        let name = instance_name_for(&client, cfg.message_model);
         let inst = ClientInstance::get_or_create(&client, &name)?;
         let offsets = match cfg.message_model {
             MessageModel::Broadcasting => {
@@ -90,7 +92,6 @@ impl LiteEngine {
             MessageModel::Clustering => OffsetStore::remote(&cfg.group),
         };
         let (tx, rx) = mpsc::unbounded_channel();
-        let subscribe_mode = assigned.is_none();
         let engine = Arc::new_cyclic(|me| LiteEngine {
             rebalance: RebalanceCore::new(
                 cfg.group.clone(),
@@ -116,16 +117,49 @@ impl LiteEngine {
             me: me.clone(),
         });
         inst.register_consumer(engine.clone())?;
+        Ok(engine)
+    }
+
+    /// Joins the group and starts pulling the subscribed (or `assigned`) queues.
+    pub(crate) async fn run(&self, assigned: Option<BTreeSet<MessageQueue>>) -> Result<()> {
+        let inst = &self.inst;
         inst.start();
         if let Err(e) = inst.update_consumer_routes().await {
-            tracing::warn!(group = %engine.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
+            tracing::warn!(group = %self.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
         }
         inst.send_heartbeat_all().await;
         match assigned {
-            Some(mqs) => engine.assign(mqs).await?,
+            Some(mqs) => self.assign(mqs).await?,
             None => inst.rebalance_now(),
         }
-        Ok(engine)
+        Ok(())
+    }
+
+    /// Stops pulling at once, and finishes the stop (commit, leaving the group) in the
+    /// background.
+    pub(crate) fn stop(self: &Arc<Self>) -> Stopping {
+        self.stopping.cancel();
+        let (a, b) = (self.clone(), self.clone());
+        spawn_stop(async move { a.shutdown().await }, move || b.forget())
+    }
+
+    /// [`stop`](Self::stop) for an engine whose last handle is gone: bounded, nobody waits.
+    pub(crate) fn stop_dropped(self: &Arc<Self>) {
+        self.stopping.cancel();
+        let (a, b) = (self.clone(), self.clone());
+        stop_on_drop(
+            "lite pull consumer",
+            async move { a.shutdown().await },
+            move || b.forget(),
+        );
+    }
+
+    /// Leaves the client instance without a word to the brokers (no runtime left).
+    fn forget(&self) {
+        for st in lock(&self.queues).values() {
+            st.pq.set_dropped(true);
+        }
+        self.inst.forget_consumer(&self.cfg.group, addr_of(self));
     }
 
     /// Replaces the assigned queues (assign mode).
@@ -193,7 +227,7 @@ impl LiteEngine {
             if st.consumed >= 0 {
                 self.offsets.update(mq, st.consumed, false);
             }
-            self.offsets.persist(&self.inst, mq).await;
+            let _ = self.offsets.persist(&self.inst, mq).await;
             self.offsets.remove(mq);
         }
         lock(&self.rebalance.process_queues).remove(mq);
@@ -313,7 +347,8 @@ impl LiteEngine {
         if self.cfg.auto_commit
             && lock(&self.last_commit).elapsed() >= self.cfg.auto_commit_interval
         {
-            self.commit_all(true).await;
+            // Failures are logged; the next auto-commit writes the positions again.
+            let _ = self.commit_all(true).await;
         }
         let deadline = tokio::time::Instant::now() + timeout;
         let mut rx = self.rx.lock().await;
@@ -392,8 +427,8 @@ impl LiteEngine {
         }
     }
 
-    /// Commits the consumed positions of every assigned queue.
-    pub(crate) async fn commit_all(&self, persist: bool) {
+    /// Commits the consumed positions of every assigned queue (to the store, with `persist`).
+    pub(crate) async fn commit_all(&self, persist: bool) -> Result<()> {
         *lock(&self.last_commit) = Instant::now();
         let positions: Vec<(MessageQueue, i64)> = lock(&self.queues)
             .iter()
@@ -403,22 +438,35 @@ impl LiteEngine {
         for (mq, off) in &positions {
             self.offsets.update(mq, *off, false);
         }
-        if persist {
-            let mqs = positions.into_iter().map(|(m, _)| m).collect();
-            self.offsets.persist_all(&self.inst, &mqs).await;
+        if !persist {
+            return Ok(());
         }
+        let mqs = positions.into_iter().map(|(m, _)| m).collect();
+        self.offsets.persist_all(&self.inst, &mqs).await
     }
 
-    /// Commits explicit positions.
-    pub(crate) async fn commit(&self, positions: &BTreeMap<MessageQueue, i64>) {
+    /// Commits explicit positions to the store.
+    pub(crate) async fn commit(&self, positions: &BTreeMap<MessageQueue, i64>) -> Result<()> {
         for (mq, off) in positions {
             self.offsets.update(mq, *off, false);
             if let Some(st) = lock(&self.queues).get_mut(mq) {
                 st.consumed = *off;
             }
         }
-        let mqs = positions.keys().cloned().collect();
-        self.offsets.persist_all(&self.inst, &mqs).await;
+        // Only the given queues are written; the others' in-memory offsets stay.
+        let mut failed = Vec::new();
+        for mq in positions.keys() {
+            if let Err(ClientError::OffsetsNotStored { failed: f }) =
+                self.offsets.persist(&self.inst, mq).await
+            {
+                failed.extend(f);
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(ClientError::OffsetsNotStored { failed })
+        }
     }
 
     /// The committed offset of `mq` on the store.
@@ -428,18 +476,21 @@ impl LiteEngine {
             .await
     }
 
-    pub(crate) async fn shutdown(&self) {
-        if self.cfg.auto_commit {
-            self.commit_all(false).await;
-        }
+    async fn shutdown(&self) {
         self.stopping.cancel();
+        if self.cfg.auto_commit {
+            let _ = self.commit_all(false).await;
+        }
         self.tasks.close();
         let mqs = self.assignment();
-        self.offsets.persist_all(&self.inst, &mqs).await;
+        let _ = self.offsets.persist_all(&self.inst, &mqs).await;
         for st in lock(&self.queues).values() {
             st.pq.set_dropped(true);
         }
-        self.inst.unregister_consumer(&self.cfg.group).await;
+        self.tasks.wait().await;
+        self.inst
+            .unregister_consumer(&self.cfg.group, addr_of(self))
+            .await;
     }
 }
 
@@ -471,7 +522,7 @@ impl RebalanceTarget for LiteEngine {
                 self.offsets.update(mq, st.consumed, false);
             }
         }
-        self.offsets.persist(&self.inst, mq).await;
+        let _ = self.offsets.persist(&self.inst, mq).await;
         self.offsets.remove(mq);
         true
     }
@@ -503,9 +554,9 @@ impl ConsumerHook for LiteEngine {
             return;
         }
         if self.cfg.auto_commit {
-            self.commit_all(false).await;
+            let _ = self.commit_all(false).await;
         }
         let mqs = self.assignment();
-        self.offsets.persist_all(&self.inst, &mqs).await;
+        let _ = self.offsets.persist_all(&self.inst, &mqs).await;
     }
 }

@@ -150,18 +150,17 @@ impl OffsetStore {
     }
 
     /// Writes the offsets of `mqs` to the store (and forgets queues no longer owned, for the
-    /// broker backend).
-    pub(crate) async fn persist_all(&self, inst: &ClientInstance, mqs: &BTreeSet<MessageQueue>) {
+    /// broker backend). The error names every queue whose offset was not stored.
+    pub(crate) async fn persist_all(
+        &self,
+        inst: &ClientInstance,
+        mqs: &BTreeSet<MessageQueue>,
+    ) -> Result<()> {
         match &self.backend {
-            Backend::File(path) => {
-                let snapshot: BTreeMap<MessageQueue, i64> = self.snapshot();
-                if let Err(e) = write_offsets_file(path, snapshot) {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot write the offsets file");
-                }
-            }
+            Backend::File(path) => self.write_file(path, mqs.iter()),
             Backend::Broker => {
                 if mqs.is_empty() {
-                    return;
+                    return Ok(());
                 }
                 let entries: Vec<(MessageQueue, i64)> = lock(&self.table)
                     .iter()
@@ -169,33 +168,60 @@ impl OffsetStore {
                     .map(|(k, v)| (k.clone(), *v))
                     .collect();
                 let calls = entries.iter().map(|(mq, off)| async move {
-                    if let Err(e) = self.push_to_broker(inst, mq, *off).await {
+                    self.push_to_broker(inst, mq, *off)
+                        .await
+                        .map_err(|e| (mq.clone(), e.to_string()))
+                });
+                let failed: Vec<(MessageQueue, String)> = futures::future::join_all(calls)
+                    .await
+                    .into_iter()
+                    .filter_map(|r| r.err())
+                    .collect();
+                lock(&self.table).retain(|k, _| mqs.contains(k));
+                if failed.is_empty() {
+                    Ok(())
+                } else {
+                    for (mq, e) in &failed {
                         tracing::warn!(group = %self.group, queue = %mq, error = %e, "cannot persist the consumer offset");
                     }
-                });
-                futures::future::join_all(calls).await;
-                lock(&self.table).retain(|k, _| mqs.contains(k));
+                    Err(ClientError::OffsetsNotStored { failed })
+                }
             }
         }
     }
 
     /// Writes one queue's offset to the store.
-    pub(crate) async fn persist(&self, inst: &ClientInstance, mq: &MessageQueue) {
+    pub(crate) async fn persist(&self, inst: &ClientInstance, mq: &MessageQueue) -> Result<()> {
         let Some(off) = lock(&self.table).get(mq).copied() else {
-            return;
+            return Ok(());
         };
         match &self.backend {
-            Backend::File(path) => {
-                if let Err(e) = write_offsets_file(path, self.snapshot()) {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot write the offsets file");
-                }
-            }
-            Backend::Broker => {
-                if let Err(e) = self.push_to_broker(inst, mq, off).await {
+            Backend::File(path) => self.write_file(path, std::iter::once(mq)),
+            Backend::Broker => self
+                .push_to_broker(inst, mq, off)
+                .await
+                .map_err(|e| {
                     tracing::warn!(group = %self.group, queue = %mq, error = %e, "cannot persist the consumer offset");
-                }
-            }
+                    ClientError::OffsetsNotStored {
+                        failed: vec![(mq.clone(), e.to_string())],
+                    }
+                }),
         }
+    }
+
+    /// Rewrites the local offsets file; on failure every queue of `mqs` is reported.
+    fn write_file<'a>(
+        &self,
+        path: &Path,
+        mqs: impl Iterator<Item = &'a MessageQueue>,
+    ) -> Result<()> {
+        write_offsets_file(path, self.snapshot()).map_err(|e| {
+            tracing::warn!(path = %path.display(), error = %e, "cannot write the offsets file");
+            let why = format!("cannot write {}: {e}", path.display());
+            ClientError::OffsetsNotStored {
+                failed: mqs.map(|mq| (mq.clone(), why.clone())).collect(),
+            }
+        })
     }
 
     async fn push_to_broker(

@@ -23,7 +23,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::api::PullStatus;
-use super::instance::{lock, resolve_instance_name, ClientInstance, ConsumerHook, MASTER_ID};
+use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
+use super::lifecycle::{spawn_stop, stop_on_drop, Stopping};
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::rebalance::{start_offset_or_retry, RebalanceCore, RebalanceTarget};
@@ -74,13 +75,14 @@ pub(crate) struct PushEngine {
 }
 
 impl PushEngine {
-    pub(crate) async fn start(
+    /// Creates the engine and registers it with its client instance (nothing runs yet).
+    pub(crate) fn new(
         client: ClientConfig,
         cfg: PushConsumerConfig,
         subscriptions: BTreeMap<String, SubscriptionData>,
         listener: Listener,
     ) -> Result<Arc<PushEngine>> {
-        let name = resolve_instance_name(&client.instance_name);
+        let name = instance_name_for(&client, cfg.message_model);
         let inst = ClientInstance::get_or_create(&client, &name)?;
         let offsets = match cfg.message_model {
             MessageModel::Broadcasting => {
@@ -116,17 +118,23 @@ impl PushEngine {
             me: me.clone(),
         });
         inst.register_consumer(engine.clone())?;
+        Ok(engine)
+    }
+
+    /// Joins the group: routes, a heartbeat, the first rebalance, and the orderly lock renewal.
+    pub(crate) async fn run(self: &Arc<Self>) -> Result<()> {
+        let inst = &self.inst;
         inst.start();
         if let Err(e) = inst.update_consumer_routes().await {
-            tracing::warn!(group = %engine.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
+            tracing::warn!(group = %self.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
         }
         inst.send_heartbeat_all().await;
         inst.rebalance_now();
-        if orderly && engine.cfg.message_model == MessageModel::Clustering {
-            let weak = Arc::downgrade(&engine);
-            let stop = engine.stopping.clone();
+        if self.is_orderly() && self.clustering() {
+            let weak = Arc::downgrade(self);
+            let stop = self.stopping.clone();
             let every = inst.config.lock_interval;
-            tokio::spawn(async move {
+            self.consume_tasks.spawn(async move {
                 let mut wait = Duration::from_secs(1).min(every);
                 loop {
                     tokio::select! {
@@ -134,13 +142,43 @@ impl PushEngine {
                         _ = tokio::time::sleep(wait) => {}
                     }
                     let Some(e) = weak.upgrade() else { return };
-                    e.rebalance.lock_all(&e.inst).await;
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = e.rebalance.lock_all(&e.inst) => {}
+                    }
                     wait = every;
                 }
             });
         }
-        tracing::info!(group = %engine.cfg.group, client = %inst.client_id, orderly, model = ?engine.cfg.message_model, "push consumer started");
-        Ok(engine)
+        tracing::info!(group = %self.cfg.group, client = %inst.client_id, orderly = self.is_orderly(), model = ?self.cfg.message_model, "push consumer started");
+        Ok(())
+    }
+
+    /// Stops pulling and consuming at once, and finishes the stop (offsets, locks, leaving the
+    /// group) in the background.
+    pub(crate) fn stop(self: &Arc<Self>) -> Stopping {
+        self.stopping.cancel();
+        let (a, b) = (self.clone(), self.clone());
+        spawn_stop(async move { a.shutdown().await }, move || b.forget())
+    }
+
+    /// [`stop`](Self::stop) for an engine whose last handle is gone: bounded, nobody waits.
+    pub(crate) fn stop_dropped(self: &Arc<Self>) {
+        self.stopping.cancel();
+        let (a, b) = (self.clone(), self.clone());
+        stop_on_drop(
+            "push consumer",
+            async move { a.shutdown().await },
+            move || b.forget(),
+        );
+    }
+
+    /// Leaves the client instance without a word to the brokers (no runtime left).
+    fn forget(&self) {
+        for mq in self.rebalance.owned() {
+            self.rebalance.remove_process_queue(&mq);
+        }
+        self.inst.forget_consumer(&self.cfg.group, addr_of(self));
     }
 
     fn is_orderly(&self) -> bool {
@@ -163,7 +201,7 @@ impl PushEngine {
         }
     }
 
-    pub(crate) async fn shutdown(&self) {
+    async fn shutdown(&self) {
         self.stopping.cancel();
         self.pull_tasks.close();
         self.consume_tasks.close();
@@ -174,14 +212,16 @@ impl PushEngine {
             tracing::warn!(group = %self.cfg.group, "listener calls still running at shutdown; their messages will be delivered again");
         }
         let owned = self.rebalance.owned();
-        self.offsets.persist_all(&self.inst, &owned).await;
+        let _ = self.offsets.persist_all(&self.inst, &owned).await;
         if self.is_orderly() && self.clustering() {
             self.rebalance.unlock_all(&self.inst).await;
         }
         for mq in &owned {
             self.rebalance.remove_process_queue(mq);
         }
-        self.inst.unregister_consumer(&self.cfg.group).await;
+        self.inst
+            .unregister_consumer(&self.cfg.group, addr_of(self))
+            .await;
         tracing::info!(group = %self.cfg.group, "push consumer shut down");
     }
 
@@ -333,7 +373,7 @@ impl PushEngine {
                 pq.set_dropped(true);
                 if self.pause(Duration::from_secs(10)).await {
                     self.offsets.update(mq, r.next_begin_offset, false);
-                    self.offsets.persist(&self.inst, mq).await;
+                    let _ = self.offsets.persist(&self.inst, mq).await;
                     self.rebalance.remove_process_queue(mq);
                 }
                 Ok(PullStep::Stop)
@@ -711,7 +751,7 @@ impl RebalanceTarget for PushEngine {
     }
 
     async fn remove_unnecessary(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>) -> bool {
-        self.offsets.persist(&self.inst, mq).await;
+        let _ = self.offsets.persist(&self.inst, mq).await;
         self.offsets.remove(mq);
         if !(self.is_orderly() && self.clustering()) {
             return true;
@@ -722,8 +762,9 @@ impl RebalanceTarget for PushEngine {
                 if pq.has_temp_messages() {
                     let Some(me) = self.arc() else { return true };
                     let (mq, delay) = (mq.clone(), self.cfg.unlock_delay);
-                    tokio::spawn(async move {
-                        tokio::time::sleep(delay).await;
+                    // Unlocked after the delay, or at once when the consumer stops first.
+                    self.consume_tasks.spawn(async move {
+                        me.pause(delay).await;
                         me.rebalance.unlock_one(&me.inst, &mq).await;
                     });
                 } else {
@@ -767,6 +808,6 @@ impl ConsumerHook for PushEngine {
             return;
         }
         let owned = self.rebalance.owned();
-        self.offsets.persist_all(&self.inst, &owned).await;
+        let _ = self.offsets.persist_all(&self.inst, &owned).await;
     }
 }

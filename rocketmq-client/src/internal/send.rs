@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -197,7 +197,8 @@ pub(crate) struct ProducerCore {
     pub(crate) settings: ProducerConfig,
     publish: Mutex<HashMap<String, Arc<TopicPublishInfo>>>,
     fault: LatencyFault,
-    pub(crate) transaction: OnceLock<Arc<dyn TransactionChecker>>,
+    /// The transaction check-back handler, set by a transactional producer's start.
+    pub(crate) transaction: Mutex<Option<Arc<dyn TransactionChecker>>>,
 }
 
 impl std::fmt::Debug for ProducerCore {
@@ -246,7 +247,7 @@ impl ProducerCore {
             settings,
             publish: Mutex::default(),
             fault: LatencyFault::default(),
-            transaction: OnceLock::new(),
+            transaction: Mutex::new(None),
         }
     }
 
@@ -270,7 +271,8 @@ impl ProducerCore {
         msg: MessageExt,
         header: CheckTransactionStateRequestHeader,
     ) {
-        match self.transaction.get() {
+        let checker = lock(&self.transaction).clone();
+        match checker {
             Some(c) => c.check(inst, addr, msg, header),
             None => {
                 tracing::warn!(group = %self.settings.group, "CHECK_TRANSACTION_STATE for a producer without a transaction listener")
@@ -278,14 +280,15 @@ impl ProducerCore {
         }
     }
 
-    /// Fetches the template topic's route, which names the brokers that may create topics.
+    /// Fetches the template topic's route, which names the brokers that may create topics, and
+    /// keeps it refreshed with the producer's other topics (Java's producer puts
+    /// `createTopicKey` in its publish table at start).
     pub(crate) async fn learn_brokers(&self, inst: &ClientInstance) -> Result<()> {
-        inst.default_route(
-            &self.settings.create_topic_key,
-            self.settings.default_topic_queue_nums,
-        )
-        .await
-        .map(|_| ())
+        let key = &self.settings.create_topic_key;
+        lock(&self.publish)
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(TopicPublishInfo::empty()));
+        inst.update_route(key).await.map(|_| ())
     }
 
     /// The publish info of `topic`: cached, else from the name server, else built from the
@@ -307,6 +310,7 @@ impl ProducerCore {
         }
         if let Some(route) = inst
             .default_route(
+                topic,
                 &self.settings.create_topic_key,
                 self.settings.default_topic_queue_nums,
             )
@@ -474,6 +478,10 @@ impl ProducerCore {
         };
         let mut last_broker: Option<String> = None;
         let mut last_err = None;
+        // A message stored with a non-OK status (retried on another broker when
+        // `retry_another_broker_when_not_store_ok` is on): reported as stored, whatever the
+        // later attempts gave (Java `sendDefaultImpl` returns its last `sendResult`).
+        let mut stored: Option<SendResult> = None;
         for attempt in 0..times {
             let mq = self.select_queue(&info, last_broker.as_deref());
             last_broker = Some(mq.broker_name.clone());
@@ -487,14 +495,12 @@ impl ProducerCore {
                     self.update_fault(&mq.broker_name, start.elapsed(), false);
                     if let Some(res) = &r {
                         if res.status != SendStatus::SendOk
+                            && mode == SendMode::Sync
                             && self.settings.retry_another_broker_when_not_store_ok
                             && attempt + 1 < times
                         {
-                            last_err = Some(ClientError::Server {
-                                addr: mq.broker_name.clone(),
-                                code: ResponseCode::FlushDiskTimeout,
-                                remark: format!("{:?}", res.status),
-                            });
+                            tracing::debug!(topic = %p.topic, broker = %mq.broker_name, status = ?res.status, "stored with a non-OK status; retrying on another broker");
+                            stored = r;
                             continue;
                         }
                     }
@@ -511,6 +517,9 @@ impl ProducerCore {
                     last_err = Some(e);
                 }
             }
+        }
+        if let Some(r) = stored {
+            return Ok(Some(r));
         }
         match last_err {
             Some(e) if begin.elapsed() < timeout => Err(e),

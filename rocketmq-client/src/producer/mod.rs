@@ -40,23 +40,53 @@ pub use self::transaction::{
 use crate::config::{check_group, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::instance::{lock, resolve_instance_name, ClientInstance};
+use crate::internal::lifecycle::{spawn_stop, stop_on_drop, Stopping};
 use crate::internal::send::{Prepared, ProducerCore, SendMode};
 
-#[derive(Debug)]
 enum State {
     Created,
     Running(Arc<ClientInstance>),
-    ShutDown,
+    Stopping(Stopping),
 }
 
-#[derive(Debug)]
 struct Inner {
     client: ClientConfig,
     core: Arc<ProducerCore>,
     state: Mutex<State>,
 }
 
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DefaultMQProducer")
+            .field("group", &self.core.settings.group)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Inner {
+    /// The last handle of a running producer is gone: unregister it in the background.
+    fn drop(&mut self) {
+        let state = std::mem::replace(
+            self.state.get_mut().unwrap_or_else(|p| p.into_inner()),
+            State::Created,
+        );
+        if let State::Running(inst) = state {
+            let (core, core2, inst2) = (self.core.clone(), self.core.clone(), inst.clone());
+            stop_on_drop(
+                "producer",
+                async move { inst.unregister_producer(&core).await },
+                move || inst2.forget_producer(&core2),
+            );
+        }
+    }
+}
+
 /// A producer. Cheap to clone; every clone is the same producer.
+///
+/// Lifecycle: [`start`](Self::start) once (a failed start can be retried),
+/// [`shutdown`](Self::shutdown) when done. Every `async fn` is cancel-safe: dropping its future
+/// leaves a state the next call completes. Dropping the last clone of a started producer
+/// unregisters it from the brokers in the background, as `shutdown` does.
 #[derive(Debug, Clone)]
 pub struct DefaultMQProducer {
     inner: Arc<Inner>,
@@ -211,17 +241,26 @@ impl DefaultMQProducer {
     }
 
     /// Registers the producer and starts its client instance. Fails if already started or shut
-    /// down, or if the group is already used in this client instance.
+    /// down, or if the group is already used in this client instance; a failed start leaves the
+    /// producer as built, so it can be started again. Cancel-safe (it does not wait).
     pub async fn start(&self) -> Result<()> {
         let mut state = lock(&self.inner.state);
-        if !matches!(*state, State::Created) {
-            return Err(ClientError::Config(
-                "the producer was already started".into(),
-            ));
+        match *state {
+            State::Created => {}
+            State::Running(_) => {
+                return Err(ClientError::Config(
+                    "the producer was already started".into(),
+                ))
+            }
+            State::Stopping(_) => {
+                return Err(ClientError::Config(
+                    "the producer was shut down; build a new one".into(),
+                ))
+            }
         }
         let name = resolve_instance_name(&self.inner.client.instance_name);
         let inst = ClientInstance::get_or_create(&self.inner.client, &name)?;
-        inst.register_producer(self.inner.core.clone())?;
+        inst.register_producer(&self.inner.core)?;
         inst.start();
         // Learn the brokers early (Java refreshes the template topic's route at start), so that
         // they hear this producer's heartbeat before it sends (transaction checks need it).
@@ -414,16 +453,30 @@ impl DefaultMQProducer {
 
     /// Unregisters from the brokers and releases the client instance if nothing else uses it.
     /// Idempotent; sends in flight fail with [`ClientError::NotRunning`] or a closed connection.
+    /// Cancel-safe: the stop runs to its end in the background once begun, and a later call
+    /// waits for it. A shut-down producer cannot be started again (as in Java).
     pub async fn shutdown(&self) {
-        let inst = {
+        let stop = {
             let mut state = lock(&self.inner.state);
-            match std::mem::replace(&mut *state, State::ShutDown) {
-                State::Running(i) => i,
-                _ => return,
+            match &*state {
+                State::Running(inst) => {
+                    let (inst, inst2) = (inst.clone(), inst.clone());
+                    let (core, core2) = (self.inner.core.clone(), self.inner.core.clone());
+                    let stop = spawn_stop(
+                        async move {
+                            inst.unregister_producer(&core).await;
+                            tracing::info!(group = %core.settings.group, "producer shut down");
+                        },
+                        move || inst2.forget_producer(&core2),
+                    );
+                    *state = State::Stopping(stop.clone());
+                    stop
+                }
+                State::Stopping(stop) => stop.clone(),
+                State::Created => return,
             }
         };
-        inst.unregister_producer(self.group()).await;
-        tracing::info!(group = %self.group(), "producer shut down");
+        stop.await;
     }
 }
 

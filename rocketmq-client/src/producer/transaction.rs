@@ -48,7 +48,7 @@ use tokio::sync::Semaphore;
 
 use super::{DefaultMQProducer, SendResult, SendStatus};
 use crate::error::{ClientError, Result};
-use crate::internal::instance::ClientInstance;
+use crate::internal::instance::{lock, ClientInstance};
 use crate::internal::send::TransactionChecker;
 
 /// The outcome of a local transaction (Java `LocalTransactionState`).
@@ -201,24 +201,17 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
         &self.producer
     }
 
-    /// Registers the check-back handler and starts the producer.
+    /// Registers the check-back handler and starts the producer. A failed start can be
+    /// retried; cancel-safe as [`DefaultMQProducer::start`].
     pub async fn start(&self) -> Result<()> {
         let checker = Checker {
             listener: self.listener.clone(),
             group: self.producer.group().to_string(),
             permits: Arc::new(Semaphore::new(1)),
         };
-        if self
-            .producer
-            .core()
-            .transaction
-            .set(Arc::new(checker))
-            .is_err()
-        {
-            return Err(ClientError::Config(
-                "the transactional producer was already started".into(),
-            ));
-        }
+        // The producer's own start refuses a second start; until it succeeds, the handler set
+        // here is only reachable through a running producer.
+        *lock(&self.producer.core().transaction) = Some(Arc::new(checker));
         self.producer.start().await
     }
 
@@ -270,17 +263,17 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
         state: LocalTransactionState,
     ) -> Result<()> {
         let inst = self.producer.instance()?;
-        let (_, commit_log_offset) =
-            decode_offset_msg_id(&result.offset_msg_id).ok_or_else(|| ClientError::Protocol {
+        let (store_host, commit_log_offset) = decode_offset_msg_id(&result.offset_msg_id)
+            .ok_or_else(|| ClientError::Protocol {
                 addr: result.message_queue.broker_name.clone(),
                 reason: format!("bad offset message id {:?}", result.offset_msg_id),
             })?;
+        // Java ends the transaction on the broker's master address as the client knows it; when
+        // the route does not name it (yet), the broker that stored the half message, whose
+        // address the offset message id carries, is the one to end it on.
         let addr = inst
-            .master_addr_or_refresh(
-                &result.message_queue.broker_name,
-                &result.message_queue.topic,
-            )
-            .await?;
+            .master_addr(&result.message_queue.broker_name)
+            .unwrap_or_else(|| store_host.to_string());
         let header = EndTransactionRequestHeader {
             producer_group: self.producer.group().to_string(),
             tran_state_table_offset: result.queue_offset,
