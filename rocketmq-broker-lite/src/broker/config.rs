@@ -98,6 +98,9 @@ pub struct BrokerConfig {
     pub default_query_max_num: i32,
     /// `slaveReadEnable` (false).
     pub slave_read_enable: bool,
+    /// `offsetCheckInSlave` (false): a slave corrects pull offsets (and answers
+    /// PULL_OFFSET_MOVED) like a master.
+    pub offset_check_in_slave: bool,
     /// `compressedRegister` (false).
     pub compressed_register: bool,
     /// `rebalance lock max live time` (60 s).
@@ -142,6 +145,7 @@ impl Default for BrokerConfig {
             transaction_check_interval: Duration::from_secs(60),
             default_query_max_num: 32,
             slave_read_enable: false,
+            offset_check_in_slave: false,
             compressed_register: false,
             rebalance_lock_max_live_time: Duration::from_secs(60),
             vip_channel_enable: true,
@@ -240,6 +244,7 @@ impl BrokerConfig {
                 "transactionCheckInterval" => self.transaction_check_interval = millis(key, v)?,
                 "defaultQueryMaxNum" => self.default_query_max_num = parse(key, v)?,
                 "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
+                "offsetCheckInSlave" => self.offset_check_in_slave = parse_bool(key, v)?,
                 "compressedRegister" => self.compressed_register = parse_bool(key, v)?,
                 // Store keys.
                 "storePathRootDir" => self.store.store_path_root_dir = PathBuf::from(v),

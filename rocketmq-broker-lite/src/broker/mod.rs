@@ -141,18 +141,20 @@ impl BrokerInner {
     }
 
     /// Redirects a message with a `DELAY` level to `SCHEDULE_TOPIC_XXXX` (Java does this in
-    /// `CommitLog.putMessage` for non-transactional and committed messages).
-    pub(crate) fn apply_delay(&self, m: &mut PutMessage, props: &mut StringMap) {
+    /// `CommitLog.asyncPutMessage` for non-transactional and committed messages: `REAL_TOPIC`
+    /// and `REAL_QID` are added, a level above the highest is lowered to it, and `DELAY` stays).
+    /// Returns whether it did.
+    pub(crate) fn apply_delay(&self, m: &mut PutMessage, props: &mut StringMap) -> bool {
         let kind = sys_flag::transaction_value(m.sys_flag);
         if kind != sys_flag::TRANSACTION_NOT_TYPE && kind != sys_flag::TRANSACTION_COMMIT_TYPE {
-            return;
+            return false;
         }
         let level: i32 = props
             .get(property::DELAY_TIME_LEVEL)
             .and_then(|l| l.parse().ok())
             .unwrap_or(0);
         if level <= 0 {
-            return;
+            return false;
         }
         let level = level.min(self.delay_levels.len() as i32);
         props.insert(property::DELAY_TIME_LEVEL, level.to_string());
@@ -160,6 +162,7 @@ impl BrokerInner {
         props.insert(property::REAL_QUEUE_ID, m.queue_id.to_string());
         m.topic = rocketmq_remoting::protocol::topic::SCHEDULE_TOPIC.to_string();
         m.queue_id = level - 1;
+        true
     }
 
     /// Watches a client connection: when it closes, its groups forget it.

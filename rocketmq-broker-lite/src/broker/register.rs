@@ -1,9 +1,11 @@
 //! Registration with the name servers (Java `BrokerOuterAPI.registerBrokerAll`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rocketmq_remoting::protocol::body::{
-    self, encode_compressed_register_body, RegisterBrokerBody,
+    self, encode_compressed_register_body, DataVersion, RegisterBrokerBody, TopicConfig,
+    TopicConfigSerializeWrapper,
 };
 use rocketmq_remoting::protocol::headers::{
     RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader,
@@ -14,15 +16,60 @@ use tracing::{debug, warn};
 
 use super::BrokerInner;
 
+/// The topic as registered: Java registers every topic with the broker's permission when the
+/// broker is not read-write (`new TopicConfig(name, read, write, brokerPermission)` in
+/// `BrokerController.registerBrokerAll` and `registerIncrementBrokerData`).
+fn as_registered(b: &BrokerInner, tc: &TopicConfig) -> TopicConfig {
+    if perm::is_readable(b.cfg.broker_permission) && perm::is_writeable(b.cfg.broker_permission) {
+        return tc.clone();
+    }
+    TopicConfig {
+        read_queue_nums: tc.read_queue_nums,
+        write_queue_nums: tc.write_queue_nums,
+        perm: b.cfg.broker_permission,
+        ..TopicConfig::new(tc.topic_name.clone(), 0)
+    }
+}
+
 /// Registers with every name server; `oneway` after a topic change, two-way periodically.
 pub(crate) async fn register_all(b: &Arc<BrokerInner>, oneway: bool) {
     let mut wrapper = b.topics.wrapper();
-    if !(perm::is_readable(b.cfg.broker_permission) && perm::is_writeable(b.cfg.broker_permission))
-    {
-        for tc in wrapper.topic_config_table.values_mut() {
-            tc.perm = b.cfg.broker_permission;
-        }
+    for tc in wrapper.topic_config_table.values_mut() {
+        *tc = as_registered(b, tc);
     }
+    register_wrapper(b, wrapper, oneway).await;
+}
+
+/// Registers one created or updated topic with every name server, two-way, and returns once
+/// every name server answered or `registerBrokerTimeoutMills` passed; failures are only logged
+/// (Java `BrokerController.registerIncrementBrokerData`, which
+/// `AdminBrokerProcessor.updateAndCreateTopic` calls before it answers: `BrokerOuterAPI`
+/// waits on a latch for at most the timeout and then answers SUCCESS whatever happened).
+pub(crate) async fn register_increment(
+    b: &Arc<BrokerInner>,
+    tc: &TopicConfig,
+    data_version: DataVersion,
+) {
+    let mut table = BTreeMap::new();
+    table.insert(tc.topic_name.clone(), as_registered(b, tc));
+    let wrapper = TopicConfigSerializeWrapper {
+        data_version,
+        topic_config_table: table,
+    };
+    let timeout = b.cfg.register_broker_timeout;
+    if tokio::time::timeout(timeout, register_wrapper(b, wrapper, false))
+        .await
+        .is_err()
+    {
+        warn!(topic = %tc.topic_name, "registering the topic with the name servers timed out");
+    }
+}
+
+async fn register_wrapper(
+    b: &Arc<BrokerInner>,
+    wrapper: TopicConfigSerializeWrapper,
+    oneway: bool,
+) {
     let reg = RegisterBrokerBody {
         filter_server_list: Vec::new(),
         topic_config_serialize_wrapper: wrapper,

@@ -128,22 +128,24 @@ impl ScheduleService {
             .property(property::REAL_QUEUE_ID)
             .and_then(|q| q.parse().ok())
             .unwrap_or(0);
-        let mut props = msg.properties.clone();
-        props.remove(property::DELAY_TIME_LEVEL);
-        props.insert(property::WAIT_STORE_MSG_OK, "false");
+        // Java `ScheduleMessageService.messageTimeup` snapshots the properties string before it
+        // clears DELAY and sets WAIT=false in the map, so the delivered record keeps the
+        // scheduled record's properties as they were: DELAY, REAL_TOPIC, REAL_QID and WAIT
+        // included.
+        let props = &msg.properties;
         let m = PutMessage {
             topic: real_topic,
             queue_id: real_qid,
             flag: msg.flag,
             body: msg.body.clone(),
             tags_code: tags_hash_code(props.get(property::TAGS)),
-            properties: encode_properties(&props),
+            properties: encode_properties(props),
             sys_flag: msg.sys_flag,
             born_timestamp: msg.born_timestamp,
             born_host: msg.born_host,
             store_host: msg.store_host,
             reconsume_times: msg.reconsume_times,
-            prepared_transaction_offset: msg.prepared_transaction_offset,
+            prepared_transaction_offset: 0,
         };
         b.store
             .put_message(&m)

@@ -116,13 +116,20 @@ impl TopicConfigManager {
         lock(&self.data_version).clone()
     }
 
-    fn changed(&self) -> Result<(), StoreError> {
-        lock(&self.data_version).next_version(self.clock.now_ms());
-        save_json(&*self.vfs, &self.path, &self.wrapper())
+    /// Bumps the data version and saves; returns the new version.
+    fn changed(&self) -> Result<DataVersion, StoreError> {
+        let version = {
+            let mut v = lock(&self.data_version);
+            v.next_version(self.clock.now_ms());
+            v.clone()
+        };
+        save_json(&*self.vfs, &self.path, &self.wrapper())?;
+        Ok(version)
     }
 
-    /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC).
-    pub fn update(&self, tc: TopicConfig) -> Result<(), StoreError> {
+    /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC); returns the data version that
+    /// includes it.
+    pub fn update(&self, tc: TopicConfig) -> Result<DataVersion, StoreError> {
         info!(topic = %tc.topic_name, queues = tc.write_queue_nums, perm = tc.perm, "topic created or updated");
         self.table
             .write()

@@ -96,7 +96,8 @@ pub enum GetStatus {
     OffsetOverflowOne,
     /// Offset below the start.
     OffsetTooSmall,
-    /// No such queue.
+    /// No such queue. Never returned: like Java 4.9.8 (whose `findConsumeQueue` creates any
+    /// queue it is asked for), the store reads an unknown queue as an empty one.
     NoMatchedLogicQueue,
     /// The queue is empty.
     NoMessageInQueue,
@@ -823,8 +824,11 @@ impl MessageStore {
             regions: Vec::new(),
             in_regions: 0,
         };
+        // Java's `findConsumeQueue` creates a queue it does not know, so a queue never written
+        // reads as an empty one (NO_MESSAGE_IN_QUEUE) and NO_MATCHED_LOGIC_QUEUE never
+        // happens in 4.9.8 (`DefaultMessageStore.getMessage`).
         let Some(q) = self.inner.queue(topic, queue_id) else {
-            r.status = GetStatus::NoMatchedLogicQueue;
+            r.status = GetStatus::NoMessageInQueue;
             r.next_begin_offset = 0;
             return r;
         };
@@ -846,8 +850,10 @@ impl MessageStore {
             return r;
         }
         if offset > max {
+            // 4.9.8 corrects to the max offset (up to 4.9.7 it was the min offset when that
+            // was 0).
             r.status = GetStatus::OffsetOverflowBadly;
-            r.next_begin_offset = if min == 0 { min } else { max };
+            r.next_begin_offset = max;
             return r;
         }
         let max_msgs = max_msgs.max(1);
@@ -855,8 +861,11 @@ impl MessageStore {
         let scan = 16_000.max(max_msgs * 20) / 20;
         let entries = q.get_range(offset as u64, scan);
         if entries.is_empty() {
+            // The consume-queue file is missing: Java skips to the start of the next file
+            // (`ConsumeQueue.rollNextFile`).
+            let per_file = self.inner.cfg.consume_queue_entries_per_file.max(1) as i64;
             r.status = GetStatus::OffsetFoundNull;
-            r.next_begin_offset = offset + 1;
+            r.next_begin_offset = offset + per_file - offset % per_file;
             return r;
         }
         r.status = GetStatus::NoMatchedMessage;
@@ -873,6 +882,10 @@ impl MessageStore {
         // The span of `window` the records found so far fill back to back, if they do.
         let mut span: Option<(u64, usize, usize)> = None;
         let mut adjacent = true;
+        // After a record whose commit-log segment is gone, Java skips the rest of that segment
+        // (`nextPhyFileStartOffset`) without looking at the entries.
+        let segment = cfg.mapped_file_size_commit_log.max(1);
+        let mut skip_below: Option<u64> = None;
         for (idx, e) in entries.iter().enumerate() {
             let size = e.size.max(0) as usize;
             if !e.is_real() {
@@ -881,6 +894,10 @@ impl MessageStore {
             }
             let phys = e.phys as u64;
             last_phys = phys;
+            if skip_below.is_some_and(|s| phys < s) {
+                scanned += 1;
+                continue;
+            }
             let in_disk = cl_max.saturating_sub(phys) > mem;
             if r.count() > 0 {
                 if r.count() >= max_msgs {
@@ -900,19 +917,26 @@ impl MessageStore {
             }
             scanned += 1;
             if !filter.matches_tag_code(e.tags_code) {
+                // Java: a filtered-out entry makes the status NO_MATCHED_MESSAGE again while
+                // nothing was found (even after MESSAGE_WAS_REMOVING).
+                if r.count() == 0 {
+                    r.status = GetStatus::NoMatchedMessage;
+                }
                 continue;
             }
-            if phys < cl_min {
+            let removed = |r: &mut GetResult, skip: &mut Option<u64>| {
                 if r.count() == 0 {
                     r.status = GetStatus::MessageWasRemoving;
                 }
+                *skip = Some(phys + segment - phys % segment);
+            };
+            if phys < cl_min {
+                removed(&mut r, &mut skip_below);
                 continue;
             }
             if transfer {
                 let Some((file, pos)) = self.inner.log.file_region(phys, size) else {
-                    if r.count() == 0 {
-                        r.status = GetStatus::MessageWasRemoving;
-                    }
+                    removed(&mut r, &mut skip_below);
                     continue;
                 };
                 match r.regions.last_mut() {
@@ -932,6 +956,7 @@ impl MessageStore {
                 total += size;
                 r.queue_offsets.push(offset + scanned - 1);
                 r.status = GetStatus::Found;
+                skip_below = None;
                 continue;
             }
             let cached = window.as_ref().and_then(|(start, buf)| {
@@ -954,9 +979,7 @@ impl MessageStore {
                         .read(phys, (end - phys) as usize)
                         .or_else(|| self.inner.log.read(phys, size));
                     let Some(run) = run else {
-                        if r.count() == 0 {
-                            r.status = GetStatus::MessageWasRemoving;
-                        }
+                        removed(&mut r, &mut skip_below);
                         continue;
                     };
                     let run = Bytes::from(run);
@@ -966,6 +989,9 @@ impl MessageStore {
                 }
             };
             if rec.len() != size || !filter.matches_record(&rec) {
+                if r.count() == 0 {
+                    r.status = GetStatus::NoMatchedMessage;
+                }
                 continue;
             }
             if adjacent {
@@ -984,6 +1010,7 @@ impl MessageStore {
             r.queue_offsets.push(offset + scanned - 1);
             r.messages.push(rec);
             r.status = GetStatus::Found;
+            skip_below = None;
         }
         r.next_begin_offset = offset + scanned;
         r.suggest_pulling_from_slave = cl_max.saturating_sub(last_phys) > mem;

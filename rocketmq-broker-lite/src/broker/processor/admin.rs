@@ -18,7 +18,7 @@ use rocketmq_remoting::protocol::topic::{self, TopicFilterType};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use rocketmq_remoting::transport::ProcessResult;
 
-use crate::broker::BrokerInner;
+use crate::broker::{register, BrokerInner};
 
 fn bad(e: impl std::fmt::Display) -> ProcessResult {
     RemotingCommand::response(ResponseCode::SystemError, Some(format!("bad request: {e}"))).into()
@@ -80,11 +80,21 @@ pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
         topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
         write_queue_nums: h.write_queue_nums,
     };
-    if let Err(e) = b.topics.update(tc) {
-        return RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into();
-    }
-    b.register_soon();
-    RemotingCommand::success().into()
+    let data_version = match b.topics.update(tc.clone()) {
+        Ok(v) => v,
+        Err(e) => {
+            return RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into()
+        }
+    };
+    // Java (`AdminBrokerProcessor.updateAndCreateTopic`) registers the topic with every name
+    // server (`registerIncrementBrokerData`, bounded by `registerBrokerTimeoutMills`) before it
+    // answers, so the topic is routable as soon as the creator hears SUCCESS; a failed
+    // registration is only logged.
+    let b = b.clone();
+    ProcessResult::Deferred(Box::pin(async move {
+        register::register_increment(&b, &tc, data_version).await;
+        Some(RemotingCommand::success())
+    }))
 }
 
 /// DELETE_TOPIC_IN_BROKER.

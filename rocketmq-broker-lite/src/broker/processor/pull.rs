@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketmq_remoting::protocol::body::{MessageModel, SubscriptionData, EXPRESSION_TYPE_TAG};
+use rocketmq_remoting::protocol::body::{
+    MessageModel, SubscriptionData, SubscriptionGroupConfig, EXPRESSION_TYPE_TAG,
+};
 use rocketmq_remoting::protocol::headers::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
 };
@@ -147,7 +149,7 @@ pub(crate) async fn pull(
         b.offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
-    let first = read(b, &h, &filter);
+    let first = read(b, &h, &filter, &group);
     match first {
         ReadOutcome::Done(resp) => resp.into(),
         ReadOutcome::NotFound(resp) if !suspend => resp.into(),
@@ -164,7 +166,7 @@ pub(crate) async fn pull(
             let stop = b.shutdown.clone();
             ProcessResult::Deferred(Box::pin(async move {
                 // A message may have arrived between the read and parking: check again.
-                if let ReadOutcome::Done(resp) = read(&b, &h, &filter) {
+                if let ReadOutcome::Done(resp) = read(&b, &h, &filter, &group) {
                     return Some(resp);
                 }
                 tokio::select! {
@@ -172,7 +174,7 @@ pub(crate) async fn pull(
                     _ = tokio::time::sleep(hold) => {}
                     _ = stop.cancelled() => {}
                 }
-                Some(match read(&b, &h, &filter) {
+                Some(match read(&b, &h, &filter, &group) {
                     ReadOutcome::Done(r) | ReadOutcome::NotFound(r) => r,
                 })
             }))
@@ -189,6 +191,7 @@ fn read(
     b: &BrokerInner,
     h: &PullMessageRequestHeader,
     filter: &Option<Arc<SubscriptionData>>,
+    group: &SubscriptionGroupConfig,
 ) -> ReadOutcome {
     let max = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
     let r = b.store.get_messages_for_transfer(
@@ -198,40 +201,48 @@ fn read(
         max,
         &TagFilter(filter.clone()),
     );
-    let slave = b.is_slave();
-    let next = if slave {
-        h.queue_offset
-    } else {
-        r.next_begin_offset
+    // Java `DefaultMessageStore.nextOffsetCorrection`: a slave (unless `offsetCheckInSlave`)
+    // does not correct the offset of a request that found no entry to read.
+    let correct = !b.is_slave() || b.cfg.offset_check_in_slave;
+    let next = match r.status {
+        GetStatus::Found | GetStatus::NoMatchedMessage | GetStatus::MessageWasRemoving => {
+            r.next_begin_offset
+        }
+        _ if correct => r.next_begin_offset,
+        _ => h.queue_offset,
     };
-    let (code, not_found) = match r.status {
-        GetStatus::Found => (ResponseCode::Success, false),
+    // Status to code (Java `PullMessageProcessor.processRequest`).
+    let code = match r.status {
+        GetStatus::Found => ResponseCode::Success,
         GetStatus::NoMatchedMessage | GetStatus::MessageWasRemoving => {
-            (ResponseCode::PullRetryImmediately, false)
+            ResponseCode::PullRetryImmediately
         }
         GetStatus::NoMessageInQueue | GetStatus::NoMatchedLogicQueue => {
             if h.queue_offset != 0 {
-                (ResponseCode::PullOffsetMoved, false)
+                ResponseCode::PullOffsetMoved
             } else {
-                (ResponseCode::PullNotFound, true)
+                ResponseCode::PullNotFound
             }
         }
-        GetStatus::OffsetFoundNull | GetStatus::OffsetOverflowOne => {
-            (ResponseCode::PullNotFound, true)
-        }
-        GetStatus::OffsetOverflowBadly | GetStatus::OffsetTooSmall => {
-            (ResponseCode::PullOffsetMoved, false)
-        }
+        GetStatus::OffsetFoundNull | GetStatus::OffsetOverflowOne => ResponseCode::PullNotFound,
+        GetStatus::OffsetOverflowBadly | GetStatus::OffsetTooSmall => ResponseCode::PullOffsetMoved,
     };
-    let code = if slave && code == ResponseCode::PullOffsetMoved {
+    let mut suggest = if b.cfg.slave_read_enable {
+        if r.suggest_pulling_from_slave {
+            group.which_broker_when_consume_slowly
+        } else {
+            group.broker_id
+        }
+    } else {
+        0
+    };
+    // A slave (unless `offsetCheckInSlave`) turns OFFSET_MOVED into RETRY_IMMEDIATELY and
+    // points at the group's broker.
+    let code = if code == ResponseCode::PullOffsetMoved && !correct {
+        suggest = group.broker_id;
         ResponseCode::PullRetryImmediately
     } else {
         code
-    };
-    let suggest = if b.cfg.slave_read_enable && r.suggest_pulling_from_slave {
-        1
-    } else {
-        0
     };
     let mut resp = RemotingCommand::response(code, Some(r.status.as_str().to_string()));
     resp.set_header(&PullMessageResponseHeader {
@@ -247,7 +258,7 @@ fn read(
             None => resp.body = r.concatenated(),
         }
     }
-    if not_found {
+    if code == ResponseCode::PullNotFound {
         ReadOutcome::NotFound(resp)
     } else {
         ReadOutcome::Done(resp)

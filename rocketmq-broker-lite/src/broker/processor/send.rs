@@ -183,8 +183,8 @@ pub(crate) async fn send(
     }
     let mut props = decode_properties(h.properties.as_deref().unwrap_or(""));
     let wait = props.get(property::WAIT_STORE_MSG_OK) != Some("false");
-    // Java leaves WAIT out of what it stores for single sends (it is still honoured).
-    props.remove(property::WAIT_STORE_MSG_OK);
+    // Java leaves WAIT out of what it stores for single sends (it is still honoured)...
+    let wait_prop = props.remove(property::WAIT_STORE_MSG_OK);
     props.insert(property::CLUSTER, b.cfg.broker_cluster_name.clone());
     let mut m = PutMessage {
         topic: h.topic.clone(),
@@ -212,8 +212,13 @@ pub(crate) async fn send(
             );
         }
         crate::broker::transaction::to_half(&mut m, &mut props);
-    } else {
-        b.apply_delay(&mut m, &mut props);
+    } else if b.apply_delay(&mut m, &mut props) {
+        // ...but a delayed message keeps it: Java's `CommitLog.asyncPutMessage` rebuilds the
+        // properties string from the map, into which `SendMessageProcessor.asyncSendMessage`
+        // has put WAIT back.
+        if let Some(w) = wait_prop {
+            props.insert(property::WAIT_STORE_MSG_OK, w);
+        }
     }
     m.properties = encode_properties(&props);
     let r = match b.store.put_message_now(&m) {
@@ -438,7 +443,7 @@ fn handle_retry_and_dlq(
 /// (through the delay levels) or in the dead-letter queue.
 pub(crate) async fn send_back(
     b: &Arc<BrokerInner>,
-    ctx: &ChannelContext,
+    _ctx: &ChannelContext,
     req: RemotingCommand,
 ) -> ProcessResult {
     let error = |code: ResponseCode, remark: String| {
@@ -515,6 +520,11 @@ pub(crate) async fn send_back(
     } else {
         sub.retry_max_times
     };
+    // Java `SendMessageProcessor.asyncConsumerSendMsgBack`: the stored message's properties
+    // plus RETRY_TOPIC (if absent), WAIT=false, DELAY (the level, or 0 for the DLQ) and
+    // ORIGIN_MESSAGE_ID; born and store host, flag, sys flag and born time are the stored
+    // message's.
+    props.insert(property::WAIT_STORE_MSG_OK, "false");
     let mut topic_name = retry_topic;
     let mut queue = queue_id;
     let mut delay = h.delay_level;
@@ -533,17 +543,15 @@ pub(crate) async fn send_back(
     } else if delay == 0 {
         delay = 3 + msg.reconsume_times;
     }
-    props.remove(property::DELAY_TIME_LEVEL);
-    if delay > 0 {
-        props.insert(property::DELAY_TIME_LEVEL, delay.to_string());
-    }
+    props.insert(property::DELAY_TIME_LEVEL, delay.to_string());
+    // The header's originMsgId is not used: the stored ORIGIN_MESSAGE_ID, else the stored
+    // message's (offset) id, which is what Java's `MessageDecoder.decode` calls its msgId.
     let origin = props
         .get(property::ORIGIN_MESSAGE_ID)
+        .filter(|o| !o.trim().is_empty())
         .map(str::to_string)
-        .or(h.origin_msg_id.clone())
-        .unwrap_or_else(|| msg.msg_id.clone());
+        .unwrap_or_else(|| msg.offset_msg_id.clone());
     props.insert(property::ORIGIN_MESSAGE_ID, origin);
-    props.insert(property::WAIT_STORE_MSG_OK, "false");
     let mut m = PutMessage {
         topic: topic_name,
         queue_id: queue,
@@ -553,8 +561,8 @@ pub(crate) async fn send_back(
         tags_code: tags_hash_code(props.get(property::TAGS)),
         sys_flag: msg.sys_flag,
         born_timestamp: msg.born_timestamp,
-        born_host: ctx.remote_addr(),
-        store_host: b.store_host(),
+        born_host: msg.born_host,
+        store_host: msg.store_host,
         reconsume_times: msg.reconsume_times + 1,
         prepared_transaction_offset: 0,
     };
