@@ -80,6 +80,11 @@ impl MQAdmin {
         })
     }
 
+    /// The client id of the admin's client instance (`<ip>@<instance name>`).
+    pub fn client_id(&self) -> &str {
+        &self.inst.client_id
+    }
+
     fn timeout(&self) -> Duration {
         self.inst.config.mq_client_api_timeout
     }
