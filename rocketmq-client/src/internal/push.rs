@@ -48,6 +48,8 @@ const PULL_DELAY_FLOW_CONTROL: Duration = Duration::from_millis(50);
 const PULL_DELAY_NOT_LOCKED: Duration = Duration::from_millis(3000);
 /// Longest continuous consumption of one orderly queue per turn.
 const MAX_TIME_CONSUME_CONTINUOUSLY: Duration = Duration::from_secs(60);
+/// Delay before a refused orderly queue lock is asked again.
+const LOCK_RETRY_DELAY: Duration = Duration::from_millis(500);
 /// Timeout of CONSUMER_SEND_MSG_BACK.
 const SEND_BACK_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -71,6 +73,8 @@ pub(crate) struct PushEngine {
     pull_tasks: TaskTracker,
     suggest: Mutex<HashMap<MessageQueue, i64>>,
     consume_timestamp: i64,
+    /// A rebalance is scheduled to ask again for refused queue locks.
+    lock_retry_pending: std::sync::atomic::AtomicBool,
     me: Weak<PushEngine>,
 }
 
@@ -115,6 +119,7 @@ impl PushEngine {
             consume_tasks: TaskTracker::new(),
             pull_tasks: TaskTracker::new(),
             suggest: Mutex::default(),
+            lock_retry_pending: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         });
         inst.register_consumer(engine.clone())?;
@@ -801,6 +806,25 @@ impl ConsumerHook for PushEngine {
             return;
         }
         self.rebalance.rebalance(&self.inst, self).await;
+        // An orderly queue whose lock the broker refused (its previous owner had not unlocked
+        // it yet, typically by a millisecond) is asked again within a second rather than at the
+        // next rebalance, 20 s later. One retry is pending at a time.
+        if self.rebalance.take_lock_refused()
+            && !self
+                .lock_retry_pending
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            if let Some(me) = self.arc() {
+                self.consume_tasks.spawn(async move {
+                    let waited = me.pause(LOCK_RETRY_DELAY).await;
+                    me.lock_retry_pending
+                        .store(false, std::sync::atomic::Ordering::Release);
+                    if waited {
+                        ConsumerHook::rebalance(&*me).await;
+                    }
+                });
+            }
+        }
     }
 
     async fn persist_offsets(&self) {

@@ -48,6 +48,8 @@ pub(crate) struct RebalanceCore {
     pub(crate) subscriptions: Mutex<BTreeMap<String, SubscriptionData>>,
     pub(crate) topic_queues: Mutex<HashMap<String, BTreeSet<MessageQueue>>>,
     pub(crate) process_queues: Mutex<BTreeMap<MessageQueue, Arc<ProcessQueue>>>,
+    /// Set when the broker refused the lock of a queue allocated to this member (orderly).
+    lock_refused: std::sync::atomic::AtomicBool,
     gate: tokio::sync::Mutex<()>,
 }
 
@@ -77,6 +79,7 @@ impl RebalanceCore {
             subscriptions: Mutex::new(subscriptions),
             topic_queues: Mutex::default(),
             process_queues: Mutex::default(),
+            lock_refused: std::sync::atomic::AtomicBool::new(false),
             gate: tokio::sync::Mutex::new(()),
         }
     }
@@ -114,6 +117,13 @@ impl RebalanceCore {
     pub(crate) fn needs_route(&self) -> bool {
         let q = lock(&self.topic_queues);
         lock(&self.subscriptions).keys().any(|t| !q.contains_key(t))
+    }
+
+    /// Whether a lock was refused since the last call (a queue allocated here is still held by
+    /// its previous owner).
+    pub(crate) fn take_lock_refused(&self) -> bool {
+        self.lock_refused
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The owned queues.
@@ -219,6 +229,8 @@ impl RebalanceCore {
                 && !self.lock_one(inst, mq).await
             {
                 tracing::info!(group = %self.group, queue = %mq, "queue locked by another consumer; not taking it yet");
+                self.lock_refused
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 continue;
             }
             target.remove_dirty_offset(mq);

@@ -490,7 +490,16 @@ impl ProducerCore {
                 break;
             }
             let start = Instant::now();
-            match self.send_kernel(inst, p, &mq, mode, timeout - spent).await {
+            match self
+                .send_kernel(
+                    inst,
+                    p,
+                    &mq,
+                    mode,
+                    attempt_budget(&info, &mq, timeout - spent, attempt + 1 < times),
+                )
+                .await
+            {
                 Ok(r) => {
                     self.update_fault(&mq.broker_name, start.elapsed(), false);
                     if let Some(res) = &r {
@@ -587,6 +596,24 @@ impl ProducerCore {
             region_id: h.msg_region.unwrap_or_else(|| "DefaultRegion".to_string()),
             trace_on: h.trace_on.as_deref() != Some("false"),
         }))
+    }
+}
+
+/// How long one attempt may take: all that is left, unless another broker could still take
+/// the message, in which case a third of what is left is kept for it. Java gives the first
+/// attempt the whole timeout, so a broker that accepts connections and never answers (or
+/// drops packets) fails the send; here the retry on another broker still fits.
+fn attempt_budget(
+    info: &TopicPublishInfo,
+    mq: &MessageQueue,
+    left: Duration,
+    more_attempts: bool,
+) -> Duration {
+    let elsewhere = info.queues.iter().any(|q| q.broker_name != mq.broker_name);
+    if more_attempts && elsewhere {
+        left * 2 / 3
+    } else {
+        left
     }
 }
 
