@@ -26,6 +26,25 @@ pub enum RemotingError {
         /// The timeout.
         after: Duration,
     },
+    /// Connecting to the address failed recently, and its backoff window has not passed: no
+    /// connect was tried (see
+    /// [`RemotingClientBuilder::reconnect_backoff`](crate::transport::RemotingClientBuilder::reconnect_backoff)).
+    #[error(
+        "connect to {addr} failed {failures} time{}; next attempt in {} ms: {last}",
+        if *.failures == 1 { "" } else { "s" },
+        .retry_in.as_millis()
+    )]
+    ConnectBackoff {
+        /// Peer address.
+        addr: String,
+        /// Consecutive failed connects.
+        failures: u32,
+        /// Time left until the next connect may be tried.
+        retry_in: Duration,
+        /// The error of the last connect (`Connect` or `ConnectTimeout`).
+        #[source]
+        last: Box<RemotingError>,
+    },
     /// No response arrived in time.
     #[error("request {code} to {addr} timed out after {after:?}")]
     Timeout {
@@ -83,6 +102,7 @@ impl RemotingError {
             self,
             RemotingError::Connect { .. }
                 | RemotingError::ConnectTimeout { .. }
+                | RemotingError::ConnectBackoff { .. }
                 | RemotingError::Timeout { .. }
                 | RemotingError::ConnectionClosed { .. }
                 | RemotingError::Frame { .. }
@@ -93,7 +113,9 @@ impl RemotingError {
     pub fn is_connect_failure(&self) -> bool {
         matches!(
             self,
-            RemotingError::Connect { .. } | RemotingError::ConnectTimeout { .. }
+            RemotingError::Connect { .. }
+                | RemotingError::ConnectTimeout { .. }
+                | RemotingError::ConnectBackoff { .. }
         )
     }
 }

@@ -9,13 +9,16 @@ use rocketmq_remoting::protocol::{
     frame, FileRegion, RemotingCommand, RequestCode, ResponseCode, SerializeType,
 };
 use rocketmq_remoting::transport::{
-    ChannelContext, ProcessResult, RemotingClient, RemotingServer, RequestProcessor, RpcHook,
-    ServerHandle,
+    Channel, ChannelConfig, ChannelContext, ProcessResult, RemotingClient, RemotingServer,
+    RequestProcessor, RpcHook, ServerHandle,
 };
 use rocketmq_remoting::RemotingError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 const ECHO: i32 = 1000;
 const SILENT: i32 = 1001;
@@ -659,4 +662,342 @@ async fn mixed_sizes_from_many_senders_arrive_whole() {
     assert_eq!(server.connection_count(), 1, "one shared connection");
     assert_eq!(client.pending_requests(), 0);
     server.shutdown(Duration::from_secs(1)).await;
+}
+
+/// A listener whose accept queue (backlog 0) is kept full by a connection of our own: Linux drops
+/// the SYNs of any further connect, so a client connecting to it waits, until [`admit`] takes the
+/// filler out of the queue and the client's next SYN retransmission (about 1 s later) gets in.
+///
+/// [`admit`]: StalledListener::admit
+struct StalledListener {
+    listener: TcpListener,
+    filler: TcpStream,
+    addr: String,
+}
+
+impl StalledListener {
+    async fn new() -> Self {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(0).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let filler = TcpStream::connect(&addr).await.unwrap();
+        Self {
+            listener,
+            filler,
+            addr,
+        }
+    }
+
+    /// Frees the accept queue, takes the next connection and serves it with [`TestProcessor`].
+    async fn admit(self) -> (TcpListener, Channel) {
+        let (_filler_in, from) = accept(&self.listener).await;
+        assert_eq!(from, self.filler.local_addr().unwrap(), "the filler first");
+        let (stream, _) = accept(&self.listener).await;
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let ch = Channel::spawn(
+            stream,
+            &ChannelConfig::default(),
+            Some(Arc::new(TestProcessor { recorded: tx })),
+            Arc::from(Vec::<Arc<dyn RpcHook>>::new()),
+            TaskTracker::new(),
+            CancellationToken::new(),
+        )
+        .unwrap();
+        (self.listener, ch)
+    }
+}
+
+async fn accept(l: &TcpListener) -> (TcpStream, std::net::SocketAddr) {
+    tokio::time::timeout(Duration::from_secs(15), l.accept())
+        .await
+        .expect("a connection to accept")
+        .unwrap()
+}
+
+fn echo(id: impl ToString) -> RemotingCommand {
+    let mut r = request(ECHO);
+    r.set_ext("id", id.to_string());
+    r
+}
+
+/// Starts `client.invoke(addr, req)` in a task and returns once the call is waiting (its first
+/// poll returned `Pending`), so that the caller is known to be queued on the connect.
+async fn waiting_invoke(
+    client: &RemotingClient,
+    addr: &str,
+    req: RemotingCommand,
+    timeout: Duration,
+) -> tokio::task::JoinHandle<Result<RemotingCommand, RemotingError>> {
+    let (client, addr) = (client.clone(), addr.to_string());
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let call = client.invoke(&addr, req, timeout);
+        tokio::pin!(call);
+        assert!(futures::poll!(&mut call).is_pending(), "the connect stalls");
+        ready_tx.send(()).unwrap();
+        call.await
+    });
+    tokio::time::timeout(Duration::from_secs(10), ready_rx)
+        .await
+        .unwrap()
+        .unwrap();
+    task
+}
+
+/// A port nothing listens on: connects to it are refused.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Fifty callers that need the same address while its connect is in flight all wait for that one
+/// connect (as Java's callers share the pending `ChannelFuture`) and all use its connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_callers_share_one_pending_connect() {
+    let server = StalledListener::new().await;
+    let addr = server.addr.clone();
+    let client = RemotingClient::builder()
+        .connect_timeout(Duration::from_secs(20))
+        .build();
+    let mut calls = Vec::new();
+    for i in 0..50 {
+        calls.push(waiting_invoke(&client, &addr, echo(i), Duration::from_secs(30)).await);
+    }
+    assert_eq!(client.connect_attempts(), 1, "one connect for 50 callers");
+    let (listener, _served) = server.admit().await;
+    for (i, call) in calls.into_iter().enumerate() {
+        let resp = tokio::time::timeout(Duration::from_secs(10), call)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(resp.remark_str(), i.to_string());
+    }
+    assert_eq!(client.connect_attempts(), 1);
+    assert!(
+        futures::FutureExt::now_or_never(listener.accept()).is_none(),
+        "no second connection"
+    );
+    assert_eq!(client.connected_addresses(), vec![addr]);
+}
+
+/// A caller that gives up (its future dropped, or its own deadline passed) does not cancel the
+/// connect for the others; a connect nobody waits for any more still finishes and its connection
+/// is kept; shutdown ends the connects in flight and their callers at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_caller_does_not_cancel_the_shared_connect() {
+    let client = RemotingClient::builder()
+        .connect_timeout(Duration::from_secs(20))
+        .build();
+
+    // The caller that started the connect goes away; a second one gets the connection.
+    let server = StalledListener::new().await;
+    let addr = server.addr.clone();
+    let first = waiting_invoke(&client, &addr, echo("first"), Duration::from_secs(30)).await;
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+    let timed_out = client
+        .invoke(&addr, echo("short"), Duration::from_millis(20))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(timed_out, RemotingError::ConnectTimeout { .. }),
+        "{timed_out}"
+    );
+    let second = waiting_invoke(&client, &addr, echo("second"), Duration::from_secs(30)).await;
+    assert_eq!(client.connect_attempts(), 1);
+    let (_listener, _served) = server.admit().await;
+    let resp = tokio::time::timeout(Duration::from_secs(10), second)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(resp.remark_str(), "second");
+    assert_eq!(client.connect_attempts(), 1);
+
+    // Nobody waits any more: the connect still completes and its connection is kept.
+    let server = StalledListener::new().await;
+    let addr = server.addr.clone();
+    waiting_invoke(&client, &addr, echo("gone"), Duration::from_secs(30))
+        .await
+        .abort();
+    let (_listener, _served) = server.admit().await;
+    eventually("the abandoned connect to be kept", || {
+        client.connected_addresses().contains(&addr)
+    })
+    .await;
+    let resp = client
+        .invoke(&addr, echo("later"), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.remark_str(), "later");
+    assert_eq!(client.connect_attempts(), 2);
+
+    // Shutdown stops a connect in flight: its caller learns at once.
+    let server = StalledListener::new().await;
+    let waiting = waiting_invoke(&client, &server.addr, echo("x"), Duration::from_secs(30)).await;
+    client.shutdown();
+    let res = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("shutdown ends the wait")
+        .unwrap();
+    assert!(matches!(res, Err(RemotingError::Shutdown)), "{res:?}");
+    assert!(client.connected_addresses().is_empty());
+}
+
+/// After a refused connect, calls within the backoff window fail at once without connecting;
+/// the first call after it connects again, and the next window is longer.
+#[tokio::test]
+async fn refused_connects_back_off() {
+    let client = RemotingClient::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .reconnect_backoff(Duration::from_secs(1), Duration::from_secs(30))
+        .build();
+    let port = closed_port();
+    let addr = format!("127.0.0.1:{port}");
+    let err = client
+        .invoke(&addr, echo(0), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemotingError::Connect { .. }), "{err}");
+    assert_eq!(client.connect_attempts(), 1);
+
+    let mut retry_at = None;
+    for i in 0..20 {
+        let started = Instant::now();
+        let err = client
+            .invoke(&addr, echo(i), Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_millis(200),
+            "fails fast, not after the connect timeout"
+        );
+        let RemotingError::ConnectBackoff {
+            failures,
+            retry_in,
+            ref last,
+            ..
+        } = err
+        else {
+            panic!("{err}");
+        };
+        assert_eq!(failures, 1);
+        // First window: 1 s ± 20 %.
+        assert!(retry_in <= Duration::from_millis(1200), "{retry_in:?}");
+        assert!(matches!(**last, RemotingError::Connect { .. }), "{last}");
+        assert!(err.is_retriable() && err.is_connect_failure());
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "connect to {addr} failed 1 time; next attempt in "
+            )),
+            "{text}"
+        );
+        assert!(text.contains("cannot connect to"), "{text}");
+        retry_at = Some(Instant::now() + retry_in);
+    }
+    assert_eq!(client.connect_attempts(), 1, "no connect within the window");
+
+    // The window passes: one new attempt, then a longer window (2 s ± 20 %).
+    tokio::time::sleep_until(retry_at.unwrap()).await;
+    let err = client
+        .invoke(&addr, echo("again"), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemotingError::Connect { .. }), "{err}");
+    assert_eq!(client.connect_attempts(), 2);
+    let err = client
+        .invoke(&addr, echo("fast"), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    match err {
+        RemotingError::ConnectBackoff {
+            failures: 2,
+            retry_in,
+            ..
+        } => assert!(retry_in > Duration::from_millis(1200), "{retry_in:?}"),
+        other => panic!("{other}"),
+    }
+    assert!(err.to_string().contains("failed 2 times"), "{err}");
+    assert_eq!(client.connect_attempts(), 2);
+
+    // Oneway calls back off too; closing the (absent) channel does not reset the window.
+    client.close_channel(&addr);
+    let err = client
+        .invoke_oneway(&addr, echo("oneway"), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemotingError::ConnectBackoff { .. }), "{err}");
+    assert_eq!(client.connect_attempts(), 2);
+}
+
+/// A server that comes back on the same port is reconnected to once the window has passed, and
+/// the successful connect resets the backoff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnects_after_the_server_comes_back() {
+    let client = RemotingClient::builder()
+        .reconnect_backoff(Duration::from_secs(1), Duration::from_secs(30))
+        .build();
+    let port = closed_port();
+    let addr = format!("127.0.0.1:{port}");
+    let err = client
+        .invoke(&addr, echo(0), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemotingError::Connect { .. }), "{err}");
+
+    // Listening again on the same port.
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let server = RemotingServer::builder(addr.as_str())
+        .processor(ECHO, Arc::new(TestProcessor { recorded: tx }))
+        .start()
+        .await
+        .unwrap();
+    // Still within the window: not tried yet.
+    let retry_in = match client
+        .invoke(&addr, echo(1), Duration::from_secs(5))
+        .await
+        .unwrap_err()
+    {
+        RemotingError::ConnectBackoff { retry_in, .. } => retry_in,
+        other => panic!("{other}"),
+    };
+    assert_eq!(client.connect_attempts(), 1);
+    assert_eq!(server.connection_count(), 0);
+
+    tokio::time::sleep(retry_in).await;
+    let resp = client
+        .invoke(&addr, echo("back"), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.remark_str(), "back");
+    assert_eq!(client.connect_attempts(), 2);
+    assert_eq!(server.connection_count(), 1);
+
+    // The server goes away again: the backoff starts over from the first window.
+    server.shutdown(Duration::from_millis(100)).await;
+    eventually("the connection to close", || {
+        client.connected_addresses().is_empty()
+    })
+    .await;
+    let err = client
+        .invoke(&addr, echo(2), Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(err.is_connect_failure(), "{err}");
+    assert_eq!(client.connect_attempts(), 3);
+    match client
+        .invoke(&addr, echo(3), Duration::from_secs(5))
+        .await
+        .unwrap_err()
+    {
+        RemotingError::ConnectBackoff {
+            failures: 1,
+            retry_in,
+            ..
+        } => assert!(retry_in <= Duration::from_millis(1200), "{retry_in:?}"),
+        other => panic!("{other}"),
+    }
 }

@@ -1,8 +1,28 @@
 //! `RemotingClient`: one shared connection per address.
+//!
+//! Connecting follows Java's `NettyRemotingClient.createChannel`: while a connect to an address
+//! is in flight, every caller that needs that address waits for the same connect (Java shares
+//! the `ChannelFuture` kept in `channelTables`) instead of opening a connection of its own. The
+//! connect runs as a task of its own, so a caller that gives up (timeout, dropped future) never
+//! cancels it for the others; a connect nobody waits for any more still finishes and its
+//! connection is kept for the next caller.
+//!
+//! Unlike Java, a failed connect is not retried at once by the next caller: for a backoff window
+//! that grows with each consecutive failure, callers fail fast with
+//! [`RemotingError::ConnectBackoff`]. Java has no such window, so against a dead broker it
+//! connects again for every request; against a host that drops packets every request then waits
+//! the whole connect timeout. See [`RemotingClientBuilder::reconnect_backoff`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+use futures::future::{BoxFuture, Shared};
+use futures::FutureExt;
+use rand::Rng;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::channel::{Channel, ChannelConfig};
 use super::hook::RpcHook;
@@ -10,10 +30,19 @@ use super::processor::RequestProcessor;
 use crate::error::RemotingError;
 use crate::protocol::RemotingCommand;
 
+/// Default first backoff window after a failed connect.
+const DEFAULT_RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(100);
+/// Default largest backoff window (before jitter).
+const DEFAULT_RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Each backoff window is scaled by a random factor in `1 ± RECONNECT_JITTER`, so that clients
+/// that lost the same broker at the same moment do not all come back at the same moment.
+const RECONNECT_JITTER: f64 = 0.2;
+
 /// Builds a [`RemotingClient`].
 #[derive(Default)]
 pub struct RemotingClientBuilder {
     connect_timeout: Option<Duration>,
+    reconnect_backoff: Option<(Duration, Duration)>,
     channel: ChannelConfig,
     processor: Option<Arc<dyn RequestProcessor>>,
     hooks: Vec<Arc<dyn RpcHook>>,
@@ -23,6 +52,7 @@ impl std::fmt::Debug for RemotingClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemotingClientBuilder")
             .field("connect_timeout", &self.connect_timeout)
+            .field("reconnect_backoff", &self.reconnect_backoff)
             .field("channel", &self.channel)
             .field("hooks", &self.hooks.len())
             .finish()
@@ -33,6 +63,26 @@ impl RemotingClientBuilder {
     /// Connect timeout (Java `connectTimeoutMillis`: 3 s).
     pub fn connect_timeout(mut self, t: Duration) -> Self {
         self.connect_timeout = Some(t);
+        self
+    }
+
+    /// How long to wait before connecting again to an address whose last connect failed
+    /// (default 100 ms, then doubling per consecutive failure up to 5 s).
+    ///
+    /// After the `n`-th consecutive failed connect to an address, requests to it fail at once
+    /// with [`RemotingError::ConnectBackoff`] for `min(min · 2ⁿ⁻¹, max)`, scaled by a random
+    /// factor in 0.8..=1.2; the first request after that window connects again (one connect,
+    /// shared by every caller). A successful connect forgets the failures.
+    ///
+    /// The defaults: 100 ms is short enough that a broker that refused one connect (restarting,
+    /// backlog full) is tried again before a producer's next send would notice, and long enough
+    /// to turn a thousand sends a second to a dead broker into a handful of connects; 5 s bounds
+    /// how long a broker that came back stays unused, well under the 30 s in which the name
+    /// server's routes catch up. Java's `NettyRemotingClient` has no backoff (it only shares the
+    /// pending connect); `reconnect_backoff(Duration::ZERO, Duration::ZERO)` behaves like it.
+    /// A `max` below `min` is taken as `min`.
+    pub fn reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.reconnect_backoff = Some((min, max.max(min)));
         self
     }
 
@@ -64,33 +114,71 @@ impl RemotingClientBuilder {
 
     /// Builds the client (no connection is opened until the first request).
     pub fn build(self) -> RemotingClient {
+        let (backoff_min, backoff_max) = self
+            .reconnect_backoff
+            .unwrap_or((DEFAULT_RECONNECT_BACKOFF_MIN, DEFAULT_RECONNECT_BACKOFF_MAX));
         RemotingClient {
             inner: Arc::new(ClientInner {
                 connect_timeout: self.connect_timeout.unwrap_or(Duration::from_secs(3)),
+                backoff_min,
+                backoff_max,
                 channel_config: self.channel,
                 processor: self.processor,
                 hooks: self.hooks.into(),
-                channels: Mutex::new(HashMap::new()),
-                connecting: Mutex::new(HashMap::new()),
-                shut_down: std::sync::atomic::AtomicBool::new(false),
+                peers: Mutex::new(HashMap::new()),
+                next_connect_id: AtomicU64::new(0),
+                connect_attempts: AtomicU64::new(0),
+                shut_down: AtomicBool::new(false),
+                stop: CancellationToken::new(),
             }),
         }
     }
 }
 
+/// A connect in flight, awaited by every caller that needs its address.
+type PendingConnect = Shared<BoxFuture<'static, Result<Channel, RemotingError>>>;
+
+/// What the client knows about one address.
+#[derive(Default)]
+struct Peer {
+    /// The connection, while it lives (a dead one is replaced by the next connect).
+    channel: Option<Channel>,
+    /// The connect in flight, with its id.
+    connecting: Option<(u64, PendingConnect)>,
+    /// Consecutive failed connects (0 after a successful one).
+    failures: u32,
+    /// No new connect before this instant; with the error of the last one.
+    backoff: Option<(Instant, RemotingError)>,
+}
+
+impl Peer {
+    fn is_empty(&self) -> bool {
+        self.channel.is_none() && self.connecting.is_none() && self.failures == 0
+    }
+}
+
 struct ClientInner {
     connect_timeout: Duration,
+    backoff_min: Duration,
+    backoff_max: Duration,
     channel_config: ChannelConfig,
     processor: Option<Arc<dyn RequestProcessor>>,
     hooks: Arc<[Arc<dyn RpcHook>]>,
-    channels: Mutex<HashMap<String, Channel>>,
-    connecting: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    shut_down: std::sync::atomic::AtomicBool,
+    peers: Mutex<HashMap<String, Peer>>,
+    next_connect_id: AtomicU64,
+    connect_attempts: AtomicU64,
+    shut_down: AtomicBool,
+    /// Cancelled on shutdown (and drop): stops connects in flight.
+    stop: CancellationToken,
 }
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
-        for ch in lock(&self.channels).values() {
+        self.stop.cancel();
+        for ch in lock(&self.peers)
+            .values()
+            .filter_map(|p| p.channel.as_ref())
+        {
             ch.close();
         }
     }
@@ -100,8 +188,115 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+impl ClientInner {
+    fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
+    /// The backoff window after `failures` consecutive failed connects, jitter included.
+    fn backoff_window(&self, failures: u32) -> Duration {
+        let doublings = failures.saturating_sub(1).min(30);
+        let base = self
+            .backoff_min
+            .saturating_mul(1u32 << doublings)
+            .min(self.backoff_max);
+        if base.is_zero() {
+            return base;
+        }
+        base.mul_f64(rand::thread_rng().gen_range(1.0 - RECONNECT_JITTER..=1.0 + RECONNECT_JITTER))
+    }
+
+    /// Starts connecting to `addr` in a task of its own and records it in `peer`.
+    fn start_connect(self: &Arc<Self>, addr: &str, peer: &mut Peer) -> PendingConnect {
+        let id = self.next_connect_id.fetch_add(1, Ordering::Relaxed);
+        self.connect_attempts.fetch_add(1, Ordering::Relaxed);
+        let weak = Arc::downgrade(self);
+        let stop = self.stop.clone();
+        let addr = addr.to_string();
+        let timeout = self.connect_timeout;
+        let config = self.channel_config.clone();
+        let processor = self.processor.clone();
+        let hooks = self.hooks.clone();
+        let task = tokio::spawn(async move {
+            let result = tokio::select! {
+                biased;
+                _ = stop.cancelled() => Err(RemotingError::Shutdown),
+                r = Channel::connect(&addr, timeout, &config, processor, hooks) => r,
+            };
+            // No await from here on: the outcome is recorded whoever still waits for it.
+            finish_connect(&weak, &addr, id, result)
+        });
+        let pending = task
+            .map(|joined| {
+                joined
+                    .unwrap_or_else(|e| Err(RemotingError::Io(Arc::new(std::io::Error::other(e)))))
+            })
+            .boxed()
+            .shared();
+        peer.connecting = Some((id, pending.clone()));
+        pending
+    }
+}
+
+/// Records the outcome of connect `id` to `addr`: keeps the channel (or closes it if the client
+/// is gone or shut down), or counts the failure and opens the backoff window.
+fn finish_connect(
+    client: &Weak<ClientInner>,
+    addr: &str,
+    id: u64,
+    result: Result<Channel, RemotingError>,
+) -> Result<Channel, RemotingError> {
+    let Some(inner) = client.upgrade() else {
+        if let Ok(ch) = &result {
+            ch.close();
+        }
+        return Err(RemotingError::Shutdown);
+    };
+    let mut peers = lock(&inner.peers);
+    let peer = peers.entry(addr.to_string()).or_default();
+    if peer.connecting.as_ref().is_some_and(|(c, _)| *c == id) {
+        peer.connecting = None;
+    }
+    if inner.is_shut_down() {
+        if let Ok(ch) = &result {
+            ch.close();
+        }
+        if peer.is_empty() {
+            peers.remove(addr);
+        }
+        return Err(RemotingError::Shutdown);
+    }
+    match result {
+        Ok(ch) => {
+            peer.failures = 0;
+            peer.backoff = None;
+            if let Some(old) = peer.channel.replace(ch.clone()) {
+                old.close();
+            }
+            tracing::debug!(addr, "connected");
+            Ok(ch)
+        }
+        Err(e) => {
+            peer.failures = peer.failures.saturating_add(1);
+            let window = inner.backoff_window(peer.failures);
+            peer.backoff = Some((Instant::now() + window, e.clone()));
+            tracing::debug!(
+                addr,
+                failures = peer.failures,
+                backoff_ms = window.as_millis() as u64,
+                error = %e,
+                "connect failed"
+            );
+            Err(e)
+        }
+    }
+}
+
 /// A remoting client: one connection per address, shared by every caller, opened on first use
 /// and reopened on the next use after it dies. Cloning is cheap.
+///
+/// Concurrent callers share one connect per address; after a failed connect the address is
+/// left alone for a backoff window (see [`RemotingClientBuilder::reconnect_backoff`]).
 #[derive(Clone)]
 pub struct RemotingClient {
     inner: Arc<ClientInner>,
@@ -110,7 +305,7 @@ pub struct RemotingClient {
 impl std::fmt::Debug for RemotingClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemotingClient")
-            .field("connections", &lock(&self.inner.channels).len())
+            .field("connections", &self.connected_addresses().len())
             .finish()
     }
 }
@@ -128,11 +323,7 @@ impl RemotingClient {
     }
 
     fn check_running(&self) -> Result<(), RemotingError> {
-        if self
-            .inner
-            .shut_down
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
+        if self.inner.is_shut_down() {
             Err(RemotingError::Shutdown)
         } else {
             Ok(())
@@ -140,41 +331,47 @@ impl RemotingClient {
     }
 
     /// The open connection to `addr`, connecting if there is none.
+    ///
+    /// Callers that arrive while a connect to `addr` is in flight wait for that connect and get
+    /// its outcome; the connect itself is bounded by the connect timeout and goes on if a caller
+    /// gives up. Within the backoff window after a failed connect this fails at once with
+    /// [`RemotingError::ConnectBackoff`].
     pub async fn channel(&self, addr: &str) -> Result<Channel, RemotingError> {
         self.check_running()?;
-        if let Some(ch) = lock(&self.inner.channels).get(addr) {
-            if ch.is_active() {
-                return Ok(ch.clone());
+        let pending = {
+            let mut peers = lock(&self.inner.peers);
+            if !peers.contains_key(addr) {
+                peers.insert(addr.to_string(), Peer::default());
             }
-        }
-        let gate = lock(&self.inner.connecting)
-            .entry(addr.to_string())
-            .or_default()
-            .clone();
-        let _connecting = gate.lock().await;
-        if let Some(ch) = lock(&self.inner.channels).get(addr) {
-            if ch.is_active() {
-                return Ok(ch.clone());
+            let peer = peers.get_mut(addr).expect("inserted above");
+            match &peer.channel {
+                Some(ch) if ch.is_active() => return Ok(ch.clone()),
+                _ => {}
             }
-        }
-        let ch = Channel::connect(
-            addr,
-            self.inner.connect_timeout,
-            &self.inner.channel_config,
-            self.inner.processor.clone(),
-            self.inner.hooks.clone(),
-        )
-        .await?;
-        self.check_running().inspect_err(|_| ch.close())?;
-        if let Some(old) = lock(&self.inner.channels).insert(addr.to_string(), ch.clone()) {
-            old.close();
-        }
-        tracing::debug!(addr, "connected");
-        Ok(ch)
+            match &peer.connecting {
+                Some((_, pending)) => pending.clone(),
+                None => {
+                    if let Some((retry_at, last)) = &peer.backoff {
+                        let now = Instant::now();
+                        if now < *retry_at {
+                            return Err(RemotingError::ConnectBackoff {
+                                addr: addr.to_string(),
+                                failures: peer.failures,
+                                retry_in: *retry_at - now,
+                                last: Box::new(last.clone()),
+                            });
+                        }
+                    }
+                    self.inner.start_connect(addr, peer)
+                }
+            }
+        };
+        pending.await
     }
 
     /// Sends `request` to `addr` and waits up to `timeout` (connecting included) for the
-    /// response. Dropping the future early leaves nothing behind.
+    /// response. Dropping the future early leaves nothing behind (a connect it started goes
+    /// on for the other callers and the next ones).
     pub async fn invoke(
         &self,
         addr: &str,
@@ -218,36 +415,54 @@ impl RemotingClient {
             })
     }
 
-    /// Closes the connection to `addr`, if any.
+    /// Closes the connection to `addr`, if any. A connect in flight goes on (its callers still
+    /// get its connection), and the backoff after failed connects is kept: closing a channel
+    /// does not make a dead address worth connecting to sooner.
     pub fn close_channel(&self, addr: &str) {
-        if let Some(ch) = lock(&self.inner.channels).remove(addr) {
-            ch.close();
+        let mut peers = lock(&self.inner.peers);
+        if let Some(peer) = peers.get_mut(addr) {
+            if let Some(ch) = peer.channel.take() {
+                ch.close();
+            }
+            if peer.is_empty() {
+                peers.remove(addr);
+            }
         }
     }
 
     /// Addresses with an open connection.
     pub fn connected_addresses(&self) -> Vec<String> {
-        lock(&self.inner.channels)
+        lock(&self.inner.peers)
             .iter()
-            .filter(|(_, c)| c.is_active())
+            .filter(|(_, p)| p.channel.as_ref().is_some_and(Channel::is_active))
             .map(|(a, _)| a.clone())
             .collect()
     }
 
     /// Requests awaiting a response, over all connections.
     pub fn pending_requests(&self) -> usize {
-        lock(&self.inner.channels)
+        lock(&self.inner.peers)
             .values()
+            .filter_map(|p| p.channel.as_ref())
             .map(Channel::pending_requests)
             .sum()
     }
 
-    /// Closes every connection; later calls fail with [`RemotingError::Shutdown`]. Idempotent.
+    /// TCP connects started since the client was built (each shared by all its callers).
+    pub fn connect_attempts(&self) -> u64 {
+        self.inner.connect_attempts.load(Ordering::Relaxed)
+    }
+
+    /// Closes every connection and stops the connects in flight (their callers get
+    /// [`RemotingError::Shutdown`]); later calls fail with [`RemotingError::Shutdown`].
+    /// Idempotent.
     pub fn shutdown(&self) {
-        self.inner
-            .shut_down
-            .store(true, std::sync::atomic::Ordering::Release);
-        let channels: Vec<Channel> = lock(&self.inner.channels).drain().map(|(_, c)| c).collect();
+        self.inner.shut_down.store(true, Ordering::Release);
+        self.inner.stop.cancel();
+        let channels: Vec<Channel> = lock(&self.inner.peers)
+            .drain()
+            .filter_map(|(_, p)| p.channel)
+            .collect();
         for ch in channels {
             ch.close();
         }
