@@ -441,6 +441,23 @@ impl DefaultLitePullConsumer {
         Ok(o)
     }
 
+    /// Begins the stop now, without waiting for it (a dropped stream).
+    pub(crate) fn stop_in_background(&self) {
+        let mut state = lock(&self.inner.state);
+        if let State::Running(engine) = &*state {
+            let stop = engine.stop();
+            *state = State::Stopping(stop);
+        }
+    }
+
+    /// Moves the consume position of each queue back to the given offset (messages returned by
+    /// `poll` but not consumed); no broker round trip.
+    pub(crate) fn rewind(&self, positions: &BTreeMap<MessageQueue, i64>) {
+        if let Ok(e) = self.engine() {
+            e.rewind(positions);
+        }
+    }
+
     /// Commits (with auto-commit), stops pulling and leaves the group. Idempotent and
     /// cancel-safe: once begun, the stop finishes in the background, and a later call waits
     /// for it. A shut-down consumer cannot be started again (as in Java).

@@ -5,6 +5,7 @@ mod allocate;
 mod listener;
 mod lite_pull;
 mod push;
+mod stream;
 
 pub use self::allocate::{
     AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle,
@@ -19,4 +20,5 @@ pub use self::lite_pull::{
     DefaultLitePullConsumer, LitePullConsumerBuilder, LitePullConsumerConfig,
 };
 pub use self::push::{DefaultMQPushConsumer, PushConsumerBuilder, PushConsumerConfig};
+pub use self::stream::{Delivery, LitePullStream, PushStream};
 pub use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};

@@ -487,6 +487,15 @@ impl DefaultMQPushConsumer {
         }
     }
 
+    /// Begins the stop now, without waiting for it (a dropped stream).
+    pub(crate) fn stop_in_background(&self) {
+        let mut state = lock(&self.inner.state);
+        if let State::Running(engine) = &*state {
+            let stop = engine.stop();
+            *state = State::Stopping(stop);
+        }
+    }
+
     /// Stops pulling, waits (up to `await_termination`) for running listener calls, commits
     /// offsets, releases queue locks and leaves the group. Idempotent. Messages pulled but not
     /// consumed are delivered again (to this group) later: nothing is lost. Cancel-safe: once

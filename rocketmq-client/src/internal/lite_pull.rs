@@ -406,6 +406,23 @@ impl LiteEngine {
         Ok(())
     }
 
+    /// Moves each queue's consume position back to the given offset (never forward), dropping
+    /// what was pulled since: the queue is pulled again from there.
+    pub(crate) fn rewind(&self, positions: &BTreeMap<MessageQueue, i64>) {
+        let mut q = lock(&self.queues);
+        for (mq, offset) in positions {
+            let Some(st) = q.get_mut(mq) else { continue };
+            if st.consumed >= 0 && st.consumed <= *offset {
+                continue;
+            }
+            st.generation += 1;
+            st.seek = Some(*offset);
+            st.consumed = *offset;
+            st.pq.clear();
+            st.wake.notify_one();
+        }
+    }
+
     /// The queue's min or max offset.
     pub(crate) async fn queue_bound(&self, mq: &MessageQueue, max: bool) -> Result<i64> {
         let addr = self

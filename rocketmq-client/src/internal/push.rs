@@ -460,6 +460,13 @@ impl PushEngine {
             tracing::debug!(queue = %mq, "queue dropped during consumption; result discarded");
             return;
         }
+        if status == ConsumeConcurrentlyStatus::ReconsumeLater && self.stopping.is_cancelled() {
+            // Not consumed while the consumer stops: left in the process queue, so the committed
+            // offset stays before them and they are delivered again from the queue (sooner than
+            // through the retry topic, with no attempt counted).
+            tracing::debug!(queue = %mq, "not consumed at shutdown; delivered again later");
+            return;
+        }
         let ack = match status {
             ConsumeConcurrentlyStatus::ConsumeSuccess => ctx.ack_index.min(msgs.len() as i32 - 1),
             ConsumeConcurrentlyStatus::ReconsumeLater => -1,
