@@ -18,6 +18,7 @@ pub mod producer;
 pub use config::ClientConfig;
 pub use error::{ClientError, Result};
 pub use internal::api::{PullResult, PullStatus};
+pub use internal::lookup::{MessageLookup, QueryResult};
 pub use rocketmq_remoting::protocol::message::{Message, MessageExt, MessageQueue};
 
 /// The README's examples, compiled as doctests.

@@ -25,6 +25,7 @@ use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
 use crate::config::{check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::instance::{resolve_instance_name, ClientInstance, MASTER_ID};
+use crate::internal::lookup::MessageLookup;
 
 /// One queue's positions for a consumer group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +79,11 @@ impl MQAdmin {
         Ok(Self {
             inst: ClientInstance::get_or_create(&config, &name)?,
         })
+    }
+
+    /// Message and offset lookups (by id, key, time; queue bounds).
+    pub fn lookup(&self) -> MessageLookup {
+        MessageLookup::new(self.inst.clone())
     }
 
     /// The client id of the admin's client instance (`<ip>@<instance name>`).

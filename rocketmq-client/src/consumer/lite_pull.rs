@@ -13,9 +13,10 @@ use rocketmq_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 use super::allocate::{AllocateMessageQueueAveragely, AllocateMessageQueueStrategy};
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
-use crate::internal::instance::{lock, subscribe_queues};
+use crate::internal::instance::lock;
 use crate::internal::lifecycle::Stopping;
 use crate::internal::lite_pull::LiteEngine;
+use crate::internal::lookup::MessageLookup;
 use crate::internal::send::now_ms;
 
 /// The shortest auto-commit period (Java `MIN_AUTOCOMMIT_INTERVAL_MILLIS`, 1 s).
@@ -48,6 +49,9 @@ pub struct LitePullConsumerConfig {
     pub auto_commit_interval: Duration,
     /// Broadcasting: directory of the local offsets file.
     pub local_offset_store_dir: Option<PathBuf>,
+    /// Period of the check of watched topics' queues (30 s, Java
+    /// `topicMetadataCheckIntervalMillis`).
+    pub topic_metadata_check_interval: Duration,
 }
 
 impl std::fmt::Debug for LitePullConsumerConfig {
@@ -75,6 +79,7 @@ impl Default for LitePullConsumerConfig {
             auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
             local_offset_store_dir: None,
+            topic_metadata_check_interval: Duration::from_secs(30),
         }
     }
 }
@@ -235,6 +240,11 @@ impl LitePullConsumerBuilder {
                 self.cfg.auto_commit_interval
             )));
         }
+        if self.cfg.topic_metadata_check_interval.is_zero() {
+            return Err(ClientError::Config(
+                "topic_metadata_check_interval must be positive".into(),
+            ));
+        }
         if self.cfg.poll_timeout.is_zero() {
             return Err(ClientError::Config("poll_timeout must be positive".into()));
         }
@@ -364,6 +374,55 @@ impl DefaultLitePullConsumer {
         Ok(self.engine()?.poll(timeout).await)
     }
 
+    /// Message and offset lookups (by id, key, time; queue bounds) over this consumer's
+    /// connections. Fails with [`ClientError::NotRunning`] before start.
+    pub fn lookup(&self) -> Result<MessageLookup> {
+        Ok(MessageLookup::new(self.engine()?.inst.clone()))
+    }
+
+    /// The offset of the first message of `mq` stored at or after `timestamp` (ms since the
+    /// epoch; Java `offsetForTimestamp`).
+    pub async fn offset_for_timestamp(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
+        self.lookup()?.search_offset(mq, timestamp).await
+    }
+
+    /// Continues `mq` (which must be assigned) from its first message stored at or after
+    /// `timestamp` (ms since the epoch).
+    pub async fn seek_to_timestamp(&self, mq: &MessageQueue, timestamp: i64) -> Result<()> {
+        let offset = self.offset_for_timestamp(mq, timestamp).await?;
+        self.seek(mq, offset).await
+    }
+
+    /// The committed offsets of `queues` (-1 for a queue with none). Fails if one cannot be
+    /// read.
+    pub async fn committed_offsets(
+        &self,
+        queues: impl IntoIterator<Item = MessageQueue>,
+    ) -> Result<BTreeMap<MessageQueue, i64>> {
+        let mut out = BTreeMap::new();
+        for mq in queues {
+            let o = self.committed(&mq).await?;
+            out.insert(mq, o);
+        }
+        Ok(out)
+    }
+
+    /// Calls `callback` with `topic`'s readable queues whenever they change (checked every
+    /// `topic_metadata_check_interval`; Java `registerTopicMessageQueueChangeListener`). With
+    /// `assign`, the callback is where to assign the new queues (spawn the `assign` call).
+    /// After start.
+    pub async fn register_topic_message_queue_change_listener<F>(
+        &self,
+        topic: &str,
+        callback: F,
+    ) -> Result<()>
+    where
+        F: Fn(&str, &BTreeSet<MessageQueue>) + Send + Sync + 'static,
+    {
+        check_topic(topic)?;
+        self.engine()?.watch_queues(topic, Arc::new(callback)).await
+    }
+
     /// The queues currently assigned (by `assign` or by rebalancing).
     pub fn assignment(&self) -> BTreeSet<MessageQueue> {
         self.engine().map(|e| e.assignment()).unwrap_or_default()
@@ -371,16 +430,7 @@ impl DefaultLitePullConsumer {
 
     /// The readable queues of `topic`.
     pub async fn fetch_message_queues(&self, topic: &str) -> Result<BTreeSet<MessageQueue>> {
-        let e = self.engine()?;
-        if !e.inst.update_route(topic).await? {
-            return Err(ClientError::NoRoute {
-                topic: topic.to_string(),
-            });
-        }
-        let route = e.inst.route(topic).ok_or_else(|| ClientError::NoRoute {
-            topic: topic.to_string(),
-        })?;
-        Ok(subscribe_queues(topic, &route))
+        self.engine()?.readable_queues(topic).await
     }
 
     /// Continues from `offset` in `mq` (which must be assigned, and the offset within the

@@ -15,6 +15,7 @@ use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::instance::lock;
 use crate::internal::lifecycle::Stopping;
+use crate::internal::lookup::MessageLookup;
 use crate::internal::push::{Listener, PushEngine};
 use crate::internal::send::now_ms;
 
@@ -38,6 +39,16 @@ pub struct PushConsumerConfig {
     pub pull_threshold_for_queue: usize,
     /// Cached body MiB per queue before pulling pauses (100).
     pub pull_threshold_size_for_queue: usize,
+    /// Cached messages per topic before pulling pauses, shared by the owned queues (-1: use
+    /// `pull_threshold_for_queue`).
+    pub pull_threshold_for_topic: i32,
+    /// Cached body MiB per topic before pulling pauses, shared by the owned queues (-1: use
+    /// `pull_threshold_size_for_queue`).
+    pub pull_threshold_size_for_topic: i32,
+    /// Concurrent clustering consumers: a listener call that holds its messages longer than
+    /// this has them sent back for retry and released, so the queue moves on (15 min, Java
+    /// `consumeTimeout`).
+    pub consume_timeout: Duration,
     /// Concurrent mode: largest offset span cached per queue before pulling pauses (2000).
     pub consume_concurrently_max_span: i64,
     /// Pause between pulls of one queue (0).
@@ -86,6 +97,9 @@ impl Default for PushConsumerConfig {
             pull_batch_size: 32,
             pull_threshold_for_queue: 1000,
             pull_threshold_size_for_queue: 100,
+            pull_threshold_for_topic: -1,
+            pull_threshold_size_for_topic: -1,
+            consume_timeout: Duration::from_secs(15 * 60),
             consume_concurrently_max_span: 2000,
             pull_interval: Duration::ZERO,
             consume_message_batch_max_size: 1,
@@ -250,6 +264,24 @@ impl PushConsumerBuilder {
         self
     }
 
+    /// How long a listener call may hold its messages before they are sent back for retry.
+    pub fn consume_timeout(mut self, t: Duration) -> Self {
+        self.cfg.consume_timeout = t;
+        self
+    }
+
+    /// Cached messages per topic before pulling pauses (-1: per queue only).
+    pub fn pull_threshold_for_topic(mut self, n: i32) -> Self {
+        self.cfg.pull_threshold_for_topic = n;
+        self
+    }
+
+    /// Cached body MiB per topic before pulling pauses (-1: per queue only).
+    pub fn pull_threshold_size_for_topic(mut self, mib: i32) -> Self {
+        self.cfg.pull_threshold_size_for_topic = mib;
+        self
+    }
+
     /// Deliveries before the dead-letter queue.
     pub fn max_reconsume_times(mut self, n: i32) -> Self {
         self.cfg.max_reconsume_times = n;
@@ -305,6 +337,25 @@ impl PushConsumerBuilder {
                 "pull_threshold_size_for_queue is 1..=1024 MiB".into(),
             ));
         }
+        if c.pull_threshold_for_topic != -1
+            && !(1..=6_553_500).contains(&c.pull_threshold_for_topic)
+        {
+            return Err(ClientError::Config(
+                "pull_threshold_for_topic is -1 or 1..=6553500".into(),
+            ));
+        }
+        if c.pull_threshold_size_for_topic != -1
+            && !(1..=102_400).contains(&c.pull_threshold_size_for_topic)
+        {
+            return Err(ClientError::Config(
+                "pull_threshold_size_for_topic is -1 or 1..=102400 MiB".into(),
+            ));
+        }
+        if c.consume_timeout.is_zero() {
+            return Err(ClientError::Config(
+                "consume_timeout must be positive".into(),
+            ));
+        }
         if !(1..=65535).contains(&c.consume_concurrently_max_span) {
             return Err(ClientError::Config(
                 "consume_concurrently_max_span is 1..=65535".into(),
@@ -346,7 +397,8 @@ impl DefaultMQPushConsumer {
     }
 
     /// Subscribes to `topic` with a tag expression: `"*"` for every message, or tags joined
-    /// by `||` (`"TagA || TagB"`). Before `start` only.
+    /// by `||` (`"TagA || TagB"`). Before `start`; to subscribe a running consumer, use
+    /// [`subscribe_running`](Self::subscribe_running).
     pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
         check_topic(topic)?;
         match &mut *lock(&self.inner.state) {
@@ -357,8 +409,52 @@ impl DefaultMQPushConsumer {
                 );
                 Ok(())
             }
-            _ => Err(ClientError::Config("subscribe before start".into())),
+            _ => Err(ClientError::Config(
+                "subscribe before start (or use subscribe_running)".into(),
+            )),
         }
+    }
+
+    /// Subscribes a running consumer to `topic` (Java allows `subscribe` after start): the
+    /// brokers hear of it at once and its queues are taken by the next rebalance, which runs
+    /// at once.
+    pub async fn subscribe_running(&self, topic: &str, expression: &str) -> Result<()> {
+        check_topic(topic)?;
+        self.engine()?
+            .subscribe(SubscriptionData::from_tag_expression(
+                topic,
+                expression,
+                now_ms(),
+            ))
+            .await
+    }
+
+    /// Stops consuming `topic` (Java `unsubscribe`): before start, forgets the subscription;
+    /// running, tells the brokers and releases its queues (offsets persisted).
+    pub async fn unsubscribe(&self, topic: &str) -> Result<()> {
+        let engine = match &mut *lock(&self.inner.state) {
+            State::Created { subscriptions, .. } => {
+                subscriptions.remove(topic);
+                return Ok(());
+            }
+            State::Running(engine) => engine.clone(),
+            State::Stopping(_) => return Err(ClientError::NotRunning),
+        };
+        engine.unsubscribe(topic).await;
+        Ok(())
+    }
+
+    /// Pauses pulling (messages already pulled are still consumed) until
+    /// [`resume`](Self::resume) (Java `suspend`).
+    pub fn suspend(&self) -> Result<()> {
+        self.engine()?.set_suspended(true);
+        Ok(())
+    }
+
+    /// Resumes pulling after [`suspend`](Self::suspend) (Java `resume`).
+    pub fn resume(&self) -> Result<()> {
+        self.engine()?.set_suspended(false);
+        Ok(())
     }
 
     fn set_listener(&self, l: Listener) -> Result<()> {
@@ -454,6 +550,12 @@ impl DefaultMQPushConsumer {
     /// The client id, once started.
     pub fn client_id(&self) -> Option<String> {
         self.engine().ok().map(|e| e.inst.client_id.clone())
+    }
+
+    /// Message and offset lookups (by id, key, time; queue bounds) over this consumer's
+    /// connections. Fails with [`ClientError::NotRunning`] before start.
+    pub fn lookup(&self) -> Result<MessageLookup> {
+        Ok(MessageLookup::new(self.engine()?.inst.clone()))
     }
 
     /// The queues this consumer currently owns.

@@ -56,6 +56,16 @@ pub struct PullResult {
     pub messages: Vec<MessageExt>,
 }
 
+/// How looked-up messages are read: bodies included, inflated.
+fn read_whole() -> StoredDecodeOptions {
+    StoredDecodeOptions {
+        read_body: true,
+        check_crc: false,
+        decompress: true,
+        ..StoredDecodeOptions::default()
+    }
+}
+
 impl Api {
     fn request(&self, code: RequestCode, header: &impl CommandHeader) -> RemotingCommand {
         let mut r = RemotingCommand::request_with_header(code, header);
@@ -375,6 +385,88 @@ impl Api {
                 addr: addr.to_string(),
                 reason: e.to_string(),
             })
+    }
+
+    /// GET_EARLIEST_MSG_STORETIME: the store time (ms) of the queue's first message.
+    pub(crate) async fn earliest_msg_store_time(
+        &self,
+        addr: &str,
+        mq: &MessageQueue,
+        timeout: Duration,
+    ) -> Result<i64> {
+        let req = self.request(
+            RequestCode::GetEarliestMsgStoretime,
+            &QueueOffsetRequestHeader {
+                topic: mq.topic.clone(),
+                queue_id: mq.queue_id,
+                broker_name: Some(mq.broker_name.clone()),
+            },
+        );
+        let resp = self.expect_success(addr, req, timeout).await?;
+        resp.decode_header::<EarliestMsgStoreTimeResponseHeader>()
+            .map(|h| h.timestamp)
+            .map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// VIEW_MESSAGE_BY_ID: the message stored at `offset` of the broker's commit log.
+    pub(crate) async fn view_message(
+        &self,
+        addr: &str,
+        offset: i64,
+        timeout: Duration,
+    ) -> Result<MessageExt> {
+        let req = self.request(
+            RequestCode::ViewMessageById,
+            &ViewMessageRequestHeader { offset },
+        );
+        let resp = self.expect_success(addr, req, timeout).await?;
+        let msgs =
+            decode_stored_all(&resp.body, read_whole()).map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: format!("bad message record: {e}"),
+            })?;
+        msgs.into_iter()
+            .next()
+            .ok_or_else(|| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: "empty VIEW_MESSAGE_BY_ID body".into(),
+            })
+    }
+
+    /// QUERY_MESSAGE: the messages of `topic` indexed under `key` in a store-time window, and
+    /// the broker's index time; `None` when the broker found nothing (QUERY_NOT_FOUND).
+    pub(crate) async fn query_message(
+        &self,
+        addr: &str,
+        header: &QueryMessageRequestHeader,
+        unique_key: bool,
+        timeout: Duration,
+    ) -> Result<Option<(i64, Vec<MessageExt>)>> {
+        let mut req = self.request(RequestCode::QueryMessage, header);
+        if unique_key {
+            req.set_ext(UNIQUE_KEY_QUERY, "true");
+        }
+        let resp = self.invoke(addr, req, timeout).await?;
+        match resp.response_code() {
+            ResponseCode::Success => {}
+            ResponseCode::QueryNotFound => return Ok(None),
+            _ => return Err(ClientError::server(addr, &resp)),
+        }
+        let h = resp
+            .decode_header::<QueryMessageResponseHeader>()
+            .map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })?;
+        let msgs =
+            decode_stored_all(&resp.body, read_whole()).map_err(|e| ClientError::Protocol {
+                addr: addr.to_string(),
+                reason: format!("bad message records: {e}"),
+            })?;
+        Ok(Some((h.index_last_update_timestamp, msgs)))
     }
 
     /// LOCK_BATCH_MQ: the queues actually locked.

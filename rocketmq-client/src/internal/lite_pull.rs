@@ -34,6 +34,9 @@ const DELAY_ON_ERROR: Duration = Duration::from_millis(1000);
 const DELAY_FLOW_CONTROL: Duration = Duration::from_millis(50);
 const DELAY_PAUSED: Duration = Duration::from_millis(100);
 
+/// Called with a topic and its readable queues when they change.
+pub(crate) type QueueChangeCallback = Arc<dyn Fn(&str, &BTreeSet<MessageQueue>) + Send + Sync>;
+
 /// One pull's messages.
 struct Batch {
     mq: MessageQueue,
@@ -66,6 +69,8 @@ pub(crate) struct LiteEngine {
     stopping: CancellationToken,
     tasks: TaskTracker,
     last_commit: Mutex<Instant>,
+    /// Topics watched for queue changes: the callback and the queues last seen.
+    queue_watch: Mutex<BTreeMap<String, (QueueChangeCallback, BTreeSet<MessageQueue>)>>,
     suggest: Mutex<HashMap<MessageQueue, i64>>,
     consume_timestamp: i64,
     me: Weak<LiteEngine>,
@@ -113,6 +118,7 @@ impl LiteEngine {
             stopping: CancellationToken::new(),
             tasks: TaskTracker::new(),
             last_commit: Mutex::new(Instant::now()),
+            queue_watch: Mutex::default(),
             suggest: Mutex::default(),
             me: me.clone(),
         });
@@ -120,10 +126,74 @@ impl LiteEngine {
         Ok(engine)
     }
 
+    /// Watches `topic`'s readable queues: `callback` is called with the new set whenever the
+    /// periodic check finds it changed (Java `registerTopicMessageQueueChangeListener`).
+    pub(crate) async fn watch_queues(
+        &self,
+        topic: &str,
+        callback: QueueChangeCallback,
+    ) -> Result<()> {
+        let queues = self.readable_queues(topic).await?;
+        lock(&self.queue_watch).insert(topic.to_string(), (callback, queues));
+        Ok(())
+    }
+
+    /// The readable queues of `topic`, from a fresh route.
+    pub(crate) async fn readable_queues(&self, topic: &str) -> Result<BTreeSet<MessageQueue>> {
+        if !self.inst.update_route(topic).await? {
+            return Err(ClientError::NoRoute {
+                topic: topic.to_string(),
+            });
+        }
+        let route = self.inst.route(topic).ok_or_else(|| ClientError::NoRoute {
+            topic: topic.to_string(),
+        })?;
+        Ok(super::instance::subscribe_queues(topic, &route))
+    }
+
+    /// One check of the watched topics (Java `fetchTopicMessageQueuesAndCompare`).
+    async fn check_watched_queues(&self) {
+        let topics: Vec<String> = lock(&self.queue_watch).keys().cloned().collect();
+        for topic in topics {
+            let queues = match self.readable_queues(&topic).await {
+                Ok(q) => q,
+                Err(e) => {
+                    tracing::debug!(topic, error = %e, "cannot fetch the queues of a watched topic");
+                    continue;
+                }
+            };
+            let callback = {
+                let mut w = lock(&self.queue_watch);
+                match w.get_mut(&topic) {
+                    Some((cb, seen)) if *seen != queues => {
+                        *seen = queues.clone();
+                        Some(cb.clone())
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(cb) = callback {
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(&topic, &queues)))
+                    .is_err()
+                {
+                    tracing::warn!(topic, "a topic queue change callback panicked");
+                }
+            }
+        }
+    }
+
     /// Joins the group and starts pulling the subscribed (or `assigned`) queues.
     pub(crate) async fn run(&self, assigned: Option<BTreeSet<MessageQueue>>) -> Result<()> {
         let inst = &self.inst;
         inst.start();
+        if let Some(me) = self.me.upgrade() {
+            let every = self.cfg.topic_metadata_check_interval;
+            self.tasks.spawn(async move {
+                while me.pause_for(every).await {
+                    me.check_watched_queues().await;
+                }
+            });
+        }
         if let Err(e) = inst.update_consumer_routes().await {
             tracing::warn!(group = %self.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
         }

@@ -44,6 +44,8 @@ const PULL_TIMEOUT: Duration = Duration::from_secs(30);
 const PULL_DELAY_ON_ERROR: Duration = Duration::from_millis(1000);
 /// Delay when the cache is full (`PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL`).
 const PULL_DELAY_FLOW_CONTROL: Duration = Duration::from_millis(50);
+/// Delay of a pull while the consumer is suspended (`PULL_TIME_DELAY_MILLS_WHEN_SUSPEND`).
+const PULL_DELAY_SUSPENDED: Duration = Duration::from_millis(1000);
 /// Delay of an orderly queue waiting for its lock.
 const PULL_DELAY_NOT_LOCKED: Duration = Duration::from_millis(3000);
 /// Longest continuous consumption of one orderly queue per turn.
@@ -73,6 +75,8 @@ pub(crate) struct PushEngine {
     pull_tasks: TaskTracker,
     suggest: Mutex<HashMap<MessageQueue, i64>>,
     consume_timestamp: i64,
+    /// Pulling paused by `suspend`.
+    suspended: std::sync::atomic::AtomicBool,
     /// A rebalance is scheduled to ask again for refused queue locks.
     lock_retry_pending: std::sync::atomic::AtomicBool,
     me: Weak<PushEngine>,
@@ -120,6 +124,7 @@ impl PushEngine {
             pull_tasks: TaskTracker::new(),
             suggest: Mutex::default(),
             lock_retry_pending: std::sync::atomic::AtomicBool::new(false),
+            suspended: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         });
         inst.register_consumer(engine.clone())?;
@@ -230,6 +235,50 @@ impl PushEngine {
         tracing::info!(group = %self.cfg.group, "push consumer shut down");
     }
 
+    /// Cached messages and bytes per queue before pulling pauses: the per-queue thresholds, or
+    /// the per-topic ones shared by the owned queues when set (Java
+    /// `RebalancePushImpl.messageQueueChanged`, which divides by every owned queue).
+    fn queue_limits(&self) -> (usize, u64) {
+        let owned = lock(&self.rebalance.process_queues).len().max(1);
+        let count = match self.cfg.pull_threshold_for_topic {
+            -1 => self.cfg.pull_threshold_for_queue,
+            n => (n.max(0) as usize / owned).max(1),
+        };
+        let mib = match self.cfg.pull_threshold_size_for_topic {
+            -1 => self.cfg.pull_threshold_size_for_queue,
+            n => (n.max(0) as usize / owned).max(1),
+        };
+        (count, mib as u64 * 1024 * 1024)
+    }
+
+    /// Pauses (`true`) or resumes pulling (Java `suspend`/`resume`).
+    pub(crate) fn set_suspended(&self, suspended: bool) {
+        self.suspended
+            .store(suspended, std::sync::atomic::Ordering::Release);
+        if !suspended {
+            self.inst.rebalance_now();
+        }
+    }
+
+    /// Adds or replaces a subscription while running: the brokers hear of it, and the queues
+    /// follow at once.
+    pub(crate) async fn subscribe(&self, sd: SubscriptionData) -> Result<()> {
+        let topic = sd.topic.clone();
+        lock(&self.rebalance.subscriptions).insert(topic.clone(), sd);
+        self.inst.update_route(&topic).await?;
+        self.inst.send_heartbeat_all().await;
+        self.inst.rebalance_now();
+        Ok(())
+    }
+
+    /// Drops a subscription while running: its queues are released at the next rebalance,
+    /// which runs at once.
+    pub(crate) async fn unsubscribe(&self, topic: &str) {
+        lock(&self.rebalance.subscriptions).remove(topic);
+        self.inst.send_heartbeat_all().await;
+        self.inst.rebalance_now();
+    }
+
     fn max_reconsume_times(&self) -> i32 {
         match (self.cfg.max_reconsume_times, self.is_orderly()) {
             (-1, false) => 16,
@@ -243,13 +292,19 @@ impl PushEngine {
     async fn pull_loop(self: Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>, mut next: i64) {
         let orderly = self.is_orderly();
         let clustering = self.clustering();
-        let size_limit = self.cfg.pull_threshold_size_for_queue as u64 * 1024 * 1024;
         loop {
             if pq.is_dropped() || self.stopping.is_cancelled() {
                 return;
             }
             pq.touch_pull();
-            if pq.count() > self.cfg.pull_threshold_for_queue || pq.bytes() > size_limit {
+            if self.suspended.load(std::sync::atomic::Ordering::Acquire) {
+                if !self.pause(PULL_DELAY_SUSPENDED).await {
+                    return;
+                }
+                continue;
+            }
+            let (count_limit, size_limit) = self.queue_limits();
+            if pq.count() > count_limit || pq.bytes() > size_limit {
                 if !self.pause(PULL_DELAY_FLOW_CONTROL).await {
                     return;
                 }
@@ -448,13 +503,44 @@ impl PushEngine {
             delay_level_when_next_consume: 0,
             ack_index: i32::MAX,
         };
-        let status = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|_| {
-                tracing::warn!(queue = %mq, "the listener panicked; consuming later");
-                ConsumeConcurrentlyStatus::ReconsumeLater
-            });
+        let outcome = {
+            let run = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx)).catch_unwind();
+            tokio::pin!(run);
+            let finished = if self.clustering() {
+                tokio::select! {
+                    r = &mut run => Some(r),
+                    _ = tokio::time::sleep(self.cfg.consume_timeout) => None,
+                }
+            } else {
+                Some(run.as_mut().await)
+            };
+            if finished.is_none() {
+                // Held past `consume_timeout`: sent back for a later retry and released from
+                // the cache now (Java `ProcessQueue.cleanExpiredMsg`, delay level 3), so the
+                // queue's offset moves on; the listener call finishes in its own time, its
+                // outcome ignored.
+                tracing::warn!(queue = %mq, after = ?self.cfg.consume_timeout, "the listener exceeded consume_timeout; the messages are sent back for retry");
+                let mut sent_back = Vec::new();
+                for m in msgs.iter() {
+                    if self.send_back(m, 3).await {
+                        sent_back.push(m.queue_offset);
+                    }
+                }
+                let offset = pq.remove(sent_back.into_iter());
+                if offset >= 0 && !pq.is_dropped() {
+                    self.offsets.update(&mq, offset, true);
+                }
+                let _ = run.await;
+            }
+            finished
+        };
+        let Some(outcome) = outcome else {
+            return;
+        };
+        let status = outcome.unwrap_or_else(|_| {
+            tracing::warn!(queue = %mq, "the listener panicked; consuming later");
+            ConsumeConcurrentlyStatus::ReconsumeLater
+        });
         drop(permit);
         if pq.is_dropped() {
             tracing::debug!(queue = %mq, "queue dropped during consumption; result discarded");

@@ -310,18 +310,14 @@ impl DefaultMQProducer {
     /// for the result (retries: `retry_times_when_send_async_failed`). Many sends can be in
     /// flight at once.
     pub fn send_async(&self, msg: Message) -> SendFuture {
-        let this = self.clone();
-        let timeout = self.inner.core.settings.send_msg_timeout;
-        SendFuture {
-            handle: tokio::spawn(async move {
-                let inst = this.instance()?;
-                let core = &this.inner.core;
-                let p = core.prepare(&inst, msg)?;
-                core.send_default(&inst, &p, SendMode::Async, timeout)
-                    .await?
-                    .ok_or_else(unreachable_oneway)
-            }),
-        }
+        self.spawn_send(|this| async move {
+            let inst = this.instance()?;
+            let core = &this.inner.core;
+            let p = core.prepare(&inst, msg)?;
+            core.send_default(&inst, &p, SendMode::Async, core.settings.send_msg_timeout)
+                .await?
+                .ok_or_else(unreachable_oneway)
+        })
     }
 
     /// Sends `msg` in the background and calls `callback` with the result (Java's
@@ -347,12 +343,7 @@ impl DefaultMQProducer {
     /// Sends `msg` to the queue `mq` (one attempt).
     pub async fn send_to_queue(&self, msg: Message, mq: &MessageQueue) -> Result<SendResult> {
         let inst = self.instance()?;
-        if msg.topic != mq.topic {
-            return Err(ClientError::InvalidMessage(format!(
-                "message topic {:?} is not the queue's topic {:?}",
-                msg.topic, mq.topic
-            )));
-        }
+        check_queue_topic(&msg, mq)?;
         let core = &self.inner.core;
         let p = core.prepare(&inst, msg)?;
         self.send_one(&inst, &p, mq.clone(), Instant::now()).await
@@ -365,6 +356,19 @@ impl DefaultMQProducer {
         mq: MessageQueue,
         begin: Instant,
     ) -> Result<SendResult> {
+        self.send_one_mode(inst, p, mq, begin, SendMode::Sync)
+            .await?
+            .ok_or_else(unreachable_oneway)
+    }
+
+    async fn send_one_mode(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mq: MessageQueue,
+        begin: Instant,
+        mode: SendMode,
+    ) -> Result<Option<SendResult>> {
         let timeout = self.inner.core.settings.send_msg_timeout;
         let left = timeout
             .checked_sub(begin.elapsed())
@@ -373,11 +377,92 @@ impl DefaultMQProducer {
                 op: "send",
                 after: timeout,
             })?;
-        self.inner
-            .core
-            .send_kernel(inst, p, &mq, SendMode::Sync, left)
-            .await?
-            .ok_or_else(unreachable_oneway)
+        self.inner.core.send_kernel(inst, p, &mq, mode, left).await
+    }
+
+    /// Runs `send` in the background: the returned future resolves to its result whether or
+    /// not it is polled, and dropping it does not cancel the send.
+    fn spawn_send<F>(&self, send: impl FnOnce(DefaultMQProducer) -> F) -> SendFuture
+    where
+        F: Future<Output = Result<SendResult>> + Send + 'static,
+    {
+        SendFuture {
+            handle: tokio::spawn(send(self.clone())),
+        }
+    }
+
+    /// [`send_to_queue`](Self::send_to_queue) in the background.
+    pub fn send_to_queue_async(&self, msg: Message, mq: MessageQueue) -> SendFuture {
+        self.spawn_send(|p| async move { p.send_to_queue(msg, &mq).await })
+    }
+
+    /// [`send_with_selector`](Self::send_with_selector) in the background.
+    pub fn send_with_selector_async<A, S>(&self, msg: Message, selector: S, arg: A) -> SendFuture
+    where
+        A: Send + Sync + 'static,
+        S: MessageQueueSelector<A> + Send + Sync + 'static,
+    {
+        self.spawn_send(|p| async move { p.send_with_selector(msg, &selector, &arg).await })
+    }
+
+    /// [`send_batch`](Self::send_batch) in the background (retries:
+    /// `retry_times_when_send_async_failed`).
+    pub fn send_batch_async(&self, msgs: Vec<Message>) -> SendFuture {
+        self.spawn_send(|this| async move {
+            let inst = this.instance()?;
+            let core = &this.inner.core;
+            let p = core.prepare_batch(&inst, msgs)?;
+            core.send_default(&inst, &p, SendMode::Async, core.settings.send_msg_timeout)
+                .await?
+                .ok_or_else(unreachable_oneway)
+        })
+    }
+
+    /// Sends `msg` to the queue `mq` without waiting for the broker.
+    pub async fn send_oneway_to_queue(&self, msg: Message, mq: &MessageQueue) -> Result<()> {
+        let inst = self.instance()?;
+        check_queue_topic(&msg, mq)?;
+        let p = self.inner.core.prepare(&inst, msg)?;
+        self.send_one_mode(&inst, &p, mq.clone(), Instant::now(), SendMode::Oneway)
+            .await
+            .map(|_| ())
+    }
+
+    /// Sends `msg` to the queue `selector` picks, without waiting for the broker.
+    pub async fn send_oneway_with_selector<A, S>(
+        &self,
+        msg: Message,
+        selector: &S,
+        arg: &A,
+    ) -> Result<()>
+    where
+        A: ?Sized,
+        S: MessageQueueSelector<A> + ?Sized,
+    {
+        let begin = Instant::now();
+        let inst = self.instance()?;
+        let mq = self.select(&inst, &msg, selector, arg).await?;
+        let p = self.inner.core.prepare(&inst, msg)?;
+        self.send_one_mode(&inst, &p, mq, begin, SendMode::Oneway)
+            .await
+            .map(|_| ())
+    }
+
+    async fn select<A, S>(
+        &self,
+        inst: &ClientInstance,
+        msg: &Message,
+        selector: &S,
+        arg: &A,
+    ) -> Result<MessageQueue>
+    where
+        A: ?Sized,
+        S: MessageQueueSelector<A> + ?Sized,
+    {
+        let info = self.inner.core.publish_info(inst, &msg.topic).await?;
+        selector
+            .select(&info.queues, msg, arg)
+            .ok_or_else(|| ClientError::Callback("the selector returned no queue".into()))
     }
 
     /// Sends `msg` to the queue `selector` picks among the topic's writable queues, given
@@ -403,12 +488,8 @@ impl DefaultMQProducer {
     {
         let begin = Instant::now();
         let inst = self.instance()?;
-        let core = &self.inner.core;
-        let info = core.publish_info(&inst, &msg.topic).await?;
-        let mq = selector
-            .select(&info.queues, &msg, arg)
-            .ok_or_else(|| ClientError::Callback("the selector returned no queue".into()))?;
-        let p = core.prepare(&inst, msg)?;
+        let mq = self.select(&inst, &msg, selector, arg).await?;
+        let p = self.inner.core.prepare(&inst, msg)?;
         self.send_one(&inst, &p, mq, begin).await
     }
 
@@ -478,6 +559,16 @@ impl DefaultMQProducer {
         };
         stop.await;
     }
+}
+
+fn check_queue_topic(msg: &Message, mq: &MessageQueue) -> Result<()> {
+    if msg.topic != mq.topic {
+        return Err(ClientError::InvalidMessage(format!(
+            "message topic {:?} is not the queue's topic {:?}",
+            msg.topic, mq.topic
+        )));
+    }
+    Ok(())
 }
 
 fn unreachable_oneway() -> ClientError {

@@ -1,0 +1,194 @@
+//! Looking messages and positions up (Java `MQAdminImpl`): by id, by key, by time, and the
+//! bounds of a queue. Shared by consumers and the admin client through [`MessageLookup`].
+
+use std::sync::Arc;
+
+use rocketmq_remoting::protocol::headers::QueryMessageRequestHeader;
+use rocketmq_remoting::protocol::message::{decode_offset_msg_id, MessageExt, MessageQueue};
+
+use super::instance::{ClientInstance, MASTER_ID};
+use crate::error::{ClientError, Result};
+
+/// What a key lookup found (Java `QueryResult`).
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    /// The newest index update time among the brokers asked (ms).
+    pub index_last_update_timestamp: i64,
+    /// The messages whose keys contain the key, from every broker of the topic.
+    pub messages: Vec<MessageExt>,
+}
+
+/// Message and offset lookups over a client's connections; from
+/// [`DefaultMQPushConsumer::lookup`](crate::consumer::DefaultMQPushConsumer::lookup),
+/// [`DefaultLitePullConsumer::lookup`](crate::consumer::DefaultLitePullConsumer::lookup) or
+/// [`MQAdmin::lookup`](crate::admin::MQAdmin::lookup). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct MessageLookup {
+    inst: Arc<ClientInstance>,
+}
+
+impl MessageLookup {
+    pub(crate) fn new(inst: Arc<ClientInstance>) -> Self {
+        Self { inst }
+    }
+
+    async fn master(&self, mq: &MessageQueue) -> Result<String> {
+        self.inst
+            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
+            .await
+    }
+
+    /// The message whose offset message id (`SendResult::offset_msg_id`, `MessageExt::msg_id`
+    /// of a pulled message) is `offset_msg_id`: the id names the broker and the commit-log
+    /// offset (Java `viewMessage`).
+    pub async fn view_message(&self, offset_msg_id: &str) -> Result<MessageExt> {
+        let (addr, offset) = decode_offset_msg_id(offset_msg_id).ok_or_else(|| {
+            ClientError::InvalidMessage(format!("{offset_msg_id:?} is not an offset message id"))
+        })?;
+        self.inst
+            .api
+            .view_message(
+                &addr.to_string(),
+                offset,
+                self.inst.config.mq_client_api_timeout,
+            )
+            .await
+    }
+
+    /// Messages of `topic` stored between `begin` and `end` (ms) with `key` among their keys,
+    /// asked of every broker of the topic, at most `max` from each (Java `queryMessage`).
+    pub async fn query_message(
+        &self,
+        topic: &str,
+        key: &str,
+        max: i32,
+        begin: i64,
+        end: i64,
+    ) -> Result<QueryResult> {
+        self.query(topic, key, max, begin, end, false).await
+    }
+
+    /// The messages of `topic` whose unique id (`UNIQ_KEY`, `SendResult::msg_id`) is `msg_id`
+    /// (Java `queryMessageByUniqKey`; a retried message is stored more than once).
+    pub async fn query_message_by_unique_key(
+        &self,
+        topic: &str,
+        msg_id: &str,
+    ) -> Result<QueryResult> {
+        self.query(topic, msg_id, 32, 0, i64::MAX, true).await
+    }
+
+    async fn query(
+        &self,
+        topic: &str,
+        key: &str,
+        max: i32,
+        begin: i64,
+        end: i64,
+        unique: bool,
+    ) -> Result<QueryResult> {
+        let route = match self.inst.route(topic) {
+            Some(r) => r,
+            None => {
+                self.inst.update_route(topic).await?;
+                self.inst.route(topic).ok_or_else(|| ClientError::NoRoute {
+                    topic: topic.to_string(),
+                })?
+            }
+        };
+        let header = QueryMessageRequestHeader {
+            topic: topic.to_string(),
+            key: key.to_string(),
+            max_num: max,
+            begin_timestamp: begin,
+            end_timestamp: end,
+        };
+        let timeout = self.inst.config.mq_client_api_timeout;
+        let addrs: Vec<String> = route
+            .broker_datas
+            .iter()
+            .filter_map(|b| {
+                b.broker_addrs
+                    .get(&MASTER_ID)
+                    .or_else(|| b.broker_addrs.values().next())
+                    .cloned()
+            })
+            .collect();
+        let header = &header;
+        let calls = addrs.iter().map(|addr| async move {
+            self.inst
+                .api
+                .query_message(addr, header, unique, timeout)
+                .await
+        });
+        let mut result = QueryResult {
+            index_last_update_timestamp: 0,
+            messages: Vec::new(),
+        };
+        let mut errors = Vec::new();
+        for r in futures::future::join_all(calls).await {
+            match r {
+                Ok(Some((ts, msgs))) => {
+                    result.index_last_update_timestamp = result.index_last_update_timestamp.max(ts);
+                    result.messages.extend(msgs.into_iter().filter(|m| {
+                        if unique {
+                            m.uniq_key() == Some(key)
+                        } else {
+                            m.keys().any(|k| k == key)
+                        }
+                    }));
+                }
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        // A broker that failed is an error only when no broker answered.
+        match errors.into_iter().next() {
+            Some(e) if errors_only(&addrs, &result) => Err(e),
+            _ => Ok(result),
+        }
+    }
+
+    /// The offset of the first message of `mq` stored at or after `timestamp` (ms) (Java
+    /// `searchOffset`).
+    pub async fn search_offset(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
+        let addr = self.master(mq).await?;
+        self.inst
+            .api
+            .search_offset(&addr, mq, timestamp, self.inst.config.mq_client_api_timeout)
+            .await
+    }
+
+    /// The store time (ms) of the first message still stored in `mq` (Java
+    /// `earliestMsgStoreTime`).
+    pub async fn earliest_msg_store_time(&self, mq: &MessageQueue) -> Result<i64> {
+        let addr = self.master(mq).await?;
+        self.inst
+            .api
+            .earliest_msg_store_time(&addr, mq, self.inst.config.mq_client_api_timeout)
+            .await
+    }
+
+    /// The offset of the first message still stored in `mq`.
+    pub async fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let addr = self.master(mq).await?;
+        self.inst
+            .api
+            .queue_offset(&addr, mq, false, self.inst.config.mq_client_api_timeout)
+            .await
+    }
+
+    /// The offset the next message of `mq` will get.
+    pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let addr = self.master(mq).await?;
+        self.inst
+            .api
+            .queue_offset(&addr, mq, true, self.inst.config.mq_client_api_timeout)
+            .await
+    }
+}
+
+/// Whether nothing was found and (some) brokers failed: then the failure is the answer.
+fn errors_only(addrs: &[String], result: &QueryResult) -> bool {
+    !addrs.is_empty() && result.messages.is_empty() && result.index_last_update_timestamp == 0
+}
