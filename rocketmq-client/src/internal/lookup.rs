@@ -149,8 +149,9 @@ impl MessageLookup {
         }
     }
 
-    /// The offset of the first message of `mq` stored at or after `timestamp` (ms) (Java
-    /// `searchOffset`).
+    /// The offset of the first message of `mq` stored at or after `timestamp` (ms); past the
+    /// newest message, the newest message's offset (Java `searchOffset`, answered by the
+    /// broker's `ConsumeQueue.getOffsetInQueueByTime`).
     pub async fn search_offset(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
         let addr = self.master(mq).await?;
         self.inst

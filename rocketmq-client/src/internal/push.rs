@@ -526,7 +526,7 @@ impl PushEngine {
                         sent_back.push(m.queue_offset);
                     }
                 }
-                let offset = pq.remove(sent_back.into_iter());
+                let offset = pq.remove(sent_back);
                 if offset >= 0 && !pq.is_dropped() {
                     self.offsets.update(&mq, offset, true);
                 }

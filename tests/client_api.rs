@@ -1,0 +1,428 @@
+//! The Java 4.9 client API beyond plain sends and listeners: lookups, async and oneway sends to
+//! a queue or by selector, suspend/resume, unsubscribe, consume timeout, seeking by time and
+//! watching a topic's queues.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions, TempDir};
+use rocketmq_client::consumer::{
+    concurrently_fn, ConsumeConcurrentlyStatus, ConsumeFromWhere, DefaultLitePullConsumer,
+    LitePullConsumerConfig, PushConsumerConfig,
+};
+use rocketmq_client::producer::{selector_fn, SelectMessageQueueByHash};
+use rocketmq_client::{Message, MessageQueue};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// view_message, query_message (by key and by unique key), search_offset,
+/// earliest_msg_store_time and the queue bounds, through the admin and a consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_find_messages_by_id_key_and_time() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Lookup", 2).await;
+    let p = producer(&ns, "p-lookup").await;
+    let mut results = Vec::new();
+    for i in 0..6 {
+        let key = if i % 2 == 0 { "even" } else { "odd" };
+        let r = p
+            .send(Message::new("Lookup", format!("m{i}")).with_keys([key, "all"]))
+            .await
+            .unwrap();
+        results.push(r);
+    }
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+    let lookup = admin.lookup();
+
+    let third = &results[2];
+    let m = lookup.view_message(&third.offset_msg_id).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&m.body), "m2");
+    assert_eq!(m.queue_offset, third.queue_offset);
+
+    // The index is built a moment after the append: wait for it, bounded.
+    let l = lookup.clone();
+    wait_until(LIMIT, "the key index", move || {
+        let l = l.clone();
+        async move {
+            l.query_message("Lookup", "all", 32, 0, i64::MAX)
+                .await
+                .is_ok_and(|r| r.messages.len() == 6)
+        }
+    })
+    .await;
+    let even = lookup
+        .query_message("Lookup", "even", 32, 0, i64::MAX)
+        .await
+        .unwrap();
+    let bodies: BTreeSet<String> = even
+        .messages
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.body).to_string())
+        .collect();
+    assert_eq!(
+        bodies,
+        BTreeSet::from(["m0".into(), "m2".into(), "m4".into()])
+    );
+    assert!(even.index_last_update_timestamp > 0);
+    let none = lookup
+        .query_message("Lookup", "nobody", 32, 0, i64::MAX)
+        .await
+        .unwrap();
+    assert!(none.messages.is_empty());
+    let by_id = lookup
+        .query_message_by_unique_key("Lookup", &results[5].msg_id)
+        .await
+        .unwrap();
+    assert_eq!(by_id.messages.len(), 1);
+    assert_eq!(String::from_utf8_lossy(&by_id.messages[0].body), "m5");
+
+    let mq = &results[0].message_queue;
+    assert_eq!(lookup.min_offset(mq).await.unwrap(), 0);
+    let max = lookup.max_offset(mq).await.unwrap();
+    assert_eq!(
+        max,
+        results.iter().filter(|r| &r.message_queue == mq).count() as i64
+    );
+    let earliest = lookup.earliest_msg_store_time(mq).await.unwrap();
+    assert!(earliest > 0 && earliest <= now_ms());
+    assert_eq!(lookup.search_offset(mq, 0).await.unwrap(), 0);
+    // Past the newest message, Java's ConsumeQueue.getOffsetInQueueByTime answers the newest
+    // message's offset (not the max offset).
+    assert_eq!(
+        lookup.search_offset(mq, now_ms() + 60_000).await.unwrap(),
+        max - 1
+    );
+
+    // The same through a started consumer.
+    let cons = push_builder(&ns, "g-lookup")
+        .subscribe("Lookup", "*")
+        .build()
+        .unwrap();
+    assert!(cons.lookup().is_err(), "no lookup before start");
+    cons.register_message_listener_concurrently(Recorder::default().concurrent(0))
+        .unwrap();
+    cons.start().await.unwrap();
+    let m = cons
+        .lookup()
+        .unwrap()
+        .view_message(&results[1].offset_msg_id)
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&m.body), "m1");
+    cons.shutdown().await;
+    admin.shutdown();
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// Async and oneway sends to a queue or by selector, and async batches, land where asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_and_oneway_sends_to_a_queue_or_by_selector() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Targets", 4).await;
+    let p = producer(&ns, "p-targets").await;
+    let queues = p.fetch_publish_message_queues("Targets").await.unwrap();
+    let q2 = queues.iter().find(|q| q.queue_id == 2).unwrap().clone();
+    let r = p
+        .send_to_queue_async(Message::new("Targets", "to-q2"), q2.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.message_queue, q2);
+    let r = p
+        .send_with_selector_async(
+            Message::new("Targets", "hash-5"),
+            SelectMessageQueueByHash,
+            5i64,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.message_queue.queue_id, 1, "5 % 4");
+    let r = p
+        .send_batch_async(
+            (0..3)
+                .map(|i| Message::new("Targets", format!("batch-{i}")))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.msg_id.split(',').count(), 3);
+    let q3 = queues.iter().find(|q| q.queue_id == 3).unwrap().clone();
+    p.send_oneway_to_queue(Message::new("Targets", "oneway-q3"), &q3)
+        .await
+        .unwrap();
+    let to_q0 = selector_fn(|qs: &[MessageQueue], _m: &Message, _a: &()| qs.first().cloned());
+    p.send_oneway_with_selector(Message::new("Targets", "oneway-q0"), &to_q0, &())
+        .await
+        .unwrap();
+    let wrong = MessageQueue::new("Other", q3.broker_name.clone(), 0);
+    assert!(p
+        .send_oneway_to_queue(Message::new("Targets", "x"), &wrong)
+        .await
+        .is_err());
+
+    // Read every queue and check where each body went.
+    let cons = DefaultLitePullConsumer::builder()
+        .client_config(fast_client(&ns))
+        .consumer_config(LitePullConsumerConfig {
+            group: "g-targets".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..LitePullConsumerConfig::default()
+        })
+        .build()
+        .unwrap();
+    cons.assign(queues.clone()).await.unwrap();
+    cons.start().await.unwrap();
+    let mut at: BTreeMap<String, i32> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while at.len() < 7 {
+        assert!(tokio::time::Instant::now() < deadline, "read {at:?}");
+        for m in cons.poll_timeout(Duration::from_millis(500)).await.unwrap() {
+            at.insert(String::from_utf8_lossy(&m.body).to_string(), m.queue_id);
+        }
+    }
+    assert_eq!(at["to-q2"], 2);
+    assert_eq!(at["hash-5"], 1);
+    assert_eq!(at["oneway-q3"], 3);
+    assert_eq!(at["oneway-q0"], 0);
+    assert_eq!(at["batch-0"], at["batch-2"], "a batch goes to one queue");
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// A suspended consumer pulls nothing new until resumed; an unsubscribed topic's queues are
+/// released while the other topic goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suspend_resume_and_unsubscribe() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Pausable", 2).await;
+    create_topic(&ns, "Dropped", 2).await;
+    let rec = Recorder::default();
+    let cons = push_builder(&ns, "g-pausable")
+        .subscribe("Pausable", "*")
+        .subscribe("Dropped", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(rec.concurrent(0))
+        .unwrap();
+    cons.start().await.unwrap();
+    let c2 = cons.clone();
+    wait_until(LIMIT, "both topics' queues owned", move || {
+        let owned = c2.owned_queues();
+        let n = of_topic(&owned, "Pausable").len() + of_topic(&owned, "Dropped").len();
+        async move { n == 4 }
+    })
+    .await;
+    let p = producer(&ns, "p-pausable").await;
+    p.send(Message::new("Pausable", "before")).await.unwrap();
+    wait_all(&rec, &BTreeSet::from(["before".to_string()]), LIMIT).await;
+
+    cons.suspend().unwrap();
+    // A pull already held by the broker completes once (as in Java): one message to each queue
+    // ends those; after them, nothing is pulled.
+    let mut flush = BTreeSet::new();
+    for q in p.fetch_publish_message_queues("Pausable").await.unwrap() {
+        let body = format!("flush-{}", q.queue_id);
+        p.send_to_queue(Message::new("Pausable", body.clone()), &q)
+            .await
+            .unwrap();
+        flush.insert(body);
+    }
+    wait_all(&rec, &flush, LIMIT).await;
+    for i in 0..5 {
+        p.send(Message::new("Pausable", format!("while-suspended-{i}")))
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let early: Vec<_> = rec
+        .distinct()
+        .into_iter()
+        .filter(|b| b.starts_with("while-suspended"))
+        .collect();
+    assert!(early.is_empty(), "consumed while suspended: {early:?}");
+    cons.resume().unwrap();
+    let want: BTreeSet<String> = (0..5).map(|i| format!("while-suspended-{i}")).collect();
+    wait_all(&rec, &want, LIMIT).await;
+
+    cons.unsubscribe("Dropped").await.unwrap();
+    let c3 = cons.clone();
+    wait_until(
+        LIMIT,
+        "the unsubscribed topic's queues released",
+        move || {
+            let owned = c3.owned_queues();
+            let ok =
+                of_topic(&owned, "Dropped").is_empty() && of_topic(&owned, "Pausable").len() == 2;
+            async move { ok }
+        },
+    )
+    .await;
+    cons.subscribe_running("Dropped", "*").await.unwrap();
+    let c4 = cons.clone();
+    wait_until(LIMIT, "subscribed again while running", move || {
+        let n = of_topic(&c4.owned_queues(), "Dropped").len();
+        async move { n == 2 }
+    })
+    .await;
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// A listener call that holds its message past `consume_timeout` has it sent back (delivered
+/// again, counted) while the call still runs (Java `cleanExpiredMsg`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_held_past_the_consume_timeout_is_retried() {
+    let dir = TempDir::new("rmq-consume-timeout").unwrap();
+    let c = EmbeddedCluster::start(
+        dir.path(),
+        EmbeddedOptions {
+            properties: BTreeMap::from([(
+                "messageDelayLevel".to_string(),
+                "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s".to_string(),
+            )]),
+            ..EmbeddedOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Slow", 1).await;
+    let seen: Arc<Mutex<Vec<(String, i32)>>> = Arc::default();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let (s, r) = (seen.clone(), release.clone());
+    let cons = push_builder(&ns, "g-slow")
+        .consumer_config(PushConsumerConfig {
+            group: "g-slow".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            consume_timeout: Duration::from_millis(500),
+            ..PushConsumerConfig::default()
+        })
+        .subscribe("Slow", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(concurrently_fn(move |msgs, _q| {
+        let (s, r) = (s.clone(), r.clone());
+        async move {
+            let m = &msgs[0];
+            s.lock().unwrap().push((
+                String::from_utf8_lossy(&m.body).to_string(),
+                m.reconsume_times,
+            ));
+            if m.reconsume_times == 0 {
+                // Holds the first delivery until the test lets it go.
+                r.notified().await;
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        }
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    let p = producer(&ns, "p-slow").await;
+    p.send(Message::new("Slow", "held")).await.unwrap();
+    let s = seen.clone();
+    wait_until(LIMIT, "the held message delivered again", move || {
+        let again = s
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(b, n)| b == "held" && *n == 1);
+        async move { again }
+    })
+    .await;
+    release.notify_waiters();
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// seek_to_timestamp continues from the first message stored at or after the time;
+/// committed_offsets reads several queues; a watched topic's queue change is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lite_pull_seeks_by_time_and_watches_queue_changes() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Timed", 1).await;
+    let p = producer(&ns, "p-timed").await;
+    for i in 0..3 {
+        p.send(Message::new("Timed", format!("old-{i}")))
+            .await
+            .unwrap();
+    }
+    // Store times are in ms: make sure the new messages are stored strictly later.
+    let t = now_ms() + 5;
+    while now_ms() <= t {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for i in 0..3 {
+        p.send(Message::new("Timed", format!("new-{i}")))
+            .await
+            .unwrap();
+    }
+    let cons = DefaultLitePullConsumer::builder()
+        .client_config(fast_client(&ns))
+        .consumer_config(LitePullConsumerConfig {
+            group: "g-timed".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            topic_metadata_check_interval: Duration::from_millis(200),
+            ..LitePullConsumerConfig::default()
+        })
+        .build()
+        .unwrap();
+    let queues = {
+        let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+        let route = admin.topic_route("Timed").await.unwrap().unwrap();
+        admin.shutdown();
+        let broker = route.broker_datas[0].broker_name.clone();
+        vec![MessageQueue::new("Timed", broker, 0)]
+    };
+    cons.assign(queues.clone()).await.unwrap();
+    cons.start().await.unwrap();
+    assert_eq!(cons.offset_for_timestamp(&queues[0], t).await.unwrap(), 3);
+    cons.seek_to_timestamp(&queues[0], t).await.unwrap();
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while got.len() < 3 {
+        assert!(tokio::time::Instant::now() < deadline, "got {got:?}");
+        for m in cons.poll_timeout(Duration::from_millis(500)).await.unwrap() {
+            got.push(String::from_utf8_lossy(&m.body).to_string());
+        }
+    }
+    assert_eq!(got, vec!["new-0", "new-1", "new-2"]);
+    cons.commit_sync().await.unwrap();
+    let committed = cons.committed_offsets(queues.clone()).await.unwrap();
+    assert_eq!(committed[&queues[0]], 6);
+
+    let changes: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let ch = changes.clone();
+    cons.register_topic_message_queue_change_listener("Timed", move |_topic, qs| {
+        ch.lock().unwrap().push(qs.len());
+    })
+    .await
+    .unwrap();
+    create_topic(&ns, "Timed", 3).await;
+    let ch = changes.clone();
+    wait_until(LIMIT, "the queue change reported", move || {
+        let seen = ch.lock().unwrap().contains(&3);
+        async move { seen }
+    })
+    .await;
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
