@@ -426,3 +426,138 @@ async fn lite_pull_seeks_by_time_and_watches_queue_changes() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// With a namespace, topics and groups are `ns%name` on the wire and plain in the API: sends,
+/// push and lite pull consumption, retries and lookups (Java `ClientConfig.withNamespace`,
+/// `NamespaceUtil`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_wraps_names_on_the_wire_only() {
+    let dir = TempDir::new("rmq-namespace").unwrap();
+    let c = EmbeddedCluster::start(
+        dir.path(),
+        EmbeddedOptions {
+            properties: BTreeMap::from([(
+                "messageDelayLevel".to_string(),
+                "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s".to_string(),
+            )]),
+            ..EmbeddedOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "inst1%Orders", 2).await;
+    let p = rocketmq_client::producer::DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .namespace("inst1")
+        .group("p-ns")
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    assert_eq!(p.group(), "p-ns");
+    let r = p.send(Message::new("Orders", "hello")).await.unwrap();
+    assert_eq!(r.message_queue.topic, "Orders", "plain name in the result");
+    let queues = p.fetch_publish_message_queues("Orders").await.unwrap();
+    assert!(queues.iter().all(|q| q.topic == "Orders"));
+    let r = p
+        .send_to_queue(Message::new("Orders", "to-queue"), &queues[0])
+        .await
+        .unwrap();
+    assert_eq!(r.message_queue, queues[0]);
+
+    // Push: the listener sees plain topics, also for a retried message.
+    let seen: Arc<Mutex<Vec<(String, String, i32)>>> = Arc::default();
+    let s = seen.clone();
+    let cons = push_builder(&ns, "g-ns")
+        .namespace("inst1")
+        .consumer_config(PushConsumerConfig {
+            group: "g-ns".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..PushConsumerConfig::default()
+        })
+        .subscribe("Orders", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(concurrently_fn(move |msgs, q| {
+        let s = s.clone();
+        async move {
+            let m = &msgs[0];
+            let body = String::from_utf8_lossy(&m.body).to_string();
+            s.lock()
+                .unwrap()
+                .push((m.topic.clone(), q.topic.clone(), m.reconsume_times));
+            if body == "hello" && m.reconsume_times == 0 {
+                ConsumeConcurrentlyStatus::ReconsumeLater
+            } else {
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            }
+        }
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    let s = seen.clone();
+    wait_until(LIMIT, "the retried message", move || {
+        let done = s.lock().unwrap().iter().any(|(_, _, n)| *n == 1);
+        async move { done }
+    })
+    .await;
+    for (topic, queue_topic, n) in seen.lock().unwrap().iter() {
+        assert_eq!(topic, "Orders");
+        // A retry comes from the group's retry queue, named without the namespace too.
+        let want = if *n == 0 { "Orders" } else { "%RETRY%g-ns" };
+        assert_eq!(queue_topic, want);
+    }
+    let owned: BTreeSet<String> = cons
+        .owned_queues()
+        .iter()
+        .map(|q| q.topic.clone())
+        .collect();
+    assert_eq!(
+        owned,
+        BTreeSet::from(["Orders".to_string(), "%RETRY%g-ns".to_string()])
+    );
+    // The broker knows the wrapped names.
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+    let offsets = admin
+        .group_offsets("inst1%g-ns", "inst1%Orders")
+        .await
+        .unwrap();
+    assert_eq!(offsets.queues.len(), 2);
+    let found = cons
+        .lookup()
+        .unwrap()
+        .query_message_by_unique_key("Orders", &r.msg_id)
+        .await
+        .unwrap();
+    assert_eq!(found.messages[0].topic, "Orders");
+    cons.shutdown().await;
+
+    // Lite pull: plain topics in, plain topics out.
+    let lite = DefaultLitePullConsumer::builder()
+        .client_config(fast_client(&ns))
+        .namespace("inst1")
+        .consumer_config(LitePullConsumerConfig {
+            group: "g-ns-lite".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..LitePullConsumerConfig::default()
+        })
+        .build()
+        .unwrap();
+    lite.subscribe("Orders", "*").unwrap();
+    lite.start().await.unwrap();
+    let mut got = 0;
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while got < 2 {
+        assert!(tokio::time::Instant::now() < deadline);
+        for m in lite.poll_timeout(Duration::from_millis(500)).await.unwrap() {
+            assert_eq!(m.topic, "Orders");
+            got += 1;
+        }
+    }
+    assert!(lite.assignment().iter().all(|q| q.topic == "Orders"));
+    lite.commit_sync().await.unwrap();
+    lite.shutdown().await;
+    admin.shutdown();
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

@@ -12,6 +12,9 @@ use crate::error::{ClientError, Result};
 pub struct ClientConfig {
     /// Name servers (`host:port`), tried in turn when one fails.
     pub namesrv_addr: Vec<String>,
+    /// Namespace of the client's topics and groups (Java `namespace`): `ns%name` on the wire,
+    /// plain names in the API; system topics are not wrapped. `None`: no namespace.
+    pub namespace: Option<String>,
     /// Instance name (`DEFAULT` is replaced by `<pid>#<nanos>` at start, as Java does).
     pub instance_name: String,
     /// The IP in the client id (detected when `None`).
@@ -47,6 +50,7 @@ impl Default for ClientConfig {
                 .ok()
                 .map(|s| split_addrs(&s))
                 .unwrap_or_default(),
+            namespace: None,
             instance_name: "DEFAULT".into(),
             client_ip: None,
             unit_name: None,
@@ -93,6 +97,15 @@ impl ClientConfig {
             || self.persist_consumer_offset_interval.is_zero()
         {
             return Err(ClientError::Config("periods must be positive".into()));
+        }
+        if let Some(ns) = self.namespace.as_deref().filter(|n| !n.is_empty()) {
+            if ns.contains('%')
+                || rocketmq_remoting::protocol::topic::name_problem(ns, 64).is_some()
+            {
+                return Err(ClientError::Config(format!(
+                    "invalid namespace {ns:?} (letters, digits, '_', '-' and '|', at most 64)"
+                )));
+            }
         }
         if self.instance_name.trim().is_empty() {
             return Err(ClientError::Config("empty instance name".into()));

@@ -26,6 +26,7 @@ use crate::config::{check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::instance::{resolve_instance_name, ClientInstance, MASTER_ID};
 use crate::internal::lookup::MessageLookup;
+use crate::internal::namespace::Namespace;
 
 /// One queue's positions for a consumer group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +84,7 @@ impl MQAdmin {
 
     /// Message and offset lookups (by id, key, time; queue bounds).
     pub fn lookup(&self) -> MessageLookup {
-        MessageLookup::new(self.inst.clone())
+        MessageLookup::new(self.inst.clone(), Namespace::none())
     }
 
     /// The client id of the admin's client instance (`<ip>@<instance name>`).

@@ -17,6 +17,7 @@ use crate::internal::instance::lock;
 use crate::internal::lifecycle::Stopping;
 use crate::internal::lite_pull::LiteEngine;
 use crate::internal::lookup::MessageLookup;
+use crate::internal::namespace::Namespace;
 use crate::internal::send::now_ms;
 
 /// The shortest auto-commit period (Java `MIN_AUTOCOMMIT_INTERVAL_MILLIS`, 1 s).
@@ -96,6 +97,8 @@ enum State {
 struct Inner {
     client: ClientConfig,
     cfg: LitePullConsumerConfig,
+    /// The namespace: topics and the group are wrapped on the way in, unwrapped on the way out.
+    ns: Namespace,
     state: Mutex<State>,
     /// Serialises `start` and `shutdown`.
     op: tokio::sync::Mutex<()>,
@@ -178,6 +181,12 @@ impl LitePullConsumerBuilder {
         self
     }
 
+    /// The namespace of the topics and groups (`ns%name` on the wire; Java `withNamespace`).
+    pub fn namespace(mut self, ns: impl Into<String>) -> Self {
+        self.client.namespace = Some(ns.into());
+        self
+    }
+
     /// Name servers, `host:port` separated by `;`.
     pub fn namesrv_addr(mut self, addrs: impl AsRef<str>) -> Self {
         self.client.namesrv_addr = split_addrs(addrs.as_ref());
@@ -250,6 +259,7 @@ impl LitePullConsumerBuilder {
         }
         Ok(DefaultLitePullConsumer {
             inner: Arc::new(Inner {
+                ns: Namespace::of(&self.client),
                 client: self.client,
                 cfg: self.cfg,
                 state: Mutex::new(State::Created {
@@ -292,7 +302,10 @@ impl DefaultLitePullConsumer {
 
     /// Takes exactly `queues` (no rebalancing). Before or after `start`.
     pub async fn assign(&self, queues: impl IntoIterator<Item = MessageQueue>) -> Result<()> {
-        let queues: BTreeSet<MessageQueue> = queues.into_iter().collect();
+        let queues: BTreeSet<MessageQueue> = queues
+            .into_iter()
+            .map(|q| self.inner.ns.wrap_mq(&q))
+            .collect();
         let engine = {
             let mut state = lock(&self.inner.state);
             match &mut *state {
@@ -340,9 +353,19 @@ impl DefaultLitePullConsumer {
                 ))
             }
         };
+        let ns = &self.inner.ns;
+        let mut cfg = self.inner.cfg.clone();
+        cfg.group = ns.wrap(&cfg.group);
+        let subscriptions = subscriptions
+            .into_values()
+            .map(|mut sd| {
+                sd.topic = ns.wrap(&sd.topic);
+                (sd.topic.clone(), sd)
+            })
+            .collect();
         let engine = LiteEngine::new(
             self.inner.client.clone(),
-            self.inner.cfg.clone(),
+            cfg,
             subscriptions,
             assigned.is_none(),
         )?;
@@ -354,6 +377,23 @@ impl DefaultLitePullConsumer {
         guard.engine = None;
         *lock(&self.inner.state) = State::Running(engine);
         Ok(())
+    }
+
+    /// An error as the application names its queues.
+    fn shown(&self, e: ClientError) -> ClientError {
+        match e {
+            ClientError::OffsetsNotStored { failed } => ClientError::OffsetsNotStored {
+                failed: failed
+                    .into_iter()
+                    .map(|(q, why)| (self.inner.ns.unwrap_mq(&q), why))
+                    .collect(),
+            },
+            other => other,
+        }
+    }
+
+    fn wrap_all(&self, queues: &[MessageQueue]) -> Vec<MessageQueue> {
+        queues.iter().map(|q| self.inner.ns.wrap_mq(q)).collect()
     }
 
     fn engine(&self) -> Result<Arc<LiteEngine>> {
@@ -371,13 +411,20 @@ impl DefaultLitePullConsumer {
 
     /// [`poll`](Self::poll) with its own timeout.
     pub async fn poll_timeout(&self, timeout: Duration) -> Result<Vec<MessageExt>> {
-        Ok(self.engine()?.poll(timeout).await)
+        let mut msgs = self.engine()?.poll(timeout).await;
+        for m in &mut msgs {
+            self.inner.ns.unwrap_msg(m);
+        }
+        Ok(msgs)
     }
 
     /// Message and offset lookups (by id, key, time; queue bounds) over this consumer's
     /// connections. Fails with [`ClientError::NotRunning`] before start.
     pub fn lookup(&self) -> Result<MessageLookup> {
-        Ok(MessageLookup::new(self.engine()?.inst.clone()))
+        Ok(MessageLookup::new(
+            self.engine()?.inst.clone(),
+            self.inner.ns.clone(),
+        ))
     }
 
     /// The offset of the first message of `mq` stored at or after `timestamp` (ms since the
@@ -420,28 +467,52 @@ impl DefaultLitePullConsumer {
         F: Fn(&str, &BTreeSet<MessageQueue>) + Send + Sync + 'static,
     {
         check_topic(topic)?;
-        self.engine()?.watch_queues(topic, Arc::new(callback)).await
+        let ns = self.inner.ns.clone();
+        let shown = move |topic: &str, queues: &BTreeSet<MessageQueue>| {
+            let queues = queues.iter().map(|q| ns.unwrap_mq(q)).collect();
+            callback(&ns.unwrap(topic), &queues)
+        };
+        self.engine()?
+            .watch_queues(&self.inner.ns.wrap(topic), Arc::new(shown))
+            .await
     }
 
     /// The queues currently assigned (by `assign` or by rebalancing).
     pub fn assignment(&self) -> BTreeSet<MessageQueue> {
-        self.engine().map(|e| e.assignment()).unwrap_or_default()
+        self.engine()
+            .map(|e| {
+                e.assignment()
+                    .iter()
+                    .map(|q| self.inner.ns.unwrap_mq(q))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The readable queues of `topic`.
     pub async fn fetch_message_queues(&self, topic: &str) -> Result<BTreeSet<MessageQueue>> {
-        self.engine()?.readable_queues(topic).await
+        let ns = &self.inner.ns;
+        Ok(self
+            .engine()?
+            .readable_queues(&ns.wrap(topic))
+            .await?
+            .iter()
+            .map(|q| ns.unwrap_mq(q))
+            .collect())
     }
 
     /// Continues from `offset` in `mq` (which must be assigned, and the offset within the
     /// queue's range).
     pub async fn seek(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
-        self.engine()?.seek(mq, offset).await
+        self.engine()?
+            .seek(&self.inner.ns.wrap_mq(mq), offset)
+            .await
     }
 
     /// Continues from the first message still stored in `mq`.
     pub async fn seek_to_begin(&self, mq: &MessageQueue) -> Result<()> {
         let e = self.engine()?;
+        let mq = &self.inner.ns.wrap_mq(mq);
         let min = e.queue_bound(mq, false).await?;
         e.seek(mq, min).await
     }
@@ -449,6 +520,7 @@ impl DefaultLitePullConsumer {
     /// Continues after the last message of `mq`.
     pub async fn seek_to_end(&self, mq: &MessageQueue) -> Result<()> {
         let e = self.engine()?;
+        let mq = &self.inner.ns.wrap_mq(mq);
         let max = e.queue_bound(mq, true).await?;
         e.seek(mq, max).await
     }
@@ -456,14 +528,14 @@ impl DefaultLitePullConsumer {
     /// Stops pulling `queues` until resumed.
     pub fn pause(&self, queues: &[MessageQueue]) {
         if let Ok(e) = self.engine() {
-            e.set_paused(queues, true);
+            e.set_paused(&self.wrap_all(queues), true);
         }
     }
 
     /// Resumes pulling `queues`.
     pub fn resume(&self, queues: &[MessageQueue]) {
         if let Ok(e) = self.engine() {
-            e.set_paused(queues, false);
+            e.set_paused(&self.wrap_all(queues), false);
         }
     }
 
@@ -471,18 +543,28 @@ impl DefaultLitePullConsumer {
     /// [`ClientError::OffsetsNotStored`], naming each queue, when an offset was not stored (on
     /// the broker, or in the local file of a broadcasting consumer).
     pub async fn commit_sync(&self) -> Result<()> {
-        self.engine()?.commit_all(true).await
+        self.engine()?
+            .commit_all(true)
+            .await
+            .map_err(|e| self.shown(e))
     }
 
     /// Commits the given positions ("next offset to consume" per queue). Fails as
     /// [`commit_sync`](Self::commit_sync) does.
     pub async fn commit(&self, offsets: &BTreeMap<MessageQueue, i64>) -> Result<()> {
-        self.engine()?.commit(offsets).await
+        let wire = offsets
+            .iter()
+            .map(|(q, o)| (self.inner.ns.wrap_mq(q), *o))
+            .collect();
+        self.engine()?
+            .commit(&wire)
+            .await
+            .map_err(|e| self.shown(e))
     }
 
     /// The committed offset of `mq` (-1 if none).
     pub async fn committed(&self, mq: &MessageQueue) -> Result<i64> {
-        let o = self.engine()?.committed(mq).await;
+        let o = self.engine()?.committed(&self.inner.ns.wrap_mq(mq)).await;
         if o == -2 {
             return Err(ClientError::Config(format!(
                 "cannot read the committed offset of {mq}"
@@ -504,7 +586,11 @@ impl DefaultLitePullConsumer {
     /// `poll` but not consumed); no broker round trip.
     pub(crate) fn rewind(&self, positions: &BTreeMap<MessageQueue, i64>) {
         if let Ok(e) = self.engine() {
-            e.rewind(positions);
+            let wire = positions
+                .iter()
+                .map(|(q, o)| (self.inner.ns.wrap_mq(q), *o))
+                .collect();
+            e.rewind(&wire);
         }
     }
 

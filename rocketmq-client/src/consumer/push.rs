@@ -16,6 +16,7 @@ use crate::error::{ClientError, Result};
 use crate::internal::instance::lock;
 use crate::internal::lifecycle::Stopping;
 use crate::internal::lookup::MessageLookup;
+use crate::internal::namespace::Namespace;
 use crate::internal::push::{Listener, PushEngine};
 use crate::internal::send::now_ms;
 
@@ -207,6 +208,12 @@ impl PushConsumerBuilder {
     /// The consumer group.
     pub fn group(mut self, group: impl Into<String>) -> Self {
         self.cfg.group = group.into();
+        self
+    }
+
+    /// The namespace of the topics and groups (`ns%name` on the wire; Java `withNamespace`).
+    pub fn namespace(mut self, ns: impl Into<String>) -> Self {
+        self.client.namespace = Some(ns.into());
         self
     }
 
@@ -420,13 +427,13 @@ impl DefaultMQPushConsumer {
     /// at once.
     pub async fn subscribe_running(&self, topic: &str, expression: &str) -> Result<()> {
         check_topic(topic)?;
-        self.engine()?
-            .subscribe(SubscriptionData::from_tag_expression(
-                topic,
-                expression,
-                now_ms(),
-            ))
-            .await
+        let e = self.engine()?;
+        e.subscribe(SubscriptionData::from_tag_expression(
+            e.ns.wrap(topic),
+            expression,
+            now_ms(),
+        ))
+        .await
     }
 
     /// Stops consuming `topic` (Java `unsubscribe`): before start, forgets the subscription;
@@ -440,7 +447,7 @@ impl DefaultMQPushConsumer {
             State::Running(engine) => engine.clone(),
             State::Stopping(_) => return Err(ClientError::NotRunning),
         };
-        engine.unsubscribe(topic).await;
+        engine.unsubscribe(&engine.ns.wrap(topic)).await;
         Ok(())
     }
 
@@ -516,7 +523,17 @@ impl DefaultMQPushConsumer {
                 ))
             }
         };
-        let cfg = &self.inner.cfg;
+        // On the wire, the group and topics carry the namespace.
+        let ns = Namespace::of(&self.inner.client);
+        let mut cfg = self.inner.cfg.clone();
+        cfg.group = ns.wrap(&cfg.group);
+        subscriptions = subscriptions
+            .into_values()
+            .map(|mut sd| {
+                sd.topic = ns.wrap(&sd.topic);
+                (sd.topic.clone(), sd)
+            })
+            .collect();
         if cfg.message_model == MessageModel::Clustering {
             let rt = retry_topic(&cfg.group);
             subscriptions.insert(
@@ -524,12 +541,7 @@ impl DefaultMQPushConsumer {
                 SubscriptionData::from_tag_expression(rt, "*", now_ms()),
             );
         }
-        let engine = PushEngine::new(
-            self.inner.client.clone(),
-            cfg.clone(),
-            subscriptions,
-            listener,
-        )?;
+        let engine = PushEngine::new(self.inner.client.clone(), cfg, subscriptions, listener, ns)?;
         let mut guard = AbortOnDrop {
             inner: &self.inner,
             engine: Some(engine.clone()),
@@ -555,13 +567,20 @@ impl DefaultMQPushConsumer {
     /// Message and offset lookups (by id, key, time; queue bounds) over this consumer's
     /// connections. Fails with [`ClientError::NotRunning`] before start.
     pub fn lookup(&self) -> Result<MessageLookup> {
-        Ok(MessageLookup::new(self.engine()?.inst.clone()))
+        let e = self.engine()?;
+        Ok(MessageLookup::new(e.inst.clone(), e.ns.clone()))
     }
 
     /// The queues this consumer currently owns.
     pub fn owned_queues(&self) -> BTreeSet<MessageQueue> {
         self.engine()
-            .map(|e| e.rebalance.owned())
+            .map(|e| {
+                e.rebalance
+                    .owned()
+                    .iter()
+                    .map(|q| e.ns.unwrap_mq(q))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -571,15 +590,19 @@ impl DefaultMQPushConsumer {
         topic: &str,
     ) -> Result<BTreeSet<MessageQueue>> {
         let e = self.engine()?;
-        if !e.inst.update_route(topic).await? {
+        let wire = e.ns.wrap(topic);
+        if !e.inst.update_route(&wire).await? {
             return Err(ClientError::NoRoute {
                 topic: topic.to_string(),
             });
         }
-        let route = e.inst.route(topic).ok_or_else(|| ClientError::NoRoute {
+        let route = e.inst.route(&wire).ok_or_else(|| ClientError::NoRoute {
             topic: topic.to_string(),
         })?;
-        Ok(crate::internal::instance::subscribe_queues(topic, &route))
+        Ok(crate::internal::instance::subscribe_queues(&wire, &route)
+            .iter()
+            .map(|q| e.ns.unwrap_mq(q))
+            .collect())
     }
 
     /// Rebalances now instead of waiting for the next period.

@@ -226,6 +226,7 @@ impl ClientInstance {
                 tasks: Mutex::default(),
                 inner_producer: Arc::new(ProducerCore::new(
                     crate::producer::ProducerConfig::inner(),
+                    super::namespace::Namespace::none(),
                 )),
             }
         });

@@ -7,6 +7,7 @@ use rocketmq_remoting::protocol::headers::QueryMessageRequestHeader;
 use rocketmq_remoting::protocol::message::{decode_offset_msg_id, MessageExt, MessageQueue};
 
 use super::instance::{ClientInstance, MASTER_ID};
+use super::namespace::Namespace;
 use crate::error::{ClientError, Result};
 
 /// What a key lookup found (Java `QueryResult`).
@@ -25,17 +26,22 @@ pub struct QueryResult {
 #[derive(Debug, Clone)]
 pub struct MessageLookup {
     inst: Arc<ClientInstance>,
+    ns: Namespace,
 }
 
 impl MessageLookup {
-    pub(crate) fn new(inst: Arc<ClientInstance>) -> Self {
-        Self { inst }
+    pub(crate) fn new(inst: Arc<ClientInstance>, ns: Namespace) -> Self {
+        Self { inst, ns }
     }
 
-    async fn master(&self, mq: &MessageQueue) -> Result<String> {
-        self.inst
+    /// The broker address of `mq` and the queue as sent.
+    async fn master(&self, mq: &MessageQueue) -> Result<(String, MessageQueue)> {
+        let mq = self.ns.wrap_mq(mq);
+        let addr = self
+            .inst
             .master_addr_or_refresh(&mq.broker_name, &mq.topic)
-            .await
+            .await?;
+        Ok((addr, mq))
     }
 
     /// The message whose offset message id (`SendResult::offset_msg_id`, `MessageExt::msg_id`
@@ -45,14 +51,17 @@ impl MessageLookup {
         let (addr, offset) = decode_offset_msg_id(offset_msg_id).ok_or_else(|| {
             ClientError::InvalidMessage(format!("{offset_msg_id:?} is not an offset message id"))
         })?;
-        self.inst
+        let mut m = self
+            .inst
             .api
             .view_message(
                 &addr.to_string(),
                 offset,
                 self.inst.config.mq_client_api_timeout,
             )
-            .await
+            .await?;
+        self.ns.unwrap_msg(&mut m);
+        Ok(m)
     }
 
     /// Messages of `topic` stored between `begin` and `end` (ms) with `key` among their keys,
@@ -87,12 +96,14 @@ impl MessageLookup {
         end: i64,
         unique: bool,
     ) -> Result<QueryResult> {
+        let shown = topic;
+        let topic = &self.ns.wrap(topic);
         let route = match self.inst.route(topic) {
             Some(r) => r,
             None => {
                 self.inst.update_route(topic).await?;
                 self.inst.route(topic).ok_or_else(|| ClientError::NoRoute {
-                    topic: topic.to_string(),
+                    topic: shown.to_string(),
                 })?
             }
         };
@@ -142,6 +153,9 @@ impl MessageLookup {
                 Err(e) => errors.push(e),
             }
         }
+        for m in &mut result.messages {
+            self.ns.unwrap_msg(m);
+        }
         // A broker that failed is an error only when no broker answered.
         match errors.into_iter().next() {
             Some(e) if errors_only(&addrs, &result) => Err(e),
@@ -153,38 +167,43 @@ impl MessageLookup {
     /// newest message, the newest message's offset (Java `searchOffset`, answered by the
     /// broker's `ConsumeQueue.getOffsetInQueueByTime`).
     pub async fn search_offset(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
-        let addr = self.master(mq).await?;
+        let (addr, mq) = self.master(mq).await?;
         self.inst
             .api
-            .search_offset(&addr, mq, timestamp, self.inst.config.mq_client_api_timeout)
+            .search_offset(
+                &addr,
+                &mq,
+                timestamp,
+                self.inst.config.mq_client_api_timeout,
+            )
             .await
     }
 
     /// The store time (ms) of the first message still stored in `mq` (Java
     /// `earliestMsgStoreTime`).
     pub async fn earliest_msg_store_time(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master(mq).await?;
+        let (addr, mq) = self.master(mq).await?;
         self.inst
             .api
-            .earliest_msg_store_time(&addr, mq, self.inst.config.mq_client_api_timeout)
+            .earliest_msg_store_time(&addr, &mq, self.inst.config.mq_client_api_timeout)
             .await
     }
 
     /// The offset of the first message still stored in `mq`.
     pub async fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master(mq).await?;
+        let (addr, mq) = self.master(mq).await?;
         self.inst
             .api
-            .queue_offset(&addr, mq, false, self.inst.config.mq_client_api_timeout)
+            .queue_offset(&addr, &mq, false, self.inst.config.mq_client_api_timeout)
             .await
     }
 
     /// The offset the next message of `mq` will get.
     pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
-        let addr = self.master(mq).await?;
+        let (addr, mq) = self.master(mq).await?;
         self.inst
             .api
-            .queue_offset(&addr, mq, true, self.inst.config.mq_client_api_timeout)
+            .queue_offset(&addr, &mq, true, self.inst.config.mq_client_api_timeout)
             .await
     }
 }

@@ -6,6 +6,7 @@ pub(crate) mod instance;
 pub(crate) mod lifecycle;
 pub(crate) mod lite_pull;
 pub(crate) mod lookup;
+pub(crate) mod namespace;
 pub(crate) mod offset_store;
 pub(crate) mod process_queue;
 pub(crate) mod push;

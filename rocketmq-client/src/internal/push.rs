@@ -25,6 +25,7 @@ use tokio_util::task::TaskTracker;
 use super::api::PullStatus;
 use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
 use super::lifecycle::{spawn_stop, stop_on_drop, Stopping};
+use super::namespace::Namespace;
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::rebalance::{start_offset_or_retry, RebalanceCore, RebalanceTarget};
@@ -75,6 +76,8 @@ pub(crate) struct PushEngine {
     pull_tasks: TaskTracker,
     suggest: Mutex<HashMap<MessageQueue, i64>>,
     consume_timestamp: i64,
+    /// The namespace of the consumer's topics and group.
+    pub(crate) ns: Namespace,
     /// Pulling paused by `suspend`.
     suspended: std::sync::atomic::AtomicBool,
     /// A rebalance is scheduled to ask again for refused queue locks.
@@ -84,11 +87,13 @@ pub(crate) struct PushEngine {
 
 impl PushEngine {
     /// Creates the engine and registers it with its client instance (nothing runs yet).
+    /// `cfg.group` and the subscriptions are as sent (wrapped into `ns`).
     pub(crate) fn new(
         client: ClientConfig,
         cfg: PushConsumerConfig,
         subscriptions: BTreeMap<String, SubscriptionData>,
         listener: Listener,
+        ns: Namespace,
     ) -> Result<Arc<PushEngine>> {
         let name = instance_name_for(&client, cfg.message_model);
         let inst = ClientInstance::get_or_create(&client, &name)?;
@@ -124,6 +129,7 @@ impl PushEngine {
             pull_tasks: TaskTracker::new(),
             suggest: Mutex::default(),
             lock_retry_pending: std::sync::atomic::AtomicBool::new(false),
+            ns,
             suspended: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         });
@@ -477,6 +483,7 @@ impl PushEngine {
                     m.topic = orig;
                 }
             }
+            self.ns.unwrap_msg(m);
             m.put_property(property::CONSUME_START_TIMESTAMP, &now);
         }
     }
@@ -499,7 +506,7 @@ impl PushEngine {
         }
         self.reset_retry_topic(&mut msgs);
         let mut ctx = ConsumeConcurrentlyContext {
-            message_queue: mq.clone(),
+            message_queue: self.ns.unwrap_mq(&mq),
             delay_level_when_next_consume: 0,
             ack_index: i32::MAX,
         };
@@ -601,7 +608,7 @@ impl PushEngine {
             group: self.cfg.group.clone(),
             delay_level,
             origin_msg_id: Some(msg.msg_id.clone()),
-            origin_topic: Some(msg.topic.clone()),
+            origin_topic: Some(self.ns.wrap(&msg.topic)),
             unit_mode: false,
             max_reconsume_times: Some(self.max_reconsume_times()),
             broker_name: None,
@@ -637,7 +644,7 @@ impl PushEngine {
             .map(str::to_string)
             .unwrap_or_else(|| msg.msg_id.clone());
         copy.put_property(property::ORIGIN_MESSAGE_ID, origin);
-        copy.put_property(property::RETRY_TOPIC, msg.topic.clone());
+        copy.put_property(property::RETRY_TOPIC, self.ns.wrap(&msg.topic));
         copy.put_property(property::RECONSUME_TIME, reconsume.to_string());
         copy.put_property(
             property::MAX_RECONSUME_TIMES,
@@ -729,7 +736,7 @@ impl PushEngine {
             }
             self.reset_retry_topic(&mut msgs);
             let mut ctx = ConsumeOrderlyContext {
-                message_queue: mq.clone(),
+                message_queue: self.ns.unwrap_mq(&mq),
                 suspend_current_queue_time: None,
             };
             let status = {

@@ -22,6 +22,7 @@ use rocketmq_remoting::protocol::topic::{
 use rocketmq_remoting::protocol::ResponseCode;
 
 use super::instance::{lock, ClientInstance, MASTER_ID};
+use super::namespace::Namespace;
 use crate::config::check_topic;
 use crate::error::{ClientError, Result};
 use crate::producer::{ProducerConfig, SendResult, SendStatus};
@@ -194,7 +195,10 @@ pub(crate) struct Prepared {
 
 /// The send engine of one producer group.
 pub(crate) struct ProducerCore {
+    /// The settings, the group as sent (with the namespace).
     pub(crate) settings: ProducerConfig,
+    /// The namespace of the producer's topics and group.
+    pub(crate) ns: Namespace,
     publish: Mutex<HashMap<String, Arc<TopicPublishInfo>>>,
     fault: LatencyFault,
     /// The transaction check-back handler, set by a transactional producer's start.
@@ -242,9 +246,12 @@ pub(crate) fn check_message(msg: &Message, max: usize) -> Result<()> {
 }
 
 impl ProducerCore {
-    pub(crate) fn new(settings: ProducerConfig) -> Self {
+    /// A send engine; `settings.group` is wrapped into `ns`.
+    pub(crate) fn new(mut settings: ProducerConfig, ns: Namespace) -> Self {
+        settings.group = ns.wrap(&settings.group);
         Self {
             settings,
+            ns,
             publish: Mutex::default(),
             fault: LatencyFault::default(),
             transaction: Mutex::new(None),
@@ -272,6 +279,8 @@ impl ProducerCore {
         header: CheckTransactionStateRequestHeader,
     ) {
         let checker = lock(&self.transaction).clone();
+        let mut msg = msg;
+        self.ns.unwrap_msg(&mut msg);
         match checker {
             Some(c) => c.check(inst, addr, msg, header),
             None => {
@@ -365,6 +374,7 @@ impl ProducerCore {
     /// Sets the unique id, compresses, and flags a message for the wire.
     pub(crate) fn prepare(&self, inst: &ClientInstance, mut msg: Message) -> Result<Prepared> {
         check_message(&msg, self.settings.max_message_size)?;
+        msg.topic = self.ns.wrap(&msg.topic);
         if msg.uniq_key().is_none() {
             msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
         }
@@ -437,6 +447,7 @@ impl ProducerCore {
                 m.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
             }
         }
+        let topic = self.ns.wrap(&topic);
         let body = encode_batch(msgs.iter());
         if body.len() > self.settings.max_message_size {
             return Err(ClientError::MessageTooLarge {
@@ -589,7 +600,11 @@ impl ProducerCore {
         Ok(Some(SendResult {
             status,
             msg_id: p.msg_id.clone(),
-            message_queue: MessageQueue::new(mq.topic.clone(), mq.broker_name.clone(), h.queue_id),
+            message_queue: MessageQueue::new(
+                self.ns.unwrap(&mq.topic),
+                mq.broker_name.clone(),
+                h.queue_id,
+            ),
             queue_offset: h.queue_offset,
             transaction_id: h.transaction_id.or_else(|| p.transaction_id.clone()),
             offset_msg_id: h.msg_id,

@@ -41,6 +41,7 @@ use crate::config::{check_group, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::instance::{lock, resolve_instance_name, ClientInstance};
 use crate::internal::lifecycle::{spawn_stop, stop_on_drop, Stopping};
+use crate::internal::namespace::Namespace;
 use crate::internal::send::{Prepared, ProducerCore, SendMode};
 
 enum State {
@@ -51,6 +52,8 @@ enum State {
 
 struct Inner {
     client: ClientConfig,
+    /// The group as given (without the namespace).
+    group: String,
     core: Arc<ProducerCore>,
     state: Mutex<State>,
 }
@@ -103,6 +106,12 @@ impl ProducerBuilder {
     /// The producer group.
     pub fn group(mut self, group: impl Into<String>) -> Self {
         self.producer.group = group.into();
+        self
+    }
+
+    /// The namespace of the topics and groups (`ns%name` on the wire; Java `withNamespace`).
+    pub fn namespace(mut self, ns: impl Into<String>) -> Self {
+        self.client.namespace = Some(ns.into());
         self
     }
 
@@ -191,10 +200,12 @@ impl ProducerBuilder {
         if p.compress_level > 9 {
             return Err(ClientError::Config("compress_level is 0..=9".into()));
         }
+        let ns = Namespace::of(&self.client);
         Ok(DefaultMQProducer {
             inner: Arc::new(Inner {
                 client: self.client,
-                core: Arc::new(ProducerCore::new(self.producer)),
+                group: self.producer.group.clone(),
+                core: Arc::new(ProducerCore::new(self.producer, ns)),
                 state: Mutex::new(State::Created),
             }),
         })
@@ -222,12 +233,12 @@ impl DefaultMQProducer {
         ProducerBuilder::default()
     }
 
-    /// The producer group.
+    /// The producer group (without the namespace).
     pub fn group(&self) -> &str {
-        &self.inner.core.settings.group
+        &self.inner.group
     }
 
-    /// The settings.
+    /// The settings (the group as sent: with the namespace, if any).
     pub fn config(&self) -> &ProducerConfig {
         &self.inner.core.settings
     }
@@ -346,7 +357,8 @@ impl DefaultMQProducer {
         check_queue_topic(&msg, mq)?;
         let core = &self.inner.core;
         let p = core.prepare(&inst, msg)?;
-        self.send_one(&inst, &p, mq.clone(), Instant::now()).await
+        self.send_one(&inst, &p, core.ns.wrap_mq(mq), Instant::now())
+            .await
     }
 
     async fn send_one(
@@ -423,7 +435,8 @@ impl DefaultMQProducer {
         let inst = self.instance()?;
         check_queue_topic(&msg, mq)?;
         let p = self.inner.core.prepare(&inst, msg)?;
-        self.send_one_mode(&inst, &p, mq.clone(), Instant::now(), SendMode::Oneway)
+        let mq = self.inner.core.ns.wrap_mq(mq);
+        self.send_one_mode(&inst, &p, mq, Instant::now(), SendMode::Oneway)
             .await
             .map(|_| ())
     }
@@ -459,9 +472,17 @@ impl DefaultMQProducer {
         A: ?Sized,
         S: MessageQueueSelector<A> + ?Sized,
     {
-        let info = self.inner.core.publish_info(inst, &msg.topic).await?;
+        let ns = &self.inner.core.ns;
+        let info = self
+            .inner
+            .core
+            .publish_info(inst, &ns.wrap(&msg.topic))
+            .await?;
+        // The selector sees the queues as the application names them.
+        let queues: Vec<MessageQueue> = info.queues.iter().map(|q| ns.unwrap_mq(q)).collect();
         selector
-            .select(&info.queues, msg, arg)
+            .select(&queues, msg, arg)
+            .map(|q| ns.wrap_mq(&q))
             .ok_or_else(|| ClientError::Callback("the selector returned no queue".into()))
     }
 
@@ -512,24 +533,28 @@ impl DefaultMQProducer {
     ) -> Result<SendResult> {
         let inst = self.instance()?;
         let p = self.inner.core.prepare_batch(&inst, msgs)?;
+        let mq = self.inner.core.ns.wrap_mq(mq);
         if p.topic != mq.topic {
             return Err(ClientError::InvalidMessage(
                 "the batch's topic is not the queue's topic".into(),
             ));
         }
-        self.send_one(&inst, &p, mq.clone(), Instant::now()).await
+        self.send_one(&inst, &p, mq, Instant::now()).await
     }
 
     /// The writable queues of `topic`.
     pub async fn fetch_publish_message_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
         let inst = self.instance()?;
+        let ns = &self.inner.core.ns;
         Ok(self
             .inner
             .core
-            .publish_info(&inst, topic)
+            .publish_info(&inst, &ns.wrap(topic))
             .await?
             .queues
-            .clone())
+            .iter()
+            .map(|q| ns.unwrap_mq(q))
+            .collect())
     }
 
     /// Unregisters from the brokers and releases the client instance if nothing else uses it.

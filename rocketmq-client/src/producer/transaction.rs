@@ -206,7 +206,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
     pub async fn start(&self) -> Result<()> {
         let checker = Checker {
             listener: self.listener.clone(),
-            group: self.producer.group().to_string(),
+            group: self.producer.core().settings.group.clone(),
             permits: Arc::new(Semaphore::new(1)),
         };
         // The producer's own start refuses a second start; until it succeeds, the handler set
@@ -226,7 +226,11 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             msg.clear_property(property::DELAY_TIME_LEVEL);
         }
         msg.put_property(property::TRANSACTION_PREPARED, "true");
-        msg.put_property(property::PRODUCER_GROUP, self.producer.group());
+        // The group as the broker knows it (with the namespace): it asks a producer of it.
+        msg.put_property(
+            property::PRODUCER_GROUP,
+            self.producer.core().settings.group.clone(),
+        );
         let result = self.producer.send(msg.clone()).await?;
         let state = match result.status {
             SendStatus::SendOk => {
@@ -275,7 +279,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             .master_addr(&result.message_queue.broker_name)
             .unwrap_or_else(|| store_host.to_string());
         let header = EndTransactionRequestHeader {
-            producer_group: self.producer.group().to_string(),
+            producer_group: self.producer.core().settings.group.clone(),
             tran_state_table_offset: result.queue_offset,
             commit_log_offset,
             commit_or_rollback: state.wire(),

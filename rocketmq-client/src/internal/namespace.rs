@@ -1,0 +1,148 @@
+//! Namespaces (Java `NamespaceUtil`, `ClientConfig.withNamespace`): with a namespace `ns`, the
+//! topics and groups of a client are `ns%name` on the wire (`%RETRY%ns%group` for a retry
+//! topic) and plain `name` in the API. System topics and groups are never wrapped.
+
+use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
+use rocketmq_remoting::protocol::topic::{
+    AUTO_CREATE_TOPIC_KEY_TOPIC, BENCHMARK_TOPIC, DLQ_GROUP_TOPIC_PREFIX, OFFSET_MOVED_EVENT,
+    RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, SELF_TEST_TOPIC, SYSTEM_TOPIC_PREFIX, TRACE_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+};
+
+use crate::config::ClientConfig;
+
+/// Java `NamespaceUtil.NAMESPACE_SEPARATOR`.
+const SEPARATOR: char = '%';
+/// Java `MixAll.CID_SYS_RMQ_...`: system consumer groups start with it.
+const SYSTEM_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
+
+/// A client's namespace (none: every name is used as it is).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Namespace(Option<String>);
+
+/// Java `TopicValidator.isSystemTopic` or `MixAll.isSysConsumerGroup`.
+fn is_system(resource: &str) -> bool {
+    const SYSTEM_TOPICS: [&str; 9] = [
+        AUTO_CREATE_TOPIC_KEY_TOPIC,
+        SCHEDULE_TOPIC,
+        BENCHMARK_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRACE_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
+        SELF_TEST_TOPIC,
+        OFFSET_MOVED_EVENT,
+    ];
+    SYSTEM_TOPICS.contains(&resource)
+        || resource.starts_with(SYSTEM_TOPIC_PREFIX)
+        || resource.starts_with(SYSTEM_GROUP_PREFIX)
+}
+
+/// The `%RETRY%` or `%DLQ%` prefix of `resource` and the rest.
+fn split_prefix(resource: &str) -> (&'static str, &str) {
+    if let Some(rest) = resource.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
+        (RETRY_GROUP_TOPIC_PREFIX, rest)
+    } else if let Some(rest) = resource.strip_prefix(DLQ_GROUP_TOPIC_PREFIX) {
+        (DLQ_GROUP_TOPIC_PREFIX, rest)
+    } else {
+        ("", resource)
+    }
+}
+
+impl Namespace {
+    /// The namespace of a client's settings.
+    pub(crate) fn of(config: &ClientConfig) -> Self {
+        Self(config.namespace.clone().filter(|n| !n.is_empty()))
+    }
+
+    /// No namespace.
+    pub(crate) fn none() -> Self {
+        Self(None)
+    }
+
+    /// `name` as sent (Java `wrapNamespace`): `ns%name`, `%RETRY%ns%group`; system resources
+    /// and names already wrapped stay as they are.
+    pub(crate) fn wrap(&self, resource: &str) -> String {
+        let Some(ns) = &self.0 else {
+            return resource.to_string();
+        };
+        if resource.is_empty() || is_system(resource) {
+            return resource.to_string();
+        }
+        let (prefix, rest) = split_prefix(resource);
+        if rest
+            .strip_prefix(ns.as_str())
+            .is_some_and(|r| r.starts_with(SEPARATOR))
+        {
+            return resource.to_string();
+        }
+        format!("{prefix}{ns}{SEPARATOR}{rest}")
+    }
+
+    /// `name` as shown (Java `withoutNamespace(resource, namespace)`): the namespace removed
+    /// when it is this client's.
+    pub(crate) fn unwrap(&self, resource: &str) -> String {
+        let Some(ns) = &self.0 else {
+            return resource.to_string();
+        };
+        let (prefix, rest) = split_prefix(resource);
+        match rest
+            .strip_prefix(ns.as_str())
+            .and_then(|r| r.strip_prefix(SEPARATOR))
+        {
+            Some(plain) => format!("{prefix}{plain}"),
+            None => resource.to_string(),
+        }
+    }
+
+    /// The queue as sent.
+    pub(crate) fn wrap_mq(&self, mq: &MessageQueue) -> MessageQueue {
+        MessageQueue::new(self.wrap(&mq.topic), mq.broker_name.clone(), mq.queue_id)
+    }
+
+    /// The queue as shown.
+    pub(crate) fn unwrap_mq(&self, mq: &MessageQueue) -> MessageQueue {
+        MessageQueue::new(self.unwrap(&mq.topic), mq.broker_name.clone(), mq.queue_id)
+    }
+
+    /// A received message as shown (its topic without the namespace).
+    pub(crate) fn unwrap_msg(&self, m: &mut MessageExt) {
+        if self.0.is_some() {
+            m.topic = self.unwrap(&m.topic);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_and_unwraps_like_java() {
+        let ns = Namespace(Some("INST_1".into()));
+        assert_eq!(ns.wrap("Orders"), "INST_1%Orders");
+        assert_eq!(ns.wrap("INST_1%Orders"), "INST_1%Orders", "already wrapped");
+        assert_eq!(ns.wrap("%RETRY%g"), "%RETRY%INST_1%g");
+        assert_eq!(ns.wrap("%DLQ%g"), "%DLQ%INST_1%g");
+        assert_eq!(ns.wrap("TBW102"), "TBW102", "system topic");
+        assert_eq!(ns.wrap("rmq_sys_x"), "rmq_sys_x");
+        assert_eq!(ns.wrap("CID_RMQ_SYS_TRANS"), "CID_RMQ_SYS_TRANS");
+        assert_eq!(ns.wrap(""), "");
+        assert_eq!(ns.unwrap("INST_1%Orders"), "Orders");
+        assert_eq!(ns.unwrap("%RETRY%INST_1%g"), "%RETRY%g");
+        assert_eq!(
+            ns.unwrap("OTHER%Orders"),
+            "OTHER%Orders",
+            "another namespace"
+        );
+        assert_eq!(ns.unwrap("Orders"), "Orders");
+        assert_eq!(
+            ns.unwrap("INST_10%x"),
+            "INST_10%x",
+            "a longer namespace is another"
+        );
+        let none = Namespace::none();
+        assert_eq!(none.wrap("Orders"), "Orders");
+        assert_eq!(none.unwrap("INST_1%Orders"), "INST_1%Orders");
+    }
+}
