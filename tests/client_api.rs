@@ -561,3 +561,72 @@ async fn a_namespace_wraps_names_on_the_wire_only() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// A tiny HTTP server answering every request with the address list in `answer`.
+async fn address_server(answer: Arc<Mutex<String>>) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let body = answer.lock().unwrap().clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf).await;
+                let reply = format!(
+                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}\n",
+                    body.len() + 1
+                );
+                let _ = s.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    (addr, task)
+}
+
+/// With no name-server address, the list is fetched over HTTP from the lookup domain (Java
+/// `TopAddressing.fetchNSAddr`) and fetched again periodically: a change moves the client to
+/// the new name servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn name_servers_are_looked_up_over_http_when_none_is_given() {
+    let a = cluster().await;
+    let b = cluster().await;
+    create_topic(&a.namesrv_addr(), "OnA", 1).await;
+    create_topic(&b.namesrv_addr(), "OnB", 1).await;
+    let answer = Arc::new(Mutex::new(a.namesrv_addr()));
+    let (http, server) = address_server(answer.clone()).await;
+    let config = rocketmq_client::ClientConfig {
+        namesrv_addr: Vec::new(),
+        namesrv_domain: Some(http),
+        fetch_namesrv_interval: Duration::from_millis(200),
+        ..fast_client("unused:1")
+    };
+    let p = rocketmq_client::producer::DefaultMQProducer::builder()
+        .client_config(config)
+        .group("p-lookup-ns")
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    // Which broker stored a message: the offset message id names its address.
+    let stored_at = |r: &rocketmq_client::producer::SendResult| {
+        rocketmq_remoting::protocol::message::decode_offset_msg_id(&r.offset_msg_id)
+            .unwrap()
+            .0
+            .to_string()
+    };
+    let r = p.send(Message::new("OnA", "x")).await.unwrap();
+    assert_eq!(stored_at(&r), a.broker().broker_addr());
+    *answer.lock().unwrap() = b.namesrv_addr();
+    let (p2, want) = (p.clone(), b.broker().broker_addr());
+    wait_until(LIMIT, "the producer uses the new name servers", move || {
+        let (p, want) = (p2.clone(), want.clone());
+        async move {
+            matches!(p.send(Message::new("OnB", "y")).await, Ok(r) if stored_at(&r) == want)
+        }
+    })
+    .await;
+    p.shutdown().await;
+    server.abort();
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}

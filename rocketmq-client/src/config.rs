@@ -12,6 +12,16 @@ use crate::error::{ClientError, Result};
 pub struct ClientConfig {
     /// Name servers (`host:port`), tried in turn when one fails.
     pub namesrv_addr: Vec<String>,
+    /// Where to fetch the name-server list when `namesrv_addr` is empty (Java
+    /// `rocketmq.namesrv.domain`; here from `ROCKETMQ_NAMESRV_DOMAIN`, no default: Java's,
+    /// `jmenv.tbsite.net`, is a host inside Alibaba): `http://<domain>:8080/rocketmq/<subgroup>`
+    /// (no `:8080` when the domain has a port), refreshed every `fetch_namesrv_interval`.
+    pub namesrv_domain: Option<String>,
+    /// The lookup's subgroup (Java `rocketmq.namesrv.domain.subgroup`, `nsaddr`; here from
+    /// `ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP`).
+    pub namesrv_domain_subgroup: String,
+    /// Period of the name-server list lookup (2 minutes, as Java).
+    pub fetch_namesrv_interval: Duration,
     /// Namespace of the client's topics and groups (Java `namespace`): `ns%name` on the wire,
     /// plain names in the API; system topics are not wrapped. `None`: no namespace.
     pub namespace: Option<String>,
@@ -51,6 +61,14 @@ impl Default for ClientConfig {
                 .map(|s| split_addrs(&s))
                 .unwrap_or_default(),
             namespace: None,
+            namesrv_domain: std::env::var("ROCKETMQ_NAMESRV_DOMAIN")
+                .ok()
+                .filter(|d| !d.trim().is_empty()),
+            namesrv_domain_subgroup: std::env::var("ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP")
+                .ok()
+                .filter(|d| !d.trim().is_empty())
+                .unwrap_or_else(|| "nsaddr".into()),
+            fetch_namesrv_interval: Duration::from_secs(120),
             instance_name: "DEFAULT".into(),
             client_ip: None,
             unit_name: None,
@@ -78,9 +96,10 @@ pub fn split_addrs(s: &str) -> Vec<String> {
 impl ClientConfig {
     /// Checks the settings.
     pub fn validate(&self) -> Result<()> {
-        if self.namesrv_addr.is_empty() {
+        if self.namesrv_addr.is_empty() && self.namesrv_domain.is_none() {
             return Err(ClientError::Config(
-                "no name server address (set it, or NAMESRV_ADDR)".into(),
+                "no name server address (set it, or NAMESRV_ADDR, or a lookup domain: ROCKETMQ_NAMESRV_DOMAIN)"
+                    .into(),
             ));
         }
         for a in &self.namesrv_addr {
@@ -95,6 +114,7 @@ impl ClientConfig {
             || self.poll_name_server_interval.is_zero()
             || self.heartbeat_broker_interval.is_zero()
             || self.persist_consumer_offset_interval.is_zero()
+            || self.fetch_namesrv_interval.is_zero()
         {
             return Err(ClientError::Config("periods must be positive".into()));
         }

@@ -214,7 +214,7 @@ impl MQAdmin {
                 RemotingCommand::request_with_header(RequestCode::DeleteTopicInBroker, &header);
             self.inst.api.call(&addr, req, self.timeout()).await?;
         }
-        for addr in &self.inst.config.namesrv_addr {
+        for addr in &self.inst.namesrv_addrs() {
             let req =
                 RemotingCommand::request_with_header(RequestCode::DeleteTopicInNamesrv, &header);
             self.inst.api.call(addr, req, self.timeout()).await?;

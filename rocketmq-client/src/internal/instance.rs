@@ -111,6 +111,8 @@ pub(crate) struct ClientInstance {
     pub(crate) api: Api,
     pub(crate) uniq: UniqIdGenerator,
     namesrv_current: AtomicUsize,
+    /// The name servers: configured, or fetched over HTTP from `namesrv_domain`.
+    namesrv: Mutex<Vec<String>>,
     routes: Mutex<HashMap<String, TopicRouteData>>,
     brokers: Mutex<HashMap<String, BTreeMap<i64, String>>>,
     /// Producer engines, not owned: their handles own them.
@@ -213,6 +215,7 @@ impl ClientInstance {
                 namesrv_current: AtomicUsize::new(
                     rand::thread_rng().gen_range(0..config.namesrv_addr.len().max(1)),
                 ),
+                namesrv: Mutex::new(config.namesrv_addr.clone()),
                 routes: Mutex::default(),
                 brokers: Mutex::default(),
                 producers: Mutex::default(),
@@ -300,6 +303,19 @@ impl ClientInstance {
         }
         let cfg = &self.config;
         let mut tasks = lock(&self.tasks);
+        // Without configured name servers, their list is fetched again every 2 minutes (Java
+        // `fetchNameServerAddr`, 10 s after start, then every 2 minutes).
+        if cfg.namesrv_addr.is_empty() && cfg.namesrv_domain.is_some() {
+            tasks.push(self.periodic(
+                Duration::from_secs(10).min(cfg.fetch_namesrv_interval),
+                cfg.fetch_namesrv_interval,
+                |inst| async move {
+                    if let Err(e) = inst.refresh_namesrv_addrs().await {
+                        tracing::warn!(error = %e, "cannot fetch the name server addresses");
+                    }
+                },
+            ));
+        }
         // Routes are fetched on first use, so the periodic refresh starts one period later
         // (Java's first tick, 10 ms after start, usually has only TBW102 to fetch).
         tasks.push(self.periodic(
@@ -468,6 +484,38 @@ impl ClientInstance {
 
     // ---- name servers and routes ----
 
+    /// The name servers in use: configured, or fetched from the lookup domain.
+    pub(crate) fn namesrv_addrs(&self) -> Vec<String> {
+        lock(&self.namesrv).clone()
+    }
+
+    /// Fetches the name-server list from `namesrv_domain` (Java `fetchNameServerAddr`) and
+    /// uses it from now on if it changed. An error when there is no domain or no usable answer.
+    pub(crate) async fn refresh_namesrv_addrs(&self) -> Result<()> {
+        let Some(domain) = self.config.namesrv_domain.as_deref() else {
+            return Err(ClientError::NoNameServer(
+                "no name server address and no lookup domain".into(),
+            ));
+        };
+        let fetched = super::namesrv_lookup::fetch(
+            domain,
+            &self.config.namesrv_domain_subgroup,
+            self.config.mq_client_api_timeout,
+        )
+        .await?
+        .ok_or_else(|| {
+            ClientError::NoNameServer(format!("the lookup at {domain} answered no address"))
+        })?;
+        let addrs = crate::config::split_addrs(&fetched);
+        let mut current = lock(&self.namesrv);
+        if *current != addrs {
+            tracing::info!(old = ?*current, new = ?addrs, "name server addresses changed");
+            *current = addrs;
+            self.namesrv_current.store(0, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// Calls the name servers in turn, starting with the last one that answered, until one
     /// answers (any answer, error codes included).
     pub(crate) async fn namesrv_call<T, F, Fut>(&self, f: F) -> Result<T>
@@ -475,7 +523,11 @@ impl ClientInstance {
         F: Fn(String) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let addrs = &self.config.namesrv_addr;
+        let mut addrs = self.namesrv_addrs();
+        if addrs.is_empty() {
+            self.refresh_namesrv_addrs().await?;
+            addrs = self.namesrv_addrs();
+        }
         let start = self.namesrv_current.load(Ordering::Relaxed);
         let mut last = None;
         for i in 0..addrs.len() {

@@ -7,6 +7,7 @@ pub(crate) mod lifecycle;
 pub(crate) mod lite_pull;
 pub(crate) mod lookup;
 pub(crate) mod namespace;
+pub(crate) mod namesrv_lookup;
 pub(crate) mod offset_store;
 pub(crate) mod process_queue;
 pub(crate) mod push;
