@@ -2,7 +2,6 @@
 //! by the group through rebalancing) or are assigned explicitly.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +9,7 @@ use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel, Subscrip
 use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
 use rocketmq_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 
-use super::allocate::{AllocateMessageQueueAveragely, AllocateMessageQueueStrategy};
+use super::{LitePullConsumerConfig, MIN_AUTO_COMMIT_INTERVAL};
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::instance::lock;
@@ -19,71 +18,6 @@ use crate::internal::lite_pull::LiteEngine;
 use crate::internal::lookup::MessageLookup;
 use crate::internal::namespace::Namespace;
 use crate::internal::send::now_ms;
-
-/// The shortest auto-commit period (Java `MIN_AUTOCOMMIT_INTERVAL_MILLIS`, 1 s).
-pub const MIN_AUTO_COMMIT_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Lite pull consumer settings; the defaults are Java's.
-#[derive(Clone)]
-pub struct LitePullConsumerConfig {
-    /// Consumer group.
-    pub group: String,
-    /// Clustering or broadcasting.
-    pub message_model: MessageModel,
-    /// Where a group without a committed offset starts.
-    pub consume_from_where: ConsumeFromWhere,
-    /// Start time for `CONSUME_FROM_TIMESTAMP` (ms since the epoch; `None`: 30 minutes ago).
-    pub consume_timestamp: Option<i64>,
-    /// Queue allocation in subscribe mode.
-    pub allocate_strategy: Arc<dyn AllocateMessageQueueStrategy>,
-    /// Messages per pull, and at most per `poll` (10).
-    pub pull_batch_size: i32,
-    /// Cached messages per queue before pulling pauses (1000).
-    pub pull_threshold_for_queue: usize,
-    /// Cached MiB per queue before pulling pauses (100).
-    pub pull_threshold_size_for_queue: usize,
-    /// Default `poll` timeout (5 s).
-    pub poll_timeout: Duration,
-    /// Commit polled positions automatically (true).
-    pub auto_commit: bool,
-    /// Auto-commit period (5 s; at least [`MIN_AUTO_COMMIT_INTERVAL`]).
-    pub auto_commit_interval: Duration,
-    /// Broadcasting: directory of the local offsets file.
-    pub local_offset_store_dir: Option<PathBuf>,
-    /// Period of the check of watched topics' queues (30 s, Java
-    /// `topicMetadataCheckIntervalMillis`).
-    pub topic_metadata_check_interval: Duration,
-}
-
-impl std::fmt::Debug for LitePullConsumerConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LitePullConsumerConfig")
-            .field("group", &self.group)
-            .field("message_model", &self.message_model)
-            .field("auto_commit", &self.auto_commit)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for LitePullConsumerConfig {
-    fn default() -> Self {
-        Self {
-            group: DEFAULT_CONSUMER_GROUP.to_string(),
-            message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
-            consume_timestamp: None,
-            allocate_strategy: Arc::new(AllocateMessageQueueAveragely),
-            pull_batch_size: 10,
-            pull_threshold_for_queue: 1000,
-            pull_threshold_size_for_queue: 100,
-            poll_timeout: Duration::from_secs(5),
-            auto_commit: true,
-            auto_commit_interval: Duration::from_secs(5),
-            local_offset_store_dir: None,
-            topic_metadata_check_interval: Duration::from_secs(30),
-        }
-    }
-}
 
 enum State {
     Created {

@@ -1,24 +1,22 @@
 //! Consumers: [`DefaultMQPushConsumer`] (listener-driven) and [`DefaultLitePullConsumer`]
 //! (poll-driven), the listener traits and the queue allocation strategies.
 
-mod allocate;
-mod listener;
 mod lite_pull;
 mod push;
 mod stream;
 
-pub use self::allocate::{
+pub use self::lite_pull::{DefaultLitePullConsumer, LitePullConsumerBuilder};
+pub use self::push::{DefaultMQPushConsumer, PushConsumerBuilder};
+pub use self::stream::{Delivery, LitePullStream, PushStream};
+pub use crate::internal::allocate::{
     AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig, AllocateMessageQueueConsistentHash, AllocateMessageQueueStrategy,
 };
-pub use self::listener::{
+pub use crate::internal::listener::{
     concurrently_fn, orderly_fn, ConcurrentlyFn, ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus,
     MessageListenerConcurrently, MessageListenerOrderly, OrderlyFn,
 };
-pub use self::lite_pull::{
-    DefaultLitePullConsumer, LitePullConsumerBuilder, LitePullConsumerConfig,
-};
-pub use self::push::{DefaultMQPushConsumer, PushConsumerBuilder, PushConsumerConfig};
-pub use self::stream::{Delivery, LitePullStream, PushStream};
+pub use crate::internal::lite_pull_config::{LitePullConsumerConfig, MIN_AUTO_COMMIT_INTERVAL};
+pub use crate::internal::push_config::PushConsumerConfig;
 pub use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};

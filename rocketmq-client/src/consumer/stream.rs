@@ -34,11 +34,11 @@ use futures::{FutureExt, Stream};
 use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
 use tokio::sync::{mpsc, oneshot};
 
-use super::listener::{
-    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently,
-};
 use super::{DefaultLitePullConsumer, DefaultMQPushConsumer};
 use crate::error::{ClientError, Result};
+use crate::internal::listener::{
+    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently,
+};
 
 /// One listener call's messages, handed to the application through a [`PushStream`].
 ///

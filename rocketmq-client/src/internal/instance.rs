@@ -228,7 +228,7 @@ impl ClientInstance {
                 started: AtomicBool::new(false),
                 tasks: Mutex::default(),
                 inner_producer: Arc::new(ProducerCore::new(
-                    crate::producer::ProducerConfig::inner(),
+                    super::producer_config::ProducerConfig::inner(),
                     super::namespace::Namespace::none(),
                 )),
             }

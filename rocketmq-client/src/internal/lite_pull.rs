@@ -19,13 +19,13 @@ use tokio_util::task::TaskTracker;
 use super::api::PullStatus;
 use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
 use super::lifecycle::{spawn_stop, stop_on_drop, Stopping};
+use super::lite_pull_config::LitePullConsumerConfig;
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::push::post_process;
 use super::rebalance::{start_offset, start_offset_or_retry, RebalanceCore, RebalanceTarget};
 use super::send::now_ms;
 use crate::config::ClientConfig;
-use crate::consumer::LitePullConsumerConfig;
 use crate::error::{ClientError, Result};
 
 const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(20);

@@ -1,15 +1,20 @@
 //! The engine under the public API: remote calls, the shared client instance, the send path,
 //! rebalancing, offsets and the consume services.
 
+pub(crate) mod allocate;
 pub(crate) mod api;
 pub(crate) mod instance;
 pub(crate) mod lifecycle;
+pub(crate) mod listener;
 pub(crate) mod lite_pull;
+pub(crate) mod lite_pull_config;
 pub(crate) mod lookup;
 pub(crate) mod namespace;
 pub(crate) mod namesrv_lookup;
 pub(crate) mod offset_store;
 pub(crate) mod process_queue;
+pub(crate) mod producer_config;
 pub(crate) mod push;
+pub(crate) mod push_config;
 pub(crate) mod rebalance;
 pub(crate) mod send;

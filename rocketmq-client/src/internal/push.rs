@@ -25,16 +25,17 @@ use tokio_util::task::TaskTracker;
 use super::api::PullStatus;
 use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
 use super::lifecycle::{spawn_stop, stop_on_drop, Stopping};
+use super::listener::{
+    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
+    ConsumeOrderlyStatus, MessageListenerConcurrently, MessageListenerOrderly,
+};
 use super::namespace::Namespace;
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
+use super::push_config::PushConsumerConfig;
 use super::rebalance::{start_offset_or_retry, RebalanceCore, RebalanceTarget};
 use super::send::{now_ms, SendMode};
 use crate::config::ClientConfig;
-use crate::consumer::{
-    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
-    ConsumeOrderlyStatus, MessageListenerConcurrently, MessageListenerOrderly, PushConsumerConfig,
-};
 use crate::error::Result;
 
 /// Long-polling hold asked of the broker (15 s).

@@ -10,10 +10,10 @@ use rocketmq_remoting::protocol::body::{
 };
 use rocketmq_remoting::protocol::message::MessageQueue;
 
+use super::allocate::AllocateMessageQueueStrategy;
 use super::instance::{lock, ClientInstance};
 use super::offset_store::{OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
-use crate::consumer::AllocateMessageQueueStrategy;
 use crate::error::Result;
 
 /// What a consumer does when its queues change.

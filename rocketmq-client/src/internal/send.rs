@@ -23,9 +23,9 @@ use rocketmq_remoting::protocol::ResponseCode;
 
 use super::instance::{lock, ClientInstance, MASTER_ID};
 use super::namespace::Namespace;
+use super::producer_config::{ProducerConfig, SendResult, SendStatus};
 use crate::config::check_topic;
 use crate::error::{ClientError, Result};
-use crate::producer::{ProducerConfig, SendResult, SendStatus};
 
 /// How a send waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,6 @@
 //! # Ok(()) }
 //! ```
 
-mod config;
 mod selector;
 mod transaction;
 
@@ -29,7 +28,6 @@ use std::time::{Duration, Instant};
 use rocketmq_remoting::protocol::message::{Message, MessageQueue};
 use tracing::Instrument;
 
-pub use self::config::{ProducerConfig, SendResult, SendStatus};
 pub use self::selector::{
     selector_fn, JavaHashCode, MessageQueueSelector, SelectMessageQueueByHash,
     SelectMessageQueueByRandom,
@@ -42,6 +40,7 @@ use crate::error::{ClientError, Result};
 use crate::internal::instance::{lock, resolve_instance_name, ClientInstance};
 use crate::internal::lifecycle::{spawn_stop, stop_on_drop, Stopping};
 use crate::internal::namespace::Namespace;
+pub use crate::internal::producer_config::{ProducerConfig, SendResult, SendStatus};
 use crate::internal::send::{Prepared, ProducerCore, SendMode};
 
 enum State {
