@@ -630,3 +630,52 @@ async fn name_servers_are_looked_up_over_http_when_none_is_given() {
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+/// Settings Java checks are checked at build: an auto-commit period under Java's
+/// `MIN_AUTOCOMMIT_INTERVAL_MILLIS` (1 s), per-topic thresholds out of
+/// `DefaultMQPushConsumerImpl.checkConfig`'s ranges, an invalid namespace.
+#[test]
+fn settings_are_validated_as_java_does() {
+    let lite = |interval| {
+        DefaultLitePullConsumer::builder()
+            .namesrv_addr("127.0.0.1:9876")
+            .consumer_config(LitePullConsumerConfig {
+                group: "g".into(),
+                auto_commit_interval: interval,
+                ..LitePullConsumerConfig::default()
+            })
+            .build()
+    };
+    assert!(lite(Duration::from_millis(999)).is_err());
+    assert!(lite(rocketmq_client::consumer::MIN_AUTO_COMMIT_INTERVAL).is_ok());
+    let push = |cfg: PushConsumerConfig| {
+        rocketmq_client::consumer::DefaultMQPushConsumer::builder()
+            .namesrv_addr("127.0.0.1:9876")
+            .consumer_config(PushConsumerConfig {
+                group: "g".into(),
+                ..cfg
+            })
+            .build()
+    };
+    assert!(push(PushConsumerConfig {
+        pull_threshold_for_topic: 0,
+        ..PushConsumerConfig::default()
+    })
+    .is_err());
+    assert!(push(PushConsumerConfig {
+        pull_threshold_size_for_topic: 102_401,
+        ..PushConsumerConfig::default()
+    })
+    .is_err());
+    assert!(push(PushConsumerConfig {
+        pull_threshold_for_topic: 5000,
+        pull_threshold_size_for_topic: 512,
+        ..PushConsumerConfig::default()
+    })
+    .is_ok());
+    assert!(rocketmq_client::producer::DefaultMQProducer::builder()
+        .namesrv_addr("127.0.0.1:9876")
+        .namespace("bad%ns")
+        .build()
+        .is_err());
+}
