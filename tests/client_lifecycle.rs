@@ -544,8 +544,15 @@ async fn a_restarted_broadcasting_consumer_gets_what_was_sent_while_it_was_down(
         async move { n == 4 }
     })
     .await;
-    for i in 0..4 {
-        p.send(Message::new("BcastRestart", format!("before-{i}")))
+    // One message to each queue, so that every queue has a consumed offset in the file (a queue
+    // with none starts at its end on the next start, as in Java).
+    let queues = p
+        .fetch_publish_message_queues("BcastRestart")
+        .await
+        .unwrap();
+    assert_eq!(queues.len(), 4);
+    for (i, q) in queues.iter().enumerate() {
+        p.send_to_queue(Message::new("BcastRestart", format!("before-{i}")), q)
             .await
             .unwrap();
     }

@@ -25,11 +25,23 @@ fn fast_checks(cfg: &mut BrokerConfig) {
     cfg.transaction_timeout = Duration::from_millis(300);
 }
 
+/// Checks as fast as [`fast_checks`], but a transaction is only checked 2 s after its half
+/// message: under load, a commit or rollback can reach the broker more than 300 ms after its
+/// half message, and would then be checked too (legitimately, as Java would).
+fn checks_after_two_seconds(cfg: &mut BrokerConfig) {
+    fast_checks(cfg);
+    cfg.transaction_timeout = Duration::from_secs(2);
+}
+
 async fn start_cluster(dir: &Path) -> EmbeddedCluster {
+    start_cluster_with(dir, fast_checks).await
+}
+
+async fn start_cluster_with(dir: &Path, customize: fn(&mut BrokerConfig)) -> EmbeddedCluster {
     EmbeddedCluster::start(
         dir,
         EmbeddedOptions {
-            customize: Some(fast_checks),
+            customize: Some(customize),
             ..EmbeddedOptions::default()
         },
     )
@@ -112,7 +124,7 @@ async fn consumer(ns: &str, group: &str, topic: &str, rec: &Recorder) -> Default
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_delivers_once_rollback_never_unknown_is_checked() {
     let dir = TempDir::new("rmq-tx").unwrap();
-    let c = start_cluster(dir.path()).await;
+    let c = start_cluster_with(dir.path(), checks_after_two_seconds).await;
     let ns = c.namesrv_addr();
     let (tx, checked) = tx_producer(&ns, "tx-g1", LocalTransactionState::CommitMessage).await;
     let rec = Recorder::default();
