@@ -364,12 +364,20 @@ async fn lite_pull_seeks_by_time_and_watches_queue_changes() {
             .await
             .unwrap();
     }
-    // Store times are in ms: make sure the new messages are stored strictly later.
-    let t = now_ms() + 5;
-    while now_ms() <= t {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    for i in 0..3 {
+    // The broker answers the message stored closest to the time (Java
+    // ConsumeQueue.getOffsetInQueueByTime): ask for the exact store time of the first new
+    // message, stored well after the old ones and a few ms before the next.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let first_new = p.send(Message::new("Timed", "new-0")).await.unwrap();
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+    let t = admin
+        .lookup()
+        .view_message(&first_new.offset_msg_id)
+        .await
+        .unwrap()
+        .store_timestamp;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    for i in 1..3 {
         p.send(Message::new("Timed", format!("new-{i}")))
             .await
             .unwrap();
@@ -385,7 +393,6 @@ async fn lite_pull_seeks_by_time_and_watches_queue_changes() {
         .build()
         .unwrap();
     let queues = {
-        let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
         let route = admin.topic_route("Timed").await.unwrap().unwrap();
         admin.shutdown();
         let broker = route.broker_datas[0].broker_name.clone();

@@ -361,14 +361,14 @@ impl DefaultLitePullConsumer {
         ))
     }
 
-    /// The offset of the first message of `mq` stored at or after `timestamp` (ms since the
-    /// epoch; Java `offsetForTimestamp`).
+    /// The offset of the message of `mq` stored at `timestamp` (ms since the epoch), else of
+    /// the one stored closest to it (Java `offsetForTimestamp`).
     pub async fn offset_for_timestamp(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
         self.lookup()?.search_offset(mq, timestamp).await
     }
 
-    /// Continues `mq` (which must be assigned) from its first message stored at or after
-    /// `timestamp` (ms since the epoch).
+    /// Continues `mq` (which must be assigned) from the message
+    /// [`offset_for_timestamp`](Self::offset_for_timestamp) finds.
     pub async fn seek_to_timestamp(&self, mq: &MessageQueue, timestamp: i64) -> Result<()> {
         let offset = self.offset_for_timestamp(mq, timestamp).await?;
         self.seek(mq, offset).await

@@ -163,9 +163,9 @@ impl MessageLookup {
         }
     }
 
-    /// The offset of the first message of `mq` stored at or after `timestamp` (ms); past the
-    /// newest message, the newest message's offset (Java `searchOffset`, answered by the
-    /// broker's `ConsumeQueue.getOffsetInQueueByTime`).
+    /// The offset of the message of `mq` stored at `timestamp` (ms), else of the one stored
+    /// closest to it (Java `searchOffset`, answered by the broker's
+    /// `ConsumeQueue.getOffsetInQueueByTime`: past the newest message, the newest one).
     pub async fn search_offset(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
         let (addr, mq) = self.master(mq).await?;
         self.inst
