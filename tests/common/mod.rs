@@ -230,3 +230,50 @@ pub async fn create_topic(namesrv: &str, topic: &str, queues: i32) {
         .expect("create topic");
     admin.shutdown();
 }
+
+use rocketmq_remoting::protocol::body::{
+    self, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
+};
+use rocketmq_remoting::protocol::headers::RegisterBrokerRequestHeader;
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rocketmq_remoting::transport::RemotingClient;
+
+/// Registers a broker `name` at `addr` serving `topic` (4 queues) with the name server, as a
+/// broker would; the returned client keeps the registration's connection open.
+pub async fn register_broker(ns: &str, name: &str, addr: &str, topic: &str) -> RemotingClient {
+    let tc = TopicConfig {
+        topic_name: topic.to_string(),
+        read_queue_nums: 4,
+        write_queue_nums: 4,
+        ..TopicConfig::default()
+    };
+    let reg = RegisterBrokerBody {
+        filter_server_list: Vec::new(),
+        topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
+            data_version: DataVersion {
+                counter: 1,
+                state_version: None,
+                timestamp: 1,
+            },
+            topic_config_table: std::collections::BTreeMap::from([(topic.to_string(), tc)]),
+        },
+    };
+    let header = RegisterBrokerRequestHeader {
+        broker_name: name.to_string(),
+        broker_addr: addr.to_string(),
+        cluster_name: "DefaultCluster".into(),
+        ha_server_addr: addr.to_string(),
+        broker_id: 0,
+        compressed: false,
+        body_crc32: 0,
+    };
+    let req = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header)
+        .with_body(body::encode_fastjson(&reg));
+    let client = RemotingClient::default();
+    let resp = client
+        .invoke(ns, req, Duration::from_secs(3))
+        .await
+        .expect("register");
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    client
+}

@@ -18,6 +18,7 @@ use crate::internal::lite_pull::LiteEngine;
 use crate::internal::lookup::MessageLookup;
 use crate::internal::namespace::Namespace;
 use crate::internal::send::now_ms;
+use crate::internal::stats::{ConsumeStatus, ConsumerStats};
 
 enum State {
     Created {
@@ -38,6 +39,8 @@ struct Inner {
     op: tokio::sync::Mutex<()>,
     /// The stop of an engine whose start was cancelled or failed: the next start waits for it.
     aborted: Mutex<Option<Stopping>>,
+    /// Pull figures (kept across starts).
+    stats: Arc<ConsumerStats>,
 }
 
 impl Drop for Inner {
@@ -202,6 +205,7 @@ impl LitePullConsumerBuilder {
                 }),
                 op: tokio::sync::Mutex::new(()),
                 aborted: Mutex::new(None),
+                stats: Arc::default(),
             }),
         })
     }
@@ -302,6 +306,7 @@ impl DefaultLitePullConsumer {
             cfg,
             subscriptions,
             assigned.is_none(),
+            self.inner.stats.clone(),
         )?;
         let mut guard = AbortOnDrop {
             inner: &self.inner,
@@ -409,6 +414,12 @@ impl DefaultLitePullConsumer {
         self.engine()?
             .watch_queues(&self.inner.ns.wrap(topic), Arc::new(shown))
             .await
+    }
+
+    /// The pull figures of `topic` (`pull_rt`, `pull_tps` over the last minute, `totals.pulled`
+    /// since the consumer was built; the consume figures stay 0: polled is consumed).
+    pub fn consume_status(&self, topic: &str) -> ConsumeStatus {
+        self.inner.stats.status(&self.inner.ns.wrap(topic))
     }
 
     /// The queues currently assigned (by `assign` or by rebalancing).

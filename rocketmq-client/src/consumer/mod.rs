@@ -12,6 +12,7 @@ pub use crate::internal::allocate::{
     AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig, AllocateMessageQueueConsistentHash, AllocateMessageQueueStrategy,
 };
+pub use crate::internal::hooks::{ConsumeMessageContext, ConsumeMessageHook, ConsumeOutcome};
 pub use crate::internal::listener::{
     concurrently_fn, orderly_fn, ConcurrentlyFn, ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus,
@@ -19,4 +20,5 @@ pub use crate::internal::listener::{
 };
 pub use crate::internal::lite_pull_config::{LitePullConsumerConfig, MIN_AUTO_COMMIT_INTERVAL};
 pub use crate::internal::push_config::PushConsumerConfig;
+pub use crate::internal::stats::{ConsumeStatus, ConsumeTotals, StatsSnapshot};
 pub use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};

@@ -14,12 +14,14 @@ use super::{
 };
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
+use crate::internal::hooks::{ConsumeMessageHook, Hooks};
 use crate::internal::instance::lock;
 use crate::internal::lifecycle::Stopping;
 use crate::internal::lookup::MessageLookup;
 use crate::internal::namespace::Namespace;
 use crate::internal::push::{Listener, PushEngine};
 use crate::internal::send::now_ms;
+use crate::internal::stats::{ConsumeStatus, ConsumerStats};
 
 enum State {
     Created {
@@ -38,6 +40,10 @@ struct Inner {
     op: tokio::sync::Mutex<()>,
     /// The stop of an engine whose start was cancelled or failed: the next start waits for it.
     aborted: Mutex<Option<Stopping>>,
+    /// Hooks around each listener call (kept across starts).
+    hooks: Arc<Hooks<dyn ConsumeMessageHook>>,
+    /// Pull and consume figures.
+    stats: Arc<ConsumerStats>,
 }
 
 impl Drop for Inner {
@@ -284,6 +290,8 @@ impl PushConsumerBuilder {
                 }),
                 op: tokio::sync::Mutex::new(()),
                 aborted: Mutex::new(None),
+                hooks: Arc::default(),
+                stats: Arc::default(),
             }),
         };
         for (t, e) in &self.subscriptions {
@@ -447,7 +455,14 @@ impl DefaultMQPushConsumer {
                 SubscriptionData::from_tag_expression(rt, "*", now_ms()),
             );
         }
-        let engine = PushEngine::new(self.inner.client.clone(), cfg, subscriptions, listener, ns)?;
+        let engine = PushEngine::new(
+            self.inner.client.clone(),
+            cfg,
+            subscriptions,
+            listener,
+            ns,
+            (self.inner.hooks.clone(), self.inner.stats.clone()),
+        )?;
         let mut guard = AbortOnDrop {
             inner: &self.inner,
             engine: Some(engine.clone()),
@@ -468,6 +483,23 @@ impl DefaultMQPushConsumer {
     /// The client id, once started.
     pub fn client_id(&self) -> Option<String> {
         self.engine().ok().map(|e| e.inst.client_id.clone())
+    }
+
+    /// Adds a hook called before and after each listener call (Java
+    /// `registerConsumeMessageHook`); any time, also while running.
+    pub fn register_consume_message_hook(&self, hook: impl ConsumeMessageHook) {
+        self.inner.hooks.add(Arc::new(hook));
+    }
+
+    /// The pull and consume figures of `topic` (Java `ConsumeStatus`: the last minute, failures
+    /// of the last hour) and totals since the consumer was built.
+    pub fn consume_status(&self, topic: &str) -> ConsumeStatus {
+        self.inner.stats.status(topic)
+    }
+
+    /// The topics with figures (the retry topic included).
+    pub fn consume_status_topics(&self) -> Vec<String> {
+        self.inner.stats.topics()
     }
 
     /// Message and offset lookups (by id, key, time; queue bounds) over this consumer's

@@ -39,6 +39,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+pub(crate) fn lock_read<T>(m: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(|p| p.into_inner())
+}
+
 /// What the instance needs from a consumer.
 #[async_trait]
 pub(crate) trait ConsumerHook: Send + Sync + 'static {
@@ -50,6 +54,8 @@ pub(crate) trait ConsumerHook: Send + Sync + 'static {
     async fn rebalance(&self);
     /// Pushes offsets to their store.
     async fn persist_offsets(&self);
+    /// Takes a sample of the statistics (`hour`: of the one-hour window).
+    fn sample_stats(&self, _hour: bool) {}
 
     /// The consumer group.
     fn group(&self) -> String {
@@ -316,6 +322,39 @@ impl ClientInstance {
                 },
             ));
         }
+        // Statistics samples: every 10 s for the one-minute windows, every 10 minutes for the
+        // one-hour ones (Java `StatsItemSet`).
+        let weak = Arc::downgrade(self);
+        let cancel = self.cancel.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(super::stats::MINUTE_SAMPLE);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let per_hour = (super::stats::HOUR_SAMPLE.as_secs()
+                / super::stats::MINUTE_SAMPLE.as_secs())
+            .max(1);
+            let mut n: u64 = 0;
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                let Some(inst) = weak.upgrade() else { return };
+                let hour = n % per_hour == 0;
+                for p in inst.live_producers() {
+                    p.stats.sample_minute();
+                    if hour {
+                        p.stats.sample_hour();
+                    }
+                }
+                for c in inst.live_consumers() {
+                    c.sample_stats(false);
+                    if hour {
+                        c.sample_stats(true);
+                    }
+                }
+                n += 1;
+            }
+        }));
         // Routes are fetched on first use, so the periodic refresh starts one period later
         // (Java's first tick, 10 ms after start, usually has only TBW102 to fetch).
         tasks.push(self.periodic(

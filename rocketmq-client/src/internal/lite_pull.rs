@@ -25,6 +25,7 @@ use super::process_queue::ProcessQueue;
 use super::push::post_process;
 use super::rebalance::{start_offset, start_offset_or_retry, RebalanceCore, RebalanceTarget};
 use super::send::now_ms;
+use super::stats::ConsumerStats;
 use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
 
@@ -63,6 +64,8 @@ pub(crate) struct LiteEngine {
     pub(crate) rebalance: RebalanceCore,
     pub(crate) offsets: OffsetStore,
     subscribe_mode: bool,
+    /// Pull figures by topic (as sent).
+    pub(crate) stats: Arc<ConsumerStats>,
     queues: Mutex<BTreeMap<MessageQueue, QueueState>>,
     tx: mpsc::UnboundedSender<Batch>,
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Batch>>,
@@ -83,6 +86,7 @@ impl LiteEngine {
         cfg: LitePullConsumerConfig,
         subscriptions: BTreeMap<String, SubscriptionData>,
         subscribe_mode: bool,
+        stats: Arc<ConsumerStats>,
     ) -> Result<Arc<LiteEngine>> {
         let name = instance_name_for(&client, cfg.message_model);
         let inst = ClientInstance::get_or_create(&client, &name)?;
@@ -119,6 +123,7 @@ impl LiteEngine {
             tasks: TaskTracker::new(),
             last_commit: Mutex::new(Instant::now()),
             queue_watch: Mutex::default(),
+            stats,
             suggest: Mutex::default(),
             me: me.clone(),
         });
@@ -400,10 +405,17 @@ impl LiteEngine {
             expression_type: sd.expression_type.clone(),
             broker_name: None,
         };
+        let started = Instant::now();
         let r = tokio::select! {
             _ = self.stopping.cancelled() => return Ok(None),
             r = self.inst.api.pull(&addr, &header, PULL_TIMEOUT) => r?,
         };
+        self.stats
+            .pull_rt
+            .add(&mq.topic, started.elapsed().as_millis() as u64);
+        if r.status == PullStatus::Found {
+            self.stats.pull_tps.add(&mq.topic, r.messages.len() as u64);
+        }
         lock(&self.suggest).insert(mq.clone(), r.suggest_which_broker_id);
         if r.status == PullStatus::OffsetIllegal {
             tracing::warn!(queue = %mq, requested = next, next = r.next_begin_offset, "pull offset illegal; moving on");
@@ -645,5 +657,13 @@ impl ConsumerHook for LiteEngine {
         }
         let mqs = self.assignment();
         let _ = self.offsets.persist_all(&self.inst, &mqs).await;
+    }
+
+    fn sample_stats(&self, hour: bool) {
+        if hour {
+            self.stats.sample_hour();
+        } else {
+            self.stats.sample_minute();
+        }
     }
 }

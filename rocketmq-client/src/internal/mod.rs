@@ -3,6 +3,7 @@
 
 pub(crate) mod allocate;
 pub(crate) mod api;
+pub(crate) mod hooks;
 pub(crate) mod instance;
 pub(crate) mod lifecycle;
 pub(crate) mod listener;
@@ -18,3 +19,4 @@ pub(crate) mod push;
 pub(crate) mod push_config;
 pub(crate) mod rebalance;
 pub(crate) mod send;
+pub(crate) mod stats;

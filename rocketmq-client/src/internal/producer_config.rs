@@ -36,6 +36,15 @@ pub struct ProducerConfig {
     /// a dead or black-holed broker first pays a failed attempt (up to two thirds of its
     /// timeout) before it is retried elsewhere; with it, only the first one does.
     pub send_latency_fault_enable: bool,
+    /// Bound the asynchronous sends in flight (Java 5 `enableBackpressureForAsyncMode`, off):
+    /// `send_async_wait` then waits for room, and `send_async` sends once there is room.
+    pub enable_backpressure_for_async_mode: bool,
+    /// Asynchronous sends in flight at most, with backpressure (Java
+    /// `backPressureForAsyncSendNum`, 10000).
+    pub back_pressure_for_async_send_num: usize,
+    /// Body bytes of asynchronous sends in flight at most, with backpressure (Java
+    /// `backPressureForAsyncSendSize`, 100 MiB).
+    pub back_pressure_for_async_send_size: usize,
 }
 
 impl Default for ProducerConfig {
@@ -52,6 +61,9 @@ impl Default for ProducerConfig {
             default_topic_queue_nums: 4,
             create_topic_key: AUTO_CREATE_TOPIC_KEY_TOPIC.to_string(),
             send_latency_fault_enable: true,
+            enable_backpressure_for_async_mode: false,
+            back_pressure_for_async_send_num: 10_000,
+            back_pressure_for_async_send_size: 100 * 1024 * 1024,
         }
     }
 }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::api::PullStatus;
+use super::hooks::{call_hook, ConsumeMessageContext, ConsumeMessageHook, ConsumeOutcome, Hooks};
 use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
 use super::lifecycle::{spawn_stop, stop_on_drop, Stopping};
 use super::listener::{
@@ -35,8 +36,10 @@ use super::process_queue::ProcessQueue;
 use super::push_config::PushConsumerConfig;
 use super::rebalance::{start_offset_or_retry, RebalanceCore, RebalanceTarget};
 use super::send::{now_ms, SendMode};
+use super::stats::ConsumerStats;
 use crate::config::ClientConfig;
 use crate::error::Result;
+use tracing::Instrument;
 
 /// Long-polling hold asked of the broker (15 s).
 const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(15);
@@ -79,6 +82,10 @@ pub(crate) struct PushEngine {
     consume_timestamp: i64,
     /// The namespace of the consumer's topics and group.
     pub(crate) ns: Namespace,
+    /// Hooks around each listener call.
+    hooks: Arc<Hooks<dyn ConsumeMessageHook>>,
+    /// Pull and consume figures by topic.
+    stats: Arc<ConsumerStats>,
     /// Pulling paused by `suspend`.
     suspended: std::sync::atomic::AtomicBool,
     /// A rebalance is scheduled to ask again for refused queue locks.
@@ -95,6 +102,7 @@ impl PushEngine {
         subscriptions: BTreeMap<String, SubscriptionData>,
         listener: Listener,
         ns: Namespace,
+        observers: (Arc<Hooks<dyn ConsumeMessageHook>>, Arc<ConsumerStats>),
     ) -> Result<Arc<PushEngine>> {
         let name = instance_name_for(&client, cfg.message_model);
         let inst = ClientInstance::get_or_create(&client, &name)?;
@@ -131,6 +139,8 @@ impl PushEngine {
             suggest: Mutex::default(),
             lock_retry_pending: std::sync::atomic::AtomicBool::new(false),
             ns,
+            hooks: observers.0,
+            stats: observers.1,
             suspended: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         });
@@ -286,6 +296,76 @@ impl PushEngine {
         self.inst.rebalance_now();
     }
 
+    /// Before a listener call: hooks, a `rocketmq.consume` span (fields: `group`, `topic`,
+    /// `queue`, `count`, then `status`), the clock.
+    fn call_begin(&self, mq: &MessageQueue, msgs: &[MessageExt]) -> ListenerCall {
+        let queue = self.ns.unwrap_mq(mq);
+        let group = self.ns.unwrap(&self.cfg.group);
+        let span = tracing::info_span!(
+            "rocketmq.consume",
+            group = %group,
+            topic = %queue.topic,
+            queue = queue.queue_id,
+            broker = %queue.broker_name,
+            count = msgs.len(),
+            status = tracing::field::Empty,
+        );
+        let hooks = self.hooks.get();
+        if let Some(hooks) = &hooks {
+            let ctx = ConsumeMessageContext {
+                consumer_group: &group,
+                queue: &queue,
+                messages: msgs,
+            };
+            for h in hooks {
+                call_hook(h.hook_name(), || h.consume_message_before(&ctx));
+            }
+        }
+        ListenerCall {
+            queue,
+            group,
+            hooks,
+            span,
+            started: Instant::now(),
+        }
+    }
+
+    /// After a listener call: figures (`ok` of the messages consumed, the rest failed), hooks,
+    /// the span's status.
+    fn call_end(
+        &self,
+        call: ListenerCall,
+        msgs: &[MessageExt],
+        outcome: ConsumeOutcome,
+        ok: usize,
+    ) {
+        let elapsed = call.started.elapsed();
+        let topic = &call.queue.topic;
+        self.stats.consume_rt.add(topic, elapsed.as_millis() as u64);
+        let ok = ok.min(msgs.len());
+        if ok > 0 {
+            self.stats.consume_ok.add(topic, ok as u64);
+        }
+        if msgs.len() > ok {
+            self.stats
+                .consume_failed
+                .add(topic, (msgs.len() - ok) as u64);
+        }
+        call.span.record("status", outcome.as_str());
+        if let Some(hooks) = &call.hooks {
+            let ctx = ConsumeMessageContext {
+                consumer_group: &call.group,
+                queue: &call.queue,
+                messages: msgs,
+            };
+            for h in hooks {
+                call_hook(h.hook_name(), || {
+                    h.consume_message_after(&ctx, outcome, elapsed)
+                });
+            }
+        }
+    }
+
     fn max_reconsume_times(&self) -> i32 {
         match (self.cfg.max_reconsume_times, self.is_orderly()) {
             (-1, false) => 16,
@@ -398,10 +478,18 @@ impl PushEngine {
             expression_type: sd.expression_type.clone(),
             broker_name: None,
         };
+        let started = Instant::now();
         let r = tokio::select! {
             _ = self.stopping.cancelled() => return Ok(PullStep::Stop),
             r = self.inst.api.pull(&addr, &header, PULL_TIMEOUT) => r?,
         };
+        let topic = self.ns.unwrap(&mq.topic);
+        self.stats
+            .pull_rt
+            .add(&topic, started.elapsed().as_millis() as u64);
+        if r.status == PullStatus::Found {
+            self.stats.pull_tps.add(&topic, r.messages.len() as u64);
+        }
         lock(&self.suggest).insert(mq.clone(), r.suggest_which_broker_id);
         match r.status {
             PullStatus::Found => {
@@ -511,8 +599,11 @@ impl PushEngine {
             delay_level_when_next_consume: 0,
             ack_index: i32::MAX,
         };
+        let call = self.call_begin(&mq, &msgs);
         let outcome = {
-            let run = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx)).catch_unwind();
+            let run = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
+                .catch_unwind()
+                .instrument(call.span.clone());
             tokio::pin!(run);
             let finished = if self.clustering() {
                 tokio::select! {
@@ -538,7 +629,9 @@ impl PushEngine {
                 if offset >= 0 && !pq.is_dropped() {
                     self.offsets.update(&mq, offset, true);
                 }
+                self.call_end(call, &msgs, ConsumeOutcome::TimedOut, 0);
                 let _ = run.await;
+                return;
             }
             finished
         };
@@ -549,6 +642,14 @@ impl PushEngine {
             tracing::warn!(queue = %mq, "the listener panicked; consuming later");
             ConsumeConcurrentlyStatus::ReconsumeLater
         });
+        let (observed, ok) = match status {
+            ConsumeConcurrentlyStatus::ConsumeSuccess => (
+                ConsumeOutcome::ConsumeSuccess,
+                (ctx.ack_index.min(msgs.len() as i32 - 1) + 1).max(0) as usize,
+            ),
+            ConsumeConcurrentlyStatus::ReconsumeLater => (ConsumeOutcome::ReconsumeLater, 0),
+        };
+        self.call_end(call, &msgs, observed, ok);
         drop(permit);
         if pq.is_dropped() {
             tracing::debug!(queue = %mq, "queue dropped during consumption; result discarded");
@@ -753,13 +854,23 @@ impl PushEngine {
                 if pq.is_dropped() {
                     return;
                 }
-                AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
+                let call = self.call_begin(&mq, &msgs);
+                let status = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
                     .catch_unwind()
+                    .instrument(call.span.clone())
                     .await
                     .unwrap_or_else(|_| {
                         tracing::warn!(queue = %mq, "the listener panicked; suspending the queue");
                         ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
-                    })
+                    });
+                let (observed, ok) = match status {
+                    ConsumeOrderlyStatus::Success => (ConsumeOutcome::Success, msgs.len()),
+                    ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => {
+                        (ConsumeOutcome::SuspendCurrentQueueAMoment, 0)
+                    }
+                };
+                self.call_end(call, &msgs, observed, ok);
+                status
             };
             let commit = match status {
                 ConsumeOrderlyStatus::Success => pq.commit(),
@@ -802,6 +913,15 @@ impl PushEngine {
         }
         suspend
     }
+}
+
+/// A listener call in progress, for its hooks, span and figures.
+struct ListenerCall {
+    queue: MessageQueue,
+    group: String,
+    hooks: Option<Vec<Arc<dyn ConsumeMessageHook>>>,
+    span: tracing::Span,
+    started: Instant,
 }
 
 enum PullStep {
@@ -934,5 +1054,13 @@ impl ConsumerHook for PushEngine {
         }
         let owned = self.rebalance.owned();
         let _ = self.offsets.persist_all(&self.inst, &owned).await;
+    }
+
+    fn sample_stats(&self, hour: bool) {
+        if hour {
+            self.stats.sample_hour();
+        } else {
+            self.stats.sample_minute();
+        }
     }
 }

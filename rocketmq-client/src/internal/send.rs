@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use bytes::Bytes;
 use rocketmq_remoting::protocol::body::TopicRouteData;
 use rocketmq_remoting::protocol::headers::{
@@ -21,9 +23,11 @@ use rocketmq_remoting::protocol::topic::{
 };
 use rocketmq_remoting::protocol::ResponseCode;
 
+use super::hooks::{call_hook, CommunicationMode, Hooks, SendMessageContext, SendMessageHook};
 use super::instance::{lock, ClientInstance, MASTER_ID};
 use super::namespace::Namespace;
 use super::producer_config::{ProducerConfig, SendResult, SendStatus};
+use super::stats::ProducerStats;
 use crate::config::check_topic;
 use crate::error::{ClientError, Result};
 
@@ -35,6 +39,16 @@ pub(crate) enum SendMode {
     Oneway,
 }
 
+impl SendMode {
+    fn communication_mode(self) -> CommunicationMode {
+        match self {
+            SendMode::Sync => CommunicationMode::Sync,
+            SendMode::Async => CommunicationMode::Async,
+            SendMode::Oneway => CommunicationMode::Oneway,
+        }
+    }
+}
+
 /// Answers the broker's CHECK_TRANSACTION_STATE for a producer group.
 pub(crate) trait TransactionChecker: Send + Sync + 'static {
     fn check(
@@ -44,6 +58,56 @@ pub(crate) trait TransactionChecker: Send + Sync + 'static {
         msg: MessageExt,
         header: CheckTransactionStateRequestHeader,
     );
+}
+
+/// The bound on asynchronous sends in flight: by count and by body bytes.
+#[derive(Debug)]
+pub(crate) struct AsyncRoom {
+    count: Arc<tokio::sync::Semaphore>,
+    bytes: Arc<tokio::sync::Semaphore>,
+    max_bytes: usize,
+}
+
+/// Room taken by one asynchronous send, given back when it is dropped.
+#[derive(Debug)]
+pub(crate) struct AsyncSlot {
+    _count: tokio::sync::OwnedSemaphorePermit,
+    _bytes: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AsyncRoom {
+    fn new(s: &ProducerConfig) -> Self {
+        let max_bytes = s
+            .back_pressure_for_async_send_size
+            .clamp(1, u32::MAX as usize);
+        Self {
+            count: Arc::new(tokio::sync::Semaphore::new(
+                s.back_pressure_for_async_send_num.max(1),
+            )),
+            bytes: Arc::new(tokio::sync::Semaphore::new(max_bytes)),
+            max_bytes,
+        }
+    }
+
+    /// Waits for room for one send of `size` body bytes (a body larger than the whole bound
+    /// takes all of it). `None` only if the bound were closed, which it never is.
+    pub(crate) async fn take(&self, size: usize) -> Option<AsyncSlot> {
+        let n = size.clamp(1, self.max_bytes) as u32;
+        let count = self.count.clone().acquire_owned().await.ok()?;
+        let bytes = self.bytes.clone().acquire_many_owned(n).await.ok()?;
+        Some(AsyncSlot {
+            _count: count,
+            _bytes: bytes,
+        })
+    }
+
+    /// Sends and bytes that may still start.
+    pub(crate) fn available(&self) -> (usize, usize) {
+        (
+            self.count.available_permits(),
+            self.bytes.available_permits(),
+        )
+    }
 }
 
 /// The writable queues of a topic (Java `TopicPublishInfo`).
@@ -181,6 +245,10 @@ impl LatencyFault {
 /// A message ready for the wire.
 #[derive(Debug)]
 pub(crate) struct Prepared {
+    /// The message as the application gave it, kept for send hooks (only when there are some).
+    pub(crate) original: Option<Message>,
+    /// Messages in the request (a batch's size).
+    pub(crate) count: usize,
     pub(crate) topic: String,
     pub(crate) flag: i32,
     pub(crate) properties: String,
@@ -199,6 +267,12 @@ pub(crate) struct ProducerCore {
     pub(crate) settings: ProducerConfig,
     /// The namespace of the producer's topics and group.
     pub(crate) ns: Namespace,
+    /// Hooks around each send attempt.
+    pub(crate) hooks: Hooks<dyn SendMessageHook>,
+    /// Send figures by topic.
+    pub(crate) stats: ProducerStats,
+    /// Room for asynchronous sends in flight (with backpressure on).
+    pub(crate) async_room: Option<AsyncRoom>,
     publish: Mutex<HashMap<String, Arc<TopicPublishInfo>>>,
     fault: LatencyFault,
     /// The transaction check-back handler, set by a transactional producer's start.
@@ -249,9 +323,15 @@ impl ProducerCore {
     /// A send engine; `settings.group` is wrapped into `ns`.
     pub(crate) fn new(mut settings: ProducerConfig, ns: Namespace) -> Self {
         settings.group = ns.wrap(&settings.group);
+        let async_room = settings
+            .enable_backpressure_for_async_mode
+            .then(|| AsyncRoom::new(&settings));
         Self {
             settings,
             ns,
+            hooks: Hooks::default(),
+            stats: ProducerStats::default(),
+            async_room,
             publish: Mutex::default(),
             fault: LatencyFault::default(),
             transaction: Mutex::new(None),
@@ -374,10 +454,11 @@ impl ProducerCore {
     /// Sets the unique id, compresses, and flags a message for the wire.
     pub(crate) fn prepare(&self, inst: &ClientInstance, mut msg: Message) -> Result<Prepared> {
         check_message(&msg, self.settings.max_message_size)?;
-        msg.topic = self.ns.wrap(&msg.topic);
         if msg.uniq_key().is_none() {
             msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
         }
+        let original = self.hooks.get().map(|_| msg.clone());
+        msg.topic = self.ns.wrap(&msg.topic);
         let mut sys = 0;
         let mut body = msg.body.clone();
         if body.len() >= self.settings.compress_msg_body_over_howmuch {
@@ -397,6 +478,8 @@ impl ProducerCore {
                 .and_then(|v| v.parse().ok());
         }
         Ok(Prepared {
+            original,
+            count: 1,
             msg_id: msg.uniq_key().unwrap_or_default().to_string(),
             properties: encode_properties(&msg.properties),
             topic: msg.topic,
@@ -459,6 +542,8 @@ impl ProducerCore {
         batch.set_wait_store_msg_ok(wait);
         let ids: Vec<&str> = msgs.iter().filter_map(|m| m.uniq_key()).collect();
         Ok(Prepared {
+            original: None,
+            count: msgs.len(),
             msg_id: ids.join(","),
             properties: encode_properties(&batch.properties),
             topic: batch.topic,
@@ -472,8 +557,50 @@ impl ProducerCore {
         })
     }
 
-    /// The default send: round robin with retries on another broker.
+    /// The default send: round robin with retries on another broker, in a `rocketmq.send`
+    /// span (fields: `topic`, `msg_id`, `mode`, `attempts`, then `queue`, `broker`, `status` or
+    /// `error`).
     pub(crate) async fn send_default(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mode: SendMode,
+        timeout: Duration,
+    ) -> Result<Option<SendResult>> {
+        let span = tracing::info_span!(
+            "rocketmq.send",
+            topic = %self.ns.unwrap(&p.topic),
+            msg_id = %p.msg_id,
+            mode = ?mode.communication_mode(),
+            attempts = tracing::field::Empty,
+            queue = tracing::field::Empty,
+            broker = tracing::field::Empty,
+            status = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let r = self
+            .send_attempts(inst, p, mode, timeout)
+            .instrument(span.clone())
+            .await;
+        if !span.is_disabled() {
+            match &r {
+                Ok(Some(res)) => {
+                    span.record("queue", res.message_queue.queue_id);
+                    span.record("broker", res.message_queue.broker_name.as_str());
+                    span.record("status", tracing::field::debug(res.status));
+                }
+                Ok(None) => {
+                    span.record("status", "ONEWAY");
+                }
+                Err(e) => {
+                    span.record("error", tracing::field::display(e));
+                }
+            }
+        }
+        r
+    }
+
+    async fn send_attempts(
         &self,
         inst: &ClientInstance,
         p: &Prepared,
@@ -500,6 +627,7 @@ impl ProducerCore {
             if spent >= timeout {
                 break;
             }
+            tracing::Span::current().record("attempts", attempt + 1);
             let start = Instant::now();
             match self
                 .send_kernel(
@@ -508,6 +636,7 @@ impl ProducerCore {
                     &mq,
                     mode,
                     attempt_budget(&info, &mq, timeout - spent, attempt + 1 < times),
+                    attempt,
                 )
                 .await
             {
@@ -558,6 +687,7 @@ impl ProducerCore {
         mq: &MessageQueue,
         mode: SendMode,
         timeout: Duration,
+        attempt: u32,
     ) -> Result<Option<SendResult>> {
         let addr = inst
             .master_addr_or_refresh(&mq.broker_name, &mq.topic)
@@ -578,6 +708,27 @@ impl ProducerCore {
             batch: p.batch,
             broker_name: None,
         };
+        let hooks = self.hooks.get();
+        let plain_queue = hooks.as_ref().map(|_| self.ns.unwrap_mq(mq));
+        let plain_topic = self.ns.unwrap(&p.topic);
+        let plain_group = hooks.as_ref().map(|_| self.ns.unwrap(&self.settings.group));
+        let ctx = plain_queue.as_ref().map(|queue| SendMessageContext {
+            producer_group: plain_group.as_deref().unwrap_or_default(),
+            topic: &plain_topic,
+            message: p.original.as_ref(),
+            batch_size: p.count,
+            msg_id: &p.msg_id,
+            queue,
+            broker_addr: &addr,
+            mode: mode.communication_mode(),
+            attempt,
+        });
+        if let (Some(hooks), Some(ctx)) = (&hooks, &ctx) {
+            for h in hooks {
+                call_hook(h.hook_name(), || h.send_message_before(ctx));
+            }
+        }
+        let started = Instant::now();
         let resp = inst
             .api
             .send(
@@ -587,7 +738,38 @@ impl ProducerCore {
                 timeout,
                 mode == SendMode::Oneway,
             )
-            .await?;
+            .await;
+        let result = resp.and_then(|resp| self.send_result(p, mq, resp));
+        let latency = started.elapsed();
+        match &result {
+            Ok(_) => {
+                self.stats.send_ok.add(&plain_topic, p.count as u64);
+                self.stats
+                    .send_rt
+                    .add(&plain_topic, latency.as_millis() as u64);
+            }
+            Err(_) => self.stats.send_failed.add(&plain_topic, 1),
+        }
+        if let (Some(hooks), Some(ctx)) = (&hooks, &ctx) {
+            for h in hooks {
+                call_hook(h.hook_name(), || {
+                    h.send_message_after(ctx, result.as_ref().map(Option::as_ref), latency)
+                });
+            }
+        }
+        result
+    }
+
+    /// The result of a send's answer (`None` for a oneway send).
+    fn send_result(
+        &self,
+        p: &Prepared,
+        mq: &MessageQueue,
+        resp: Option<(
+            rocketmq_remoting::protocol::RemotingCommand,
+            rocketmq_remoting::protocol::headers::SendMessageResponseHeader,
+        )>,
+    ) -> Result<Option<SendResult>> {
         let Some((cmd, h)) = resp else {
             return Ok(None);
         };

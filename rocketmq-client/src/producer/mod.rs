@@ -26,7 +26,6 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rocketmq_remoting::protocol::message::{Message, MessageQueue};
-use tracing::Instrument;
 
 pub use self::selector::{
     selector_fn, JavaHashCode, MessageQueueSelector, SelectMessageQueueByHash,
@@ -37,11 +36,13 @@ pub use self::transaction::{
 };
 use crate::config::{check_group, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
+pub use crate::internal::hooks::{CommunicationMode, SendMessageContext, SendMessageHook};
 use crate::internal::instance::{lock, resolve_instance_name, ClientInstance};
 use crate::internal::lifecycle::{spawn_stop, stop_on_drop, Stopping};
 use crate::internal::namespace::Namespace;
 pub use crate::internal::producer_config::{ProducerConfig, SendResult, SendStatus};
-use crate::internal::send::{Prepared, ProducerCore, SendMode};
+use crate::internal::send::{AsyncSlot, Prepared, ProducerCore, SendMode};
+pub use crate::internal::stats::SendStatusStats;
 
 enum State {
     Created,
@@ -162,6 +163,15 @@ impl ProducerBuilder {
         self
     }
 
+    /// Backpressure on asynchronous sends: at most `max_sends` in flight and `max_bytes` of
+    /// bodies (see [`DefaultMQProducer::send_async_wait`]).
+    pub fn backpressure_for_async_mode(mut self, max_sends: usize, max_bytes: usize) -> Self {
+        self.producer.enable_backpressure_for_async_mode = true;
+        self.producer.back_pressure_for_async_send_num = max_sends;
+        self.producer.back_pressure_for_async_send_size = max_bytes;
+        self
+    }
+
     /// Latency fault avoidance.
     pub fn send_latency_fault_enable(mut self, on: bool) -> Self {
         self.producer.send_latency_fault_enable = on;
@@ -242,6 +252,18 @@ impl DefaultMQProducer {
         &self.inner.core.settings
     }
 
+    /// Adds a hook called before and after each send attempt (Java
+    /// `registerSendMessageHook`); any time, also while running.
+    pub fn register_send_message_hook(&self, hook: impl SendMessageHook) {
+        self.inner.core.hooks.add(Arc::new(hook));
+    }
+
+    /// Send figures of `topic` over the last minute (attempts answered, failed, their average
+    /// round trip) and totals since start.
+    pub fn send_status(&self, topic: &str) -> SendStatusStats {
+        self.inner.core.stats.status(topic)
+    }
+
     /// The client id, once started.
     pub fn client_id(&self) -> Option<String> {
         match &*lock(&self.inner.state) {
@@ -304,16 +326,11 @@ impl DefaultMQProducer {
     /// [`send`](Self::send) with its own timeout.
     pub async fn send_timeout(&self, msg: Message, timeout: Duration) -> Result<SendResult> {
         let inst = self.instance()?;
-        let span = tracing::debug_span!("send", topic = %msg.topic);
         let core = &self.inner.core;
-        async {
-            let p = core.prepare(&inst, msg)?;
-            core.send_default(&inst, &p, SendMode::Sync, timeout)
-                .await?
-                .ok_or_else(unreachable_oneway)
-        }
-        .instrument(span)
-        .await
+        let p = core.prepare(&inst, msg)?;
+        core.send_default(&inst, &p, SendMode::Sync, timeout)
+            .await?
+            .ok_or_else(unreachable_oneway)
     }
 
     /// Starts sending `msg` in the background and returns at once; await the returned future
@@ -321,13 +338,42 @@ impl DefaultMQProducer {
     /// flight at once.
     pub fn send_async(&self, msg: Message) -> SendFuture {
         self.spawn_send(|this| async move {
-            let inst = this.instance()?;
-            let core = &this.inner.core;
-            let p = core.prepare(&inst, msg)?;
-            core.send_default(&inst, &p, SendMode::Async, core.settings.send_msg_timeout)
-                .await?
-                .ok_or_else(unreachable_oneway)
+            // With backpressure on, the request waits here for room (the message is held).
+            let slot = match &this.inner.core.async_room {
+                Some(room) => room.take(msg.body.len()).await,
+                None => None,
+            };
+            this.send_async_now(msg, slot).await
         })
+    }
+
+    /// Like [`send_async`](Self::send_async), but with backpressure on
+    /// (`enable_backpressure_for_async_mode`) first waits for room among the asynchronous sends
+    /// in flight (`back_pressure_for_async_send_num` sends, `..._size` body bytes), so that a
+    /// flood of sends waits instead of growing memory. Cancel-safe: dropped while waiting,
+    /// nothing is sent. Without backpressure it returns at once.
+    pub async fn send_async_wait(&self, msg: Message) -> SendFuture {
+        let slot = match &self.inner.core.async_room {
+            Some(room) => room.take(msg.body.len()).await,
+            None => None,
+        };
+        self.spawn_send(move |this| async move { this.send_async_now(msg, slot).await })
+    }
+
+    /// Room left for asynchronous sends in flight: (sends, body bytes); `None` without
+    /// backpressure.
+    pub fn async_send_room(&self) -> Option<(usize, usize)> {
+        self.inner.core.async_room.as_ref().map(|r| r.available())
+    }
+
+    async fn send_async_now(&self, msg: Message, slot: Option<AsyncSlot>) -> Result<SendResult> {
+        let _slot = slot;
+        let inst = self.instance()?;
+        let core = &self.inner.core;
+        let p = core.prepare(&inst, msg)?;
+        core.send_default(&inst, &p, SendMode::Async, core.settings.send_msg_timeout)
+            .await?
+            .ok_or_else(unreachable_oneway)
     }
 
     /// Sends `msg` in the background and calls `callback` with the result (Java's
@@ -388,7 +434,10 @@ impl DefaultMQProducer {
                 op: "send",
                 after: timeout,
             })?;
-        self.inner.core.send_kernel(inst, p, &mq, mode, left).await
+        self.inner
+            .core
+            .send_kernel(inst, p, &mq, mode, left, 0)
+            .await
     }
 
     /// Runs `send` in the background: the returned future resolves to its result whether or

@@ -1,0 +1,440 @@
+//! What a service sees of the client: send and consume hooks (a panicking one included),
+//! statistics, `tracing` spans, and backpressure on asynchronous sends.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use rocketmq_client::consumer::{
+    concurrently_fn, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeMessageContext,
+    ConsumeMessageHook, ConsumeOutcome, PushConsumerConfig,
+};
+use rocketmq_client::producer::{
+    DefaultMQProducer, SendMessageContext, SendMessageHook, SendResult,
+};
+use rocketmq_client::{ClientError, Message};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// One hook call: (msg id, attempt, broker address, "before" / "ok" / "err").
+type Seen = Arc<Mutex<Vec<(String, u32, String, &'static str)>>>;
+
+struct RecordingSendHook(Seen);
+
+impl SendMessageHook for RecordingSendHook {
+    fn hook_name(&self) -> &str {
+        "recording"
+    }
+    fn send_message_before(&self, ctx: &SendMessageContext<'_>) {
+        assert_eq!(ctx.producer_group, "p-hooks");
+        assert_eq!(ctx.topic, "Hooked");
+        assert_eq!(ctx.queue.topic, "Hooked");
+        assert_eq!(ctx.message.map(|m| m.topic.as_str()), Some("Hooked"));
+        self.0.lock().unwrap().push((
+            ctx.msg_id.to_string(),
+            ctx.attempt,
+            ctx.broker_addr.to_string(),
+            "before",
+        ));
+    }
+    fn send_message_after(
+        &self,
+        ctx: &SendMessageContext<'_>,
+        result: Result<Option<&SendResult>, &ClientError>,
+        _latency: Duration,
+    ) {
+        let what = match result {
+            Ok(Some(r)) => {
+                assert_eq!(r.msg_id, ctx.msg_id);
+                "ok"
+            }
+            Ok(None) => "oneway",
+            Err(_) => "err",
+        };
+        self.0.lock().unwrap().push((
+            ctx.msg_id.to_string(),
+            ctx.attempt,
+            ctx.broker_addr.to_string(),
+            what,
+        ));
+    }
+}
+
+struct PanickingHook(Arc<AtomicUsize>);
+
+impl SendMessageHook for PanickingHook {
+    fn hook_name(&self) -> &str {
+        "panicking"
+    }
+    fn send_message_before(&self, _ctx: &SendMessageContext<'_>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        panic!("a hook that panics");
+    }
+}
+
+/// Send hooks see every attempt, failed ones and retries included, with the right fields; a
+/// panicking hook changes nothing; the producer's figures count what was sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_hooks_see_every_attempt_and_statistics_count_them() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Hooked", 2).await;
+    // A second broker of the route that refuses connections: some first attempts fail there.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = dead.local_addr().unwrap().to_string();
+    drop(dead);
+    let _reg = register_broker(&ns, "broker-dead", &dead_addr, "Hooked").await;
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+    let a2 = admin.clone();
+    wait_until(LIMIT, "both brokers routed", move || {
+        let a = a2.clone();
+        async move { matches!(a.topic_route("Hooked").await, Ok(Some(r)) if r.broker_datas.len() == 2) }
+    })
+    .await;
+    admin.shutdown();
+
+    let p = DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .group("p-hooks")
+        .send_latency_fault_enable(false) // plain round robin: every other send tries the dead one
+        .build()
+        .unwrap();
+    let seen: Seen = Arc::default();
+    let panics = Arc::new(AtomicUsize::new(0));
+    p.register_send_message_hook(PanickingHook(panics.clone()));
+    p.register_send_message_hook(RecordingSendHook(seen.clone()));
+    p.start().await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let r = p
+            .send(Message::new("Hooked", format!("m{i}")))
+            .await
+            .unwrap();
+        ids.push(r.msg_id);
+    }
+    let seen = seen.lock().unwrap().clone();
+    let mut retried = 0;
+    for id in &ids {
+        let calls: Vec<_> = seen.iter().filter(|(m, ..)| m == id).collect();
+        let befores = calls.iter().filter(|c| c.3 == "before").count();
+        let afters = calls.iter().filter(|c| c.3 != "before").count();
+        assert_eq!(befores, afters, "{id}: {calls:?}");
+        let oks: Vec<_> = calls.iter().filter(|c| c.3 == "ok").collect();
+        assert_eq!(oks.len(), 1, "{id}: one successful attempt: {calls:?}");
+        assert_ne!(oks[0].2, dead_addr);
+        for (attempt, call) in calls.iter().filter(|c| c.3 == "err").enumerate() {
+            assert_eq!(call.1, attempt as u32);
+            assert_eq!(call.2, dead_addr, "only the dead broker fails");
+        }
+        if oks[0].1 > 0 {
+            retried += 1;
+        }
+    }
+    assert!(retried > 0, "some sends were retried: {seen:?}");
+    assert_eq!(
+        panics.load(Ordering::SeqCst),
+        seen.iter().filter(|c| c.3 == "before").count(),
+        "the panicking hook ran before every attempt"
+    );
+    let stats = p.send_status("Hooked");
+    assert_eq!(stats.sent_ok_total, 10);
+    assert_eq!(stats.send_failed_total, retried);
+    assert!(stats.send_ok_tps > 0.0);
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// (group, queue topic, bodies, outcome)
+type Calls = Arc<Mutex<Vec<(String, String, Vec<String>, ConsumeOutcome)>>>;
+
+struct RecordingConsumeHook {
+    before: Arc<AtomicUsize>,
+    calls: Calls,
+}
+
+impl ConsumeMessageHook for RecordingConsumeHook {
+    fn hook_name(&self) -> &str {
+        "recording"
+    }
+    fn consume_message_before(&self, _ctx: &ConsumeMessageContext<'_>) {
+        self.before.fetch_add(1, Ordering::SeqCst);
+    }
+    fn consume_message_after(
+        &self,
+        ctx: &ConsumeMessageContext<'_>,
+        outcome: ConsumeOutcome,
+        _elapsed: Duration,
+    ) {
+        self.calls.lock().unwrap().push((
+            ctx.consumer_group.to_string(),
+            ctx.queue.topic.clone(),
+            ctx.messages
+                .iter()
+                .map(|m| String::from_utf8_lossy(&m.body).to_string())
+                .collect(),
+            outcome,
+        ));
+    }
+}
+
+/// Consume hooks see every listener call with its outcome; the consumer's figures equal what
+/// was consumed and what failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_hooks_and_statistics_match_the_listener_calls() {
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("rmq-consume-hooks").unwrap();
+    let c = rocketmq_broker_lite::embedded::EmbeddedCluster::start(
+        dir.path(),
+        rocketmq_broker_lite::embedded::EmbeddedOptions {
+            properties: BTreeMap::from([(
+                "messageDelayLevel".to_string(),
+                "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s".to_string(),
+            )]),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Watched", 2).await;
+    let cons = push_builder(&ns, "g-watched")
+        .consumer_config(PushConsumerConfig {
+            group: "g-watched".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..PushConsumerConfig::default()
+        })
+        .subscribe("Watched", "*")
+        .build()
+        .unwrap();
+    let calls: Calls = Arc::default();
+    let before = Arc::new(AtomicUsize::new(0));
+    cons.register_consume_message_hook(RecordingConsumeHook {
+        before: before.clone(),
+        calls: calls.clone(),
+    });
+    cons.register_message_listener_concurrently(concurrently_fn(|msgs, _q| async move {
+        // "fail" fails once.
+        if msgs[0].body.as_ref() == b"fail" && msgs[0].reconsume_times == 0 {
+            ConsumeConcurrentlyStatus::ReconsumeLater
+        } else {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        }
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    let p = producer(&ns, "p-watched").await;
+    for i in 0..9 {
+        p.send(Message::new("Watched", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    p.send(Message::new("Watched", "fail")).await.unwrap();
+    let c2 = calls.clone();
+    wait_until(LIMIT, "11 listener calls", move || {
+        let n = c2.lock().unwrap().len();
+        async move { n >= 11 }
+    })
+    .await;
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 11, "{calls:?}");
+    assert_eq!(before.load(Ordering::SeqCst), 11);
+    assert!(calls.iter().all(|c| c.0 == "g-watched"));
+    let failed: Vec<_> = calls
+        .iter()
+        .filter(|c| c.3 == ConsumeOutcome::ReconsumeLater)
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].2, vec!["fail".to_string()]);
+    assert_eq!(failed[0].1, "Watched");
+    let retried: Vec<_> = calls
+        .iter()
+        .filter(|c| c.1.starts_with("%RETRY%"))
+        .collect();
+    assert_eq!(
+        retried.len(),
+        1,
+        "the retry comes from the retry queue: {calls:?}"
+    );
+    assert_eq!(retried[0].3, ConsumeOutcome::ConsumeSuccess);
+
+    let s = cons.consume_status("Watched");
+    assert_eq!(s.totals.consumed_ok, 9);
+    assert_eq!(s.totals.consume_failed, 1);
+    assert_eq!(s.consume_failed_msgs, 1, "failures of the last hour");
+    assert_eq!(s.totals.pulled, 10);
+    assert!(s.consume_ok_tps > 0.0 && s.pull_tps > 0.0);
+    let r = cons.consume_status("%RETRY%g-watched");
+    assert_eq!(r.totals.consumed_ok, 1);
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// With backpressure, a flood of asynchronous sends never has more in flight than the bound,
+/// and every one is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backpressure_bounds_the_async_sends_in_flight() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Flood", 4).await;
+    let p = DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .group("p-flood")
+        .backpressure_for_async_mode(4, 8 * 1024)
+        .build()
+        .unwrap();
+    struct InFlight {
+        now: AtomicUsize,
+        max: AtomicUsize,
+    }
+    struct Gauge(Arc<InFlight>);
+    impl SendMessageHook for Gauge {
+        fn hook_name(&self) -> &str {
+            "gauge"
+        }
+        fn send_message_before(&self, _ctx: &SendMessageContext<'_>) {
+            let n = self.0.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.0.max.fetch_max(n, Ordering::SeqCst);
+        }
+        fn send_message_after(
+            &self,
+            _ctx: &SendMessageContext<'_>,
+            _r: Result<Option<&SendResult>, &ClientError>,
+            _l: Duration,
+        ) {
+            self.0.now.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    let gauge = Arc::new(InFlight {
+        now: AtomicUsize::new(0),
+        max: AtomicUsize::new(0),
+    });
+    p.register_send_message_hook(Gauge(gauge.clone()));
+    p.start().await.unwrap();
+    assert_eq!(p.async_send_room(), Some((4, 8 * 1024)));
+    let mut pending = Vec::new();
+    for i in 0..200 {
+        // 1 KiB bodies: the byte bound (8 KiB) allows 8, the count bound 4.
+        pending.push(
+            p.send_async_wait(Message::new("Flood", vec![b'x'; 1024]).with_keys([format!("k{i}")]))
+                .await,
+        );
+    }
+    for f in pending {
+        f.await.unwrap();
+    }
+    assert!(gauge.max.load(Ordering::SeqCst) <= 4, "at most 4 in flight");
+    assert_eq!(
+        p.async_send_room(),
+        Some((4, 8 * 1024)),
+        "all room given back"
+    );
+    assert_eq!(p.send_status("Flood").sent_ok_total, 200);
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// A span layer that keeps the spans' names and recorded fields.
+mod spans {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing_subscriber::layer::Context;
+    use tracing_subscriber::Layer;
+
+    pub type Fields = BTreeMap<String, String>;
+
+    #[derive(Clone, Default)]
+    pub struct Collect(pub Arc<Mutex<BTreeMap<u64, (String, Fields)>>>);
+
+    struct V<'a>(&'a mut Fields);
+
+    impl Visit for V<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.insert(
+                field.name().to_string(),
+                format!("{value:?}").trim_matches('"').to_string(),
+            );
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.insert(field.name().to_string(), value.to_string());
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Collect {
+        fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
+            let mut f = Fields::new();
+            attrs.record(&mut V(&mut f));
+            self.0
+                .lock()
+                .unwrap()
+                .insert(id.into_u64(), (attrs.metadata().name().to_string(), f));
+        }
+        fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
+            if let Some((_, f)) = self.0.lock().unwrap().get_mut(&id.into_u64()) {
+                values.record(&mut V(f));
+            }
+        }
+    }
+}
+
+/// Every send and every listener call has a span with the documented fields.
+#[test]
+fn sends_and_listener_calls_have_spans() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let collect = spans::Collect::default();
+    let subscriber = tracing_subscriber::registry().with(collect.clone());
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = cluster().await;
+        let ns = c.namesrv_addr();
+        create_topic(&ns, "Traced", 1).await;
+        let rec = Recorder::default();
+        let cons = push_builder(&ns, "g-traced")
+            .consumer_config(PushConsumerConfig {
+                group: "g-traced".into(),
+                consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+                ..PushConsumerConfig::default()
+            })
+            .subscribe("Traced", "*")
+            .build()
+            .unwrap();
+        cons.register_message_listener_concurrently(rec.concurrent(0))
+            .unwrap();
+        cons.start().await.unwrap();
+        let p = producer(&ns, "p-traced").await;
+        let r = p.send(Message::new("Traced", "seen")).await.unwrap();
+        wait_all(&rec, &["seen".to_string()].into_iter().collect(), LIMIT).await;
+        cons.shutdown().await;
+        let spans = collect.0.lock().unwrap().clone();
+        let send = spans
+            .values()
+            .find(|(n, f)| n == "rocketmq.send" && f.get("msg_id") == Some(&r.msg_id))
+            .unwrap_or_else(|| panic!("no send span: {spans:?}"));
+        assert_eq!(send.1["topic"], "Traced");
+        assert_eq!(send.1["status"], "SendOk");
+        assert_eq!(send.1["attempts"], "1");
+        assert_eq!(send.1["queue"], "0");
+        assert!(send.1.contains_key("broker"));
+        let consume = spans
+            .values()
+            .find(|(n, f)| {
+                n == "rocketmq.consume" && f.get("topic").map(String::as_str) == Some("Traced")
+            })
+            .unwrap_or_else(|| panic!("no consume span: {spans:?}"));
+        assert_eq!(consume.1["group"], "g-traced");
+        assert_eq!(consume.1["count"], "1");
+        assert_eq!(consume.1["status"], "CONSUME_SUCCESS");
+        p.shutdown().await;
+        c.shutdown().await.unwrap();
+    });
+}
