@@ -438,3 +438,118 @@ fn sends_and_listener_calls_have_spans() {
         c.shutdown().await.unwrap();
     });
 }
+
+/// Counts the requests a producer sends and their sizes.
+struct Requests(Arc<Mutex<Vec<(usize, bool)>>>);
+
+impl SendMessageHook for Requests {
+    fn hook_name(&self) -> &str {
+        "requests"
+    }
+    fn send_message_before(&self, ctx: &SendMessageContext<'_>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((ctx.batch_size, ctx.message.is_some()));
+    }
+}
+
+/// Automatic batching: concurrent asynchronous sends go out as few batches, each caller gets
+/// its own id, queue and offset, a batch never exceeds its byte limit, delayed messages are
+/// never batched, and a failed batch fails each of its callers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn automatic_batching_keeps_per_message_results() {
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("rmq-autobatch").unwrap();
+    let c = rocketmq_broker_lite::embedded::EmbeddedCluster::start(
+        dir.path(),
+        rocketmq_broker_lite::embedded::EmbeddedOptions {
+            properties: BTreeMap::from([(
+                "autoCreateTopicEnable".to_string(),
+                "false".to_string(),
+            )]),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Batched", 1).await;
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let p = DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .group("p-autobatch")
+        .auto_batch(Duration::from_millis(50), 2048)
+        .build()
+        .unwrap();
+    p.register_send_message_hook(Requests(requests.clone()));
+    p.start().await.unwrap();
+    // Learn the route first, so that the batches form while nothing else waits.
+    p.send(Message::new("Batched", "warm-up")).await.unwrap();
+    requests.lock().unwrap().clear();
+
+    let futures: Vec<_> = (0..60)
+        .map(|i| {
+            p.send_async(
+                Message::new("Batched", format!("{i:0>200}")).with_keys([format!("key-{i}")]),
+            )
+        })
+        .collect();
+    let mut results = Vec::new();
+    for f in futures {
+        results.push(f.await.unwrap());
+    }
+    let reqs = requests.lock().unwrap().clone();
+    assert!(
+        reqs.len() < 60,
+        "batched: {} requests for 60 messages",
+        reqs.len()
+    );
+    // 200-byte bodies in 2 KiB batches: at most 7 a batch.
+    assert!(reqs.iter().all(|(n, _)| *n <= 7), "{reqs:?}");
+    assert_eq!(reqs.iter().map(|(n, _)| n).sum::<usize>(), 60);
+    let ids: std::collections::BTreeSet<_> = results.iter().map(|r| r.msg_id.clone()).collect();
+    assert_eq!(ids.len(), 60, "each caller has its own id");
+    let offsets: std::collections::BTreeSet<_> = results.iter().map(|r| r.queue_offset).collect();
+    assert_eq!(offsets.len(), 60, "each caller has its own offset");
+    // Callers of one batch are stored in call order: offsets rise with the call order.
+    for w in results.windows(2) {
+        assert!(
+            w[0].queue_offset < w[1].queue_offset,
+            "order kept: {results:?}"
+        );
+    }
+    // What a caller was told is what the broker stored.
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+    for (i, r) in results.iter().enumerate().step_by(13) {
+        let m = admin.lookup().view_message(&r.offset_msg_id).await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&m.body), format!("{i:0>200}"));
+        assert_eq!(m.queue_offset, r.queue_offset);
+        assert_eq!(m.uniq_key(), Some(r.msg_id.as_str()));
+    }
+    admin.shutdown();
+
+    // A delayed message is never batched.
+    requests.lock().unwrap().clear();
+    let mut delayed = Message::new("Batched", "later");
+    delayed.set_delay_level(1);
+    let a = p.send_async(delayed);
+    let b = p.send_async(Message::new("Batched", "now"));
+    a.await.unwrap();
+    b.await.unwrap();
+    let reqs = requests.lock().unwrap().clone();
+    assert_eq!(
+        reqs,
+        vec![(1, true), (1, true)],
+        "the delayed one alone, the other alone too"
+    );
+
+    // A batch that fails fails each caller.
+    let failing: Vec<_> = (0..5)
+        .map(|i| p.send_async(Message::new("NoSuchTopic", format!("x{i}"))))
+        .collect();
+    for f in failing {
+        assert!(f.await.is_err());
+    }
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

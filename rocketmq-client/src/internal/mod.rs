@@ -3,6 +3,7 @@
 
 pub(crate) mod allocate;
 pub(crate) mod api;
+pub(crate) mod batcher;
 pub(crate) mod hooks;
 pub(crate) mod instance;
 pub(crate) mod lifecycle;

@@ -45,6 +45,15 @@ pub struct ProducerConfig {
     /// Body bytes of asynchronous sends in flight at most, with backpressure (Java
     /// `backPressureForAsyncSendSize`, 100 MiB).
     pub back_pressure_for_async_send_size: usize,
+    /// Send concurrent asynchronous sends of one topic as batches (Java 5 `autoBatch`, off).
+    pub auto_batch: bool,
+    /// How long a batch waits for more messages (Java 5 `batchMaxDelayMs`, 10 ms).
+    pub batch_max_delay: Duration,
+    /// A batch is sent when it holds this many bytes (Java 5 `batchMaxBytes`, 32 KiB).
+    pub batch_max_bytes: usize,
+    /// Bytes held in batches at most; past it, messages are sent alone (Java 5
+    /// `totalBatchMaxBytes`, 32 MiB).
+    pub total_batch_max_bytes: usize,
 }
 
 impl Default for ProducerConfig {
@@ -64,6 +73,10 @@ impl Default for ProducerConfig {
             enable_backpressure_for_async_mode: false,
             back_pressure_for_async_send_num: 10_000,
             back_pressure_for_async_send_size: 100 * 1024 * 1024,
+            auto_batch: false,
+            batch_max_delay: Duration::from_millis(10),
+            batch_max_bytes: 32 * 1024,
+            total_batch_max_bytes: 32 * 1024 * 1024,
         }
     }
 }

@@ -23,6 +23,7 @@ use rocketmq_remoting::protocol::topic::{
 };
 use rocketmq_remoting::protocol::ResponseCode;
 
+use super::batcher::Accumulator;
 use super::hooks::{call_hook, CommunicationMode, Hooks, SendMessageContext, SendMessageHook};
 use super::instance::{lock, ClientInstance, MASTER_ID};
 use super::namespace::Namespace;
@@ -273,6 +274,8 @@ pub(crate) struct ProducerCore {
     pub(crate) stats: ProducerStats,
     /// Room for asynchronous sends in flight (with backpressure on).
     pub(crate) async_room: Option<AsyncRoom>,
+    /// Batches being filled (with automatic batching on).
+    pub(crate) accumulator: Option<Accumulator>,
     publish: Mutex<HashMap<String, Arc<TopicPublishInfo>>>,
     fault: LatencyFault,
     /// The transaction check-back handler, set by a transactional producer's start.
@@ -326,7 +329,9 @@ impl ProducerCore {
         let async_room = settings
             .enable_backpressure_for_async_mode
             .then(|| AsyncRoom::new(&settings));
+        let accumulator = settings.auto_batch.then(|| Accumulator::new(&settings));
         Self {
+            accumulator,
             settings,
             ns,
             hooks: Hooks::default(),

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use rocketmq_remoting::protocol::message::{Message, MessageQueue};
+use rocketmq_remoting::protocol::message::{property, Message, MessageQueue};
 
 pub use self::selector::{
     selector_fn, JavaHashCode, MessageQueueSelector, SelectMessageQueueByHash,
@@ -36,12 +36,13 @@ pub use self::transaction::{
 };
 use crate::config::{check_group, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
+use crate::internal::batcher::{self, Accumulator};
 pub use crate::internal::hooks::{CommunicationMode, SendMessageContext, SendMessageHook};
 use crate::internal::instance::{lock, resolve_instance_name, ClientInstance};
 use crate::internal::lifecycle::{spawn_stop, stop_on_drop, Stopping};
 use crate::internal::namespace::Namespace;
 pub use crate::internal::producer_config::{ProducerConfig, SendResult, SendStatus};
-use crate::internal::send::{AsyncSlot, Prepared, ProducerCore, SendMode};
+use crate::internal::send::{check_message, AsyncSlot, Prepared, ProducerCore, SendMode};
 pub use crate::internal::stats::SendStatusStats;
 
 enum State {
@@ -172,6 +173,16 @@ impl ProducerBuilder {
         self
     }
 
+    /// Automatic batching of asynchronous sends (Java 5 `autoBatch`): concurrent
+    /// `send_async` calls of one topic within `max_delay` are sent as one batch of at most
+    /// `max_bytes`; each caller still gets its own result.
+    pub fn auto_batch(mut self, max_delay: Duration, max_bytes: usize) -> Self {
+        self.producer.auto_batch = true;
+        self.producer.batch_max_delay = max_delay;
+        self.producer.batch_max_bytes = max_bytes;
+        self
+    }
+
     /// Latency fault avoidance.
     pub fn send_latency_fault_enable(mut self, on: bool) -> Self {
         self.producer.send_latency_fault_enable = on;
@@ -224,15 +235,28 @@ impl ProducerBuilder {
 /// An asynchronous send in flight: resolves to its result. It runs whether or not it is polled.
 #[derive(Debug)]
 pub struct SendFuture {
-    handle: tokio::task::JoinHandle<Result<SendResult>>,
+    inner: SendFutureInner,
+}
+
+#[derive(Debug)]
+enum SendFutureInner {
+    /// A send task of its own.
+    Task(tokio::task::JoinHandle<Result<SendResult>>),
+    /// A place in an automatic batch.
+    Batched(tokio::sync::oneshot::Receiver<Result<SendResult>>),
 }
 
 impl Future for SendFuture {
     type Output = Result<SendResult>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.handle).poll(cx).map(|r| {
-            r.unwrap_or_else(|e| Err(ClientError::Callback(format!("send task failed: {e}"))))
-        })
+        match &mut self.inner {
+            SendFutureInner::Task(handle) => Pin::new(handle).poll(cx).map(|r| {
+                r.unwrap_or_else(|e| Err(ClientError::Callback(format!("send task failed: {e}"))))
+            }),
+            SendFutureInner::Batched(rx) => Pin::new(rx)
+                .poll(cx)
+                .map(|r| r.unwrap_or_else(|_| Err(ClientError::NotRunning))),
+        }
     }
 }
 
@@ -337,6 +361,9 @@ impl DefaultMQProducer {
     /// for the result (retries: `retry_times_when_send_async_failed`). Many sends can be in
     /// flight at once.
     pub fn send_async(&self, msg: Message) -> SendFuture {
+        if self.inner.core.accumulator.is_some() && Accumulator::batchable(&msg) {
+            return self.send_batched(msg);
+        }
         self.spawn_send(|this| async move {
             // With backpressure on, the request waits here for room (the message is held).
             let slot = match &this.inner.core.async_room {
@@ -358,6 +385,47 @@ impl DefaultMQProducer {
             None => None,
         };
         self.spawn_send(move |this| async move { this.send_async_now(msg, slot).await })
+    }
+
+    /// Puts `msg` in an automatic batch of its topic.
+    fn send_batched(&self, mut msg: Message) -> SendFuture {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let future = SendFuture {
+            inner: SendFutureInner::Batched(rx),
+        };
+        let inst = match self.instance() {
+            Ok(i) => i,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return future;
+            }
+        };
+        let core = &self.inner.core;
+        if let Err(e) = check_message(&msg, core.settings.max_message_size) {
+            let _ = tx.send(Err(e));
+            return future;
+        }
+        // Each caller's id is known before the batch is sent.
+        if msg.uniq_key().is_none() {
+            msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
+        }
+        let Some(acc) = core.accumulator.as_ref() else {
+            return future;
+        };
+        let added = acc.add(msg, tx);
+        if let Some(sealed) = added.send_now {
+            acc.dispatch(sealed, core, &inst);
+        }
+        if let Some((topic, wait, generation)) = added.arm {
+            batcher::arm_linger(core.clone(), inst.clone(), topic, wait, generation);
+        }
+        if let Some((msg, reply)) = added.refused {
+            let this = self.clone();
+            tokio::spawn(async move {
+                let _ = reply.send(this.send_async_now(msg, None).await);
+            });
+        }
+        future
     }
 
     /// Room left for asynchronous sends in flight: (sends, body bytes); `None` without
@@ -447,7 +515,7 @@ impl DefaultMQProducer {
         F: Future<Output = Result<SendResult>> + Send + 'static,
     {
         SendFuture {
-            handle: tokio::spawn(send(self.clone())),
+            inner: SendFutureInner::Task(tokio::spawn(send(self.clone()))),
         }
     }
 
@@ -618,6 +686,12 @@ impl DefaultMQProducer {
                     let (core, core2) = (self.inner.core.clone(), self.inner.core.clone());
                     let stop = spawn_stop(
                         async move {
+                            // Messages still waiting in automatic batches are sent first.
+                            if let Some(acc) = core.accumulator.as_ref() {
+                                for items in acc.take_all() {
+                                    batcher::flush(&core, &inst, items).await;
+                                }
+                            }
                             inst.unregister_producer(&core).await;
                             tracing::info!(group = %core.settings.group, "producer shut down");
                         },

@@ -1,0 +1,292 @@
+//! Automatic batching of asynchronous sends (the Java 5 client's `autoBatch`,
+//! `ProduceAccumulator`): messages of one topic sent asynchronously within a short linger are
+//! sent as one SEND_BATCH_MESSAGE, and each caller gets its own result.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rocketmq_remoting::protocol::message::{property, Message};
+use rocketmq_remoting::protocol::topic::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use tokio::sync::{mpsc, oneshot};
+
+use super::instance::{lock, ClientInstance};
+use super::producer_config::{ProducerConfig, SendResult};
+use super::send::{ProducerCore, SendMode};
+use crate::error::{ClientError, Result};
+
+/// Where one caller's result goes.
+pub(crate) type Reply = oneshot::Sender<Result<SendResult>>;
+
+/// Messages that may share a batch: one topic, one `WAIT` flag.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    topic: String,
+    wait_store: bool,
+}
+
+#[derive(Debug)]
+struct Pending {
+    generation: u64,
+    items: Vec<(Message, Reply)>,
+    bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    pending: HashMap<Key, Pending>,
+    held_bytes: usize,
+    next_generation: u64,
+}
+
+/// The batches being filled, and per topic a sender that sends sealed batches one after the
+/// other (so that a queue stores them in the order their callers sent them).
+#[derive(Debug)]
+pub(crate) struct Accumulator {
+    linger: Duration,
+    batch_max_bytes: usize,
+    total_max_bytes: usize,
+    state: Mutex<State>,
+    senders: Mutex<HashMap<Key, mpsc::UnboundedSender<Vec<(Message, Reply)>>>>,
+}
+
+/// A sealed batch of one topic.
+pub(crate) struct Sealed {
+    key: Key,
+    items: Vec<(Message, Reply)>,
+}
+
+/// What the caller of [`Accumulator::add`] must do next.
+#[derive(Default)]
+pub(crate) struct Added {
+    /// A full batch to send now.
+    pub(crate) send_now: Option<Sealed>,
+    /// A new batch whose linger timer must be armed: (topic, wait flag, generation).
+    pub(crate) arm: Option<(String, bool, u64)>,
+    /// Not batchable now (too large, or the accumulator is full): send it alone.
+    pub(crate) refused: Option<(Message, Reply)>,
+}
+
+impl Accumulator {
+    pub(crate) fn new(s: &ProducerConfig) -> Self {
+        Self {
+            linger: s.batch_max_delay,
+            batch_max_bytes: s.batch_max_bytes.min(s.max_message_size),
+            total_max_bytes: s.total_batch_max_bytes,
+            state: Mutex::default(),
+            senders: Mutex::default(),
+        }
+    }
+
+    /// Whether `msg` may share a batch: no delay level, not transactional, not for a retry or
+    /// dead-letter topic (selector and queue sends never come here).
+    pub(crate) fn batchable(msg: &Message) -> bool {
+        msg.delay_level() <= 0
+            && msg.property(property::TRANSACTION_PREPARED).is_none()
+            && !msg.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+            && !msg.topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+    }
+
+    /// Adds a checked message with its id set.
+    pub(crate) fn add(&self, msg: Message, reply: Reply) -> Added {
+        let size = msg.body.len() + msg.topic.len() + 64;
+        let mut st = lock(&self.state);
+        if size >= self.batch_max_bytes || st.held_bytes + size > self.total_max_bytes {
+            return Added {
+                refused: Some((msg, reply)),
+                ..Added::default()
+            };
+        }
+        let key = Key {
+            topic: msg.topic.clone(),
+            wait_store: msg.wait_store_msg_ok(),
+        };
+        let mut out = Added::default();
+        // A batch that the message would overflow leaves first.
+        if st
+            .pending
+            .get(&key)
+            .is_some_and(|p| p.bytes + size > self.batch_max_bytes)
+        {
+            if let Some(p) = st.pending.remove(&key) {
+                st.held_bytes -= p.bytes;
+                out.send_now = Some(Sealed {
+                    key: key.clone(),
+                    items: p.items,
+                });
+            }
+        }
+        st.held_bytes += size;
+        if !st.pending.contains_key(&key) {
+            let generation = st.next_generation;
+            st.next_generation += 1;
+            st.pending.insert(
+                key.clone(),
+                Pending {
+                    generation,
+                    items: Vec::new(),
+                    bytes: 0,
+                },
+            );
+            out.arm = Some((key.topic.clone(), key.wait_store, generation));
+        }
+        if let Some(p) = st.pending.get_mut(&key) {
+            p.items.push((msg, reply));
+            p.bytes += size;
+        }
+        out
+    }
+
+    /// Takes the batch of `topic` if it is still the one of `generation` (its linger ended).
+    pub(crate) fn take(&self, topic: String, wait_store: bool, generation: u64) -> Option<Sealed> {
+        let key = Key { topic, wait_store };
+        let mut st = lock(&self.state);
+        if st.pending.get(&key)?.generation != generation {
+            return None;
+        }
+        let p = st.pending.remove(&key)?;
+        st.held_bytes -= p.bytes;
+        Some(Sealed {
+            key,
+            items: p.items,
+        })
+    }
+
+    /// Takes every batch (shutdown).
+    pub(crate) fn take_all(&self) -> Vec<Vec<(Message, Reply)>> {
+        let mut st = lock(&self.state);
+        st.held_bytes = 0;
+        st.pending.drain().map(|(_, p)| p.items).collect()
+    }
+
+    /// Hands a sealed batch to its topic's sender, started if needed. The sender holds the
+    /// producer and its client instance weakly: it ends with the producer.
+    pub(crate) fn dispatch(
+        &self,
+        sealed: Sealed,
+        core: &Arc<ProducerCore>,
+        inst: &Arc<ClientInstance>,
+    ) {
+        let mut senders = lock(&self.senders);
+        let tx = senders.entry(sealed.key).or_insert_with(|| {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Vec<(Message, Reply)>>();
+            let (core, inst) = (Arc::downgrade(core), Arc::downgrade(inst));
+            tokio::spawn(async move {
+                while let Some(items) = rx.recv().await {
+                    match (core.upgrade(), inst.upgrade()) {
+                        (Some(core), Some(inst)) => flush(&core, &inst, items).await,
+                        _ => {
+                            for (_, reply) in items {
+                                let _ = reply.send(Err(ClientError::NotRunning));
+                            }
+                        }
+                    }
+                }
+            });
+            tx
+        });
+        if let Err(mpsc::error::SendError(items)) = tx.send(sealed.items) {
+            for (_, reply) in items {
+                let _ = reply.send(Err(ClientError::NotRunning));
+            }
+        }
+    }
+
+    /// How long a batch waits for more messages.
+    pub(crate) fn linger(&self) -> Duration {
+        self.linger
+    }
+}
+
+/// Sends a batch and answers each caller: its own id, the queue, its offset (the batch's first
+/// offset plus its place), its offset message id; or the batch's error.
+pub(crate) async fn flush(
+    core: &ProducerCore,
+    inst: &ClientInstance,
+    items: Vec<(Message, Reply)>,
+) {
+    let (msgs, replies): (Vec<Message>, Vec<Reply>) = items.into_iter().unzip();
+    if msgs.len() == 1 {
+        // Alone after all: an ordinary message (no batch encoding).
+        let result = send_one(core, inst, msgs.into_iter().next()).await;
+        if let Some(r) = replies.into_iter().next() {
+            let _ = r.send(result);
+        }
+        return;
+    }
+    let ids: Vec<String> = msgs
+        .iter()
+        .map(|m| m.uniq_key().unwrap_or_default().to_string())
+        .collect();
+    let result = async {
+        let p = core.prepare_batch(inst, msgs)?;
+        core.send_default(inst, &p, SendMode::Async, core.settings.send_msg_timeout)
+            .await?
+            .ok_or_else(no_result)
+    }
+    .await;
+    match result {
+        Ok(batch) => {
+            let offset_ids: Vec<&str> = batch.offset_msg_id.split(',').collect();
+            for (i, (reply, id)) in replies.into_iter().zip(ids).enumerate() {
+                let mut r = batch.clone();
+                r.msg_id = id;
+                r.queue_offset = batch.queue_offset + i as i64;
+                if let Some(o) = offset_ids.get(i) {
+                    r.offset_msg_id = (*o).to_string();
+                }
+                let _ = reply.send(Ok(r));
+            }
+        }
+        Err(e) => {
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+    }
+}
+
+async fn send_one(
+    core: &ProducerCore,
+    inst: &ClientInstance,
+    msg: Option<Message>,
+) -> Result<SendResult> {
+    let msg = msg.ok_or_else(no_result)?;
+    let p = core.prepare(inst, msg)?;
+    core.send_default(inst, &p, SendMode::Async, core.settings.send_msg_timeout)
+        .await?
+        .ok_or_else(no_result)
+}
+
+fn no_result() -> ClientError {
+    ClientError::Protocol {
+        addr: String::new(),
+        reason: "no response to a two-way send".into(),
+    }
+}
+
+/// Arms the linger of a new batch: after it, whatever the batch holds is sent.
+pub(crate) fn arm_linger(
+    core: Arc<ProducerCore>,
+    inst: Arc<ClientInstance>,
+    topic: String,
+    wait_store: bool,
+    generation: u64,
+) {
+    let Some(acc) = core.accumulator.as_ref() else {
+        return;
+    };
+    let linger = acc.linger();
+    let (core, inst) = (Arc::downgrade(&core), Arc::downgrade(&inst));
+    tokio::spawn(async move {
+        tokio::time::sleep(linger).await;
+        let (Some(core), Some(inst)) = (core.upgrade(), inst.upgrade()) else {
+            return;
+        };
+        if let Some(acc) = core.accumulator.as_ref() {
+            if let Some(sealed) = acc.take(topic, wait_store, generation) {
+                acc.dispatch(sealed, &core, &inst);
+            }
+        }
+    });
+}
