@@ -18,6 +18,9 @@ use crate::error::{ClientError, Result};
 /// Where one caller's result goes.
 pub(crate) type Reply = oneshot::Sender<Result<SendResult>>;
 
+/// Messages of one batch with their callers.
+type Items = Vec<(Message, Reply)>;
+
 /// Messages that may share a batch: one topic, one `WAIT` flag.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
@@ -47,7 +50,7 @@ pub(crate) struct Accumulator {
     batch_max_bytes: usize,
     total_max_bytes: usize,
     state: Mutex<State>,
-    senders: Mutex<HashMap<Key, mpsc::UnboundedSender<Vec<(Message, Reply)>>>>,
+    senders: Mutex<HashMap<Key, mpsc::UnboundedSender<Items>>>,
 }
 
 /// A sealed batch of one topic.

@@ -255,7 +255,7 @@ impl Future for SendFuture {
             }),
             SendFutureInner::Batched(rx) => Pin::new(rx)
                 .poll(cx)
-                .map(|r| r.unwrap_or_else(|_| Err(ClientError::NotRunning))),
+                .map(|r| r.unwrap_or(Err(ClientError::NotRunning))),
         }
     }
 }
