@@ -36,6 +36,8 @@ WORKLOADS = {
     "P1": ("ASYNC_FLUSH", ["produce", "--inflight", "1"], "rtt1", "1 producer, 1 in flight, 1 KiB, async flush"),
     "P1s": ("SYNC_FLUSH", ["produce", "--inflight", "1"], "fsync4k", "same, sync flush"),
     "P2": ("ASYNC_FLUSH", ["produce", "--inflight", "64"], "rtt4", "unbatched 1 KiB, 64 in flight, async flush"),
+    "P2b": ("ASYNC_FLUSH", ["produce", "--inflight", "64", "--auto-batch"], "rtt4",
+            "P2 with automatic batching (send_async, 10 ms linger, 32 KiB batches)"),
     "P3": ("SYNC_FLUSH", ["produce", "--inflight", "64"], "fsync64k", "P2 with sync flush"),
     "P4": ("ASYNC_FLUSH", ["produce", "--batch", "64", "--inflight", "8"], "rtt4", "batches of 64 x 1 KiB, 8 in flight"),
     "P4w": ("ASYNC_FLUSH", ["produce", "--batch", "64", "--inflight", "8"], "rtt4",

@@ -67,6 +67,10 @@ pub struct Args {
     /// Messages per send (batch send when > 1).
     #[arg(long, default_value_t = 1)]
     pub batch: usize,
+    /// Automatic batching: sends go through `send_async` of a producer with `auto_batch`
+    /// (Java 5's defaults: 10 ms linger, 32 KiB batches); `--inflight` callers share batches.
+    #[arg(long)]
+    pub auto_batch: bool,
     /// Fixed total rate in messages per second (latency then counts from the scheduled send
     /// time: corrected for coordinated omission).
     #[arg(long)]
@@ -232,6 +236,7 @@ async fn start_producers(args: &Args, ns: &str, topics: &[String]) -> Vec<Defaul
                 send_msg_timeout: Duration::from_secs(10),
                 // Measure the broker, not zlib.
                 compress_msg_body_over_howmuch: usize::MAX,
+                auto_batch: args.auto_batch,
                 ..ProducerConfig::default()
             })
             .build()
@@ -277,6 +282,7 @@ async fn run_senders(
             body.clone(),
         );
         let batch = args.batch.max(1);
+        let auto_batch = args.auto_batch;
         tasks.push(tokio::spawn(async move {
             let mut n = w;
             while !stop.load(Ordering::Relaxed) {
@@ -300,7 +306,9 @@ async fn run_senders(
                     b[..8].copy_from_slice(&nanos_since_epoch(scheduled).to_be_bytes());
                     Message::new(topic.clone(), Bytes::from(b))
                 };
-                let r = if batch == 1 {
+                let r = if auto_batch {
+                    p.send_async(make()).await.map(|_| ())
+                } else if batch == 1 {
                     p.send(make()).await.map(|_| ())
                 } else {
                     p.send_batch((0..batch).map(|_| make()).collect())
