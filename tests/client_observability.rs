@@ -553,3 +553,128 @@ async fn automatic_batching_keeps_per_message_results() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// A `metrics` recorder keeping counter totals and histogram sample counts by name and labels.
+mod recorder {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    use metrics::{
+        Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+        SharedString, Unit,
+    };
+
+    pub type Values = Arc<Mutex<BTreeMap<String, f64>>>;
+
+    #[derive(Default)]
+    pub struct Keep(pub Values);
+
+    struct Slot(String, Values);
+
+    impl CounterFn for Slot {
+        fn increment(&self, value: u64) {
+            *self.1.lock().unwrap().entry(self.0.clone()).or_default() += value as f64;
+        }
+        fn absolute(&self, value: u64) {
+            self.1.lock().unwrap().insert(self.0.clone(), value as f64);
+        }
+    }
+
+    impl HistogramFn for Slot {
+        fn record(&self, _value: f64) {
+            *self.1.lock().unwrap().entry(self.0.clone()).or_default() += 1.0;
+        }
+    }
+
+    fn name(key: &Key) -> String {
+        let mut labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        labels.sort();
+        format!("{}{{{}}}", key.name(), labels.join(","))
+    }
+
+    impl Recorder for Keep {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::from_arc(Arc::new(Slot(name(key), self.0.clone())))
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::from_arc(Arc::new(Slot(name(key), self.0.clone())))
+        }
+    }
+}
+
+/// With the `metrics` feature, sends, pulls and listener calls are exported through the
+/// `metrics` facade under the documented names and labels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statistics_are_exported_through_the_metrics_facade() {
+    let keep = recorder::Keep::default();
+    let values = keep.0.clone();
+    metrics::set_global_recorder(keep).expect("the only recorder of this test binary");
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Metered", 1).await;
+    let rec = Recorder::default();
+    let cons = push_builder(&ns, "g-metered")
+        .consumer_config(PushConsumerConfig {
+            group: "g-metered".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..PushConsumerConfig::default()
+        })
+        .subscribe("Metered", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(rec.concurrent(0))
+        .unwrap();
+    cons.start().await.unwrap();
+    let p = producer(&ns, "p-metered").await;
+    for i in 0..5 {
+        p.send(Message::new("Metered", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let want = (0..5).map(|i| format!("m{i}")).collect();
+    wait_all(&rec, &want, LIMIT).await;
+    cons.shutdown().await;
+    p.shutdown().await;
+    let broker = c.broker().broker_addr();
+    let v = values.lock().unwrap().clone();
+    let get = |k: &str| {
+        v.get(k)
+            .copied()
+            .unwrap_or_else(|| panic!("no {k} in {v:?}"))
+    };
+    assert_eq!(
+        get(&format!(
+            "rocketmq_send_messages_total{{broker={broker},result=ok,topic=Metered}}"
+        )),
+        5.0
+    );
+    assert_eq!(
+        get(&format!(
+            "rocketmq_send_latency_seconds{{broker={broker},topic=Metered}}"
+        )),
+        5.0
+    );
+    assert_eq!(
+        get("rocketmq_consume_messages_total{group=g-metered,result=ok,topic=Metered}"),
+        5.0
+    );
+    assert_eq!(
+        get("rocketmq_consume_latency_seconds{group=g-metered,topic=Metered}"),
+        5.0
+    );
+    assert_eq!(
+        get("rocketmq_pull_messages_total{group=g-metered,topic=Metered}"),
+        5.0
+    );
+    assert!(get("rocketmq_pull_latency_seconds{group=g-metered,topic=Metered}") >= 1.0);
+    c.shutdown().await.unwrap();
+}

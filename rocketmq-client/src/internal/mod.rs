@@ -11,6 +11,7 @@ pub(crate) mod listener;
 pub(crate) mod lite_pull;
 pub(crate) mod lite_pull_config;
 pub(crate) mod lookup;
+pub(crate) mod metrics;
 pub(crate) mod namespace;
 pub(crate) mod namesrv_lookup;
 pub(crate) mod offset_store;

@@ -341,6 +341,13 @@ impl PushEngine {
     ) {
         let elapsed = call.started.elapsed();
         let topic = &call.queue.topic;
+        super::metrics::consume(
+            &call.group,
+            topic,
+            ok.min(msgs.len()),
+            msgs.len().saturating_sub(ok),
+            elapsed,
+        );
         self.stats.consume_rt.add(topic, elapsed.as_millis() as u64);
         let ok = ok.min(msgs.len());
         if ok > 0 {
@@ -484,9 +491,18 @@ impl PushEngine {
             r = self.inst.api.pull(&addr, &header, PULL_TIMEOUT) => r?,
         };
         let topic = self.ns.unwrap(&mq.topic);
-        self.stats
-            .pull_rt
-            .add(&topic, started.elapsed().as_millis() as u64);
+        let rt = started.elapsed();
+        super::metrics::pull(
+            &self.ns.unwrap(&self.cfg.group),
+            &topic,
+            if r.status == PullStatus::Found {
+                r.messages.len()
+            } else {
+                0
+            },
+            rt,
+        );
+        self.stats.pull_rt.add(&topic, rt.as_millis() as u64);
         if r.status == PullStatus::Found {
             self.stats.pull_tps.add(&topic, r.messages.len() as u64);
         }

@@ -746,6 +746,7 @@ impl ProducerCore {
             .await;
         let result = resp.and_then(|resp| self.send_result(p, mq, resp));
         let latency = started.elapsed();
+        super::metrics::send(&plain_topic, &addr, p.count, result.is_ok(), latency);
         match &result {
             Ok(_) => {
                 self.stats.send_ok.add(&plain_topic, p.count as u64);
