@@ -2,7 +2,7 @@
 //! by the group through rebalancing) or are assigned explicitly.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel, SubscriptionData};
@@ -12,21 +12,17 @@ use rocketmq_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 use super::{LitePullConsumerConfig, MIN_AUTO_COMMIT_INTERVAL};
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
-use crate::internal::instance::lock;
-use crate::internal::lifecycle::Stopping;
+use crate::internal::lifecycle::{Lifecycle, Phase};
 use crate::internal::lite_pull::LiteEngine;
 use crate::internal::lookup::MessageLookup;
 use crate::internal::namespace::Namespace;
 use crate::internal::send::now_ms;
 use crate::internal::stats::{ConsumeStatus, ConsumerStats};
 
-enum State {
-    Created {
-        subscriptions: BTreeMap<String, SubscriptionData>,
-        assigned: Option<BTreeSet<MessageQueue>>,
-    },
-    Running(Arc<LiteEngine>),
-    Stopping(Stopping),
+/// What a built consumer's start uses.
+struct Created {
+    subscriptions: BTreeMap<String, SubscriptionData>,
+    assigned: Option<BTreeSet<MessageQueue>>,
 }
 
 struct Inner {
@@ -34,37 +30,10 @@ struct Inner {
     cfg: LitePullConsumerConfig,
     /// The namespace: topics and the group are wrapped on the way in, unwrapped on the way out.
     ns: Namespace,
-    state: Mutex<State>,
-    /// Serialises `start` and `shutdown`.
-    op: tokio::sync::Mutex<()>,
-    /// The stop of an engine whose start was cancelled or failed: the next start waits for it.
-    aborted: Mutex<Option<Stopping>>,
+    /// Built, running or stopped; stops the engine when the last handle goes.
+    life: Lifecycle<Created, LiteEngine>,
     /// Pull figures (kept across starts).
     stats: Arc<ConsumerStats>,
-}
-
-impl Drop for Inner {
-    /// The last handle of a running consumer is gone: stop it in the background.
-    fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let State::Running(engine) = state {
-            engine.stop_dropped();
-        }
-    }
-}
-
-/// Stops the engine of a start that did not finish (cancelled, or failed).
-struct AbortOnDrop<'a> {
-    inner: &'a Inner,
-    engine: Option<Arc<LiteEngine>>,
-}
-
-impl Drop for AbortOnDrop<'_> {
-    fn drop(&mut self) {
-        if let Some(engine) = self.engine.take() {
-            *lock(&self.inner.aborted) = Some(engine.stop());
-        }
-    }
 }
 
 /// A lite pull consumer. Cheap to clone; every clone is the same consumer.
@@ -199,12 +168,10 @@ impl LitePullConsumerBuilder {
                 ns: Namespace::of(&self.client),
                 client: self.client,
                 cfg: self.cfg,
-                state: Mutex::new(State::Created {
+                life: Lifecycle::new(Created {
                     subscriptions: BTreeMap::new(),
                     assigned: None,
                 }),
-                op: tokio::sync::Mutex::new(()),
-                aborted: Mutex::new(None),
                 stats: Arc::default(),
             }),
         })
@@ -220,18 +187,18 @@ impl DefaultLitePullConsumer {
     /// Subscribes to `topic` (before `start`; not with `assign`).
     pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
         check_topic(topic)?;
-        match &mut *lock(&self.inner.state) {
-            State::Created {
+        match &mut *self.inner.life.phase() {
+            Phase::Created(Created {
                 subscriptions,
                 assigned: None,
-            } => {
+            }) => {
                 subscriptions.insert(
                     topic.to_string(),
                     SubscriptionData::from_tag_expression(topic, expression, now_ms()),
                 );
                 Ok(())
             }
-            State::Created { .. } => Err(ClientError::Config(
+            Phase::Created(_) => Err(ClientError::Config(
                 "subscribe and assign cannot be mixed".into(),
             )),
             _ => Err(ClientError::Config("subscribe before start".into())),
@@ -245,12 +212,12 @@ impl DefaultLitePullConsumer {
             .map(|q| self.inner.ns.wrap_mq(&q))
             .collect();
         let engine = {
-            let mut state = lock(&self.inner.state);
-            match &mut *state {
-                State::Created {
+            let mut phase = self.inner.life.phase();
+            match &mut *phase {
+                Phase::Created(Created {
                     subscriptions,
                     assigned,
-                } => {
+                }) => {
                     if !subscriptions.is_empty() {
                         return Err(ClientError::Config(
                             "subscribe and assign cannot be mixed".into(),
@@ -259,8 +226,8 @@ impl DefaultLitePullConsumer {
                     *assigned = Some(queues);
                     return Ok(());
                 }
-                State::Running(e) => e.clone(),
-                State::Stopping(_) => return Err(ClientError::NotRunning),
+                Phase::Running(e) => e.clone(),
+                Phase::Stopping(_) => return Err(ClientError::NotRunning),
             }
         };
         engine.assign(queues).await
@@ -269,53 +236,35 @@ impl DefaultLitePullConsumer {
     /// Starts pulling. A start that fails, or whose future is dropped, leaves the consumer as
     /// built (what it had begun is stopped), so it can be started again.
     pub async fn start(&self) -> Result<()> {
-        let _op = self.inner.op.lock().await;
-        let previous = lock(&self.inner.aborted).clone();
-        if let Some(stop) = previous {
-            stop.await;
-            *lock(&self.inner.aborted) = None;
-        }
-        let (subscriptions, assigned) = match &*lock(&self.inner.state) {
-            State::Created {
-                subscriptions,
-                assigned,
-            } => (subscriptions.clone(), assigned.clone()),
-            State::Running(_) => {
-                return Err(ClientError::Config(
-                    "the consumer was already started".into(),
-                ))
-            }
-            State::Stopping(_) => {
-                return Err(ClientError::Config(
-                    "the consumer was shut down; build a new one".into(),
-                ))
-            }
-        };
-        let ns = &self.inner.ns;
-        let mut cfg = self.inner.cfg.clone();
-        cfg.group = ns.wrap(&cfg.group);
-        let subscriptions = subscriptions
-            .into_values()
-            .map(|mut sd| {
-                sd.topic = ns.wrap(&sd.topic);
-                (sd.topic.clone(), sd)
-            })
-            .collect();
-        let engine = LiteEngine::new(
-            self.inner.client.clone(),
-            cfg,
-            subscriptions,
-            assigned.is_none(),
-            self.inner.stats.clone(),
-        )?;
-        let mut guard = AbortOnDrop {
-            inner: &self.inner,
-            engine: Some(engine.clone()),
-        };
-        engine.run(assigned).await?;
-        guard.engine = None;
-        *lock(&self.inner.state) = State::Running(engine);
-        Ok(())
+        let inner = &self.inner;
+        inner
+            .life
+            .start(
+                |created| {
+                    let ns = &inner.ns;
+                    let mut cfg = inner.cfg.clone();
+                    cfg.group = ns.wrap(&cfg.group);
+                    let subscriptions = created
+                        .subscriptions
+                        .values()
+                        .map(|sd| {
+                            let mut sd = sd.clone();
+                            sd.topic = ns.wrap(&sd.topic);
+                            (sd.topic.clone(), sd)
+                        })
+                        .collect();
+                    let engine = LiteEngine::new(
+                        inner.client.clone(),
+                        cfg,
+                        subscriptions,
+                        created.assigned.is_none(),
+                        inner.stats.clone(),
+                    )?;
+                    Ok((engine, created.assigned.clone()))
+                },
+                |engine, assigned| async move { engine.run(assigned).await },
+            )
+            .await
     }
 
     /// An error as the application names its queues.
@@ -336,10 +285,7 @@ impl DefaultLitePullConsumer {
     }
 
     fn engine(&self) -> Result<Arc<LiteEngine>> {
-        match &*lock(&self.inner.state) {
-            State::Running(e) => Ok(e.clone()),
-            _ => Err(ClientError::NotRunning),
-        }
+        self.inner.life.engine()
     }
 
     /// Waits up to `poll_timeout` for messages (empty on timeout). Polled messages count as
@@ -520,11 +466,7 @@ impl DefaultLitePullConsumer {
 
     /// Begins the stop now, without waiting for it (a dropped stream).
     pub(crate) fn stop_in_background(&self) {
-        let mut state = lock(&self.inner.state);
-        if let State::Running(engine) = &*state {
-            let stop = engine.stop();
-            *state = State::Stopping(stop);
-        }
+        self.inner.life.stop_in_background();
     }
 
     /// Moves the consume position of each queue back to the given offset (messages returned by
@@ -543,19 +485,6 @@ impl DefaultLitePullConsumer {
     /// cancel-safe: once begun, the stop finishes in the background, and a later call waits
     /// for it. A shut-down consumer cannot be started again (as in Java).
     pub async fn shutdown(&self) {
-        let _op = self.inner.op.lock().await;
-        let stop = {
-            let mut state = lock(&self.inner.state);
-            match &*state {
-                State::Running(engine) => {
-                    let stop = engine.stop();
-                    *state = State::Stopping(stop.clone());
-                    stop
-                }
-                State::Stopping(stop) => stop.clone(),
-                State::Created { .. } => return,
-            }
-        };
-        stop.await;
+        self.inner.life.shutdown().await;
     }
 }

@@ -1,7 +1,7 @@
 //! [`DefaultMQPushConsumer`]: messages are pulled (long polling) and handed to a listener.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel, SubscriptionData};
@@ -15,60 +15,28 @@ use super::{
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::hooks::{ConsumeMessageHook, Hooks};
-use crate::internal::instance::lock;
-use crate::internal::lifecycle::Stopping;
+use crate::internal::lifecycle::{Lifecycle, Phase};
 use crate::internal::lookup::MessageLookup;
 use crate::internal::namespace::Namespace;
 use crate::internal::push::{Listener, PushEngine};
 use crate::internal::send::now_ms;
 use crate::internal::stats::{ConsumeStatus, ConsumerStats};
 
-enum State {
-    Created {
-        subscriptions: BTreeMap<String, SubscriptionData>,
-        listener: Option<Listener>,
-    },
-    Running(Arc<PushEngine>),
-    Stopping(Stopping),
+/// What a built consumer's start uses.
+struct Created {
+    subscriptions: BTreeMap<String, SubscriptionData>,
+    listener: Option<Listener>,
 }
 
 struct Inner {
     client: ClientConfig,
     cfg: PushConsumerConfig,
-    state: Mutex<State>,
-    /// Serialises `start` and `shutdown`.
-    op: tokio::sync::Mutex<()>,
-    /// The stop of an engine whose start was cancelled or failed: the next start waits for it.
-    aborted: Mutex<Option<Stopping>>,
+    /// Built, running or stopped; stops the engine when the last handle goes.
+    life: Lifecycle<Created, PushEngine>,
     /// Hooks around each listener call (kept across starts).
     hooks: Arc<Hooks<dyn ConsumeMessageHook>>,
     /// Pull and consume figures.
     stats: Arc<ConsumerStats>,
-}
-
-impl Drop for Inner {
-    /// The last handle of a running consumer is gone: stop pulling and consuming at once, and
-    /// persist offsets, release locks and leave the group in the background.
-    fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let State::Running(engine) = state {
-            engine.stop_dropped();
-        }
-    }
-}
-
-/// Stops the engine of a start that did not finish (cancelled, or failed).
-struct AbortOnDrop<'a> {
-    inner: &'a Inner,
-    engine: Option<Arc<PushEngine>>,
-}
-
-impl Drop for AbortOnDrop<'_> {
-    fn drop(&mut self) {
-        if let Some(engine) = self.engine.take() {
-            *lock(&self.inner.aborted) = Some(engine.stop());
-        }
-    }
 }
 
 /// A push consumer. Cheap to clone; every clone is the same consumer.
@@ -284,12 +252,10 @@ impl PushConsumerBuilder {
             inner: Arc::new(Inner {
                 client: self.client,
                 cfg: self.cfg,
-                state: Mutex::new(State::Created {
+                life: Lifecycle::new(Created {
                     subscriptions: BTreeMap::new(),
                     listener: None,
                 }),
-                op: tokio::sync::Mutex::new(()),
-                aborted: Mutex::new(None),
                 hooks: Arc::default(),
                 stats: Arc::default(),
             }),
@@ -322,8 +288,8 @@ impl DefaultMQPushConsumer {
     /// [`subscribe_running`](Self::subscribe_running).
     pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
         check_topic(topic)?;
-        match &mut *lock(&self.inner.state) {
-            State::Created { subscriptions, .. } => {
+        match &mut *self.inner.life.phase() {
+            Phase::Created(Created { subscriptions, .. }) => {
                 subscriptions.insert(
                     topic.to_string(),
                     SubscriptionData::from_tag_expression(topic, expression, now_ms()),
@@ -353,13 +319,13 @@ impl DefaultMQPushConsumer {
     /// Stops consuming `topic` (Java `unsubscribe`): before start, forgets the subscription;
     /// running, tells the brokers and releases its queues (offsets persisted).
     pub async fn unsubscribe(&self, topic: &str) -> Result<()> {
-        let engine = match &mut *lock(&self.inner.state) {
-            State::Created { subscriptions, .. } => {
+        let engine = match &mut *self.inner.life.phase() {
+            Phase::Created(Created { subscriptions, .. }) => {
                 subscriptions.remove(topic);
                 return Ok(());
             }
-            State::Running(engine) => engine.clone(),
-            State::Stopping(_) => return Err(ClientError::NotRunning),
+            Phase::Running(engine) => engine.clone(),
+            Phase::Stopping(_) => return Err(ClientError::NotRunning),
         };
         engine.unsubscribe(&engine.ns.wrap(topic)).await;
         Ok(())
@@ -379,8 +345,8 @@ impl DefaultMQPushConsumer {
     }
 
     fn set_listener(&self, l: Listener) -> Result<()> {
-        match &mut *lock(&self.inner.state) {
-            State::Created { listener, .. } => {
+        match &mut *self.inner.life.phase() {
+            Phase::Created(Created { listener, .. }) => {
                 *listener = Some(l);
                 Ok(())
             }
@@ -410,74 +376,51 @@ impl DefaultMQPushConsumer {
     /// future is dropped, leaves the consumer as built (what it had begun is stopped), so it can
     /// be started again.
     pub async fn start(&self) -> Result<()> {
-        let _op = self.inner.op.lock().await;
-        let previous = lock(&self.inner.aborted).clone();
-        if let Some(stop) = previous {
-            stop.await;
-            *lock(&self.inner.aborted) = None;
-        }
-        let (mut subscriptions, listener) = match &*lock(&self.inner.state) {
-            State::Created {
-                subscriptions,
-                listener: Some(listener),
-            } => (subscriptions.clone(), listener.clone()),
-            State::Created { listener: None, .. } => {
-                return Err(ClientError::Config(
-                    "register a message listener before start".into(),
-                ))
-            }
-            State::Running(_) => {
-                return Err(ClientError::Config(
-                    "the consumer was already started".into(),
-                ))
-            }
-            State::Stopping(_) => {
-                return Err(ClientError::Config(
-                    "the consumer was shut down; build a new one".into(),
-                ))
-            }
-        };
-        // On the wire, the group and topics carry the namespace.
-        let ns = Namespace::of(&self.inner.client);
-        let mut cfg = self.inner.cfg.clone();
-        cfg.group = ns.wrap(&cfg.group);
-        subscriptions = subscriptions
-            .into_values()
-            .map(|mut sd| {
-                sd.topic = ns.wrap(&sd.topic);
-                (sd.topic.clone(), sd)
-            })
-            .collect();
-        if cfg.message_model == MessageModel::Clustering {
-            let rt = retry_topic(&cfg.group);
-            subscriptions.insert(
-                rt.clone(),
-                SubscriptionData::from_tag_expression(rt, "*", now_ms()),
-            );
-        }
-        let engine = PushEngine::new(
-            self.inner.client.clone(),
-            cfg,
-            subscriptions,
-            listener,
-            ns,
-            (self.inner.hooks.clone(), self.inner.stats.clone()),
-        )?;
-        let mut guard = AbortOnDrop {
-            inner: &self.inner,
-            engine: Some(engine.clone()),
-        };
-        engine.run().await?;
-        guard.engine = None;
-        *lock(&self.inner.state) = State::Running(engine);
-        Ok(())
+        let inner = &self.inner;
+        inner
+            .life
+            .start(
+                |created| {
+                    let listener = created.listener.clone().ok_or_else(|| {
+                        ClientError::Config("register a message listener before start".into())
+                    })?;
+                    // On the wire, the group and topics carry the namespace.
+                    let ns = Namespace::of(&inner.client);
+                    let mut cfg = inner.cfg.clone();
+                    cfg.group = ns.wrap(&cfg.group);
+                    let mut subscriptions: BTreeMap<String, SubscriptionData> = created
+                        .subscriptions
+                        .values()
+                        .map(|sd| {
+                            let mut sd = sd.clone();
+                            sd.topic = ns.wrap(&sd.topic);
+                            (sd.topic.clone(), sd)
+                        })
+                        .collect();
+                    if cfg.message_model == MessageModel::Clustering {
+                        let rt = retry_topic(&cfg.group);
+                        subscriptions.insert(
+                            rt.clone(),
+                            SubscriptionData::from_tag_expression(rt, "*", now_ms()),
+                        );
+                    }
+                    let engine = PushEngine::new(
+                        inner.client.clone(),
+                        cfg,
+                        subscriptions,
+                        listener,
+                        ns,
+                        (inner.hooks.clone(), inner.stats.clone()),
+                    )?;
+                    Ok((engine, ()))
+                },
+                |engine, ()| async move { engine.run().await },
+            )
+            .await
     }
 
     fn engine(&self) -> Result<Arc<PushEngine>> {
-        match &*lock(&self.inner.state) {
-            State::Running(e) => Ok(e.clone()),
-            _ => Err(ClientError::NotRunning),
-        }
+        self.inner.life.engine()
     }
 
     /// The client id, once started.
@@ -552,11 +495,7 @@ impl DefaultMQPushConsumer {
 
     /// Begins the stop now, without waiting for it (a dropped stream).
     pub(crate) fn stop_in_background(&self) {
-        let mut state = lock(&self.inner.state);
-        if let State::Running(engine) = &*state {
-            let stop = engine.stop();
-            *state = State::Stopping(stop);
-        }
+        self.inner.life.stop_in_background();
     }
 
     /// Stops pulling, waits (up to `await_termination`) for running listener calls, commits
@@ -565,19 +504,6 @@ impl DefaultMQPushConsumer {
     /// begun, the stop finishes in the background, and a later call waits for it. A shut-down
     /// consumer cannot be started again (as in Java).
     pub async fn shutdown(&self) {
-        let _op = self.inner.op.lock().await;
-        let stop = {
-            let mut state = lock(&self.inner.state);
-            match &*state {
-                State::Running(engine) => {
-                    let stop = engine.stop();
-                    *state = State::Stopping(stop.clone());
-                    stop
-                }
-                State::Stopping(stop) => stop.clone(),
-                State::Created { .. } => return,
-            }
-        };
-        stop.await;
+        self.inner.life.shutdown().await;
     }
 }

@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use super::api::PullStatus;
 use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
-use super::lifecycle::{spawn_stop, stop_on_drop, Stopping};
+use super::lifecycle::Engine;
 use super::lite_pull_config::LitePullConsumerConfig;
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
@@ -28,6 +28,7 @@ use super::send::now_ms;
 use super::stats::ConsumerStats;
 use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
+use futures::future::BoxFuture;
 
 const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(20);
 const PULL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -208,33 +209,6 @@ impl LiteEngine {
             None => inst.rebalance_now(),
         }
         Ok(())
-    }
-
-    /// Stops pulling at once, and finishes the stop (commit, leaving the group) in the
-    /// background.
-    pub(crate) fn stop(self: &Arc<Self>) -> Stopping {
-        self.stopping.cancel();
-        let (a, b) = (self.clone(), self.clone());
-        spawn_stop(async move { a.shutdown().await }, move || b.forget())
-    }
-
-    /// [`stop`](Self::stop) for an engine whose last handle is gone: bounded, nobody waits.
-    pub(crate) fn stop_dropped(self: &Arc<Self>) {
-        self.stopping.cancel();
-        let (a, b) = (self.clone(), self.clone());
-        stop_on_drop(
-            "lite pull consumer",
-            async move { a.shutdown().await },
-            move || b.forget(),
-        );
-    }
-
-    /// Leaves the client instance without a word to the brokers (no runtime left).
-    fn forget(&self) {
-        for st in lock(&self.queues).values() {
-            st.pq.set_dropped(true);
-        }
-        self.inst.forget_consumer(&self.cfg.group, addr_of(self));
     }
 
     /// Replaces the assigned queues (assign mode).
@@ -665,5 +639,24 @@ impl ConsumerHook for LiteEngine {
         } else {
             self.stats.sample_minute();
         }
+    }
+}
+
+impl Engine for LiteEngine {
+    const KIND: &'static str = "lite pull consumer";
+
+    fn cancel(&self) {
+        self.stopping.cancel();
+    }
+
+    fn finish(self: Arc<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move { self.shutdown().await })
+    }
+
+    fn forget(&self) {
+        for st in lock(&self.queues).values() {
+            st.pq.set_dropped(true);
+        }
+        self.inst.forget_consumer(&self.cfg.group, addr_of(self));
     }
 }

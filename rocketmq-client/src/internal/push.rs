@@ -25,7 +25,7 @@ use tokio_util::task::TaskTracker;
 use super::api::PullStatus;
 use super::hooks::{call_hook, ConsumeMessageContext, ConsumeMessageHook, ConsumeOutcome, Hooks};
 use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
-use super::lifecycle::{spawn_stop, stop_on_drop, Stopping};
+use super::lifecycle::Engine;
 use super::listener::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
     ConsumeOrderlyStatus, MessageListenerConcurrently, MessageListenerOrderly,
@@ -39,6 +39,7 @@ use super::send::{now_ms, SendMode};
 use super::stats::ConsumerStats;
 use crate::config::ClientConfig;
 use crate::error::Result;
+use futures::future::BoxFuture;
 use tracing::Instrument;
 
 /// Long-polling hold asked of the broker (15 s).
@@ -179,33 +180,6 @@ impl PushEngine {
         }
         tracing::info!(group = %self.cfg.group, client = %inst.client_id, orderly = self.is_orderly(), model = ?self.cfg.message_model, "push consumer started");
         Ok(())
-    }
-
-    /// Stops pulling and consuming at once, and finishes the stop (offsets, locks, leaving the
-    /// group) in the background.
-    pub(crate) fn stop(self: &Arc<Self>) -> Stopping {
-        self.stopping.cancel();
-        let (a, b) = (self.clone(), self.clone());
-        spawn_stop(async move { a.shutdown().await }, move || b.forget())
-    }
-
-    /// [`stop`](Self::stop) for an engine whose last handle is gone: bounded, nobody waits.
-    pub(crate) fn stop_dropped(self: &Arc<Self>) {
-        self.stopping.cancel();
-        let (a, b) = (self.clone(), self.clone());
-        stop_on_drop(
-            "push consumer",
-            async move { a.shutdown().await },
-            move || b.forget(),
-        );
-    }
-
-    /// Leaves the client instance without a word to the brokers (no runtime left).
-    fn forget(&self) {
-        for mq in self.rebalance.owned() {
-            self.rebalance.remove_process_queue(&mq);
-        }
-        self.inst.forget_consumer(&self.cfg.group, addr_of(self));
     }
 
     fn is_orderly(&self) -> bool {
@@ -1078,5 +1052,24 @@ impl ConsumerHook for PushEngine {
         } else {
             self.stats.sample_minute();
         }
+    }
+}
+
+impl Engine for PushEngine {
+    const KIND: &'static str = "push consumer";
+
+    fn cancel(&self) {
+        self.stopping.cancel();
+    }
+
+    fn finish(self: Arc<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move { self.shutdown().await })
+    }
+
+    fn forget(&self) {
+        for mq in self.rebalance.owned() {
+            self.rebalance.remove_process_queue(&mq);
+        }
+        self.inst.forget_consumer(&self.cfg.group, addr_of(self));
     }
 }
