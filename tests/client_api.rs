@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions, TempDir};
 use rocketmq_client::consumer::{
     concurrently_fn, ConsumeConcurrentlyStatus, ConsumeFromWhere, DefaultLitePullConsumer,
     LitePullConsumerConfig, PushConsumerConfig,
@@ -288,19 +287,7 @@ async fn suspend_resume_and_unsubscribe() {
 /// again, counted) while the call still runs (Java `cleanExpiredMsg`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_held_past_the_consume_timeout_is_retried() {
-    let dir = TempDir::new("rmq-consume-timeout").unwrap();
-    let c = EmbeddedCluster::start(
-        dir.path(),
-        EmbeddedOptions {
-            properties: BTreeMap::from([(
-                "messageDelayLevel".to_string(),
-                "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s".to_string(),
-            )]),
-            ..EmbeddedOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let (c, _dir) = cluster_with_properties(&[ONE_SECOND_RETRIES]).await;
     let ns = c.namesrv_addr();
     create_topic(&ns, "Slow", 1).await;
     let seen: Arc<Mutex<Vec<(String, i32)>>> = Arc::default();
@@ -439,19 +426,7 @@ async fn lite_pull_seeks_by_time_and_watches_queue_changes() {
 /// `NamespaceUtil`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_wraps_names_on_the_wire_only() {
-    let dir = TempDir::new("rmq-namespace").unwrap();
-    let c = EmbeddedCluster::start(
-        dir.path(),
-        EmbeddedOptions {
-            properties: BTreeMap::from([(
-                "messageDelayLevel".to_string(),
-                "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s".to_string(),
-            )]),
-            ..EmbeddedOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let (c, _dir) = cluster_with_properties(&[ONE_SECOND_RETRIES]).await;
     let ns = c.namesrv_addr();
     create_topic(&ns, "inst1%Orders", 2).await;
     let p = rocketmq_client::producer::DefaultMQProducer::builder()

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -185,19 +184,7 @@ impl ConsumeMessageHook for RecordingConsumeHook {
 /// was consumed and what failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consume_hooks_and_statistics_match_the_listener_calls() {
-    let dir = rocketmq_broker_lite::embedded::TempDir::new("rmq-consume-hooks").unwrap();
-    let c = rocketmq_broker_lite::embedded::EmbeddedCluster::start(
-        dir.path(),
-        rocketmq_broker_lite::embedded::EmbeddedOptions {
-            properties: BTreeMap::from([(
-                "messageDelayLevel".to_string(),
-                "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s".to_string(),
-            )]),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let (c, _dir) = cluster_with_properties(&[ONE_SECOND_RETRIES]).await;
     let ns = c.namesrv_addr();
     create_topic(&ns, "Watched", 2).await;
     let cons = push_builder(&ns, "g-watched")
@@ -459,19 +446,7 @@ impl SendMessageHook for Requests {
 /// never batched, and a failed batch fails each of its callers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn automatic_batching_keeps_per_message_results() {
-    let dir = rocketmq_broker_lite::embedded::TempDir::new("rmq-autobatch").unwrap();
-    let c = rocketmq_broker_lite::embedded::EmbeddedCluster::start(
-        dir.path(),
-        rocketmq_broker_lite::embedded::EmbeddedOptions {
-            properties: BTreeMap::from([(
-                "autoCreateTopicEnable".to_string(),
-                "false".to_string(),
-            )]),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let (c, _dir) = cluster_with_properties(&[("autoCreateTopicEnable", "false")]).await;
     let ns = c.namesrv_addr();
     create_topic(&ns, "Batched", 1).await;
     let requests = Arc::new(Mutex::new(Vec::new()));

@@ -277,3 +277,27 @@ pub async fn register_broker(ns: &str, name: &str, addr: &str, topic: &str) -> R
     assert_eq!(resp.response_code(), ResponseCode::Success);
     client
 }
+
+/// Every retry delay level 1 s instead of 10 s, 30 s, ... (`messageDelayLevel`).
+pub const ONE_SECOND_RETRIES: (&str, &str) = (
+    "messageDelayLevel",
+    "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s",
+);
+
+/// A cluster whose broker reads these `broker.conf` properties; keep the directory alive.
+pub async fn cluster_with_properties(properties: &[(&str, &str)]) -> (EmbeddedCluster, TempDir) {
+    let dir = TempDir::new("rmq-e2e").expect("temp dir");
+    let c = EmbeddedCluster::start(
+        dir.path(),
+        EmbeddedOptions {
+            properties: properties
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..EmbeddedOptions::default()
+        },
+    )
+    .await
+    .expect("embedded cluster");
+    (c, dir)
+}
