@@ -401,6 +401,56 @@ async fn failed_sends_are_retried_on_another_broker() {
     c.shutdown().await.unwrap();
 }
 
+/// A send that fails on a broker refreshes the topic's route at once: a broker that left the
+/// cluster is gone from the producer's queues within seconds, not at the next 30 s route poll
+/// (Java waits for the poll).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_broker_leaves_the_route_at_once() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let dir = TempDir::new("rmq-b").unwrap();
+    let b = second_broker(&ns, &dir).await;
+    create_topic(&ns, "Failover", 2).await;
+    let p = DefaultMQProducer::builder()
+        .client_config(ClientConfig {
+            namesrv_addr: vec![ns.clone()],
+            ..ClientConfig::default()
+        })
+        .group("p-failover")
+        .send_latency_fault_enable(false)
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    let brokers = |qs: Vec<MessageQueue>| {
+        qs.into_iter()
+            .map(|q| q.broker_name)
+            .collect::<BTreeSet<_>>()
+    };
+    let queues = p.fetch_publish_message_queues("Failover").await.unwrap();
+    assert_eq!(brokers(queues).len(), 2);
+    b.shutdown().await.unwrap();
+    for i in 0..4 {
+        p.send(Message::new("Failover", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let p2 = p.clone();
+    wait_until(
+        Duration::from_secs(10),
+        "the stopped broker gone from the producer's queues",
+        move || {
+            let p = p2.clone();
+            async move {
+                let qs = p.fetch_publish_message_queues("Failover").await.unwrap();
+                brokers(qs) == BTreeSet::from(["broker-a".to_string()])
+            }
+        },
+    )
+    .await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lite_pull_assign_poll_seek_commit() {
     let c = cluster().await;

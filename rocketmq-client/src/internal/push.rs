@@ -401,6 +401,9 @@ impl PushEngine {
                 Ok(PullStep::Stop) => return,
                 Err(e) => {
                     tracing::debug!(queue = %mq, error = %e, "pull failed");
+                    if super::send::broker_failed(&e) {
+                        self.inst.refresh_route_soon(&mq.topic);
+                    }
                     let code = e.response_code();
                     if matches!(
                         code,

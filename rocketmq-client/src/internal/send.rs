@@ -663,6 +663,9 @@ impl ProducerCore {
                 Err(e) => {
                     let isolation =
                         matches!(e, ClientError::Remoting(_) | ClientError::Timeout { .. });
+                    if broker_failed(&e) {
+                        inst.refresh_route_soon(&p.topic);
+                    }
                     self.update_fault(&mq.broker_name, start.elapsed(), isolation);
                     tracing::debug!(topic = %p.topic, broker = %mq.broker_name, attempt, error = %e, "send attempt failed");
                     if !e.is_retriable() {
@@ -799,6 +802,17 @@ impl ProducerCore {
             region_id: h.msg_region.unwrap_or_else(|| "DefaultRegion".to_string()),
             trace_on: h.trace_on.as_deref() != Some("false"),
         }))
+    }
+}
+
+/// Whether `e` says the broker is gone or no longer takes writes (its connection failed, or
+/// it answered SERVICE_NOT_AVAILABLE as a slave or a stopping broker does): then the topic's
+/// route is worth refreshing at once.
+pub(crate) fn broker_failed(e: &ClientError) -> bool {
+    match e {
+        ClientError::Remoting(r) => r.is_retriable(),
+        ClientError::Server { code, .. } => *code == ResponseCode::ServiceNotAvailable,
+        _ => false,
     }
 }
 
