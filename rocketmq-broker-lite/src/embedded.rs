@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::broker::{Broker, BrokerConfig, BrokerError, BrokerHandle};
 use crate::namesrv::{NameServer, NameServerHandle};
-use crate::store::{FlushDiskType, StoreConfig};
+use crate::store::{FlushDiskType, StoreConfig, StoreEnv};
 
 /// A name server and a broker.
 #[derive(Debug)]
@@ -101,6 +101,16 @@ impl EmbeddedCluster {
 
     /// Starts both, storing data under `dir`.
     pub async fn start(dir: &Path, opts: EmbeddedOptions) -> Result<Self, BrokerError> {
+        Self::start_with_env(dir, opts, StoreEnv::default()).await
+    }
+
+    /// Starts both, the broker over the given file system, clock and disk usage (tests that
+    /// drive time by hand).
+    pub async fn start_with_env(
+        dir: &Path,
+        opts: EmbeddedOptions,
+        env: StoreEnv,
+    ) -> Result<Self, BrokerError> {
         let namesrv = NameServer::builder()
             .listen(format!("{}:{}", opts.bind_ip, opts.namesrv_port))
             .kv_config_path(dir.join("namesrv").join("kvConfig.json"))
@@ -129,7 +139,7 @@ impl EmbeddedCluster {
         if let Some(f) = opts.customize {
             f(&mut cfg);
         }
-        let broker = match Broker::builder(cfg).start().await {
+        let broker = match Broker::builder(cfg).env(env).start().await {
             Ok(b) => b,
             Err(e) => {
                 namesrv.shutdown().await;

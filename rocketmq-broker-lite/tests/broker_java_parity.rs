@@ -1,24 +1,40 @@
 //! Behaviour checked line by line against the Apache RocketMQ 4.9.8 broker source
 //! (tag `rocketmq-all-4.9.8`): topic registration before the UPDATE_AND_CREATE_TOPIC answer,
 //! the properties of delayed, retried and dead-lettered messages, the pull status → response
-//! mapping, and fastjson-style headers with JSON numbers and booleans.
+//! mapping, fastjson-style headers with JSON numbers and booleans, the properties and answers
+//! of transactional messages (half, commit, rollback, check, discard), the encoding of held
+//! pulls' answers and the properties of batch elements. `differential.rs` compares whole
+//! answers with the ones Apache gave in the captures.
 
 #[path = "common/broker.rs"]
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use common::*;
 use rocketmq_broker_lite::broker::BrokerRole;
-use rocketmq_remoting::protocol::body::{self, SubscriptionGroupConfig, TopicRouteData};
+use rocketmq_remoting::protocol::body::{
+    self, HeartbeatData, ProducerData, SubscriptionGroupConfig, TopicRouteData,
+};
 use rocketmq_remoting::protocol::headers::*;
 use rocketmq_remoting::protocol::message::{
-    decode_stored_all, Message, MessageExt, StoredDecodeOptions,
+    decode_offset_msg_id, decode_stored, decode_stored_all, encode_batch, encode_properties,
+    sys_flag, Message, MessageExt, StoredDecodeOptions,
 };
-use rocketmq_remoting::protocol::{frame, RemotingCommand, RequestCode, ResponseCode};
-use rocketmq_remoting::transport::RemotingClient;
+use rocketmq_remoting::protocol::topic::{
+    SCHEDULE_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+};
+use rocketmq_remoting::protocol::{
+    frame, RemotingCommand, RequestCode, ResponseCode, SerializeType,
+};
+use rocketmq_remoting::transport::{
+    ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
+};
+use tokio::sync::mpsc;
 
 fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
     RemotingCommand::request_with_header(
@@ -643,5 +659,561 @@ async fn json_numbers_and_booleans_in_ext_fields_are_accepted() {
     assert_eq!(msgs.len(), 1);
     assert_eq!(msgs[0].body, Bytes::from_static(b"typed"));
     assert_eq!(msgs[0].tags(), Some("T"));
+    cl.stop().await;
+}
+
+// Transactions, held pulls, batches.
+
+/// Keeps the requests the broker sends to a client (transaction checks).
+struct Inbox(mpsc::UnboundedSender<RemotingCommand>);
+
+#[async_trait]
+impl RequestProcessor for Inbox {
+    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        let _ = self.0.send(req);
+        ProcessResult::NoResponse
+    }
+}
+
+const TX_GROUP: &str = "tx_pg";
+
+/// A producer connection the broker knows as a member of `TX_GROUP`.
+async fn tx_producer(b: &str) -> (RemotingClient, mpsc::UnboundedReceiver<RemotingCommand>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let c = client_with(Arc::new(Inbox(tx)));
+    let hb = HeartbeatData {
+        client_id: "10.0.0.9@tx".into(),
+        consumer_data_set: vec![],
+        producer_data_set: vec![ProducerData {
+            group_name: TX_GROUP.into(),
+        }],
+    };
+    let r = c
+        .invoke(
+            b,
+            RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb)),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    (c, rx)
+}
+
+/// What a Java transactional producer sends: TRAN_MSG=true, PGROUP, WAIT=true, sys flag 4.
+fn half_message(
+    topic: &str,
+    queue_id: i32,
+    uniq: &str,
+    extra: &[(&str, &str)],
+    born: i64,
+) -> RemotingCommand {
+    let mut m = Message::new(topic, Bytes::from(format!("body of {uniq}")))
+        .with_tags("TagT")
+        .with_keys([format!("key-{uniq}")])
+        .with_property("UNIQ_KEY", uniq)
+        .with_property("WAIT", "true")
+        .with_property("TRAN_MSG", "true")
+        .with_property("PGROUP", TX_GROUP);
+    for (k, v) in extra {
+        m = m.with_property(k, v);
+    }
+    let h = SendMessageRequestHeader {
+        producer_group: TX_GROUP.into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id,
+        sys_flag: sys_flag::TRANSACTION_PREPARED_TYPE,
+        born_timestamp: born,
+        flag: 0,
+        properties: Some(encode_properties(&m.properties)),
+        reconsume_times: Some(0),
+        unit_mode: false,
+        max_reconsume_times: None,
+        batch: false,
+        broker_name: Some("broker-a".into()),
+    };
+    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2);
+    h.write_v2(cmd.ext_fields.get_or_insert_with(Default::default));
+    cmd.with_body(m.body.clone())
+}
+
+/// Sends a half message; returns (its commit-log offset, its half-queue offset).
+async fn send_half(c: &RemotingClient, b: &str, req: RemotingCommand) -> (i64, i64) {
+    let r = c.invoke(b, req, T).await.unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let h: SendMessageResponseHeader = r.decode_header().unwrap();
+    let (_, phys) = decode_offset_msg_id(&h.msg_id).unwrap();
+    (phys, h.queue_offset)
+}
+
+fn end_tx(
+    phys: i64,
+    queue_offset: i64,
+    uniq: &str,
+    kind: i32,
+    from_check: bool,
+) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::EndTransaction,
+        &EndTransactionRequestHeader {
+            producer_group: TX_GROUP.into(),
+            tran_state_table_offset: queue_offset,
+            commit_log_offset: phys,
+            commit_or_rollback: kind,
+            from_transaction_check: from_check,
+            msg_id: uniq.into(),
+            transaction_id: Some(uniq.into()),
+            broker_name: None,
+        },
+    )
+}
+
+/// The record at `offset` of a queue, read from the store.
+fn stored(cl: &Cluster, topic: &str, queue: i32, offset: i64) -> MessageExt {
+    assert!(cl.broker.store().wait_dispatched(T));
+    let e = cl
+        .broker
+        .store()
+        .queue_entry(topic, queue, offset)
+        .unwrap_or_else(|| panic!("no entry {topic}:{queue}:{offset}"));
+    let raw = cl.broker.store().read_record(e.phys as u64).unwrap();
+    decode_stored(&raw, StoredDecodeOptions::default())
+        .unwrap()
+        .0
+}
+
+/// The half message's properties as Java stores them: the client's (WAIT included), CLUSTER,
+/// REAL_TOPIC and REAL_QID.
+fn half_props(
+    topic: &str,
+    queue: i32,
+    uniq: &str,
+    extra: &[(&str, &str)],
+) -> BTreeMap<String, String> {
+    let key = format!("key-{uniq}");
+    let queue = queue.to_string();
+    let mut m = map(&[
+        ("TAGS", "TagT"),
+        ("KEYS", key.as_str()),
+        ("UNIQ_KEY", uniq),
+        ("WAIT", "true"),
+        ("TRAN_MSG", "true"),
+        ("PGROUP", TX_GROUP),
+        ("CLUSTER", "DefaultCluster"),
+        ("REAL_TOPIC", topic),
+        ("REAL_QID", queue.as_str()),
+    ]);
+    m.extend(map(extra));
+    m
+}
+
+/// Java 4.9.8, verified against the captures `java-transaction-cru` and `cpp-transaction-cru`:
+/// * half message (`SendMessageProcessor.asyncSendMessage` → `TransactionalMessageBridge
+///   .parseHalfMessageInner`): the string is rebuilt from the map, into which WAIT was put
+///   back: it keeps the client's WAIT, gains CLUSTER, REAL_TOPIC, REAL_QID; transaction bits
+///   reset (sys flag 0) in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0;
+/// * commit (`EndTransactionProcessor.endMessageTransaction`): the stored string is the half
+///   message's, unchanged (REAL_TOPIC, REAL_QID, TRAN_MSG=true, PGROUP, WAIT=true); sys flag
+///   COMMIT; prepared offset = the half message's commit-log offset; answer SUCCESS without
+///   remark (`sendFinalMessage`);
+/// * rollback: answer SUCCESS with the remark "not set any response code" (`checkPrepareMessage`
+///   returns the response `createResponseCommand` made);
+/// * op record (`TransactionalMessageBridge.addRemoveTagInTransactionOp` / `makeOpMessageInner`):
+///   body = half-queue offset, properties TAGS=d and WAIT=true;
+/// * check (`TransactionalMessageServiceImpl.check`, `putBackHalfMsgQueue`,
+///   `renewHalfMessageInner`, `AbstractTransactionalMessageCheckListener.sendCheckMessage`):
+///   the copy is stored with the half's properties and TRANSACTION_CHECK_TIMES (no
+///   TRAN_PREPARED_QUEUE_OFFSET); the check carries the copy's offsets and, as body, the
+///   checked message under its real topic and queue, with WAIT=false and prepared offset 0;
+///   committing the copy stores its properties (check count included).
+#[tokio::test]
+async fn transaction_half_commit_rollback_and_check_match_java() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let (producer, mut checks) = tx_producer(&b).await;
+    let consumer = client();
+    create_topic(&producer, &b, "TxP", 4).await;
+    let now = cl.clock.now();
+
+    // Commit.
+    let (phys_a, qo_a) = send_half(&producer, &b, half_message("TxP", 1, "UA", &[], now)).await;
+    let half_a = stored(&cl, TRANS_HALF_TOPIC, 0, qo_a);
+    assert_eq!(half_a.commit_log_offset, phys_a);
+    assert_eq!(half_a.sys_flag, 0);
+    assert_eq!(props_of(&half_a), half_props("TxP", 1, "UA", &[]));
+    let r = producer
+        .invoke(
+            &b,
+            end_tx(phys_a, qo_a, "UA", sys_flag::TRANSACTION_COMMIT_TYPE, false),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.code, r.remark.as_deref()), (0, None));
+    let (_, got) = pull(&consumer, &b, "cg", "TxP", 1, 0).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(props_of(&got[0]), half_props("TxP", 1, "UA", &[]));
+    assert_eq!(got[0].sys_flag, sys_flag::TRANSACTION_COMMIT_TYPE);
+    assert_eq!(got[0].prepared_transaction_offset, phys_a);
+    assert_eq!(got[0].born_timestamp, now);
+    let op = stored(&cl, TRANS_OP_HALF_TOPIC, 0, 0);
+    assert_eq!(props_of(&op), map(&[("TAGS", "d"), ("WAIT", "true")]));
+    assert_eq!(op.body, Bytes::from(qo_a.to_string()));
+
+    // Rollback.
+    let (phys_b, qo_b) = send_half(&producer, &b, half_message("TxP", 2, "UB", &[], now)).await;
+    let r = producer
+        .invoke(
+            &b,
+            end_tx(
+                phys_b,
+                qo_b,
+                "UB",
+                sys_flag::TRANSACTION_ROLLBACK_TYPE,
+                false,
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.code, r.remark.as_deref()),
+        (0, Some("not set any response code"))
+    );
+    assert!(cl.broker.store().wait_dispatched(T));
+    assert_eq!(cl.broker.store().max_offset("TxP", 2), 0);
+    assert_eq!(cl.broker.store().max_offset(TRANS_OP_HALF_TOPIC, 0), 2);
+
+    // Unknown, then checked.
+    let (phys_c, qo_c) = send_half(&producer, &b, half_message("TxP", 3, "UC", &[], now)).await;
+    producer
+        .invoke_oneway(&b, end_tx(phys_c, qo_c, "UC", 0, false), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        cl.broker.inner().check_transactions_now().await,
+        0,
+        "too young"
+    );
+    cl.clock.advance(7_000); // past transactionTimeOut (6 s)
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 1);
+    let check = tokio::time::timeout(T, checks.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(check.request_code(), RequestCode::CheckTransactionState);
+    let h: CheckTransactionStateRequestHeader = check.decode_header().unwrap();
+    let copy = stored(&cl, TRANS_HALF_TOPIC, 0, h.tran_state_table_offset);
+    assert_eq!(h.commit_log_offset, copy.commit_log_offset);
+    assert_eq!(h.tran_state_table_offset, qo_c + 1);
+    assert_eq!(h.msg_id.as_deref(), Some("UC"));
+    assert_eq!(h.transaction_id.as_deref(), Some("UC"));
+    assert_eq!(
+        h.offset_msg_id
+            .as_deref()
+            .and_then(decode_offset_msg_id)
+            .map(|x| x.1),
+        Some(copy.commit_log_offset)
+    );
+    let counted = half_props("TxP", 3, "UC", &[("TRANSACTION_CHECK_TIMES", "1")]);
+    assert_eq!(props_of(&copy), counted, "the copy in the half queue");
+    let (shown, _) = decode_stored(&check.body, StoredDecodeOptions::default()).unwrap();
+    let mut shown_props = counted.clone();
+    shown_props.insert("WAIT".into(), "false".into());
+    assert_eq!(props_of(&shown), shown_props, "the checked message");
+    assert_eq!(
+        (shown.topic.as_str(), shown.queue_id, shown.queue_offset),
+        ("TxP", 3, h.tran_state_table_offset)
+    );
+    assert_eq!(shown.commit_log_offset, h.commit_log_offset);
+    assert_eq!(shown.prepared_transaction_offset, 0);
+    assert_eq!(shown.sys_flag, 0);
+    assert_eq!(shown.body, Bytes::from_static(b"body of UC"));
+    // The producer commits the copy.
+    producer
+        .invoke_oneway(
+            &b,
+            end_tx(
+                h.commit_log_offset,
+                h.tran_state_table_offset,
+                "UC",
+                sys_flag::TRANSACTION_COMMIT_TYPE,
+                true,
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    eventually("commit", || cl.broker.store().max_offset("TxP", 3) == 1).await;
+    let (_, got) = pull(&consumer, &b, "cg", "TxP", 3, 0).await;
+    assert_eq!(props_of(&got[0]), counted);
+    assert_eq!(got[0].prepared_transaction_offset, h.commit_log_offset);
+    // A late commit of the original (not of the copy) is not stored twice, and nothing is
+    // checked again.
+    let r = producer
+        .invoke(
+            &b,
+            end_tx(phys_c, qo_c, "UC", sys_flag::TRANSACTION_COMMIT_TYPE, false),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    cl.clock.advance(7_000);
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 0);
+    assert_eq!(cl.broker.store().max_offset("TxP", 3), 1);
+    cl.stop().await;
+}
+
+/// A half message that carries a delay level (Java's producer strips it; other clients may
+/// not): committing it goes through `CommitLog.asyncPutMessage`'s delay branch, which rebuilds
+/// the string from the map `endMessageTransaction` left: without TRAN_MSG, with REAL_TOPIC and
+/// REAL_QID of the real topic, DELAY and the half message's WAIT.
+#[tokio::test]
+async fn a_committed_message_with_a_delay_level_is_scheduled_like_java() {
+    let cl = Cluster::start().await; // delay levels "1s 2s 3s"
+    let b = cl.broker_addr();
+    let (producer, _checks) = tx_producer(&b).await;
+    let consumer = client();
+    create_topic(&producer, &b, "TxD", 1).await;
+    let now = cl.clock.now();
+    let req = half_message("TxD", 0, "UD", &[("DELAY", "2")], now);
+    let (phys, qo) = send_half(&producer, &b, req).await;
+    producer
+        .invoke(
+            &b,
+            end_tx(phys, qo, "UD", sys_flag::TRANSACTION_COMMIT_TYPE, false),
+            T,
+        )
+        .await
+        .unwrap();
+    let mut expected = half_props("TxD", 0, "UD", &[("DELAY", "2")]);
+    expected.remove("TRAN_MSG");
+    let scheduled = stored(&cl, SCHEDULE_TOPIC, 1, 0);
+    assert_eq!(props_of(&scheduled), expected);
+    assert_eq!(scheduled.sys_flag, sys_flag::TRANSACTION_COMMIT_TYPE);
+    cl.clock.advance(2_500);
+    eventually("delivery", || {
+        cl.broker.inner().deliver_due_now();
+        cl.broker.store().max_offset("TxD", 0) == 1
+    })
+    .await;
+    let (_, got) = pull(&consumer, &b, "cg", "TxD", 0, 0).await;
+    assert_eq!(props_of(&got[0]), expected);
+    cl.stop().await;
+}
+
+/// `DefaultTransactionalMessageCheckListener.resolveDiscardMsg`: a half message checked
+/// `transactionCheckMax` times is stored in `TRANS_CHECK_MAX_TIME_TOPIC` with its properties
+/// (the count not incremented: `needDiscard` returns before it writes it), and no op record is
+/// written. A message born in the future (the producer's clock ahead) is checked at once
+/// (`valueOfCurrentMinusBorn <= -1`).
+#[tokio::test]
+async fn discarded_and_future_born_half_messages_match_java() {
+    let cl = Cluster::start_with(|c| c.transaction_check_max = 2).await;
+    let b = cl.broker_addr();
+    let (producer, mut checks) = tx_producer(&b).await;
+    create_topic(&producer, &b, "TxX", 1).await;
+    let future = cl.clock.now() + 60_000;
+    send_half(&producer, &b, half_message("TxX", 0, "UX", &[], future)).await;
+    cl.clock.advance(1);
+    assert_eq!(
+        cl.broker.inner().check_transactions_now().await,
+        1,
+        "born in the future"
+    );
+    cl.clock.advance(1);
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 1);
+    for _ in 0..2 {
+        tokio::time::timeout(T, checks.recv())
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    cl.clock.advance(1);
+    assert_eq!(
+        cl.broker.inner().check_transactions_now().await,
+        0,
+        "discarded"
+    );
+    let kept = stored(&cl, TRANS_CHECK_MAX_TIME_TOPIC, 0, 0);
+    assert_eq!(
+        props_of(&kept),
+        half_props("TxX", 0, "UX", &[("TRANSACTION_CHECK_TIMES", "2")])
+    );
+    assert_eq!(cl.broker.store().max_offset(TRANS_OP_HALF_TOPIC, 0), 0);
+    cl.clock.advance(1);
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 0);
+    cl.stop().await;
+}
+
+/// A pull that was held is answered by Java from `PullMessageProcessor
+/// .executeRequestWhenWakeup`, which writes the response without the request's serialize type:
+/// JSON (the broker's default), also to a client that sent a ROCKETMQ (binary) header — as
+/// the capture `java-produce-consume-rocketmq-codec` shows. Answers given at once keep the
+/// request's type.
+#[tokio::test]
+async fn held_pulls_are_answered_in_json_like_java() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Held2", 1).await;
+    let binary = |offset: i64, suspend: i64| {
+        let mut req = pull_request("hg", "Held2", 0, offset, 2 | 4, suspend, Some("*"));
+        req.serialize_type = SerializeType::RocketMq;
+        req
+    };
+    // Timed out.
+    let r = c.invoke(&b, binary(0, 100), T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::PullNotFound);
+    assert_eq!(r.serialize_type, SerializeType::Json);
+    // Woken by an arrival.
+    let waiting = {
+        let c = c.clone();
+        let b = b.clone();
+        tokio::spawn(async move { c.invoke(&b, binary(0, 5_000), T).await.unwrap() })
+    };
+    eventually("parked", || cl.broker.inner().hold_parked() == 1).await;
+    send(&c, &b, "Held2", 0, "wake").await;
+    let r = waiting.await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(r.serialize_type, SerializeType::Json);
+    // Found at once.
+    let r = c.invoke(&b, binary(0, 5_000), T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(r.serialize_type, SerializeType::RocketMq);
+    cl.stop().await;
+}
+
+/// `SendMessageProcessor.asyncSendBatchMessage` / `CommitLog.MessageExtBatchEncoder`: each
+/// element is stored with its own properties followed by the batch's (the header's
+/// properties plus CLUSTER), WAIT included — the Java producer puts WAIT=true in both, so the
+/// stored string holds it twice (the capture `java-batch`: elements 268 bytes apart).
+#[tokio::test]
+async fn batch_elements_carry_the_batch_properties_like_java() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "CapBatch", 1).await;
+    let msgs: Vec<Message> = (0..2)
+        .map(|i| {
+            Message::new("CapBatch", Bytes::from(format!("batch body {i}")))
+                .with_property("scenario", "capture")
+                .with_keys([format!("bkey-{i}")])
+                .with_property("idx", i.to_string())
+                .with_property(
+                    "UNIQ_KEY",
+                    format!("FD00000000000000000000000000000273A130946E0993D7524A000{i}"),
+                )
+                .with_property("WAIT", "true")
+                .with_tags("TagBatch")
+        })
+        .collect();
+    let h = SendMessageRequestHeader {
+        producer_group: "cap_pg_batch".into(),
+        topic: "CapBatch".into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        sys_flag: 0,
+        born_timestamp: cl.clock.now(),
+        flag: 0,
+        properties: Some("WAIT\u{1}true".into()),
+        reconsume_times: Some(0),
+        unit_mode: false,
+        max_reconsume_times: None,
+        batch: true,
+        broker_name: Some("broker-a".into()),
+    };
+    let mut req = RemotingCommand::request(RequestCode::SendBatchMessage);
+    h.write_v2(req.ext_fields.get_or_insert_with(Default::default));
+    let req = req.with_body(encode_batch(&msgs));
+    let r = c.invoke(&b, req, T).await.unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let (_, got) = pull(&c, &b, "bg", "CapBatch", 0, 0).await;
+    assert_eq!(got.len(), 2);
+    for (i, m) in got.iter().enumerate() {
+        let idx = i.to_string();
+        let key = format!("bkey-{i}");
+        let uniq = format!("FD00000000000000000000000000000273A130946E0993D7524A000{i}");
+        assert_eq!(
+            props_of(m),
+            map(&[
+                ("scenario", "capture"),
+                ("KEYS", key.as_str()),
+                ("idx", idx.as_str()),
+                ("UNIQ_KEY", uniq.as_str()),
+                ("WAIT", "true"),
+                ("TAGS", "TagBatch"),
+                ("CLUSTER", "DefaultCluster"),
+            ])
+        );
+        assert_eq!(m.store_size, 268, "Apache's record size for this element");
+    }
+    cl.stop().await;
+}
+
+/// `EndTransactionProcessor.processRequest` on a slave: SLAVE_NOT_AVAILABLE, with the remark
+/// `createResponseCommand` gave the response (whatever commitOrRollback says).
+#[tokio::test]
+async fn end_transaction_on_a_slave_answers_like_java() {
+    let mut cl = Cluster::start().await;
+    cl.restart_broker(|c| {
+        c.broker_role = BrokerRole::Slave;
+        c.broker_id = 1;
+    })
+    .await;
+    let b = cl.broker_addr();
+    for kind in [0, sys_flag::TRANSACTION_COMMIT_TYPE] {
+        let r = client()
+            .invoke(&b, end_tx(0, 0, "US", kind, false), T)
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.response_code(), r.remark.as_deref()),
+            (
+                ResponseCode::SlaveNotAvailable,
+                Some("not set any response code")
+            )
+        );
+    }
+    cl.stop().await;
+}
+
+/// `PullMessageProcessor.generateOffsetMovedEvent`: every PULL_OFFSET_MOVED answer (a master,
+/// or a slave with `offsetCheckInSlave`) is recorded in `OFFSET_MOVED_EVENT` queue 0: tags and
+/// keys the group, DELAY=0, the `OffsetMovedEvent` as fastjson body, the broker as born and
+/// store host.
+#[tokio::test]
+async fn a_moved_pull_offset_is_recorded_like_java() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Moved", 1).await;
+    send(&c, &b, "Moved", 0, "one").await;
+    let r = c
+        .invoke(&b, pull_request("mg", "Moved", 0, 7, 4, 0, Some("*")), T)
+        .await
+        .unwrap();
+    assert_eq!(r.response_code(), ResponseCode::PullOffsetMoved);
+    let event = stored(&cl, "OFFSET_MOVED_EVENT", 0, 0);
+    assert_eq!(
+        props_of(&event),
+        map(&[("TAGS", "mg"), ("DELAY", "0"), ("KEYS", "mg")])
+    );
+    assert_eq!(
+        std::str::from_utf8(&event.body).unwrap(),
+        r#"{"consumerGroup":"mg","messageQueue":{"brokerName":"broker-a","queueId":0,"topic":"Moved"},"offsetNew":1,"offsetRequest":7}"#
+    );
+    assert_eq!(event.born_host, event.store_host);
+    assert_eq!(event.store_host.to_string(), b);
+    // A pull that is not moved records nothing.
+    c.invoke(&b, pull_request("mg", "Moved", 0, 0, 4, 0, Some("*")), T)
+        .await
+        .unwrap();
+    assert!(cl.broker.store().wait_dispatched(T));
+    assert_eq!(cl.broker.store().max_offset("OFFSET_MOVED_EVENT", 0), 1);
     cl.stop().await;
 }

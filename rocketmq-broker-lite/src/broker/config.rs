@@ -160,6 +160,20 @@ fn parse<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
         .map_err(|_| format!("invalid value {v:?} for key `{key}`"))
 }
 
+/// A disk ratio: a percentage (`90`) or, as Java's system properties write it, a fraction
+/// (`0.90`).
+fn percent(key: &str, v: &str) -> Result<u32, String> {
+    if v.contains('.') {
+        let f: f64 = parse(key, v)?;
+        if !(0.0..=1.0).contains(&f) {
+            return Err(format!("invalid value {v:?} for key `{key}` (0.0 to 1.0)"));
+        }
+        Ok((f * 100.0).round() as u32)
+    } else {
+        parse(key, v)
+    }
+}
+
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
     match v.trim() {
         "true" | "TRUE" | "True" => Ok(true),
@@ -267,6 +281,14 @@ impl BrokerConfig {
                 "fileReservedTime" => self.store.file_reserved_time = parse(key, v)?,
                 "deleteWhen" => self.store.delete_when = v.clone(),
                 "diskMaxUsedSpaceRatio" => self.store.disk_max_used_space_ratio = parse(key, v)?,
+                // Java reads these two from system properties (-D...), as fractions.
+                "diskSpaceWarningLevelRatio" | "rocketmq.broker.diskSpaceWarningLevelRatio" => {
+                    self.store.disk_space_warning_level_ratio = percent(key, v)?
+                }
+                "diskSpaceCleanForciblyRatio" | "rocketmq.broker.diskSpaceCleanForciblyRatio" => {
+                    self.store.disk_space_clean_forcibly_ratio = percent(key, v)?
+                }
+                "diskCheckInterval" => self.store.disk_check_interval = millis(key, v)?,
                 "cleanResourceInterval" => self.store.clean_resource_interval = millis(key, v)?,
                 "maxHashSlotNum" => self.store.max_hash_slot_num = parse(key, v)?,
                 "maxIndexNum" => self.store.max_index_num = parse(key, v)?,

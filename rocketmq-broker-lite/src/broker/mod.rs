@@ -388,11 +388,26 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
                     // that serves requests.
                     let p = r.clone();
                     let _ = tokio::task::spawn_blocking(move || {
+                        // Kept in memory and tried again next time; on a full disk the store
+                        // has logged why (once).
+                        let failed = |what: &str, e: StoreError| {
+                            if e.is_no_space() && p.store.is_disk_full() {
+                                debug!(error = %e, "cannot persist {what} until there is space");
+                            } else {
+                                warn!(error = %e, "cannot persist {what}");
+                            }
+                        };
                         if let Err(e) = p.offsets.persist_if_dirty() {
-                            warn!(error = %e, "cannot persist consumer offsets");
+                            failed("consumer offsets", e);
                         }
                         if let Err(e) = p.schedule.persist_if_dirty() {
-                            warn!(error = %e, "cannot persist delay offsets");
+                            failed("delay offsets", e);
+                        }
+                        if let Err(e) = p.subs.persist_if_dirty() {
+                            failed("subscription groups", e);
+                        }
+                        if let Err(e) = p.topics.persist_if_unsaved() {
+                            failed("topics", e);
                         }
                     })
                     .await;

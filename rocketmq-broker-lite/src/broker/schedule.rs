@@ -12,7 +12,7 @@ use rocketmq_remoting::protocol::message::{
     decode_stored, encode_properties, property, tags_hash_code, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::topic;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::BrokerInner;
 use crate::store::persist::{load_json, save_json};
@@ -99,7 +99,12 @@ impl ScheduleService {
                 match self.redeliver(b, e.phys) {
                     Ok(()) => delivered += 1,
                     Err(err) => {
-                        warn!(level, offset, error = %err, "delayed message could not be delivered; will retry");
+                        // On a full disk the store has logged why (once).
+                        if b.store.is_disk_full() {
+                            debug!(level, offset, error = %err, "delayed message waits for disk space");
+                        } else {
+                            warn!(level, offset, error = %err, "delayed message could not be delivered; will retry");
+                        }
                         break;
                     }
                 }

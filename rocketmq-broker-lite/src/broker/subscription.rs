@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rocketmq_remoting::protocol::body::{
@@ -21,6 +22,8 @@ pub struct SubscriptionGroupManager {
     vfs: Arc<dyn Vfs>,
     clock: Arc<dyn Clock>,
     auto_create: bool,
+    /// Groups were auto-created since the file was last written.
+    dirty: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -65,10 +68,14 @@ impl SubscriptionGroupManager {
             vfs,
             clock,
             auto_create,
+            dirty: AtomicBool::new(false),
         })
     }
 
     /// A group's settings, created with the defaults when `autoCreateSubscriptionGroup` is on.
+    ///
+    /// An auto-created group is saved by the broker's periodic persist (and at shutdown), not
+    /// here: heartbeats and pulls, which call this, never wait for the disk.
     pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
         let mut st = lock(&self.state);
         if let Some(c) = st.subscription_group_table.get(group) {
@@ -82,7 +89,7 @@ impl SubscriptionGroupManager {
             .insert(group.to_string(), c.clone());
         st.data_version.next_version(self.clock.now_ms());
         drop(st);
-        let _ = self.persist();
+        self.dirty.store(true, Ordering::Release);
         Some(c)
     }
 
@@ -113,7 +120,21 @@ impl SubscriptionGroupManager {
 
     /// Persists the table.
     pub fn persist(&self) -> Result<(), StoreError> {
+        self.dirty.store(false, Ordering::Release);
         let w = self.wrapper();
-        save_json(&*self.vfs, &self.path, &w)
+        let saved = save_json(&*self.vfs, &self.path, &w);
+        if saved.is_err() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        saved
+    }
+
+    /// Persists the table if groups were auto-created since it was last written.
+    pub fn persist_if_dirty(&self) -> Result<(), StoreError> {
+        if self.dirty.load(Ordering::Acquire) {
+            self.persist()
+        } else {
+            Ok(())
+        }
     }
 }

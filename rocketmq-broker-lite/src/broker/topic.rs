@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rocketmq_remoting::protocol::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
@@ -26,6 +27,8 @@ pub struct TopicConfigManager {
     vfs: Arc<dyn Vfs>,
     clock: Arc<dyn Clock>,
     create_lock: Mutex<()>,
+    /// Changed by [`TopicConfigManager::ensure_unsaved`] since the file was last written.
+    unsaved: AtomicBool,
 }
 
 fn system(name: &str, queues: i32, perm: i32) -> TopicConfig {
@@ -71,8 +74,10 @@ impl TopicConfigManager {
             1,
             rw,
         ));
-        add(system(topic::TRANS_HALF_TOPIC, 1, rw));
-        add(system(topic::TRANS_OP_HALF_TOPIC, 1, rw));
+        // No configuration for the transaction topics: Java creates RMQ_SYS_TRANS_HALF_TOPIC
+        // in the first round of its check service (`TransactionalMessageBridge
+        // .fetchMessageQueues`) and never one for RMQ_SYS_TRANS_OP_HALF_TOPIC (op records go
+        // to the store directly), so neither is registered with the name servers before that.
         let path = cfg.store.config_dir().join("topics.json");
         let mut data_version = DataVersion::new(clock.now_ms());
         if let Some(saved) = load_json::<TopicConfigSerializeWrapper>(&*vfs, &path)? {
@@ -91,6 +96,7 @@ impl TopicConfigManager {
             vfs,
             clock,
             create_lock: Mutex::new(()),
+            unsaved: AtomicBool::new(false),
         })
     }
 
@@ -123,7 +129,9 @@ impl TopicConfigManager {
             v.next_version(self.clock.now_ms());
             v.clone()
         };
-        save_json(&*self.vfs, &self.path, &self.wrapper())?;
+        // On failure (a full disk) the change stays in memory and the periodic persist tries
+        // again.
+        self.persist()?;
         Ok(version)
     }
 
@@ -219,8 +227,51 @@ impl TopicConfigManager {
         Ok((tc, true))
     }
 
+    /// [`TopicConfigManager::ensure`] for request handlers that must not wait for the disk
+    /// (heartbeats creating a group's retry topic): the table changes at once, the file is
+    /// written by the broker's periodic persist ([`TopicConfigManager::persist_if_unsaved`])
+    /// or at shutdown.
+    pub fn ensure_unsaved(&self, topic: &str, queues: i32, perm: i32) -> (TopicConfig, bool) {
+        let _g = lock(&self.create_lock);
+        if let Some(t) = self.get(topic) {
+            return (t, false);
+        }
+        let tc = TopicConfig {
+            topic_name: topic.to_string(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm,
+            topic_filter_type: TopicFilterType::SingleTag,
+            topic_sys_flag: 0,
+            order: false,
+        };
+        info!(topic, queues, perm, "topic created");
+        self.table
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(topic.to_string(), tc.clone());
+        lock(&self.data_version).next_version(self.clock.now_ms());
+        self.unsaved.store(true, Ordering::Release);
+        (tc, true)
+    }
+
     /// Persists the table.
     pub fn persist(&self) -> Result<(), StoreError> {
-        save_json(&*self.vfs, &self.path, &self.wrapper())
+        self.unsaved.store(false, Ordering::Release);
+        let saved = save_json(&*self.vfs, &self.path, &self.wrapper());
+        if saved.is_err() {
+            self.unsaved.store(true, Ordering::Release);
+        }
+        saved
+    }
+
+    /// Persists the table if [`TopicConfigManager::ensure_unsaved`] changed it since it was
+    /// last written.
+    pub fn persist_if_unsaved(&self) -> Result<(), StoreError> {
+        if self.unsaved.load(Ordering::Acquire) {
+            self.persist()
+        } else {
+            Ok(())
+        }
     }
 }

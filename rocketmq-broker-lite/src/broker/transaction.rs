@@ -6,8 +6,8 @@ use rocketmq_remoting::protocol::headers::{
     CheckTransactionStateRequestHeader, EndTransactionRequestHeader,
 };
 use rocketmq_remoting::protocol::message::{
-    decode_stored, encode_offset_msg_id, encode_properties, property, sys_flag, tags_hash_code,
-    MessageExt, StoredDecodeOptions,
+    decode_stored, encode_offset_msg_id, encode_properties, encode_stored, property, sys_flag,
+    tags_hash_code, MessageExt, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::topic;
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, StringMap};
@@ -16,10 +16,14 @@ use tracing::{debug, warn};
 
 use super::processor::{ack_when_stored, store_error_code};
 use super::BrokerInner;
-use crate::store::PutMessage;
+use crate::store::{MessageStore, PutMessage};
 
 /// Tag of op records.
 pub const REMOVE_TAG: &str = "d";
+
+/// The remark Java's `RemotingCommand.createResponseCommand(Class)` starts a response with,
+/// left in place by the END_TRANSACTION answers that only change the code.
+const NOT_SET_REMARK: &str = "not set any response code";
 
 /// Turns a prepared send into a half message: parked in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0
 /// with its real topic and queue in properties, transaction bits reset (so it gets a normal
@@ -32,11 +36,14 @@ pub(crate) fn to_half(m: &mut PutMessage, props: &mut StringMap) {
     m.queue_id = 0;
 }
 
-/// Writes the op record that marks the half message at `half_queue_offset` as resolved.
+/// Writes the op record that marks the half message at `half_queue_offset` as resolved. Its
+/// properties are Java's (`TransactionalMessageBridge.addRemoveTagInTransactionOp`): a
+/// `Message` is born with WAIT=true and `makeOpMessageInner` builds the stored string before it
+/// sets WAIT=false (and the unique key) in the map only, so the record keeps TAGS=d, WAIT=true.
 pub(crate) fn put_op_record(b: &BrokerInner, half_queue_offset: i64) -> Result<(), String> {
     let mut props = StringMap::new();
     props.insert(property::TAGS, REMOVE_TAG);
-    props.insert(property::WAIT_STORE_MSG_OK, "false");
+    props.insert(property::WAIT_STORE_MSG_OK, "true");
     let m = PutMessage {
         topic: topic::TRANS_OP_HALF_TOPIC.to_string(),
         queue_id: 0,
@@ -69,32 +76,47 @@ pub(crate) fn read_half(b: &BrokerInner, phys: i64) -> Option<MessageExt> {
         .map(|(m, _)| m)
 }
 
-/// The message that commits a half message (Java `endMessageTransaction`).
+/// The message that commits a half message, as Java's `EndTransactionProcessor` builds it:
+/// `endMessageTransaction` sets the stored properties string from the half message's properties
+/// before it clears REAL_TOPIC and REAL_QID (and the caller TRAN_MSG) from the map only, and its
+/// `setWaitStoreMsgOK(false)` is overwritten by `setProperties`: the committed message keeps
+/// every property of the half message (REAL_TOPIC, REAL_QID, TRAN_MSG=true, PGROUP, the
+/// client's WAIT, a check count). Only a message with a delay level has its string rebuilt from
+/// the map (`CommitLog.asyncPutMessage` redirects it to `SCHEDULE_TOPIC_XXXX`): without
+/// TRAN_MSG, with REAL_TOPIC/REAL_QID of the real topic.
 pub(crate) fn committed_message(b: &BrokerInner, half: &MessageExt) -> Option<PutMessage> {
     let real_topic = half.property(property::REAL_TOPIC)?.to_string();
     let real_qid: i32 = half.property(property::REAL_QUEUE_ID)?.parse().ok()?;
     let mut props = half.properties.clone();
-    props.remove(property::REAL_TOPIC);
-    props.remove(property::REAL_QUEUE_ID);
-    props.remove(property::TRANSACTION_PREPARED);
-    props.insert(property::WAIT_STORE_MSG_OK, "false");
-    Some(PutMessage {
+    let mut m = PutMessage {
         topic: real_topic,
         queue_id: real_qid,
         flag: half.flag,
         body: half.body.clone(),
         tags_code: tags_hash_code(props.get(property::TAGS)),
-        properties: encode_properties(&props),
+        properties: String::new(),
         sys_flag: sys_flag::reset_transaction_value(
             half.sys_flag,
             sys_flag::TRANSACTION_COMMIT_TYPE,
         ),
         born_timestamp: half.born_timestamp,
         born_host: half.born_host,
-        store_host: b.store_host(),
+        store_host: half.store_host,
         reconsume_times: half.reconsume_times,
         prepared_transaction_offset: half.commit_log_offset,
-    })
+    };
+    let delayed = props
+        .get(property::DELAY_TIME_LEVEL)
+        .and_then(|l| l.parse::<i32>().ok())
+        .is_some_and(|l| l > 0);
+    if delayed {
+        props.remove(property::REAL_TOPIC);
+        props.remove(property::REAL_QUEUE_ID);
+        props.remove(property::TRANSACTION_PREPARED);
+        b.apply_delay(&mut m, &mut props);
+    }
+    m.properties = encode_properties(&props);
+    Some(m)
 }
 
 /// END_TRANSACTION: commit (write the message to its real topic) or roll back, then mark the
@@ -109,10 +131,8 @@ pub(crate) async fn end_transaction(
         Err(e) => return error(ResponseCode::SystemError, format!("bad header: {e}")),
     };
     if b.is_slave() {
-        return error(
-            ResponseCode::SlaveNotAvailable,
-            "Slave broker not support end transaction, please send it to master",
-        );
+        // Java answers with the response `createResponseCommand` made, its code changed.
+        return error(ResponseCode::SlaveNotAvailable, NOT_SET_REMARK);
     }
     let kind = h.commit_or_rollback;
     if kind != sys_flag::TRANSACTION_COMMIT_TYPE && kind != sys_flag::TRANSACTION_ROLLBACK_TYPE {
@@ -122,10 +142,7 @@ pub(crate) async fn end_transaction(
     let Some(half) = read_half(b, h.commit_log_offset) else {
         return error(
             ResponseCode::SystemError,
-            format!(
-                "Find prepared transaction message failed, commitLogOffset {}",
-                h.commit_log_offset
-            ),
+            "Find prepared transaction message failed",
         );
     };
     if half.topic != topic::TRANS_HALF_TOPIC {
@@ -143,11 +160,13 @@ pub(crate) async fn end_transaction(
     if half.commit_log_offset != h.commit_log_offset {
         return error(ResponseCode::SystemError, "The commit log offset wrong");
     }
-    if b.transactions.is_resolved(half.queue_offset)
-        || b.transactions.is_resolved(original_offset(&half))
-    {
-        // Already committed or rolled back (a late check answer): idempotent.
-        return RemotingCommand::success().into();
+    if b.transactions.is_resolved_msg(&b.store, &half) {
+        // Already committed or rolled back (a late answer, or the answer to a check of a
+        // copy whose original was answered meanwhile): nothing is stored again (Java would
+        // commit a second time); answered as Java answers a commit or a rollback.
+        let remark =
+            (kind == sys_flag::TRANSACTION_ROLLBACK_TYPE).then(|| NOT_SET_REMARK.to_string());
+        return RemotingCommand::response(ResponseCode::Success, remark).into();
     }
     if kind == sys_flag::TRANSACTION_COMMIT_TYPE {
         let Some(m) = committed_message(b, &half) else {
@@ -156,13 +175,29 @@ pub(crate) async fn end_transaction(
                 "half message lacks its real topic",
             );
         };
+        // Java's `sendFinalMessage` puts it with the half message's WAIT (so a SYNC_FLUSH
+        // broker waits for the disk) and answers SUCCESS also on a flush timeout.
+        let wait = half.property(property::WAIT_STORE_MSG_OK) != Some("false");
         match b.store.put_message_now(&m) {
             Ok(r) => {
                 if let Err(e) = put_op_record(b, half.queue_offset) {
                     warn!(error = %e, "cannot write the transaction op record");
                 }
-                b.transactions.resolve(&half);
-                return ack_when_stored(b, r, false, RemotingCommand::success());
+                b.transactions.resolve(&b.store, &half);
+                return match ack_when_stored(b, r, wait, RemotingCommand::success()) {
+                    ProcessResult::Deferred(answer) => {
+                        ProcessResult::Deferred(Box::pin(async move {
+                            answer.await.map(|mut r| {
+                                if r.code == ResponseCode::FlushDiskTimeout.to_i32() {
+                                    r.code = ResponseCode::Success.to_i32();
+                                    r.remark = None;
+                                }
+                                r
+                            })
+                        }))
+                    }
+                    other => other,
+                };
             }
             Err(e) => return error(store_error_code(&e), e.to_string()),
         }
@@ -170,8 +205,10 @@ pub(crate) async fn end_transaction(
     if let Err(e) = put_op_record(b, half.queue_offset) {
         return error(ResponseCode::SystemError, e);
     }
-    b.transactions.resolve(&half);
-    RemotingCommand::success().into()
+    b.transactions.resolve(&b.store, &half);
+    // Java answers a rollback with `checkPrepareMessage`'s response: code SUCCESS, but the
+    // remark `createResponseCommand` started it with.
+    RemotingCommand::response(ResponseCode::Success, Some(NOT_SET_REMARK.to_string())).into()
 }
 
 /// Which half messages are resolved (an op record exists), rebuilt at start from the op queue.
@@ -208,7 +245,7 @@ impl TransactionBook {
         while offset < max {
             if book.is_resolved(offset) {
                 if let Some(half) = read_half_at(store, offset) {
-                    book.resolve(&half);
+                    book.resolve(store, &half);
                 }
             }
             offset += 1;
@@ -217,14 +254,14 @@ impl TransactionBook {
     }
 
     /// Marks a half message, and the original it is a copy of, resolved.
-    pub(crate) fn resolve(&self, half: &MessageExt) {
+    pub(crate) fn resolve(&self, store: &MessageStore, half: &MessageExt) {
         self.resolved(half.queue_offset);
-        self.resolved(original_offset(half));
+        self.resolved(original_offset(store, half));
     }
 
     /// Whether `half` (or the original it copies) is resolved.
-    pub(crate) fn is_resolved_msg(&self, half: &MessageExt) -> bool {
-        self.is_resolved(half.queue_offset) || self.is_resolved(original_offset(half))
+    pub(crate) fn is_resolved_msg(&self, store: &MessageStore, half: &MessageExt) -> bool {
+        self.is_resolved(half.queue_offset) || self.is_resolved(original_offset(store, half))
     }
 
     /// Marks a half message resolved.
@@ -244,14 +281,40 @@ impl TransactionBook {
     }
 }
 
-/// The half-queue offset of the first copy of a (possibly re-put) half message.
-pub(crate) fn original_offset(half: &MessageExt) -> i64 {
-    half.property(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
+/// The half-queue offset of the first copy of a (possibly re-put) half message. A copy made by a
+/// check round points at its original through its record's prepared-transaction offset (the
+/// commit-log offset of the original): Java stores copies with that field 0 and without a link
+/// (`renewHalfMessageInner`), so a late answer to the original leaves the copy to be checked
+/// and committed again; the field is never shown to clients (a check shows the field of the
+/// message it checks, which is 0). Stores written before kept the link in
+/// TRAN_PREPARED_QUEUE_OFFSET.
+pub(crate) fn original_offset(store: &MessageStore, half: &MessageExt) -> i64 {
+    if let Some(o) = half
+        .property(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
         .and_then(|v| v.parse().ok())
-        .unwrap_or(half.queue_offset)
+    {
+        return o;
+    }
+    if half.prepared_transaction_offset > 0 {
+        let original = store
+            .read_record(half.prepared_transaction_offset as u64)
+            .and_then(|raw| {
+                let opts = StoredDecodeOptions {
+                    read_body: false,
+                    ..StoredDecodeOptions::default()
+                };
+                decode_stored(&raw, opts).ok()
+            });
+        if let Some((m, _)) = original {
+            if m.topic == topic::TRANS_HALF_TOPIC {
+                return m.queue_offset;
+            }
+        }
+    }
+    half.queue_offset
 }
 
-fn read_half_at(store: &crate::store::MessageStore, offset: i64) -> Option<MessageExt> {
+fn read_half_at(store: &MessageStore, offset: i64) -> Option<MessageExt> {
     let e = store.queue_entry(topic::TRANS_HALF_TOPIC, 0, offset)?;
     let raw = store.read_record(u64::try_from(e.phys).ok()?)?;
     decode_stored(&raw, StoredDecodeOptions::default())
@@ -269,11 +332,20 @@ pub(crate) struct PendingCheck {
 /// One round of the transaction check service (Java `TransactionalMessageServiceImpl.check`):
 /// every half message past its immunity time and not resolved is re-put at the end of the half
 /// queue with its check count incremented, and a CHECK_TRANSACTION_STATE goes to a producer of
-/// its group; after `transactionCheckMax` checks (or once older than the file retention) it is
-/// moved to `TRANS_CHECK_MAX_TIME_TOPIC`. Progress is the offset of group `CID_RMQ_SYS_TRANS` on
-/// the half queue, persisted with the consumer offsets. Blocking: run it off the async workers.
+/// its group; a message already checked `transactionCheckMax` times, or older than the file
+/// retention, is moved to `TRANS_CHECK_MAX_TIME_TOPIC` instead. The round stops at a message
+/// stored after it started or younger than its immunity time (a message born in the future
+/// is checked at once, as in Java). Progress is the offset of group `CID_RMQ_SYS_TRANS` on the
+/// half queue, persisted with the consumer offsets. Blocking: run it off the async workers.
 pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
     let half_topic = topic::TRANS_HALF_TOPIC;
+    // Java's round starts by looking up the half topic, creating (and registering) it when
+    // missing (`TransactionalMessageBridge.fetchMessageQueues` / `selectTopicConfig`).
+    match b.topics.ensure(half_topic, 1, topic::perm::READ_WRITE) {
+        Ok((_, true)) => b.register_soon(),
+        Ok(_) => {}
+        Err(e) => warn!(error = %e, "cannot create {half_topic}"),
+    }
     let store = &b.store;
     let max = store.max_offset(half_topic, 0);
     let min = store.min_offset(half_topic, 0);
@@ -291,28 +363,40 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
             off += 1;
             continue;
         };
-        if b.transactions.is_resolved_msg(&half) {
+        if b.transactions.is_resolved_msg(store, &half) {
             off += 1;
             continue;
         }
-        let times: i32 = half
-            .property(property::TRANSACTION_CHECK_TIMES)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if times >= b.cfg.transaction_check_max || now - half.born_timestamp > retention {
-            discard(b, &half);
+        // `needDiscard`: a count that reached the maximum discards the message as it is;
+        // otherwise the count goes up (from 1 when absent) before anything else is decided.
+        let counted = half.property(property::TRANSACTION_CHECK_TIMES);
+        let times: i32 = counted.and_then(|v| v.parse().ok()).unwrap_or(0);
+        if counted.is_some() && times >= b.cfg.transaction_check_max {
+            discard(b, &half, half.properties.clone());
             off += 1;
             continue;
+        }
+        let mut props = half.properties.clone();
+        props.insert(property::TRANSACTION_CHECK_TIMES, (times + 1).to_string());
+        // `needSkip`: older than the commit-log retention.
+        if now - half.born_timestamp > retention {
+            discard(b, &half, props);
+            off += 1;
+            continue;
+        }
+        if half.store_timestamp >= now {
+            break;
         }
         let immunity = half
             .property(property::CHECK_IMMUNITY_TIME_IN_SECONDS)
             .and_then(|v| v.parse::<i64>().ok())
-            .map(|s| s * 1000)
+            .map(|s| if s == -1 { timeout } else { s * 1000 })
             .unwrap_or(timeout);
-        if now - half.born_timestamp < immunity {
+        let age = now - half.born_timestamp;
+        if (0..immunity).contains(&age) {
             break;
         }
-        match renew(b, &half, times + 1) {
+        match renew(b, &half, props) {
             Some(check) => out.push(check),
             None => break,
         }
@@ -323,19 +407,16 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
     out
 }
 
-/// Re-puts `half` with `times` checks counted; returns the check to send.
-fn renew(b: &BrokerInner, half: &MessageExt, times: i32) -> Option<PendingCheck> {
-    let mut props = half.properties.clone();
-    props.insert(property::TRANSACTION_CHECK_TIMES, times.to_string());
-    if props
-        .get(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
-        .is_none()
-    {
-        props.insert(
-            property::TRANSACTION_PREPARED_QUEUE_OFFSET,
-            half.queue_offset.to_string(),
-        );
-    }
+/// Re-puts `half` with the properties `props` (its count incremented) at the end of the half
+/// queue, as Java's `putBackHalfMsgQueue` / `renewHalfMessageInner` do, and returns the check
+/// to send. The copy links to the original through its prepared-transaction offset (see
+/// [`original_offset`]).
+fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<PendingCheck> {
+    let link = if half.prepared_transaction_offset > 0 {
+        half.prepared_transaction_offset
+    } else {
+        half.commit_log_offset
+    };
     let m = PutMessage {
         topic: half.topic.clone(),
         queue_id: half.queue_id,
@@ -348,7 +429,7 @@ fn renew(b: &BrokerInner, half: &MessageExt, times: i32) -> Option<PendingCheck>
         born_host: half.born_host,
         store_host: b.store_host(),
         reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: half.prepared_transaction_offset,
+        prepared_transaction_offset: link,
     };
     let r = match b.store.put_message_blocking(&m) {
         Ok(r) => r,
@@ -357,11 +438,34 @@ fn renew(b: &BrokerInner, half: &MessageExt, times: i32) -> Option<PendingCheck>
             return None;
         }
     };
-    let body = b.store.read_record(r.wrote_offset)?;
     let group = props.get(property::PRODUCER_GROUP)?.to_string();
     let uniq = props
         .get(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         .map(str::to_string);
+    // What Java sends (`AbstractTransactionalMessageCheckListener.sendCheckMessage`,
+    // `Broker2Client.checkProducerTransactionState`): the checked message, encoded with
+    // `MessageDecoder.encode`, under its real topic and queue, with the copy's offsets, and
+    // with WAIT=false (`renewHalfMessageInner` sets it in the map it shares with the message
+    // after the copy's string was built); its own times, hosts and prepared offset (0).
+    let mut shown = half.clone();
+    if let Some(t) = props.get(property::REAL_TOPIC) {
+        shown.message.topic = t.to_string();
+    }
+    if let Some(q) = props
+        .get(property::REAL_QUEUE_ID)
+        .and_then(|q| q.parse().ok())
+    {
+        shown.queue_id = q;
+    }
+    shown.queue_offset = r.queue_offset;
+    shown.commit_log_offset = r.wrote_offset as i64;
+    shown.prepared_transaction_offset = 0;
+    shown.message.properties = props;
+    shown
+        .message
+        .properties
+        .insert(property::WAIT_STORE_MSG_OK, "false");
+    let body = encode_stored(&shown).into();
     Some(PendingCheck {
         group,
         header: CheckTransactionStateRequestHeader {
@@ -376,21 +480,24 @@ fn renew(b: &BrokerInner, half: &MessageExt, times: i32) -> Option<PendingCheck>
     })
 }
 
-/// Gives up on a half message: it goes to `TRANS_CHECK_MAX_TIME_TOPIC` and is marked resolved.
-fn discard(b: &BrokerInner, half: &MessageExt) {
+/// Gives up on a half message: Java's `DefaultTransactionalMessageCheckListener.resolveDiscardMsg`
+/// stores it in `TRANS_CHECK_MAX_TIME_TOPIC` (one queue) with the properties it has; no op
+/// record is written (the check progress has passed it).
+fn discard(b: &BrokerInner, half: &MessageExt, props: StringMap) {
     warn!(
         offset = half.queue_offset,
         group = half.property(property::PRODUCER_GROUP).unwrap_or(""),
         "half message checked too often (or too old); discarded"
     );
     let dest = topic::TRANS_CHECK_MAX_TIME_TOPIC;
-    if let Err(e) = b.topics.ensure(
-        dest,
-        1,
-        rocketmq_remoting::protocol::topic::perm::READ_WRITE,
-    ) {
-        warn!(error = %e, "cannot create {dest}");
-        return;
+    // `TopicConfigManager.createTopicOfTranCheckMaxTime`: one queue, registered when created.
+    match b.topics.ensure(dest, 1, topic::perm::READ_WRITE) {
+        Ok((_, true)) => b.register_soon(),
+        Ok(_) => {}
+        Err(e) => {
+            warn!(error = %e, "cannot create {dest}");
+            return;
+        }
     }
     let m = PutMessage {
         topic: dest.to_string(),
@@ -398,22 +505,17 @@ fn discard(b: &BrokerInner, half: &MessageExt) {
         flag: half.flag,
         body: half.body.clone(),
         tags_code: tags_hash_code(half.tags()),
-        properties: encode_properties(&half.properties),
+        properties: encode_properties(&props),
         sys_flag: half.sys_flag,
         born_timestamp: half.born_timestamp,
         born_host: half.born_host,
-        store_host: b.store_host(),
+        store_host: half.store_host,
         reconsume_times: half.reconsume_times,
         prepared_transaction_offset: 0,
     };
     if let Err(e) = b.store.put_message(&m) {
         warn!(error = %e, "cannot move a discarded half message");
-        return;
     }
-    if let Err(e) = put_op_record(b, half.queue_offset) {
-        warn!(error = %e, "cannot write the transaction op record");
-    }
-    b.transactions.resolve(half);
 }
 
 /// Sends the checks of a round (oneway, as Java does).

@@ -90,6 +90,14 @@ impl CheckpointFile {
             file.set_len(FILE_SIZE)
                 .map_err(|e| StoreError::io("sizing the checkpoint", e))?;
         }
+        // Its blocks are reserved once: rewriting it in place never needs space (a checkpoint
+        // can still be written on a full disk).
+        match file.allocate(FILE_SIZE) {
+            Ok(()) => {}
+            // An older, sparse checkpoint on a full disk: it is still written in place.
+            Err(e) if super::vfs::is_no_space(&e) => {}
+            Err(e) => return Err(StoreError::io("allocating the checkpoint", e)),
+        }
         Ok((Self { file }, current))
     }
 
@@ -97,8 +105,10 @@ impl CheckpointFile {
     pub fn save(&self, cp: &Checkpoint) -> StoreResult<()> {
         self.file
             .write_all_at(&cp.encode(), 0)
-            .and_then(|_| self.file.sync_data())
-            .map_err(|e| StoreError::io("writing the checkpoint", e))
+            .map_err(|e| StoreError::io("writing the checkpoint", e))?;
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::sync("syncing the checkpoint", e))
     }
 }
 

@@ -62,8 +62,13 @@ impl Clock for ManualClock {
 
 /// How full the disk holding the store is, in percent.
 pub trait DiskUsage: Send + Sync + std::fmt::Debug {
-    /// Used space of the file system holding `path`, 0-100.
+    /// Used space of the file system holding `path`, 0-100, rounded up as Java's
+    /// `UtilAll.getDiskPartitionSpaceUsedPercent` rounds it (so "above 90 %" means at least 91).
     fn used_percent(&self, path: &Path) -> u32;
+    /// Bytes the store may still allocate on the file system holding `path` (`None`: unknown).
+    fn available_bytes(&self, _path: &Path) -> Option<u64> {
+        None
+    }
 }
 
 /// The real disk usage (`statvfs`).
@@ -74,12 +79,23 @@ impl DiskUsage for SystemDiskUsage {
     fn used_percent(&self, path: &Path) -> u32 {
         match rustix::fs::statvfs(path) {
             Ok(s) if s.f_blocks > 0 => {
+                // Java: used = total - free; entire = used + usable (what an unprivileged
+                // process may still allocate); the percentage rounded up.
                 let used = s.f_blocks.saturating_sub(s.f_bfree);
-                let usable = used + s.f_bavail;
-                (used * 100).checked_div(usable).unwrap_or(0) as u32
+                let entire = used + s.f_bavail;
+                if entire == 0 {
+                    return 0;
+                }
+                (used * 100).div_ceil(entire).min(100) as u32
             }
             _ => 0,
         }
+    }
+
+    fn available_bytes(&self, path: &Path) -> Option<u64> {
+        rustix::fs::statvfs(path)
+            .ok()
+            .map(|s| s.f_bavail.saturating_mul(s.f_frsize))
     }
 }
 

@@ -17,15 +17,16 @@ use futures::channel::oneshot;
 use rocketmq_remoting::protocol::message::{body_crc, sys_flag};
 use tracing::{debug, error, info, warn};
 
-use super::clock::Clock;
+use super::clock::{Clock, DiskUsage};
 use super::config::{FlushDiskType, StoreConfig};
+use super::disk::{DiskGuard, Site};
 use super::error::{StoreError, StoreResult};
 use super::record::{
     check_record, encode_blank, encode_record, record_len, DispatchRequest, PutMessage,
     RecordCheck, BLANK_LEN,
 };
 use super::segment::{file_name, parse_file_name, Segment};
-use super::vfs::Vfs;
+use super::vfs::{is_no_space, Vfs};
 
 /// Receives dispatched records, in commit-log order, from the writer thread.
 pub trait DispatchSink: Send + Sync {
@@ -225,6 +226,21 @@ pub struct CommitLog {
     flush_count: AtomicU64,
     /// Appends not yet taken by the writer (lets the writer poll without the append lock).
     unwritten: AtomicU64,
+    /// The disk-full state: appends are refused while it is set.
+    pub(crate) guard: DiskGuard,
+    /// Serialises commit-log syncs.
+    sync_lock: Mutex<()>,
+}
+
+/// How a write round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// Written (and flushed under SYNC_FLUSH), dispatched, waiters completed.
+    Done,
+    /// The log failed; it accepts nothing more.
+    Failed,
+    /// A write found the disk full: the chunks went back to the buffer, to be written again.
+    NoSpace,
 }
 
 impl std::fmt::Debug for CommitLog {
@@ -251,8 +267,13 @@ impl CommitLog {
         cfg: Arc<StoreConfig>,
         vfs: Arc<dyn Vfs>,
         clock: Arc<dyn Clock>,
+        disk: Arc<dyn DiskUsage>,
     ) -> StoreResult<(Self, Vec<Arc<Segment>>)> {
         let dir = cfg.commit_log_dir();
+        let guard = DiskGuard::new(
+            disk,
+            [dir.clone(), cfg.consume_queue_dir(), cfg.index_dir()],
+        );
         vfs.create_dir_all(&dir)
             .map_err(|e| StoreError::io("creating the commit-log directory", e))?;
         let seg_size = cfg.mapped_file_size_commit_log;
@@ -360,6 +381,8 @@ impl CommitLog {
             stopping: AtomicBool::new(false),
             flush_count: AtomicU64::new(0),
             unwritten: AtomicU64::new(0),
+            guard,
+            sync_lock: Mutex::new(()),
         };
         Ok((log, segments))
     }
@@ -444,10 +467,18 @@ impl CommitLog {
         }
     }
 
-    fn fail(&self, why: String) {
-        error!(%why, "commit log failed; refusing further writes");
-        *lock(&self.failure) = Some(why.clone());
-        self.failed.store(true, Ordering::Release);
+    /// Stops accepting writes for good (until a restart): after an I/O error that may have lost
+    /// data, such as a failed sync. Every waiter fails.
+    pub(crate) fn fail(&self, why: String) {
+        {
+            let mut failure = lock(&self.failure);
+            if failure.is_some() {
+                return;
+            }
+            error!(%why, "store failed: refusing writes until it is restarted (recovery keeps what is durable)");
+            *failure = Some(why.clone());
+            self.failed.store(true, Ordering::Release);
+        }
         lock(&self.waiters).fail_all(&why);
         lock(&self.written_waiters).fail_all(&why);
         let _g = lock(&self.progress);
@@ -517,6 +548,31 @@ impl CommitLog {
     /// the page cache when the process died).
     pub fn sync_recovered(&self, from: u64, to: u64) -> StoreResult<()> {
         self.sync_range(from, to.max(from + 1))
+    }
+
+    /// Writes the bytes of `[from, to)` again, as they are read (recovery: what the page cache
+    /// holds past the last known durable offset may be data whose write-back failed, which the
+    /// kernel will never write again by itself; the sync that follows covers it only once it
+    /// is dirty again).
+    pub fn rewrite_range(&self, from: u64, to: u64) -> StoreResult<()> {
+        const STEP: u64 = 1 << 20;
+        let mut pos = from;
+        let mut buf = Vec::new();
+        while pos < to {
+            let Some(seg) = self.segment_for(pos) else {
+                break;
+            };
+            let n = (to - pos).min(STEP).min(seg.base + self.seg_size - pos);
+            buf.resize(n as usize, 0);
+            seg.file
+                .read_exact_at(&mut buf, pos - seg.base)
+                .map_err(|e| StoreError::io("reading recovered commit-log data", e))?;
+            seg.file
+                .write_all_at(&buf, pos - seg.base)
+                .map_err(|e| StoreError::io("rewriting recovered commit-log data", e))?;
+            pos += n;
+        }
+        Ok(())
     }
 
     /// Zeroes whatever follows `end` in its segment (a torn or abandoned tail), durably, so that
@@ -665,15 +721,25 @@ impl CommitLog {
     /// Appends `msgs` (one message, or a batch of one topic and queue stored contiguously with
     /// consecutive queue offsets).
     pub fn append(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
-        self.append_with(msgs, true)
+        self.append_with(msgs, true, true)
     }
 
     /// Appends; `wake_writer`: wake the writer thread if it sleeps (false when the caller
-    /// writes inline right after, see [`CommitLog::write_inline`]).
-    pub fn append_with(&self, msgs: &[PutMessage], wake_writer: bool) -> StoreResult<AppendResult> {
+    /// writes inline right after, see [`CommitLog::write_inline`]); `block`: when the write
+    /// buffer is full (the disk does not keep up), wait for room rather than fail with
+    /// [`StoreError::Busy`] (request handlers must not wait for the disk).
+    pub fn append_with(
+        &self,
+        msgs: &[PutMessage],
+        wake_writer: bool,
+        block: bool,
+    ) -> StoreResult<AppendResult> {
         let Some(first) = msgs.first() else {
             return Err(StoreError::BadBatch("empty batch".into()));
         };
+        if self.guard.is_full() {
+            return Err(self.guard.refusal());
+        }
         let mut total = 0usize;
         for m in msgs {
             if m.topic != first.topic || m.queue_id != first.queue_id {
@@ -710,6 +776,9 @@ impl CommitLog {
             }
             if a.buffered < MAX_BUFFERED {
                 break;
+            }
+            if !block {
+                return Err(StoreError::Busy);
             }
             a.space_waiters += 1;
             a = self.space_cv.wait(a).unwrap_or_else(|p| p.into_inner());
@@ -828,7 +897,11 @@ impl CommitLog {
     }
 
     /// Fills the rest of the active segment with a blank marker and moves to the next one.
+    /// Nothing changes when the next segment cannot be had (the append fails and the next one
+    /// tries again).
     fn roll(&self, a: &mut Appender, space_left: u64) -> StoreResult<()> {
+        let next_base = a.active.base + self.seg_size;
+        let next = self.next_segment(next_base)?;
         if a.chunks.is_empty() {
             let data = self.take_buffer();
             a.chunks.push(Chunk {
@@ -841,8 +914,6 @@ impl CommitLog {
             encode_blank(&mut c.data, space_left);
         }
         a.buffered += BLANK_LEN;
-        let next_base = a.active.base + self.seg_size;
-        let next = self.next_segment(next_base)?;
         self.segments
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -877,18 +948,17 @@ impl CommitLog {
             }
             break;
         }
+        if self.guard.site_full(Site::Segment) {
+            // The last allocation found no space: the allocator thread tries again as space
+            // comes back; appends are refused meanwhile rather than each trying here.
+            return Err(self.guard.refusal());
+        }
         // A spare for another base is never deleted here: only segments past the end of the
         // log are removed, at recovery.
         spare.ready = None;
         spare.in_progress = Some(base);
         drop(spare);
-        let created = create_segment(
-            &*self.vfs,
-            &self.dir,
-            base,
-            self.seg_size,
-            self.cfg.warm_segments,
-        );
+        let created = self.allocate_segment(base);
         let mut spare = lock(&self.spare);
         if created.is_ok() {
             self.active_base.store(base, Ordering::Release);
@@ -896,11 +966,61 @@ impl CommitLog {
         spare.in_progress = None;
         drop(spare);
         self.spare_cv.notify_all();
-        created.map(Arc::new)
+        match created {
+            Ok(seg) => Ok(Arc::new(seg)),
+            Err(e) if e.is_no_space() => Err(self.guard.refusal()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates the segment at `base` (past the active one). A file already there was left by
+    /// an allocation that did not complete (a full disk, a crash): segments past the active one
+    /// never hold data, so it is replaced. A failed creation leaves no file behind and, when
+    /// it found no space, sets the disk-full state until an allocation succeeds.
+    fn allocate_segment(&self, base: u64) -> StoreResult<Segment> {
+        let path = self.dir.join(file_name(base));
+        if self.segments().iter().any(|s| s.base >= base) {
+            return Err(StoreError::Corrupt(format!(
+                "refusing to recreate segment {}, which is in use",
+                path.display()
+            )));
+        }
+        if self.vfs.exists(&path) {
+            warn!(path = %path.display(), "replacing a segment file left by an allocation that did not complete");
+            self.vfs
+                .remove_file(&path)
+                .map_err(|e| StoreError::io("removing an incomplete segment", e))?;
+        }
+        let created = create_segment(
+            &*self.vfs,
+            &self.dir,
+            base,
+            self.seg_size,
+            self.cfg.warm_segments,
+        );
+        match &created {
+            Ok(_) => self.guard.space_ok(Site::Segment),
+            Err(e) if e.is_no_space() => {
+                self.guard.no_space(Site::Segment, &e.to_string());
+            }
+            Err(_) => {}
+        }
+        created
     }
 
     /// Creates the segment after the active one ahead of time (run by the allocator thread).
     pub fn preallocate_next(&self) -> StoreResult<()> {
+        if self.guard.site_full(Site::Segment) {
+            // Wait until a segment fits before trying again (an attempt on a full disk may
+            // write a whole segment of zeros before it fails).
+            let avail = self.guard.available_bytes(&self.dir);
+            if avail.is_some_and(|a| a < self.seg_size) {
+                return Err(StoreError::io(
+                    "waiting for space for the next segment",
+                    std::io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error()),
+                ));
+            }
+        }
         let base = {
             let mut spare = lock(&self.spare);
             let base = self.active_base.load(Ordering::Acquire) + self.seg_size;
@@ -910,13 +1030,7 @@ impl CommitLog {
             spare.in_progress = Some(base);
             base
         };
-        let created = create_segment(
-            &*self.vfs,
-            &self.dir,
-            base,
-            self.seg_size,
-            self.cfg.warm_segments,
-        );
+        let created = self.allocate_segment(base);
         let mut spare = lock(&self.spare);
         spare.in_progress = None;
         let result = match created {
@@ -1036,8 +1150,25 @@ impl CommitLog {
                 // Written inline meanwhile.
                 continue;
             }
-            if !self.write_round(sink, &mut chunks, &mut dispatch) {
-                return;
+            match self.write_round(sink, &mut chunks, &mut dispatch) {
+                Round::Done => {}
+                Round::Failed => return,
+                Round::NoSpace => {
+                    drop(_turn);
+                    if self.is_closed() {
+                        self.fail(
+                            "shut down while the disk was full: appends were left unwritten".into(),
+                        );
+                        return;
+                    }
+                    // Try again shortly: space comes back when retention deletes segments or
+                    // an operator frees some.
+                    let a = lock(&self.appender);
+                    let _ = self
+                        .appender_cv
+                        .wait_timeout(a, Duration::from_millis(50))
+                        .unwrap_or_else(|p| p.into_inner());
+                }
             }
         }
     }
@@ -1067,7 +1198,8 @@ impl CommitLog {
                 return wrote;
             };
             while self.take_buffered(&mut chunks, &mut dispatch) {
-                if !self.write_round(sink, &mut chunks, &mut dispatch) {
+                if self.write_round(sink, &mut chunks, &mut dispatch) != Round::Done {
+                    // Failed, or no space: the writer thread tries again.
                     return wrote;
                 }
                 wrote = true;
@@ -1099,15 +1231,26 @@ impl CommitLog {
         sink: &dyn DispatchSink,
         chunks: &mut Vec<Chunk>,
         dispatch: &mut Vec<DispatchRequest>,
-    ) -> bool {
+    ) -> Round {
         let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
         let mut end = 0;
-        for c in chunks.drain(..) {
+        for c in chunks.iter() {
             if let Err(e) = c.seg.file.write_all_at(&c.data, c.file_pos) {
-                self.fail(format!("writing {}: {e}", c.seg.path.display()));
-                return false;
+                let why = format!("writing {}: {e}", c.seg.path.display());
+                if is_no_space(&e) {
+                    // Nothing is lost or acknowledged: the records go back to the buffer and
+                    // are written again (the same bytes at the same place) once there is room.
+                    self.guard.no_space(Site::CommitLog, &why);
+                    self.requeue(chunks, dispatch);
+                    return Round::NoSpace;
+                }
+                self.fail(why);
+                return Round::Failed;
             }
             end = c.seg.base + c.file_pos + c.data.len() as u64;
+        }
+        self.guard.space_ok(Site::CommitLog);
+        for c in chunks.drain(..) {
             let mut data = c.data;
             data.clear();
             if data.capacity() <= 2 * self.cfg.write_buffer_size {
@@ -1120,7 +1263,7 @@ impl CommitLog {
             // buffered and share the next one. No hand-off to another thread on the
             // critical path of an acknowledgement.
             if self.sync_written().is_err() {
-                return false;
+                return Round::Failed;
             }
         }
         // Dispatch before acknowledging, so that an acknowledged message can be pulled.
@@ -1130,7 +1273,20 @@ impl CommitLog {
         lock(&self.written_waiters).complete_up_to(end);
         lock(&self.waiters).complete_up_to(self.flushed_offset().min(end));
         self.notify_progress();
-        true
+        Round::Done
+    }
+
+    /// Puts chunks (and their dispatch requests) that could not be written back in front of
+    /// what was appended since, to be written by a later round.
+    fn requeue(&self, chunks: &mut Vec<Chunk>, dispatch: &mut Vec<DispatchRequest>) {
+        let mut a = lock(&self.appender);
+        let bytes: usize = chunks.iter().map(|c| c.data.len()).sum();
+        chunks.append(&mut a.chunks);
+        std::mem::swap(chunks, &mut a.chunks);
+        dispatch.append(&mut a.dispatch);
+        std::mem::swap(dispatch, &mut a.dispatch);
+        a.buffered += bytes;
+        self.unwritten.store(a.buffered as u64, Ordering::Release);
     }
 
     // ----- flushing -----
@@ -1140,7 +1296,7 @@ impl CommitLog {
             if seg.base + self.seg_size > from && seg.base < to {
                 seg.file
                     .sync_data()
-                    .map_err(|e| StoreError::io("flushing the commit log", e))?;
+                    .map_err(|e| StoreError::sync("flushing the commit log", e))?;
             }
         }
         Ok(())
@@ -1156,6 +1312,13 @@ impl CommitLog {
 
     /// Makes everything written so far durable without waking anyone.
     fn sync_written(&self) -> StoreResult<u64> {
+        // One sync at a time, and none after one failed: a sync that follows a failed one on
+        // the same file may succeed without the lost writes ever reaching the disk (Linux
+        // reports a write-back error once), and must not advance the durable offset over them.
+        let _one = lock(&self.sync_lock);
+        if let Some(why) = self.failure() {
+            return Err(StoreError::NotRunning(why));
+        }
         let target = self.written_offset();
         let flushed = self.flushed_offset();
         if target > flushed {
@@ -1293,17 +1456,30 @@ impl CommitLog {
     /// Reads `size` bytes at `offset` (one record), waiting briefly if the writer has not yet
     /// written them. `None` if the offset is not (or no longer) stored.
     pub fn read(&self, offset: u64, size: usize) -> Option<Vec<u8>> {
+        self.read_checked(offset, size).ok().flatten()
+    }
+
+    /// [`CommitLog::read`], telling a read error (`Err`, logged) from bytes that are not
+    /// (or no longer) stored (`Ok(None)`).
+    pub fn read_checked(&self, offset: u64, size: usize) -> std::io::Result<Option<Vec<u8>>> {
         let end = offset + size as u64;
         if end > self.written_offset() && !self.wait_written(end, Duration::from_secs(1)) {
-            return None;
+            return Ok(None);
         }
-        let seg = self.segment_for(offset)?;
+        let Some(seg) = self.segment_for(offset) else {
+            return Ok(None);
+        };
         if offset + size as u64 > seg.base + self.seg_size {
-            return None;
+            return Ok(None);
         }
         let mut buf = vec![0u8; size];
-        seg.file.read_exact_at(&mut buf, offset - seg.base).ok()?;
-        Some(buf)
+        match seg.file.read_exact_at(&mut buf, offset - seg.base) {
+            Ok(()) => Ok(Some(buf)),
+            Err(e) => {
+                error!(segment = %seg.path.display(), offset, size, error = %e, "cannot read the commit log");
+                Err(e)
+            }
+        }
     }
 
     /// Reads the record at `offset` (its size taken from its first four bytes).
@@ -1363,6 +1539,29 @@ pub fn create_segment(
     let file = vfs
         .open(&path, true)
         .map_err(|e| StoreError::io("creating a segment", e))?;
+    let created = fill_segment(vfs, dir, &*file, size, warm);
+    if let Err(e) = created {
+        // Leave nothing behind: a half-made segment takes space and would be in the way of
+        // the next attempt.
+        if let Err(rm) = vfs.remove_file(&path) {
+            warn!(path = %path.display(), error = %rm, "cannot remove a segment whose creation failed");
+        } else {
+            let _ = vfs.sync_dir(dir);
+        }
+        return Err(e);
+    }
+    debug!(path = %path.display(), "created commit-log segment");
+    Ok(Segment::new(base, dir, file))
+}
+
+/// Sizes, allocates, zero-fills (when `warm`) and syncs a new segment file and its directory.
+fn fill_segment(
+    vfs: &dyn Vfs,
+    dir: &std::path::Path,
+    file: &dyn super::vfs::VfsFile,
+    size: u64,
+    warm: bool,
+) -> StoreResult<()> {
     file.set_len(size)
         .map_err(|e| StoreError::io("sizing a segment", e))?;
     // Allocating the blocks up front makes the zero-fill below (and writes into an unwarmed
@@ -1379,12 +1578,11 @@ pub fn create_segment(
             pos += n as u64;
         }
     }
+    // A failed sync here loses nothing acknowledged: the file is removed and made again.
     file.sync_all()
         .map_err(|e| StoreError::io("syncing a new segment", e))?;
     vfs.sync_dir(dir)
-        .map_err(|e| StoreError::io("syncing the commit-log directory", e))?;
-    debug!(path = %path.display(), "created commit-log segment");
-    Ok(Segment::new(base, dir, file))
+        .map_err(|e| StoreError::io("syncing the commit-log directory", e))
 }
 
 /// Counts a thread blocked on progress for as long as it lives.

@@ -61,9 +61,18 @@ pub struct StoreConfig {
     pub delete_when: String,
     /// Disk usage (percent) above which expired segments go at once (`diskMaxUsedSpaceRatio`, 75).
     pub disk_max_used_space_ratio: u32,
-    /// Disk usage (percent) above which the oldest segments go whatever their age
-    /// (`diskSpaceCleanForciblyRatio`, 85).
+    /// Disk usage (percent) above which the oldest segments go whatever their age (Java's
+    /// system property `rocketmq.broker.diskSpaceCleanForciblyRatio`, 0.85).
     pub disk_space_clean_forcibly_ratio: u32,
+    /// Disk usage (percent) of the commit log's or the consume queues' file system above which
+    /// new messages are refused with SERVICE_NOT_AVAILABLE (Java's system property
+    /// `rocketmq.broker.diskSpaceWarningLevelRatio`, 0.90).
+    pub disk_space_warning_level_ratio: u32,
+    /// How often the used space is checked (Java: every 10 s). Writes resume at most this long
+    /// after space is back; above `diskMaxUsedSpaceRatio`, retention runs at this pace too
+    /// rather than every `cleanResourceInterval`.
+    #[serde(with = "millis")]
+    pub disk_check_interval: Duration,
     /// How often retention runs (`cleanResourceInterval`, 10 s).
     #[serde(with = "millis")]
     pub clean_resource_interval: Duration,
@@ -116,6 +125,8 @@ impl Default for StoreConfig {
             delete_when: "04".to_string(),
             disk_max_used_space_ratio: 75,
             disk_space_clean_forcibly_ratio: 85,
+            disk_space_warning_level_ratio: 90,
+            disk_check_interval: Duration::from_secs(1),
             clean_resource_interval: Duration::from_secs(10),
             delete_files_batch_max: 10,
             max_hash_slot_num: 5_000_000,
@@ -245,6 +256,15 @@ impl StoreConfig {
             .map_err(|e| format!("messageDelayLevel: {e}"))?;
         if self.disk_max_used_space_ratio > 95 || self.disk_space_clean_forcibly_ratio > 95 {
             return Err("disk ratios are percentages up to 95".into());
+        }
+        if self.disk_space_warning_level_ratio > 100 {
+            return Err(format!(
+                "diskSpaceWarningLevelRatio is a percentage, got {}",
+                self.disk_space_warning_level_ratio
+            ));
+        }
+        if self.disk_check_interval.is_zero() {
+            return Err("diskCheckInterval must be positive".into());
         }
         Ok(())
     }

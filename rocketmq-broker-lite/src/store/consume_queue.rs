@@ -81,6 +81,30 @@ struct State {
     unsynced: u64,
 }
 
+/// Zeroes `[from, to)` of `file`, writing only the pages that are not zero already: the rest
+/// of a consume-queue file is mostly a hole, and filling it would take space (recovery must
+/// work on a full disk). Returns whether it wrote anything.
+fn zero_from(file: &dyn VfsFile, from: u64, to: u64) -> std::io::Result<bool> {
+    const PAGE: u64 = 4096;
+    let mut buf = vec![0u8; PAGE as usize];
+    let zeros = vec![0u8; PAGE as usize];
+    let len = file.len()?.min(to);
+    let mut wrote = false;
+    let mut pos = from;
+    while pos < len {
+        // Page-aligned steps after the first.
+        let end = ((pos / PAGE + 1) * PAGE).min(len);
+        let n = (end - pos) as usize;
+        file.read_exact_at(&mut buf[..n], pos)?;
+        if buf[..n].iter().any(|b| *b != 0) {
+            file.write_all_at(&zeros[..n], pos)?;
+            wrote = true;
+        }
+        pos = end;
+    }
+    Ok(wrote)
+}
+
 /// One consume queue.
 #[derive(Debug)]
 pub struct ConsumeQueue {
@@ -399,18 +423,20 @@ impl ConsumeQueue {
         let synced = files
             .iter()
             .try_for_each(|(_, f)| f.sync_data())
-            .map_err(|e| StoreError::io("syncing a consume queue", e))
+            .map_err(|e| StoreError::sync("syncing a consume queue", e))
             .and_then(|()| {
                 if new_files {
                     self.vfs
                         .sync_dir(&self.dir)
-                        .map_err(|e| StoreError::io("syncing a consume-queue directory", e))
+                        .map_err(|e| StoreError::sync("syncing a consume-queue directory", e))
                 } else {
                     Ok(())
                 }
             });
         if let Err(e) = synced {
-            // Nothing is known to be durable: the next sync does it all again.
+            // Nothing is known to be durable. The store stops on a failed sync (the entries
+            // are rebuilt from the commit log at restart); the files stay marked dirty only so
+            // that nothing here claims otherwise.
             let mut st = lock(&self.state);
             for f in st.files.iter_mut() {
                 if files.iter().any(|(base, _)| *base == f.base) {
@@ -429,11 +455,25 @@ impl ConsumeQueue {
         self.get_range(index, 1).into_iter().next()
     }
 
-    /// Up to `max` entries from `index` on.
+    /// Up to `max` entries from `index` on (fewer where a file is missing or unreadable).
     pub fn get_range(&self, index: u64, max: usize) -> Vec<CqEntry> {
+        match self.get_range_checked(index, max) {
+            Ok(v) => v,
+            Err((v, _)) => v,
+        }
+    }
+
+    /// [`ConsumeQueue::get_range`], with a read error reported (with the entries read before
+    /// it) rather than taken for the end of the entries.
+    #[allow(clippy::type_complexity)]
+    pub fn get_range_checked(
+        &self,
+        index: u64,
+        max: usize,
+    ) -> Result<Vec<CqEntry>, (Vec<CqEntry>, std::io::Error)> {
         let st = lock(&self.state);
         if index < st.min_index || index >= st.max_index || max == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let end = st.max_index.min(index + max as u64);
         let mut out = Vec::with_capacity((end - index) as usize);
@@ -445,15 +485,13 @@ impl ConsumeQueue {
                 .rev()
                 .find(|f| f.base <= i && i < f.base + self.per_file)
             else {
-                return out;
+                return Ok(out);
             };
             let n = (st.written_index.min(end).min(f.base + self.per_file) - i) as usize;
             let mut buf = vec![0u8; n * CQ_ENTRY_SIZE as usize];
-            if f.file
-                .read_exact_at(&mut buf, (i - f.base) * CQ_ENTRY_SIZE)
-                .is_err()
-            {
-                return out;
+            if let Err(e) = f.file.read_exact_at(&mut buf, (i - f.base) * CQ_ENTRY_SIZE) {
+                warn!(file = %f.path.display(), error = %e, "cannot read a consume queue");
+                return Err((out, e));
             }
             out.extend(buf.chunks_exact(20).map(CqEntry::decode));
             i += n as u64;
@@ -463,7 +501,7 @@ impl ConsumeQueue {
             out.push(CqEntry::decode(&st.tail[at..at + 20]));
             i += 1;
         }
-        out
+        Ok(out)
     }
 
     /// Drops every entry at and after `index`: the files are zeroed past it and later files
@@ -492,12 +530,11 @@ impl ConsumeQueue {
             }
             if f.base + per_file > index {
                 let from = (index.max(f.base) - f.base) * CQ_ENTRY_SIZE;
-                let len = per_file * CQ_ENTRY_SIZE - from;
-                let zeros = vec![0u8; len as usize];
-                f.file
-                    .write_all_at(&zeros, from)
-                    .map_err(|e| StoreError::io("truncating a consume queue", e))?;
-                f.dirty = true;
+                if zero_from(&*f.file, from, per_file * CQ_ENTRY_SIZE)
+                    .map_err(|e| StoreError::io("truncating a consume queue", e))?
+                {
+                    f.dirty = true;
+                }
             }
             kept.push(f);
         }

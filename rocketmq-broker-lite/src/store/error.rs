@@ -44,6 +44,35 @@ pub enum StoreError {
     /// Bad configuration.
     #[error("bad store configuration: {0}")]
     Config(String),
+    /// Writes are refused because the disk is (nearly) full: above `diskSpaceWarningLevelRatio`
+    /// on the commit log's or the consume queues' file system, or a write found no space. They
+    /// resume by themselves once space is back. The text is Java's remark for
+    /// `SERVICE_NOT_AVAILABLE`, with the usage of the commit-log, consume-queue and index
+    /// file systems as Java formats it.
+    #[error(
+        "service not available now. It may be caused by one of the following reasons: the \
+         broker's disk is full [{usage}], messages are put to the slave, message store has been \
+         shut down, etc."
+    )]
+    DiskFull {
+        /// `CL: %5.2f CQ: %5.2f INDEX: %5.2f` (used ratios).
+        usage: String,
+    },
+    /// The commit log's write buffer is full (the disk does not keep up): the append was not
+    /// made. Java's OS_PAGECACHE_BUSY remark.
+    #[error("[PC_SYNCHRONIZED]broker busy, start flow control for a while")]
+    Busy,
+    /// A sync (`fsync`/`fdatasync`) failed: what it covered may be lost, and syncing again would
+    /// not bring it back, so the store refuses writes until it is restarted (recovery then
+    /// keeps only what is durable).
+    #[error("store sync failed during {op}: {source}")]
+    SyncFailed {
+        /// What the store was syncing.
+        op: &'static str,
+        /// The error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
 }
 
 impl StoreError {
@@ -51,6 +80,22 @@ impl StoreError {
         StoreError::Io {
             op,
             source: Arc::new(source),
+        }
+    }
+
+    pub(crate) fn sync(op: &'static str, source: std::io::Error) -> Self {
+        StoreError::SyncFailed {
+            op,
+            source: Arc::new(source),
+        }
+    }
+
+    /// Whether this is an I/O error saying the disk is out of space.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            StoreError::Io { source, .. } => super::vfs::is_no_space(source),
+            StoreError::DiskFull { .. } => true,
+            _ => false,
         }
     }
 }

@@ -131,8 +131,11 @@ impl IndexFile {
             ..Header::default()
         };
         if create {
-            file.set_len(len)
-                .map_err(|e| StoreError::io("sizing an index file", e))?;
+            if let Err(e) = file.set_len(len) {
+                // Leave nothing behind for the next attempt to trip over.
+                let _ = vfs.remove_file(&path);
+                return Err(StoreError::io("sizing an index file", e));
+            }
         } else {
             let mut b = [0u8; 40];
             if file.read_exact_at(&mut b, 0).is_ok() {
@@ -278,7 +281,7 @@ impl IndexFile {
             self.file.write_all_at(&header.encode(), 0).map_err(io)?;
             self.file
                 .sync_data()
-                .map_err(|e| StoreError::io("syncing an index file", e))
+                .map_err(|e| StoreError::sync("syncing an index file", e))
         });
         if let Err(e) = written {
             // The next flush writes these pages and the header again.
@@ -474,7 +477,7 @@ impl IndexService {
         if created {
             self.vfs
                 .sync_dir(&self.dir)
-                .map_err(|e| StoreError::io("syncing the index directory", e))?;
+                .map_err(|e| StoreError::sync("syncing the index directory", e))?;
         }
         Ok(())
     }

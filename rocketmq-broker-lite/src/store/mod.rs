@@ -12,6 +12,7 @@ pub mod clock;
 pub mod commitlog;
 pub mod config;
 pub mod consume_queue;
+mod disk;
 pub mod error;
 mod fxhash;
 pub mod index;
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rocketmq_remoting::protocol::FileRegion;
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 pub use self::clock::{
     Clock, DiskUsage, ManualClock, ManualDiskUsage, SystemClock, SystemDiskUsage,
@@ -352,8 +353,11 @@ impl Inner {
         }
         if to_index {
             if let Some(index) = &self.index {
-                if let Err(e) = index.put(d) {
-                    warn!(error = %e, "indexing failed");
+                match index.put(d) {
+                    Ok(()) => {}
+                    // What the failed sync covered may be lost: stop, as for any store sync.
+                    Err(e @ StoreError::SyncFailed { .. }) => self.log.fail(e.to_string()),
+                    Err(e) => warn!(error = %e, "indexing failed"),
                 }
             }
         }
@@ -369,8 +373,34 @@ impl Inner {
     /// more than two pages unsynced are synced (Java's `flushConsumeQueueLeastPages`) and the
     /// dispatch point stays where the last thorough round left it, so recovery re-dispatches
     /// from there. With thousands of queues this avoids thousands of fdatasync calls a second.
+    ///
+    /// A write that finds the disk full sets the disk-full state until a round succeeds; a
+    /// failed sync stops the store (nothing it covered may be counted as durable, and no later
+    /// checkpoint may say otherwise).
     pub(crate) fn checkpoint_round(&self, thorough: bool) -> StoreResult<()> {
         let _g = lock(&self.checkpoint_lock);
+        if let Some(why) = self.log.failure() {
+            return Err(StoreError::NotRunning(why));
+        }
+        match self.checkpoint_writes(thorough) {
+            Ok(()) => {
+                self.log.guard.space_ok(disk::Site::Checkpoint);
+                Ok(())
+            }
+            Err(e) => {
+                if e.is_no_space() {
+                    self.log
+                        .guard
+                        .no_space(disk::Site::Checkpoint, &e.to_string());
+                } else if matches!(e, StoreError::SyncFailed { .. }) {
+                    self.log.fail(e.to_string());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn checkpoint_writes(&self, thorough: bool) -> StoreResult<()> {
         let dispatched_now = self.dispatched.load(Ordering::Acquire);
         let queues: Vec<Arc<ConsumeQueue>> = self
             .queues
@@ -398,7 +428,10 @@ impl Inner {
             index.flush()?;
         }
         if self.registry_dirty.swap(false, Ordering::AcqRel) {
-            self.save_registry()?;
+            if let Err(e) = self.save_registry() {
+                self.registry_dirty.store(true, Ordering::Release);
+                return Err(e);
+            }
         }
         let ts = self.last_store_ts.load(Ordering::Acquire);
         self.checkpoint.save(&checkpoint::Checkpoint {
@@ -526,11 +559,25 @@ impl MessageStore {
                         warn!(error = %e, "cannot zero-fill the active segment");
                     }
                 }
+                // One line when allocation starts failing (for another reason than space).
+                let mut failing = false;
                 while !i.stop.load(Ordering::Acquire) && !i.log.is_closed() {
-                    if let Err(e) = i.log.preallocate_next() {
-                        warn!(error = %e, "cannot preallocate the next segment");
-                        if !i.sleep_unless_stopped(Duration::from_secs(1)) {
-                            break;
+                    match i.log.preallocate_next() {
+                        Ok(()) => failing = false,
+                        Err(e) => {
+                            // (Out of space, the disk-full state logs it.)
+                            if !e.is_no_space() && !std::mem::replace(&mut failing, true) {
+                                warn!(error = %e, "cannot preallocate the next segment; retrying");
+                            }
+                            // Out of space: look again soon (writes wait for this segment).
+                            let pause = if e.is_no_space() {
+                                Duration::from_millis(100)
+                            } else {
+                                Duration::from_secs(1)
+                            };
+                            if !i.sleep_unless_stopped(pause) {
+                                break;
+                            }
                         }
                     }
                     i.log.wait_for_allocation_need(Duration::from_millis(500));
@@ -543,20 +590,45 @@ impl MessageStore {
             Box::new(move || {
                 let mut last_checkpoint = Instant::now();
                 let mut last_thorough = Instant::now();
-                while i.sleep_unless_stopped(Duration::from_millis(50)) {
-                    if last_checkpoint.elapsed() >= i.cfg.checkpoint_interval {
+                let mut last_disk_check: Option<Instant> = None;
+                let mut pressure = false;
+                // One line when checkpoints start failing and one when they work again.
+                let mut failing = false;
+                let tick = Duration::from_millis(50).min(i.cfg.disk_check_interval);
+                while i.sleep_unless_stopped(tick) {
+                    if last_disk_check.is_none_or(|t| t.elapsed() >= i.cfg.disk_check_interval) {
+                        last_disk_check = Some(Instant::now());
+                        let used = retention::check_disk(&i);
+                        pressure = used > i.cfg.disk_max_used_space_ratio || i.log.guard.is_full();
+                    }
+                    if last_checkpoint.elapsed() >= i.cfg.checkpoint_interval
+                        && i.log.failure().is_none()
+                    {
                         last_checkpoint = Instant::now();
                         let thorough =
                             last_thorough.elapsed() >= i.cfg.flush_consume_queue_thorough_interval;
                         if thorough {
                             last_thorough = Instant::now();
                         }
-                        if let Err(e) = i.checkpoint_round(thorough) {
-                            warn!(error = %e, "checkpoint failed");
+                        match i.checkpoint_round(thorough) {
+                            Ok(()) => {
+                                if std::mem::take(&mut failing) {
+                                    info!("checkpoints succeed again");
+                                }
+                            }
+                            Err(e) => {
+                                if !std::mem::replace(&mut failing, true) {
+                                    warn!(error = %e, "checkpoint failed; retrying");
+                                }
+                            }
                         }
                     }
-                    let due = lock(&i.last_clean_run)
-                        .is_none_or(|t| t.elapsed() >= i.cfg.clean_resource_interval);
+                    // Retention every cleanResourceInterval, and at the disk check's pace while
+                    // the disk is fuller than diskMaxUsedSpaceRatio (writes may be waiting).
+                    let due = lock(&i.last_clean_run).is_none_or(|t| {
+                        t.elapsed() >= i.cfg.clean_resource_interval
+                            || (pressure && t.elapsed() >= i.cfg.disk_check_interval)
+                    });
                     if due {
                         *lock(&i.last_clean_run) = Some(Instant::now());
                         retention::run(&i);
@@ -579,11 +651,14 @@ impl MessageStore {
     /// appends come one at a time (it saves two thread wake-ups per message). A tight loop of
     /// appends is better served by [`MessageStore::put_message`], which lets the writer thread
     /// batch them.
+    ///
+    /// It never waits for the disk: when the write buffer is full it fails with
+    /// [`StoreError::Busy`].
     pub fn put_message_now(&self, msg: &PutMessage) -> StoreResult<AppendResult> {
         let r = self
             .inner
             .log
-            .append_with(std::slice::from_ref(msg), false)?;
+            .append_with(std::slice::from_ref(msg), false, false)?;
         self.inner.log.write_inline(&*self.inner);
         Ok(r)
     }
@@ -591,7 +666,7 @@ impl MessageStore {
     /// [`MessageStore::put_messages`], written on the calling thread like
     /// [`MessageStore::put_message_now`].
     pub fn put_messages_now(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
-        let r = self.inner.log.append_with(msgs, false)?;
+        let r = self.inner.log.append_with(msgs, false, false)?;
         self.inner.log.write_inline(&*self.inner);
         Ok(r)
     }
@@ -667,7 +742,9 @@ impl MessageStore {
     /// Flushes everything written so far (ASYNC_FLUSH callers use it to force durability).
     pub fn flush(&self) -> StoreResult<u64> {
         let end = self.inner.log.max_offset();
-        self.inner.log.wait_written(end, Duration::from_secs(5));
+        self.inner
+            .log
+            .wait_written(end, self.inner.cfg.sync_flush_timeout);
         self.inner.log.flush()
     }
 
@@ -859,7 +936,16 @@ impl MessageStore {
         let max_msgs = max_msgs.max(1);
         // Java scans at most max(16000, maxMsgNums * 20) bytes of consume queue.
         let scan = 16_000.max(max_msgs * 20) / 20;
-        let entries = q.get_range(offset as u64, scan);
+        let entries = match q.get_range_checked(offset as u64, scan) {
+            Ok(entries) => entries,
+            Err((entries, _)) if !entries.is_empty() => entries,
+            Err(_) => {
+                // Unreadable: this pull finds nothing, the consumer's position stays.
+                r.status = GetStatus::OffsetFoundNull;
+                r.next_begin_offset = offset;
+                return r;
+            }
+        };
         if entries.is_empty() {
             // The consume-queue file is missing: Java skips to the start of the next file
             // (`ConsumeQueue.rollNextFile`).
@@ -886,6 +972,7 @@ impl MessageStore {
         // (`nextPhyFileStartOffset`) without looking at the entries.
         let segment = cfg.mapped_file_size_commit_log.max(1);
         let mut skip_below: Option<u64> = None;
+        let mut read_error = false;
         for (idx, e) in entries.iter().enumerate() {
             let size = e.size.max(0) as usize;
             if !e.is_real() {
@@ -973,14 +1060,24 @@ impl MessageStore {
                         }
                         end += next.size.max(0) as u64;
                     }
-                    let run = self
-                        .inner
-                        .log
-                        .read(phys, (end - phys) as usize)
-                        .or_else(|| self.inner.log.read(phys, size));
-                    let Some(run) = run else {
-                        removed(&mut r, &mut skip_below);
-                        continue;
+                    let run = match self.inner.log.read_checked(phys, (end - phys) as usize) {
+                        Ok(Some(run)) => Ok(Some(run)),
+                        Ok(None) | Err(_) => self.inner.log.read_checked(phys, size),
+                    };
+                    let run = match run {
+                        Ok(Some(run)) => run,
+                        Ok(None) => {
+                            removed(&mut r, &mut skip_below);
+                            continue;
+                        }
+                        Err(_) => {
+                            // A read error fails this pull, not the consumer's position: answer
+                            // with what was read before it, or with nothing to read yet at
+                            // this offset (the consumer asks again, after a long-polling wait).
+                            scanned -= 1;
+                            read_error = true;
+                            break;
+                        }
                     };
                     let run = Bytes::from(run);
                     let rec = run.slice(0..size.min(run.len()));
@@ -1011,6 +1108,13 @@ impl MessageStore {
             r.messages.push(rec);
             r.status = GetStatus::Found;
             skip_below = None;
+        }
+        if read_error && r.count() == 0 {
+            r.status = GetStatus::OffsetFoundNull;
+            r.next_begin_offset = offset;
+            r.messages.clear();
+            r.contiguous = None;
+            return r;
         }
         r.next_begin_offset = offset + scanned;
         r.suggest_pulling_from_slave = cl_max.saturating_sub(last_phys) > mem;
@@ -1176,9 +1280,23 @@ impl MessageStore {
         self.inner.log.next_segment_ready()
     }
 
-    /// Why the store stopped accepting writes, if it did.
+    /// Why the store stopped accepting writes, if it did (a failed sync or write: it accepts
+    /// writes again only after a restart).
     pub fn failure(&self) -> Option<String> {
         self.inner.log.failure()
+    }
+
+    /// Whether new messages are refused because the disk is full (Java's `DISK_FULL_BIT`):
+    /// above `diskSpaceWarningLevelRatio`, or a write found no space. Clears by itself.
+    pub fn is_disk_full(&self) -> bool {
+        self.inner.log.guard.is_full()
+    }
+
+    /// Checks the used disk space now (as the store's service thread does every
+    /// `diskCheckInterval`), updating the disk-full state; returns the used percentage of the
+    /// fuller of the commit log's and the consume queues' file systems.
+    pub fn check_disk(&self) -> u32 {
+        retention::check_disk(&self.inner)
     }
 
     fn stop_threads(&self) {

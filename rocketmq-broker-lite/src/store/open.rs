@@ -73,7 +73,12 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             })
             .unwrap_or(true);
     let (checkpoint, saved) = CheckpointFile::open(&*vfs, &cfg.checkpoint_path())?;
-    let (log, _segments) = CommitLog::open(cfg.clone(), vfs.clone(), env.clock.clone())?;
+    let (log, _segments) = CommitLog::open(
+        cfg.clone(),
+        vfs.clone(),
+        env.clock.clone(),
+        env.disk.clone(),
+    )?;
     let cl_min = log.min_offset();
     let check_crc = cfg.check_crc_on_recover;
 
@@ -107,7 +112,13 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             info!(end, "commit log recovered");
             log.wipe_tail(end)?;
             // What the scan found may have been only in the page cache: make it durable before
-            // anything (consumers, the checkpoint) relies on it.
+            // anything (consumers, the checkpoint) relies on it. Past what the checkpoint proves
+            // durable it is written again first: after a failed sync the page cache may hold
+            // pages the kernel will never write back by itself.
+            let proven = saved
+                .map_or(cl_min, |cp| cp.commit_log_flushed)
+                .clamp(scan_from, end);
+            log.rewrite_range(proven, end)?;
             log.sync_recovered(scan_from, end)?;
             let dispatched = saved.map_or(cl_min, |cp| cp.dispatched).clamp(cl_min, end);
             (end, dispatched)
@@ -291,8 +302,16 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
     inner.log.set_end(end, offsets)?;
     inner.dispatched.store(end, Ordering::Release);
 
-    // 5. Make the recovered state durable, then mark the store as running.
-    inner.checkpoint_now()?;
+    // 5. Make the recovered state durable, then mark the store as running. On a full disk the
+    //    store still opens (refusing writes until a checkpoint succeeds): until then the
+    //    previous checkpoint stands, and a crash recovers from it again.
+    match inner.checkpoint_now() {
+        Ok(()) => {}
+        Err(e) if e.is_no_space() => {
+            warn!(error = %e, "cannot write the checkpoint: the disk is full");
+        }
+        Err(e) => return Err(e),
+    }
     let marker = vfs
         .open(&abort_path, true)
         .map_err(|e| StoreError::io("creating the abort file", e))?;

@@ -2,15 +2,25 @@
 //! only point into them (Java `CleanCommitLogService` / `CleanConsumeQueueService`).
 //!
 //! Segments older than `fileReservedTime` hours are deleted at the `deleteWhen` hours; when the
-//! disk is fuller than `diskMaxUsedSpaceRatio` they are deleted at once, whatever the hour; past
-//! `diskSpaceCleanForciblyRatio` the oldest segments go whatever their age. The active segment
-//! is never deleted. A segment's age is the store time of its newest message (or, when unknown,
-//! of the first message of the next segment).
+//! commit log's or the consume queues' disk is fuller than `diskMaxUsedSpaceRatio` they are
+//! deleted at once, whatever the hour; past `diskSpaceCleanForciblyRatio` the oldest segments go
+//! whatever their age (at most `deleteFilesBatchMax` a pass, as Java, but no more than it takes
+//! to get back under that ratio). The active segment is never deleted. A segment's age is the
+//! store time of its newest message (or, when unknown, of the first message of the next
+//! segment).
+//!
+//! When the next segment cannot be allocated for lack of space although the disk is not above
+//! the forcible ratio (segments large against the disk), the oldest segment is deleted to make
+//! room, one a pass: writes wait for that segment.
+//!
+//! [`check_disk`] sets the store's disk-full state (Java's `DISK_FULL_BIT`) from the same
+//! ratios: new messages are refused above `diskSpaceWarningLevelRatio`.
 
 use std::sync::atomic::Ordering;
 
 use tracing::info;
 
+use super::disk::Site;
 use super::Inner;
 
 /// What a retention pass did.
@@ -28,16 +38,60 @@ pub struct RetentionReport {
     pub trigger: Option<&'static str>,
 }
 
+/// Used space (percent) of the commit log's and the consume queues' file systems.
+fn usage(inner: &Inner) -> u32 {
+    let cfg = &inner.cfg;
+    let cl = inner.env.disk.used_percent(&cfg.commit_log_dir());
+    let cq = inner.env.disk.used_percent(&cfg.consume_queue_dir());
+    cl.max(cq)
+}
+
+/// Checks the used space of the commit log's and the consume queues' file systems and sets the
+/// disk-full state: full above `diskSpaceWarningLevelRatio` (Java `isSpaceFull` and
+/// `isSpaceToDelete`). Returns the higher of the two percentages.
+pub(super) fn check_disk(inner: &Inner) -> u32 {
+    let cfg = &inner.cfg;
+    let warn = cfg.disk_space_warning_level_ratio;
+    let cl = inner.env.disk.used_percent(&cfg.commit_log_dir());
+    let cq = inner.env.disk.used_percent(&cfg.consume_queue_dir());
+    let why = if cl > warn {
+        Some(format!(
+            "commit-log disk {cl}% used, above diskSpaceWarningLevelRatio {warn}%"
+        ))
+    } else if cq > warn {
+        Some(format!(
+            "consume-queue disk {cq}% used, above diskSpaceWarningLevelRatio {warn}%"
+        ))
+    } else {
+        None
+    };
+    inner.log.guard.set_ratio(why);
+    cl.max(cq)
+}
+
 pub(super) fn run(inner: &Inner) -> RetentionReport {
     let cfg = &inner.cfg;
     let now = inner.env.clock.now_ms();
     let time_up = cfg.delete_hours().contains(&inner.env.clock.hour_of_day());
-    let used = inner.env.disk.used_percent(&cfg.commit_log_dir());
+    let used = usage(inner);
     let space_full = used > cfg.disk_max_used_space_ratio;
-    let forced = used > cfg.disk_space_clean_forcibly_ratio;
+    let mut forced = used > cfg.disk_space_clean_forcibly_ratio;
+    // The next segment found no space, and there is indeed less than a segment free (segments
+    // large against the disk): writes wait for it, so the oldest segment makes room, one a
+    // pass.
+    let no_room = !forced
+        && inner.log.guard.site_full(Site::Segment)
+        && inner
+            .env
+            .disk
+            .available_bytes(&cfg.commit_log_dir())
+            .is_some_and(|a| a < cfg.mapped_file_size_commit_log);
+    forced |= no_room;
     let mut report = RetentionReport {
         disk_used_percent: used,
-        trigger: if forced {
+        trigger: if no_room {
+            Some("no room for the next segment")
+        } else if forced {
             Some("forced")
         } else if space_full {
             Some("space")
@@ -62,6 +116,8 @@ pub(super) fn run(inner: &Inner) -> RetentionReport {
                 inner.log.first_store_timestamp(&segs[1])
             };
             let expired = age_ts.is_some_and(|ts| now - ts >= reserved_ms);
+            // The deleted segment's file closes (and its space is freed) with the last handle.
+            drop(segs);
             if !(expired || forced) {
                 break;
             }
@@ -69,6 +125,11 @@ pub(super) fn run(inner: &Inner) -> RetentionReport {
                 break;
             }
             report.segments_deleted += 1;
+            if forced && !expired {
+                // Deleting young data only to get back under the ratio (or to make room for
+                // one segment): stop once there.
+                forced = !no_room && usage(inner) > cfg.disk_space_clean_forcibly_ratio;
+            }
         }
     }
     let cl_min = inner.log.min_offset();
@@ -92,6 +153,8 @@ pub(super) fn run(inner: &Inner) -> RetentionReport {
     }
     if report.segments_deleted > 0 {
         info!(?report, "retention pass");
+        // Writes may resume now rather than at the next disk check.
+        check_disk(inner);
     }
     report
 }

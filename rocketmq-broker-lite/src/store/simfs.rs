@@ -7,6 +7,13 @@
 //! of each file's volatile writes, the last one possibly torn, as a disk that wrote some pages
 //! before losing power would — and invalidates every open handle, so a store that was running
 //! cannot write any more (as if its process died with the machine).
+//!
+//! For fault tests it can also run out of space (a capacity in bytes, counted in 4 KiB blocks
+//! as a real file system allocates them: `set_len` leaves holes, `allocate` and writes fill
+//! them), fail chosen operations with `ENOSPC` or `EIO` ([`SimFs::inject`]), and slow syncs
+//! down ([`SimFs::delay_syncs`]). A failed sync behaves as Linux does after a write-back error
+//! (the "fsyncgate" semantics): the writes it covered stay readable but are forgotten by the
+//! disk — they are not durable, and a later sync that succeeds does not make them so.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -23,11 +30,92 @@ enum Op {
     SetLen(u64),
 }
 
+/// Block size of the space accounting.
+const BLOCK: u64 = 4096;
+
 #[derive(Debug, Default)]
 struct Inode {
     data: Vec<u8>,
     durable: Vec<u8>,
     volatile: Vec<Op>,
+    /// Allocated blocks (running view) and as of the last sync.
+    blocks: BTreeSet<u64>,
+    durable_blocks: BTreeSet<u64>,
+}
+
+impl Inode {
+    /// Blocks of `[off, off + len)` not allocated yet.
+    fn missing_blocks(&self, off: u64, len: u64) -> Vec<u64> {
+        if len == 0 {
+            return Vec::new();
+        }
+        (off / BLOCK..(off + len).div_ceil(BLOCK))
+            .filter(|b| !self.blocks.contains(b))
+            .collect()
+    }
+}
+
+/// An operation of the file layer a fault can be injected into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultOp {
+    /// `write_all_at`.
+    Write,
+    /// `set_len`.
+    SetLen,
+    /// `allocate` (fallocate).
+    Allocate,
+    /// `sync_data` / `sync_all` of a file.
+    Sync,
+    /// `sync_dir`.
+    SyncDir,
+    /// `open` with `create` of a file that does not exist yet.
+    Create,
+    /// `rename`.
+    Rename,
+    /// `read_at`.
+    Read,
+}
+
+/// The error an injected fault returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// `ENOSPC`: no space left on device.
+    NoSpace,
+    /// `EIO`: an I/O error.
+    Io,
+}
+
+impl FaultKind {
+    fn error(self, op: FaultOp, path: &Path) -> io::Error {
+        let errno = match self {
+            FaultKind::NoSpace => rustix::io::Errno::NOSPC,
+            FaultKind::Io => rustix::io::Errno::IO,
+        };
+        let e = io::Error::from_raw_os_error(errno.raw_os_error());
+        io::Error::new(
+            e.kind(),
+            format!("simulated {op:?} fault on {}: {e}", path.display()),
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Fault {
+    op: FaultOp,
+    under: PathBuf,
+    kind: FaultKind,
+    /// Matching operations let through before the fault fires.
+    skip: u64,
+    /// Times it fires (`None`: until cleared).
+    times: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Faults {
+    rules: Vec<Fault>,
+    /// Faults fired so far.
+    fired: u64,
+    sync_delay: Option<(PathBuf, Duration)>,
 }
 
 fn apply(data: &mut Vec<u8>, op: &Op) {
@@ -52,6 +140,18 @@ struct State {
     dirs: BTreeSet<PathBuf>,
     rng: u64,
     syncs: u64,
+    /// Capacity in bytes (`None`: unlimited).
+    capacity: Option<u64>,
+}
+
+impl State {
+    /// Blocks allocated by the files of the running namespace.
+    fn used_blocks(&self) -> u64 {
+        self.files
+            .values()
+            .map(|i| lock(i).blocks.len() as u64)
+            .sum()
+    }
 }
 
 impl State {
@@ -80,6 +180,10 @@ pub struct SimFs {
     state: Arc<Mutex<State>>,
     generation: Arc<AtomicU64>,
     gate: Arc<(Mutex<SyncGate>, Condvar)>,
+    faults: Arc<Mutex<Faults>>,
+    /// Blocks allocated by the running namespace (kept up to date for the capacity check,
+    /// without taking the namespace lock on every write).
+    used: Arc<AtomicU64>,
 }
 
 impl Default for SimFs {
@@ -109,7 +213,140 @@ impl SimFs {
             })),
             generation: Arc::new(AtomicU64::new(0)),
             gate: Arc::default(),
+            faults: Arc::default(),
+            used: Arc::default(),
         }
+    }
+
+    /// Limits the space of the file system to `bytes` (`None`: unlimited). Files already
+    /// bigger stay; further allocations fail with `ENOSPC`.
+    pub fn set_capacity(&self, bytes: Option<u64>) {
+        lock(&self.state).capacity = bytes;
+    }
+
+    /// Bytes allocated by the files (in 4 KiB blocks).
+    pub fn used_bytes(&self) -> u64 {
+        self.used.load(Ordering::SeqCst) * BLOCK
+    }
+
+    /// Bytes still free (`None` without a capacity).
+    pub fn free_bytes(&self) -> Option<u64> {
+        let cap = lock(&self.state).capacity?;
+        Some(cap.saturating_sub(self.used_bytes()))
+    }
+
+    /// Makes `op` on paths under `under` fail with `kind`: after `skip` matching operations
+    /// succeed, the next `times` fail (`None`: every one, until [`SimFs::clear_faults`]).
+    pub fn inject(
+        &self,
+        op: FaultOp,
+        under: impl Into<PathBuf>,
+        kind: FaultKind,
+        skip: u64,
+        times: Option<u64>,
+    ) {
+        lock(&self.faults).rules.push(Fault {
+            op,
+            under: under.into(),
+            kind,
+            skip,
+            times,
+        });
+    }
+
+    /// Removes every injected fault and sync delay.
+    pub fn clear_faults(&self) {
+        let mut f = lock(&self.faults);
+        f.rules.clear();
+        f.sync_delay = None;
+    }
+
+    /// Injected faults that fired so far.
+    pub fn faults_fired(&self) -> u64 {
+        lock(&self.faults).fired
+    }
+
+    /// Makes every sync of a file under `under` take `delay` (a stalling disk); `None` stops it.
+    pub fn delay_syncs(&self, under: impl Into<PathBuf>, delay: Option<Duration>) {
+        lock(&self.faults).sync_delay = delay.map(|d| (under.into(), d));
+    }
+
+    /// The injected error for `op` on `path`, if a rule fires.
+    fn fault(&self, op: FaultOp, path: &Path) -> io::Result<()> {
+        let mut f = lock(&self.faults);
+        let mut fired = None;
+        for rule in f.rules.iter_mut() {
+            if rule.op != op || !path.starts_with(&rule.under) || rule.times == Some(0) {
+                continue;
+            }
+            if rule.skip > 0 {
+                rule.skip -= 1;
+                continue;
+            }
+            if let Some(t) = rule.times.as_mut() {
+                *t -= 1;
+            }
+            fired = Some(rule.kind);
+            break;
+        }
+        f.rules.retain(|r| r.times != Some(0));
+        match fired {
+            Some(kind) => {
+                f.fired += 1;
+                Err(kind.error(op, path))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Allocates the blocks of `[off, off + len)` of `inode`, all or nothing.
+    fn allocate_blocks(
+        &self,
+        inode: &mut Inode,
+        off: u64,
+        len: u64,
+        path: &Path,
+    ) -> io::Result<()> {
+        let missing = inode.missing_blocks(off, len);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let capacity = lock(&self.state).capacity;
+        let n = missing.len() as u64;
+        loop {
+            let used = self.used.load(Ordering::SeqCst);
+            if capacity.is_some_and(|cap| (used + n) * BLOCK > cap) {
+                return Err(FaultKind::NoSpace.error(FaultOp::Write, path));
+            }
+            if self
+                .used
+                .compare_exchange(used, used + n, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                break;
+            }
+        }
+        inode.blocks.extend(missing);
+        Ok(())
+    }
+
+    /// Frees the blocks of `inode` at or past byte `len`.
+    fn free_blocks_from(&self, inode: &mut Inode, len: u64) {
+        let first = len.div_ceil(BLOCK);
+        let before = inode.blocks.len();
+        inode.blocks.retain(|b| *b < first);
+        let freed = (before - inode.blocks.len()) as u64;
+        if freed > 0 {
+            self.used.fetch_sub(freed, Ordering::SeqCst);
+        }
+    }
+
+    /// Frees every block of a file leaving the running namespace.
+    fn release(&self, inode: &Arc<Mutex<Inode>>) {
+        let mut i = lock(inode);
+        let n = i.blocks.len() as u64;
+        i.blocks.clear();
+        self.used.fetch_sub(n, Ordering::SeqCst);
     }
 
     /// Makes every `sync_data`/`sync_all` of a file under `dir` wait until
@@ -180,7 +417,10 @@ impl SimFs {
             }
             i.data = data.clone();
             i.durable = data;
+            i.blocks = i.durable_blocks.clone();
         }
+        let used = st.used_blocks();
+        self.used.store(used, Ordering::SeqCst);
     }
 
     /// Simulates a process crash without power loss (`kill -9`): written data stays (it is in
@@ -211,6 +451,22 @@ impl SimFs {
     }
 }
 
+/// The simulated disk's usage, as `statvfs` would report it (0 % without a capacity).
+impl super::clock::DiskUsage for SimFs {
+    fn used_percent(&self, _path: &Path) -> u32 {
+        let Some(cap) = lock(&self.state).capacity.filter(|c| *c > 0) else {
+            return 0;
+        };
+        (self.used_bytes().saturating_mul(100))
+            .div_ceil(cap)
+            .min(100) as u32
+    }
+
+    fn available_bytes(&self, _path: &Path) -> Option<u64> {
+        self.free_bytes()
+    }
+}
+
 #[derive(Debug)]
 struct SimFile {
     fs: SimFs,
@@ -231,6 +487,7 @@ impl SimFile {
 impl VfsFile for SimFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.check()?;
+        self.fs.fault(FaultOp::Read, &self.path)?;
         let i = lock(&self.inode);
         let off = offset as usize;
         if off >= i.data.len() {
@@ -242,7 +499,10 @@ impl VfsFile for SimFile {
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.check()?;
+        self.fs.fault(FaultOp::Write, &self.path)?;
         let mut i = lock(&self.inode);
+        self.fs
+            .allocate_blocks(&mut i, offset, buf.len() as u64, &self.path)?;
         let op = Op::Write(offset, buf.to_vec());
         apply(&mut i.data, &op);
         i.volatile.push(op);
@@ -250,10 +510,24 @@ impl VfsFile for SimFile {
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.check()?;
+        self.fs.fault(FaultOp::SetLen, &self.path)?;
         let mut i = lock(&self.inode);
+        self.fs.free_blocks_from(&mut i, len);
         let op = Op::SetLen(len);
         apply(&mut i.data, &op);
         i.volatile.push(op);
+        Ok(())
+    }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.check()?;
+        self.fs.fault(FaultOp::Allocate, &self.path)?;
+        let mut i = lock(&self.inode);
+        self.fs.allocate_blocks(&mut i, 0, len, &self.path)?;
+        if (i.data.len() as u64) < len {
+            let op = Op::SetLen(len);
+            apply(&mut i.data, &op);
+            i.volatile.push(op);
+        }
         Ok(())
     }
     fn len(&self) -> io::Result<u64> {
@@ -263,10 +537,30 @@ impl VfsFile for SimFile {
     fn sync_data(&self) -> io::Result<()> {
         self.check()?;
         self.fs.pass_gate(&self.path);
+        let delay = lock(&self.fs.faults)
+            .sync_delay
+            .as_ref()
+            .filter(|(under, _)| self.path.starts_with(under))
+            .map(|(_, d)| *d);
+        if let Some(d) = delay {
+            std::thread::sleep(d);
+        }
+        self.check()?;
+        if let Err(e) = self.fs.fault(FaultOp::Sync, &self.path) {
+            // Write-back failed: the pages are marked clean and their contents forgotten by
+            // the disk; they stay readable, but no later sync makes them durable.
+            lock(&self.inode).volatile.clear();
+            return Err(e);
+        }
         {
             let mut i = lock(&self.inode);
-            i.durable = i.data.clone();
-            i.volatile.clear();
+            let ops = std::mem::take(&mut i.volatile);
+            let mut durable = std::mem::take(&mut i.durable);
+            for op in &ops {
+                apply(&mut durable, op);
+            }
+            i.durable = durable;
+            i.durable_blocks = i.blocks.clone();
         }
         lock(&self.fs.state).syncs += 1;
         Ok(())
@@ -286,6 +580,7 @@ impl Vfs for SimFs {
         let inode = match st.files.get(path) {
             Some(i) => i.clone(),
             None if create => {
+                self.fault(FaultOp::Create, path)?;
                 let i = Arc::new(Mutex::new(Inode::default()));
                 st.files.insert(path.to_path_buf(), i.clone());
                 i
@@ -329,29 +624,46 @@ impl Vfs for SimFs {
         lock(&self.state).dirs.contains(path)
     }
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        lock(&self.state)
+        let inode = lock(&self.state)
             .files
             .remove(path)
-            .map(|_| ())
-            .ok_or_else(|| not_found(path))
+            .ok_or_else(|| not_found(path))?;
+        self.release(&inode);
+        Ok(())
     }
     fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
         let mut st = lock(&self.state);
         if !st.dirs.contains(path) {
             return Err(not_found(path));
         }
+        let removed: Vec<Arc<Mutex<Inode>>> = st
+            .files
+            .iter()
+            .filter(|(p, _)| p.starts_with(path))
+            .map(|(_, i)| i.clone())
+            .collect();
         st.files.retain(|p, _| !p.starts_with(path));
         st.durable_files.retain(|p, _| !p.starts_with(path));
         st.dirs.retain(|p| !p.starts_with(path));
+        drop(st);
+        for i in &removed {
+            self.release(i);
+        }
         Ok(())
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.fault(FaultOp::Rename, from)?;
         let mut st = lock(&self.state);
         let inode = st.files.remove(from).ok_or_else(|| not_found(from))?;
-        st.files.insert(to.to_path_buf(), inode);
+        let replaced = st.files.insert(to.to_path_buf(), inode);
+        drop(st);
+        if let Some(old) = replaced {
+            self.release(&old);
+        }
         Ok(())
     }
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.fault(FaultOp::SyncDir, path)?;
         let mut st = lock(&self.state);
         let current: Vec<(PathBuf, Arc<Mutex<Inode>>)> = st
             .files
@@ -418,6 +730,109 @@ mod tests {
             let first_zero = data.iter().position(|b| *b == 0).unwrap_or(8);
             assert!(data[first_zero..].iter().all(|b| *b == 0), "{data:?}");
             assert_eq!(&b"abcdef"[..first_zero.min(6)], &data[..first_zero.min(6)]);
+        }
+    }
+
+    #[test]
+    fn capacity_counts_allocated_blocks_and_frees_them() {
+        use crate::store::clock::DiskUsage;
+        let fs = SimFs::default();
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).unwrap();
+        fs.set_capacity(Some(16 * BLOCK));
+        let a = fs.open(&dir.join("a"), true).unwrap();
+        a.set_len(100 * BLOCK).unwrap(); // a hole takes no space
+        assert_eq!(fs.used_bytes(), 0);
+        a.allocate(8 * BLOCK).unwrap();
+        assert_eq!(fs.used_bytes(), 8 * BLOCK);
+        assert_eq!(fs.used_percent(dir), 50);
+        a.write_all_at(&[1; 10], 50 * BLOCK).unwrap(); // fills one more block
+        assert_eq!(fs.used_bytes(), 9 * BLOCK);
+        let b = fs.open(&dir.join("b"), true).unwrap();
+        let e = b.allocate(8 * BLOCK).unwrap_err();
+        assert!(crate::store::vfs::is_no_space(&e), "{e}");
+        assert_eq!(
+            fs.used_bytes(),
+            9 * BLOCK,
+            "a failed allocation takes nothing"
+        );
+        let e = b.write_all_at(&vec![0; 8 * BLOCK as usize], 0).unwrap_err();
+        assert!(crate::store::vfs::is_no_space(&e));
+        fs.remove_file(&dir.join("a")).unwrap();
+        assert_eq!(fs.used_bytes(), 0);
+        b.allocate(8 * BLOCK).unwrap();
+        assert_eq!(fs.available_bytes(dir), Some(8 * BLOCK));
+    }
+
+    #[test]
+    fn injected_faults_fire_as_told() {
+        let fs = SimFs::default();
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).unwrap();
+        let f = fs.open(&dir.join("f"), true).unwrap();
+        fs.inject(FaultOp::Write, "/d", FaultKind::NoSpace, 1, Some(2));
+        f.write_all_at(b"a", 0).unwrap(); // skipped
+        assert!(crate::store::vfs::is_no_space(
+            &f.write_all_at(b"b", 0).unwrap_err()
+        ));
+        assert!(f.write_all_at(b"c", 0).is_err());
+        f.write_all_at(b"d", 0).unwrap(); // used up
+        assert_eq!(fs.faults_fired(), 2);
+        fs.inject(FaultOp::Create, "/d", FaultKind::Io, 0, None);
+        assert!(fs.open(&dir.join("g"), true).is_err());
+        assert!(
+            fs.open(&dir.join("f"), true).is_ok(),
+            "opening an existing file"
+        );
+        fs.clear_faults();
+        assert!(fs.open(&dir.join("g"), true).is_ok());
+    }
+
+    #[test]
+    fn a_failed_sync_forgets_what_it_covered() {
+        let fs = SimFs::default();
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).unwrap();
+        let f = fs.open(&dir.join("f"), true).unwrap();
+        f.write_all_at(b"one", 0).unwrap();
+        f.sync_data().unwrap();
+        fs.sync_dir(dir).unwrap();
+        f.write_all_at(b"two", 3).unwrap();
+        fs.inject(FaultOp::Sync, "/d", FaultKind::Io, 0, Some(1));
+        assert!(f.sync_data().is_err());
+        // Still readable, and a later sync succeeds...
+        assert_eq!(fs.read_file(&dir.join("f")).unwrap(), b"onetwo");
+        f.write_all_at(b"six", 6).unwrap();
+        f.sync_data().unwrap();
+        // ...but what the failed one covered never reaches the disk.
+        fs.power_cut(false);
+        assert_eq!(fs.read_file(&dir.join("f")).unwrap(), b"one\0\0\0six");
+    }
+
+    #[test]
+    fn atomic_replace_keeps_the_old_file_when_the_new_one_cannot_be_written() {
+        let p = Path::new("/cfg/x.json");
+        for (op, kind) in [
+            (FaultOp::Create, FaultKind::NoSpace),
+            (FaultOp::Write, FaultKind::NoSpace),
+            (FaultOp::Sync, FaultKind::Io),
+            (FaultOp::Rename, FaultKind::Io),
+        ] {
+            let fs = SimFs::default();
+            fs.write_file_atomic(p, b"old").unwrap();
+            fs.inject(op, "/cfg", kind, 0, Some(1));
+            assert!(fs.write_file_atomic(p, b"new").is_err(), "{op:?}");
+            assert_eq!(fs.read_file(p).unwrap(), b"old", "{op:?}");
+            assert!(
+                !fs.exists(Path::new("/cfg/x.json.tmp")),
+                "{op:?}: no temporary left"
+            );
+            fs.power_cut(true);
+            assert_eq!(fs.read_file(p).unwrap(), b"old", "{op:?}");
+            // The next attempt works.
+            fs.write_file_atomic(p, b"new").unwrap();
+            fs.power_cut(true);
+            assert_eq!(fs.read_file(p).unwrap(), b"new", "{op:?}");
         }
     }
 }

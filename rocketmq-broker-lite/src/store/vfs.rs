@@ -88,6 +88,11 @@ pub trait Vfs: Send + Sync + std::fmt::Debug {
 
     /// Replaces `path` atomically and durably: write a temporary file, sync it, rename it over
     /// `path`, sync the directory.
+    ///
+    /// When the new contents cannot be written or synced (a full disk, an I/O error), `path`
+    /// keeps its old contents and the temporary file is removed, so nothing is left that takes
+    /// space or gets in the way of the next attempt (which writes everything again: nothing
+    /// relies on the page cache of a failed attempt).
     fn write_file_atomic(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         let dir = path
             .parent()
@@ -96,15 +101,30 @@ pub trait Vfs: Send + Sync + std::fmt::Debug {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
-        {
-            let f = self.open(&tmp, true)?;
+        let written = self.open(&tmp, true).and_then(|f| {
             f.set_len(0)?;
             f.write_all_at(data, 0)?;
-            f.sync_all()?;
+            f.sync_all()
+        });
+        if let Err(e) = written.and_then(|()| self.rename(&tmp, path)) {
+            if self.exists(&tmp) {
+                let _ = self.remove_file(&tmp);
+            }
+            return Err(e);
         }
-        self.rename(&tmp, path)?;
         self.sync_dir(dir)
     }
+}
+
+/// Whether `e` says the file system is out of space (`ENOSPC`, or `EDQUOT`: over a quota).
+pub fn is_no_space(e: &io::Error) -> bool {
+    let raw = e.raw_os_error();
+    raw == Some(rustix::io::Errno::NOSPC.raw_os_error())
+        || raw == Some(rustix::io::Errno::DQUOT.raw_os_error())
+        || matches!(
+            e.kind(),
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+        )
 }
 
 /// The real file system (`pread`/`pwrite`, `fdatasync`, `fsync`).

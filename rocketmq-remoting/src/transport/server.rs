@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::channel::{Channel, ChannelConfig};
 use super::hook::RpcHook;
@@ -137,8 +137,16 @@ struct AcceptLoop {
 }
 
 impl AcceptLoop {
+    /// Accepts until shutdown. When accepting fails — typically out of file descriptors
+    /// (`EMFILE`/`ENFILE`), as under a connection storm with a low `ulimit -n` — it backs off
+    /// (10 ms doubling to 500 ms) and tries again, logging once when it starts failing and once
+    /// when it accepts again; connections already open are served meanwhile, and the ones
+    /// waiting in the listen backlog are accepted as soon as descriptors are free.
     async fn run(self) {
-        let mut backoff = Duration::from_millis(10);
+        const FIRST: Duration = Duration::from_millis(10);
+        const MAX: Duration = Duration::from_millis(500);
+        let mut backoff = FIRST;
+        let mut failures = 0u64;
         loop {
             let accepted = tokio::select! {
                 _ = self.shutdown.cancelled() => break,
@@ -146,16 +154,28 @@ impl AcceptLoop {
             };
             let (stream, peer) = match accepted {
                 Ok(s) => {
-                    backoff = Duration::from_millis(10);
+                    if failures > 0 {
+                        info!(failures, "accepting connections again");
+                        failures = 0;
+                    }
+                    backoff = FIRST;
                     s
                 }
                 Err(e) => {
-                    warn!(error = %e, "accept failed");
+                    if failures == 0 {
+                        warn!(
+                            error = %e,
+                            "accept failed; backing off (open connections are still served)"
+                        );
+                    } else {
+                        debug!(error = %e, failures, "accept failed again");
+                    }
+                    failures += 1;
                     tokio::select! {
                         _ = self.shutdown.cancelled() => break,
                         _ = tokio::time::sleep(backoff) => {}
                     }
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    backoff = (backoff * 2).min(MAX);
                     continue;
                 }
             };

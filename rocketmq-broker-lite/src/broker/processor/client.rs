@@ -44,9 +44,10 @@ pub(crate) async fn heartbeat(
         };
         if group.retry_queue_nums > 0 {
             let retry = topic::retry_topic(&c.group_name);
-            if let Ok((_, true)) = b
-                .topics
-                .ensure(&retry, group.retry_queue_nums, perm::READ_WRITE)
+            // Saved by the periodic persist: a heartbeat never waits for the disk.
+            if let (_, true) =
+                b.topics
+                    .ensure_unsaved(&retry, group.retry_queue_nums, perm::READ_WRITE)
             {
                 b.register_soon();
             }

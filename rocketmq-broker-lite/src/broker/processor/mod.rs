@@ -27,9 +27,57 @@ pub(crate) struct BrokerProcessor {
     pub(crate) vip: bool,
 }
 
+/// Whether Java answers `code` with a response made from a response-header class
+/// (`RemotingCommand.createResponseCommand(XxxResponseHeader.class)`): encoding such a
+/// response always writes an extFields map (`makeCustomHeaderToNet`), `"extFields":{}` when no
+/// field is set, on success and on error alike.
+fn answered_with_header(code: RequestCode) -> bool {
+    matches!(
+        code,
+        RequestCode::SendMessage
+            | RequestCode::SendMessageV2
+            | RequestCode::SendBatchMessage
+            | RequestCode::PullMessage
+            | RequestCode::UnregisterClient
+            | RequestCode::GetConsumerListByGroup
+            | RequestCode::QueryConsumerOffset
+            | RequestCode::UpdateConsumerOffset
+            | RequestCode::GetMaxOffset
+            | RequestCode::GetMinOffset
+            | RequestCode::GetEarliestMsgStoretime
+            | RequestCode::SearchOffsetByTimestamp
+            | RequestCode::GetAllTopicConfig
+            | RequestCode::GetBrokerConfig
+            | RequestCode::QueryMessage
+    )
+}
+
+/// Gives a response an extFields map (empty if it has none), as Java's response headers do.
+pub(crate) fn with_ext_map(mut cmd: RemotingCommand) -> RemotingCommand {
+    cmd.ext_fields.get_or_insert_with(Default::default);
+    cmd
+}
+
 #[async_trait]
 impl RequestProcessor for BrokerProcessor {
     async fn process(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        let code = req.request_code();
+        let result = self.dispatch(ctx, req).await;
+        if !answered_with_header(code) {
+            return result;
+        }
+        match result {
+            ProcessResult::Response(r) => ProcessResult::Response(with_ext_map(r)),
+            ProcessResult::Deferred(answer) => {
+                ProcessResult::Deferred(Box::pin(async move { answer.await.map(with_ext_map) }))
+            }
+            ProcessResult::NoResponse => ProcessResult::NoResponse,
+        }
+    }
+}
+
+impl BrokerProcessor {
+    async fn dispatch(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
         let b = &self.broker;
         b.stats.record_request();
         match req.request_code() {

@@ -3,19 +3,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rocketmq_remoting::protocol::body;
 use rocketmq_remoting::protocol::body::{
     MessageModel, SubscriptionData, SubscriptionGroupConfig, EXPRESSION_TYPE_TAG,
 };
 use rocketmq_remoting::protocol::headers::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
 };
-use rocketmq_remoting::protocol::topic::perm;
-use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::protocol::message::{
+    encode_properties, property, tags_hash_code, MessageQueue,
+};
+use rocketmq_remoting::protocol::topic::{self, perm};
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, SerializeType, StringMap};
 use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
 
 use crate::broker::processor::APPLY_TOPIC_URL;
 use crate::broker::BrokerInner;
-use crate::store::{GetStatus, MessageFilter};
+use crate::store::{GetStatus, MessageFilter, PutMessage};
 
 struct TagFilter(Option<Arc<SubscriptionData>>);
 
@@ -164,19 +168,35 @@ pub(crate) async fn pull(
                 .park(&h.topic, h.queue_id, h.queue_offset, filter.clone());
             let b = b.clone();
             let stop = b.shutdown.clone();
+            let channel = ctx.channel.clone();
+            let opaque = req.opaque;
             ProcessResult::Deferred(Box::pin(async move {
                 // A message may have arrived between the read and parking: check again.
-                if let ReadOutcome::Done(resp) = read(&b, &h, &filter, &group) {
-                    return Some(resp);
+                let resp = match read(&b, &h, &filter, &group) {
+                    ReadOutcome::Done(resp) => resp,
+                    ReadOutcome::NotFound(_) => {
+                        tokio::select! {
+                            _ = wake => {}
+                            _ = tokio::time::sleep(hold) => {}
+                            _ = stop.cancelled() => {}
+                        }
+                        match read(&b, &h, &filter, &group) {
+                            ReadOutcome::Done(r) | ReadOutcome::NotFound(r) => r,
+                        }
+                    }
+                };
+                // Java answers a held pull from `PullMessageProcessor.executeRequestWhenWakeup`,
+                // which writes the response itself without taking the request's serialize
+                // type: it goes out in the broker's default encoding (JSON), also to a client
+                // that sent a ROCKETMQ (binary) header.
+                let mut resp = super::with_ext_map(resp);
+                resp.opaque = opaque;
+                resp.mark_response();
+                resp.serialize_type = SerializeType::Json;
+                if let Err(e) = channel.send_response(&resp).await {
+                    tracing::debug!(error = %e, "could not answer a held pull");
                 }
-                tokio::select! {
-                    _ = wake => {}
-                    _ = tokio::time::sleep(hold) => {}
-                    _ = stop.cancelled() => {}
-                }
-                Some(match read(&b, &h, &filter, &group) {
-                    ReadOutcome::Done(r) | ReadOutcome::NotFound(r) => r,
-                })
+                None
             }))
         }
     }
@@ -244,6 +264,9 @@ fn read(
     } else {
         code
     };
+    if code == ResponseCode::PullOffsetMoved {
+        offset_moved_event(b, h, next);
+    }
     let mut resp = RemotingCommand::response(code, Some(r.status.as_str().to_string()));
     resp.set_header(&PullMessageResponseHeader {
         suggest_which_broker_id: suggest,
@@ -262,5 +285,49 @@ fn read(
         ReadOutcome::NotFound(resp)
     } else {
         ReadOutcome::Done(resp)
+    }
+}
+
+/// Java's `OffsetMovedEvent` body (fastjson, keys in alphabetical order).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OffsetMovedEvent<'a> {
+    consumer_group: &'a str,
+    message_queue: MessageQueue,
+    offset_new: i64,
+    offset_request: i64,
+}
+
+/// Records a corrected pull offset in `OFFSET_MOVED_EVENT` as Java's
+/// `PullMessageProcessor.generateOffsetMovedEvent` does: tags and keys are the group, DELAY=0
+/// (no WAIT: the message is built with no properties), body the event as JSON, born and store
+/// host the broker's address, queue 0.
+fn offset_moved_event(b: &BrokerInner, h: &PullMessageRequestHeader, next: i64) {
+    let event = OffsetMovedEvent {
+        consumer_group: &h.consumer_group,
+        message_queue: MessageQueue::new(h.topic.clone(), b.cfg.broker_name.clone(), h.queue_id),
+        offset_new: next,
+        offset_request: h.queue_offset,
+    };
+    let mut props = StringMap::new();
+    props.insert(property::TAGS, &h.consumer_group);
+    props.insert(property::DELAY_TIME_LEVEL, "0");
+    props.insert(property::KEYS, &h.consumer_group);
+    let m = PutMessage {
+        topic: topic::OFFSET_MOVED_EVENT.to_string(),
+        queue_id: 0,
+        flag: 0,
+        body: body::encode_fastjson(&event).into(),
+        properties: encode_properties(&props),
+        tags_code: tags_hash_code(Some(&h.consumer_group)),
+        sys_flag: 0,
+        born_timestamp: b.clock.now_ms(),
+        born_host: b.store_host(),
+        store_host: b.store_host(),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    };
+    if let Err(e) = b.store.put_message(&m) {
+        tracing::warn!(error = %e, "cannot record an offset-moved event");
     }
 }

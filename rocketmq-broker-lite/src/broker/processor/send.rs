@@ -35,7 +35,9 @@ pub(crate) fn store_error_code(e: &StoreError) -> ResponseCode {
         | StoreError::PropertiesTooLarge(_)
         | StoreError::BadTopic(_)
         | StoreError::BadBatch(_) => ResponseCode::MessageIllegal,
-        StoreError::NotRunning(_) => ResponseCode::ServiceNotAvailable,
+        StoreError::NotRunning(_) | StoreError::DiskFull { .. } => {
+            ResponseCode::ServiceNotAvailable
+        }
         _ => ResponseCode::SystemError,
     }
 }
@@ -211,11 +213,16 @@ pub(crate) async fn send(
                 ),
             );
         }
+        // ...but a half message keeps it: `TransactionalMessageBridge.parseHalfMessageInner`
+        // rebuilds the properties string from the map, into which
+        // `SendMessageProcessor.asyncSendMessage` has put WAIT back...
+        if let Some(w) = wait_prop {
+            props.insert(property::WAIT_STORE_MSG_OK, w);
+        }
         crate::broker::transaction::to_half(&mut m, &mut props);
     } else if b.apply_delay(&mut m, &mut props) {
-        // ...but a delayed message keeps it: Java's `CommitLog.asyncPutMessage` rebuilds the
-        // properties string from the map, into which `SendMessageProcessor.asyncSendMessage`
-        // has put WAIT back.
+        // ...and so does a delayed message: Java's `CommitLog.asyncPutMessage` rebuilds the
+        // string from the map too.
         if let Some(w) = wait_prop {
             props.insert(property::WAIT_STORE_MSG_OK, w);
         }
@@ -224,7 +231,10 @@ pub(crate) async fn send(
     let r = match b.store.put_message_now(&m) {
         Ok(r) => r,
         Err(e) => {
-            warn!(topic = %h.topic, error = %e, "send failed");
+            // The store logs entering and leaving the disk-full state once: not every refusal.
+            if !matches!(e, StoreError::DiskFull { .. } | StoreError::Busy) {
+                warn!(topic = %h.topic, error = %e, "send failed");
+            }
             return send_error(b, store_error_code(&e), e.to_string());
         }
     };
