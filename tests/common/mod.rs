@@ -31,11 +31,25 @@ pub fn fast_client(namesrv: &str) -> ClientConfig {
     }
 }
 
-/// A started producer of `group`.
+/// Send timeout of test producers: Java's 3 s is not enough on a loaded 2-core CI machine,
+/// where a debug broker and client in one process have stalled a send that long.
+pub const TEST_SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A started producer of `group` (send timeout [`TEST_SEND_TIMEOUT`]).
 pub async fn producer(namesrv: &str, group: &str) -> DefaultMQProducer {
+    producer_with_timeout(namesrv, group, TEST_SEND_TIMEOUT).await
+}
+
+/// A started producer of `group` with Java's send timeout (3 s).
+pub async fn producer_with_timeout(
+    namesrv: &str,
+    group: &str,
+    timeout: Duration,
+) -> DefaultMQProducer {
     let p = DefaultMQProducer::builder()
         .client_config(fast_client(namesrv))
         .group(group)
+        .send_msg_timeout(timeout)
         .build()
         .expect("producer settings");
     p.start().await.expect("producer start");
