@@ -233,3 +233,60 @@ async fn a_stalled_disk_times_sync_sends_out_and_everything_else_is_answered() {
     broker.shutdown().await.unwrap();
     namesrv.shutdown().await;
 }
+
+/// A send that creates its topic saves the topic table (synced) before it is answered, as Java
+/// does; while the disk stalls that save waits, but off the runtime's workers and outside the
+/// creation lock: the heartbeats and pulls of other clients are still answered, a heartbeat
+/// creating a retry topic included. (A connection's own requests are served in order, so the
+/// creating client's next requests wait behind its send.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_created_on_a_stalled_disk_blocks_nobody_else() {
+    let dir = TempDir::new("broker-disk-create").unwrap();
+    let fs = SimFs::new(5);
+    let env = StoreEnv {
+        vfs: Arc::new(fs.clone()),
+        clock: ManualClock::new(1_700_000_000_000),
+        disk: ManualDiskUsage::new(10),
+    };
+    let (namesrv, broker) = start(&dir, env, Some("/store"), |c| {
+        c.store.flush_disk_type = FlushDiskType::AsyncFlush;
+    })
+    .await;
+    let b = broker.broker_addr();
+    let c = client();
+    assert_eq!(send(&c, &b, "Existing", 0, "first").await.code, 0);
+    fs.hold_syncs("/store");
+    // Two sends that each create a topic: both wait for the stalled disk.
+    let creators: Vec<_> = ["NewA", "NewB"]
+        .into_iter()
+        .map(|topic| {
+            let b = b.clone();
+            // A client (a connection) of its own.
+            tokio::spawn(async move { send(&client(), &b, topic, 0, "x").await })
+        })
+        .collect();
+    assert!(fs.wait_for_held_sync(Duration::from_secs(5)));
+    let t = Instant::now();
+    let r = c
+        .invoke(&b, heartbeat("cid-2", "Others", "Existing", "*"), quick())
+        .await
+        .expect("heartbeat answered while topics are being created");
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let (r, msgs) = tokio::time::timeout(quick(), pull(&c, &b, "Others", "Existing", 0, 0))
+        .await
+        .expect("pull answered");
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(msgs.len(), 1);
+    assert!(t.elapsed() < quick(), "{:?}", t.elapsed());
+    fs.release_syncs();
+    for f in creators {
+        let r = f.await.unwrap();
+        assert_eq!(
+            r.code, 0,
+            "created and stored once the disk is back: {:?}",
+            r.remark
+        );
+    }
+    broker.shutdown().await.unwrap();
+    namesrv.shutdown().await;
+}

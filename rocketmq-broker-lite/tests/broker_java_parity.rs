@@ -1217,3 +1217,302 @@ async fn a_moved_pull_offset_is_recorded_like_java() {
     assert_eq!(cl.broker.store().max_offset("OFFSET_MOVED_EVENT", 0), 1);
     cl.stop().await;
 }
+
+// Batches with delay levels, MESSAGE_ILLEGAL remarks, immunity times.
+
+/// A SEND_BATCH_MESSAGE of `msgs` with the header properties `props`.
+fn batch_request(
+    topic: &str,
+    props: &str,
+    sys: i32,
+    reconsume_times: i32,
+    msgs: &[Message],
+) -> RemotingCommand {
+    let h = SendMessageRequestHeader {
+        producer_group: "batch_pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        sys_flag: sys,
+        born_timestamp: 1_700_000_000_000,
+        flag: 0,
+        properties: Some(props.into()),
+        reconsume_times: Some(reconsume_times),
+        unit_mode: false,
+        max_reconsume_times: None,
+        batch: true,
+        broker_name: Some("broker-a".into()),
+    };
+    let mut req = RemotingCommand::request(RequestCode::SendBatchMessage);
+    h.write_v2(req.ext_fields.get_or_insert_with(Default::default));
+    req.with_body(encode_batch(msgs))
+}
+
+/// `SendMessageProcessor.handlePutMessageResult`'s remark for MESSAGE_ILLEGAL and
+/// PROPERTIES_SIZE_EXCEEDED, with the broker's `maxMessageSize`.
+fn illegal(max: usize) -> String {
+    format!(
+        "the message is illegal, maybe msg body or properties length not matched. msg body length limit {max}B, msg properties length limit 32KB."
+    )
+}
+
+/// Java 4.9.8 looks at the delay level of the batch only (`CommitLog.asyncPutMessages`:
+/// `messageExtBatch.getDelayTimeLevel() > 0` → MESSAGE_ILLEGAL, the level read from the request
+/// header's properties with `Integer.parseInt`); an element's DELAY is copied with the rest of
+/// its properties (`CommitLog.MessageExtEncoder.encode(MessageExtBatch)`) and the element is
+/// stored in the batch's topic like the others, not scheduled.
+#[tokio::test]
+async fn batch_elements_keep_their_delay_level_like_java() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "BDelay", 1).await;
+    let msgs = vec![
+        Message::new("BDelay", Bytes::from_static(b"delayed element"))
+            .with_tags("TagD")
+            .with_property("DELAY", "2"),
+        Message::new("BDelay", Bytes::from_static(b"plain element")).with_tags("TagD"),
+    ];
+    let r = c
+        .invoke(&b, batch_request("BDelay", "WAIT\u{1}true", 0, 0, &msgs), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    let (_, got) = pull(&c, &b, "bdg", "BDelay", 0, 0).await;
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        props_of(&got[0]),
+        map(&[
+            ("TAGS", "TagD"),
+            ("DELAY", "2"),
+            ("WAIT", "true"),
+            ("CLUSTER", "DefaultCluster"),
+        ])
+    );
+    assert_eq!(got[0].body, Bytes::from_static(b"delayed element"));
+    assert_eq!(cl.broker.store().max_offset(SCHEDULE_TOPIC, 1), 0);
+    // A delay level on the batch itself: refused by the commit log (0 is no delay).
+    let r = c
+        .invoke(&b, batch_request("BDelay", "DELAY\u{1}1", 0, 0, &msgs), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (
+            ResponseCode::MessageIllegal,
+            illegal(4 * 1024 * 1024).as_str()
+        )
+    );
+    let r = c
+        .invoke(&b, batch_request("BDelay", "DELAY\u{1}0", 0, 0, &msgs), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    assert!(cl.broker.store().wait_dispatched(T));
+    assert_eq!(cl.broker.store().max_offset("BDelay", 0), 4);
+    cl.stop().await;
+}
+
+/// The remarks of refused sends, as Java 4.9.8 words them:
+/// * `AbstractSendMessageProcessor.msgCheck` → `TopicValidator.validateTopic` (SYSTEM_ERROR;
+///   also `AdminBrokerProcessor.updateAndCreateTopic`): blank, illegal characters, too long;
+/// * whatever the store refuses as MESSAGE_ILLEGAL or PROPERTIES_SIZE_EXCEEDED
+///   (`DefaultMessageStore.checkMessage(s)`, `CommitLog.MessageExtEncoder.encode`, and
+///   `CommitLog.asyncPutMessages` for a transactional or delayed batch) gets the one remark of
+///   `SendMessageProcessor.handlePutMessageResult`;
+/// * `asyncSendBatchMessage` does not call `handleRetryAndDLQ`: a batch to a retry topic is
+///   stored there even past the group's maximum reconsume times.
+#[tokio::test]
+async fn illegal_message_remarks_match_java() {
+    let cl = Cluster::start_with(|c| c.store.max_message_size = 1024).await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Illegal", 1).await;
+    let too_long = "x".repeat(128);
+    let topic_remarks = [
+        (
+            "bad topic!",
+            "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$",
+        ),
+        ("   ", "The specified topic is blank."),
+        (
+            too_long.as_str(),
+            "The specified topic is longer than topic max length.",
+        ),
+    ];
+    for (topic, remark) in topic_remarks {
+        let r = send(&c, &b, topic, 0, "x").await;
+        assert_eq!(
+            (r.response_code(), r.remark_str()),
+            (ResponseCode::SystemError, remark),
+            "send to {topic:?}"
+        );
+        let r = c
+            .invoke(&b, create_topic_request(topic, 1), T)
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.response_code(), r.remark_str()),
+            (ResponseCode::SystemError, remark),
+            "create {topic:?}"
+        );
+    }
+    let expected = illegal(1024);
+    // Body too large.
+    let big = Message::new("Illegal", Bytes::from(vec![b'x'; 2000]));
+    let r = c
+        .invoke(&b, send_request("Illegal", 0, &big), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (ResponseCode::MessageIllegal, expected.as_str())
+    );
+    // Properties too long.
+    let long =
+        Message::new("Illegal", Bytes::from_static(b"x")).with_property("k", "v".repeat(40_000));
+    let r = c
+        .invoke(&b, send_request("Illegal", 0, &long), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (ResponseCode::MessageIllegal, expected.as_str())
+    );
+    // Batches: too large, transactional.
+    let small = vec![Message::new("Illegal", Bytes::from_static(b"small"))];
+    let bigs = vec![Message::new("Illegal", Bytes::from(vec![b'x'; 2000]))];
+    let r = c
+        .invoke(&b, batch_request("Illegal", "", 0, 0, &bigs), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (ResponseCode::MessageIllegal, expected.as_str())
+    );
+    let r = c
+        .invoke(
+            &b,
+            batch_request(
+                "Illegal",
+                "",
+                sys_flag::TRANSACTION_PREPARED_TYPE,
+                0,
+                &small,
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (ResponseCode::MessageIllegal, expected.as_str())
+    );
+    let r = c
+        .invoke(&b, batch_request("bad topic!", "", 0, 0, &small), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (ResponseCode::SystemError, topic_remarks[0].1)
+    );
+    // A batch to a retry topic, past the maximum reconsume times: stored in the retry topic.
+    let r = c
+        .invoke(&b, batch_request("%RETRY%rg", "", 0, 20, &small), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    assert!(cl.broker.store().wait_dispatched(T));
+    assert_eq!(cl.broker.store().max_offset("%RETRY%rg", 0), 1);
+    assert_eq!(cl.broker.store().max_offset("%DLQ%rg", 0), 0);
+    cl.stop().await;
+}
+
+/// `TransactionalMessageServiceImpl.check`: a half message with its own
+/// CHECK_IMMUNITY_TIME_IN_SECONDS still inside it does not stop the round:
+/// `checkPrepareQueueOffset` → `putImmunityMsgBackToHalfQueue` re-puts it
+/// (`TransactionalMessageBridge.renewImmunityHalfMessageInner`: the properties map with the
+/// count `needDiscard` incremented, WAIT=false from `renewHalfMessageInner`, and
+/// TRAN_PREPARED_QUEUE_OFFSET = the original's half-queue offset, kept by later copies) and the
+/// messages after it are checked. Once the original is resolved, its immunity copy is passed
+/// over (`removeMap` holds the prepared offset) and not re-put again.
+#[tokio::test]
+async fn a_message_inside_its_immunity_time_does_not_block_the_check() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let (producer, mut checks) = tx_producer(&b).await;
+    create_topic(&producer, &b, "TxI", 2).await;
+    let now = cl.clock.now();
+    let immune = [("CHECK_IMMUNITY_TIME_IN_SECONDS", "3600")];
+    let (phys_a, qo_a) = send_half(&producer, &b, half_message("TxI", 0, "UI", &immune, now)).await;
+    let (_, qo_b) = send_half(&producer, &b, half_message("TxI", 1, "UJ", &[], now)).await;
+    assert_eq!(qo_b, qo_a + 1);
+    cl.clock.advance(7_000); // past transactionTimeOut, inside the immunity time
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 1);
+    let check = tokio::time::timeout(T, checks.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let h: CheckTransactionStateRequestHeader = check.decode_header().unwrap();
+    assert_eq!(h.msg_id.as_deref(), Some("UJ"));
+    assert_eq!(h.tran_state_table_offset, qo_a + 3);
+    let qo_a_str = qo_a.to_string();
+    let copy_props = |times: &str| {
+        half_props(
+            "TxI",
+            0,
+            "UI",
+            &[
+                ("CHECK_IMMUNITY_TIME_IN_SECONDS", "3600"),
+                ("TRANSACTION_CHECK_TIMES", times),
+                ("WAIT", "false"),
+                ("TRAN_PREPARED_QUEUE_OFFSET", qo_a_str.as_str()),
+            ],
+        )
+    };
+    let copy = stored(&cl, TRANS_HALF_TOPIC, 0, qo_a + 2);
+    assert_eq!(props_of(&copy), copy_props("1"), "the immunity copy");
+    assert_eq!(copy.body, Bytes::from_static(b"body of UI"));
+    assert_eq!(copy.born_timestamp, now);
+    // The next round re-puts the copy again (same link, count 2) and checks UJ again.
+    cl.clock.advance(1_000);
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 1);
+    let copy = stored(&cl, TRANS_HALF_TOPIC, 0, qo_a + 4);
+    assert_eq!(props_of(&copy), copy_props("2"), "the copy of the copy");
+    // The producer commits the original: its copy is passed over from then on.
+    let r = producer
+        .invoke(
+            &b,
+            end_tx(phys_a, qo_a, "UI", sys_flag::TRANSACTION_COMMIT_TYPE, false),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    cl.clock.advance(1_000);
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 1);
+    assert!(cl.broker.store().wait_dispatched(T));
+    assert_eq!(
+        cl.broker.store().max_offset(TRANS_HALF_TOPIC, 0),
+        qo_a + 7,
+        "only UJ was put back"
+    );
+    assert_eq!(cl.broker.store().max_offset("TxI", 0), 1);
+    cl.stop().await;
+}

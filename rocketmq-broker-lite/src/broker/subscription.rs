@@ -24,6 +24,8 @@ pub struct SubscriptionGroupManager {
     auto_create: bool,
     /// Groups were auto-created since the file was last written.
     dirty: AtomicBool,
+    /// Serialises saves of the file (they share its temporary file).
+    save_lock: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -69,6 +71,7 @@ impl SubscriptionGroupManager {
             clock,
             auto_create,
             dirty: AtomicBool::new(false),
+            save_lock: Mutex::new(()),
         })
     }
 
@@ -120,6 +123,8 @@ impl SubscriptionGroupManager {
 
     /// Persists the table.
     pub fn persist(&self) -> Result<(), StoreError> {
+        // One save at a time: they share the temporary file.
+        let _one_at_a_time = lock(&self.save_lock);
         self.dirty.store(false, Ordering::Release);
         let w = self.wrapper();
         let saved = save_json(&*self.vfs, &self.path, &w);

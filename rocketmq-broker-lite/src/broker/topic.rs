@@ -27,6 +27,8 @@ pub struct TopicConfigManager {
     vfs: Arc<dyn Vfs>,
     clock: Arc<dyn Clock>,
     create_lock: Mutex<()>,
+    /// Serialises saves of the file (they share its temporary file).
+    save_lock: Mutex<()>,
     /// Changed by [`TopicConfigManager::ensure_unsaved`] since the file was last written.
     unsaved: AtomicBool,
 }
@@ -96,6 +98,7 @@ impl TopicConfigManager {
             vfs,
             clock,
             create_lock: Mutex::new(()),
+            save_lock: Mutex::new(()),
             unsaved: AtomicBool::new(false),
         })
     }
@@ -122,17 +125,48 @@ impl TopicConfigManager {
         lock(&self.data_version).clone()
     }
 
+    /// Bumps the data version; returns the new version.
+    fn bump(&self) -> DataVersion {
+        let mut v = lock(&self.data_version);
+        v.next_version(self.clock.now_ms());
+        v.clone()
+    }
+
     /// Bumps the data version and saves; returns the new version.
     fn changed(&self) -> Result<DataVersion, StoreError> {
-        let version = {
-            let mut v = lock(&self.data_version);
-            v.next_version(self.clock.now_ms());
-            v.clone()
-        };
+        let version = self.bump();
         // On failure (a full disk) the change stays in memory and the periodic persist tries
         // again.
         self.persist()?;
         Ok(version)
+    }
+
+    /// Adds `tc` under the creation lock if `topic` is still missing, then saves outside the
+    /// lock (a save waiting for a slow disk must not hold up other topics' creation, such as a
+    /// heartbeat's retry topic). Returns the topic and whether it was created.
+    fn create_then_save(
+        &self,
+        topic: &str,
+        make: impl FnOnce() -> Option<TopicConfig>,
+    ) -> Result<Option<(TopicConfig, bool)>, StoreError> {
+        let created = {
+            let _g = lock(&self.create_lock);
+            if let Some(t) = self.get(topic) {
+                return Ok(Some((t, false)));
+            }
+            let Some(tc) = make() else {
+                return Ok(None);
+            };
+            info!(topic = %tc.topic_name, queues = tc.write_queue_nums, perm = tc.perm, "topic created");
+            self.table
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(tc.topic_name.clone(), tc.clone());
+            self.bump();
+            tc
+        };
+        self.persist()?;
+        Ok(Some((created, true)))
     }
 
     /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC); returns the data version that
@@ -172,34 +206,24 @@ impl TopicConfigManager {
         default_topic_queue_nums: i32,
         topic_sys_flag: i32,
     ) -> Result<Option<(TopicConfig, bool)>, StoreError> {
-        let _g = lock(&self.create_lock);
-        if let Some(t) = self.get(topic) {
-            return Ok(Some((t, false)));
-        }
-        let Some(template) = self.get(default_topic) else {
-            return Ok(None);
-        };
-        if default_topic == topic::AUTO_CREATE_TOPIC_KEY_TOPIC && !perm::is_inherited(template.perm)
-        {
-            return Ok(None);
-        }
-        if !perm::is_inherited(template.perm) {
-            return Ok(None);
-        }
-        let queues = default_topic_queue_nums
-            .min(template.write_queue_nums)
-            .max(1);
-        let tc = TopicConfig {
-            topic_name: topic.to_string(),
-            read_queue_nums: queues,
-            write_queue_nums: queues,
-            perm: template.perm & !perm::INHERIT,
-            topic_filter_type: template.topic_filter_type,
-            topic_sys_flag,
-            order: false,
-        };
-        self.update(tc.clone())?;
-        Ok(Some((tc, true)))
+        self.create_then_save(topic, || {
+            let template = self.get(default_topic)?;
+            if !perm::is_inherited(template.perm) {
+                return None;
+            }
+            let queues = default_topic_queue_nums
+                .min(template.write_queue_nums)
+                .max(1);
+            Some(TopicConfig {
+                topic_name: topic.to_string(),
+                read_queue_nums: queues,
+                write_queue_nums: queues,
+                perm: template.perm & !perm::INHERIT,
+                topic_filter_type: template.topic_filter_type,
+                topic_sys_flag,
+                order: false,
+            })
+        })
     }
 
     /// Creates a retry or dead-letter topic if missing (Java
@@ -210,21 +234,19 @@ impl TopicConfigManager {
         queues: i32,
         perm: i32,
     ) -> Result<(TopicConfig, bool), StoreError> {
-        let _g = lock(&self.create_lock);
-        if let Some(t) = self.get(topic) {
-            return Ok((t, false));
-        }
-        let tc = TopicConfig {
-            topic_name: topic.to_string(),
-            read_queue_nums: queues,
-            write_queue_nums: queues,
-            perm,
-            topic_filter_type: TopicFilterType::SingleTag,
-            topic_sys_flag: 0,
-            order: false,
-        };
-        self.update(tc.clone())?;
-        Ok((tc, true))
+        let made = self.create_then_save(topic, || {
+            Some(TopicConfig {
+                topic_name: topic.to_string(),
+                read_queue_nums: queues,
+                write_queue_nums: queues,
+                perm,
+                topic_filter_type: TopicFilterType::SingleTag,
+                topic_sys_flag: 0,
+                order: false,
+            })
+        })?;
+        // `make` always gives a topic: `None` cannot come back.
+        Ok(made.unwrap_or_else(|| (TopicConfig::new(topic.to_string(), queues), false)))
     }
 
     /// [`TopicConfigManager::ensure`] for request handlers that must not wait for the disk
@@ -255,8 +277,9 @@ impl TopicConfigManager {
         (tc, true)
     }
 
-    /// Persists the table.
+    /// Persists the table (one save at a time: they share the temporary file).
     pub fn persist(&self) -> Result<(), StoreError> {
+        let _one_at_a_time = lock(&self.save_lock);
         self.unsaved.store(false, Ordering::Release);
         let saved = save_json(&*self.vfs, &self.path, &self.wrapper());
         if saved.is_err() {

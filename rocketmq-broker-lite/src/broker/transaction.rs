@@ -16,7 +16,7 @@ use tracing::{debug, warn};
 
 use super::processor::{ack_when_stored, store_error_code};
 use super::BrokerInner;
-use crate::store::{MessageStore, PutMessage};
+use crate::store::{MessageStore, PutMessage, StoreError};
 
 /// Tag of op records.
 pub const REMOVE_TAG: &str = "d";
@@ -199,7 +199,25 @@ pub(crate) async fn end_transaction(
                     other => other,
                 };
             }
-            Err(e) => return error(store_error_code(&e), e.to_string()),
+            // `EndTransactionProcessor.sendFinalMessage`'s remarks.
+            Err(e) => {
+                let remark = match store_error_code(&e) {
+                    ResponseCode::MessageIllegal => format!(
+                        "The message is illegal, maybe msg body or properties length not matched. msg body length limit {}B, msg properties length limit 32KB.",
+                        b.cfg.store.max_message_size
+                    ),
+                    ResponseCode::ServiceNotAvailable => "Service not available now.".into(),
+                    _ if matches!(e, StoreError::Busy) => {
+                        "OS page cache busy, please try another machine".into()
+                    }
+                    _ => "UNKNOWN_ERROR".into(),
+                };
+                let code = match store_error_code(&e) {
+                    c @ (ResponseCode::MessageIllegal | ResponseCode::ServiceNotAvailable) => c,
+                    _ => ResponseCode::SystemError,
+                };
+                return error(code, remark);
+            }
         }
     }
     if let Err(e) = put_op_record(b, half.queue_offset) {
@@ -334,8 +352,9 @@ pub(crate) struct PendingCheck {
 /// queue with its check count incremented, and a CHECK_TRANSACTION_STATE goes to a producer of
 /// its group; a message already checked `transactionCheckMax` times, or older than the file
 /// retention, is moved to `TRANS_CHECK_MAX_TIME_TOPIC` instead. The round stops at a message
-/// stored after it started or younger than its immunity time (a message born in the future
-/// is checked at once, as in Java). Progress is the offset of group `CID_RMQ_SYS_TRANS` on the
+/// stored after it started or younger than `transactionTimeOut` (a message born in the future
+/// is checked at once, as in Java); a message with its own CHECK_IMMUNITY_TIME_IN_SECONDS
+/// still inside it is re-put (an immunity copy) and the round goes on. Progress is the offset of group `CID_RMQ_SYS_TRANS` on the
 /// half queue, persisted with the consumer offsets. Blocking: run it off the async workers.
 pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
     let half_topic = topic::TRANS_HALF_TOPIC;
@@ -387,14 +406,43 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
         if half.store_timestamp >= now {
             break;
         }
-        let immunity = half
-            .property(property::CHECK_IMMUNITY_TIME_IN_SECONDS)
-            .and_then(|v| v.parse::<i64>().ok())
-            .map(|s| if s == -1 { timeout } else { s * 1000 })
-            .unwrap_or(timeout);
         let age = now - half.born_timestamp;
-        if (0..immunity).contains(&age) {
-            break;
+        match half.property(property::CHECK_IMMUNITY_TIME_IN_SECONDS) {
+            // No immunity time of its own: a message younger than `transactionTimeOut` stops
+            // the round (it and everything after it are checked later).
+            None => {
+                if (0..timeout).contains(&age) {
+                    break;
+                }
+            }
+            // An immunity time of its own (`getImmunityTime`: -1 or unreadable means
+            // `transactionTimeOut`, else seconds): inside it, `checkPrepareQueueOffset` re-puts
+            // an immunity copy at the end of the half queue and the round carries on with the
+            // next message. The original's resolution is found through the copy's
+            // TRAN_PREPARED_QUEUE_OFFSET (checked above, `is_resolved_msg`).
+            Some(v) => {
+                let immunity = match java_long(v) {
+                    -1 => timeout,
+                    s => s.saturating_mul(1000),
+                };
+                if age < immunity {
+                    let linked = half
+                        .property(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
+                        .map(java_long);
+                    // A TRAN_PREPARED_QUEUE_OFFSET of -1 (or unreadable) makes
+                    // `checkPrepareQueueOffset` answer false, and so does a failed re-put:
+                    // Java then checks a message born in the future (`isNeedCheck`) and
+                    // otherwise waits on the op queue until the round's time is up.
+                    let parked = linked != Some(-1) && put_immunity_copy(b, &half, props.clone());
+                    if parked {
+                        off += 1;
+                        continue;
+                    }
+                    if age > -1 {
+                        break;
+                    }
+                }
+            }
         }
         match renew(b, &half, props) {
             Some(check) => out.push(check),
@@ -405,6 +453,51 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
     b.offsets
         .commit(topic::CID_SYS_RMQ_TRANS, half_topic, 0, off);
     out
+}
+
+/// Java's `getLong`: the value, or -1 when it is not a number.
+fn java_long(v: &str) -> i64 {
+    v.parse().unwrap_or(-1)
+}
+
+/// `putImmunityMsgBackToHalfQueue` / `TransactionalMessageBridge.renewImmunityHalfMessageInner`:
+/// re-puts a half message still inside its immunity time at the end of the half queue, without
+/// a check. `renewHalfMessageInner` shares the properties map with the message (the check count
+/// `needDiscard` incremented included), sets WAIT=false in it, then the immunity copy adds
+/// TRAN_PREPARED_QUEUE_OFFSET (kept when present, else the half-queue offset of the message)
+/// and rebuilds the string from that map: the copy stores all of them.
+fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -> bool {
+    props.insert(property::WAIT_STORE_MSG_OK, "false");
+    if props
+        .get(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
+        .is_none()
+    {
+        props.insert(
+            property::TRANSACTION_PREPARED_QUEUE_OFFSET,
+            half.queue_offset.to_string(),
+        );
+    }
+    let m = PutMessage {
+        topic: half.topic.clone(),
+        queue_id: half.queue_id,
+        flag: half.flag,
+        body: half.body.clone(),
+        tags_code: tags_hash_code(props.get(property::TAGS)),
+        properties: encode_properties(&props),
+        sys_flag: half.sys_flag,
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_host: half.store_host,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    match b.store.put_message_blocking(&m) {
+        Ok(_) => true,
+        Err(e) => {
+            warn!(error = %e, "cannot re-put a half message inside its immunity time");
+            false
+        }
+    }
 }
 
 /// Re-puts `half` with the properties `props` (its count incremented) at the end of the half

@@ -11,11 +11,25 @@ use super::vfs::Vfs;
 use rocketmq_remoting::protocol::json::{self, JsonStyle};
 
 /// Writes `value` as fastjson-style JSON (what a Java broker writes) to `path`, atomically.
+///
+/// The write syncs the file and its directory. Called from a request handler on a worker of a
+/// multi-threaded runtime (creating a topic on send, a retry or dead-letter topic on
+/// send-back, an admin update), it runs in `block_in_place`: the worker's other tasks move to
+/// another thread instead of waiting for the disk with it.
 pub fn save_json<T: Serialize>(vfs: &dyn Vfs, path: &Path, value: &T) -> StoreResult<()> {
     let bytes = json::to_vec(value, JsonStyle::Fastjson)
         .map_err(|e| StoreError::Corrupt(format!("cannot encode {}: {e}", path.display())))?;
-    vfs.write_file_atomic(path, &bytes)
+    off_the_workers(|| vfs.write_file_atomic(path, &bytes))
         .map_err(|e| StoreError::io("saving a config file", e))
+}
+
+/// Runs blocking disk work without holding up a multi-threaded runtime's other tasks.
+fn off_the_workers<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 /// Reads `path` (`Ok(None)` if absent). A file that does not parse is an error naming it.

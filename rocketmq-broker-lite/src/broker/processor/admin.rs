@@ -43,12 +43,9 @@ pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
         )
         .into();
     }
-    if let Some(p) = topic::name_problem(&h.topic, topic::TOPIC_MAX_LENGTH) {
-        return RemotingCommand::response(
-            ResponseCode::SystemError,
-            Some(format!("The specified topic[{}] is invalid: {p}", h.topic)),
-        )
-        .into();
+    // `TopicValidator.validateTopic`, as for a send.
+    if let Some(p) = super::send::topic_problem(&h.topic) {
+        return RemotingCommand::response(ResponseCode::SystemError, Some(p.into())).into();
     }
     if h.topic == b.cfg.broker_cluster_name || !topic::is_send_allowed(&h.topic) {
         return RemotingCommand::response(

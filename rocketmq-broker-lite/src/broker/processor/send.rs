@@ -42,6 +42,56 @@ pub(crate) fn store_error_code(e: &StoreError) -> ResponseCode {
     }
 }
 
+/// The name of Java's `PutMessageStatus` for a store error (the remark of a failed
+/// CONSUMER_SEND_MSG_BACK, `SendMessageProcessor.asyncConsumerSendMsgBack`).
+pub(crate) fn put_status_name(e: &StoreError) -> &'static str {
+    match store_error_code(e) {
+        ResponseCode::MessageIllegal => "MESSAGE_ILLEGAL",
+        ResponseCode::ServiceNotAvailable => "SERVICE_NOT_AVAILABLE",
+        _ if matches!(e, StoreError::Busy) => "OS_PAGECACHE_BUSY",
+        _ => "UNKNOWN_ERROR",
+    }
+}
+
+/// The remark of a send the store refused, as `SendMessageProcessor.handlePutMessageResult`
+/// words it: every MESSAGE_ILLEGAL / PROPERTIES_SIZE_EXCEEDED of the store (topic too long,
+/// properties too long, body too large, a transactional or delayed batch) gets the same text.
+pub(crate) fn put_error_remark(b: &BrokerInner, e: &StoreError) -> String {
+    if store_error_code(e) == ResponseCode::MessageIllegal {
+        illegal_message_remark(b)
+    } else {
+        e.to_string()
+    }
+}
+
+/// `SendMessageProcessor.handlePutMessageResult`'s remark for MESSAGE_ILLEGAL.
+pub(crate) fn illegal_message_remark(b: &BrokerInner) -> String {
+    format!(
+        "the message is illegal, maybe msg body or properties length not matched. msg body length limit {}B, msg properties length limit 32KB.",
+        b.cfg.store.max_message_size
+    )
+}
+
+/// Java's `TopicValidator.validateTopic` (answered with SYSTEM_ERROR by `msgCheck` and by
+/// `AdminBrokerProcessor.updateAndCreateTopic`): blank, then illegal characters, then length.
+pub(crate) fn topic_problem(topic: &str) -> Option<&'static str> {
+    if topic.chars().all(char::is_whitespace) {
+        return Some("The specified topic is blank.");
+    }
+    if topic
+        .chars()
+        .any(|c| !(c.is_ascii_alphanumeric() || c == '%' || c == '-' || c == '_' || c == '|'))
+    {
+        return Some(
+            "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$",
+        );
+    }
+    if topic.len() > topic::TOPIC_MAX_LENGTH {
+        return Some("The specified topic is longer than topic max length.");
+    }
+    None
+}
+
 /// Java's `msgCheck` plus auto-creation: the topic to write, with the queue id checked.
 // The error is the handler's finished answer, returned once per refused request: boxing it
 // would cost an allocation for nothing.
@@ -64,12 +114,8 @@ pub(crate) fn check_topic_for_send(
             }
         }
     }
-    if let Some(problem) = topic::name_problem(&h.topic, topic::TOPIC_MAX_LENGTH) {
-        return Err(send_error(
-            b,
-            ResponseCode::SystemError,
-            format!("The specified topic[{}] is invalid: {problem}", h.topic),
-        ));
+    if let Some(problem) = topic_problem(&h.topic) {
+        return Err(send_error(b, ResponseCode::SystemError, problem));
     }
     if !topic::is_send_allowed(&h.topic) {
         return Err(send_error(
@@ -164,8 +210,12 @@ pub(crate) async fn send(
             )
         }
     };
-    if let Err(r) = handle_retry_and_dlq(b, &mut h, req.version) {
-        return r;
+    // `asyncSendMessage` handles a send to a retry topic (`handleRetryAndDLQ`);
+    // `asyncSendBatchMessage` does not: a batch to `%RETRY%group` is stored there as it is.
+    if !h.batch {
+        if let Err(r) = handle_retry_and_dlq(b, &mut h, req.version) {
+            return r;
+        }
     }
     let tc = match check_topic_for_send(b, &h) {
         Ok(tc) => tc,
@@ -235,7 +285,7 @@ pub(crate) async fn send(
             if !matches!(e, StoreError::DiskFull { .. } | StoreError::Busy) {
                 warn!(topic = %h.topic, error = %e, "send failed");
             }
-            return send_error(b, store_error_code(&e), e.to_string());
+            return send_error(b, store_error_code(&e), put_error_remark(b, &e));
         }
     };
     let mut resp = RemotingCommand::success();
@@ -295,57 +345,71 @@ fn send_batch(
     queue_id: i32,
     sys: i32,
 ) -> ProcessResult {
+    // The checks of `asyncSendBatchMessage`, `DefaultMessageStore.checkMessages` and
+    // `CommitLog.asyncPutMessages`, in their order. The store's refusals all read
+    // `handlePutMessageResult`'s MESSAGE_ILLEGAL remark.
     if h.topic.len() > 127 {
         return send_error(
             b,
             ResponseCode::MessageIllegal,
-            "message topic length too long",
+            format!("message topic length too long {}", h.topic.len()),
         );
     }
-    if sys_flag::transaction_value(sys) != sys_flag::TRANSACTION_NOT_TYPE {
-        return send_error(
-            b,
-            ResponseCode::MessageIllegal,
-            "batch request does not support transaction",
-        );
+    if body.is_empty() {
+        // An empty body arrives as `null`: `checkMessages` fails with a NullPointerException,
+        // which the remoting layer answers with SYSTEM_ERROR and the exception's text.
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some("java.lang.NullPointerException".into()),
+        )
+        .into();
     }
-    if body.len() > b.cfg.store.max_message_size {
-        return send_error(
-            b,
-            ResponseCode::MessageIllegal,
-            format!(
-                "the message body size over max value, MAX: {}",
-                b.cfg.store.max_message_size
-            ),
-        );
+    if body.len() > b.cfg.store.max_message_size
+        || sys_flag::transaction_value(sys) != sys_flag::TRANSACTION_NOT_TYPE
+    {
+        return send_error(b, ResponseCode::MessageIllegal, illegal_message_remark(b));
     }
+    let mut batch_props = decode_properties(h.properties.as_deref().unwrap_or(""));
+    // `MessageExtBatch.getDelayTimeLevel`: the batch's own DELAY (the request header's
+    // properties), read with `Integer.parseInt`; the elements' DELAY is not looked at.
+    match batch_props
+        .get(property::DELAY_TIME_LEVEL)
+        .map(str::parse::<i32>)
+    {
+        None | Some(Ok(i32::MIN..=0)) => {}
+        Some(Ok(_)) => {
+            return send_error(b, ResponseCode::MessageIllegal, illegal_message_remark(b));
+        }
+        Some(Err(_)) => {
+            // Java's NumberFormatException escapes the processor: the remoting layer answers
+            // SYSTEM_ERROR with the exception's text.
+            let level = batch_props.get(property::DELAY_TIME_LEVEL).unwrap_or("");
+            return RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some(format!(
+                    "java.lang.NumberFormatException: For input string: \"{level}\""
+                )),
+            )
+            .into();
+        }
+    }
+    // A body Java's batch encoder cannot walk throws (BufferUnderflowException and the like):
+    // SYSTEM_ERROR from the remoting layer.
     let elements = match decode_batch(&body) {
         Ok(e) if !e.is_empty() => e,
-        Ok(_) => return send_error(b, ResponseCode::MessageIllegal, "empty batch"),
+        Ok(_) => return send_error(b, ResponseCode::SystemError, "bad batch body: no message"),
         Err(e) => {
-            return send_error(
-                b,
-                ResponseCode::MessageIllegal,
-                format!("bad batch body: {e}"),
-            )
+            return send_error(b, ResponseCode::SystemError, format!("bad batch body: {e}"));
         }
     };
-    let mut batch_props = decode_properties(h.properties.as_deref().unwrap_or(""));
     let wait = batch_props.get(property::WAIT_STORE_MSG_OK) != Some("false");
     batch_props.insert(property::CLUSTER, b.cfg.broker_cluster_name.clone());
     let batch_str = encode_properties(&batch_props);
     let mut msgs = Vec::with_capacity(elements.len());
+    // Each element keeps its own properties as they came, DELAY included (it is stored in the
+    // batch's topic, not scheduled: `MessageExtEncoder.encode(MessageExtBatch)` copies the
+    // element's bytes).
     for e in elements {
-        if e.properties
-            .get(property::DELAY_TIME_LEVEL)
-            .is_some_and(|d| d != "0")
-        {
-            return send_error(
-                b,
-                ResponseCode::MessageIllegal,
-                "batch request does not support delay message",
-            );
-        }
         let mut props = String::with_capacity(
             e.properties
                 .iter()
@@ -377,7 +441,7 @@ fn send_batch(
     }
     let r = match b.store.put_messages_now(&msgs) {
         Ok(r) => r,
-        Err(e) => return send_error(b, store_error_code(&e), e.to_string()),
+        Err(e) => return send_error(b, store_error_code(&e), put_error_remark(b, &e)),
     };
     // The offset ids, comma-separated, written straight into one string.
     let mut ids = String::with_capacity(r.sizes.len() * 33);
@@ -580,6 +644,7 @@ pub(crate) async fn send_back(
     m.properties = encode_properties(&props);
     match b.store.put_message_now(&m) {
         Ok(r) => ack_when_stored(b, r, false, RemotingCommand::success()),
-        Err(e) => error(store_error_code(&e), e.to_string()),
+        // Java answers any failed put with SYSTEM_ERROR and the status's name.
+        Err(e) => error(ResponseCode::SystemError, put_status_name(&e).to_string()),
     }
 }
