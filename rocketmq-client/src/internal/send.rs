@@ -208,7 +208,14 @@ impl LatencyFault {
     fn update(&self, broker: &str, latency_ms: u64, isolation: bool) {
         let latency = if isolation { 30000 } else { latency_ms };
         let until = Instant::now() + Duration::from_millis(not_available_duration(latency));
-        lock(&self.items).insert(broker.to_string(), (latency, until));
+        let mut items = lock(&self.items);
+        // Every answered send lands here: no allocation for a broker already known.
+        match items.get_mut(broker) {
+            Some(slot) => *slot = (latency, until),
+            None => {
+                items.insert(broker.to_string(), (latency, until));
+            }
+        }
     }
 
     fn is_available(&self, broker: &str) -> bool {

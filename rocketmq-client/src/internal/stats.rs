@@ -4,10 +4,10 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use super::instance::lock;
+use super::instance::{lock, lock_read};
 
 /// Sampling period of the one-minute window (Java: every 10 s, 7 samples kept).
 pub(crate) const MINUTE_SAMPLE: Duration = Duration::from_secs(10);
@@ -115,49 +115,52 @@ impl StatsItem {
     }
 }
 
-/// The items of one kind, by key.
+/// The items of one kind, by key. Read-mostly: every send or listener call adds to an item
+/// that exists under a shared lock.
 #[derive(Debug, Default)]
 pub(crate) struct StatsSet {
-    items: Mutex<HashMap<String, Arc<StatsItem>>>,
+    items: RwLock<HashMap<String, Arc<StatsItem>>>,
 }
 
 impl StatsSet {
     /// Adds `value` (once) under `key`.
     pub(crate) fn add(&self, key: &str, value: u64) {
+        if let Some(i) = lock_read(&self.items).get(key) {
+            i.add(value, 1);
+            return;
+        }
         self.item(key).add(value, 1);
     }
 
     /// The item of `key`, created empty if new.
     pub(crate) fn item(&self, key: &str) -> Arc<StatsItem> {
-        let mut items = lock(&self.items);
-        if let Some(i) = items.get(key) {
-            return i.clone();
-        }
-        let i = Arc::new(StatsItem::new(Instant::now()));
-        items.insert(key.to_string(), i.clone());
-        i
+        let mut items = self.items.write().unwrap_or_else(|p| p.into_inner());
+        items
+            .entry(key.to_string())
+            .or_insert_with(|| Arc::new(StatsItem::new(Instant::now())))
+            .clone()
     }
 
     /// The item of `key` if anything was added under it.
     pub(crate) fn get(&self, key: &str) -> Option<Arc<StatsItem>> {
-        lock(&self.items).get(key).cloned()
+        lock_read(&self.items).get(key).cloned()
     }
 
     /// The keys seen.
     pub(crate) fn keys(&self) -> Vec<String> {
-        lock(&self.items).keys().cloned().collect()
+        lock_read(&self.items).keys().cloned().collect()
     }
 
     /// Takes a one-minute-window sample of every item.
     pub(crate) fn sample_minute(&self) {
-        for i in lock(&self.items).values() {
+        for i in lock_read(&self.items).values() {
             StatsItem::sample(&i.minute, i.now());
         }
     }
 
     /// Takes a one-hour-window sample of every item.
     pub(crate) fn sample_hour(&self) {
-        for i in lock(&self.items).values() {
+        for i in lock_read(&self.items).values() {
             StatsItem::sample(&i.hour, i.now());
         }
     }
