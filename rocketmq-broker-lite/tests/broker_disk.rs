@@ -235,10 +235,9 @@ async fn a_stalled_disk_times_sync_sends_out_and_everything_else_is_answered() {
 }
 
 /// A send that creates its topic saves the topic table (synced) before it is answered, as Java
-/// does; while the disk stalls that save waits, but off the runtime's workers and outside the
-/// creation lock: the heartbeats and pulls of other clients are still answered, a heartbeat
-/// creating a retry topic included. (A connection's own requests are served in order, so the
-/// creating client's next requests wait behind its send.)
+/// does; while the disk stalls that save waits, but in the answer's own task, off the runtime's
+/// workers and outside the creation lock: heartbeats and pulls are still answered, on other
+/// connections and on the creating client's own, a heartbeat creating a retry topic included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_topic_created_on_a_stalled_disk_blocks_nobody_else() {
     let dir = TempDir::new("broker-disk-create").unwrap();
@@ -259,10 +258,13 @@ async fn a_topic_created_on_a_stalled_disk_blocks_nobody_else() {
     // Two sends that each create a topic: both wait for the stalled disk.
     let creators: Vec<_> = ["NewA", "NewB"]
         .into_iter()
-        .map(|topic| {
+        .enumerate()
+        .map(|(i, topic)| {
             let b = b.clone();
-            // A client (a connection) of its own.
-            tokio::spawn(async move { send(&client(), &b, topic, 0, "x").await })
+            // One creator on a connection of its own, one on the connection that goes on
+            // with the heartbeat and the pull below.
+            let c = if i == 0 { client() } else { c.clone() };
+            tokio::spawn(async move { send(&c, &b, topic, 0, "x").await })
         })
         .collect();
     assert!(fs.wait_for_held_sync(Duration::from_secs(5)));

@@ -149,24 +149,34 @@ impl TopicConfigManager {
         topic: &str,
         make: impl FnOnce() -> Option<TopicConfig>,
     ) -> Result<Option<(TopicConfig, bool)>, StoreError> {
-        let created = {
-            let _g = lock(&self.create_lock);
-            if let Some(t) = self.get(topic) {
-                return Ok(Some((t, false)));
-            }
-            let Some(tc) = make() else {
-                return Ok(None);
-            };
-            info!(topic = %tc.topic_name, queues = tc.write_queue_nums, perm = tc.perm, "topic created");
-            self.table
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(tc.topic_name.clone(), tc.clone());
-            self.bump();
-            tc
-        };
-        self.persist()?;
-        Ok(Some((created, true)))
+        let created = self.create_unsaved(topic, make);
+        if let Some((_, true)) = &created {
+            self.persist()?;
+        }
+        Ok(created)
+    }
+
+    /// Adds the topic `make` gives if `topic` is missing, without saving: the table is
+    /// marked unsaved, and the caller has it saved ([`TopicConfigManager::persist_if_unsaved`])
+    /// before it answers.
+    fn create_unsaved(
+        &self,
+        topic: &str,
+        make: impl FnOnce() -> Option<TopicConfig>,
+    ) -> Option<(TopicConfig, bool)> {
+        let _g = lock(&self.create_lock);
+        if let Some(t) = self.get(topic) {
+            return Some((t, false));
+        }
+        let tc = make()?;
+        info!(topic = %tc.topic_name, queues = tc.write_queue_nums, perm = tc.perm, "topic created");
+        self.table
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(tc.topic_name.clone(), tc.clone());
+        self.bump();
+        self.unsaved.store(true, Ordering::Release);
+        Some((tc, true))
     }
 
     /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC); returns the data version that
@@ -199,14 +209,17 @@ impl TopicConfigManager {
     /// exists and may be inherited, create `topic` with
     /// `min(default_topic_queue_nums, template write queues)` queues. Returns the topic (new or
     /// existing) and whether it was created.
+    ///
+    /// The table is not saved here: the send saves it before it answers (off the
+    /// connection), see [`TopicConfigManager::persist_if_unsaved`].
     pub fn create_on_send(
         &self,
         topic: &str,
         default_topic: &str,
         default_topic_queue_nums: i32,
         topic_sys_flag: i32,
-    ) -> Result<Option<(TopicConfig, bool)>, StoreError> {
-        self.create_then_save(topic, || {
+    ) -> Option<(TopicConfig, bool)> {
+        self.create_unsaved(topic, || {
             let template = self.get(default_topic)?;
             if !perm::is_inherited(template.perm) {
                 return None;
@@ -286,6 +299,11 @@ impl TopicConfigManager {
             self.unsaved.store(true, Ordering::Release);
         }
         saved
+    }
+
+    /// Whether the table changed since it was last written.
+    pub fn is_unsaved(&self) -> bool {
+        self.unsaved.load(Ordering::Acquire)
     }
 
     /// Persists the table if [`TopicConfigManager::ensure_unsaved`] changed it since it was

@@ -83,8 +83,12 @@ impl BrokerProcessor {
         match req.request_code() {
             RequestCode::SendMessage
             | RequestCode::SendMessageV2
-            | RequestCode::SendBatchMessage => send::send(b, ctx, req).await,
-            RequestCode::ConsumerSendMsgBack => send::send_back(b, ctx, req).await,
+            | RequestCode::SendBatchMessage => {
+                send::answer_after_topics_saved(b, send::send(b, ctx, req).await)
+            }
+            RequestCode::ConsumerSendMsgBack => {
+                send::answer_after_topics_saved(b, send::send_back(b, ctx, req).await)
+            }
             RequestCode::PullMessage if !self.vip => pull::pull(b, ctx, req).await,
             RequestCode::HeartBeat => client::heartbeat(b, ctx, req).await,
             RequestCode::UnregisterClient => client::unregister(b, ctx, req).await,

@@ -132,17 +132,19 @@ pub(crate) fn check_topic_for_send(
             } else {
                 0
             };
-            let created = b
-                .topics
-                .create_on_send(&h.topic, &h.default_topic, h.default_topic_queue_nums, sys)
-                .map_err(|e| send_error(b, ResponseCode::SystemError, e.to_string()))?;
+            // Created in memory; the send's answer waits for the table's save (off the
+            // connection: `answer_after_topics_saved`).
+            let created = b.topics.create_on_send(
+                &h.topic,
+                &h.default_topic,
+                h.default_topic_queue_nums,
+                sys,
+            );
             let created = match created {
                 Some(c) => Some(c),
-                None if h.topic.starts_with(topic::RETRY_GROUP_TOPIC_PREFIX) => Some(
-                    b.topics
-                        .ensure(&h.topic, 1, perm::READ_WRITE)
-                        .map_err(|e| send_error(b, ResponseCode::SystemError, e.to_string()))?,
-                ),
+                None if h.topic.starts_with(topic::RETRY_GROUP_TOPIC_PREFIX) => {
+                    Some(b.topics.ensure_unsaved(&h.topic, 1, perm::READ_WRITE))
+                }
                 None => None,
             };
             match created {
@@ -184,6 +186,31 @@ pub(crate) fn check_topic_for_send(
         ));
     }
     Ok(tc)
+}
+
+/// The answer of a request that created topics (on send, or a retry or dead-letter topic on
+/// send-back), given once the topic table is saved, synced, as Java saves it before it
+/// answers. The save runs in the answer's own task, so the connection goes on with its next
+/// requests while the disk is slow.
+pub(crate) fn answer_after_topics_saved(
+    b: &Arc<BrokerInner>,
+    answer: ProcessResult,
+) -> ProcessResult {
+    if !b.topics.is_unsaved() {
+        return answer;
+    }
+    let b = b.clone();
+    ProcessResult::Deferred(Box::pin(async move {
+        if let Err(e) = b.topics.persist_if_unsaved() {
+            // The periodic persist tries again; the message itself is stored.
+            warn!(error = %e, "cannot save the topic table");
+        }
+        match answer {
+            ProcessResult::Response(r) => Some(r),
+            ProcessResult::NoResponse => None,
+            ProcessResult::Deferred(later) => later.await,
+        }
+    }))
 }
 
 /// SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE.
@@ -495,13 +522,8 @@ fn handle_retry_and_dlq(
     let times = h.reconsume_times.unwrap_or(0);
     if times >= max {
         let dlq = topic::dlq_topic(&group);
-        match b.topics.ensure(&dlq, 1, perm::READ_WRITE) {
-            Ok((_, new)) => {
-                if new {
-                    b.register_soon();
-                }
-            }
-            Err(e) => return Err(send_error(b, ResponseCode::SystemError, e.to_string())),
+        if b.topics.ensure_unsaved(&dlq, 1, perm::READ_WRITE).1 {
+            b.register_soon();
         }
         debug!(
             group,
@@ -605,13 +627,8 @@ pub(crate) async fn send_back(
     if msg.reconsume_times >= max || delay < 0 {
         topic_name = topic::dlq_topic(&h.group);
         queue = 0;
-        match b.topics.ensure(&topic_name, 1, perm::READ_WRITE) {
-            Ok((_, new)) => {
-                if new {
-                    b.register_soon();
-                }
-            }
-            Err(e) => return error(ResponseCode::SystemError, e.to_string()),
+        if b.topics.ensure_unsaved(&topic_name, 1, perm::READ_WRITE).1 {
+            b.register_soon();
         }
         delay = 0;
     } else if delay == 0 {
