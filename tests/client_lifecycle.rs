@@ -317,6 +317,34 @@ fn push_consumer(ns: &str, group: &str, rec: &Recorder, id: usize) -> DefaultMQP
     c
 }
 
+/// Starts consumer `id` of `group` as its only member and checks that it gets all 40 messages
+/// sent next, and that no other (stopped or dropped) consumer of `rec` gets any.
+async fn sole_member_gets_everything(
+    s: &Server,
+    group: &str,
+    rec: &Recorder,
+    id: usize,
+    prefix: &str,
+) -> DefaultMQPushConsumer {
+    let member = push_consumer(&s.ns, group, rec, id);
+    member.start().await.unwrap();
+    s.wait_members(group, 1, "the only member").await;
+    let m = member.clone();
+    wait_until(LIMIT, "the only member owns every queue", move || {
+        let n = of_topic(&m.owned_queues(), "Life").len();
+        async move { n == 4 }
+    })
+    .await;
+    let want = s.send("Life", prefix, 40).await;
+    wait_all(rec, &want.iter().cloned().collect(), LIMIT).await;
+    let others: Vec<_> = rec.all().into_iter().filter(|d| d.consumer != id).collect();
+    assert!(
+        others.is_empty(),
+        "messages went to stopped consumers: {others:?}"
+    );
+    member
+}
+
 fn lite_consumer(ns: &str, group: &str) -> DefaultLitePullConsumer {
     let c = DefaultLitePullConsumer::builder()
         .client_config(fast_client(ns))
@@ -355,22 +383,7 @@ fn push_consumer_start_and_shutdown_are_cancel_safe() {
         )
         .await;
         // Only the last member of the group gets messages: none went to a stopped listener.
-        let last = push_consumer(&s.ns, "g-life", &rec, 0);
-        last.start().await.unwrap();
-        s.wait_members("g-life", 1, "the last member").await;
-        let l = last.clone();
-        wait_until(LIMIT, "the last member owns every queue", move || {
-            let n = of_topic(&l.owned_queues(), "Life").len();
-            async move { n == 4 }
-        })
-        .await;
-        let want = s.send("Life", "after", 40).await;
-        wait_all(&rec, &want.iter().cloned().collect(), LIMIT).await;
-        let others: Vec<_> = rec.all().into_iter().filter(|d| d.consumer != 0).collect();
-        assert!(
-            others.is_empty(),
-            "messages went to stopped consumers: {others:?}"
-        );
+        let last = sole_member_gets_everything(&s, "g-life", &rec, 0, "after").await;
         last.shutdown().await;
         wait_no_client_task("the last member's shutdown").await;
     });
@@ -471,22 +484,7 @@ fn dropping_the_last_handle_stops_a_consumer() {
         drop(producer);
         wait_no_client_task("producer dropped").await;
 
-        let kept = push_consumer(&s.ns, "g-drop", &rec, 2);
-        kept.start().await.unwrap();
-        s.wait_members("g-drop", 1, "new member").await;
-        let k = kept.clone();
-        wait_until(LIMIT, "the new member owns every queue", move || {
-            let n = of_topic(&k.owned_queues(), "Life").len();
-            async move { n == 4 }
-        })
-        .await;
-        let want = s.send("Life", "after-drop", 40).await;
-        wait_all(&rec, &want.iter().cloned().collect(), LIMIT).await;
-        let to_dropped: Vec<_> = rec.all().into_iter().filter(|d| d.consumer == 1).collect();
-        assert!(
-            to_dropped.is_empty(),
-            "a dropped consumer got messages: {to_dropped:?}"
-        );
+        let kept = sole_member_gets_everything(&s, "g-drop", &rec, 2, "after-drop").await;
         kept.shutdown().await;
     });
 }

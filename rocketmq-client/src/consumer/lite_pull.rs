@@ -244,15 +244,7 @@ impl DefaultLitePullConsumer {
                     let ns = &inner.ns;
                     let mut cfg = inner.cfg.clone();
                     cfg.group = ns.wrap(&cfg.group);
-                    let subscriptions = created
-                        .subscriptions
-                        .values()
-                        .map(|sd| {
-                            let mut sd = sd.clone();
-                            sd.topic = ns.wrap(&sd.topic);
-                            (sd.topic.clone(), sd)
-                        })
-                        .collect();
+                    let subscriptions = ns.wrap_subscriptions(&created.subscriptions);
                     let engine = LiteEngine::new(
                         inner.client.clone(),
                         cfg,

@@ -388,15 +388,7 @@ impl DefaultMQPushConsumer {
                     let ns = Namespace::of(&inner.client);
                     let mut cfg = inner.cfg.clone();
                     cfg.group = ns.wrap(&cfg.group);
-                    let mut subscriptions: BTreeMap<String, SubscriptionData> = created
-                        .subscriptions
-                        .values()
-                        .map(|sd| {
-                            let mut sd = sd.clone();
-                            sd.topic = ns.wrap(&sd.topic);
-                            (sd.topic.clone(), sd)
-                        })
-                        .collect();
+                    let mut subscriptions = ns.wrap_subscriptions(&created.subscriptions);
                     if cfg.message_model == MessageModel::Clustering {
                         let rt = retry_topic(&cfg.group);
                         subscriptions.insert(
@@ -471,19 +463,13 @@ impl DefaultMQPushConsumer {
         topic: &str,
     ) -> Result<BTreeSet<MessageQueue>> {
         let e = self.engine()?;
-        let wire = e.ns.wrap(topic);
-        if !e.inst.update_route(&wire).await? {
-            return Err(ClientError::NoRoute {
+        match e.inst.readable_queues(&e.ns.wrap(topic)).await {
+            Ok(queues) => Ok(queues.iter().map(|q| e.ns.unwrap_mq(q)).collect()),
+            Err(ClientError::NoRoute { .. }) => Err(ClientError::NoRoute {
                 topic: topic.to_string(),
-            });
+            }),
+            Err(other) => Err(other),
         }
-        let route = e.inst.route(&wire).ok_or_else(|| ClientError::NoRoute {
-            topic: topic.to_string(),
-        })?;
-        Ok(crate::internal::instance::subscribe_queues(&wire, &route)
-            .iter()
-            .map(|q| e.ns.unwrap_mq(q))
-            .collect())
     }
 
     /// Rebalances now instead of waiting for the next period.

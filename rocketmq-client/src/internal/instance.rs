@@ -702,6 +702,18 @@ impl ClientInstance {
         });
     }
 
+    /// The readable queues of `topic`, from a fresh route.
+    pub(crate) async fn readable_queues(&self, topic: &str) -> Result<BTreeSet<MessageQueue>> {
+        let no_route = || ClientError::NoRoute {
+            topic: topic.to_string(),
+        };
+        if !self.update_route(topic).await? {
+            return Err(no_route());
+        }
+        let route = self.route(topic).ok_or_else(no_route)?;
+        Ok(subscribe_queues(topic, &route))
+    }
+
     /// The cached route of `topic`.
     pub(crate) fn route(&self, topic: &str) -> Option<TopicRouteData> {
         lock(&self.routes).get(topic).cloned()

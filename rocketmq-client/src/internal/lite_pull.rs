@@ -146,15 +146,7 @@ impl LiteEngine {
 
     /// The readable queues of `topic`, from a fresh route.
     pub(crate) async fn readable_queues(&self, topic: &str) -> Result<BTreeSet<MessageQueue>> {
-        if !self.inst.update_route(topic).await? {
-            return Err(ClientError::NoRoute {
-                topic: topic.to_string(),
-            });
-        }
-        let route = self.inst.route(topic).ok_or_else(|| ClientError::NoRoute {
-            topic: topic.to_string(),
-        })?;
-        Ok(super::instance::subscribe_queues(topic, &route))
+        self.inst.readable_queues(topic).await
     }
 
     /// One check of the watched topics (Java `fetchTopicMessageQueuesAndCompare`).

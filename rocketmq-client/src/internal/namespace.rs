@@ -2,6 +2,9 @@
 //! topics and groups of a client are `ns%name` on the wire (`%RETRY%ns%group` for a retry
 //! topic) and plain `name` in the API. System topics and groups are never wrapped.
 
+use std::collections::BTreeMap;
+
+use rocketmq_remoting::protocol::body::SubscriptionData;
 use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
 use rocketmq_remoting::protocol::topic::{
     AUTO_CREATE_TOPIC_KEY_TOPIC, BENCHMARK_TOPIC, DLQ_GROUP_TOPIC_PREFIX, OFFSET_MOVED_EVENT,
@@ -103,6 +106,21 @@ impl Namespace {
     /// The queue as shown.
     pub(crate) fn unwrap_mq(&self, mq: &MessageQueue) -> MessageQueue {
         MessageQueue::new(self.unwrap(&mq.topic), mq.broker_name.clone(), mq.queue_id)
+    }
+
+    /// Subscriptions (by topic) as sent: topics wrapped, keys too.
+    pub(crate) fn wrap_subscriptions(
+        &self,
+        subscriptions: &BTreeMap<String, SubscriptionData>,
+    ) -> BTreeMap<String, SubscriptionData> {
+        subscriptions
+            .values()
+            .map(|sd| {
+                let mut sd = sd.clone();
+                sd.topic = self.wrap(&sd.topic);
+                (sd.topic.clone(), sd)
+            })
+            .collect()
     }
 
     /// A received message as shown (its topic without the namespace).
