@@ -1,5 +1,6 @@
 //! A name server and a broker in this process, on ephemeral ports over a data directory: what
-//! tests and examples run against.
+//! tests and examples run against. The broker can be a group: a master and slaves that
+//! replicate its commit log ([`EmbeddedOptions::slaves`]), to test failover in `cargo test`.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), rocketmq_broker_lite::broker::BrokerError> {
@@ -11,15 +12,18 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::broker::{Broker, BrokerConfig, BrokerError, BrokerHandle};
+use crate::broker::{Broker, BrokerConfig, BrokerError, BrokerHandle, BrokerRole};
 use crate::namesrv::{NameServer, NameServerHandle};
 use crate::store::{FlushDiskType, StoreConfig, StoreEnv};
 
-/// A name server and a broker.
+/// A name server and a broker (the master of its group, with its slaves if any).
 #[derive(Debug)]
 pub struct EmbeddedCluster {
     namesrv: NameServerHandle,
     broker: BrokerHandle,
+    slaves: Vec<BrokerHandle>,
+    master_cfg: BrokerConfig,
+    env: StoreEnv,
     _temp: Option<TempDir>,
 }
 
@@ -72,8 +76,14 @@ pub struct EmbeddedOptions {
     pub segment_size: u64,
     /// Further broker settings applied on top.
     pub customize: Option<fn(&mut BrokerConfig)>,
-    /// `broker.conf` properties applied on top (Java key names).
+    /// `broker.conf` properties applied on top (Java key names), to the master and its slaves.
     pub properties: std::collections::BTreeMap<String, String>,
+    /// The master's role: `ASYNC_MASTER` (the default) or `SYNC_MASTER` (a send is answered
+    /// once a slave holds it).
+    pub role: BrokerRole,
+    /// Slaves of the broker (brokerId 1, 2, ...), each with a store of its own under the
+    /// data directory (`store-slave1`, ...).
+    pub slaves: usize,
 }
 
 impl Default for EmbeddedOptions {
@@ -86,6 +96,8 @@ impl Default for EmbeddedOptions {
             segment_size: 64 * 1024 * 1024,
             customize: None,
             properties: Default::default(),
+            role: BrokerRole::AsyncMaster,
+            slaves: 0,
         }
     }
 }
@@ -116,39 +128,44 @@ impl EmbeddedCluster {
             .kv_config_path(dir.join("namesrv").join("kvConfig.json"))
             .start()
             .await?;
-        let mut cfg = BrokerConfig {
-            listen_ip: opts.bind_ip.clone(),
-            listen_port: opts.broker_port,
-            broker_ip1: Some(opts.bind_ip.clone()).filter(|ip| ip != "0.0.0.0"),
-            namesrv_addr: vec![namesrv.local_addr().to_string()],
-            store: StoreConfig {
-                flush_disk_type: opts.flush_disk_type,
-                mapped_file_size_commit_log: opts.segment_size,
-                ..StoreConfig::new(dir.join("store"))
-            },
-            ..BrokerConfig::default()
-        };
-        if !opts.properties.is_empty() {
-            let unknown = cfg
-                .apply_properties(&opts.properties)
-                .map_err(BrokerError::Config)?;
-            for k in unknown {
-                tracing::warn!(key = %k, "unknown broker property ignored");
+        let cfg = match broker_config(dir, &opts, &namesrv.local_addr().to_string(), 0) {
+            Ok(c) => c,
+            Err(e) => {
+                namesrv.shutdown().await;
+                return Err(e);
             }
-        }
-        if let Some(f) = opts.customize {
-            f(&mut cfg);
-        }
-        let broker = match Broker::builder(cfg).env(env).start().await {
+        };
+        let broker = match Broker::builder(cfg.clone()).env(env.clone()).start().await {
             Ok(b) => b,
             Err(e) => {
                 namesrv.shutdown().await;
                 return Err(e);
             }
         };
+        let mut slaves = Vec::new();
+        for id in 1..=opts.slaves {
+            let started = match broker_config(dir, &opts, &namesrv.local_addr().to_string(), id) {
+                Ok(c) => Broker::builder(c).start().await,
+                Err(e) => Err(e),
+            };
+            match started {
+                Ok(s) => slaves.push(s),
+                Err(e) => {
+                    for s in &slaves {
+                        let _ = s.shutdown().await;
+                    }
+                    let _ = broker.shutdown().await;
+                    namesrv.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
         Ok(Self {
             namesrv,
             broker,
+            slaves,
+            master_cfg: cfg,
+            env,
             _temp: None,
         })
     }
@@ -163,15 +180,93 @@ impl EmbeddedCluster {
         &self.namesrv
     }
 
-    /// The broker.
+    /// The broker (the master of its group).
     pub fn broker(&self) -> &BrokerHandle {
         &self.broker
     }
 
-    /// Stops the broker, then the name server.
+    /// The master's slaves (brokerId 1, 2, ...).
+    pub fn slaves(&self) -> &[BrokerHandle] {
+        &self.slaves
+    }
+
+    /// Starts the master again over its data (after `broker().shutdown()`, to test a master
+    /// that returns); its slaves reconnect to it by themselves.
+    pub async fn restart_master(&mut self) -> Result<(), BrokerError> {
+        self.broker.shutdown().await?;
+        self.broker = Broker::builder(self.master_cfg.clone())
+            .env(self.env.clone())
+            .start()
+            .await?;
+        Ok(())
+    }
+
+    /// Stops the brokers (slaves first), then the name server.
     pub async fn shutdown(&self) -> Result<(), BrokerError> {
-        let r = self.broker.shutdown().await;
+        let mut r = Ok(());
+        for s in &self.slaves {
+            if let Err(e) = s.shutdown().await {
+                r = Err(e);
+            }
+        }
+        if let Err(e) = self.broker.shutdown().await {
+            r = Err(e);
+        }
         self.namesrv.shutdown().await;
         r
     }
+}
+
+/// The configuration of the group's broker `id` (0: the master).
+fn broker_config(
+    dir: &Path,
+    opts: &EmbeddedOptions,
+    namesrv: &str,
+    id: usize,
+) -> Result<BrokerConfig, BrokerError> {
+    let store_dir = if id == 0 {
+        dir.join("store")
+    } else {
+        dir.join(format!("store-slave{id}"))
+    };
+    let mut cfg = BrokerConfig {
+        listen_ip: opts.bind_ip.clone(),
+        listen_port: if id == 0 { opts.broker_port } else { 0 },
+        broker_ip1: Some(opts.bind_ip.clone()).filter(|ip| ip != "0.0.0.0"),
+        namesrv_addr: vec![namesrv.to_string()],
+        broker_role: if id == 0 {
+            opts.role
+        } else {
+            BrokerRole::Slave
+        },
+        broker_id: id as i64,
+        store: StoreConfig {
+            flush_disk_type: opts.flush_disk_type,
+            mapped_file_size_commit_log: opts.segment_size,
+            ..StoreConfig::new(store_dir)
+        },
+        ..BrokerConfig::default()
+    };
+    if id > 0 {
+        // Slaves pick their HA ports too.
+        cfg.ha.listen_port = Some(0);
+    }
+    if !opts.properties.is_empty() {
+        let unknown = cfg
+            .apply_properties(&opts.properties)
+            .map_err(BrokerError::Config)?;
+        for k in unknown {
+            tracing::warn!(key = %k, "unknown broker property ignored");
+        }
+    }
+    if let Some(f) = opts.customize {
+        f(&mut cfg);
+    }
+    if id > 0 {
+        cfg.broker_role = BrokerRole::Slave;
+        cfg.broker_id = id as i64;
+        cfg.listen_port = 0;
+        cfg.store.store_path_root_dir = dir.join(format!("store-slave{id}"));
+    }
+    Ok(cfg)
 }

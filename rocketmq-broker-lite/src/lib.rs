@@ -11,5 +11,6 @@ pub mod broker;
 #[doc(hidden)]
 pub mod cli;
 pub mod embedded;
+pub mod ha;
 pub mod namesrv;
 pub mod store;

@@ -882,12 +882,17 @@ async fn topic_admin_create_and_delete() {
 
 #[tokio::test]
 async fn vip_channel_refuses_pulls() {
-    // The VIP channel needs a fixed port: pick a free pair.
+    // The VIP channel needs a fixed port: pick a free one with free neighbours.
     let port = loop {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let p = l.local_addr().unwrap().port();
         drop(l);
-        if p > 10 && std::net::TcpListener::bind(("127.0.0.1", p - 2)).is_ok() {
+        // p - 2 for the VIP channel, p + 1 for the HA port.
+        if p > 10
+            && p < u16::MAX
+            && std::net::TcpListener::bind(("127.0.0.1", p - 2)).is_ok()
+            && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok()
+        {
             break p;
         }
     };

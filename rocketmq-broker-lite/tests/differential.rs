@@ -1155,10 +1155,10 @@ async fn our_broker_registers_like_apache() {
     };
     let broker = Broker::builder(cfg).env(env).start().await.unwrap();
     let addr = broker.broker_addr();
-    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let ha_port = broker.inner().ha().local_addr().port();
     let mut norm = Normalizer::new(&addr, &namesrv);
     norm.pairs.push((
-        format!("192.0.2.2:{}", port + 1),
+        format!("192.0.2.2:{ha_port}"),
         "192.0.2.2:40912".to_string(),
     ));
     broker.shutdown().await.unwrap();

@@ -1,10 +1,11 @@
 //! `rocketmq-lite`: a name server and a broker in one process.
 //!
-//! `rocketmq-lite --store-dir DIR --namesrv-port 9876 --broker-port 10911 [--flush-disk-type SYNC_FLUSH] [-c broker.conf]`
+//! `rocketmq-lite --store-dir DIR --namesrv-port 9876 --broker-port 10911 [--flush-disk-type SYNC_FLUSH] [--slaves 1 [--sync-master]] [-c broker.conf]`
 //! binds 127.0.0.1 unless `--bind` says otherwise and prints a line containing `ready` once both
 //! serve. SIGINT or SIGTERM stop it gracefully.
 
 use clap::Parser;
+use rocketmq_broker_lite::broker::BrokerRole;
 use rocketmq_broker_lite::cli::{init_logging, stop_signal};
 use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions};
 use rocketmq_broker_lite::store::FlushDiskType;
@@ -34,6 +35,12 @@ struct Args {
     /// A broker.conf whose properties apply to the broker (Java key names).
     #[arg(short = 'c', long = "config")]
     config: Option<std::path::PathBuf>,
+    /// Slaves of the broker, replicating its commit log (on ports the system picks).
+    #[arg(long, default_value_t = 0)]
+    slaves: usize,
+    /// Make the broker a SYNC_MASTER: a send is answered once a slave holds it.
+    #[arg(long = "sync-master")]
+    sync_master: bool,
 }
 
 #[tokio::main]
@@ -69,6 +76,12 @@ async fn main() -> std::process::ExitCode {
         segment_size: args.segment_size,
         customize: None,
         properties,
+        role: if args.sync_master {
+            BrokerRole::SyncMaster
+        } else {
+            BrokerRole::AsyncMaster
+        },
+        slaves: args.slaves,
     };
     let cluster = match EmbeddedCluster::start(&args.store_dir, opts).await {
         Ok(c) => c,
@@ -77,10 +90,16 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
+    let slaves: Vec<String> = cluster.slaves().iter().map(|s| s.broker_addr()).collect();
     println!(
-        "rocketmq-lite ready: namesrv {} broker {}",
+        "rocketmq-lite ready: namesrv {} broker {}{}",
         cluster.namesrv_addr(),
-        cluster.broker().broker_addr()
+        cluster.broker().broker_addr(),
+        if slaves.is_empty() {
+            String::new()
+        } else {
+            format!(" slaves {}", slaves.join(","))
+        }
     );
     use std::io::Write;
     let _ = std::io::stdout().flush();

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::ha::HaConfig;
 use crate::store::{FlushDiskType, StoreConfig};
 
 /// Role of a broker in its group.
@@ -109,6 +110,8 @@ pub struct BrokerConfig {
     pub vip_channel_enable: bool,
     /// The store.
     pub store: StoreConfig,
+    /// Replication (the HA port; a slave's master).
+    pub ha: HaConfig,
 }
 
 impl Default for BrokerConfig {
@@ -150,6 +153,7 @@ impl Default for BrokerConfig {
             rebalance_lock_max_live_time: Duration::from_secs(60),
             vip_channel_enable: true,
             store: StoreConfig::default(),
+            ha: HaConfig::default(),
         }
     }
 }
@@ -260,6 +264,16 @@ impl BrokerConfig {
                 "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
                 "offsetCheckInSlave" => self.offset_check_in_slave = parse_bool(key, v)?,
                 "compressedRegister" => self.compressed_register = parse_bool(key, v)?,
+                // Replication keys (Java's `MessageStoreConfig`).
+                "haListenPort" => self.ha.listen_port = Some(parse(key, v)?),
+                "haMasterAddress" => {
+                    self.ha.master_address = Some(v.trim().to_string()).filter(|a| !a.is_empty())
+                }
+                "haSendHeartbeatInterval" => self.ha.heartbeat_interval = millis(key, v)?,
+                "haHousekeepingInterval" => self.ha.housekeeping_interval = millis(key, v)?,
+                "haTransferBatchSize" => self.ha.transfer_batch_size = parse(key, v)?,
+                "haSlaveFallbehindMax" => self.ha.slave_fallbehind_max = parse(key, v)?,
+                "slaveTimeout" => self.ha.slave_timeout = millis(key, v)?,
                 // Store keys.
                 "storePathRootDir" => self.store.store_path_root_dir = PathBuf::from(v),
                 "mappedFileSizeCommitLog" => self.store.mapped_file_size_commit_log = parse(key, v)?,
@@ -349,7 +363,23 @@ impl BrokerConfig {
                 return Err(format!("invalid value {ip:?} for key `brokerIP1`"));
             }
         }
+        if let Some(ip) = &self.broker_ip2 {
+            if ip.parse::<IpAddr>().is_err() {
+                return Err(format!("invalid value {ip:?} for key `brokerIP2`"));
+            }
+        }
+        self.ha.validate()?;
         self.store.validate()
+    }
+
+    /// The HA port to bind: `haListenPort`, else `listenPort + 1` (0 when the listen port is
+    /// picked by the system).
+    pub fn ha_listen_port(&self) -> u16 {
+        match (self.ha.listen_port, self.listen_port) {
+            (Some(p), _) => p,
+            (None, 0) => 0,
+            (None, p) => p.wrapping_add(1),
+        }
     }
 
     /// The master id: masters are forced to 0 (Java does this at start).

@@ -23,6 +23,7 @@ pub mod offsets;
 mod processor;
 mod register;
 pub mod schedule;
+mod slave_sync;
 pub mod stats;
 pub mod subscription;
 pub mod topic;
@@ -53,6 +54,7 @@ use self::stats::BrokerStats;
 use self::subscription::SubscriptionGroupManager;
 use self::topic::TopicConfigManager;
 use self::transaction::TransactionBook;
+use crate::ha::HaService;
 use crate::store::{Clock, MessageStore, PutMessage, StoreEnv, StoreError};
 
 /// Why the broker could not start or stop.
@@ -89,6 +91,11 @@ pub struct BrokerInner {
     pub(crate) watched: Mutex<HashSet<u64>>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) hot_memory: u64,
+    /// Replication: the HA port, and a slave's connection to its master.
+    pub(crate) ha: HaService,
+    /// A slave's master (its remoting address, from the name servers), which it copies
+    /// topics, offsets and groups from.
+    pub(crate) master_addr: Mutex<Option<String>>,
     addr: OnceLock<(SocketAddr, String)>,
     delay_levels: Vec<i64>,
 }
@@ -119,15 +126,24 @@ impl BrokerInner {
         self.addr.get().map(|(_, s)| s.clone()).unwrap_or_default()
     }
 
-    /// `brokerIP2:haPort`.
+    /// `brokerIP2:haPort` (brokerIP2 defaults to brokerIP1).
     pub fn ha_addr(&self) -> String {
-        let host = self.store_host();
         let ip = self
             .cfg
             .broker_ip2
             .clone()
-            .unwrap_or_else(|| host.ip().to_string());
-        format!("{ip}:{}", host.port().wrapping_add(1))
+            .unwrap_or_else(|| self.store_host().ip().to_string());
+        format!("{ip}:{}", self.ha.local_addr().port())
+    }
+
+    /// The HA service.
+    pub fn ha(&self) -> &HaService {
+        &self.ha
+    }
+
+    /// A slave's master address, once the name servers told it.
+    pub fn master_addr(&self) -> Option<String> {
+        lock(&self.master_addr).clone()
     }
 
     /// Whether this broker is a slave.
@@ -261,6 +277,25 @@ impl BrokerBuilder {
         let schedule =
             ScheduleService::load(&config_dir, cfg.store.delay_levels(), env.vfs.clone())?;
         let transactions = TransactionBook::load(&store);
+        let ha = match HaService::start(
+            store.clone(),
+            cfg.ha.clone(),
+            &cfg.listen_ip,
+            cfg.ha_listen_port(),
+            cfg.broker_role == BrokerRole::Slave,
+        )
+        .await
+        {
+            Ok(ha) => ha,
+            Err(e) => {
+                let _ = store.shutdown();
+                return Err(BrokerError::Config(format!(
+                    "cannot listen on the HA port {}:{}: {e}",
+                    cfg.listen_ip,
+                    cfg.ha_listen_port()
+                )));
+            }
+        };
         let hold = Arc::new(PullHold::default());
         store.set_arrival_listener(hold.clone());
         let inner = Arc::new(BrokerInner {
@@ -284,6 +319,8 @@ impl BrokerBuilder {
             register_now: Notify::new(),
             watched: Mutex::new(HashSet::new()),
             shutdown: CancellationToken::new(),
+            ha: ha.clone(),
+            master_addr: Mutex::new(None),
             addr: OnceLock::new(),
         });
         let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
@@ -294,6 +331,7 @@ impl BrokerBuilder {
         {
             Ok(s) => s,
             Err(e) => {
+                ha.shutdown();
                 let _ = store.shutdown();
                 return Err(e.into());
             }
@@ -425,6 +463,12 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
             }
         }
     }));
+    if b.is_slave() {
+        // A slave's commit log is a copy of its master's: it never writes on its own (no
+        // delayed deliveries, no transaction checks; Java starts neither service on a slave).
+        tasks.push(tokio::spawn(slave_sync::run(b.clone())));
+        return tasks;
+    }
     // Transaction check-backs.
     let r = b.clone();
     tasks.push(tokio::spawn(async move {
@@ -557,6 +601,7 @@ impl BrokerHandle {
         let b = &self.inner;
         register::unregister_all(b).await;
         b.shutdown.cancel();
+        b.ha.shutdown();
         b.hold.wake_all();
         self.server.shutdown(Duration::from_secs(3)).await;
         if let Some(v) = &self.vip {

@@ -17,6 +17,8 @@ pub struct ConsumerOffsetManager {
     table: Mutex<BTreeMap<String, BTreeMap<i32, i64>>>,
     dirty: AtomicBool,
     path: PathBuf,
+    /// Serialises saves of the file (they share its temporary file).
+    save_lock: Mutex<()>,
     vfs: Arc<dyn Vfs>,
 }
 
@@ -38,6 +40,7 @@ impl ConsumerOffsetManager {
         Ok(Self {
             table: Mutex::new(table),
             dirty: AtomicBool::new(false),
+            save_lock: Mutex::new(()),
             path,
             vfs,
         })
@@ -100,8 +103,30 @@ impl ConsumerOffsetManager {
         }
     }
 
+    /// A slave's copy of its master's offsets (Java `SlaveSynchronize.syncConsumerOffset`:
+    /// `offsetTable.putAll(master)`): every `topic@group` the master has replaces ours whole
+    /// (its queues included); the ones only we have stay. Returns whether anything changed;
+    /// the table is then marked for [`ConsumerOffsetManager::persist_if_dirty`].
+    pub fn put_all_from_master(&self, master: ConsumerOffsetTable) -> bool {
+        let mut table = lock(&self.table);
+        let mut changed = false;
+        for (k, queues) in master.offset_table {
+            if table.get(&k) != Some(&queues) {
+                table.insert(k, queues);
+                changed = true;
+            }
+        }
+        drop(table);
+        if changed {
+            self.dirty.store(true, Ordering::Release);
+        }
+        changed
+    }
+
     /// Writes the file if something changed.
     pub fn persist_if_dirty(&self) -> Result<(), StoreError> {
+        // One save at a time (the periodic persist, a slave's copy from its master, shutdown).
+        let _one_at_a_time = lock(&self.save_lock);
         if self.dirty.swap(false, Ordering::AcqRel) {
             if let Err(e) = save_json(&*self.vfs, &self.path, &self.table()) {
                 self.dirty.store(true, Ordering::Release);
@@ -109,5 +134,41 @@ impl ConsumerOffsetManager {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::simfs::SimFs;
+
+    #[test]
+    fn masters_offsets_put_over_ours_per_topic_and_group() {
+        let fs = Arc::new(SimFs::default());
+        let dir = std::path::Path::new("/store/config");
+        let m = ConsumerOffsetManager::load(dir, fs.clone()).unwrap();
+        m.commit("G", "T", 0, 10);
+        m.commit("G", "T", 1, 11);
+        m.commit("Mine", "T", 0, 5);
+        m.persist_if_dirty().unwrap();
+
+        let mut master = ConsumerOffsetTable::default();
+        master
+            .offset_table
+            .insert("T@G".into(), BTreeMap::from([(0, 20), (2, 22)]));
+        master
+            .offset_table
+            .insert("U@G".into(), BTreeMap::from([(3, 33)]));
+        assert!(m.put_all_from_master(master.clone()));
+        // `putAll`: a key the master has is replaced whole (queue 1 is gone), ours stay.
+        assert_eq!(m.of("G", "T"), BTreeMap::from([(0, 20), (2, 22)]));
+        assert_eq!(m.query("G", "U", 3), Some(33));
+        assert_eq!(m.query("Mine", "T", 0), Some(5));
+        m.persist_if_dirty().unwrap();
+        let back = ConsumerOffsetManager::load(dir, fs.clone()).unwrap();
+        assert_eq!(back.table(), m.table());
+
+        // The same answer again changes nothing.
+        assert!(!m.put_all_from_master(master));
     }
 }

@@ -8,7 +8,7 @@ use rocketmq_remoting::protocol::body::{
     TopicConfigSerializeWrapper,
 };
 use rocketmq_remoting::protocol::headers::{
-    RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader,
+    RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnregisterBrokerRequestHeader,
 };
 use rocketmq_remoting::protocol::topic::perm;
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -105,6 +105,9 @@ async fn register_wrapper(
             match client.invoke(&addr, req, timeout).await {
                 Ok(resp) if resp.response_code() == ResponseCode::Success => {
                     debug!(namesrv = %addr, "registered with name server");
+                    if b.is_slave() {
+                        learn_master(b, &resp);
+                    }
                 }
                 Ok(resp) => warn!(namesrv = %addr, code = resp.code, remark = resp.remark_str(), "name server refused the registration"),
                 Err(e) => warn!(namesrv = %addr, error = %e, "register broker failed"),
@@ -112,6 +115,25 @@ async fn register_wrapper(
         }
     });
     futures::future::join_all(calls).await;
+}
+
+/// A slave learns its master from a name server's answer (Java's `doRegisterBrokerAll`): the
+/// HA address to replicate from (unless `haMasterAddress` fixes it) and the address to copy
+/// topics, offsets and groups from.
+fn learn_master(b: &BrokerInner, resp: &RemotingCommand) {
+    let Ok(h) = resp.decode_header::<RegisterBrokerResponseHeader>() else {
+        return;
+    };
+    if let Some(ha) = h.ha_server_addr.as_deref().filter(|a| !a.is_empty()) {
+        b.ha.update_master_address(ha);
+    }
+    if let Some(master) = h.master_addr.filter(|a| !a.is_empty()) {
+        let mut cur = b.master_addr.lock().unwrap_or_else(|p| p.into_inner());
+        if cur.as_deref() != Some(master.as_str()) {
+            tracing::info!(%master, "master address learnt from the name server");
+            *cur = Some(master);
+        }
+    }
 }
 
 /// Unregisters from every name server (shutdown).

@@ -25,6 +25,8 @@ pub struct ScheduleService {
     offsets: Mutex<BTreeMap<i32, i64>>,
     dirty: AtomicBool,
     path: PathBuf,
+    /// Serialises saves of the file (they share its temporary file).
+    save_lock: Mutex<()>,
     vfs: Arc<dyn Vfs>,
     levels: Vec<i64>,
 }
@@ -47,6 +49,7 @@ impl ScheduleService {
         Ok(Self {
             offsets: Mutex::new(offsets),
             dirty: AtomicBool::new(false),
+            save_lock: Mutex::new(()),
             path,
             vfs,
             levels,
@@ -60,10 +63,31 @@ impl ScheduleService {
         }
     }
 
+    /// A slave's copy of its master's delay progress (Java `SlaveSynchronize.syncDelayOffset`
+    /// writes the master's `delayOffset.json` text over its own, which the schedule service
+    /// loads when the broker becomes master): the table is replaced by the master's. Returns
+    /// whether it changed; it is then marked for [`ScheduleService::persist_if_dirty`].
+    pub fn replace_from_master(&self, master: DelayOffsetTable) -> bool {
+        let mut offsets = lock(&self.offsets);
+        if *offsets == master.offset_table {
+            return false;
+        }
+        *offsets = master.offset_table;
+        drop(offsets);
+        self.dirty.store(true, Ordering::Release);
+        true
+    }
+
     /// Persists progress if it moved.
     pub fn persist_if_dirty(&self) -> Result<(), StoreError> {
+        // One save at a time (the periodic persist, a slave's copy from its master, shutdown).
+        let _one_at_a_time = lock(&self.save_lock);
         if self.dirty.swap(false, Ordering::AcqRel) {
-            save_json(&*self.vfs, &self.path, &self.table())?;
+            if let Err(e) = save_json(&*self.vfs, &self.path, &self.table()) {
+                // Tried again next time.
+                self.dirty.store(true, Ordering::Release);
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -156,5 +180,28 @@ impl ScheduleService {
             .put_message(&m)
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::simfs::SimFs;
+
+    #[test]
+    fn masters_delay_offsets_replace_ours() {
+        let fs = Arc::new(SimFs::default());
+        let dir = std::path::Path::new("/store/config");
+        let s = ScheduleService::load(dir, vec![1_000, 5_000, 10_000], fs.clone()).unwrap();
+        lock(&s.offsets).extend([(1, 4), (3, 9)]);
+        let master = DelayOffsetTable {
+            offset_table: BTreeMap::from([(1, 7), (2, 8)]),
+        };
+        assert!(s.replace_from_master(master.clone()));
+        assert_eq!(s.table(), master);
+        s.persist_if_dirty().unwrap();
+        let back = ScheduleService::load(dir, vec![1_000, 5_000, 10_000], fs.clone()).unwrap();
+        assert_eq!(back.table(), master);
+        assert!(!s.replace_from_master(master));
     }
 }

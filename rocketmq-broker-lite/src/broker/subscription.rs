@@ -10,6 +10,7 @@ use rocketmq_remoting::protocol::body::{
 };
 use rocketmq_remoting::protocol::topic;
 
+use super::topic::same_version;
 use crate::store::persist::{load_json, save_json};
 use crate::store::vfs::Vfs;
 use crate::store::{Clock, StoreError};
@@ -121,6 +122,26 @@ impl SubscriptionGroupManager {
         lock(&self.state).clone()
     }
 
+    /// A slave's copy of its master's groups (Java
+    /// `SlaveSynchronize.syncSubscriptionGroupConfig`): when the master's data version differs
+    /// from ours (timestamp or counter, as Java's `DataVersion.equals`), the table is cleared
+    /// and filled with the master's groups, and the version takes the master's timestamp and
+    /// counter (`assignNewOne`). Returns whether it was replaced; the table is then marked for
+    /// [`SubscriptionGroupManager::persist_if_dirty`] (or the caller saves it with
+    /// [`SubscriptionGroupManager::persist`]).
+    pub fn replace_from_master(&self, master: SubscriptionGroupWrapper) -> bool {
+        let mut st = lock(&self.state);
+        if same_version(&st.data_version, &master.data_version) {
+            return false;
+        }
+        st.data_version.timestamp = master.data_version.timestamp;
+        st.data_version.counter = master.data_version.counter;
+        st.subscription_group_table = master.subscription_group_table;
+        drop(st);
+        self.dirty.store(true, Ordering::Release);
+        true
+    }
+
     /// Persists the table.
     pub fn persist(&self) -> Result<(), StoreError> {
         // One save at a time: they share the temporary file.
@@ -141,5 +162,58 @@ impl SubscriptionGroupManager {
         } else {
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::simfs::SimFs;
+    use crate::store::ManualClock;
+
+    fn master(counter: i64, timestamp: i64, groups: &[&str]) -> SubscriptionGroupWrapper {
+        SubscriptionGroupWrapper {
+            data_version: DataVersion {
+                counter,
+                state_version: None,
+                timestamp,
+            },
+            subscription_group_table: groups
+                .iter()
+                .map(|g| (g.to_string(), SubscriptionGroupConfig::new(*g)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn replaced_by_the_masters_groups_only_when_the_versions_differ() {
+        let fs = Arc::new(SimFs::default());
+        let dir = std::path::Path::new("/store/config");
+        let m =
+            SubscriptionGroupManager::load(dir, false, fs.clone(), ManualClock::new(1)).unwrap();
+        m.update(SubscriptionGroupConfig::new("OnlyOnSlave"))
+            .unwrap();
+
+        assert!(m.replace_from_master(master(4, 2_000, &["G1", "G2"])));
+        let w = m.wrapper();
+        assert_eq!(
+            (w.data_version.counter, w.data_version.timestamp),
+            (4, 2_000)
+        );
+        assert_eq!(
+            w.subscription_group_table.keys().collect::<Vec<_>>(),
+            ["G1", "G2"],
+            "cleared, then the master's groups"
+        );
+        m.persist_if_dirty().unwrap();
+        let back =
+            SubscriptionGroupManager::load(dir, false, fs.clone(), ManualClock::new(1)).unwrap();
+        assert!(back.find_or_create("G2").is_some());
+        assert_eq!(back.wrapper().data_version.counter, 4);
+
+        // Equal versions: kept as is.
+        assert!(!m.replace_from_master(master(4, 2_000, &["G3"])));
+        assert!(m.find_or_create("G3").is_none());
+        assert!(m.find_or_create("G1").is_some());
     }
 }

@@ -18,6 +18,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Java's `DataVersion.equals`: timestamp and counter (the 5.x state version is not compared).
+pub(crate) fn same_version(a: &DataVersion, b: &DataVersion) -> bool {
+    a.timestamp == b.timestamp && a.counter == b.counter
+}
+
 /// The broker's topics.
 #[derive(Debug)]
 pub struct TopicConfigManager {
@@ -290,6 +295,33 @@ impl TopicConfigManager {
         (tc, true)
     }
 
+    /// A slave's copy of its master's topics (Java `SlaveSynchronize.syncTopicConfig`): when
+    /// the master's data version differs from ours (timestamp or counter, as Java's
+    /// `DataVersion.equals`), the whole table is replaced by the master's and the version takes
+    /// the master's timestamp and counter (`assignNewOne`). Returns whether it was replaced;
+    /// the table is then marked unsaved, and the caller saves it
+    /// ([`TopicConfigManager::persist`]) off the async workers.
+    pub fn replace_from_master(&self, master: TopicConfigSerializeWrapper) -> bool {
+        // Under the creation lock: no topic is created between the comparison and the swap.
+        let _g = lock(&self.create_lock);
+        let mut version = lock(&self.data_version);
+        if same_version(&version, &master.data_version) {
+            return false;
+        }
+        // Version, then table: the order `wrapper` takes them in, so a reader sees both old
+        // or both new.
+        let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+        version.timestamp = master.data_version.timestamp;
+        version.counter = master.data_version.counter;
+        *table = master.topic_config_table;
+        let topics = table.len();
+        drop(table);
+        drop(version);
+        self.unsaved.store(true, Ordering::Release);
+        info!(topics, "topics replaced by the master's");
+        true
+    }
+
     /// Persists the table (one save at a time: they share the temporary file).
     pub fn persist(&self) -> Result<(), StoreError> {
         let _one_at_a_time = lock(&self.save_lock);
@@ -314,5 +346,82 @@ impl TopicConfigManager {
         } else {
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::simfs::SimFs;
+    use crate::store::ManualClock;
+
+    fn manager(fs: &Arc<SimFs>) -> TopicConfigManager {
+        let mut cfg = BrokerConfig::default();
+        cfg.store.store_path_root_dir = "/store".into();
+        TopicConfigManager::load(&cfg, fs.clone(), ManualClock::new(1_000)).unwrap()
+    }
+
+    fn master_wrapper(
+        counter: i64,
+        timestamp: i64,
+        topics: &[&str],
+    ) -> TopicConfigSerializeWrapper {
+        TopicConfigSerializeWrapper {
+            data_version: DataVersion {
+                counter,
+                state_version: None,
+                timestamp,
+            },
+            topic_config_table: topics
+                .iter()
+                .map(|t| (t.to_string(), TopicConfig::new(*t, 8)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn replaced_by_the_masters_table_when_the_versions_differ() {
+        let fs = Arc::new(SimFs::default());
+        let m = manager(&fs);
+        m.update(TopicConfig::new("OnlyOnSlave", 4)).unwrap();
+        assert!(m.replace_from_master(master_wrapper(7, 5_000, &["A", "B"])));
+        assert!(m.is_unsaved());
+        let v = m.data_version();
+        assert_eq!((v.counter, v.timestamp), (7, 5_000));
+        let w = m.wrapper();
+        assert_eq!(
+            w.topic_config_table.keys().collect::<Vec<_>>(),
+            ["A", "B"],
+            "the table is cleared before the master's topics go in"
+        );
+        assert!(m.get("OnlyOnSlave").is_none());
+        assert_eq!(m.get("A").unwrap().write_queue_nums, 8);
+
+        // Saved, and loaded back after a restart.
+        m.persist().unwrap();
+        assert!(!m.is_unsaved());
+        let back = manager(&fs);
+        assert_eq!(back.data_version().counter, 7);
+        assert!(back.get("B").is_some());
+    }
+
+    #[test]
+    fn kept_when_the_versions_are_equal() {
+        let fs = Arc::new(SimFs::default());
+        let m = manager(&fs);
+        assert!(m.replace_from_master(master_wrapper(3, 9_000, &["A"])));
+        m.persist().unwrap();
+        // Same timestamp and counter: nothing changes, even if the tables differ (Java compares
+        // the versions only); a state version does not count (Java 4.x has none).
+        let mut same = master_wrapper(3, 9_000, &["Other"]);
+        same.data_version.state_version = Some(1);
+        assert!(!m.replace_from_master(same));
+        assert!(!m.is_unsaved());
+        assert!(m.get("A").is_some());
+        assert!(m.get("Other").is_none());
+        // Only the timestamp differs: replaced.
+        assert!(m.replace_from_master(master_wrapper(3, 9_001, &["Other"])));
+        assert!(m.get("Other").is_some());
+        assert!(m.get("A").is_none());
     }
 }

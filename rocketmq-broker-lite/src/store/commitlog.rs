@@ -28,6 +28,8 @@ use super::record::{
 use super::segment::{file_name, parse_file_name, Segment};
 use super::vfs::{is_no_space, Vfs};
 
+mod replica;
+
 /// Receives dispatched records, in commit-log order, from the writer thread.
 pub trait DispatchSink: Send + Sync {
     /// Records written to the segment files (not necessarily durable yet).

@@ -62,6 +62,10 @@ pub enum StoreError {
     /// made. Java's OS_PAGECACHE_BUSY remark.
     #[error("[PC_SYNCHRONIZED]broker busy, start flow control for a while")]
     Busy,
+    /// Replicated bytes do not continue this log (a slave whose log diverged from its
+    /// master's, or a garbled stream): nothing was appended.
+    #[error("replicated data does not continue this commit log: {0}")]
+    Diverged(String),
     /// A sync (`fsync`/`fdatasync`) failed: what it covered may be lost, and syncing again would
     /// not bring it back, so the store refuses writes until it is restarted (recovery then
     /// keeps only what is durable).

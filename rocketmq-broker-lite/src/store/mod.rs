@@ -704,6 +704,49 @@ impl MessageStore {
         Ok(r)
     }
 
+    // ----- replication -----
+
+    /// Up to `max` bytes of the commit log from `from` (one segment at most, written and
+    /// dispatched bytes only): what a master sends its slaves. `Ok(None)` when there is nothing
+    /// yet.
+    pub fn replica_bytes(&self, from: u64, max: usize) -> StoreResult<Option<Vec<u8>>> {
+        self.inner.log.replica_bytes(from, max)
+    }
+
+    /// A slave's append of the bytes its master sent from commit-log offset `offset` (this
+    /// log's end): whole records are checked and appended at the master's offsets, then written
+    /// and dispatched like any append. Returns how many bytes were taken; see
+    /// [`CommitLog::append_replica`](commitlog::CommitLog::append_replica).
+    pub fn append_replica(&self, offset: u64, data: &[u8]) -> StoreResult<usize> {
+        let taken = self.inner.log.append_replica(offset, data)?;
+        if taken > 0 {
+            self.inner.log.write_inline(&*self.inner);
+        }
+        Ok(taken)
+    }
+
+    /// Moves an empty store's commit log to start at `base`, a segment boundary (an empty
+    /// slave starts at its master's last segment).
+    pub fn restart_empty_at(&self, base: u64) -> StoreResult<()> {
+        self.inner.log.restart_empty_at(base)?;
+        self.inner.dispatched.fetch_max(base, Ordering::AcqRel);
+        self.inner
+            .durable_dispatched
+            .fetch_max(base, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Commit-log offset up to which appends are written and dispatched (what a master can send
+    /// its slaves, and what a slave reports to its master).
+    pub fn commit_log_written_offset(&self) -> u64 {
+        self.inner.log.dispatched_offset()
+    }
+
+    /// Commit-log segment size.
+    pub fn commit_log_segment_size(&self) -> u64 {
+        self.inner.log.segment_size()
+    }
+
     /// Completes once commit-log offset `end` is durable.
     pub fn durable(
         &self,

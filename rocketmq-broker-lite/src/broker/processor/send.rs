@@ -18,7 +18,8 @@ use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
 use tracing::{debug, warn};
 
 use crate::broker::processor::APPLY_TOPIC_URL;
-use crate::broker::BrokerInner;
+use crate::broker::{BrokerInner, BrokerRole};
+use crate::ha::Replication;
 use crate::store::{AppendResult, FlushDiskType, PutMessage, StoreError};
 
 fn send_error(b: &BrokerInner, code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
@@ -328,8 +329,13 @@ pub(crate) async fn send(
     ack_when_stored(b, r, wait, resp)
 }
 
-/// Answers once the append is stored as the flush mode requires: durable (SYNC_FLUSH with
-/// `WAIT=true`; FLUSH_DISK_TIMEOUT after `syncFlushTimeout`) or written to the segment files.
+/// Answers once the append is stored as the flush mode and the role require (Java's
+/// `submitFlushRequest` and `submitReplicaRequest`, combined as `thenCombine` does): durable
+/// under SYNC_FLUSH with `WAIT=true` (FLUSH_DISK_TIMEOUT after `syncFlushTimeout`), else
+/// written to the segment files; and on a SYNC_MASTER with `WAIT=true`, held by a slave
+/// (SLAVE_NOT_AVAILABLE at once when none can take it, FLUSH_SLAVE_TIMEOUT after
+/// `slaveTimeout`). When both fail, the replication status is the answer. Java answers these
+/// statuses with the response header and no remark: the message is stored.
 pub(crate) fn ack_when_stored(
     b: &Arc<BrokerInner>,
     r: AppendResult,
@@ -338,26 +344,53 @@ pub(crate) fn ack_when_stored(
 ) -> ProcessResult {
     let store = b.store.clone();
     let sync = b.cfg.store.flush_disk_type == FlushDiskType::SyncFlush && wait;
-    if !sync && store.is_written(r.end_offset) {
+    let replicate = b.cfg.broker_role == BrokerRole::SyncMaster && wait;
+    let replica_refused = replicate && !b.ha.is_slave_ok(r.end_offset);
+    if !sync && !replicate && store.is_written(r.end_offset) {
         // Written inline by the append: answer without a task.
         return ProcessResult::Response(resp);
     }
     let timeout = b.cfg.store.sync_flush_timeout;
+    let ha = b.ha.clone();
     ProcessResult::Deferred(Box::pin(async move {
-        let outcome = if sync {
-            tokio::time::timeout(timeout, store.durable(r.end_offset)).await
-        } else {
-            tokio::time::timeout(timeout, store.written(r.end_offset)).await
+        let stored = async {
+            if sync {
+                tokio::time::timeout(timeout, store.durable(r.end_offset)).await
+            } else {
+                tokio::time::timeout(timeout, store.written(r.end_offset)).await
+            }
         };
+        let replicated = async {
+            if replica_refused {
+                Replication::SlaveNotAvailable
+            } else if replicate {
+                ha.wait_replicated(r.end_offset).await
+            } else {
+                Replication::Done
+            }
+        };
+        let (outcome, replication) = futures::join!(stored, replicated);
         match outcome {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 resp.code = store_error_code(&e).to_i32();
                 resp.remark = Some(e.to_string());
+                return Some(resp);
             }
             Err(_) => {
                 resp.code = ResponseCode::FlushDiskTimeout.to_i32();
-                resp.remark = Some("flush disk timeout".into());
+                resp.remark = None;
+            }
+        }
+        match replication {
+            Replication::Done => {}
+            Replication::SlaveNotAvailable => {
+                resp.code = ResponseCode::SlaveNotAvailable.to_i32();
+                resp.remark = None;
+            }
+            Replication::Timeout => {
+                resp.code = ResponseCode::FlushSlaveTimeout.to_i32();
+                resp.remark = None;
             }
         }
         Some(resp)

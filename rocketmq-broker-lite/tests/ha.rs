@@ -1,0 +1,409 @@
+//! Master/slave replication over the HA port, in process: what a slave holds, what a
+//! SYNC_MASTER answers, an empty slave's start, and bad peers on either side.
+
+#[path = "common/broker.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use rocketmq_broker_lite::broker::{Broker, BrokerConfig, BrokerHandle, BrokerRole};
+use rocketmq_broker_lite::embedded::TempDir;
+use rocketmq_broker_lite::ha::wire;
+use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
+use rocketmq_remoting::protocol::body::{self, TopicRouteData};
+use rocketmq_remoting::protocol::headers::{GetRouteInfoRequestHeader, SendMessageResponseHeader};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+struct Group {
+    dir: TempDir,
+    namesrv: NameServerHandle,
+    master: BrokerHandle,
+}
+
+fn config(g: &Group, name: &str) -> BrokerConfig {
+    broker_config(
+        &g.dir.path().join(name),
+        &g.namesrv.local_addr().to_string(),
+    )
+}
+
+async fn group(f: impl FnOnce(&mut BrokerConfig)) -> Group {
+    let dir = TempDir::new("ha-test").unwrap();
+    let namesrv = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .start()
+        .await
+        .unwrap();
+    let mut cfg = broker_config(&dir.path().join("m"), &namesrv.local_addr().to_string());
+    f(&mut cfg);
+    let master = Broker::builder(cfg).start().await.unwrap();
+    Group {
+        dir,
+        namesrv,
+        master,
+    }
+}
+
+async fn slave(g: &Group, id: i64, f: impl FnOnce(&mut BrokerConfig)) -> BrokerHandle {
+    let mut cfg = config(g, &format!("s{id}"));
+    cfg.broker_role = BrokerRole::Slave;
+    cfg.broker_id = id;
+    cfg.ha.listen_port = Some(0);
+    f(&mut cfg);
+    Broker::builder(cfg).start().await.unwrap()
+}
+
+/// Waits until the slave holds the master's whole commit log.
+async fn caught_up(master: &BrokerHandle, slave: &BrokerHandle) {
+    let m = master.store().clone();
+    let s = slave.store().clone();
+    eventually("the slave to catch up", move || {
+        let end = m.commit_log_written_offset();
+        s.commit_log_written_offset() == end && s.dispatched_offset() >= end
+    })
+    .await;
+}
+
+/// The commit-log bytes of a store between two offsets, read through the segment files.
+fn log_bytes(b: &BrokerHandle, from: u64, to: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut at = from;
+    while at < to {
+        let chunk = b
+            .store()
+            .replica_bytes(at, (to - at) as usize)
+            .unwrap()
+            .expect("bytes below the written offset");
+        at += chunk.len() as u64;
+        out.extend_from_slice(&chunk);
+    }
+    out
+}
+
+async fn send_ok(
+    c: &rocketmq_remoting::transport::RemotingClient,
+    addr: &str,
+    topic: &str,
+    q: i32,
+    body: &str,
+) -> SendMessageResponseHeader {
+    let r = send(c, addr, topic, q, body).await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    r.decode_header().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slave_holds_a_byte_identical_log_and_serves_it() {
+    let g = group(|_| {}).await;
+    let s = slave(&g, 1, |_| {}).await;
+    let c = client();
+    let m = g.master.broker_addr();
+    for i in 0..200 {
+        send_ok(
+            &c,
+            &m,
+            &format!("HaTopic{}", i % 3),
+            i % 4,
+            &format!("message {i}"),
+        )
+        .await;
+    }
+    caught_up(&g.master, &s).await;
+    // Topics, offsets and groups are copied from the master (every 10 s; now here).
+    s.inner().sync_from_master_now().await;
+    assert!(s.inner().topic_exists("HaTopic0"));
+    let end = g.master.store().commit_log_written_offset();
+    assert_eq!(log_bytes(&g.master, 0, end), log_bytes(&s, 0, end));
+    // The slave's consume queues give the master's queue offsets.
+    for t in 0..3 {
+        for q in 0..4 {
+            let topic = format!("HaTopic{t}");
+            assert_eq!(
+                s.store().max_offset(&topic, q),
+                g.master.store().max_offset(&topic, q),
+                "{topic}/{q}"
+            );
+        }
+    }
+    let (resp, msgs) = pull(&c, &s.broker_addr(), "g", "HaTopic0", 0, 0).await;
+    assert_eq!(
+        resp.response_code(),
+        ResponseCode::Success,
+        "{}",
+        resp.remark_str()
+    );
+    assert!(!msgs.is_empty());
+    assert_eq!(msgs[0].body.as_ref(), b"message 0");
+    // The name server lists the slave under its id with the master.
+    let route = c
+        .invoke(
+            &g.namesrv.local_addr().to_string(),
+            RemotingCommand::request_with_header(
+                RequestCode::GetRouteinfoByTopic,
+                &GetRouteInfoRequestHeader {
+                    topic: "HaTopic0".into(),
+                    ..Default::default()
+                },
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    let route: TopicRouteData = body::decode(&route.body).unwrap();
+    let addrs = &route.broker_datas[0].broker_addrs;
+    assert_eq!(addrs.get(&0).map(String::as_str), Some(m.as_str()));
+    assert_eq!(addrs.get(&1).cloned(), Some(s.broker_addr()));
+    // A slave refuses sends.
+    let r = send(&c, &s.broker_addr(), "HaTopic0", 0, "to the slave").await;
+    assert_eq!(r.response_code(), ResponseCode::ServiceNotAvailable);
+    // More after a slave restart: it continues where its log ends.
+    s.shutdown().await.unwrap();
+    for i in 0..50 {
+        send_ok(&c, &m, "HaTopic0", 0, &format!("later {i}")).await;
+    }
+    let s = slave(&g, 1, |_| {}).await;
+    caught_up(&g.master, &s).await;
+    let end = g.master.store().commit_log_written_offset();
+    assert_eq!(log_bytes(&g.master, 0, end), log_bytes(&s, 0, end));
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_master_answers_once_a_slave_holds_the_message() {
+    let g = group(|c| {
+        c.broker_role = BrokerRole::SyncMaster;
+        c.ha.slave_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let c = client();
+    let m = g.master.broker_addr();
+    // No slave: SLAVE_NOT_AVAILABLE at once, the message stored all the same.
+    let r = send(&c, &m, "SyncTopic", 0, "alone").await;
+    assert_eq!(r.response_code(), ResponseCode::SlaveNotAvailable);
+    assert!(r.remark.is_none());
+    let h: SendMessageResponseHeader = r.decode_header().unwrap();
+    assert_eq!(h.queue_offset, 0);
+    let s = slave(&g, 1, |_| {}).await;
+    let ha = g.master.inner().ha().clone();
+    eventually("the slave to connect", || ha.slave_connections() == 1).await;
+    for i in 0..20 {
+        let h = send_ok(&c, &m, "SyncTopic", 0, &format!("replicated {i}")).await;
+        // Answered only once the slave acknowledged the message's end.
+        let end = g.master.store().commit_log_written_offset();
+        assert!(ha.slave_acked_offset() >= s.store().commit_log_written_offset().min(end));
+        assert!(
+            s.store().max_offset("SyncTopic", 0) > h.queue_offset,
+            "the slave holds message {i} when its send is answered"
+        );
+    }
+    s.shutdown().await.unwrap();
+    eventually("the slave to go", || ha.slave_connections() == 0).await;
+    let r = send(&c, &m, "SyncTopic", 0, "alone again").await;
+    assert_eq!(r.response_code(), ResponseCode::SlaveNotAvailable);
+
+    // A slave that connects and never acknowledges: FLUSH_SLAVE_TIMEOUT after slaveTimeout.
+    let mut mute = tokio::net::TcpStream::connect(ha.local_addr())
+        .await
+        .unwrap();
+    let end = g.master.store().commit_log_written_offset();
+    mute.write_all(&wire::report(end)).await.unwrap();
+    eventually("the mute slave to connect", || ha.slave_connections() == 1).await;
+    let started = std::time::Instant::now();
+    let r = send(&c, &m, "SyncTopic", 0, "never acknowledged").await;
+    assert_eq!(r.response_code(), ResponseCode::FlushSlaveTimeout);
+    assert!(r.remark.is_none());
+    assert!(started.elapsed() >= Duration::from_millis(450));
+    // WAIT=false skips the wait.
+    let mut msg = rocketmq_remoting::protocol::message::Message::new(
+        "SyncTopic",
+        bytes::Bytes::from_static(b"no wait"),
+    );
+    msg.properties.insert("WAIT", "false");
+    let r = c
+        .invoke(&m, send_request("SyncTopic", 0, &msg), T)
+        .await
+        .unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    drop(mute);
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_slave_starts_at_the_masters_last_segment() {
+    let small = |c: &mut BrokerConfig| {
+        c.store.mapped_file_size_commit_log = 64 * 1024;
+        c.store.max_message_size = 16 * 1024;
+    };
+    let g = group(small).await;
+    let c = client();
+    let m = g.master.broker_addr();
+    let body = "x".repeat(3000);
+    let mut last = None;
+    for _ in 0..70 {
+        last = Some(send_ok(&c, &m, "Rolled", 0, &body).await);
+    }
+    let last = last.unwrap();
+    let end = g.master.store().commit_log_written_offset();
+    let seg = 64 * 1024;
+    assert!(end > 2 * seg, "the master's log spans three segments");
+    let s = slave(&g, 1, small).await;
+    caught_up(&g.master, &s).await;
+    let base = end - end % seg;
+    assert_eq!(s.store().commit_log_min_offset(), base);
+    s.inner().sync_from_master_now().await;
+    assert_eq!(log_bytes(&g.master, base, end), log_bytes(&s, base, end));
+    // The last message is read from the slave at the master's queue offset; the ones before
+    // the segment are not there.
+    let (resp, msgs) = pull(&c, &s.broker_addr(), "g", "Rolled", 0, last.queue_offset).await;
+    assert_eq!(
+        resp.response_code(),
+        ResponseCode::Success,
+        "{}",
+        resp.remark_str()
+    );
+    assert_eq!(msgs[0].queue_offset, last.queue_offset);
+    assert!(s.store().min_offset("Rolled", 0) > 0);
+    // And it follows the master into the next segments.
+    for _ in 0..30 {
+        send_ok(&c, &m, "Rolled", 0, &body).await;
+    }
+    caught_up(&g.master, &s).await;
+    let end = g.master.store().commit_log_written_offset();
+    assert_eq!(log_bytes(&g.master, base, end), log_bytes(&s, base, end));
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_whose_log_diverged_refuses_the_stream() {
+    let g = group(|_| {}).await;
+    let c = client();
+    let m = g.master.broker_addr();
+    for i in 0..10 {
+        send_ok(&c, &m, "Diverged", 0, &format!("master {i}")).await;
+    }
+    // A store with other messages of other sizes, started as the slave.
+    let other = {
+        let mut cfg = config(&g, "s1");
+        cfg.namesrv_addr.clear();
+        let b = Broker::builder(cfg).start().await.unwrap();
+        for i in 0..7 {
+            send_ok(
+                &c,
+                &b.broker_addr(),
+                "Other",
+                0,
+                &format!("a longer message from elsewhere {i}"),
+            )
+            .await;
+        }
+        b.shutdown().await.unwrap();
+        b.store().commit_log_max_offset()
+    };
+    let s = slave(&g, 1, |_| {}).await;
+    let ha = s.inner().ha().clone();
+    eventually("the slave to refuse its master's stream", || {
+        ha.last_refusal().is_some()
+    })
+    .await;
+    let why = ha.last_refusal().unwrap();
+    assert!(
+        why.contains("not a record") || why.contains("offset"),
+        "{why}"
+    );
+    assert_eq!(s.store().commit_log_max_offset(), other, "nothing appended");
+    let (_, msgs) = pull(&c, &s.broker_addr(), "g", "Other", 0, 0).await;
+    assert_eq!(msgs.len(), 7, "the slave's own log is intact");
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbled_streams_are_refused_without_harm() {
+    // A "master" that sends garbage to its slave.
+    let fake = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fake_addr = fake.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = fake.accept().await {
+            let mut first = [0u8; 8];
+            if sock.read_exact(&mut first).await.is_ok() {
+                // A header with a negative size, then noise.
+                let _ = sock
+                    .write_all(&[0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xF0, 1, 2, 3])
+                    .await;
+            }
+        }
+    });
+    let g = group(|_| {}).await;
+    let fa = fake_addr.clone();
+    let s = slave(&g, 1, move |c| c.ha.master_address = Some(fa)).await;
+    let ha = s.inner().ha().clone();
+    eventually("the slave to refuse the garbage", || {
+        ha.last_refusal().is_some()
+    })
+    .await;
+    assert!(
+        ha.last_refusal().unwrap().contains("garbled"),
+        "{:?}",
+        ha.last_refusal()
+    );
+    assert_eq!(s.store().commit_log_max_offset(), 0);
+
+    // Bad slaves on the master's HA port: noise, a short report, an offset past the end.
+    let mha = g.master.inner().ha().local_addr();
+    let mut noisy = tokio::net::TcpStream::connect(mha).await.unwrap();
+    noisy.write_all(&wire::report(0)).await.unwrap();
+    noisy.write_all(&wire::report(1 << 40)).await.unwrap();
+    let mut buf = vec![0u8; 64 * 1024];
+    let closed = tokio::time::timeout(T, async {
+        loop {
+            match noisy.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the master closes a slave that claims more than it has"
+    );
+    let mut short = tokio::net::TcpStream::connect(mha).await.unwrap();
+    short.write_all(&[1, 2, 3]).await.unwrap();
+    drop(short);
+    // The master still serves.
+    let c = client();
+    send_ok(&c, &g.master.broker_addr(), "StillUp", 0, "fine").await;
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_group_configurations_are_refused_at_start() {
+    let dir = TempDir::new("ha-conf").unwrap();
+    let mut cfg = broker_config(dir.path(), "127.0.0.1:9");
+    cfg.broker_role = BrokerRole::Slave;
+    cfg.broker_id = 0;
+    let e = Broker::builder(cfg).start().await.unwrap_err().to_string();
+    assert!(e.contains("brokerId"), "{e}");
+    let mut cfg = broker_config(dir.path(), "127.0.0.1:9");
+    let props = rocketmq_broker_lite::broker::config::parse_properties(
+        "brokerRole=SLAVE\nbrokerId=1\nhaTransferBatchSize=0\n",
+    );
+    cfg.apply_properties(&props).unwrap();
+    let e = Broker::builder(cfg).start().await.unwrap_err().to_string();
+    assert!(e.contains("haTransferBatchSize"), "{e}");
+}
