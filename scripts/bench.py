@@ -49,13 +49,19 @@ WORKLOADS = {
     "Q1": ("ASYNC_FLUSH", ["produce", "--inflight", "64", "--topics", "1000", "--queues", "8"], "rtt4",
            "P2 over 1,000 topics x 8 queues"),
     "M1": ("ASYNC_FLUSH", ["produce", "--inflight", "64"], "rtt4", "broker RSS idle and under P2; start-up time"),
+    "R1": ("ASYNC_FLUSH", ["produce", "--inflight", "64"], "rtt4",
+           "P2 against a SYNC_MASTER + slave (one process: broker CPU is both)"),
+    "R1s": ("SYNC_FLUSH", ["produce", "--inflight", "64"], "fsync64k",
+            "P3 against a SYNC_MASTER + slave (one process: broker CPU is both)"),
 }
 
 
 # Broker arguments of some workloads. P4w: on this VM the first write to a guest page that has
 # never been used costs ~2 µs per KiB (the host backs it then); a long-running broker reuses
 # pages it freed. A segment larger than the run, zero-filled before timing, shows P4 without it.
-BROKER_ARGS = {"P4w": ["--segment-size", str(6 << 30)]}
+BROKER_ARGS = {"P4w": ["--segment-size", str(6 << 30)],
+               "R1": ["--slaves", "1", "--sync-master"],
+               "R1s": ["--slaves", "1", "--sync-master"]}
 
 
 # Store directories whose small files wait for the end of the whole benchmark to be removed.
@@ -297,6 +303,10 @@ def main():
         if runs:
             lines.append(row(wid, runs))
     extra = []
+    for r, single in (("R1", "P2"), ("R1s", "P3")):
+        if r in results and single in results:
+            a, b = med([x["msgs_per_s"] for x in results[r]]), med([x["msgs_per_s"] for x in results[single]])
+            extra.append("%s vs %s (replicated vs single broker): %.0f %%" % (r, single, 100 * a / b))
     if "Q1" in results and "P2" in results:
         q1, p2 = med([r["msgs_per_s"] for r in results["Q1"]]), med([r["msgs_per_s"] for r in results["P2"]])
         if q1 and p2:

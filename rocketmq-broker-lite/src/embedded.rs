@@ -190,14 +190,17 @@ impl EmbeddedCluster {
         &self.slaves
     }
 
-    /// Starts the master again over its data (after `broker().shutdown()`, to test a master
-    /// that returns); its slaves reconnect to it by themselves.
+    /// Starts the master again over its data, on the same ports (after `broker().shutdown()`,
+    /// to test a master that returns); its slaves reconnect to it by themselves.
     pub async fn restart_master(&mut self) -> Result<(), BrokerError> {
         self.broker.shutdown().await?;
-        self.broker = Broker::builder(self.master_cfg.clone())
-            .env(self.env.clone())
-            .start()
-            .await?;
+        let mut cfg = self.master_cfg.clone();
+        cfg.listen_port = self.broker.local_addr().port();
+        cfg.ha.listen_port = Some(self.broker.inner().ha().local_addr().port());
+        // The VIP channel follows a fixed listen port: not here, where the port was picked.
+        cfg.vip_channel_enable =
+            self.master_cfg.vip_channel_enable && self.master_cfg.listen_port != 0;
+        self.broker = Broker::builder(cfg).env(self.env.clone()).start().await?;
         Ok(())
     }
 

@@ -18,7 +18,7 @@ use rocketmq_client::consumer::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, DefaultMQPushConsumer,
     MessageListenerConcurrently, PushConsumerConfig,
 };
-use rocketmq_client::producer::{DefaultMQProducer, ProducerConfig};
+use rocketmq_client::producer::{DefaultMQProducer, ProducerConfig, SendResult, SendStatus};
 use rocketmq_client::{ClientConfig, Message, MessageExt};
 use serde_json::{json, Value};
 
@@ -306,14 +306,24 @@ async fn run_senders(
                     b[..8].copy_from_slice(&nanos_since_epoch(scheduled).to_be_bytes());
                     Message::new(topic.clone(), Bytes::from(b))
                 };
+                // Only SEND_OK counts: a SYNC_MASTER's SLAVE_NOT_AVAILABLE or
+                // FLUSH_SLAVE_TIMEOUT is a stored message, not a replicated one.
+                let ok = |r: SendResult| match r.status {
+                    SendStatus::SendOk => Ok(()),
+                    other => Err(format!("send status {other:?}")),
+                };
                 let r = if auto_batch {
-                    p.send_async(make()).await.map(|_| ())
+                    p.send_async(make())
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
                 } else if batch == 1 {
-                    p.send(make()).await.map(|_| ())
+                    p.send(make()).await.map_err(|e| e.to_string()).and_then(ok)
                 } else {
                     p.send_batch((0..batch).map(|_| make()).collect())
                         .await
-                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                        .and_then(ok)
                 };
                 match r {
                     Ok(()) => rec.record(

@@ -758,6 +758,21 @@ impl ClientInstance {
             })
     }
 
+    /// Where a group's offsets of `broker_name` are read and committed (Java's
+    /// `RemoteBrokerOffsetStore`): the master; while the route has none (the master is away),
+    /// after one route refresh, a slave of the group, which keeps them meanwhile.
+    pub(crate) async fn offset_addr(&self, broker_name: &str, topic: &str) -> Result<String> {
+        if let Some(a) = self.master_addr(broker_name) {
+            return Ok(a);
+        }
+        let _ = self.update_route(topic).await;
+        self.find_broker_in_subscribe(broker_name, MASTER_ID, false)
+            .map(|(a, _)| a)
+            .ok_or_else(|| ClientError::BrokerNotFound {
+                broker: broker_name.to_string(),
+            })
+    }
+
     /// The address to read from: `broker_id` if known, else any of the group (Java
     /// `findBrokerAddressInSubscribe`). Returns `(addr, is_slave)`.
     pub(crate) fn find_broker_in_subscribe(

@@ -128,9 +128,7 @@ impl OffsetStore {
         inst: &ClientInstance,
         mq: &MessageQueue,
     ) -> Result<Option<i64>> {
-        let addr = inst
-            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
-            .await?;
+        let addr = inst.offset_addr(&mq.broker_name, &mq.topic).await?;
         inst.api
             .query_consumer_offset(&addr, &self.group, mq, inst.config.mq_client_api_timeout)
             .await
@@ -230,9 +228,7 @@ impl OffsetStore {
         mq: &MessageQueue,
         offset: i64,
     ) -> Result<()> {
-        let addr = inst
-            .master_addr_or_refresh(&mq.broker_name, &mq.topic)
-            .await?;
+        let addr = inst.offset_addr(&mq.broker_name, &mq.topic).await?;
         inst.api
             .update_consumer_offset(
                 &addr,

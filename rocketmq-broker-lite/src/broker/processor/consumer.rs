@@ -83,10 +83,11 @@ pub(crate) fn update_offset(b: &BrokerInner, req: &RemotingCommand) -> ProcessRe
         Ok(h) => h,
         Err(e) => return bad(e),
     };
-    if !b.is_slave() {
-        b.offsets
-            .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
-    }
+    // A slave stores them too (Java's `ConsumerManageProcessor` does not look at the role):
+    // consumers commit to a slave while its master is away. Its next copy of the master's
+    // offsets overwrites the groups the master knows.
+    b.offsets
+        .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     RemotingCommand::success().into()
 }
 

@@ -1,0 +1,91 @@
+//! A broker group seen by the client: consumers read from the slave while the master is away
+//! and go back to the master when it returns; producers send to the master again as soon as
+//! it is back in the route.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::*;
+use rocketmq_broker_lite::broker::BrokerRole;
+use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions, TempDir};
+use rocketmq_client::consumer::ConsumeFromWhere;
+use rocketmq_client::producer::{DefaultMQProducer, SendStatus};
+use rocketmq_client::Message;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// Sends `bodies`, each until the master answers SEND_OK (a SYNC_MASTER answers
+/// SLAVE_NOT_AVAILABLE until its slave is connected).
+async fn send_replicated(p: &DefaultMQProducer, topic: &str, bodies: &[String]) {
+    for b in bodies {
+        let deadline = tokio::time::Instant::now() + LIMIT;
+        loop {
+            match p.send(Message::new(topic, b.clone())).await {
+                Ok(r) if r.status == SendStatus::SendOk => break,
+                Ok(_) | Err(_) => {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "{b} never replicated"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_read_from_the_slave_while_the_master_is_away() {
+    let dir = TempDir::new("failover").unwrap();
+    let mut c = EmbeddedCluster::start(
+        dir.path(),
+        EmbeddedOptions {
+            role: BrokerRole::SyncMaster,
+            slaves: 1,
+            ..EmbeddedOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "Failover", 4).await;
+    let p = producer(&ns, "pg-failover").await;
+    let first: Vec<String> = (0..60).map(|i| format!("first {i}")).collect();
+    send_replicated(&p, "Failover", &first).await;
+    // The slave copies the master's topics every 10 s; now, for the test.
+    c.slaves()[0].inner().sync_from_master_now().await;
+
+    // The master goes away: the route keeps only the slave.
+    c.broker().shutdown().await.unwrap();
+    let recorder = Recorder::default();
+    let consumer = push_builder(&ns, "cg-failover")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("Failover", "*")
+        .build()
+        .unwrap();
+    consumer
+        .register_message_listener_concurrently(recorder.concurrent(0))
+        .unwrap();
+    consumer.start().await.unwrap();
+    let want: BTreeSet<String> = first.iter().cloned().collect();
+    wait_all(&recorder, &want, LIMIT).await;
+    assert!(
+        recorder
+            .all()
+            .iter()
+            .all(|d| d.queue.broker_name == "broker-a"),
+        "read from the group's slave"
+    );
+
+    // The master returns: new messages are sent to it and consumed from it.
+    c.restart_master().await.unwrap();
+    let second: Vec<String> = (0..30).map(|i| format!("second {i}")).collect();
+    send_replicated(&p, "Failover", &second).await;
+    let want: BTreeSet<String> = first.iter().chain(&second).cloned().collect();
+    wait_all(&recorder, &want, LIMIT).await;
+    consumer.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
