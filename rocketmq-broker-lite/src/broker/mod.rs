@@ -590,6 +590,30 @@ impl BrokerHandle {
         register::register_all(&self.inner, false).await;
     }
 
+    /// Stops as a crash would (tests): no more requests, replication or background work, and
+    /// nothing persisted or flushed on the way out. The store's files are left as the process
+    /// death would leave them; a broker started over them recovers.
+    pub async fn halt(&self) {
+        let mut stopped = self.stopped.lock().await;
+        if *stopped {
+            return;
+        }
+        *stopped = true;
+        let b = &self.inner;
+        b.shutdown.cancel();
+        b.ha.shutdown();
+        b.hold.wake_all();
+        self.server.shutdown(Duration::from_millis(100)).await;
+        if let Some(v) = &self.vip {
+            v.shutdown(Duration::from_millis(100)).await;
+        }
+        for t in lock(&self.tasks).drain(..) {
+            t.abort();
+        }
+        b.namesrv.shutdown();
+        b.store.halt();
+    }
+
     /// Stops gracefully: unregisters, answers parked pulls, drains requests, persists offsets,
     /// topics, groups and delay progress, then flushes and checkpoints the store. Idempotent.
     pub async fn shutdown(&self) -> Result<(), BrokerError> {
