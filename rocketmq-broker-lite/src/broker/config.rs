@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::ha::dledger::DLedgerConfig;
 use crate::ha::HaConfig;
 use crate::store::{FlushDiskType, StoreConfig};
 
@@ -112,6 +113,8 @@ pub struct BrokerConfig {
     pub store: StoreConfig,
     /// Replication (the HA port; a slave's master).
     pub ha: HaConfig,
+    /// DLedger mode (`enableDLegerCommitLog`): the commit log replicated by a Raft group.
+    pub dledger: DLedgerConfig,
 }
 
 impl Default for BrokerConfig {
@@ -154,6 +157,7 @@ impl Default for BrokerConfig {
             vip_channel_enable: true,
             store: StoreConfig::default(),
             ha: HaConfig::default(),
+            dledger: DLedgerConfig::default(),
         }
     }
 }
@@ -274,6 +278,11 @@ impl BrokerConfig {
                 "haTransferBatchSize" => self.ha.transfer_batch_size = parse(key, v)?,
                 "haSlaveFallbehindMax" => self.ha.slave_fallbehind_max = parse(key, v)?,
                 "slaveTimeout" => self.ha.slave_timeout = millis(key, v)?,
+                // DLedger keys.
+                "enableDLegerCommitLog" => self.dledger.enabled = parse_bool(key, v)?,
+                "dLegerGroup" => self.dledger.group = v.trim().to_string(),
+                "dLegerPeers" => self.dledger.peers = DLedgerConfig::parse_peers(v)?,
+                "dLegerSelfId" => self.dledger.self_id = v.trim().to_string(),
                 // Store keys.
                 "storePathRootDir" => self.store.store_path_root_dir = PathBuf::from(v),
                 "mappedFileSizeCommitLog" => self.store.mapped_file_size_commit_log = parse(key, v)?,
@@ -369,6 +378,7 @@ impl BrokerConfig {
             }
         }
         self.ha.validate()?;
+        self.dledger.validate()?;
         self.store.validate()
     }
 

@@ -21,6 +21,7 @@ pub mod locks;
 pub mod long_poll;
 pub mod offsets;
 mod processor;
+mod put;
 mod register;
 pub mod schedule;
 mod slave_sync;
@@ -54,6 +55,7 @@ use self::stats::BrokerStats;
 use self::subscription::SubscriptionGroupManager;
 use self::topic::TopicConfigManager;
 use self::transaction::TransactionBook;
+use crate::ha::dledger::DLedgerNode;
 use crate::ha::HaService;
 use crate::store::{Clock, MessageStore, PutMessage, StoreEnv, StoreError};
 
@@ -96,6 +98,8 @@ pub struct BrokerInner {
     /// A slave's master (its remoting address, from the name servers), which it copies
     /// topics, offsets and groups from.
     pub(crate) master_addr: Mutex<Option<String>>,
+    /// DLedger mode: this broker's node of its Raft group (set at start).
+    pub(crate) dledger: OnceLock<Arc<DLedgerNode>>,
     addr: OnceLock<(SocketAddr, String)>,
     delay_levels: Vec<i64>,
 }
@@ -146,9 +150,27 @@ impl BrokerInner {
         lock(&self.master_addr).clone()
     }
 
-    /// Whether this broker is a slave.
+    /// Whether this broker is a slave (in DLedger mode: whether it does not lead its group).
     pub fn is_slave(&self) -> bool {
-        self.cfg.broker_role == BrokerRole::Slave
+        match self.dledger.get() {
+            Some(node) => !node.is_leader(),
+            None => self.cfg.broker_role == BrokerRole::Slave,
+        }
+    }
+
+    /// The broker id registered now: 0 for a master (in DLedger mode, the group's leader),
+    /// else the slave's (a DLedger follower: the index of its `nK` in `dLegerPeers` + 1).
+    pub fn broker_id_now(&self) -> i64 {
+        match self.dledger.get() {
+            Some(node) if node.is_leader() => 0,
+            Some(_) => self.cfg.dledger.follower_broker_id(),
+            None => self.cfg.effective_broker_id(),
+        }
+    }
+
+    /// This broker's DLedger node, in DLedger mode.
+    pub fn dledger(&self) -> Option<&Arc<DLedgerNode>> {
+        self.dledger.get()
     }
 
     /// Re-registers with the name servers soon (after a topic change).
@@ -265,6 +287,12 @@ impl BrokerBuilder {
             tokio::task::spawn_blocking(move || MessageStore::open_with(store_cfg, store_env))
                 .await
                 .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??;
+        let (store, dledger) = if cfg.dledger.enabled {
+            let (store, node) = start_dledger(&cfg, store, &env).await?;
+            (store, Some(node))
+        } else {
+            (store, None)
+        };
         let config_dir = cfg.store.config_dir();
         let topics = TopicConfigManager::load(&cfg, env.vfs.clone(), env.clock.clone())?;
         let subs = SubscriptionGroupManager::load(
@@ -321,8 +349,12 @@ impl BrokerBuilder {
             shutdown: CancellationToken::new(),
             ha: ha.clone(),
             master_addr: Mutex::new(None),
+            dledger: OnceLock::new(),
             addr: OnceLock::new(),
         });
+        if let Some(node) = dledger {
+            let _ = inner.dledger.set(node);
+        }
         let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
         let server = match RemotingServer::builder(bind.clone())
             .processor_default(inner.clone(), false)
@@ -348,6 +380,9 @@ impl BrokerBuilder {
         };
         let store_host = SocketAddr::new(ip, port);
         let _ = inner.addr.set((store_host, store_host.to_string()));
+        if let Some(node) = inner.dledger.get() {
+            node.set_broker_addr(store_host.to_string());
+        }
         let vip = if cfg.vip_channel_enable && cfg.listen_port > 2 {
             let vip_bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port - 2);
             match RemotingServer::builder(vip_bind)
@@ -463,7 +498,36 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
             }
         }
     }));
-    if b.is_slave() {
+    if let Some(node) = b.dledger.get() {
+        // A DLedger node registers again whenever the group's leader changes (as master when
+        // it leads, as a slave otherwise) and copies metadata from the leader while it follows.
+        let r = b.clone();
+        let mut changes = node.leader_changes();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = r.shutdown.cancelled() => break,
+                    c = changes.changed() => if c.is_err() { break },
+                }
+                let leader = *changes.borrow_and_update();
+                info!(
+                    ?leader,
+                    leads = !r.is_slave(),
+                    "DLedger leader changed; registering again"
+                );
+                if let Some(node) = r.dledger.get() {
+                    if r.is_slave() {
+                        // The leader's broker is the master to copy metadata from.
+                        if let Some(addr) = node.leader_broker_addr().await {
+                            *lock(&r.master_addr) = Some(addr);
+                        }
+                    }
+                }
+                register::register_all(&r, false).await;
+            }
+        }));
+        tasks.push(tokio::spawn(slave_sync::run(b.clone())));
+    } else if b.is_slave() {
         // A slave's commit log is a copy of its master's: it never writes on its own (no
         // delayed deliveries, no transaction checks; Java starts neither service on a slave).
         tasks.push(tokio::spawn(slave_sync::run(b.clone())));
@@ -476,7 +540,10 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
             tokio::select! {
                 _ = r.shutdown.cancelled() => break,
                 _ = tokio::time::sleep(r.cfg.transaction_check_interval) => {
-                    r.check_transactions_now().await;
+                    // A DLedger follower checks nothing: its leader does.
+                    if !r.is_slave() {
+                        r.check_transactions_now().await;
+                    }
                 }
             }
         }
@@ -488,7 +555,9 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
             tokio::select! {
                 _ = r.shutdown.cancelled() => break,
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                    r.schedule.deliver_due(&r);
+                    if !r.is_slave() {
+                        r.schedule.deliver_due(&r);
+                    }
                 }
             }
         }
@@ -611,6 +680,9 @@ impl BrokerHandle {
             t.abort();
         }
         b.namesrv.shutdown();
+        if let Some(node) = b.dledger.get() {
+            node.shutdown().await;
+        }
         b.store.halt();
     }
 
@@ -628,6 +700,9 @@ impl BrokerHandle {
         b.ha.shutdown();
         b.hold.wake_all();
         self.server.shutdown(Duration::from_secs(3)).await;
+        if let Some(node) = b.dledger.get() {
+            node.shutdown().await;
+        }
         if let Some(v) = &self.vip {
             v.shutdown(Duration::from_secs(1)).await;
         }
@@ -646,5 +721,60 @@ impl BrokerHandle {
             .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??;
         info!(addr = %b.broker_addr(), "broker stopped");
         Ok(())
+    }
+}
+
+/// Opens the DLedger node of a broker: the commit log is first cut back to the end of the last
+/// entry it applied (whatever follows is applied again from the Raft log).
+async fn start_dledger(
+    cfg: &BrokerConfig,
+    store: MessageStore,
+    env: &StoreEnv,
+) -> Result<(MessageStore, Arc<DLedgerNode>), BrokerError> {
+    let dir = cfg.store.store_path_root_dir.join("dledger");
+    let end = store.commit_log_max_offset();
+    let min = store.commit_log_min_offset();
+    let mark = crate::ha::dledger::state_machine::recover_applied(&dir, end)
+        .map_err(|e| BrokerError::Config(format!("cannot read {}: {e}", dir.display())))?;
+    let keep = match mark {
+        Some(m) => m.end,
+        None if end > min => {
+            let _ = store.shutdown();
+            return Err(BrokerError::Config(format!(
+                "the store in {} holds messages that no DLedger group wrote: start a DLedger \
+                 node over an empty store",
+                cfg.store.store_path_root_dir.display()
+            )));
+        }
+        None => end,
+    };
+    let store = if keep < end {
+        warn!(
+            from = end,
+            to = keep,
+            "the commit log holds writes past its last applied entry; cutting it back"
+        );
+        let s = store.clone();
+        tokio::task::spawn_blocking(move || s.shutdown())
+            .await
+            .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??;
+        let mut store_cfg = cfg.store.clone();
+        store_cfg.recover_limit = Some(keep);
+        let env = env.clone();
+        tokio::task::spawn_blocking(move || MessageStore::open_with(store_cfg, env))
+            .await
+            .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??
+    } else {
+        store
+    };
+    let mut dl = cfg.dledger.clone();
+    dl.bind_ip = cfg.listen_ip.clone();
+    let sync = cfg.store.flush_disk_type == crate::store::FlushDiskType::SyncFlush;
+    match DLedgerNode::start(&dl, store.clone(), &dir, mark, sync, cfg.ha.slave_timeout).await {
+        Ok(node) => Ok((store, Arc::new(node))),
+        Err(e) => {
+            let _ = store.shutdown();
+            Err(BrokerError::Config(e))
+        }
     }
 }

@@ -84,7 +84,7 @@ async fn register_wrapper(
         broker_addr: b.broker_addr(),
         cluster_name: b.cfg.broker_cluster_name.clone(),
         ha_server_addr: b.ha_addr(),
-        broker_id: b.cfg.effective_broker_id(),
+        broker_id: b.broker_id_now(),
         compressed: b.cfg.compressed_register,
         body_crc32: (crc32fast::hash(&bytes) & 0x7FFF_FFFF) as i32,
     };
@@ -142,7 +142,7 @@ pub(crate) async fn unregister_all(b: &Arc<BrokerInner>) {
         broker_name: b.cfg.broker_name.clone(),
         broker_addr: b.broker_addr(),
         cluster_name: b.cfg.broker_cluster_name.clone(),
-        broker_id: b.cfg.effective_broker_id(),
+        broker_id: b.broker_id_now(),
     };
     let calls = b.cfg.namesrv_addr.iter().map(|addr| {
         let req = RemotingCommand::request_with_header(RequestCode::UnregisterBroker, &header);

@@ -17,7 +17,7 @@ use tracing::{debug, warn};
 use super::BrokerInner;
 use crate::store::persist::{load_json, save_json};
 use crate::store::vfs::Vfs;
-use crate::store::{PutMessage, StoreError};
+use crate::store::{MessageStore, PutMessage, StoreError};
 
 /// Delivery progress per level.
 #[derive(Debug)]
@@ -176,8 +176,7 @@ impl ScheduleService {
             reconsume_times: msg.reconsume_times,
             prepared_transaction_offset: 0,
         };
-        b.store
-            .put_message(&m)
+        b.put_internal(&m, MessageStore::put_message)
             .map(|_| ())
             .map_err(|e| e.to_string())
     }

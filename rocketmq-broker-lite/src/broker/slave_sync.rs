@@ -81,6 +81,10 @@ pub(crate) async fn run(b: Arc<BrokerInner>) {
 /// subscription groups, in that order. Nothing happens until the name servers have told the
 /// master's address, nor when that address is our own.
 pub(crate) async fn sync_once(b: &Arc<BrokerInner>) {
+    if !b.is_slave() {
+        // A DLedger node that leads its group copies from nobody.
+        return;
+    }
     let Some(master) = b.master_addr() else {
         debug!("no master address yet; metadata not copied");
         return;

@@ -58,8 +58,7 @@ pub(crate) fn put_op_record(b: &BrokerInner, half_queue_offset: i64) -> Result<(
         reconsume_times: 0,
         prepared_transaction_offset: 0,
     };
-    b.store
-        .put_message(&m)
+    b.put_internal(&m, MessageStore::put_message)
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
@@ -178,7 +177,7 @@ pub(crate) async fn end_transaction(
         // Java's `sendFinalMessage` puts it with the half message's WAIT (so a SYNC_FLUSH
         // broker waits for the disk) and answers SUCCESS also on a flush timeout.
         let wait = half.property(property::WAIT_STORE_MSG_OK) != Some("false");
-        match b.store.put_message_now(&m) {
+        match b.put_internal(&m, MessageStore::put_message_now) {
             Ok(r) => {
                 if let Err(e) = put_op_record(b, half.queue_offset) {
                     warn!(error = %e, "cannot write the transaction op record");
@@ -496,7 +495,7 @@ fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -
         reconsume_times: half.reconsume_times,
         prepared_transaction_offset: 0,
     };
-    match b.store.put_message_blocking(&m) {
+    match b.put_internal(&m, MessageStore::put_message_blocking) {
         Ok(_) => true,
         Err(e) => {
             warn!(error = %e, "cannot re-put a half message inside its immunity time");
@@ -529,7 +528,7 @@ fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<Pending
         reconsume_times: half.reconsume_times,
         prepared_transaction_offset: link,
     };
-    let r = match b.store.put_message_blocking(&m) {
+    let r = match b.put_internal(&m, MessageStore::put_message_blocking) {
         Ok(r) => r,
         Err(e) => {
             warn!(error = %e, "cannot re-put a half message for its check");
@@ -611,7 +610,7 @@ fn discard(b: &BrokerInner, half: &MessageExt, props: StringMap) {
         reconsume_times: half.reconsume_times,
         prepared_transaction_offset: 0,
     };
-    if let Err(e) = b.store.put_message(&m) {
+    if let Err(e) = b.put_internal(&m, MessageStore::put_message) {
         warn!(error = %e, "cannot move a discarded half message");
     }
 }

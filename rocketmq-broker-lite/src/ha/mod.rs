@@ -9,6 +9,7 @@
 //! The store knows nothing of this module; the broker asks it only "is this offset
 //! replicated?" ([`HaService::wait_replicated`]).
 
+pub mod dledger;
 mod master;
 mod slave;
 pub mod wire;

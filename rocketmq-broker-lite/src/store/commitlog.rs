@@ -736,6 +736,19 @@ impl CommitLog {
         wake_writer: bool,
         block: bool,
     ) -> StoreResult<AppendResult> {
+        self.append_stamped(msgs, wake_writer, block, None)
+    }
+
+    /// [`CommitLog::append_with`] with the store time given (`None`: the clock's): a replica
+    /// that applies a replicated write stores it with the leader's time, so that its bytes are
+    /// the leader's.
+    pub fn append_stamped(
+        &self,
+        msgs: &[PutMessage],
+        wake_writer: bool,
+        block: bool,
+        store_ts: Option<i64>,
+    ) -> StoreResult<AppendResult> {
         let Some(first) = msgs.first() else {
             return Err(StoreError::BadBatch("empty batch".into()));
         };
@@ -790,7 +803,7 @@ impl CommitLog {
         if total as u64 + BLANK_LEN as u64 > space_left {
             self.roll(&mut a, space_left)?;
         }
-        let store_ts = self.clock.now_ms();
+        let store_ts = store_ts.unwrap_or_else(|| self.clock.now_ms());
         let wrote_offset = a.pos;
         let q = first.queue_id.max(0) as usize;
         let count = msgs.len() as i64;

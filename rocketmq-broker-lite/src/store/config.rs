@@ -96,6 +96,10 @@ pub struct StoreConfig {
     pub write_buffer_size: usize,
     /// Delay levels (`messageDelayLevel`, `"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"`).
     pub message_delay_level: String,
+    /// Recovery keeps the commit log below this offset at most (a record boundary): a DLedger
+    /// replica cuts its log back to the end of its last applied entry, whose successors it
+    /// applies again. Not a Java key.
+    pub recover_limit: Option<u64>,
 }
 
 mod millis {
@@ -138,6 +142,7 @@ impl Default for StoreConfig {
             warm_segments: true,
             write_buffer_size: 4 * 1024 * 1024,
             message_delay_level: DEFAULT_DELAY_LEVELS.to_string(),
+            recover_limit: None,
         }
     }
 }

@@ -66,6 +66,10 @@ pub enum StoreError {
     /// master's, or a garbled stream): nothing was appended.
     #[error("replicated data does not continue this commit log: {0}")]
     Diverged(String),
+    /// A replicated store (DLedger) could not commit the write: no majority acknowledged it in
+    /// time (it may still be committed), or the group failed.
+    #[error("replication did not complete: {0}")]
+    Replication(String),
     /// A sync (`fsync`/`fdatasync`) failed: what it covered may be lost, and syncing again would
     /// not bring it back, so the store refuses writes until it is restarted (recovery then
     /// keeps only what is durable).

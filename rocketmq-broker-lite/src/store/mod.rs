@@ -671,6 +671,19 @@ impl MessageStore {
         Ok(r)
     }
 
+    /// Appends `msgs` (one message, or a batch of one topic and queue) stored at `store_ts`,
+    /// written on the calling thread like [`MessageStore::put_message_now`]: a DLedger
+    /// replica applying a committed write with the leader's store time. It waits for buffer
+    /// space rather than fail: a committed write must be applied.
+    pub fn put_messages_at(&self, msgs: &[PutMessage], store_ts: i64) -> StoreResult<AppendResult> {
+        let r = self
+            .inner
+            .log
+            .append_stamped(msgs, false, true, Some(store_ts))?;
+        self.inner.log.write_inline(&*self.inner);
+        Ok(r)
+    }
+
     /// Appends a batch (one topic and queue, consecutive queue offsets, one segment).
     pub fn put_messages(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
         self.inner.log.append(msgs)

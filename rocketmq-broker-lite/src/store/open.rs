@@ -125,6 +125,20 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         }
     };
 
+    // 1b. A replica told to keep less (DLedger: the end of its last applied entry).
+    let (end, durable_dispatch, cut) = match cfg.recover_limit {
+        Some(limit) if limit < end && limit >= cl_min => {
+            warn!(
+                from = end,
+                to = limit,
+                "cutting the commit log back to the last applied replicated write"
+            );
+            log.wipe_tail(limit)?;
+            (limit, durable_dispatch.min(limit), true)
+        }
+        _ => (end, durable_dispatch, false),
+    };
+
     // 2. Consume queues: cut what is not durable-and-valid, find what must be rebuilt.
     let mut queues = load_queues(&cfg, &env)?;
     let registry: Registry =
@@ -135,7 +149,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             })
             .unwrap_or_default();
     let mut rebuild: HashSet<(String, i32)> = HashSet::new();
-    let abnormal = trusted.is_none() && !fresh;
+    let abnormal = (trusted.is_none() && !fresh) || cut;
     for ((topic, qid), q) in &queues {
         if abnormal {
             q.truncate_from_phys(durable_dispatch)?;

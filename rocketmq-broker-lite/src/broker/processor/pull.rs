@@ -19,7 +19,7 @@ use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
 
 use crate::broker::processor::APPLY_TOPIC_URL;
 use crate::broker::BrokerInner;
-use crate::store::{GetStatus, MessageFilter, PutMessage};
+use crate::store::{GetStatus, MessageFilter, MessageStore, PutMessage};
 
 struct TagFilter(Option<Arc<SubscriptionData>>);
 
@@ -327,7 +327,7 @@ fn offset_moved_event(b: &BrokerInner, h: &PullMessageRequestHeader, next: i64) 
         reconsume_times: 0,
         prepared_transaction_offset: 0,
     };
-    if let Err(e) = b.store.put_message(&m) {
+    if let Err(e) = b.put_internal(&m, MessageStore::put_message) {
         tracing::warn!(error = %e, "cannot record an offset-moved event");
     }
 }

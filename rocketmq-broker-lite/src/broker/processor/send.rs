@@ -18,6 +18,7 @@ use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
 use tracing::{debug, warn};
 
 use crate::broker::processor::APPLY_TOPIC_URL;
+use crate::broker::put::Stored;
 use crate::broker::{BrokerInner, BrokerRole};
 use crate::ha::Replication;
 use crate::store::{AppendResult, FlushDiskType, PutMessage, StoreError};
@@ -306,27 +307,53 @@ pub(crate) async fn send(
         }
     }
     m.properties = encode_properties(&props);
-    let r = match b.store.put_message_now(&m) {
-        Ok(r) => r,
-        Err(e) => {
-            // The store logs entering and leaving the disk-full state once: not every refusal.
-            if !matches!(e, StoreError::DiskFull { .. } | StoreError::Busy) {
-                warn!(topic = %h.topic, error = %e, "send failed");
-            }
-            return send_error(b, store_error_code(&e), put_error_remark(b, &e));
+    let trace_on = b.cfg.trace_on.to_string();
+    let region = b.cfg.region_id.clone();
+    let store_host = b.store_host();
+    let answer = move |r: &AppendResult| {
+        let mut resp = RemotingCommand::success();
+        resp.set_header(&SendMessageResponseHeader {
+            queue_id,
+            trace_on: Some(trace_on),
+            msg_region: Some(region),
+            msg_id: encode_offset_msg_id(store_host, r.wrote_offset as i64),
+            queue_offset: r.queue_offset,
+            transaction_id: None,
+        });
+        resp
+    };
+    let topic = h.topic.clone();
+    let r = match b.store_messages(vec![m]) {
+        Stored::Now(Ok(r)) => r,
+        Stored::Now(Err(e)) => return refused_put(b, &topic, &e).into(),
+        Stored::Later(put) => {
+            let b = b.clone();
+            return ProcessResult::Deferred(Box::pin(async move {
+                Some(match put.await {
+                    Ok(r) => {
+                        b.stats.record_put(1, r.end_offset - r.wrote_offset);
+                        answer(&r)
+                    }
+                    Err(e) => refused_put(&b, &topic, &e),
+                })
+            }));
         }
     };
-    let mut resp = RemotingCommand::success();
-    resp.set_header(&SendMessageResponseHeader {
-        queue_id,
-        trace_on: Some(b.cfg.trace_on.to_string()),
-        msg_region: Some(b.cfg.region_id.clone()),
-        msg_id: encode_offset_msg_id(b.store_host(), r.wrote_offset as i64),
-        queue_offset: r.queue_offset,
-        transaction_id: None,
-    });
+    let resp = answer(&r);
     b.stats.record_put(1, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
+}
+
+/// The answer to a send the store refused.
+fn refused_put(b: &BrokerInner, topic: &str, e: &StoreError) -> RemotingCommand {
+    // The store logs entering and leaving the disk-full state once: not every refusal.
+    if !matches!(e, StoreError::DiskFull { .. } | StoreError::Busy) {
+        warn!(topic, error = %e, "send failed");
+    }
+    let mut r = RemotingCommand::response(store_error_code(e), Some(put_error_remark(b, e)));
+    r.set_ext(property::TRACE_SWITCH, b.cfg.trace_on.to_string());
+    r.set_ext(property::MSG_REGION, b.cfg.region_id.clone());
+    r
 }
 
 /// Answers once the append is stored as the flush mode and the role require (Java's
@@ -499,31 +526,53 @@ fn send_batch(
             prepared_transaction_offset: 0,
         });
     }
-    let r = match b.store.put_messages_now(&msgs) {
-        Ok(r) => r,
-        Err(e) => return send_error(b, store_error_code(&e), put_error_remark(b, &e)),
-    };
-    // The offset ids, comma-separated, written straight into one string.
-    let mut ids = String::with_capacity(r.sizes.len() * 33);
-    let mut phys = r.wrote_offset;
-    for s in r.sizes.iter() {
-        if !ids.is_empty() {
-            ids.push(',');
+    let count = msgs.len() as u64;
+    let trace_on = b.cfg.trace_on.to_string();
+    let region = b.cfg.region_id.clone();
+    let store_host = b.store_host();
+    let answer = move |r: &AppendResult| {
+        // The offset ids, comma-separated, written straight into one string.
+        let mut ids = String::with_capacity(r.sizes.len() * 33);
+        let mut phys = r.wrote_offset;
+        for s in r.sizes.iter() {
+            if !ids.is_empty() {
+                ids.push(',');
+            }
+            push_offset_msg_id(store_host, phys as i64, &mut ids);
+            phys += u64::from(*s);
         }
-        push_offset_msg_id(b.store_host(), phys as i64, &mut ids);
-        phys += u64::from(*s);
-    }
-    let mut resp = RemotingCommand::success();
-    resp.set_header(&SendMessageResponseHeader {
-        queue_id,
-        trace_on: Some(b.cfg.trace_on.to_string()),
-        msg_region: Some(b.cfg.region_id.clone()),
-        msg_id: ids,
-        queue_offset: r.queue_offset,
-        transaction_id: None,
-    });
-    b.stats
-        .record_put(msgs.len() as u64, r.end_offset - r.wrote_offset);
+        let mut resp = RemotingCommand::success();
+        resp.set_header(&SendMessageResponseHeader {
+            queue_id,
+            trace_on: Some(trace_on),
+            msg_region: Some(region),
+            msg_id: ids,
+            queue_offset: r.queue_offset,
+            transaction_id: None,
+        });
+        resp
+    };
+    let topic = h.topic.clone();
+    let r = match b.store_messages(msgs) {
+        Stored::Now(Ok(r)) => r,
+        Stored::Now(Err(e)) => {
+            return send_error(b, store_error_code(&e), put_error_remark(b, &e));
+        }
+        Stored::Later(put) => {
+            let b = b.clone();
+            return ProcessResult::Deferred(Box::pin(async move {
+                Some(match put.await {
+                    Ok(r) => {
+                        b.stats.record_put(count, r.end_offset - r.wrote_offset);
+                        answer(&r)
+                    }
+                    Err(e) => refused_put(&b, &topic, &e),
+                })
+            }));
+        }
+    };
+    let resp = answer(&r);
+    b.stats.record_put(count, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
 }
 
@@ -692,9 +741,18 @@ pub(crate) async fn send_back(
     };
     b.apply_delay(&mut m, &mut props);
     m.properties = encode_properties(&props);
-    match b.store.put_message_now(&m) {
-        Ok(r) => ack_when_stored(b, r, false, RemotingCommand::success()),
+    match b.store_messages(vec![m]) {
+        Stored::Now(Ok(r)) => ack_when_stored(b, r, false, RemotingCommand::success()),
         // Java answers any failed put with SYSTEM_ERROR and the status's name.
-        Err(e) => error(ResponseCode::SystemError, put_status_name(&e).to_string()),
+        Stored::Now(Err(e)) => error(ResponseCode::SystemError, put_status_name(&e).to_string()),
+        Stored::Later(put) => ProcessResult::Deferred(Box::pin(async move {
+            Some(match put.await {
+                Ok(_) => RemotingCommand::success(),
+                Err(e) => RemotingCommand::response(
+                    ResponseCode::SystemError,
+                    Some(put_status_name(&e).to_string()),
+                ),
+            })
+        })),
     }
 }

@@ -1,0 +1,118 @@
+//! How the broker stores a write: in its own store, or, in DLedger mode, through its Raft
+//! group (every write of a DLedger replica goes through the group, so that all replicas hold
+//! the same commit log).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use super::BrokerInner;
+use crate::ha::dledger::{DLedgerNode, ProposeError};
+use crate::store::{AppendResult, MessageStore, PutMessage, RecordSizes, StoreError, StoreResult};
+
+/// A write's outcome: known now (the broker's own store), or later (a DLedger group).
+pub(crate) enum Stored {
+    /// Appended (or refused) already.
+    Now(StoreResult<AppendResult>),
+    /// Committed and applied by the group later.
+    Later(BoxFuture<'static, StoreResult<AppendResult>>),
+}
+
+fn propose_error(e: ProposeError) -> StoreError {
+    match e {
+        ProposeError::NotLeader(_) => StoreError::NotRunning(
+            "this broker is not the leader of its DLedger group (messages are put to the slave)"
+                .into(),
+        ),
+        other => StoreError::Replication(other.to_string()),
+    }
+}
+
+/// Proposes `msgs` to the group and waits until this node applied and wrote them.
+async fn propose(
+    node: Arc<DLedgerNode>,
+    store: MessageStore,
+    msgs: Vec<PutMessage>,
+    store_ts: i64,
+) -> StoreResult<AppendResult> {
+    let a = node.propose(&msgs, store_ts).await.map_err(propose_error)?;
+    if let Some(e) = a.error {
+        return Err(StoreError::BadBatch(e));
+    }
+    let r = AppendResult {
+        wrote_offset: a.wrote_offset,
+        sizes: if a.sizes.len() == 1 {
+            RecordSizes::One(a.sizes[0])
+        } else {
+            RecordSizes::Many(a.sizes)
+        },
+        queue_offset: a.queue_offset,
+        store_timestamp: a.store_timestamp,
+        end_offset: a.end_offset,
+    };
+    // Pullable here before it is answered, as any acknowledged message.
+    let _ = tokio::time::timeout(Duration::from_secs(3), store.written(r.end_offset)).await;
+    Ok(r)
+}
+
+impl BrokerInner {
+    /// Whether writes go through a DLedger group.
+    pub(crate) fn is_dledger(&self) -> bool {
+        self.dledger.get().is_some()
+    }
+
+    /// Stores `msgs` (one message, or a batch of one topic and queue) as a request handler
+    /// does: appended and written on the calling thread, or proposed to the DLedger group.
+    pub(crate) fn store_messages(self: &Arc<Self>, msgs: Vec<PutMessage>) -> Stored {
+        match self.dledger.get() {
+            None => Stored::Now(if msgs.len() == 1 {
+                self.store.put_message_now(&msgs[0])
+            } else {
+                self.store.put_messages_now(&msgs)
+            }),
+            Some(node) => Stored::Later(Box::pin(propose(
+                node.clone(),
+                self.store.clone(),
+                msgs,
+                self.clock.now_ms(),
+            ))),
+        }
+    }
+
+    /// A DLedger write from code that cannot wait asynchronously (delayed deliveries,
+    /// transaction checks): blocks the calling thread until the group applied it.
+    pub(crate) fn store_replicated_blocking(
+        &self,
+        msgs: Vec<PutMessage>,
+    ) -> StoreResult<AppendResult> {
+        let Some(node) = self.dledger.get().cloned() else {
+            return Err(StoreError::NotRunning("not in DLedger mode".into()));
+        };
+        let fut = propose(node, self.store.clone(), msgs, self.clock.now_ms());
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| h.block_on(fut))
+            }
+            Ok(_) => Err(StoreError::NotRunning(
+                "DLedger writes need a multi-thread runtime".into(),
+            )),
+            Err(_) => futures::executor::block_on(fut),
+        }
+    }
+
+    /// Appends one message for the broker's own services (delayed deliveries, transaction
+    /// records, offset-moved events): with `direct` (the store call a single broker makes), or,
+    /// in DLedger mode, through the group, blocking the calling thread.
+    pub(crate) fn put_internal(
+        &self,
+        m: &PutMessage,
+        direct: impl FnOnce(&MessageStore, &PutMessage) -> StoreResult<AppendResult>,
+    ) -> StoreResult<AppendResult> {
+        if self.is_dledger() {
+            self.store_replicated_blocking(vec![m.clone()])
+        } else {
+            direct(&self.store, m)
+        }
+    }
+}

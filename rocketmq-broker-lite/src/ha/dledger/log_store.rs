@@ -1,0 +1,1213 @@
+//! The Raft log of a DLedger node: an append-only file of CRC-checked records, with only an
+//! index (entry index → file position) in memory; entries are read back from the file.
+//!
+//! Files in the store's directory:
+//!
+//! - `raft.log`: the entries, one record each, consecutive indexes, big-endian:
+//!   `u32 len` · `u32 crc32` · `u64 term` · `u64 leader node id` · `u64 index` · `u8 kind` ·
+//!   payload, where `len` counts everything after the CRC field and the CRC (crc32fast) covers
+//!   those bytes; kind 0 is a blank entry (no payload), 1 a normal one (the proposal's bytes,
+//!   raw), 2 a membership change (its JSON).
+//! - `vote`: the current vote (JSON), replaced atomically (`vote.tmp`, fsync, rename, fsync of
+//!   the directory).
+//! - `purged`: the last purged log id (JSON), replaced the same way.
+//!
+//! On open, `raft.log` is scanned from the start and cut at the first record that is torn, fails
+//! its CRC, has an unknown kind or does not follow the previous index.
+//!
+//! Durability: with `sync` (SYNC_FLUSH) an append is `fdatasync`ed before openraft is told it
+//! is done; without it (ASYNC_FLUSH) an append is done once it is in the page cache (it survives
+//! a crash of the process, not of the machine), and a background thread `fdatasync`s the log
+//! within about a second. Votes, purges and truncations are always made durable before the
+//! call returns.
+//!
+//! Purged entries stay in the file until everything in it is purged (the file is then emptied)
+//! or until the purged head is at least [`COMPACT_MIN`] bytes and no smaller than the live
+//! tail; the live tail is then copied to a new file that replaces `raft.log` atomically.
+
+use std::collections::VecDeque;
+use std::fmt::Debug;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, Read};
+use std::ops::{Bound, RangeBounds};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::thread::Thread;
+use std::time::Duration;
+
+use bytes::Bytes;
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{
+    BasicNode, CommittedLeaderId, EntryPayload, LogId, LogState, Membership, OptionalSend,
+    RaftLogReader, StorageError, StorageIOError, Vote,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::types::{Entry, NodeId, Proposal, TypeConfig};
+
+const LOG_FILE: &str = "raft.log";
+const LOG_TMP: &str = "raft.log.tmp";
+const VOTE_FILE: &str = "vote";
+const PURGED_FILE: &str = "purged";
+
+/// `u32 len` · `u32 crc`.
+const HEADER: usize = 8;
+/// `u64 term` · `u64 node id` · `u64 index` · `u8 kind`: the part of the body before the payload.
+const FIXED: usize = 25;
+/// Largest body accepted (a proposal is at most a few MiB; anything bigger is garbage).
+const MAX_BODY: usize = 1 << 30;
+
+const KIND_BLANK: u8 = 0;
+const KIND_NORMAL: u8 = 1;
+const KIND_MEMBERSHIP: u8 = 2;
+
+/// How often the ASYNC_FLUSH background thread syncs the log (when something was written).
+const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// Purged bytes at the head of `raft.log` from which the file is compacted (if they are also at
+/// least as many as the live bytes, so that copying costs no more than what it frees).
+pub const COMPACT_MIN: u64 = 64 << 20;
+/// Most bytes of entries [`RaftLogReader::limited_get_log_entries`] returns (at least one entry).
+const READ_LIMIT: u64 = 8 << 20;
+/// Buffer of the recovery scan and of compaction copies.
+const IO_CHUNK: usize = 1 << 20;
+
+/// The durable Raft log (and vote) of a DLedger node. Cloning gives another handle on the same
+/// store.
+#[derive(Clone)]
+pub struct RaftLogStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    /// ASYNC_FLUSH: written since the last `fdatasync`.
+    dirty: AtomicBool,
+    /// ASYNC_FLUSH: the background flusher, woken when the store is dropped.
+    flusher: OnceLock<Thread>,
+}
+
+struct Inner {
+    dir: PathBuf,
+    /// `raft.log` (an `Arc` so that the flusher can sync it without holding the lock).
+    file: Arc<File>,
+    /// Where the next record goes: the end of the valid records.
+    end: u64,
+    /// Index of the entry at `positions[0]`.
+    first: u64,
+    /// File position of each present (not purged) entry, from index `first` on. Records are
+    /// contiguous, so a record ends where the next starts (the last at `end`).
+    positions: VecDeque<u64>,
+    /// Id of the last present entry (`Some` exactly when `positions` is not empty).
+    last: Option<LogId<NodeId>>,
+    purged: Option<LogId<NodeId>>,
+    vote: Option<Vote<NodeId>>,
+    sync: bool,
+    /// Set once a write or sync failed: what is on disk is then unknown, so every later write
+    /// is refused.
+    failed: Option<String>,
+    compact_min: u64,
+}
+
+impl Debug for RaftLogStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.shared.inner.lock() {
+            Ok(g) => f
+                .debug_struct("RaftLogStore")
+                .field("dir", &g.dir)
+                .field("sync", &g.sync)
+                .field("first", &g.first)
+                .field("last", &g.last)
+                .field("purged", &g.purged)
+                .field("end", &g.end)
+                .finish(),
+            Err(_) => f.write_str("RaftLogStore(poisoned)"),
+        }
+    }
+}
+
+impl RaftLogStore {
+    /// Opens (creating it if needed) the log in `dir`, recovering it: a torn or corrupt tail of
+    /// `raft.log` is cut off. `sync` is SYNC_FLUSH (every append is fdatasynced before it is
+    /// acknowledged); otherwise ASYNC_FLUSH (acknowledged once in the page cache, synced within
+    /// about a second by a background thread).
+    pub fn open(dir: &Path, sync: bool) -> Result<Self, io::Error> {
+        fs::create_dir_all(dir)?;
+        for stale in [LOG_TMP, "vote.tmp", "purged.tmp"] {
+            match fs::remove_file(dir.join(stale)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        let vote: Option<Vote<NodeId>> = read_json(&dir.join(VOTE_FILE))?;
+        let purged: Option<LogId<NodeId>> = read_json(&dir.join(PURGED_FILE))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(dir.join(LOG_FILE))?;
+        sync_dir(dir)?;
+
+        let scan = scan(&file)?;
+        let len = file.metadata()?.len();
+        if scan.end < len {
+            tracing::warn!(
+                "raft log {}: cutting {} bytes of torn or corrupt records at position {}",
+                dir.join(LOG_FILE).display(),
+                len - scan.end,
+                scan.end
+            );
+            file.set_len(scan.end)?;
+            file.sync_all()?;
+        }
+
+        let mut inner = Inner {
+            dir: dir.to_path_buf(),
+            file: Arc::new(file),
+            end: scan.end,
+            first: scan.first,
+            positions: scan.positions,
+            last: scan.last,
+            purged: None,
+            vote,
+            sync,
+            failed: None,
+            compact_min: COMPACT_MIN,
+        };
+        if let Some(p) = purged {
+            inner.forget_upto(p);
+            if let Some(last) = &inner.last {
+                if inner.first != p.index + 1 {
+                    tracing::warn!(
+                        "raft log {}: entries {}..={} follow purged {} with a gap",
+                        dir.display(),
+                        inner.first,
+                        last.index,
+                        p
+                    );
+                }
+            }
+        }
+
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(inner),
+            dirty: AtomicBool::new(false),
+            flusher: OnceLock::new(),
+        });
+        if !sync {
+            let weak = Arc::downgrade(&shared);
+            let handle = std::thread::Builder::new()
+                .name("raft-log-flush".into())
+                .spawn(move || flusher(weak))?;
+            let _ = shared.flusher.set(handle.thread().clone());
+        }
+        Ok(RaftLogStore { shared })
+    }
+
+    /// `fdatasync`s `raft.log` now (useful before a shutdown in ASYNC_FLUSH mode).
+    pub fn flush(&self) -> Result<(), io::Error> {
+        let g = self.lock()?;
+        self.shared.dirty.store(false, Ordering::SeqCst);
+        if let Err(e) = g.file.sync_data() {
+            self.shared.dirty.store(true, Ordering::SeqCst);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> io::Result<MutexGuard<'_, Inner>> {
+        self.shared
+            .inner
+            .lock()
+            .map_err(|_| io::Error::other("raft log store poisoned by a panic"))
+    }
+
+    /// Appends `entries` (which must follow the last entry, or the last purged one): written to
+    /// the file, and synced in SYNC_FLUSH mode, when this returns.
+    fn append_entries(&self, entries: impl IntoIterator<Item = Entry>) -> io::Result<()> {
+        let mut g = self.lock()?;
+        g.check_writable()?;
+        let mut expect = g
+            .last
+            .map(|l| l.index + 1)
+            .or(g.purged.map(|p| p.index + 1));
+        let mut buf = Vec::new();
+        let mut starts = Vec::new();
+        let mut last = None;
+        for e in entries {
+            if let Some(x) = expect {
+                if e.log_id.index != x {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("appending log {} where index {x} is next", e.log_id),
+                    ));
+                }
+            }
+            starts.push(buf.len() as u64);
+            encode(&e, &mut buf)?;
+            expect = Some(e.log_id.index + 1);
+            last = Some(e.log_id);
+        }
+        let (Some(first), Some(last)) = (starts.first(), last) else {
+            return Ok(());
+        };
+        debug_assert_eq!(*first, 0);
+        if g.positions.is_empty() {
+            if g.end > 0 {
+                // Only purged records are left: start the file over.
+                g.reset_file()?;
+            }
+            g.first = last.index + 1 - starts.len() as u64;
+        }
+        let base = g.end;
+        let res = g.file.write_all_at(&buf, base).and_then(|()| {
+            if g.sync {
+                g.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = res {
+            g.fail(&e);
+            return Err(e);
+        }
+        if !g.sync {
+            self.shared.dirty.store(true, Ordering::SeqCst);
+        }
+        g.positions.extend(starts.iter().map(|s| base + s));
+        g.end = base + buf.len() as u64;
+        g.last = Some(last);
+        Ok(())
+    }
+
+    /// Deletes the entries from `log_id.index` on; durable when this returns.
+    fn truncate_sync(&self, log_id: LogId<NodeId>) -> io::Result<()> {
+        let mut g = self.lock()?;
+        g.check_writable()?;
+        let Some(last) = g.last else {
+            return Ok(());
+        };
+        if log_id.index > last.index {
+            return Ok(());
+        }
+        let from = log_id.index.max(g.first);
+        let keep = (from - g.first) as usize;
+        let cut = g.positions[keep];
+        let res = g.file.set_len(cut).and_then(|()| g.file.sync_all());
+        if let Err(e) = res {
+            g.fail(&e);
+            return Err(e);
+        }
+        g.positions.truncate(keep);
+        g.end = cut;
+        g.last = None;
+        if let Some(&pos) = g.positions.back() {
+            match g.read_log_id_at(pos, from - 1) {
+                Ok(id) => g.last = Some(id),
+                Err(e) => {
+                    g.fail(&e);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Purges the entries up to `log_id` (inclusive); durable when this returns.
+    fn purge_sync(&self, log_id: LogId<NodeId>) -> io::Result<()> {
+        let mut g = self.lock()?;
+        g.check_writable()?;
+        if g.purged.is_some_and(|p| p.index >= log_id.index) {
+            return Ok(());
+        }
+        if let Err(e) = write_json_atomic(&g.dir, PURGED_FILE, &log_id) {
+            g.fail(&e);
+            return Err(e);
+        }
+        g.forget_upto(log_id);
+        if g.positions.is_empty() {
+            if g.end > 0 {
+                g.reset_file()?;
+            }
+        } else {
+            g.maybe_compact()?;
+        }
+        Ok(())
+    }
+
+    fn save_vote_sync(&self, vote: &Vote<NodeId>) -> io::Result<()> {
+        let mut g = self.lock()?;
+        g.check_writable()?;
+        if let Err(e) = write_json_atomic(&g.dir, VOTE_FILE, vote) {
+            g.fail(&e);
+            return Err(e);
+        }
+        g.vote = Some(*vote);
+        Ok(())
+    }
+
+    /// The present entries of `range`, at most about `limit` bytes of them (but at least one)
+    /// if a limit is given.
+    fn read_entries(
+        &self,
+        range: impl RangeBounds<u64>,
+        limit: Option<u64>,
+    ) -> io::Result<Vec<Entry>> {
+        let g = self.lock()?;
+        let count = g.positions.len() as u64;
+        let lo = match range.start_bound() {
+            Bound::Included(&x) => x,
+            Bound::Excluded(&x) => x.saturating_add(1),
+            Bound::Unbounded => 0,
+        }
+        .max(g.first);
+        let hi = match range.end_bound() {
+            Bound::Included(&x) => x.saturating_add(1),
+            Bound::Excluded(&x) => x,
+            Bound::Unbounded => u64::MAX,
+        }
+        .min(g.first + count);
+        if lo >= hi {
+            return Ok(Vec::new());
+        }
+        let (a, mut b) = ((lo - g.first) as usize, (hi - g.first) as usize);
+        let start = g.positions[a];
+        if let Some(limit) = limit {
+            let mut n = a + 1;
+            while n < b && g.record_end(n) - start <= limit {
+                n += 1;
+            }
+            b = n;
+        }
+        let stop = g.record_end(b - 1);
+        let mut buf = vec![0u8; (stop - start) as usize];
+        g.file.read_exact_at(&mut buf, start)?;
+        let buf = Bytes::from(buf);
+        let mut out = Vec::with_capacity(b - a);
+        let mut off = 0usize;
+        for i in a..b {
+            let index = g.first + i as u64;
+            let (entry, len) = decode(&buf, off, index).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "raft log entry {index} at position {}: {e}",
+                        start + off as u64
+                    ),
+                )
+            })?;
+            out.push(entry);
+            off += len;
+        }
+        Ok(out)
+    }
+
+    fn log_state(&self) -> io::Result<LogState<TypeConfig>> {
+        let g = self.lock()?;
+        Ok(LogState {
+            last_purged_log_id: g.purged,
+            last_log_id: g.last.or(g.purged),
+        })
+    }
+
+    #[cfg(test)]
+    fn set_compact_min(&self, bytes: u64) {
+        self.lock().unwrap().compact_min = bytes;
+    }
+}
+
+impl Inner {
+    fn check_writable(&self) -> io::Result<()> {
+        match &self.failed {
+            Some(why) => Err(io::Error::other(format!(
+                "raft log store failed earlier ({why}); refusing writes"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn fail(&mut self, e: &io::Error) {
+        tracing::error!("raft log {}: write failed: {e}", self.dir.display());
+        self.failed.get_or_insert_with(|| e.to_string());
+    }
+
+    /// Where the record of `positions[i]` ends.
+    fn record_end(&self, i: usize) -> u64 {
+        self.positions.get(i + 1).copied().unwrap_or(self.end)
+    }
+
+    /// Forgets the entries up to `p` (inclusive) and records `p` as the last purged.
+    fn forget_upto(&mut self, p: LogId<NodeId>) {
+        self.purged = Some(p);
+        let Some(last) = self.last else {
+            return;
+        };
+        if p.index >= last.index {
+            self.positions.clear();
+            self.last = None;
+        } else if p.index >= self.first {
+            self.positions.drain(..(p.index + 1 - self.first) as usize);
+            self.first = p.index + 1;
+        }
+    }
+
+    /// Empties `raft.log` (all it holds is purged).
+    fn reset_file(&mut self) -> io::Result<()> {
+        let res = self.file.set_len(0).and_then(|()| self.file.sync_all());
+        if let Err(e) = res {
+            self.fail(&e);
+            return Err(e);
+        }
+        self.end = 0;
+        Ok(())
+    }
+
+    /// The log id of the record at `pos`, which must hold entry `index`.
+    fn read_log_id_at(&self, pos: u64, index: u64) -> io::Result<LogId<NodeId>> {
+        let mut h = [0u8; HEADER + FIXED];
+        self.file.read_exact_at(&mut h, pos)?;
+        let log_id = LogId::new(
+            CommittedLeaderId::new(be64(&h[8..]), be64(&h[16..])),
+            be64(&h[24..]),
+        );
+        if log_id.index != index {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("record at {pos} holds entry {}, not {index}", log_id.index),
+            ));
+        }
+        Ok(log_id)
+    }
+
+    /// Copies the live tail of `raft.log` to a new file replacing it, if the purged head is big
+    /// enough. A failure before the new file replaced the old one leaves the old one in use.
+    fn maybe_compact(&mut self) -> io::Result<()> {
+        let Some(&base) = self.positions.front() else {
+            return Ok(());
+        };
+        let live = self.end - base;
+        if base < self.compact_min || base < live {
+            return Ok(());
+        }
+        let tmp_path = self.dir.join(LOG_TMP);
+        let tmp = match self.copy_tail(&tmp_path, base, live) {
+            Ok(tmp) => tmp,
+            Err(e) => {
+                tracing::warn!(
+                    "raft log {}: compaction failed, keeping the old file: {e}",
+                    self.dir.display()
+                );
+                let _ = fs::remove_file(&tmp_path);
+                return Ok(());
+            }
+        };
+        if let Err(e) = fs::rename(&tmp_path, self.dir.join(LOG_FILE)) {
+            tracing::warn!(
+                "raft log {}: compaction rename failed, keeping the old file: {e}",
+                self.dir.display()
+            );
+            let _ = fs::remove_file(&tmp_path);
+            return Ok(());
+        }
+        self.file = Arc::new(tmp);
+        for p in self.positions.iter_mut() {
+            *p -= base;
+        }
+        self.end = live;
+        if let Err(e) = sync_dir(&self.dir) {
+            self.fail(&e);
+            return Err(e);
+        }
+        tracing::info!(
+            "raft log {}: compacted, dropped {base} purged bytes, kept {live}",
+            self.dir.display()
+        );
+        Ok(())
+    }
+
+    fn copy_tail(&self, tmp_path: &Path, base: u64, live: u64) -> io::Result<File> {
+        let tmp = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(tmp_path)?;
+        let mut buf = vec![0u8; IO_CHUNK];
+        let mut off = 0u64;
+        while off < live {
+            let n = (live - off).min(IO_CHUNK as u64) as usize;
+            self.file.read_exact_at(&mut buf[..n], base + off)?;
+            tmp.write_all_at(&buf[..n], off)?;
+            off += n as u64;
+        }
+        tmp.sync_all()?;
+        Ok(tmp)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if *self.dirty.get_mut() {
+            if let Ok(g) = self.inner.get_mut() {
+                if let Err(e) = g.file.sync_data() {
+                    tracing::error!("raft log {}: final sync failed: {e}", g.dir.display());
+                }
+            }
+        }
+        if let Some(t) = self.flusher.get() {
+            t.unpark();
+        }
+    }
+}
+
+/// ASYNC_FLUSH: syncs `raft.log` about every [`FLUSH_INTERVAL`] while something was written,
+/// until the store is dropped.
+fn flusher(weak: Weak<Shared>) {
+    loop {
+        std::thread::park_timeout(FLUSH_INTERVAL);
+        let Some(shared) = weak.upgrade() else {
+            return;
+        };
+        // Clear the flag before taking the file: a write after this sets it again, and one
+        // before it is in the file taken (a compaction syncs the file it creates).
+        if !shared.dirty.swap(false, Ordering::SeqCst) {
+            continue;
+        }
+        let Ok(file) = shared.inner.lock().map(|g| g.file.clone()) else {
+            return;
+        };
+        if let Err(e) = file.sync_data() {
+            if let Ok(mut g) = shared.inner.lock() {
+                g.fail(&e);
+            }
+        }
+    }
+}
+
+/// Runs `f`, which blocks on file I/O, telling a multi-thread tokio runtime so.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn be64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(a)
+}
+
+/// Appends the record of `e` to `out`.
+fn encode(e: &Entry, out: &mut Vec<u8>) -> io::Result<()> {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; HEADER]);
+    out.extend_from_slice(&e.log_id.leader_id.term.to_be_bytes());
+    out.extend_from_slice(&e.log_id.leader_id.node_id.to_be_bytes());
+    out.extend_from_slice(&e.log_id.index.to_be_bytes());
+    match &e.payload {
+        EntryPayload::Blank => out.push(KIND_BLANK),
+        EntryPayload::Normal(p) => {
+            out.push(KIND_NORMAL);
+            out.extend_from_slice(&p.bytes);
+        }
+        EntryPayload::Membership(m) => {
+            out.push(KIND_MEMBERSHIP);
+            serde_json::to_writer(&mut *out, m).map_err(io::Error::other)?;
+        }
+    }
+    let body = out.len() - start - HEADER;
+    if body > MAX_BODY {
+        out.truncate(start);
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("log entry {} too big ({body} bytes)", e.log_id),
+        ));
+    }
+    let crc = crc32fast::hash(&out[start + HEADER..]);
+    out[start..start + 4].copy_from_slice(&(body as u32).to_be_bytes());
+    out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
+    Ok(())
+}
+
+/// Checks the body of a record (after the CRC field) and returns its log id and kind.
+fn check_body(body: &[u8], crc: u32) -> Option<(LogId<NodeId>, u8)> {
+    if body.len() < FIXED || crc32fast::hash(body) != crc {
+        return None;
+    }
+    let kind = body[24];
+    if !matches!(kind, KIND_BLANK | KIND_NORMAL | KIND_MEMBERSHIP) {
+        return None;
+    }
+    let log_id = LogId::new(
+        CommittedLeaderId::new(be64(body), be64(&body[8..])),
+        be64(&body[16..]),
+    );
+    Some((log_id, kind))
+}
+
+/// Decodes the record at `off` of `buf`, which must hold entry `index`; returns it and the
+/// record's length.
+fn decode(buf: &Bytes, off: usize, index: u64) -> io::Result<(Entry, usize)> {
+    let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
+    let rest = &buf[off..];
+    if rest.len() < HEADER {
+        return Err(bad("short record"));
+    }
+    let len = be32(rest) as usize;
+    if rest.len() < HEADER + len {
+        return Err(bad("short record"));
+    }
+    let body = &rest[HEADER..HEADER + len];
+    let (log_id, kind) = check_body(body, be32(&rest[4..])).ok_or_else(|| bad("corrupt record"))?;
+    if log_id.index != index {
+        return Err(bad("unexpected index"));
+    }
+    let payload_at = off + HEADER + FIXED;
+    let payload = match kind {
+        KIND_BLANK => EntryPayload::Blank,
+        KIND_NORMAL => EntryPayload::Normal(Proposal {
+            bytes: buf.slice(payload_at..off + HEADER + len),
+        }),
+        _ => {
+            let m: Membership<NodeId, BasicNode> =
+                serde_json::from_slice(&body[FIXED..]).map_err(io::Error::other)?;
+            EntryPayload::Membership(m)
+        }
+    };
+    Ok((Entry { log_id, payload }, HEADER + len))
+}
+
+struct Scan {
+    /// End of the last good record.
+    end: u64,
+    first: u64,
+    positions: VecDeque<u64>,
+    last: Option<LogId<NodeId>>,
+}
+
+/// Reads `buf.len()` bytes unless the file ends first; returns how many were read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Reads the records of `file` from the start up to the first bad one.
+fn scan(file: &File) -> io::Result<Scan> {
+    let mut r = BufReader::with_capacity(IO_CHUNK, file);
+    let mut s = Scan {
+        end: 0,
+        first: 0,
+        positions: VecDeque::new(),
+        last: None,
+    };
+    let mut body = Vec::new();
+    loop {
+        let mut h = [0u8; HEADER];
+        if read_full(&mut r, &mut h)? < HEADER {
+            break;
+        }
+        let len = be32(&h) as usize;
+        if !(FIXED..=MAX_BODY).contains(&len) {
+            break;
+        }
+        body.resize(len, 0);
+        if read_full(&mut r, &mut body)? < len {
+            break;
+        }
+        let Some((log_id, _)) = check_body(&body, be32(&h[4..])) else {
+            break;
+        };
+        match s.last {
+            Some(prev) if log_id.index != prev.index + 1 => break,
+            None => s.first = log_id.index,
+            _ => {}
+        }
+        s.positions.push_back(s.end);
+        s.last = Some(log_id);
+        s.end += (HEADER + len) as u64;
+    }
+    Ok(s)
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Replaces `dir/name` with `value`'s JSON, durably: `name.tmp`, fsync, rename, fsync of `dir`.
+fn write_json_atomic(dir: &Path, name: &str, value: &impl Serialize) -> io::Result<()> {
+    let bytes = serde_json::to_vec(value).map_err(io::Error::other)?;
+    let tmp = dir.join(format!("{name}.tmp"));
+    {
+        let f = File::create(&tmp)?;
+        f.write_all_at(&bytes, 0)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, dir.join(name))?;
+    sync_dir(dir)
+}
+
+fn read_json<T: DeserializeOwned>(path: &Path) -> io::Result<Option<T>> {
+    match fs::read(path) {
+        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn write_err(e: io::Error) -> StorageError<NodeId> {
+    StorageError::from(StorageIOError::write_logs(&e))
+}
+
+fn read_err(e: io::Error) -> StorageError<NodeId> {
+    StorageError::from(StorageIOError::read_logs(&e))
+}
+
+impl RaftLogReader<TypeConfig> for RaftLogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError<NodeId>> {
+        self.read_entries(range, None).map_err(read_err)
+    }
+
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<Entry>, StorageError<NodeId>> {
+        self.read_entries(start..end, Some(READ_LIMIT))
+            .map_err(read_err)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for RaftLogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
+        self.log_state().map_err(read_err)
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
+        blocking(|| self.save_vote_sync(vote))
+            .map_err(|e| StorageError::from(StorageIOError::write_vote(&e)))
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
+        let g = self
+            .lock()
+            .map_err(|e| StorageError::from(StorageIOError::read_vote(&e)))?;
+        Ok(g.vote)
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let sync = self.lock().map_err(write_err)?.sync;
+        if sync {
+            blocking(|| self.append_entries(entries))
+        } else {
+            self.append_entries(entries)
+        }
+        .map_err(write_err)?;
+        // SYNC_FLUSH: synced; ASYNC_FLUSH: in the page cache (see the module's documentation).
+        callback.log_io_completed(Ok(()));
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        blocking(|| self.truncate_sync(log_id)).map_err(write_err)
+    }
+
+    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        blocking(|| self.purge_sync(log_id)).map_err(write_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use openraft::storage::RaftLogStorageExt;
+
+    use super::*;
+
+    fn lid(term: u64, index: u64) -> LogId<NodeId> {
+        LogId::new(CommittedLeaderId::new(term, 1), index)
+    }
+
+    fn blank(term: u64, index: u64) -> Entry {
+        Entry {
+            log_id: lid(term, index),
+            payload: EntryPayload::Blank,
+        }
+    }
+
+    fn normal(term: u64, index: u64, bytes: &[u8]) -> Entry {
+        Entry {
+            log_id: lid(term, index),
+            payload: EntryPayload::Normal(Proposal {
+                bytes: Bytes::copy_from_slice(bytes),
+            }),
+        }
+    }
+
+    fn membership(term: u64, index: u64) -> Entry {
+        let voters: BTreeSet<NodeId> = [1, 2, 3].into_iter().collect();
+        let nodes: BTreeMap<NodeId, BasicNode> = (1..=3)
+            .map(|i| (i, BasicNode::new(format!("127.0.0.1:4000{i}"))))
+            .collect();
+        Entry {
+            log_id: lid(term, index),
+            payload: EntryPayload::Membership(Membership::new(vec![voters], nodes)),
+        }
+    }
+
+    fn sample() -> Vec<Entry> {
+        vec![
+            membership(0, 0),
+            blank(1, 1),
+            normal(1, 2, b"hello"),
+            normal(1, 3, &[7u8; 1000]),
+            normal(1, 4, b""),
+            blank(2, 5),
+        ]
+    }
+
+    async fn all(store: &mut RaftLogStore) -> Vec<Entry> {
+        store.try_get_log_entries(..).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn append_read_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!((st.last_purged_log_id, st.last_log_id), (None, None));
+        assert_eq!(s.read_vote().await.unwrap(), None);
+
+        let entries = sample();
+        s.blocking_append(entries[..2].to_vec()).await.unwrap();
+        s.blocking_append(entries[2..].to_vec()).await.unwrap();
+        assert_eq!(all(&mut s).await, entries);
+        assert_eq!(s.try_get_log_entries(2..4).await.unwrap(), entries[2..4]);
+        assert_eq!(s.try_get_log_entries(3..=5).await.unwrap(), entries[3..6]);
+        assert_eq!(s.try_get_log_entries(5..100).await.unwrap(), entries[5..]);
+        assert!(s.try_get_log_entries(6..).await.unwrap().is_empty());
+        assert!(s.try_get_log_entries(3..3).await.unwrap().is_empty());
+        let limited = s.limited_get_log_entries(1, 6).await.unwrap();
+        assert_eq!(limited, entries[1..6]);
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!(st.last_log_id, Some(lid(2, 5)));
+
+        // A gap or a repeated index is refused.
+        assert!(s.blocking_append(vec![blank(2, 7)]).await.is_err());
+        drop(s);
+
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, entries);
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!(st.last_purged_log_id, None);
+        assert_eq!(st.last_log_id, Some(lid(2, 5)));
+        s.blocking_append(vec![normal(2, 6, b"more")])
+            .await
+            .unwrap();
+        assert_eq!(
+            s.try_get_log_entries(6..7).await.unwrap(),
+            vec![normal(2, 6, b"more")]
+        );
+    }
+
+    #[tokio::test]
+    async fn limited_read_returns_at_least_one_entry_and_stops_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        let big = vec![1u8; (READ_LIMIT / 2) as usize];
+        s.blocking_append((0..5).map(|i| normal(1, i, &big)).collect::<Vec<_>>())
+            .await
+            .unwrap();
+        let got = s.limited_get_log_entries(0, 5).await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].log_id, lid(1, 0));
+        let got = s.limited_get_log_entries(3, 5).await.unwrap();
+        assert_eq!(got[0].log_id, lid(1, 3));
+        assert_eq!(s.try_get_log_entries(..).await.unwrap().len(), 5);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn truncate_then_append_other_entry_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        let entries = sample();
+        s.blocking_append(entries.clone()).await.unwrap();
+        s.truncate(lid(1, 3)).await.unwrap();
+        assert_eq!(all(&mut s).await, entries[..3]);
+        assert_eq!(
+            s.get_log_state().await.unwrap().last_log_id,
+            Some(lid(1, 2))
+        );
+        // Truncating past the end does nothing.
+        s.truncate(lid(1, 9)).await.unwrap();
+        s.blocking_append(vec![normal(3, 3, b"other")])
+            .await
+            .unwrap();
+        let mut want = entries[..3].to_vec();
+        want.push(normal(3, 3, b"other"));
+        assert_eq!(all(&mut s).await, want);
+        drop(s);
+
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        assert_eq!(all(&mut s).await, want);
+        assert_eq!(
+            s.get_log_state().await.unwrap().last_log_id,
+            Some(lid(3, 3))
+        );
+
+        // Truncating everything.
+        s.truncate(lid(0, 0)).await.unwrap();
+        assert!(all(&mut s).await.is_empty());
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!((st.last_purged_log_id, st.last_log_id), (None, None));
+        drop(s);
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        assert!(all(&mut s).await.is_empty());
+        assert_eq!(fs::metadata(dir.path().join(LOG_FILE)).unwrap().len(), 0);
+    }
+
+    #[tokio::test]
+    async fn torn_or_corrupt_tail_is_cut_at_recovery() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let entries = sample();
+        {
+            let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+            s.blocking_append(entries.clone()).await.unwrap();
+        }
+        let full = fs::metadata(&path).unwrap().len();
+
+        // Chop the last 3 bytes: the last entry is lost, the others survive.
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(full - 3)
+            .unwrap();
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, entries[..5]);
+        assert_eq!(
+            s.get_log_state().await.unwrap().last_log_id,
+            Some(lid(1, 4))
+        );
+        let cut = fs::metadata(&path).unwrap().len();
+        assert!(cut < full - 3);
+        // The log goes on from there.
+        s.blocking_append(vec![blank(2, 5)]).await.unwrap();
+        drop(s);
+        assert_eq!(fs::metadata(&path).unwrap().len(), full);
+
+        // Flip a byte in the payload of entry 3: entries 3.. are lost.
+        let data = fs::read(&path).unwrap();
+        let pos3 = {
+            let mut pos = 0usize;
+            for _ in 0..3 {
+                pos += HEADER + be32(&data[pos..]) as usize;
+            }
+            pos
+        };
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(
+            &[data[pos3 + HEADER + FIXED + 10] ^ 0xff],
+            (pos3 + HEADER + FIXED + 10) as u64,
+        )
+        .unwrap();
+        drop(f);
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, entries[..3]);
+        assert_eq!(fs::metadata(&path).unwrap().len(), pos3 as u64);
+        drop(s);
+
+        // Garbage appended after good records (a torn header) is cut too.
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&[0, 0, 0], pos3 as u64).unwrap();
+        drop(f);
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, entries[..3]);
+        assert_eq!(fs::metadata(&path).unwrap().len(), pos3 as u64);
+    }
+
+    #[tokio::test]
+    async fn out_of_sequence_record_is_cut_at_recovery() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        {
+            let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+            s.blocking_append(vec![blank(1, 1), blank(1, 2)])
+                .await
+                .unwrap();
+        }
+        let len = fs::metadata(&path).unwrap().len();
+        // A well-formed record with a wrong index after them.
+        let mut rec = Vec::new();
+        encode(&blank(1, 5), &mut rec).unwrap();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&rec, len).unwrap();
+        drop(f);
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, vec![blank(1, 1), blank(1, 2)]);
+        assert_eq!(fs::metadata(&path).unwrap().len(), len);
+    }
+
+    #[tokio::test]
+    async fn vote_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        let v1 = Vote::new(3, 2);
+        s.save_vote(&v1).await.unwrap();
+        assert_eq!(s.read_vote().await.unwrap(), Some(v1));
+        let mut v2 = Vote::new(4, 1);
+        v2.commit();
+        s.save_vote(&v2).await.unwrap();
+        drop(s);
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(s.read_vote().await.unwrap(), Some(v2));
+        assert!(!dir.path().join("vote.tmp").exists());
+    }
+
+    #[tokio::test]
+    async fn purge_hides_entries_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        let entries = sample();
+        s.blocking_append(entries.clone()).await.unwrap();
+        s.purge(lid(1, 2)).await.unwrap();
+        assert_eq!(all(&mut s).await, entries[3..]);
+        assert!(s.try_get_log_entries(0..3).await.unwrap().is_empty());
+        assert_eq!(s.try_get_log_entries(1..4).await.unwrap(), entries[3..4]);
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!(st.last_purged_log_id, Some(lid(1, 2)));
+        assert_eq!(st.last_log_id, Some(lid(2, 5)));
+        // Purging again below does nothing.
+        s.purge(lid(1, 1)).await.unwrap();
+        drop(s);
+
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, entries[3..]);
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!(st.last_purged_log_id, Some(lid(1, 2)));
+        assert_eq!(st.last_log_id, Some(lid(2, 5)));
+
+        // Truncating into the purged range keeps the purged id.
+        s.truncate(lid(1, 3)).await.unwrap();
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!(st.last_log_id, Some(lid(1, 2)));
+        assert!(all(&mut s).await.is_empty());
+        s.blocking_append(vec![blank(3, 3)]).await.unwrap();
+        assert_eq!(all(&mut s).await, vec![blank(3, 3)]);
+        drop(s);
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, vec![blank(3, 3)]);
+    }
+
+    #[tokio::test]
+    async fn purge_beyond_the_last_entry_then_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        s.blocking_append(sample()).await.unwrap();
+        // As after installing a snapshot that is ahead of the log.
+        s.purge(lid(4, 20)).await.unwrap();
+        assert!(all(&mut s).await.is_empty());
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!(st.last_purged_log_id, Some(lid(4, 20)));
+        assert_eq!(st.last_log_id, Some(lid(4, 20)));
+        assert_eq!(fs::metadata(dir.path().join(LOG_FILE)).unwrap().len(), 0);
+        assert!(s.blocking_append(vec![blank(4, 22)]).await.is_err());
+        s.blocking_append(vec![normal(4, 21, b"x"), blank(5, 22)])
+            .await
+            .unwrap();
+        drop(s);
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, vec![normal(4, 21, b"x"), blank(5, 22)]);
+        assert_eq!(
+            s.get_log_state().await.unwrap().last_purged_log_id,
+            Some(lid(4, 20))
+        );
+    }
+
+    #[tokio::test]
+    async fn purged_head_is_compacted_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        s.set_compact_min(1000);
+        let entries: Vec<Entry> = (0..50).map(|i| normal(1, i, &[i as u8; 100])).collect();
+        s.blocking_append(entries.clone()).await.unwrap();
+        let full = fs::metadata(&path).unwrap().len();
+        // A small purged head is left in place.
+        s.purge(lid(1, 5)).await.unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().len(), full);
+        // Most of the file purged: compacted.
+        s.purge(lid(1, 39)).await.unwrap();
+        let compacted = fs::metadata(&path).unwrap().len();
+        assert!(compacted < full / 4, "{compacted} of {full}");
+        assert_eq!(all(&mut s).await, entries[40..]);
+        s.blocking_append(vec![blank(2, 50)]).await.unwrap();
+        let mut want = entries[40..].to_vec();
+        want.push(blank(2, 50));
+        assert_eq!(all(&mut s).await, want);
+        s.truncate(lid(1, 45)).await.unwrap();
+        assert_eq!(all(&mut s).await, want[..5]);
+        s.flush().unwrap();
+        drop(s);
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        assert_eq!(all(&mut s).await, want[..5]);
+        let st = s.get_log_state().await.unwrap();
+        assert_eq!(st.last_purged_log_id, Some(lid(1, 39)));
+        assert_eq!(st.last_log_id, Some(lid(1, 44)));
+    }
+
+    #[tokio::test]
+    async fn async_flush_background_sync_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        s.blocking_append(sample()).await.unwrap();
+        assert!(s.shared.dirty.load(Ordering::SeqCst));
+        let t0 = std::time::Instant::now();
+        while s.shared.dirty.load(Ordering::SeqCst) {
+            assert!(t0.elapsed() < Duration::from_secs(5), "never flushed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(all(&mut s).await, sample());
+    }
+}

@@ -1,0 +1,136 @@
+//! DLedger mode: the commit log replicated by a Raft group (openraft). Every write is a log
+//! entry; a write is acknowledged once a majority holds it; every replica applies the committed
+//! entries to its commit log in order, so that all hold the same bytes at the same offsets.
+//!
+//! Java's keys: `enableDLegerCommitLog`, `dLegerGroup`, `dLegerPeers`
+//! (`n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913`), `dLegerSelfId`.
+
+// openraft's storage and RPC errors are large by design; its traits return them.
+#![allow(clippy::result_large_err)]
+
+pub mod log_store;
+pub mod network;
+pub mod node;
+pub mod state_machine;
+pub mod types;
+
+use std::time::Duration;
+
+pub use self::node::{DLedgerNode, ProposeError};
+pub use self::types::NodeId;
+
+/// A peer of `dLegerPeers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// `nK` as written.
+    pub name: String,
+    /// Its node id (`K`).
+    pub id: NodeId,
+    /// `ip:port` of its DLedger port.
+    pub addr: String,
+}
+
+/// DLedger settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DLedgerConfig {
+    /// `enableDLegerCommitLog`.
+    pub enabled: bool,
+    /// `dLegerGroup` (the broker name in Java's examples).
+    pub group: String,
+    /// `dLegerPeers`.
+    pub peers: Vec<Peer>,
+    /// `dLegerSelfId` (`nK`).
+    pub self_id: String,
+    /// Address the DLedger port binds to (the broker's listen address).
+    pub bind_ip: String,
+    /// Leader heartbeat period (500 ms).
+    pub heartbeat_interval: Duration,
+    /// A follower that hears no leader for this long (to twice as long, at random) starts an
+    /// election (1.5 s).
+    pub election_timeout: Duration,
+}
+
+impl Default for DLedgerConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            group: String::new(),
+            peers: Vec::new(),
+            self_id: String::new(),
+            bind_ip: "0.0.0.0".into(),
+            heartbeat_interval: Duration::from_millis(500),
+            election_timeout: Duration::from_millis(1500),
+        }
+    }
+}
+
+impl DLedgerConfig {
+    /// Parses `dLegerPeers`: `nK-ip:port` items separated by `;`.
+    pub fn parse_peers(text: &str) -> Result<Vec<Peer>, String> {
+        let mut peers: Vec<Peer> = Vec::new();
+        for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, addr) = item
+                .split_once('-')
+                .ok_or_else(|| format!("invalid peer {item:?} in dLegerPeers (nK-ip:port)"))?;
+            let id = name
+                .strip_prefix('n')
+                .and_then(|k| k.parse::<NodeId>().ok())
+                .ok_or_else(|| format!("invalid peer id {name:?} in dLegerPeers (n0, n1, ...)"))?;
+            if addr.parse::<std::net::SocketAddr>().is_err() {
+                return Err(format!(
+                    "invalid address {addr:?} of {name} in dLegerPeers (ip:port)"
+                ));
+            }
+            if peers.iter().any(|p| p.id == id) {
+                return Err(format!("peer {name} appears twice in dLegerPeers"));
+            }
+            peers.push(Peer {
+                name: name.to_string(),
+                id,
+                addr: addr.to_string(),
+            });
+        }
+        Ok(peers)
+    }
+
+    /// This node's id, checked against the peers.
+    pub fn self_node_id(&self) -> Result<NodeId, String> {
+        self.peers
+            .iter()
+            .find(|p| p.name == self.self_id)
+            .map(|p| p.id)
+            .ok_or_else(|| {
+                format!(
+                    "dLegerSelfId {:?} is not one of dLegerPeers ({})",
+                    self.self_id,
+                    self.peers
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+
+    /// The broker id a follower registers with (Java: the index of `nK` in the peers + 1).
+    pub fn follower_broker_id(&self) -> i64 {
+        self.peers
+            .iter()
+            .position(|p| p.name == self.self_id)
+            .map_or(1, |i| i as i64 + 1)
+    }
+
+    /// Checks the settings; the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.group.trim().is_empty() {
+            return Err("key `dLegerGroup` must be set with enableDLegerCommitLog".into());
+        }
+        if self.peers.is_empty() {
+            return Err("key `dLegerPeers` must be set with enableDLegerCommitLog".into());
+        }
+        self.self_node_id().map(|_| ())
+    }
+}

@@ -1,0 +1,287 @@
+//! A node of a DLedger group: its Raft instance, its peer port, and proposing writes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{BasicNode, Config, ServerState, SnapshotPolicy};
+use rocketmq_remoting::transport::{RemotingClient, RemotingServer, ServerHandle};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use super::log_store::RaftLogStore;
+use super::network::{Network, Partition, PeerService, Raft};
+use super::state_machine::{AppliedMark, StateMachine};
+use super::types::{Applied, NodeId, Proposal};
+use super::DLedgerConfig;
+use crate::store::{MessageStore, PutMessage};
+
+/// Why a write was not made.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProposeError {
+    /// This node does not lead the group (the leader, if known).
+    #[error("not the leader of the DLedger group (leader: {0:?})")]
+    NotLeader(Option<NodeId>),
+    /// No majority acknowledged it in time: it may still be committed.
+    #[error("no majority of the DLedger group acknowledged the write in time")]
+    Timeout,
+    /// The group refused it, or this node stopped.
+    #[error("the DLedger group failed: {0}")]
+    Failed(String),
+}
+
+/// A node of the group.
+pub struct DLedgerNode {
+    raft: Raft,
+    id: NodeId,
+    peers: BTreeMap<NodeId, String>,
+    broker_addr: Arc<OnceLock<String>>,
+    server: ServerHandle,
+    partition: Arc<Partition>,
+    role: watch::Receiver<Option<NodeId>>,
+    client: RemotingClient,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for DLedgerNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DLedgerNode")
+            .field("id", &self.id)
+            .field("leader", &*self.role.borrow())
+            .finish()
+    }
+}
+
+impl DLedgerNode {
+    /// Starts the node over `store` (whose commit log ends with applied entry `mark`), its Raft
+    /// files in `dir`; `sync`: the Raft log is synced before a write counts (SYNC_FLUSH).
+    pub async fn start(
+        cfg: &DLedgerConfig,
+        store: MessageStore,
+        dir: &Path,
+        mark: Option<AppliedMark>,
+        sync: bool,
+        timeout: Duration,
+    ) -> Result<Self, String> {
+        let id = cfg.self_node_id()?;
+        let me = cfg
+            .peers
+            .iter()
+            .find(|p| p.id == id)
+            .ok_or_else(|| format!("dLegerPeers does not name dLegerSelfId {}", cfg.self_id))?;
+        let raft_cfg = Config {
+            cluster_name: cfg.group.clone(),
+            heartbeat_interval: cfg.heartbeat_interval.as_millis() as u64,
+            election_timeout_min: cfg.election_timeout.as_millis() as u64,
+            election_timeout_max: cfg.election_timeout.as_millis() as u64 * 2,
+            snapshot_policy: SnapshotPolicy::Never,
+            max_payload_entries: 256,
+            ..Config::default()
+        }
+        .validate()
+        .map_err(|e| format!("bad DLedger timing: {e}"))?;
+        let log = RaftLogStore::open(&dir.join("raft"), sync)
+            .map_err(|e| format!("cannot open the Raft log in {}: {e}", dir.display()))?;
+        let sm = StateMachine::open(dir, store, mark)
+            .map_err(|e| format!("cannot open the applied index in {}: {e}", dir.display()))?;
+        let partition = Arc::new(Partition::default());
+        let client = RemotingClient::builder()
+            .connect_timeout(Duration::from_millis(500))
+            .build();
+        let network = Network::new(client.clone(), partition.clone());
+        let cell = Arc::new(OnceLock::new());
+        let broker_addr = Arc::new(OnceLock::new());
+        let bind = match me.addr.rsplit_once(':') {
+            Some((_, port)) => format!("{}:{port}", cfg.bind_ip),
+            None => return Err(format!("bad peer address {:?} in dLegerPeers", me.addr)),
+        };
+        let server = RemotingServer::builder(bind.clone())
+            .default_processor(Arc::new(PeerService {
+                raft: cell.clone(),
+                partition: partition.clone(),
+                broker_addr: broker_addr.clone(),
+            }))
+            .start()
+            .await
+            .map_err(|e| format!("cannot listen on the DLedger port {bind}: {e}"))?;
+        let raft = Raft::new(id, Arc::new(raft_cfg), network, log, sm)
+            .await
+            .map_err(|e| format!("cannot start the Raft node: {e}"))?;
+        let _ = cell.set(raft.clone());
+        let members: BTreeMap<NodeId, BasicNode> = cfg
+            .peers
+            .iter()
+            .map(|p| (p.id, BasicNode::new(p.addr.clone())))
+            .collect();
+        // Every node proposes the same initial membership; only a node that has never been
+        // initialized takes it.
+        match raft.initialize(members).await {
+            Ok(()) => info!(group = %cfg.group, "DLedger group initialized"),
+            Err(RaftError::APIError(_)) => {}
+            Err(e) => warn!(error = %e, "cannot initialize the DLedger group"),
+        }
+        let (tx, role) = watch::channel(None);
+        tokio::spawn(watch_leader(
+            raft.clone(),
+            tx,
+            cfg.heartbeat_interval,
+            cfg.election_timeout,
+        ));
+        info!(node = id, addr = %me.addr, "DLedger node started");
+        Ok(Self {
+            raft,
+            id,
+            peers: cfg.peers.iter().map(|p| (p.id, p.addr.clone())).collect(),
+            broker_addr,
+            server,
+            partition,
+            role,
+            client,
+            timeout,
+        })
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The leader as this node knows it (itself when it leads).
+    pub fn leader(&self) -> Option<NodeId> {
+        *self.role.borrow()
+    }
+
+    /// Whether this node leads the group.
+    pub fn is_leader(&self) -> bool {
+        self.leader() == Some(self.id)
+    }
+
+    /// Changes of the leader.
+    pub fn leader_changes(&self) -> watch::Receiver<Option<NodeId>> {
+        self.role.clone()
+    }
+
+    /// The switch that cuts this node off from the group (tests).
+    pub fn partition(&self) -> &Arc<Partition> {
+        &self.partition
+    }
+
+    /// The Raft instance (metrics, tests).
+    pub fn raft(&self) -> &Raft {
+        &self.raft
+    }
+
+    /// Proposes a write (`msgs` stored at `store_ts`): answered once a majority holds it and
+    /// this node applied it.
+    pub async fn propose(
+        &self,
+        msgs: &[PutMessage],
+        store_ts: i64,
+    ) -> Result<Applied, ProposeError> {
+        if !self.is_leader() {
+            return Err(ProposeError::NotLeader(self.leader()));
+        }
+        let p = Proposal::encode(msgs, store_ts);
+        match tokio::time::timeout(self.timeout, self.raft.client_write(p)).await {
+            Err(_) => Err(ProposeError::Timeout),
+            Ok(Ok(r)) => Ok(r.data),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                Err(ProposeError::NotLeader(f.leader_id))
+            }
+            Ok(Err(e)) => Err(ProposeError::Failed(e.to_string())),
+        }
+    }
+
+    /// Tells the node the address its broker serves clients on (the group's followers ask
+    /// their leader for it).
+    pub fn set_broker_addr(&self, addr: String) {
+        let _ = self.broker_addr.set(addr);
+    }
+
+    /// The broker address of the group's leader, asked of the leader's node.
+    pub async fn leader_broker_addr(&self) -> Option<String> {
+        let leader = self.leader()?;
+        if leader == self.id {
+            return self.broker_addr.get().cloned();
+        }
+        if self.partition.blocks(leader) {
+            return None;
+        }
+        let addr = self.peers.get(&leader)?;
+        let req = rocketmq_remoting::protocol::RemotingCommand::request(
+            rocketmq_remoting::protocol::RequestCode::Unknown(super::network::METADATA),
+        );
+        let resp = self
+            .client
+            .invoke(addr, req, Duration::from_secs(3))
+            .await
+            .ok()?;
+        (resp.response_code() == rocketmq_remoting::protocol::ResponseCode::Success)
+            .then(|| String::from_utf8_lossy(&resp.body).to_string())
+            .filter(|a| !a.is_empty())
+    }
+
+    /// Stops the node (its peer port and its Raft instance).
+    pub async fn shutdown(&self) {
+        self.server.shutdown(Duration::from_millis(500)).await;
+        if let Err(e) = self.raft.shutdown().await {
+            warn!(error = %e, "the Raft node did not stop cleanly");
+        }
+        self.client.shutdown();
+    }
+}
+
+/// Publishes the leader as this node sees it. A node in the leader state counts as the leader
+/// only while a majority confirmed it within the election timeout (a lease, checked every
+/// heartbeat): a leader cut off from its group stops serving writes and registering as the
+/// master within about that time, before the others elect a new one.
+async fn watch_leader(
+    raft: Raft,
+    tx: watch::Sender<Option<NodeId>>,
+    every: Duration,
+    lease: Duration,
+) {
+    let mut metrics = raft.metrics();
+    let mut confirmed = false;
+    loop {
+        let (state, id, current) = {
+            let m = metrics.borrow_and_update();
+            (m.state, m.id, m.current_leader)
+        };
+        let leader = if state == ServerState::Leader {
+            confirmed.then_some(id)
+        } else {
+            confirmed = false;
+            current.filter(|l| *l != id)
+        };
+        tx.send_if_modified(|cur| {
+            if *cur != leader {
+                *cur = leader;
+                true
+            } else {
+                false
+            }
+        });
+        tokio::select! {
+            c = metrics.changed() => {
+                if c.is_err() {
+                    return;
+                }
+            }
+            // Confirmed leaders renew every heartbeat; a new or doubtful one asks at once.
+            _ = tokio::time::sleep(if confirmed { every } else { every / 10 }), if state == ServerState::Leader => {
+                // `is_leader` only asks a quorum (its replacement, `ensure_linearizable`, also
+                // waits for this node to apply what the quorum confirmed, which lags under load).
+                #[allow(deprecated)]
+                let asked = raft.is_leader();
+                confirmed = matches!(tokio::time::timeout(lease, asked).await, Ok(Ok(())));
+            }
+        }
+        if tx.is_closed() {
+            return;
+        }
+    }
+}
