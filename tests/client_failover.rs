@@ -89,3 +89,73 @@ async fn consumers_read_from_the_slave_while_the_master_is_away() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// Sends `body` until the group answers SEND_OK; returns when it did.
+async fn send_until_ok(p: &DefaultMQProducer, topic: &str, body: &str) {
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        match p.send(Message::new(topic, body.to_string())).await {
+            Ok(r) if r.status == SendStatus::SendOk => return,
+            Ok(_) | Err(_) => {
+                assert!(tokio::time::Instant::now() < deadline, "{body} never sent");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producers_and_consumers_follow_a_new_dledger_leader() {
+    let dir = TempDir::new("dledger-failover").unwrap();
+    let c = EmbeddedCluster::start(
+        dir.path(),
+        EmbeddedOptions {
+            dledger_nodes: 3,
+            ..EmbeddedOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let leader = || {
+        c.brokers()
+            .into_iter()
+            .position(|b| b.inner().dledger().is_some_and(|n| n.is_leader()))
+    };
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while leader().is_none() {
+        assert!(tokio::time::Instant::now() < deadline, "no leader");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "RaftFailover", 4).await;
+    let p = producer(&ns, "pg-raft").await;
+    let mut acked = BTreeSet::new();
+    for i in 0..40 {
+        let body = format!("before {i}");
+        send_until_ok(&p, "RaftFailover", &body).await;
+        acked.insert(body);
+    }
+    // The leader crashes: the group elects another, the producer's sends find it.
+    let old = leader().unwrap();
+    c.brokers()[old].halt().await;
+    for i in 0..40 {
+        let body = format!("after {i}");
+        send_until_ok(&p, "RaftFailover", &body).await;
+        acked.insert(body);
+    }
+    assert_ne!(leader(), Some(old));
+    let recorder = Recorder::default();
+    let consumer = push_builder(&ns, "cg-raft")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("RaftFailover", "*")
+        .build()
+        .unwrap();
+    consumer
+        .register_message_listener_concurrently(recorder.concurrent(0))
+        .unwrap();
+    consumer.start().await.unwrap();
+    wait_all(&recorder, &acked, LIMIT).await;
+    consumer.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

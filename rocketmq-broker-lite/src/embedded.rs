@@ -84,6 +84,10 @@ pub struct EmbeddedOptions {
     /// Slaves of the broker (brokerId 1, 2, ...), each with a store of its own under the
     /// data directory (`store-slave1`, ...).
     pub slaves: usize,
+    /// A DLedger group of this many nodes instead (`n0` is [`EmbeddedCluster::broker`], the
+    /// others [`EmbeddedCluster::slaves`], whichever leads), each with a store of its own
+    /// (`store`, `store-n1`, ...) and a DLedger port the system picks. 0: no group.
+    pub dledger_nodes: usize,
 }
 
 impl Default for EmbeddedOptions {
@@ -98,6 +102,7 @@ impl Default for EmbeddedOptions {
             properties: Default::default(),
             role: BrokerRole::AsyncMaster,
             slaves: 0,
+            dledger_nodes: 0,
         }
     }
 }
@@ -128,7 +133,8 @@ impl EmbeddedCluster {
             .kv_config_path(dir.join("namesrv").join("kvConfig.json"))
             .start()
             .await?;
-        let cfg = match broker_config(dir, &opts, &namesrv.local_addr().to_string(), 0) {
+        let peers = dledger_peers(&opts);
+        let cfg = match broker_config(dir, &opts, &namesrv.local_addr().to_string(), 0, &peers) {
             Ok(c) => c,
             Err(e) => {
                 namesrv.shutdown().await;
@@ -143,8 +149,14 @@ impl EmbeddedCluster {
             }
         };
         let mut slaves = Vec::new();
-        for id in 1..=opts.slaves {
-            let started = match broker_config(dir, &opts, &namesrv.local_addr().to_string(), id) {
+        let others = if opts.dledger_nodes > 0 {
+            opts.dledger_nodes - 1
+        } else {
+            opts.slaves
+        };
+        for id in 1..=others {
+            let ns = namesrv.local_addr().to_string();
+            let started = match broker_config(dir, &opts, &ns, id, &peers) {
                 Ok(c) => Broker::builder(c).start().await,
                 Err(e) => Err(e),
             };
@@ -185,9 +197,14 @@ impl EmbeddedCluster {
         &self.broker
     }
 
-    /// The master's slaves (brokerId 1, 2, ...).
+    /// The master's slaves (brokerId 1, 2, ...); in a DLedger group, the nodes after `n0`.
     pub fn slaves(&self) -> &[BrokerHandle] {
         &self.slaves
+    }
+
+    /// Every broker: the master (or `n0`) first.
+    pub fn brokers(&self) -> Vec<&BrokerHandle> {
+        std::iter::once(&self.broker).chain(&self.slaves).collect()
     }
 
     /// Starts the master again over its data, on the same ports (after `broker().shutdown()`,
@@ -220,17 +237,37 @@ impl EmbeddedCluster {
     }
 }
 
-/// The configuration of the group's broker `id` (0: the master).
+/// `dLegerPeers` of a DLedger group of the options (empty without one): ports picked now.
+fn dledger_peers(opts: &EmbeddedOptions) -> String {
+    (0..opts.dledger_nodes)
+        .map(|i| {
+            let port = std::net::TcpListener::bind((opts.bind_ip.as_str(), 0))
+                .and_then(|l| l.local_addr())
+                .map_or(0, |a| a.port());
+            let ip = if opts.bind_ip == "0.0.0.0" {
+                "127.0.0.1"
+            } else {
+                opts.bind_ip.as_str()
+            };
+            format!("n{i}-{ip}:{port}")
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The configuration of the group's broker `id` (0: the master, or DLedger node `n0`).
 fn broker_config(
     dir: &Path,
     opts: &EmbeddedOptions,
     namesrv: &str,
     id: usize,
+    peers: &str,
 ) -> Result<BrokerConfig, BrokerError> {
-    let store_dir = if id == 0 {
-        dir.join("store")
-    } else {
-        dir.join(format!("store-slave{id}"))
+    let dledger = opts.dledger_nodes > 0;
+    let store_dir = match (id, dledger) {
+        (0, _) => dir.join("store"),
+        (_, true) => dir.join(format!("store-n{id}")),
+        (_, false) => dir.join(format!("store-slave{id}")),
     };
     let mut cfg = BrokerConfig {
         listen_ip: opts.bind_ip.clone(),
@@ -246,7 +283,7 @@ fn broker_config(
         store: StoreConfig {
             flush_disk_type: opts.flush_disk_type,
             mapped_file_size_commit_log: opts.segment_size,
-            ..StoreConfig::new(store_dir)
+            ..StoreConfig::new(store_dir.clone())
         },
         ..BrokerConfig::default()
     };
@@ -265,11 +302,24 @@ fn broker_config(
     if let Some(f) = opts.customize {
         f(&mut cfg);
     }
-    if id > 0 {
+    if dledger {
+        let props = crate::broker::config::parse_properties(&format!(
+            "enableDLegerCommitLog=true\ndLegerGroup={name}\ndLegerPeers={peers}\ndLegerSelfId=n{id}\n",
+            name = cfg.broker_name
+        ));
+        cfg.apply_properties(&props).map_err(BrokerError::Config)?;
+        cfg.broker_role = BrokerRole::AsyncMaster;
+        cfg.broker_id = 0;
+        cfg.ha.listen_port = Some(0);
+        if id > 0 {
+            cfg.listen_port = 0;
+        }
+        cfg.store.store_path_root_dir = store_dir;
+    } else if id > 0 {
         cfg.broker_role = BrokerRole::Slave;
         cfg.broker_id = id as i64;
         cfg.listen_port = 0;
-        cfg.store.store_path_root_dir = dir.join(format!("store-slave{id}"));
+        cfg.store.store_path_root_dir = store_dir;
     }
     Ok(cfg)
 }

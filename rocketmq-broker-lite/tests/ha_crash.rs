@@ -5,103 +5,23 @@
 
 #[path = "common/broker.rs"]
 mod common;
+#[path = "common/process.rs"]
+mod process;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
+use process::*;
 use rand::Rng;
 use rocketmq_broker_lite::embedded::TempDir;
 use rocketmq_remoting::protocol::headers::CreateTopicRequestHeader;
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
-use rocketmq_remoting::transport::RemotingClient;
 
 const TOPIC: &str = "CrashTopic";
 const QUEUES: i32 = 4;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts a program and waits for its first line (its "boot success").
-fn start(mut cmd: Command) -> Child {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .env("RUST_LOG", "warn")
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("boot success"), "{line}");
-    child
-}
-
-fn broker(dir: &Path, conf: &str) -> Child {
-    let path = dir.join(format!("{}.conf", rand::random::<u32>()));
-    std::fs::write(&path, conf).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mqbroker"));
-    cmd.arg("-c")
-        .arg(&path)
-        .args(["--bind", "127.0.0.1"])
-        .env_remove("NAMESRV_ADDR");
-    start(cmd)
-}
-
-fn terminate(child: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    for _ in 0..400 {
-        if child.try_wait().unwrap().is_some() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    let _ = child.kill();
-    panic!("did not stop within 10 s of SIGTERM");
-}
-
-/// Every message of the topic in a broker, by body (an error while it does not know the topic).
-async fn read_all(c: &RemotingClient, addr: &str) -> Result<BTreeSet<String>, String> {
-    let mut bodies = BTreeSet::new();
-    for q in 0..QUEUES {
-        let mut offset = 0;
-        loop {
-            let (resp, msgs) = pull(c, addr, "crash_check", TOPIC, q, offset).await;
-            let code = resp.response_code();
-            if code == ResponseCode::TopicNotExist {
-                return Err(resp.remark_str().to_string());
-            }
-            if code != ResponseCode::Success {
-                assert!(
-                    matches!(
-                        code,
-                        ResponseCode::PullNotFound | ResponseCode::PullRetryImmediately
-                    ),
-                    "pull from {addr}: {code:?} {}",
-                    resp.remark_str()
-                );
-                break;
-            }
-            for m in &msgs {
-                bodies.insert(String::from_utf8_lossy(&m.body).to_string());
-                offset = m.queue_offset + 1;
-            }
-        }
-    }
-    Ok(bodies)
-}
 
 fn conf(ns: u16, role: &str, id: i64, port: u16, ha_port: u16, store: &Path) -> String {
     format!(
@@ -117,11 +37,7 @@ fn conf(ns: u16, role: &str, id: i64, port: u16, ha_port: u16, store: &Path) -> 
 async fn master_killed_mid_stream_loses_no_acknowledged_message() {
     let dir = TempDir::new("ha-crash").unwrap();
     let ns_port = free_port();
-    let mut ns = start({
-        let mut c = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"));
-        c.args(["--bind", "127.0.0.1", "-p", &ns_port.to_string()]);
-        c
-    });
+    let mut ns = namesrv(ns_port);
     let (m_port, m_ha) = (free_port(), free_port());
     let s_port = free_port();
     let master_conf = conf(
@@ -172,7 +88,10 @@ async fn master_killed_mid_stream_loses_no_acknowledged_message() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !read_all(&c, &s).await.is_ok_and(|b| b.contains("warm-up")) {
+    while !read_all(&c, &s, TOPIC, QUEUES)
+        .await
+        .is_ok_and(|b| b.contains("warm-up"))
+    {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the slave never served the topic"
@@ -222,7 +141,7 @@ async fn master_killed_mid_stream_loses_no_acknowledged_message() {
     assert!(acked.len() >= goal);
 
     // Every acknowledged message is on the slave.
-    let on_slave = read_all(&c, &s).await.unwrap();
+    let on_slave = read_all(&c, &s, TOPIC, QUEUES).await.unwrap();
     let missing: Vec<_> = acked.difference(&on_slave).take(5).collect();
     assert!(
         missing.is_empty(),
@@ -232,7 +151,7 @@ async fn master_killed_mid_stream_loses_no_acknowledged_message() {
 
     // The master returns with everything, and replication goes on.
     let mut master = broker(dir.path(), &master_conf);
-    let on_master = read_all(&c, &m).await.unwrap();
+    let on_master = read_all(&c, &m, TOPIC, QUEUES).await.unwrap();
     let missing: Vec<_> = acked.difference(&on_master).take(5).collect();
     assert!(missing.is_empty(), "the restarted master lost {missing:?}");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -248,7 +167,7 @@ async fn master_killed_mid_stream_loses_no_acknowledged_message() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !read_all(&c, &s)
+    while !read_all(&c, &s, TOPIC, QUEUES)
         .await
         .unwrap()
         .contains("after the restart")
@@ -264,19 +183,10 @@ async fn master_killed_mid_stream_loses_no_acknowledged_message() {
     terminate(&mut slave);
     terminate(&mut ns);
     // Both logs are the same bytes.
-    let log = |who: &str| {
-        let d = dir.path().join(who).join("commitlog");
-        let mut names: Vec<_> = std::fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        names
-            .into_iter()
-            .map(|n| (n.clone(), std::fs::read(d.join(n)).unwrap()))
-            .collect::<Vec<_>>()
-    };
-    let (ml, sl) = (log("m"), log("s"));
+    let (ml, sl) = (
+        commit_log_files(&dir.path().join("m")),
+        commit_log_files(&dir.path().join("s")),
+    );
     assert_eq!(ml.len(), sl.len(), "segments");
     for ((mn, mb), (sn, sb)) in ml.iter().zip(&sl) {
         assert_eq!(mn, sn);

@@ -1,6 +1,6 @@
 //! `rocketmq-lite`: a name server and a broker in one process.
 //!
-//! `rocketmq-lite --store-dir DIR --namesrv-port 9876 --broker-port 10911 [--flush-disk-type SYNC_FLUSH] [--slaves 1 [--sync-master]] [-c broker.conf]`
+//! `rocketmq-lite --store-dir DIR --namesrv-port 9876 --broker-port 10911 [--flush-disk-type SYNC_FLUSH] [--slaves 1 [--sync-master] | --dledger 3] [-c broker.conf]`
 //! binds 127.0.0.1 unless `--bind` says otherwise and prints a line containing `ready` once both
 //! serve. SIGINT or SIGTERM stop it gracefully.
 
@@ -41,6 +41,10 @@ struct Args {
     /// Make the broker a SYNC_MASTER: a send is answered once a slave holds it.
     #[arg(long = "sync-master")]
     sync_master: bool,
+    /// Run a DLedger group of this many brokers instead (3: a write is answered once two hold
+    /// it; the group elects its leader).
+    #[arg(long = "dledger", default_value_t = 0)]
+    dledger: usize,
 }
 
 #[tokio::main]
@@ -82,6 +86,7 @@ async fn main() -> std::process::ExitCode {
             BrokerRole::AsyncMaster
         },
         slaves: args.slaves,
+        dledger_nodes: args.dledger,
     };
     let cluster = match EmbeddedCluster::start(&args.store_dir, opts).await {
         Ok(c) => c,
@@ -90,6 +95,22 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
+    if args.dledger > 0 {
+        // Ready once the group has a leader.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !cluster
+            .brokers()
+            .iter()
+            .any(|b| b.inner().dledger().is_some_and(|n| n.is_leader()))
+        {
+            if std::time::Instant::now() > deadline {
+                eprintln!("rocketmq-lite: the DLedger group elected no leader within 30 s");
+                let _ = cluster.shutdown().await;
+                return std::process::ExitCode::from(1);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
     let slaves: Vec<String> = cluster.slaves().iter().map(|s| s.broker_addr()).collect();
     println!(
         "rocketmq-lite ready: namesrv {} broker {}{}",

@@ -88,8 +88,11 @@ impl DLedgerNode {
         let sm = StateMachine::open(dir, store, mark)
             .map_err(|e| format!("cannot open the applied index in {}: {e}", dir.display()))?;
         let partition = Arc::new(Partition::default());
+        // Raft paces its own retries (heartbeats, elections): a peer that comes back must be
+        // reachable at once, not after a reconnect backoff grown while it was down.
         let client = RemotingClient::builder()
             .connect_timeout(Duration::from_millis(500))
+            .reconnect_backoff(Duration::from_millis(20), Duration::from_millis(100))
             .build();
         let network = Network::new(client.clone(), partition.clone());
         let cell = Arc::new(OnceLock::new());
