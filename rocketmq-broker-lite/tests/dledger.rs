@@ -5,12 +5,16 @@
 #[path = "common/broker.rs"]
 mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
 use rocketmq_broker_lite::broker::{Broker, BrokerConfig, BrokerHandle};
 use rocketmq_broker_lite::embedded::TempDir;
+use rocketmq_broker_lite::ha::dledger::DLedgerNode;
 use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
 use rocketmq_remoting::protocol::headers::SendMessageResponseHeader;
 use rocketmq_remoting::protocol::ResponseCode;
@@ -122,6 +126,57 @@ impl Group {
             n.shutdown().await.unwrap();
         }
         self.namesrv.shutdown().await;
+    }
+}
+
+/// Watches every node the group has run, all along: no term may see two nodes lead.
+#[derive(Clone, Default)]
+struct TermWatch {
+    nodes: Arc<Mutex<Vec<Arc<DLedgerNode>>>>,
+    seen: Arc<Mutex<BTreeMap<u64, BTreeSet<u64>>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl TermWatch {
+    fn start(g: &Group) -> Self {
+        let w = TermWatch::default();
+        w.add(g);
+        let w2 = w.clone();
+        tokio::spawn(async move {
+            while !w2.stop.load(Ordering::Relaxed) {
+                let nodes = w2.nodes.lock().unwrap().clone();
+                for n in nodes {
+                    if n.is_leader() {
+                        let term = n.raft().metrics().borrow().current_term;
+                        w2.seen
+                            .lock()
+                            .unwrap()
+                            .entry(term)
+                            .or_default()
+                            .insert(n.id());
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        });
+        w
+    }
+
+    /// Watches the nodes running now too (restarted ones).
+    fn add(&self, g: &Group) {
+        let mut nodes = self.nodes.lock().unwrap();
+        for (_, n) in g.running() {
+            nodes.push(n.inner().dledger().unwrap().clone());
+        }
+    }
+
+    fn check(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let seen = self.seen.lock().unwrap();
+        assert!(!seen.is_empty(), "no leader seen");
+        for (term, leaders) in seen.iter() {
+            assert_eq!(leaders.len(), 1, "term {term} had leaders {leaders:?}");
+        }
     }
 }
 
@@ -259,6 +314,7 @@ async fn rocketmq_client_route(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_leader_takes_over_and_the_old_one_catches_up() {
     let mut g = Group::start().await;
+    let terms = TermWatch::start(&g);
     let c = client();
     let mut acked = Vec::new();
     for round in 0..2 {
@@ -280,6 +336,7 @@ async fn a_new_leader_takes_over_and_the_old_one_catches_up() {
         acked.push(format!("after-{round}"));
         // It returns over its files and follows.
         g.nodes[l] = Some(g.start_node(l).await);
+        terms.add(&g);
     }
     let l = g.leader().await;
     let end = g.node(l).store().commit_log_written_offset();
@@ -308,12 +365,14 @@ async fn a_new_leader_takes_over_and_the_old_one_catches_up() {
             );
         }
     }
+    terms.check();
     g.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_leader_cannot_acknowledge_and_rejoins() {
     let g = Group::start().await;
+    let terms = TermWatch::start(&g);
     let c = client();
     let l = g.leader().await;
     for i in 0..20 {
@@ -344,6 +403,7 @@ async fn a_partitioned_leader_cannot_acknowledge_and_rejoins() {
     old.partition().isolate(false);
     let end = g.node(l2).store().commit_log_written_offset();
     replicas_identical(&g, end).await;
+    terms.check();
     g.stop().await;
 }
 

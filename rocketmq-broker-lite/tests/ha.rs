@@ -461,3 +461,151 @@ async fn a_slave_recovers_from_a_power_cut_and_catches_up() {
     g.master.shutdown().await.unwrap();
     g.namesrv.shutdown().await;
 }
+
+/// Reads one chunk header and its bytes from a master.
+async fn read_chunk(sock: &mut tokio::net::TcpStream) -> (u64, Vec<u8>) {
+    let mut head = [0u8; wire::CHUNK_HEADER_LEN];
+    tokio::time::timeout(T, sock.read_exact(&mut head))
+        .await
+        .expect("a chunk within the timeout")
+        .unwrap();
+    let h = wire::parse_chunk_header(&head).unwrap().unwrap();
+    let mut data = vec![0u8; h.size];
+    sock.read_exact(&mut data).await.unwrap();
+    (h.offset, data)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_speaking_the_apache_protocol_replicates_from_our_master() {
+    // What an Apache 4.9.8 HAClient does, byte for byte: report an offset (0: empty), read
+    // 12-byte headers and their bytes, report what it holds.
+    let seg = 64 * 1024u64;
+    let g = group(|c| {
+        c.broker_role = BrokerRole::SyncMaster;
+        c.store.mapped_file_size_commit_log = seg;
+        c.store.max_message_size = 16 * 1024;
+        c.ha.heartbeat_interval = Duration::from_millis(300);
+    })
+    .await;
+    let c = client();
+    let m = g.master.broker_addr();
+    let body = "y".repeat(5000);
+    for _ in 0..40 {
+        // No slave yet: stored, SLAVE_NOT_AVAILABLE.
+        let r = send(&c, &m, "Wire", 0, &body).await;
+        assert_eq!(r.response_code(), ResponseCode::SlaveNotAvailable);
+    }
+    let end = g.master.store().commit_log_written_offset();
+    assert!(end > 2 * seg);
+    let mut sock = tokio::net::TcpStream::connect(g.master.inner().ha().local_addr())
+        .await
+        .unwrap();
+    sock.write_all(&wire::report(0)).await.unwrap();
+    let base = end - end % seg;
+    let mut got = Vec::new();
+    let mut at = base;
+    while at < end {
+        let (offset, data) = read_chunk(&mut sock).await;
+        assert_eq!(offset, at, "chunks follow each other");
+        assert!(data.len() <= 32 * 1024, "at most haTransferBatchSize");
+        assert!(
+            offset % seg + data.len() as u64 <= seg,
+            "a chunk never crosses a segment"
+        );
+        at += data.len() as u64;
+        got.extend_from_slice(&data);
+    }
+    assert_eq!(at, end);
+    assert_eq!(got, log_bytes(&g.master, base, end));
+    // Idle: a heartbeat, an empty chunk at the current offset.
+    let (offset, data) = read_chunk(&mut sock).await;
+    assert_eq!((offset, data.len()), (end, 0));
+    // Its acknowledgement counts: a SYNC_MASTER send is answered once it acknowledges.
+    sock.write_all(&wire::report(end)).await.unwrap();
+    let ha = g.master.inner().ha().clone();
+    eventually("the acknowledgement", || ha.slave_acked_offset() == end).await;
+    let sent = tokio::spawn({
+        let c = c.clone();
+        let m = m.clone();
+        async move { send(&c, &m, "Wire", 0, "acknowledged").await }
+    });
+    let (offset, data) = read_chunk(&mut sock).await;
+    assert_eq!(offset, end);
+    sock.write_all(&wire::report(end + data.len() as u64))
+        .await
+        .unwrap();
+    assert_eq!(sent.await.unwrap().response_code(), ResponseCode::Success);
+    drop(sock);
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_slave_replicates_from_a_master_speaking_the_apache_protocol() {
+    // A commit log to serve: written by a broker of ours, served by a master that behaves as
+    // Apache's HAConnection (empty slave: from the last segment; chunks of at most 32 KiB up
+    // to each segment's end; an empty chunk when idle).
+    let seg = 64 * 1024u64;
+    let small = move |c: &mut BrokerConfig| {
+        c.store.mapped_file_size_commit_log = seg;
+        c.store.max_message_size = 16 * 1024;
+    };
+    let g = group(small).await;
+    let c = client();
+    let body = "z".repeat(3000);
+    for i in 0..60 {
+        send_ok(&c, &g.master.broker_addr(), "FromApache", i % 2, &body).await;
+    }
+    let end = g.master.store().commit_log_written_offset();
+    let base = end - end % seg;
+    let source = log_bytes(&g.master, base, end);
+    let fake = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fake_addr = fake.local_addr().unwrap().to_string();
+    let server = tokio::spawn(async move {
+        let (mut sock, _) = fake.accept().await.unwrap();
+        let mut first = [0u8; 8];
+        sock.read_exact(&mut first).await.unwrap();
+        let requested = i64::from_be_bytes(first) as u64;
+        let mut next = if requested == 0 { base } else { requested };
+        while next < end {
+            let seg_end = next - next % seg + seg;
+            let size = (32 * 1024).min(end - next).min(seg_end - next) as usize;
+            let from = (next - base) as usize;
+            let mut frame = wire::chunk_header(next, size).to_vec();
+            frame.extend_from_slice(&source[from..from + size]);
+            sock.write_all(&frame).await.unwrap();
+            next += size as u64;
+        }
+        sock.write_all(&wire::chunk_header(next, 0)).await.unwrap();
+        // Read the slave's reports until it holds everything.
+        let mut reports = wire::ReportReader::default();
+        let mut buf = [0u8; 64];
+        loop {
+            let n = sock.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the slave closed the connection");
+            if reports.push(&buf[..n]) == Some(end as i64) {
+                return;
+            }
+        }
+    });
+    let s = slave(&g, 1, move |c| {
+        small(c);
+        c.ha.master_address = Some(fake_addr);
+    })
+    .await;
+    tokio::time::timeout(T, server)
+        .await
+        .expect("the slave acknowledged the whole log")
+        .unwrap();
+    assert_eq!(s.store().commit_log_min_offset(), base);
+    assert_eq!(log_bytes(&s, base, end), log_bytes(&g.master, base, end));
+    for q in 0..2 {
+        assert_eq!(
+            s.store().max_offset("FromApache", q),
+            g.master.store().max_offset("FromApache", q)
+        );
+    }
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}

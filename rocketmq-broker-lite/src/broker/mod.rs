@@ -281,7 +281,12 @@ impl BrokerBuilder {
         let cfg = self.cfg;
         cfg.validate().map_err(BrokerError::Config)?;
         let env = self.env;
-        let store_cfg = cfg.store.clone();
+        let mut store_cfg = cfg.store.clone();
+        if cfg.dledger.enabled {
+            // The Raft log is what a DLedger write waits for (synced under SYNC_FLUSH); the
+            // commit log is rebuilt from it after a crash, so it is not synced per write too.
+            store_cfg.flush_disk_type = crate::store::FlushDiskType::AsyncFlush;
+        }
         let store_env = env.clone();
         let store =
             tokio::task::spawn_blocking(move || MessageStore::open_with(store_cfg, store_env))
@@ -759,6 +764,7 @@ async fn start_dledger(
             .await
             .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??;
         let mut store_cfg = cfg.store.clone();
+        store_cfg.flush_disk_type = crate::store::FlushDiskType::AsyncFlush;
         store_cfg.recover_limit = Some(keep);
         let env = env.clone();
         tokio::task::spawn_blocking(move || MessageStore::open_with(store_cfg, env))

@@ -370,7 +370,7 @@ pub(crate) fn ack_when_stored(
     mut resp: RemotingCommand,
 ) -> ProcessResult {
     let store = b.store.clone();
-    let sync = b.cfg.store.flush_disk_type == FlushDiskType::SyncFlush && wait;
+    let sync = b.store.config().flush_disk_type == FlushDiskType::SyncFlush && wait;
     let replicate = b.cfg.broker_role == BrokerRole::SyncMaster && wait;
     let replica_refused = replicate && !b.ha.is_slave_ok(r.end_offset);
     if !sync && !replicate && store.is_written(r.end_offset) {
