@@ -53,7 +53,13 @@ WORKLOADS = {
            "P2 against a SYNC_MASTER + slave (one process: broker CPU is both)"),
     "R1s": ("SYNC_FLUSH", ["produce", "--inflight", "64"], "fsync64k",
             "P3 against a SYNC_MASTER + slave (one process: broker CPU is both)"),
+    "R2": ("SYNC_FLUSH", ["produce", "--inflight", "64"], "fsync64k",
+           "P3 against a 3-node DLedger group (one process: broker CPU is all three)"),
 }
+
+# F1 is not a load: scripts/bench.py F1 runs the multi-process DLedger crash test in release
+# mode (leaders SIGKILLed under load) and reports its failover times.
+F1_KILLS = 8
 
 
 # Broker arguments of some workloads. P4w: on this VM the first write to a guest page that has
@@ -61,7 +67,8 @@ WORKLOADS = {
 # pages it freed. A segment larger than the run, zero-filled before timing, shows P4 without it.
 BROKER_ARGS = {"P4w": ["--segment-size", str(6 << 30)],
                "R1": ["--slaves", "1", "--sync-master"],
-               "R1s": ["--slaves", "1", "--sync-master"]}
+               "R1s": ["--slaves", "1", "--sync-master"],
+               "R2": ["--dledger", "3"]}
 
 
 # Store directories whose small files wait for the end of the whole benchmark to be removed.
@@ -260,8 +267,29 @@ def row(wid, runs):
         fmt(probe_med), unit, ratio, spread))
 
 
+def run_f1():
+    """Failover: SIGKILL of a DLedger leader under load to the first acknowledged send on the
+    new leader (3 mqbroker processes, release build)."""
+    env = dict(os.environ, DLEDGER_CRASH_KILLS=str(F1_KILLS))
+    out = subprocess.run(["cargo", "test", "--release", "-q", "-p", "rocketmq-broker-lite", "--test", "dledger_crash",
+                          "--", "--nocapture"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    m = re.search(r"failover times \(SIGKILL to the next acknowledgement\): \[(.*)\]", out.stderr + out.stdout)
+    if out.returncode != 0 or not m:
+        raise SystemExit("F1 failed:\n%s" % (out.stderr[-2000:]))
+    times = []
+    for t in m.group(1).split(","):
+        t = t.strip()
+        times.append(float(t[:-2]) / 1000 if t.endswith("ms") else float(t[:-1]))
+    return times
+
+
 def run_all(a, results):
     for wid in a.workloads:
+        if wid == "F1":
+            times = run_f1()
+            results["F1"] = times
+            print("F1: %d failovers, %s s" % (len(times), ", ".join("%.2f" % t for t in times)), file=sys.stderr)
+            continue
         if wid not in WORKLOADS:
             raise SystemExit("unknown workload %s (%s)" % (wid, ", ".join(WORKLOADS)))
         results[wid] = []
@@ -300,10 +328,14 @@ def main():
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for wid, runs in results.items():
-        if runs:
+        if runs and wid != "F1":
             lines.append(row(wid, runs))
     extra = []
-    for r, single in (("R1", "P2"), ("R1s", "P3")):
+    if results.get("F1"):
+        t = sorted(results["F1"])
+        extra.append("F1: %d leaders killed; SIGKILL to the next acknowledged send: median %.2f s, max %.2f s" % (
+            len(t), statistics.median(t), t[-1]))
+    for r, single in (("R1", "P2"), ("R1s", "P3"), ("R2", "P3")):
         if r in results and single in results:
             a, b = med([x["msgs_per_s"] for x in results[r]]), med([x["msgs_per_s"] for x in results[single]])
             extra.append("%s vs %s (replicated vs single broker): %.0f %%" % (r, single, 100 * a / b))

@@ -609,3 +609,25 @@ async fn our_slave_replicates_from_a_master_speaking_the_apache_protocol() {
     g.master.shutdown().await.unwrap();
     g.namesrv.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_whose_master_is_unreachable_serves_and_stops() {
+    let g = group(|_| {}).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let a = closed_addr.clone();
+    let s = slave(&g, 1, move |c| c.ha.master_address = Some(a)).await;
+    assert_eq!(s.inner().ha().master_address(), Some(closed_addr));
+    assert!(s.inner().ha().last_refusal().is_none());
+    // It answers clients meanwhile, and stops promptly.
+    let c = client();
+    let r = send(&c, &s.broker_addr(), "Nowhere", 0, "x").await;
+    assert_eq!(r.response_code(), ResponseCode::ServiceNotAvailable);
+    tokio::time::timeout(Duration::from_secs(10), s.shutdown())
+        .await
+        .expect("a slave stops while its master is unreachable")
+        .unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}

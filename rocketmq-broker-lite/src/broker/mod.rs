@@ -741,8 +741,13 @@ async fn start_dledger(
     let min = store.commit_log_min_offset();
     let mark = crate::ha::dledger::state_machine::recover_applied(&dir, end)
         .map_err(|e| BrokerError::Config(format!("cannot read {}: {e}", dir.display())))?;
+    let has_raft_log =
+        std::fs::metadata(dir.join("raft").join("raft.log")).is_ok_and(|m| m.len() > 0);
     let keep = match mark {
         Some(m) => m.end,
+        // Its applied marks were lost (a power cut before they were synced) but its Raft log
+        // holds every entry: apply them all again over an empty log.
+        None if end > min && min == 0 && has_raft_log => 0,
         None if end > min => {
             let _ = store.shutdown();
             return Err(BrokerError::Config(format!(

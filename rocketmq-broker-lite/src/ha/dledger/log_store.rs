@@ -87,6 +87,11 @@ struct Shared {
     dirty: AtomicBool,
     /// ASYNC_FLUSH: the background flusher, woken when the store is dropped.
     flusher: OnceLock<Thread>,
+    /// SYNC_FLUSH: appends written and waiting for the next `fdatasync` (group commit: every
+    /// append waiting when a sync starts shares it).
+    pending: Mutex<Vec<LogFlushed<TypeConfig>>>,
+    pending_cv: std::sync::Condvar,
+    closing: AtomicBool,
 }
 
 struct Inner {
@@ -196,8 +201,16 @@ impl RaftLogStore {
             inner: Mutex::new(inner),
             dirty: AtomicBool::new(false),
             flusher: OnceLock::new(),
+            pending: Mutex::new(Vec::new()),
+            pending_cv: std::sync::Condvar::new(),
+            closing: AtomicBool::new(false),
         });
-        if !sync {
+        if sync {
+            let weak = Arc::downgrade(&shared);
+            std::thread::Builder::new()
+                .name("raft-log-commit".into())
+                .spawn(move || group_commit(weak))?;
+        } else {
             let weak = Arc::downgrade(&shared);
             let handle = std::thread::Builder::new()
                 .name("raft-log-flush".into())
@@ -226,7 +239,8 @@ impl RaftLogStore {
     }
 
     /// Appends `entries` (which must follow the last entry, or the last purged one): written to
-    /// the file, and synced in SYNC_FLUSH mode, when this returns.
+    /// the file when this returns (synced by the group commit in SYNC_FLUSH mode, by the
+    /// flusher within a second in ASYNC_FLUSH mode).
     fn append_entries(&self, entries: impl IntoIterator<Item = Entry>) -> io::Result<()> {
         let mut g = self.lock()?;
         g.check_writable()?;
@@ -263,13 +277,7 @@ impl RaftLogStore {
             g.first = last.index + 1 - starts.len() as u64;
         }
         let base = g.end;
-        let res = g.file.write_all_at(&buf, base).and_then(|()| {
-            if g.sync {
-                g.file.sync_data()
-            } else {
-                Ok(())
-            }
-        });
+        let res = g.file.write_all_at(&buf, base);
         if let Err(e) = res {
             g.fail(&e);
             return Err(e);
@@ -550,6 +558,8 @@ impl Inner {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        self.closing.store(true, Ordering::SeqCst);
+        self.pending_cv.notify_all();
         if *self.dirty.get_mut() {
             if let Ok(g) = self.inner.get_mut() {
                 if let Err(e) = g.file.sync_data() {
@@ -559,6 +569,58 @@ impl Drop for Shared {
         }
         if let Some(t) = self.flusher.get() {
             t.unpark();
+        }
+    }
+}
+
+/// SYNC_FLUSH: makes the appends written so far durable with one `fdatasync` and tells each
+/// of them, until the store is dropped.
+fn group_commit(weak: Weak<Shared>) {
+    loop {
+        let Some(shared) = weak.upgrade() else {
+            return;
+        };
+        let waiting = {
+            let mut p = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
+            while p.is_empty() && !shared.closing.load(Ordering::SeqCst) {
+                let (g, _) = shared
+                    .pending_cv
+                    .wait_timeout(p, Duration::from_millis(100))
+                    .unwrap_or_else(|p| p.into_inner());
+                p = g;
+                if Arc::strong_count(&shared) == 1 {
+                    break;
+                }
+            }
+            std::mem::take(&mut *p)
+        };
+        if waiting.is_empty() {
+            if shared.closing.load(Ordering::SeqCst) || Arc::strong_count(&shared) == 1 {
+                return;
+            }
+            continue;
+        }
+        // Everything written before the callbacks were queued is in this file (a compaction
+        // that replaced it synced the copy).
+        let file = shared
+            .inner
+            .lock()
+            .map(|g| (g.file.clone(), g.failed.clone()));
+        let outcome = match file {
+            Ok((_, Some(why))) => Err(io::Error::other(why)),
+            Ok((file, None)) => file.sync_data(),
+            Err(_) => Err(io::Error::other("raft log store poisoned by a panic")),
+        };
+        if let Err(e) = &outcome {
+            if let Ok(mut g) = shared.inner.lock() {
+                g.fail(e);
+            }
+        }
+        for cb in waiting {
+            cb.log_io_completed(match &outcome {
+                Ok(()) => Ok(()),
+                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+            });
         }
     }
 }
@@ -836,14 +898,19 @@ impl RaftLogStorage<TypeConfig> for RaftLogStore {
         I::IntoIter: OptionalSend,
     {
         let sync = self.lock().map_err(write_err)?.sync;
+        self.append_entries(entries).map_err(write_err)?;
         if sync {
-            blocking(|| self.append_entries(entries))
+            // Durable once the group commit's next sync is done.
+            self.shared
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(callback);
+            self.shared.pending_cv.notify_one();
         } else {
-            self.append_entries(entries)
+            // In the page cache (see the module's documentation).
+            callback.log_io_completed(Ok(()));
         }
-        .map_err(write_err)?;
-        // SYNC_FLUSH: synced; ASYNC_FLUSH: in the page cache (see the module's documentation).
-        callback.log_io_completed(Ok(()));
         Ok(())
     }
 

@@ -43,7 +43,79 @@ pub struct DLedgerNode {
     partition: Arc<Partition>,
     role: watch::Receiver<Option<NodeId>>,
     client: RemotingClient,
+    queue: tokio::sync::mpsc::UnboundedSender<Waiting>,
+}
+
+/// A write waiting to be proposed.
+struct Waiting {
+    msgs: Vec<PutMessage>,
+    store_ts: i64,
+    tx: tokio::sync::oneshot::Sender<Result<Applied, ProposeError>>,
+}
+
+/// Proposals in flight at once (openraft handles one log append at a time; a second one lets
+/// the next batch be encoded and queued meanwhile).
+const IN_FLIGHT: usize = 2;
+/// A batch closes at this many writes, or bytes of message bodies.
+const BATCH_WRITES: usize = 1024;
+const BATCH_BYTES: usize = 4 << 20;
+
+/// Gathers waiting writes into proposals.
+async fn propose_batches(
+    raft: Raft,
+    mut queue: tokio::sync::mpsc::UnboundedReceiver<Waiting>,
     timeout: Duration,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+    while let Some(first) = queue.recv().await {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let size = |w: &Waiting| w.msgs.iter().map(|m| m.body.len()).sum::<usize>();
+        let mut bytes = size(&first);
+        let mut batch = vec![first];
+        while batch.len() < BATCH_WRITES && bytes < BATCH_BYTES {
+            match queue.try_recv() {
+                Ok(w) => {
+                    bytes += size(&w);
+                    batch.push(w);
+                }
+                Err(_) => break,
+            }
+        }
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            let writes: Vec<(&[PutMessage], i64)> =
+                batch.iter().map(|w| (&w.msgs[..], w.store_ts)).collect();
+            let proposal = Proposal::encode_all(&writes);
+            let outcome = match tokio::time::timeout(timeout, raft.client_write(proposal)).await {
+                Err(_) => Err(ProposeError::Timeout),
+                Ok(Ok(r)) if r.data.len() == batch.len() => Ok(r.data),
+                Ok(Ok(r)) => Err(ProposeError::Failed(format!(
+                    "{} results for {} writes",
+                    r.data.len(),
+                    batch.len()
+                ))),
+                Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                    Err(ProposeError::NotLeader(f.leader_id))
+                }
+                Ok(Err(e)) => Err(ProposeError::Failed(e.to_string())),
+            };
+            drop(slot);
+            match outcome {
+                Ok(results) => {
+                    for (w, a) in batch.into_iter().zip(results) {
+                        let _ = w.tx.send(Ok(a));
+                    }
+                }
+                Err(e) => {
+                    for w in batch {
+                        let _ = w.tx.send(Err(e.clone()));
+                    }
+                }
+            }
+        });
+    }
 }
 
 impl std::fmt::Debug for DLedgerNode {
@@ -133,6 +205,8 @@ impl DLedgerNode {
             cfg.heartbeat_interval,
             cfg.election_timeout,
         ));
+        let (queue, waiting) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(propose_batches(raft.clone(), waiting, timeout));
         info!(node = id, addr = %me.addr, "DLedger node started");
         Ok(Self {
             raft,
@@ -143,7 +217,7 @@ impl DLedgerNode {
             partition,
             role,
             client,
-            timeout,
+            queue,
         })
     }
 
@@ -178,7 +252,9 @@ impl DLedgerNode {
     }
 
     /// Proposes a write (`msgs` stored at `store_ts`): answered once a majority holds it and
-    /// this node applied it.
+    /// this node applied it. Writes that arrive while the group is busy with earlier ones are
+    /// proposed together, as one entry (openraft syncs its log once an append, one append at a
+    /// time: one write an entry would cost a sync each).
     pub async fn propose(
         &self,
         msgs: &[PutMessage],
@@ -187,15 +263,16 @@ impl DLedgerNode {
         if !self.is_leader() {
             return Err(ProposeError::NotLeader(self.leader()));
         }
-        let p = Proposal::encode(msgs, store_ts);
-        match tokio::time::timeout(self.timeout, self.raft.client_write(p)).await {
-            Err(_) => Err(ProposeError::Timeout),
-            Ok(Ok(r)) => Ok(r.data),
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
-                Err(ProposeError::NotLeader(f.leader_id))
-            }
-            Ok(Err(e)) => Err(ProposeError::Failed(e.to_string())),
-        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.queue
+            .send(Waiting {
+                msgs: msgs.to_vec(),
+                store_ts,
+                tx,
+            })
+            .map_err(|_| ProposeError::Failed("the node stopped".into()))?;
+        rx.await
+            .unwrap_or_else(|_| Err(ProposeError::Failed("the node stopped".into())))
     }
 
     /// Tells the node the address its broker serves clients on (the group's followers ask

@@ -20,7 +20,8 @@ use openraft::{
 };
 use tracing::warn;
 
-use super::types::{Applied, Entry, NodeId, TypeConfig};
+use super::types::{Applied, AppliedWrites, Entry, NodeId, Proposal, TypeConfig};
+use crate::store::PutMessage;
 use crate::store::{MessageStore, StoreError};
 
 const RECORD: usize = 32;
@@ -82,6 +83,9 @@ struct Inner {
     store: MessageStore,
     dir: PathBuf,
     idx: Mutex<std::fs::File>,
+    /// When `applied.idx` was last synced (it is synced at most once a second: losing its
+    /// tail only means applying those entries again).
+    idx_synced: Mutex<std::time::Instant>,
     last_applied: Mutex<Option<LogId<NodeId>>>,
     membership: Mutex<StoredMembership<NodeId, BasicNode>>,
 }
@@ -124,6 +128,7 @@ impl StateMachine {
                 store,
                 dir: dir.to_path_buf(),
                 idx: Mutex::new(idx),
+                idx_synced: Mutex::new(std::time::Instant::now()),
                 last_applied: Mutex::new(mark.map(|m| m.log_id)),
                 membership: Mutex::new(membership),
             }),
@@ -141,7 +146,14 @@ impl StateMachine {
         rec[8..16].copy_from_slice(&log_id.leader_id.node_id.to_be_bytes());
         rec[16..24].copy_from_slice(&log_id.index.to_be_bytes());
         rec[24..].copy_from_slice(&end.to_be_bytes());
-        lock(&self.inner.idx).write_all(&rec)
+        let mut idx = lock(&self.inner.idx);
+        idx.write_all(&rec)?;
+        let mut synced = lock(&self.inner.idx_synced);
+        if synced.elapsed() >= Duration::from_secs(1) {
+            idx.sync_data()?;
+            *synced = std::time::Instant::now();
+        }
+        Ok(())
     }
 
     fn save_membership(&self, m: &StoredMembership<NodeId, BasicNode>) -> std::io::Result<()> {
@@ -157,19 +169,9 @@ impl StateMachine {
 
     /// Applies one write: appended with the leader's time; a full disk is waited out (a
     /// committed write must be applied), other refusals are the same on every replica.
-    fn apply_write(&self, p: &super::types::Proposal) -> Result<Applied, StoreError> {
-        let (msgs, store_ts) = match p.decode() {
-            Ok(x) => x,
-            Err(e) => {
-                return Ok(Applied {
-                    error: Some(e.to_string()),
-                    end_offset: self.inner.store.commit_log_max_offset(),
-                    ..Applied::default()
-                })
-            }
-        };
+    fn apply_write(&self, msgs: &[PutMessage], store_ts: i64) -> Result<Applied, StoreError> {
         loop {
-            match self.inner.store.put_messages_at(&msgs, store_ts) {
+            match self.inner.store.put_messages_at(msgs, store_ts) {
                 Ok(r) => {
                     return Ok(Applied {
                         wrote_offset: r.wrote_offset,
@@ -189,38 +191,45 @@ impl StateMachine {
                     | StoreError::PropertiesTooLarge(_)
                     | StoreError::BadTopic(_)
                     | StoreError::BadBatch(_)),
-                ) => {
-                    return Ok(Applied {
-                        error: Some(e.to_string()),
-                        end_offset: self.inner.store.commit_log_max_offset(),
-                        ..Applied::default()
-                    })
-                }
+                ) => return Ok(self.refused(e.to_string())),
                 Err(e) => return Err(e),
             }
         }
     }
 
-    fn apply_all(&self, entries: Vec<Entry>) -> Result<Vec<Applied>, StorageError<NodeId>> {
+    fn refused(&self, why: String) -> Applied {
+        Applied {
+            error: Some(why),
+            end_offset: self.inner.store.commit_log_max_offset(),
+            ..Applied::default()
+        }
+    }
+
+    /// Applies the writes of a proposal, in order.
+    fn apply_proposal(&self, p: &Proposal) -> Result<AppliedWrites, StoreError> {
+        match p.decode() {
+            Ok(writes) => writes
+                .iter()
+                .map(|(msgs, ts)| self.apply_write(msgs, *ts))
+                .collect(),
+            Err(e) => Ok(vec![self.refused(e.to_string())]),
+        }
+    }
+
+    fn apply_all(&self, entries: Vec<Entry>) -> Result<Vec<AppliedWrites>, StorageError<NodeId>> {
         let mut out = Vec::with_capacity(entries.len());
         for e in entries {
             let applied = match &e.payload {
-                EntryPayload::Blank => Applied {
-                    end_offset: self.inner.store.commit_log_max_offset(),
-                    ..Applied::default()
-                },
+                EntryPayload::Blank => Vec::new(),
                 EntryPayload::Normal(p) => self
-                    .apply_write(p)
+                    .apply_proposal(p)
                     .map_err(|err| StorageIOError::apply(e.log_id, &err))?,
                 EntryPayload::Membership(m) => {
                     let sm = StoredMembership::new(Some(e.log_id), m.clone());
                     self.save_membership(&sm)
                         .map_err(|err| StorageIOError::apply(e.log_id, &err))?;
                     *lock(&self.inner.membership) = sm;
-                    Applied {
-                        end_offset: self.inner.store.commit_log_max_offset(),
-                        ..Applied::default()
-                    }
+                    Vec::new()
                 }
             };
             self.mark(e.log_id, self.inner.store.commit_log_max_offset())
@@ -268,7 +277,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         ))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Applied>, StorageError<NodeId>>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<AppliedWrites>, StorageError<NodeId>>
     where
         I: IntoIterator<Item = Entry> + Send,
     {

@@ -17,7 +17,7 @@ openraft::declare_raft_types!(
     /// The Raft types of a DLedger group.
     pub TypeConfig:
         D = Proposal,
-        R = Applied,
+        R = AppliedWrites,
         NodeId = NodeId,
         Node = BasicNode,
         SnapshotData = Cursor<Vec<u8>>,
@@ -26,9 +26,11 @@ openraft::declare_raft_types!(
 /// A log entry of the group.
 pub type Entry = openraft::Entry<TypeConfig>;
 
-/// One write, appended to every replica's commit log in one piece: a message, or a batch of
-/// one topic and queue. Its encoding carries everything a replica needs to write the same
-/// bytes at the same offsets as the leader (store time and store host included).
+/// Writes proposed together (the leader gathers the writes that arrive while the group is busy
+/// into one entry: one Raft round and one log sync for all of them). Each write is appended to
+/// every replica's commit log in one piece: a message, or a batch of one topic and queue. The
+/// encoding carries everything a replica needs to write the same bytes at the same offsets as
+/// the leader (store time and store host included).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Proposal {
     /// The encoded write ([`Proposal::encode`]).
@@ -105,84 +107,116 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+
+/// One write of a proposal: its messages and their store time.
+pub type Write = (Vec<PutMessage>, i64);
 
 impl Proposal {
-    /// Encodes `msgs` (one message, or a batch of one topic and queue) stored at `store_ts`.
+    /// Encodes one write: `msgs` (one message, or a batch of one topic and queue) stored at
+    /// `store_ts`.
     pub fn encode(msgs: &[PutMessage], store_ts: i64) -> Self {
-        let size: usize = msgs
+        Self::encode_all(&[(msgs, store_ts)])
+    }
+
+    /// Encodes writes proposed together.
+    pub fn encode_all(writes: &[(&[PutMessage], i64)]) -> Self {
+        let size: usize = writes
             .iter()
+            .flat_map(|(msgs, _)| msgs.iter())
             .map(|m| m.body.len() + m.properties.len() + m.topic.len() + 120)
             .sum();
         let mut out = Vec::with_capacity(size + 16);
         out.push(VERSION);
-        out.extend_from_slice(&store_ts.to_be_bytes());
-        out.extend_from_slice(&(msgs.len() as i32).to_be_bytes());
-        for m in msgs {
-            put_bytes(&mut out, m.topic.as_bytes());
-            out.extend_from_slice(&m.queue_id.to_be_bytes());
-            out.extend_from_slice(&m.flag.to_be_bytes());
-            put_bytes(&mut out, &m.body);
-            put_bytes(&mut out, m.properties.as_bytes());
-            out.extend_from_slice(&m.tags_code.to_be_bytes());
-            out.extend_from_slice(&m.sys_flag.to_be_bytes());
-            out.extend_from_slice(&m.born_timestamp.to_be_bytes());
-            put_bytes(&mut out, m.born_host.to_string().as_bytes());
-            put_bytes(&mut out, m.store_host.to_string().as_bytes());
-            out.extend_from_slice(&m.reconsume_times.to_be_bytes());
-            out.extend_from_slice(&m.prepared_transaction_offset.to_be_bytes());
+        out.extend_from_slice(&(writes.len() as i32).to_be_bytes());
+        for (msgs, store_ts) in writes {
+            encode_write(&mut out, msgs, *store_ts);
         }
         Proposal { bytes: out.into() }
     }
 
-    /// The messages and their store time.
-    pub fn decode(&self) -> Result<(Vec<PutMessage>, i64), ProposalError> {
+    /// The writes.
+    pub fn decode(&self) -> Result<Vec<Write>, ProposalError> {
         let mut r = Reader { b: &self.bytes };
         if r.u8()? != VERSION {
             return Err(ProposalError("unknown version"));
         }
-        let store_ts = r.i64()?;
         let n = r.i32()?;
-        if !(1..=65_536).contains(&n) {
-            return Err(ProposalError("bad message count"));
+        if !(1..=1_000_000).contains(&n) {
+            return Err(ProposalError("bad write count"));
         }
-        let mut msgs = Vec::with_capacity(n as usize);
+        let mut writes = Vec::with_capacity(n.min(1024) as usize);
         for _ in 0..n {
-            let topic = r.string()?;
-            let queue_id = r.i32()?;
-            let flag = r.i32()?;
-            let body = Bytes::copy_from_slice(r.bytes()?);
-            let properties = r.string()?;
-            let tags_code = r.i64()?;
-            let sys_flag = r.i32()?;
-            let born_timestamp = r.i64()?;
-            let born_host = r.addr()?;
-            let store_host = r.addr()?;
-            let reconsume_times = r.i32()?;
-            let prepared_transaction_offset = r.i64()?;
-            msgs.push(PutMessage {
-                topic,
-                queue_id,
-                flag,
-                body,
-                properties,
-                tags_code,
-                sys_flag,
-                born_timestamp,
-                born_host,
-                store_host,
-                reconsume_times,
-                prepared_transaction_offset,
-            });
+            writes.push(decode_write(&mut r)?);
         }
         if !r.b.is_empty() {
             return Err(ProposalError("trailing bytes"));
         }
-        Ok((msgs, store_ts))
+        Ok(writes)
     }
 }
 
-/// What applying an entry gave on a replica (the leader answers the send with it).
+fn encode_write(out: &mut Vec<u8>, msgs: &[PutMessage], store_ts: i64) {
+    out.extend_from_slice(&store_ts.to_be_bytes());
+    out.extend_from_slice(&(msgs.len() as i32).to_be_bytes());
+    for m in msgs {
+        put_bytes(out, m.topic.as_bytes());
+        out.extend_from_slice(&m.queue_id.to_be_bytes());
+        out.extend_from_slice(&m.flag.to_be_bytes());
+        put_bytes(out, &m.body);
+        put_bytes(out, m.properties.as_bytes());
+        out.extend_from_slice(&m.tags_code.to_be_bytes());
+        out.extend_from_slice(&m.sys_flag.to_be_bytes());
+        out.extend_from_slice(&m.born_timestamp.to_be_bytes());
+        put_bytes(out, m.born_host.to_string().as_bytes());
+        put_bytes(out, m.store_host.to_string().as_bytes());
+        out.extend_from_slice(&m.reconsume_times.to_be_bytes());
+        out.extend_from_slice(&m.prepared_transaction_offset.to_be_bytes());
+    }
+}
+
+fn decode_write(r: &mut Reader<'_>) -> Result<Write, ProposalError> {
+    let store_ts = r.i64()?;
+    let n = r.i32()?;
+    if !(1..=65_536).contains(&n) {
+        return Err(ProposalError("bad message count"));
+    }
+    let mut msgs = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let topic = r.string()?;
+        let queue_id = r.i32()?;
+        let flag = r.i32()?;
+        let body = Bytes::copy_from_slice(r.bytes()?);
+        let properties = r.string()?;
+        let tags_code = r.i64()?;
+        let sys_flag = r.i32()?;
+        let born_timestamp = r.i64()?;
+        let born_host = r.addr()?;
+        let store_host = r.addr()?;
+        let reconsume_times = r.i32()?;
+        let prepared_transaction_offset = r.i64()?;
+        msgs.push(PutMessage {
+            topic,
+            queue_id,
+            flag,
+            body,
+            properties,
+            tags_code,
+            sys_flag,
+            born_timestamp,
+            born_host,
+            store_host,
+            reconsume_times,
+            prepared_transaction_offset,
+        });
+    }
+    Ok((msgs, store_ts))
+}
+
+/// What applying an entry gave: one result a write, in the proposal's order.
+pub type AppliedWrites = Vec<Applied>;
+
+/// What applying a write gave on a replica (the leader answers the send with it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
     /// Commit-log offset of the first record.
@@ -220,8 +254,11 @@ mod tests {
             reconsume_times: 0,
             prepared_transaction_offset: 7,
         };
-        let p = Proposal::encode(&[m.clone(), m.clone()], 99);
-        let (back, ts) = p.decode().unwrap();
+        let p = Proposal::encode_all(&[(&[m.clone(), m.clone()], 99), (&[m.clone()], 100)]);
+        let writes = p.decode().unwrap();
+        assert_eq!(writes.len(), 2);
+        assert_eq!(writes[1].1, 100);
+        let (back, ts) = writes[0].clone();
         assert_eq!(ts, 99);
         assert_eq!(back.len(), 2);
         assert_eq!(back[1].topic, "T");
