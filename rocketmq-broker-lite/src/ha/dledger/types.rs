@@ -254,7 +254,10 @@ mod tests {
             reconsume_times: 0,
             prepared_transaction_offset: 7,
         };
-        let p = Proposal::encode_all(&[(&[m.clone(), m.clone()], 99), (&[m.clone()], 100)]);
+        let p = Proposal::encode_all(&[
+            (&[m.clone(), m.clone()], 99),
+            (std::slice::from_ref(&m), 100),
+        ]);
         let writes = p.decode().unwrap();
         assert_eq!(writes.len(), 2);
         assert_eq!(writes[1].1, 100);
