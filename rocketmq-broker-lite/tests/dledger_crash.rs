@@ -11,7 +11,6 @@ mod process;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -110,7 +109,8 @@ async fn leaders_killed_under_load_lose_no_acknowledged_message() {
             )
         })
         .collect();
-    let mut nodes: Vec<Option<Child>> = confs.iter().map(|c| Some(broker(dir.path(), c))).collect();
+    let mut nodes: Vec<Option<ChildGuard>> =
+        confs.iter().map(|c| Some(broker(dir.path(), c))).collect();
     let addrs: Arc<Vec<String>> =
         Arc::new(ports.iter().map(|p| format!("127.0.0.1:{p}")).collect());
     let c = client();

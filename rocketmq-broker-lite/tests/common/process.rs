@@ -12,6 +12,31 @@ use rocketmq_remoting::transport::RemotingClient;
 
 use super::pull;
 
+/// A child process killed when dropped (a failing test leaves no broker behind).
+pub struct ChildGuard(pub Child);
+
+impl std::ops::Deref for ChildGuard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -21,13 +46,14 @@ pub fn free_port() -> u16 {
 }
 
 /// Starts a program and waits for its first line (its "boot success").
-pub fn start(mut cmd: Command) -> Child {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .env("RUST_LOG", "warn")
-        .spawn()
-        .unwrap();
+pub fn start(mut cmd: Command) -> ChildGuard {
+    let mut child = ChildGuard(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -36,7 +62,7 @@ pub fn start(mut cmd: Command) -> Child {
     child
 }
 
-pub fn broker(dir: &Path, conf: &str) -> Child {
+pub fn broker(dir: &Path, conf: &str) -> ChildGuard {
     let path = dir.join(format!("{}.conf", rand::random::<u32>()));
     std::fs::write(&path, conf).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mqbroker"));
@@ -98,7 +124,7 @@ pub async fn read_all(
 }
 
 /// Starts a name server on `port`.
-pub fn namesrv(port: u16) -> Child {
+pub fn namesrv(port: u16) -> ChildGuard {
     let mut c = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"));
     c.args(["--bind", "127.0.0.1", "-p", &port.to_string()]);
     start(c)
