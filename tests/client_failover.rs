@@ -10,14 +10,14 @@ use std::time::Duration;
 use common::*;
 use rocketmq_broker_lite::broker::BrokerRole;
 use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions, TempDir};
-use rocketmq_client::consumer::ConsumeFromWhere;
+use rocketmq_client::consumer::{ConsumeFromWhere, DefaultMQPushConsumer};
 use rocketmq_client::producer::{DefaultMQProducer, SendStatus};
 use rocketmq_client::Message;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// Sends `bodies`, each until the master answers SEND_OK (a SYNC_MASTER answers
-/// SLAVE_NOT_AVAILABLE until its slave is connected).
+/// Sends `bodies`, each until the broker group answers SEND_OK (a SYNC_MASTER answers
+/// SLAVE_NOT_AVAILABLE until its slave is connected; a DLedger group refuses while it elects).
 async fn send_replicated(p: &DefaultMQProducer, topic: &str, bodies: &[String]) {
     for b in bodies {
         let deadline = tokio::time::Instant::now() + LIMIT;
@@ -25,15 +25,31 @@ async fn send_replicated(p: &DefaultMQProducer, topic: &str, bodies: &[String]) 
             match p.send(Message::new(topic, b.clone())).await {
                 Ok(r) if r.status == SendStatus::SendOk => break,
                 Ok(_) | Err(_) => {
-                    assert!(
-                        tokio::time::Instant::now() < deadline,
-                        "{b} never replicated"
-                    );
+                    assert!(tokio::time::Instant::now() < deadline, "{b} never sent");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
         }
     }
+}
+
+/// A started push consumer of `group` reading `topic` from the first offset into `recorder`.
+async fn consumer_from_first(
+    ns: &str,
+    group: &str,
+    topic: &str,
+    recorder: &Recorder,
+) -> DefaultMQPushConsumer {
+    let consumer = push_builder(ns, group)
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe(topic, "*")
+        .build()
+        .unwrap();
+    consumer
+        .register_message_listener_concurrently(recorder.concurrent(0))
+        .unwrap();
+    consumer.start().await.unwrap();
+    consumer
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,15 +76,7 @@ async fn consumers_read_from_the_slave_while_the_master_is_away() {
     // The master goes away: the route keeps only the slave.
     c.broker().shutdown().await.unwrap();
     let recorder = Recorder::default();
-    let consumer = push_builder(&ns, "cg-failover")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .subscribe("Failover", "*")
-        .build()
-        .unwrap();
-    consumer
-        .register_message_listener_concurrently(recorder.concurrent(0))
-        .unwrap();
-    consumer.start().await.unwrap();
+    let consumer = consumer_from_first(&ns, "cg-failover", "Failover", &recorder).await;
     let want: BTreeSet<String> = first.iter().cloned().collect();
     wait_all(&recorder, &want, LIMIT).await;
     assert!(
@@ -88,20 +96,6 @@ async fn consumers_read_from_the_slave_while_the_master_is_away() {
     consumer.shutdown().await;
     p.shutdown().await;
     c.shutdown().await.unwrap();
-}
-
-/// Sends `body` until the group answers SEND_OK; returns when it did.
-async fn send_until_ok(p: &DefaultMQProducer, topic: &str, body: &str) {
-    let deadline = tokio::time::Instant::now() + LIMIT;
-    loop {
-        match p.send(Message::new(topic, body.to_string())).await {
-            Ok(r) if r.status == SendStatus::SendOk => return,
-            Ok(_) | Err(_) => {
-                assert!(tokio::time::Instant::now() < deadline, "{body} never sent");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +126,7 @@ async fn producers_and_consumers_follow_a_new_dledger_leader() {
     let mut acked = BTreeSet::new();
     for i in 0..40 {
         let body = format!("before {i}");
-        send_until_ok(&p, "RaftFailover", &body).await;
+        send_replicated(&p, "RaftFailover", std::slice::from_ref(&body)).await;
         acked.insert(body);
     }
     // The leader crashes: the group elects another, the producer's sends find it.
@@ -140,20 +134,12 @@ async fn producers_and_consumers_follow_a_new_dledger_leader() {
     c.brokers()[old].halt().await;
     for i in 0..40 {
         let body = format!("after {i}");
-        send_until_ok(&p, "RaftFailover", &body).await;
+        send_replicated(&p, "RaftFailover", std::slice::from_ref(&body)).await;
         acked.insert(body);
     }
     assert_ne!(leader(), Some(old));
     let recorder = Recorder::default();
-    let consumer = push_builder(&ns, "cg-raft")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .subscribe("RaftFailover", "*")
-        .build()
-        .unwrap();
-    consumer
-        .register_message_listener_concurrently(recorder.concurrent(0))
-        .unwrap();
-    consumer.start().await.unwrap();
+    let consumer = consumer_from_first(&ns, "cg-raft", "RaftFailover", &recorder).await;
     wait_all(&recorder, &acked, LIMIT).await;
     consumer.shutdown().await;
     p.shutdown().await;

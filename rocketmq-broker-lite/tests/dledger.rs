@@ -23,14 +23,6 @@ use rocketmq_remoting::transport::RemotingClient;
 const NODES: usize = 3;
 const TOPIC: &str = "RaftTopic";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Group {
     dir: TempDir,
     namesrv: NameServerHandle,
@@ -70,6 +62,7 @@ impl Group {
     fn config(&self, i: usize) -> BrokerConfig {
         let mut cfg = broker_config(&self.store_dir(i), &self.namesrv.local_addr().to_string());
         cfg.ha.listen_port = Some(0);
+        keep_segments(&mut cfg);
         let props = rocketmq_broker_lite::broker::config::parse_properties(&format!(
             "brokerName=RaftNode\nenableDLegerCommitLog=true\ndLegerGroup=RaftNode\n\
              dLegerPeers={}\ndLegerSelfId=n{i}\n",
@@ -196,22 +189,6 @@ async fn send_ok(
     r.decode_header().unwrap()
 }
 
-/// The commit-log bytes of a node up to `end`.
-fn log_bytes(b: &BrokerHandle, to: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut at = b.store().commit_log_min_offset();
-    while at < to {
-        let chunk = b
-            .store()
-            .replica_bytes(at, (to - at) as usize)
-            .unwrap()
-            .expect("bytes below the written offset");
-        at += chunk.len() as u64;
-        out.extend_from_slice(&chunk);
-    }
-    out
-}
-
 /// Waits until every running node holds `end` bytes of commit log, then checks they are the
 /// same bytes and the same queue offsets.
 async fn replicas_identical(g: &Group, end: u64) {
@@ -226,10 +203,10 @@ async fn replicas_identical(g: &Group, end: u64) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (first, n0) = g.running().next().unwrap();
-    let reference = log_bytes(n0, end);
+    let reference = commit_log_bytes(n0, n0.store().commit_log_min_offset(), end);
     for (i, n) in g.running().skip(1) {
         assert!(
-            log_bytes(n, end) == reference,
+            commit_log_bytes(n, n.store().commit_log_min_offset(), end) == reference,
             "node {i}'s commit log differs from node {first}'s"
         );
         for q in 0..4 {

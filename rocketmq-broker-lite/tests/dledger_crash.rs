@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use process::*;
 use rocketmq_broker_lite::embedded::TempDir;
-use rocketmq_remoting::protocol::headers::CreateTopicRequestHeader;
 use rocketmq_remoting::protocol::message::Message;
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
@@ -115,20 +114,10 @@ async fn leaders_killed_under_load_lose_no_acknowledged_message() {
         Arc::new(ports.iter().map(|p| format!("127.0.0.1:{p}")).collect());
     let c = client();
     // The leader: the node that takes the topic's creation.
-    let h = CreateTopicRequestHeader {
-        topic: TOPIC.into(),
-        default_topic: "TBW102".into(),
-        read_queue_nums: QUEUES,
-        write_queue_nums: QUEUES,
-        perm: 6,
-        topic_filter_type: "SINGLE_TAG".into(),
-        topic_sys_flag: Some(0),
-        order: false,
-    };
     let deadline = Instant::now() + Duration::from_secs(30);
     'created: loop {
         for a in addrs.iter() {
-            let req = RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &h);
+            let req = create_topic_request(TOPIC, QUEUES);
             if let Ok(r) = c.invoke(a, req, T).await {
                 if r.response_code() == ResponseCode::Success {
                     break 'created;

@@ -37,6 +37,7 @@ async fn group(f: impl FnOnce(&mut BrokerConfig)) -> Group {
         .await
         .unwrap();
     let mut cfg = broker_config(&dir.path().join("m"), &namesrv.local_addr().to_string());
+    keep_segments(&mut cfg);
     f(&mut cfg);
     let master = Broker::builder(cfg).start().await.unwrap();
     Group {
@@ -51,6 +52,7 @@ async fn slave(g: &Group, id: i64, f: impl FnOnce(&mut BrokerConfig)) -> BrokerH
     cfg.broker_role = BrokerRole::Slave;
     cfg.broker_id = id;
     cfg.ha.listen_port = Some(0);
+    keep_segments(&mut cfg);
     f(&mut cfg);
     Broker::builder(cfg).start().await.unwrap()
 }
@@ -64,22 +66,6 @@ async fn caught_up(master: &BrokerHandle, slave: &BrokerHandle) {
         s.commit_log_written_offset() == end && s.dispatched_offset() >= end
     })
     .await;
-}
-
-/// The commit-log bytes of a store between two offsets, read through the segment files.
-fn log_bytes(b: &BrokerHandle, from: u64, to: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut at = from;
-    while at < to {
-        let chunk = b
-            .store()
-            .replica_bytes(at, (to - at) as usize)
-            .unwrap()
-            .expect("bytes below the written offset");
-        at += chunk.len() as u64;
-        out.extend_from_slice(&chunk);
-    }
-    out
 }
 
 async fn send_ok(
@@ -120,7 +106,10 @@ async fn slave_holds_a_byte_identical_log_and_serves_it() {
     s.inner().sync_from_master_now().await;
     assert!(s.inner().topic_exists("HaTopic0"));
     let end = g.master.store().commit_log_written_offset();
-    assert_eq!(log_bytes(&g.master, 0, end), log_bytes(&s, 0, end));
+    assert_eq!(
+        commit_log_bytes(&g.master, 0, end),
+        commit_log_bytes(&s, 0, end)
+    );
     // The slave's consume queues give the master's queue offsets.
     for t in 0..3 {
         for q in 0..4 {
@@ -171,7 +160,10 @@ async fn slave_holds_a_byte_identical_log_and_serves_it() {
     let s = slave(&g, 1, |_| {}).await;
     caught_up(&g.master, &s).await;
     let end = g.master.store().commit_log_written_offset();
-    assert_eq!(log_bytes(&g.master, 0, end), log_bytes(&s, 0, end));
+    assert_eq!(
+        commit_log_bytes(&g.master, 0, end),
+        commit_log_bytes(&s, 0, end)
+    );
     s.shutdown().await.unwrap();
     g.master.shutdown().await.unwrap();
     g.namesrv.shutdown().await;
@@ -266,7 +258,10 @@ async fn an_empty_slave_starts_at_the_masters_last_segment() {
     let base = end - end % seg;
     assert_eq!(s.store().commit_log_min_offset(), base);
     s.inner().sync_from_master_now().await;
-    assert_eq!(log_bytes(&g.master, base, end), log_bytes(&s, base, end));
+    assert_eq!(
+        commit_log_bytes(&g.master, base, end),
+        commit_log_bytes(&s, base, end)
+    );
     // The last message is read from the slave at the master's queue offset; the ones before
     // the segment are not there.
     let (resp, msgs) = pull(&c, &s.broker_addr(), "g", "Rolled", 0, last.queue_offset).await;
@@ -284,7 +279,10 @@ async fn an_empty_slave_starts_at_the_masters_last_segment() {
     }
     caught_up(&g.master, &s).await;
     let end = g.master.store().commit_log_written_offset();
-    assert_eq!(log_bytes(&g.master, base, end), log_bytes(&s, base, end));
+    assert_eq!(
+        commit_log_bytes(&g.master, base, end),
+        commit_log_bytes(&s, base, end)
+    );
     s.shutdown().await.unwrap();
     g.master.shutdown().await.unwrap();
     g.namesrv.shutdown().await;
@@ -433,6 +431,7 @@ async fn a_slave_recovers_from_a_power_cut_and_catches_up() {
         cfg.broker_role = BrokerRole::Slave;
         cfg.broker_id = 1;
         cfg.ha.listen_port = Some(0);
+        keep_segments(&mut cfg);
         Broker::builder(cfg).env(env.clone()).start()
     };
     let s = slave_on_sim().await.unwrap();
@@ -449,7 +448,10 @@ async fn a_slave_recovers_from_a_power_cut_and_catches_up() {
     let s = slave_on_sim().await.unwrap();
     caught_up(&g.master, &s).await;
     let end = g.master.store().commit_log_written_offset();
-    assert_eq!(log_bytes(&g.master, 0, end), log_bytes(&s, 0, end));
+    assert_eq!(
+        commit_log_bytes(&g.master, 0, end),
+        commit_log_bytes(&s, 0, end)
+    );
     s.inner().sync_from_master_now().await;
     for q in 0..4 {
         assert_eq!(
@@ -516,7 +518,7 @@ async fn a_slave_speaking_the_apache_protocol_replicates_from_our_master() {
         got.extend_from_slice(&data);
     }
     assert_eq!(at, end);
-    assert_eq!(got, log_bytes(&g.master, base, end));
+    assert_eq!(got, commit_log_bytes(&g.master, base, end));
     // Idle: a heartbeat, an empty chunk at the current offset.
     let (offset, data) = read_chunk(&mut sock).await;
     assert_eq!((offset, data.len()), (end, 0));
@@ -558,7 +560,7 @@ async fn our_slave_replicates_from_a_master_speaking_the_apache_protocol() {
     }
     let end = g.master.store().commit_log_written_offset();
     let base = end - end % seg;
-    let source = log_bytes(&g.master, base, end);
+    let source = commit_log_bytes(&g.master, base, end);
     let fake = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let fake_addr = fake.local_addr().unwrap().to_string();
     let server = tokio::spawn(async move {
@@ -598,7 +600,10 @@ async fn our_slave_replicates_from_a_master_speaking_the_apache_protocol() {
         .expect("the slave acknowledged the whole log")
         .unwrap();
     assert_eq!(s.store().commit_log_min_offset(), base);
-    assert_eq!(log_bytes(&s, base, end), log_bytes(&g.master, base, end));
+    assert_eq!(
+        commit_log_bytes(&s, base, end),
+        commit_log_bytes(&g.master, base, end)
+    );
     for q in 0..2 {
         assert_eq!(
             s.store().max_offset("FromApache", q),

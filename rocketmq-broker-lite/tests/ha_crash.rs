@@ -17,8 +17,7 @@ use common::*;
 use process::*;
 use rand::Rng;
 use rocketmq_broker_lite::embedded::TempDir;
-use rocketmq_remoting::protocol::headers::CreateTopicRequestHeader;
-use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rocketmq_remoting::protocol::ResponseCode;
 
 const TOPIC: &str = "CrashTopic";
 const QUEUES: i32 = 4;
@@ -54,22 +53,8 @@ async fn master_killed_mid_stream_loses_no_acknowledged_message() {
     let m = format!("127.0.0.1:{m_port}");
     let s = format!("127.0.0.1:{s_port}");
     let c = client();
-    let h = CreateTopicRequestHeader {
-        topic: TOPIC.into(),
-        default_topic: "TBW102".into(),
-        read_queue_nums: QUEUES,
-        write_queue_nums: QUEUES,
-        perm: 6,
-        topic_filter_type: "SINGLE_TAG".into(),
-        topic_sys_flag: Some(0),
-        order: false,
-    };
     let r = c
-        .invoke(
-            &m,
-            RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &h),
-            T,
-        )
+        .invoke(&m, create_topic_request(TOPIC, QUEUES), T)
         .await
         .unwrap();
     assert_eq!(r.response_code(), ResponseCode::Success);

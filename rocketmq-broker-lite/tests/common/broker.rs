@@ -241,3 +241,51 @@ pub fn env_with_clock(clock: Arc<ManualClock>) -> StoreEnv {
         ..StoreEnv::default()
     }
 }
+
+/// Keeps the host's disk usage out of a test that compares whole commit logs: its old
+/// segments are not cleaned up early when the machine's disk is above 75 % or 85 % (they would
+/// be, rightly, by the disk-space clean-up).
+pub fn keep_segments(c: &mut BrokerConfig) {
+    c.store.disk_max_used_space_ratio = 95;
+    c.store.disk_space_clean_forcibly_ratio = 95;
+}
+
+/// A free TCP port on the loopback interface (for the settings that need one fixed ahead).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The commit-log bytes of a broker's store in `[from, to)`, read through its segment files.
+pub fn commit_log_bytes(b: &BrokerHandle, from: u64, to: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut at = from;
+    while at < to {
+        let chunk = b
+            .store()
+            .replica_bytes(at, (to - at) as usize)
+            .unwrap()
+            .expect("bytes below the written offset");
+        at += chunk.len() as u64;
+        out.extend_from_slice(&chunk);
+    }
+    out
+}
+
+/// UPDATE_AND_CREATE_TOPIC for `topic` with `queues` read and write queues.
+pub fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
+    let h = rocketmq_remoting::protocol::headers::CreateTopicRequestHeader {
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        read_queue_nums: queues,
+        write_queue_nums: queues,
+        perm: 6,
+        topic_filter_type: "SINGLE_TAG".into(),
+        topic_sys_flag: Some(0),
+        order: false,
+    };
+    RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &h)
+}

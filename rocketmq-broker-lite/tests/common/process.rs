@@ -37,14 +37,6 @@ impl Drop for ChildGuard {
     }
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Starts a program and waits for its first line (its "boot success").
 pub fn start(mut cmd: Command) -> ChildGuard {
     let mut child = ChildGuard(
