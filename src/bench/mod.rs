@@ -192,9 +192,18 @@ async fn ensure_topics(admin: &MQAdmin, names: &[String], queues: i32) -> Vec<St
         }
     }
     // Wait for the brokers' start-up work (the next commit-log segment is preallocated and
-    // zero-filled in the background) so that it does not count.
+    // zero-filled in the background) so that it does not count: every broker of the cluster,
+    // slaves and DLedger followers included (they share the machine).
+    let everyone: Vec<String> = info
+        .broker_addr_table
+        .values()
+        .flat_map(|b| b.broker_addrs.values().cloned())
+        .chain(masters.iter().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(180);
-    for m in &masters {
+    for m in &everyone {
         while Instant::now() < deadline {
             match admin.broker_runtime_info(m).await {
                 Ok(t)

@@ -62,6 +62,8 @@ impl<'de> Deserialize<'de> for Proposal {
 pub struct ProposalError(pub &'static str);
 
 struct Reader<'a> {
+    /// The whole proposal (bodies are slices of it, not copies).
+    src: &'a Bytes,
     b: &'a [u8],
 }
 
@@ -96,9 +98,27 @@ impl<'a> Reader<'a> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| ProposalError("not UTF-8"))
     }
     fn addr(&mut self) -> Result<SocketAddr, ProposalError> {
-        self.string()?
-            .parse()
-            .map_err(|_| ProposalError("bad address"))
+        let ip: std::net::IpAddr = match self.u8()? {
+            4 => {
+                let mut a = [0u8; 4];
+                a.copy_from_slice(self.take(4)?);
+                a.into()
+            }
+            6 => {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(self.take(16)?);
+                a.into()
+            }
+            _ => return Err(ProposalError("bad address")),
+        };
+        let p = self.take(2)?;
+        Ok(SocketAddr::new(ip, u16::from_be_bytes([p[0], p[1]])))
+    }
+
+    /// A length-prefixed byte string, as a slice of the proposal.
+    fn shared_bytes(&mut self) -> Result<Bytes, ProposalError> {
+        let b = self.bytes()?;
+        Ok(self.src.slice_ref(b))
     }
 }
 
@@ -107,7 +127,21 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-const VERSION: u8 = 2;
+fn put_addr(out: &mut Vec<u8>, a: SocketAddr) {
+    match a.ip() {
+        std::net::IpAddr::V4(ip) => {
+            out.push(4);
+            out.extend_from_slice(&ip.octets());
+        }
+        std::net::IpAddr::V6(ip) => {
+            out.push(6);
+            out.extend_from_slice(&ip.octets());
+        }
+    }
+    out.extend_from_slice(&a.port().to_be_bytes());
+}
+
+const VERSION: u8 = 3;
 
 /// One write of a proposal: its messages and their store time.
 pub type Write = (Vec<PutMessage>, i64);
@@ -137,7 +171,10 @@ impl Proposal {
 
     /// The writes.
     pub fn decode(&self) -> Result<Vec<Write>, ProposalError> {
-        let mut r = Reader { b: &self.bytes };
+        let mut r = Reader {
+            src: &self.bytes,
+            b: &self.bytes,
+        };
         if r.u8()? != VERSION {
             return Err(ProposalError("unknown version"));
         }
@@ -168,8 +205,8 @@ fn encode_write(out: &mut Vec<u8>, msgs: &[PutMessage], store_ts: i64) {
         out.extend_from_slice(&m.tags_code.to_be_bytes());
         out.extend_from_slice(&m.sys_flag.to_be_bytes());
         out.extend_from_slice(&m.born_timestamp.to_be_bytes());
-        put_bytes(out, m.born_host.to_string().as_bytes());
-        put_bytes(out, m.store_host.to_string().as_bytes());
+        put_addr(out, m.born_host);
+        put_addr(out, m.store_host);
         out.extend_from_slice(&m.reconsume_times.to_be_bytes());
         out.extend_from_slice(&m.prepared_transaction_offset.to_be_bytes());
     }
@@ -186,7 +223,7 @@ fn decode_write(r: &mut Reader<'_>) -> Result<Write, ProposalError> {
         let topic = r.string()?;
         let queue_id = r.i32()?;
         let flag = r.i32()?;
-        let body = Bytes::copy_from_slice(r.bytes()?);
+        let body = r.shared_bytes()?;
         let properties = r.string()?;
         let tags_code = r.i64()?;
         let sys_flag = r.i32()?;
