@@ -427,3 +427,47 @@ async fn bad_dledger_settings_are_refused() {
     let e = Broker::builder(cfg).start().await.unwrap_err().to_string();
     assert!(e.contains("dLegerSelfId") && e.contains("n7"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_applied_marks_were_lost_applies_its_entries_again() {
+    // A power cut can leave a node's commit log ahead of `applied.idx` (the marks are synced
+    // once a second): at start it cuts the log back to its last mark and applies the rest
+    // again, to the same bytes.
+    let mut g = Group::start().await;
+    let c = client();
+    let l = g.leader().await;
+    for i in 0..60 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    let followers: Vec<usize> = (0..NODES).filter(|&i| i != l).collect();
+    for (k, &f) in followers.iter().enumerate() {
+        g.nodes[f].take().unwrap().shutdown().await.unwrap();
+        let idx = g.store_dir(f).join("store/dledger/applied.idx");
+        let len = std::fs::metadata(&idx).unwrap().len();
+        if k == 0 {
+            // The last 20 marks lost.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&idx)
+                .unwrap()
+                .set_len(len.saturating_sub(20 * 32))
+                .unwrap();
+        } else {
+            // All of them.
+            std::fs::remove_file(&idx).unwrap();
+        }
+    }
+    for &f in &followers {
+        g.nodes[f] = Some(g.start_node(f).await);
+    }
+    for i in 60..80 {
+        let l = g.leader().await;
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    let l = g.leader().await;
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    g.stop().await;
+}
