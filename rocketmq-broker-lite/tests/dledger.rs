@@ -424,8 +424,18 @@ async fn bad_dledger_settings_are_refused() {
         "enableDLegerCommitLog=true\ndLegerGroup=g\ndLegerPeers=n0-127.0.0.1:1;n1-127.0.0.1:2\ndLegerSelfId=n7\n",
     ))
     .unwrap();
-    let e = Broker::builder(cfg).start().await.unwrap_err().to_string();
+    let e = Broker::builder(cfg.clone())
+        .start()
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("dLegerSelfId") && e.contains("n7"), "{e}");
+    cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
+        "dLegerSelfId=n1\ndLegerHeartBeatIntervalMs=500\ndLegerElectionTimeoutMs=400\n",
+    ))
+    .unwrap();
+    let e = Broker::builder(cfg).start().await.unwrap_err().to_string();
+    assert!(e.contains("dLegerElectionTimeoutMs"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -283,6 +283,9 @@ impl BrokerConfig {
                 "dLegerGroup" => self.dledger.group = v.trim().to_string(),
                 "dLegerPeers" => self.dledger.peers = DLedgerConfig::parse_peers(v)?,
                 "dLegerSelfId" => self.dledger.self_id = v.trim().to_string(),
+                // Not Java keys (Java's DLedger timings are not broker.conf keys).
+                "dLegerHeartBeatIntervalMs" => self.dledger.heartbeat_interval = millis(key, v)?,
+                "dLegerElectionTimeoutMs" => self.dledger.election_timeout = millis(key, v)?,
                 // Store keys.
                 "storePathRootDir" => self.store.store_path_root_dir = PathBuf::from(v),
                 "mappedFileSizeCommitLog" => self.store.mapped_file_size_commit_log = parse(key, v)?,

@@ -43,9 +43,9 @@ pub struct DLedgerConfig {
     pub self_id: String,
     /// Address the DLedger port binds to (the broker's listen address).
     pub bind_ip: String,
-    /// Leader heartbeat period (150 ms).
+    /// Leader heartbeat period (`dLegerHeartBeatIntervalMs`, 150 ms).
     pub heartbeat_interval: Duration,
-    /// Election timeout (600 ms; openraft draws each node's between it and twice it). A
+    /// Election timeout (`dLegerElectionTimeoutMs`, 600 ms; openraft draws each node's between it and twice it). A
     /// follower that heard from its leader waits twice the timeout (the leader's lease) plus
     /// its own before it stands for election, and longer when another node has more log: a
     /// dead leader is replaced in about 2–4 s.
@@ -132,6 +132,12 @@ impl DLedgerConfig {
         }
         if self.peers.is_empty() {
             return Err("key `dLegerPeers` must be set with enableDLegerCommitLog".into());
+        }
+        if self.heartbeat_interval.is_zero() || self.election_timeout <= self.heartbeat_interval {
+            return Err(
+                "key `dLegerElectionTimeoutMs` must be above `dLegerHeartBeatIntervalMs` (> 0)"
+                    .into(),
+            );
         }
         self.self_node_id().map(|_| ())
     }
