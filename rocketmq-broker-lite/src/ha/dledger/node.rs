@@ -53,9 +53,10 @@ struct Waiting {
     tx: tokio::sync::oneshot::Sender<Result<Applied, ProposeError>>,
 }
 
-/// Proposals in flight at once (openraft handles one log append at a time; a second one lets
-/// the next batch be encoded and queued meanwhile).
-const IN_FLIGHT: usize = 2;
+/// Proposals in flight at once. openraft 0.9 appends and syncs its log one append at a time
+/// inside its core loop, so a second proposal in flight only makes the batches smaller (R2 the
+/// same, 5 % more CPU with 2).
+const IN_FLIGHT: usize = 1;
 /// A batch closes at this many writes, or bytes of message bodies.
 const BATCH_WRITES: usize = 1024;
 const BATCH_BYTES: usize = 4 << 20;
