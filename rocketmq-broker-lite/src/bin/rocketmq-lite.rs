@@ -116,10 +116,11 @@ async fn main() -> std::process::ExitCode {
         "rocketmq-lite ready: namesrv {} broker {}{}",
         cluster.namesrv_addr(),
         cluster.broker().broker_addr(),
-        if slaves.is_empty() {
-            String::new()
-        } else {
-            format!(" slaves {}", slaves.join(","))
+        match (slaves.is_empty(), args.dledger > 0) {
+            (true, _) => String::new(),
+            // n0 is the broker above; the group elects its leader among all of them.
+            (false, true) => format!(" dledger nodes {}", slaves.join(",")),
+            (false, false) => format!(" slaves {}", slaves.join(",")),
         }
     );
     use std::io::Write;
