@@ -15,6 +15,9 @@ use tracing::{debug, info, warn};
 use super::wire::{self, ReportReader};
 use super::Shared;
 
+/// How far behind the log's end a read is taken to miss the page cache.
+const COLD_LAG: u64 = 64 << 20;
+
 /// Accepts slave connections until shutdown.
 pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     loop {
@@ -141,7 +144,18 @@ async fn send_chunks(
     let heartbeat = shared.cfg.heartbeat_interval;
     let mut last_write = Instant::now();
     loop {
-        match store.replica_bytes(next, batch) {
+        // A slave far behind reads what may no longer be in the page cache: a disk read that
+        // must not hold a runtime worker that serves requests. A slave that keeps up reads
+        // what was just written (cached): no hand-off for it.
+        let read = || store.replica_bytes(next, batch);
+        let far_behind = store.commit_log_written_offset().saturating_sub(next) > COLD_LAG;
+        let bytes = match tokio::runtime::Handle::current().runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::MultiThread if far_behind => {
+                tokio::task::block_in_place(read)
+            }
+            _ => read(),
+        };
+        match bytes {
             Err(e) => return Err(format!("cannot read the commit log at {next}: {e}")),
             Ok(Some(data)) => {
                 let header = wire::chunk_header(next, data.len());
