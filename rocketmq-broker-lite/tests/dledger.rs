@@ -228,6 +228,12 @@ async fn a_group_elects_a_leader_that_replicates_every_write() {
     }
     // Followers refuse writes, as slaves do.
     let f = (l + 1) % NODES;
+    let info = runtime_info(&c, &g.node(l).broker_addr()).await;
+    assert_eq!(info.get("dLegerRole").map(String::as_str), Some("LEADER"));
+    assert_eq!(info.get("dLegerLeaderId"), Some(&format!("n{l}")));
+    let info = runtime_info(&c, &g.node(f).broker_addr()).await;
+    assert_eq!(info.get("dLegerRole").map(String::as_str), Some("FOLLOWER"));
+    assert_eq!(info.get("dLegerLeaderId"), Some(&format!("n{l}")));
     let r = send(&c, &g.node(f).broker_addr(), TOPIC, 0, "to a follower").await;
     assert_eq!(r.response_code(), ResponseCode::ServiceNotAvailable);
     let end = g.node(l).store().commit_log_written_offset();

@@ -636,3 +636,23 @@ async fn a_slave_whose_master_is_unreachable_serves_and_stops() {
     g.master.shutdown().await.unwrap();
     g.namesrv.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_info_shows_replication() {
+    let g = group(|_| {}).await;
+    let s = slave(&g, 1, |_| {}).await;
+    let c = client();
+    send_ok(&c, &g.master.broker_addr(), "Info", 0, "x").await;
+    caught_up(&g.master, &s).await;
+    let end = g.master.store().commit_log_written_offset();
+    let ha = g.master.inner().ha().clone();
+    eventually("the acknowledgement", || ha.slave_acked_offset() == end).await;
+    let m = runtime_info(&c, &g.master.broker_addr()).await;
+    assert_eq!(m.get("haSlaveConnections").map(String::as_str), Some("1"));
+    assert_eq!(m.get("haSlaveAckOffset"), Some(&end.to_string()));
+    let sl = runtime_info(&c, &s.broker_addr()).await;
+    assert_eq!(sl.get("haMasterAddress"), Some(&g.master.inner().ha_addr()));
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}

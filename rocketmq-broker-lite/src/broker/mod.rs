@@ -282,6 +282,9 @@ impl BrokerBuilder {
         cfg.validate().map_err(BrokerError::Config)?;
         let env = self.env;
         let mut store_cfg = cfg.store.clone();
+        if cfg.broker_role == BrokerRole::Slave && !cfg.dledger.enabled {
+            store_cfg.recover_to_durable = true;
+        }
         if cfg.dledger.enabled {
             // The Raft log is what a DLedger write waits for (synced under SYNC_FLUSH); the
             // commit log is rebuilt from it after a crash, so it is not synced per write too.

@@ -100,6 +100,11 @@ pub struct StoreConfig {
     /// replica cuts its log back to the end of its last applied entry, whose successors it
     /// applies again. Not a Java key.
     pub recover_limit: Option<u64>,
+    /// After a crash, keep only the commit log that the checkpoint proves durable (not what a
+    /// scan finds valid past it): a replica (a slave) whose tail may be torn by a power cut
+    /// (a record whose last bytes never reached the disk can look whole) fetches that tail
+    /// from its master again instead. Not a Java key.
+    pub recover_to_durable: bool,
 }
 
 mod millis {
@@ -143,6 +148,7 @@ impl Default for StoreConfig {
             write_buffer_size: 4 * 1024 * 1024,
             message_delay_level: DEFAULT_DELAY_LEVELS.to_string(),
             recover_limit: None,
+            recover_to_durable: false,
         }
     }
 }

@@ -108,8 +108,21 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
                 scan_from,
                 "abnormal shutdown: scanning the commit log"
             );
-            let end = log.scan(scan_from, check_crc, |_| {})?;
+            let mut end = log.scan(scan_from, check_crc, |_| {})?;
             info!(end, "commit log recovered");
+            if cfg.recover_to_durable {
+                let durable = saved
+                    .map_or(cl_min, |cp| cp.commit_log_flushed)
+                    .clamp(cl_min, end);
+                if durable < end {
+                    warn!(
+                        from = end,
+                        to = durable,
+                        "keeping only the durable commit log; the rest comes from the master again"
+                    );
+                    end = durable;
+                }
+            }
             log.wipe_tail(end)?;
             // What the scan found may have been only in the page cache: make it durable before
             // anything (consumers, the checkpoint) relies on it. Past what the checkpoint proves

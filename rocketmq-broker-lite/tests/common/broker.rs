@@ -289,3 +289,20 @@ pub fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
     };
     RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &h)
 }
+
+/// GET_BROKER_RUNTIME_INFO of a broker, as a map.
+pub async fn runtime_info(
+    c: &RemotingClient,
+    addr: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let r = c
+        .invoke(
+            addr,
+            RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo),
+            T,
+        )
+        .await
+        .unwrap();
+    let t: body::KvTable = body::decode(&r.body).unwrap();
+    t.table
+}

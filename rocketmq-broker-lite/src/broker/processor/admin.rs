@@ -387,6 +387,48 @@ pub(crate) fn runtime_info(b: &BrokerInner) -> ProcessResult {
         "commitLogNextSegmentReady".to_string(),
         b.store.next_segment_ready().to_string(),
     );
+    // Nor these (replication, for operators): a master's slaves and what they acknowledged,
+    // a slave's master and why it last refused its stream; a DLedger node's view of its group.
+    let ha = b.ha();
+    if let Some(node) = b.dledger() {
+        let m = node.raft().metrics().borrow().clone();
+        table.insert("dLegerSelfId".to_string(), b.cfg.dledger.self_id.clone());
+        table.insert(
+            "dLegerRole".to_string(),
+            if node.is_leader() {
+                "LEADER"
+            } else {
+                "FOLLOWER"
+            }
+            .to_string(),
+        );
+        table.insert(
+            "dLegerLeaderId".to_string(),
+            node.leader().map(|l| format!("n{l}")).unwrap_or_default(),
+        );
+        table.insert("dLegerTerm".to_string(), m.current_term.to_string());
+        table.insert(
+            "dLegerLastApplied".to_string(),
+            m.last_applied.map_or(-1, |l| l.index as i64).to_string(),
+        );
+    } else if b.is_slave() {
+        table.insert(
+            "haMasterAddress".to_string(),
+            ha.master_address().unwrap_or_default(),
+        );
+        if let Some(why) = ha.last_refusal() {
+            table.insert("haLastRefusal".to_string(), why);
+        }
+    } else {
+        table.insert(
+            "haSlaveConnections".to_string(),
+            ha.slave_connections().to_string(),
+        );
+        table.insert(
+            "haSlaveAckOffset".to_string(),
+            ha.slave_acked_offset().to_string(),
+        );
+    }
     RemotingCommand::success()
         .with_body(body::encode_fastjson(&body::KvTable { table }))
         .into()
@@ -396,10 +438,17 @@ pub(crate) fn runtime_info(b: &BrokerInner) -> ProcessResult {
 pub(crate) fn broker_config(b: &BrokerInner) -> ProcessResult {
     let c = &b.cfg;
     let text = format!(
-        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nlistenPort={}\nbrokerIP1={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerPermission={}\nautoCreateTopicEnable={}\nautoCreateSubscriptionGroup={}\n",
+        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nbrokerRole={}\nhaListenPort={}\nenableDLegerCommitLog={}\nlistenPort={}\nbrokerIP1={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerPermission={}\nautoCreateTopicEnable={}\nautoCreateSubscriptionGroup={}\n",
         c.broker_cluster_name,
         c.broker_name,
-        c.effective_broker_id(),
+        b.broker_id_now(),
+        match c.broker_role {
+            crate::broker::BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            crate::broker::BrokerRole::SyncMaster => "SYNC_MASTER",
+            crate::broker::BrokerRole::Slave => "SLAVE",
+        },
+        b.ha().local_addr().port(),
+        c.dledger.enabled,
         b.store_host().port(),
         b.store_host().ip(),
         c.namesrv_addr.join(";"),
