@@ -149,11 +149,10 @@ async fn send_chunks(
         // what was just written (cached): no hand-off for it.
         let read = || store.replica_bytes(next, batch);
         let far_behind = store.commit_log_written_offset().saturating_sub(next) > COLD_LAG;
-        let bytes = match tokio::runtime::Handle::current().runtime_flavor() {
-            tokio::runtime::RuntimeFlavor::MultiThread if far_behind => {
-                tokio::task::block_in_place(read)
-            }
-            _ => read(),
+        let bytes = if far_behind {
+            crate::store::persist::off_the_workers(read)
+        } else {
+            read()
         };
         match bytes {
             Err(e) => return Err(format!("cannot read the commit log at {next}: {e}")),

@@ -181,16 +181,14 @@ fn take_chunks(
             None => store.commit_log_max_offset(),
         };
         if h.offset != expected {
-            let empty = store.commit_log_max_offset() == store.commit_log_min_offset()
-                && pending.offset.is_none()
-                && store.commit_log_max_offset() == 0;
+            // An empty slave (nothing stored, nothing received) starts where the master says.
+            let empty = pending.offset.is_none() && store.commit_log_max_offset() == 0;
             if !empty {
                 return Err(Failure::Refused(format!(
                     "the master sent offset {}, this slave's log ends at {expected}",
                     h.offset
                 )));
             }
-            // An empty slave starts where the master starts it (its last segment).
             store.restart_empty_at(h.offset).map_err(refused)?;
             info!(
                 offset = h.offset,

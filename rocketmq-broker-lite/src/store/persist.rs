@@ -24,7 +24,7 @@ pub fn save_json<T: Serialize>(vfs: &dyn Vfs, path: &Path, value: &T) -> StoreRe
 }
 
 /// Runs blocking disk work without holding up a multi-threaded runtime's other tasks.
-fn off_the_workers<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn off_the_workers<R>(f: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),

@@ -47,6 +47,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::types::{Entry, NodeId, Proposal, TypeConfig};
+use crate::store::persist::off_the_workers;
 
 const LOG_FILE: &str = "raft.log";
 const LOG_TMP: &str = "raft.log.tmp";
@@ -649,16 +650,6 @@ fn flusher(weak: Weak<Shared>) {
     }
 }
 
-/// Runs `f`, which blocks on file I/O, telling a multi-thread tokio runtime so.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
-
 fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
@@ -877,7 +868,7 @@ impl RaftLogStorage<TypeConfig> for RaftLogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
-        blocking(|| self.save_vote_sync(vote))
+        off_the_workers(|| self.save_vote_sync(vote))
             .map_err(|e| StorageError::from(StorageIOError::write_vote(&e)))
     }
 
@@ -915,11 +906,11 @@ impl RaftLogStorage<TypeConfig> for RaftLogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
-        blocking(|| self.truncate_sync(log_id)).map_err(write_err)
+        off_the_workers(|| self.truncate_sync(log_id)).map_err(write_err)
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
-        blocking(|| self.purge_sync(log_id)).map_err(write_err)
+        off_the_workers(|| self.purge_sync(log_id)).map_err(write_err)
     }
 }
 

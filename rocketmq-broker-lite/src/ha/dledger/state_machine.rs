@@ -21,6 +21,7 @@ use openraft::{
 use tracing::warn;
 
 use super::types::{Applied, AppliedWrites, Entry, NodeId, Proposal, TypeConfig};
+use crate::store::persist::off_the_workers;
 use crate::store::PutMessage;
 use crate::store::{MessageStore, StoreError};
 
@@ -241,15 +242,6 @@ impl StateMachine {
     }
 }
 
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
-
 fn no_snapshots() -> StorageError<NodeId> {
     StorageIOError::read_snapshot(
         None,
@@ -283,7 +275,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
         let me = self.clone();
-        blocking(move || me.apply_all(entries))
+        off_the_workers(move || me.apply_all(entries))
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
