@@ -27,11 +27,17 @@ struct Group {
     dir: TempDir,
     namesrv: NameServerHandle,
     peers: String,
+    /// More broker.conf lines for every node.
+    extra: String,
     nodes: Vec<Option<BrokerHandle>>,
 }
 
 impl Group {
     async fn start() -> Group {
+        Self::start_with("").await
+    }
+
+    async fn start_with(extra: &str) -> Group {
         let dir = TempDir::new("dledger").unwrap();
         let namesrv = NameServer::builder()
             .listen("127.0.0.1:0")
@@ -46,6 +52,7 @@ impl Group {
             dir,
             namesrv,
             peers,
+            extra: extra.to_string(),
             nodes: Vec::new(),
         };
         for i in 0..NODES {
@@ -65,8 +72,8 @@ impl Group {
         keep_segments(&mut cfg);
         let props = rocketmq_broker_lite::broker::config::parse_properties(&format!(
             "brokerName=RaftNode\nenableDLegerCommitLog=true\ndLegerGroup=RaftNode\n\
-             dLegerPeers={}\ndLegerSelfId=n{i}\n",
-            self.peers
+             dLegerPeers={}\ndLegerSelfId=n{i}\n{}",
+            self.peers, self.extra
         ));
         cfg.apply_properties(&props).unwrap();
         cfg
@@ -485,5 +492,180 @@ async fn a_node_whose_applied_marks_were_lost_applies_its_entries_again() {
     let l = g.leader().await;
     let end = g.node(l).store().commit_log_written_offset();
     replicas_identical(&g, end).await;
+    g.stop().await;
+}
+
+/// The Raft metrics of node `i`.
+fn metrics(g: &Group, i: usize) -> openraft::RaftMetrics<u64, openraft::BasicNode> {
+    g.node(i)
+        .inner()
+        .dledger()
+        .unwrap()
+        .raft()
+        .metrics()
+        .borrow()
+        .clone()
+}
+
+/// Waits until node `i`'s Raft log is purged past entry `index`.
+async fn purged_past(g: &Group, i: usize, index: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metrics(g, i).purged.is_none_or(|p| p.index <= index) {
+        assert!(
+            Instant::now() < deadline,
+            "node {i}'s log was not purged past {index}: {:?}",
+            metrics(g, i)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_raft_log_is_purged_behind_snapshots_and_followers_catch_up_from_the_commit_log() {
+    // A snapshot every 10 entries, 5 kept before it: followers that miss purged entries are
+    // sent the commit log instead (from where theirs ends, or all of it to an empty one).
+    let mut g = Group::start_with("dLegerSnapshotThreshold=10\ndLegerLogsToKeep=5\n").await;
+    let c = client();
+    let l = g.leader().await;
+    for i in 0..30 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    let first = metrics(&g, l).last_applied.unwrap().index;
+    purged_past(&g, l, 10).await;
+
+    // A follower down while the log moves past it, and one that lost its disk.
+    let (f1, f2) = ((l + 1) % NODES, (l + 2) % NODES);
+    let f1_applied = metrics(&g, f1).last_applied.unwrap().index;
+    g.nodes[f1].take().unwrap().shutdown().await.unwrap();
+    for i in 30..70 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    purged_past(&g, l, f1_applied + 1).await;
+    g.nodes[f1] = Some(g.start_node(f1).await);
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    let snap =
+        rocketmq_broker_lite::ha::dledger::snapshot::load(&g.store_dir(f1).join("store/dledger"))
+            .unwrap()
+            .expect("the follower installed a snapshot");
+    assert!(snap.meta.last_log_id.unwrap().index > f1_applied);
+    let installed =
+        |g: &Group, i: usize| g.node(i).inner().dledger().unwrap().snapshots_installed();
+    assert_eq!(
+        installed(&g, f1),
+        1,
+        "the follower behind caught up without a snapshot"
+    );
+
+    g.nodes[f2].take().unwrap().shutdown().await.unwrap();
+    std::fs::remove_dir_all(g.store_dir(f2)).unwrap();
+    for i in 70..90 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    g.nodes[f2] = Some(g.start_node(f2).await);
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    assert!(metrics(&g, l).last_applied.unwrap().index > first);
+    assert_eq!(
+        installed(&g, f2),
+        1,
+        "the empty follower caught up without a snapshot"
+    );
+
+    // The whole group restarted over purged logs: it recovers from its snapshots and goes on.
+    for n in g.nodes.iter_mut() {
+        n.take().unwrap().shutdown().await.unwrap();
+    }
+    for i in 0..NODES {
+        g.nodes[i] = Some(g.start_node(i).await);
+    }
+    for i in 90..100 {
+        let l = g.leader().await;
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    let l = g.leader().await;
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    for (i, _) in g.running() {
+        assert!(
+            metrics(&g, i).purged.is_some(),
+            "node {i}'s log was never purged"
+        );
+    }
+    g.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_follower_starts_at_the_leaders_oldest_segment_and_one_too_far_behind_refuses() {
+    let hours = (0..24)
+        .map(|h| format!("{h:02}"))
+        .collect::<Vec<_>>()
+        .join(";");
+    let mut g = Group::start_with(&format!(
+        "dLegerSnapshotThreshold=10\ndLegerLogsToKeep=5\nmappedFileSizeCommitLog=65536\n\
+         maxMessageSize=16384\nfileReservedTime=0\ndeleteWhen={hours}\n"
+    ))
+    .await;
+    let c = client();
+    let l = g.leader().await;
+    let (f1, f2) = ((l + 1) % NODES, (l + 2) % NODES);
+    for i in 0..20 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    // f2 stops with a short log; the group moves on and the leader drops its old segments.
+    g.nodes[f2].take().unwrap().shutdown().await.unwrap();
+    let f2_end = end;
+    let body = "x".repeat(1024);
+    for i in 0..200 {
+        send_ok(&c, g.node(l), &body, i % 4).await;
+    }
+    let applied = metrics(&g, l).last_applied.unwrap().index;
+    purged_past(&g, l, applied - 20).await;
+    let report = g.node(l).store().run_retention();
+    assert!(report.segments_deleted >= 2, "{report:?}");
+    let oldest = g.node(l).store().commit_log_min_offset();
+    assert!(oldest > f2_end);
+
+    // f1 lost its disk: it starts over at the leader's oldest segment.
+    g.nodes[f1].take().unwrap().shutdown().await.unwrap();
+    std::fs::remove_dir_all(g.store_dir(f1)).unwrap();
+    g.nodes[f1] = Some(g.start_node(f1).await);
+    let end = g.node(l).store().commit_log_written_offset();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while g.node(f1).store().dispatched_offset() < end {
+        assert!(Instant::now() < deadline, "f1 did not catch up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(g.node(f1).store().commit_log_min_offset(), oldest);
+    assert!(
+        commit_log_bytes(g.node(f1), oldest, end) == commit_log_bytes(g.node(l), oldest, end),
+        "f1's log differs from the leader's"
+    );
+    for q in 0..4 {
+        assert_eq!(
+            g.node(f1).store().max_offset(TOPIC, q),
+            g.node(l).store().max_offset(TOPIC, q)
+        );
+    }
+
+    // f2's log ends before anything the group still holds: it refuses the snapshot, with a
+    // clear reason, and its log stays as it was.
+    g.nodes[f2] = Some(g.start_node(f2).await);
+    let node = g.node(f2).inner().dledger().unwrap().clone();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let why = loop {
+        if let Some(why) = node.last_snapshot_refusal() {
+            break why;
+        }
+        assert!(Instant::now() < deadline, "f2 was never sent a snapshot");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(why.contains("cannot catch up"), "{why}");
+    assert_eq!(g.node(f2).store().commit_log_max_offset(), f2_end);
+    assert_eq!(node.snapshots_installed(), 0);
+    // The group goes on without it.
+    send_ok(&c, g.node(l), "after", 0).await;
     g.stop().await;
 }

@@ -31,7 +31,8 @@ fn conf(ns: u16, i: usize, port: u16, peers: &str, store: &Path) -> String {
          dLegerGroup=raft-crash\ndLegerPeers={peers}\ndLegerSelfId=n{i}\n\
          flushDiskType=ASYNC_FLUSH\nnamesrvAddr=127.0.0.1:{ns}\nbrokerIP1=127.0.0.1\n\
          listenPort={port}\nhaListenPort=0\nstorePathRootDir={}\n\
-         mappedFileSizeCommitLog=1048576\nmaxMessageSize=65536\n",
+         mappedFileSizeCommitLog=1048576\nmaxMessageSize=65536\n\
+         dLegerSnapshotThreshold=20\ndLegerLogsToKeep=10\n",
         store.display()
     )
 }

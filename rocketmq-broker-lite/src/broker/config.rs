@@ -286,6 +286,8 @@ impl BrokerConfig {
                 // Not Java keys (Java's DLedger timings are not broker.conf keys).
                 "dLegerHeartBeatIntervalMs" => self.dledger.heartbeat_interval = millis(key, v)?,
                 "dLegerElectionTimeoutMs" => self.dledger.election_timeout = millis(key, v)?,
+                "dLegerSnapshotThreshold" => self.dledger.snapshot_threshold = parse(key, v)?,
+                "dLegerLogsToKeep" => self.dledger.logs_to_keep = parse(key, v)?,
                 // Store keys.
                 "storePathRootDir" => self.store.store_path_root_dir = PathBuf::from(v),
                 "mappedFileSizeCommitLog" => self.store.mapped_file_size_commit_log = parse(key, v)?,

@@ -746,8 +746,14 @@ async fn start_dledger(
         .map_err(|e| BrokerError::Config(format!("cannot read {}: {e}", dir.display())))?;
     let has_raft_log =
         std::fs::metadata(dir.join("raft").join("raft.log")).is_ok_and(|m| m.len() > 0);
+    let installing = dir
+        .join(crate::ha::dledger::snapshot::INSTALLING_FILE)
+        .exists();
     let keep = match mark {
         Some(m) => m.end,
+        // A snapshot was being installed over its emptied log: empty it again (the leader
+        // sends the snapshot again).
+        None if installing => min,
         // Its applied marks were lost (a power cut before they were synced) but its Raft log
         // holds every entry: apply them all again over an empty log.
         None if end > min && min == 0 && has_raft_log => 0,

@@ -216,31 +216,13 @@ fn take_chunks(
 /// Appends the whole records at the start of `pending`; skips the filler after an
 /// end-of-segment marker.
 fn append_pending(shared: &Shared, pending: &mut Pending) -> Result<(), Failure> {
-    let store = &shared.store;
-    let mut at = pending.offset.unwrap_or(0);
-    let mut start = 0usize;
-    loop {
-        let end_of_log = store.commit_log_max_offset();
-        if at < end_of_log {
-            // The rest of a segment after its end marker: filler the log already skipped.
-            let skip = ((end_of_log - at) as usize).min(pending.bytes.len() - start);
-            start += skip;
-            at += skip as u64;
-        }
-        if start == pending.bytes.len() {
-            break;
-        }
-        let taken = store
-            .append_replica(at, &pending.bytes[start..])
-            .map_err(refused)?;
-        if taken == 0 {
-            break;
-        }
-        start += taken;
-        at += taken as u64;
-    }
-    pending.bytes.drain(..start);
-    pending.offset = Some(at);
+    let at = pending.offset.unwrap_or(0);
+    let taken = shared
+        .store
+        .append_replica_from(at, &pending.bytes)
+        .map_err(refused)?;
+    pending.bytes.drain(..taken);
+    pending.offset = Some(at + taken as u64);
     Ok(())
 }
 

@@ -738,6 +738,31 @@ impl MessageStore {
         Ok(taken)
     }
 
+    /// [`MessageStore::append_replica`] over bytes that may start before this log's end:
+    /// what the log already holds (its bytes, and the filler after a segment's end marker) is
+    /// skipped, the whole records after it appended. Returns how many bytes of `data` (which
+    /// starts at commit-log offset `at`) were used; an incomplete record at its end is left.
+    pub fn append_replica_from(&self, mut at: u64, data: &[u8]) -> StoreResult<usize> {
+        let mut start = 0usize;
+        loop {
+            let end_of_log = self.commit_log_max_offset();
+            if at < end_of_log {
+                let skip = ((end_of_log - at) as usize).min(data.len() - start);
+                start += skip;
+                at += skip as u64;
+            }
+            if start == data.len() {
+                return Ok(start);
+            }
+            let taken = self.append_replica(at, &data[start..])?;
+            if taken == 0 {
+                return Ok(start);
+            }
+            start += taken;
+            at += taken as u64;
+        }
+    }
+
     /// Moves an empty store's commit log to start at `base`, a segment boundary (an empty
     /// slave starts at its master's last segment).
     pub fn restart_empty_at(&self, base: u64) -> StoreResult<()> {

@@ -411,6 +411,14 @@ pub(crate) fn runtime_info(b: &BrokerInner) -> ProcessResult {
             "dLegerLastApplied".to_string(),
             m.last_applied.map_or(-1, |l| l.index as i64).to_string(),
         );
+        table.insert(
+            "dLegerSnapshot".to_string(),
+            m.snapshot.map_or(-1, |l| l.index as i64).to_string(),
+        );
+        table.insert(
+            "dLegerPurged".to_string(),
+            m.purged.map_or(-1, |l| l.index as i64).to_string(),
+        );
     } else if b.is_slave() {
         table.insert(
             "haMasterAddress".to_string(),

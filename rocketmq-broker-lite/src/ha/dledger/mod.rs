@@ -11,6 +11,7 @@
 pub mod log_store;
 pub mod network;
 pub mod node;
+pub mod snapshot;
 pub mod state_machine;
 pub mod types;
 
@@ -50,6 +51,13 @@ pub struct DLedgerConfig {
     /// its own before it stands for election, and longer when another node has more log: a
     /// dead leader is replaced in about 2–4 s.
     pub election_timeout: Duration,
+    /// Entries applied between two snapshots, after which the Raft log is purged up to
+    /// [`DLedgerConfig::logs_to_keep`] entries before the snapshot (`dLegerSnapshotThreshold`,
+    /// ours: 10,000; 0 never purges). A follower missing purged entries is sent the commit log.
+    pub snapshot_threshold: u64,
+    /// Entries kept in the Raft log before the last snapshot (`dLegerLogsToKeep`, ours: 1,000),
+    /// so that a follower a little behind catches up from the log.
+    pub logs_to_keep: u64,
 }
 
 impl Default for DLedgerConfig {
@@ -62,6 +70,8 @@ impl Default for DLedgerConfig {
             bind_ip: "0.0.0.0".into(),
             heartbeat_interval: Duration::from_millis(150),
             election_timeout: Duration::from_millis(600),
+            snapshot_threshold: 10_000,
+            logs_to_keep: 1_000,
         }
     }
 }

@@ -1,7 +1,12 @@
 //! Raft RPCs between the nodes of a DLedger group, over the remoting protocol on each node's
 //! `dLegerPeers` address (frames as every other RocketMQ connection; codes of Java's DLedger:
-//! 51001 vote, 51004 push of entries). An append carries its entries' payloads as raw bytes
-//! after a small JSON head, not as JSON.
+//! 51001 vote, 51004 push of entries; ours: 51010 and 51011 for snapshots). An append carries
+//! its entries' payloads as raw bytes after a small JSON head, not as JSON.
+//!
+//! A snapshot is sent as the commit log itself ([`super::snapshot`]): the leader asks the
+//! follower where its log ends (51010), then sends the bytes from there (or from its own
+//! oldest segment) up to the snapshot's end in chunks (51011); the last chunk carries the
+//! snapshot's description and installs it.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,21 +16,27 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::{BufMut, Bytes};
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+    Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed,
+    StreamingError, Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
+    SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, EntryPayload, LogId, Membership, Vote};
+use openraft::{
+    BasicNode, EntryPayload, LogId, Membership, Snapshot, SnapshotMeta, StorageIOError, Vote,
+};
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::{
     ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
 };
 use serde::{Deserialize, Serialize};
 
+use super::snapshot::{self, SnapshotFile};
 use super::types::{Entry, NodeId, Proposal, TypeConfig};
+use crate::store::persist::off_the_workers;
+use crate::store::MessageStore;
 
 /// Request code of a vote.
 pub const VOTE: i32 = 51001;
@@ -33,6 +44,12 @@ pub const VOTE: i32 = 51001;
 pub const PUSH: i32 = 51004;
 /// Request code asking a node for its broker's address (Java DLedger's METADATA).
 pub const METADATA: i32 = 50000;
+/// Request code asking a follower where its commit log ends (before a snapshot is sent).
+pub const SNAPSHOT_PROBE: i32 = 51010;
+/// Request code of a chunk of a snapshot.
+pub const SNAPSHOT_CHUNK: i32 = 51011;
+/// Commit-log bytes a snapshot chunk carries at most.
+const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
 
 /// The Raft instance of a node.
 pub type Raft = openraft::Raft<TypeConfig>;
@@ -179,17 +196,83 @@ pub fn decode_push(body: &Bytes) -> Result<AppendEntriesRequest<TypeConfig>, Str
     })
 }
 
+/// The head of a snapshot chunk (its commit-log bytes follow).
+#[derive(Serialize, Deserialize)]
+struct ChunkHead {
+    vote: Vote<NodeId>,
+    /// Commit-log offset of the first byte the snapshot carries.
+    from: u64,
+    /// Commit-log end of the snapshot.
+    end: u64,
+    /// Commit-log offset of this chunk's first byte.
+    offset: u64,
+    /// Set on the last chunk, which installs the snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    meta: Option<SnapshotMeta<NodeId, BasicNode>>,
+}
+
+fn encode_chunk(head: &ChunkHead, data: &[u8]) -> Bytes {
+    let json = serde_json::to_vec(head).unwrap_or_default();
+    let mut out = bytes::BytesMut::with_capacity(4 + json.len() + data.len());
+    out.put_u32(json.len() as u32);
+    out.put_slice(&json);
+    out.put_slice(data);
+    out.freeze()
+}
+
+fn decode_chunk(body: &Bytes) -> Result<(ChunkHead, Bytes), String> {
+    let n = body
+        .get(..4)
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or("truncated snapshot chunk")?;
+    let json = body.get(4..4 + n).ok_or("truncated snapshot chunk head")?;
+    let head: ChunkHead =
+        serde_json::from_slice(json).map_err(|e| format!("bad snapshot chunk head: {e}"))?;
+    Ok((head, body.slice(4 + n..)))
+}
+
 /// Connections to the peers.
 #[derive(Clone, Debug)]
 pub struct Network {
     client: RemotingClient,
     partition: Arc<Partition>,
+    store: MessageStore,
 }
 
 impl Network {
-    /// RPCs over `client`, cut by `partition`.
-    pub fn new(client: RemotingClient, partition: Arc<Partition>) -> Self {
-        Self { client, partition }
+    /// RPCs over `client`, cut by `partition`; snapshots are read from `store`.
+    pub fn new(client: RemotingClient, partition: Arc<Partition>, store: MessageStore) -> Self {
+        Self {
+            client,
+            partition,
+            store,
+        }
+    }
+}
+
+/// Why an RPC got no answer it could use.
+enum CallError {
+    Unreachable(Unreachable),
+    Network(NetworkError),
+}
+
+impl<E: std::error::Error> From<CallError> for RpcErr<E> {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Unreachable(u) => RPCError::Unreachable(u),
+            CallError::Network(n) => RPCError::Network(n),
+        }
+    }
+}
+
+type StreamErr = StreamingError<TypeConfig, Fatal<NodeId>>;
+
+impl From<CallError> for StreamErr {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Unreachable(u) => StreamingError::Unreachable(u),
+            CallError::Network(n) => StreamingError::Network(n),
+        }
     }
 }
 
@@ -203,13 +286,10 @@ pub struct Peer {
 type RpcErr<E = openraft::error::Infallible> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
 
 impl Peer {
-    async fn call<R, E>(&self, code: i32, body: Bytes, ttl: Duration) -> Result<R, RpcErr<E>>
-    where
-        R: serde::de::DeserializeOwned,
-        E: std::error::Error + serde::de::DeserializeOwned,
-    {
+    /// Sends a request; the body of a successful answer.
+    async fn call_raw(&self, code: i32, body: Bytes, ttl: Duration) -> Result<Bytes, CallError> {
         if self.net.partition.blocks(self.target) {
-            return Err(RPCError::Unreachable(Unreachable::new(
+            return Err(CallError::Unreachable(Unreachable::new(
                 &std::io::Error::other("partitioned"),
             )));
         }
@@ -219,9 +299,9 @@ impl Peer {
             .client
             .invoke(&self.addr, req, ttl)
             .await
-            .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
+            .map_err(|e| CallError::Unreachable(Unreachable::new(&e)))?;
         if resp.response_code() != ResponseCode::Success {
-            return Err(RPCError::Network(NetworkError::new(
+            return Err(CallError::Network(NetworkError::new(
                 &std::io::Error::other(format!(
                     "peer answered {}: {}",
                     resp.code,
@@ -229,9 +309,93 @@ impl Peer {
                 )),
             )));
         }
-        let r: Result<R, RaftError<NodeId, E>> = serde_json::from_slice(&resp.body)
-            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        Ok(resp.body)
+    }
+
+    async fn call<R, E>(&self, code: i32, body: Bytes, ttl: Duration) -> Result<R, RpcErr<E>>
+    where
+        R: serde::de::DeserializeOwned,
+        E: std::error::Error + serde::de::DeserializeOwned,
+    {
+        let body = self.call_raw(code, body, ttl).await?;
+        let r: Result<R, RaftError<NodeId, E>> =
+            serde_json::from_slice(&body).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+
+    /// Sends a snapshot ending at commit-log offset `end`: the follower's log is completed
+    /// from where it ends (or from this log's oldest byte, if it ends before it).
+    async fn send_snapshot(
+        &self,
+        vote: Vote<NodeId>,
+        meta: SnapshotMeta<NodeId, BasicNode>,
+        end: u64,
+        ttl: Duration,
+    ) -> Result<SnapshotResponse<NodeId>, StreamErr> {
+        let probe = self.call_raw(SNAPSHOT_PROBE, Bytes::new(), ttl).await?;
+        let theirs = probe
+            .get(..8)
+            .map(|b| u64::from_be_bytes(b.try_into().unwrap_or_default()))
+            .ok_or_else(|| {
+                StreamingError::Network(NetworkError::new(&std::io::Error::other(
+                    "short snapshot probe answer",
+                )))
+            })?;
+        let store = self.net.store.clone();
+        let oldest = store.commit_log_min_offset();
+        let from = if theirs >= oldest {
+            theirs.min(end)
+        } else {
+            oldest
+        };
+        tracing::info!(
+            peer = self.target,
+            from,
+            end,
+            "sending a DLedger snapshot (the commit log) to a follower behind the purged log"
+        );
+        let mut at = from;
+        loop {
+            let data = if at < end {
+                let s = store.clone();
+                let want = (end - at).min(SNAPSHOT_CHUNK_BYTES as u64) as usize;
+                off_the_workers(move || s.replica_bytes(at, want))
+                    .map_err(|e| {
+                        StreamingError::StorageError(StorageIOError::read_snapshot(None, &e).into())
+                    })?
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            if at < end && data.is_empty() {
+                return Err(StreamingError::StorageError(
+                    StorageIOError::read_snapshot(
+                        None,
+                        &std::io::Error::other(format!("commit-log offset {at} is not readable")),
+                    )
+                    .into(),
+                ));
+            }
+            let last = at + data.len() as u64 == end;
+            let head = ChunkHead {
+                vote,
+                from,
+                end,
+                offset: at,
+                meta: last.then(|| meta.clone()),
+            };
+            let answer = self
+                .call_raw(SNAPSHOT_CHUNK, encode_chunk(&head, &data), ttl)
+                .await?;
+            if last {
+                let r: Result<SnapshotResponse<NodeId>, Fatal<NodeId>> =
+                    serde_json::from_slice(&answer)
+                        .map_err(|e| StreamingError::Network(NetworkError::new(&e)))?;
+                return r
+                    .map_err(|e| StreamingError::RemoteError(RemoteError::new(self.target, e)));
+            }
+            at += data.len() as u64;
+        }
     }
 }
 
@@ -262,8 +426,22 @@ impl RaftNetwork<TypeConfig> for Peer {
         _option: RPCOption,
     ) -> Result<InstallSnapshotResponse<NodeId>, RpcErr<InstallSnapshotError>> {
         Err(RPCError::Network(NetworkError::new(
-            &std::io::Error::other("snapshots are not used: replicas catch up from the log"),
+            &std::io::Error::other("snapshots are sent whole (full_snapshot)"),
         )))
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote<NodeId>,
+        snapshot: Snapshot<TypeConfig>,
+        cancel: impl std::future::Future<Output = ReplicationClosed> + Send + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<NodeId>, StreamErr> {
+        let end = snapshot.snapshot.end;
+        tokio::select! {
+            r = self.send_snapshot(vote, snapshot.meta, end, option.hard_ttl()) => r,
+            closed = cancel => Err(StreamingError::Closed(closed)),
+        }
     }
 
     async fn vote(
@@ -284,6 +462,91 @@ pub struct PeerService {
     pub partition: Arc<Partition>,
     /// The broker address this node serves clients on, once bound.
     pub broker_addr: Arc<OnceLock<String>>,
+    /// This node's store (where a received snapshot goes).
+    pub store: MessageStore,
+    /// The snapshot being received.
+    pub receiving: tokio::sync::Mutex<Option<Receiving>>,
+    /// Why the last snapshot sent to this node was refused, if one was.
+    pub last_refusal: Mutex<Option<String>>,
+}
+
+/// A snapshot being received.
+#[derive(Debug)]
+pub struct Receiving {
+    vote: Vote<NodeId>,
+    from: u64,
+    end: u64,
+    next: u64,
+    file: tokio::fs::File,
+}
+
+impl PeerService {
+    /// Takes a snapshot chunk; the last one installs the snapshot (the answer is then
+    /// openraft's).
+    async fn take_chunk(&self, raft: &Raft, body: &Bytes) -> Result<Option<Vec<u8>>, String> {
+        use tokio::io::AsyncWriteExt;
+        let (head, data) = decode_chunk(body)?;
+        let mut slot = self.receiving.lock().await;
+        if head.offset == head.from {
+            if let Some(why) = snapshot::cannot_catch_up(head.from, &self.store) {
+                tracing::error!(error = %why, "refusing the DLedger leader's snapshot");
+                *self.last_refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
+                return Err(why);
+            }
+            let file = raft
+                .begin_receiving_snapshot()
+                .await
+                .map_err(|e| format!("cannot receive a snapshot: {e}"))?
+                .into_file()
+                .ok_or("the state machine gave no file to receive into")?;
+            let mut r = Receiving {
+                vote: head.vote,
+                from: head.from,
+                end: head.end,
+                next: head.from,
+                file,
+            };
+            let mut header = [0u8; snapshot::HEADER];
+            header[..8].copy_from_slice(&head.from.to_be_bytes());
+            header[8..].copy_from_slice(&head.end.to_be_bytes());
+            r.file
+                .write_all(&header)
+                .await
+                .map_err(|e| format!("cannot write the received snapshot: {e}"))?;
+            *slot = Some(r);
+        }
+        let r = slot
+            .as_mut()
+            .filter(|r| {
+                (r.vote, r.from, r.end, r.next) == (head.vote, head.from, head.end, head.offset)
+            })
+            .ok_or("a snapshot chunk out of order")?;
+        r.file
+            .write_all(&data)
+            .await
+            .map_err(|e| format!("cannot write the received snapshot: {e}"))?;
+        r.next += data.len() as u64;
+        let Some(meta) = head.meta else {
+            return Ok(None);
+        };
+        let mut r = slot.take().ok_or("a snapshot chunk out of order")?;
+        if r.next != r.end {
+            return Err(format!(
+                "the snapshot's last chunk ends at {}, not at {}",
+                r.next, r.end
+            ));
+        }
+        r.file
+            .flush()
+            .await
+            .map_err(|e| format!("cannot write the received snapshot: {e}"))?;
+        let snap = Snapshot {
+            meta,
+            snapshot: Box::new(SnapshotFile::of_file(r.file)),
+        };
+        let res = raft.install_full_snapshot(r.vote, snap).await;
+        Ok(Some(serde_json::to_vec(&res).unwrap_or_default()))
+    }
 }
 
 fn refuse(why: String) -> ProcessResult {
@@ -306,6 +569,18 @@ impl RequestProcessor for PeerService {
             return refuse("the node is starting".into());
         };
         match req.code {
+            SNAPSHOT_PROBE => {
+                let mut b = Vec::with_capacity(16);
+                b.extend_from_slice(&self.store.commit_log_max_offset().to_be_bytes());
+                b.extend_from_slice(&self.store.commit_log_min_offset().to_be_bytes());
+                RemotingCommand::success().with_body(b).into()
+            }
+            SNAPSHOT_CHUNK => match self.take_chunk(&raft, &req.body).await {
+                Ok(answer) => RemotingCommand::success()
+                    .with_body(answer.unwrap_or_default())
+                    .into(),
+                Err(why) => refuse(why),
+            },
             PUSH => {
                 let rpc = match decode_push(&req.body) {
                     Ok(r) => r,

@@ -44,6 +44,8 @@ pub struct DLedgerNode {
     role: watch::Receiver<Option<NodeId>>,
     client: RemotingClient,
     queue: tokio::sync::mpsc::UnboundedSender<Waiting>,
+    sm: StateMachine,
+    service: Arc<PeerService>,
 }
 
 /// A write waiting to be proposed.
@@ -150,7 +152,11 @@ impl DLedgerNode {
             heartbeat_interval: cfg.heartbeat_interval.as_millis() as u64,
             election_timeout_min: cfg.election_timeout.as_millis() as u64,
             election_timeout_max: cfg.election_timeout.as_millis() as u64 * 2,
-            snapshot_policy: SnapshotPolicy::Never,
+            snapshot_policy: match cfg.snapshot_threshold {
+                0 => SnapshotPolicy::Never,
+                n => SnapshotPolicy::LogsSinceLast(n),
+            },
+            max_in_snapshot_log_to_keep: cfg.logs_to_keep,
             max_payload_entries: 256,
             ..Config::default()
         }
@@ -158,7 +164,7 @@ impl DLedgerNode {
         .map_err(|e| format!("bad DLedger timing: {e}"))?;
         let log = RaftLogStore::open(&dir.join("raft"), sync)
             .map_err(|e| format!("cannot open the Raft log in {}: {e}", dir.display()))?;
-        let sm = StateMachine::open(dir, store, mark)
+        let sm = StateMachine::open(dir, store.clone(), mark)
             .map_err(|e| format!("cannot open the applied index in {}: {e}", dir.display()))?;
         let partition = Arc::new(Partition::default());
         // Raft paces its own retries (heartbeats, elections): a peer that comes back must be
@@ -167,23 +173,27 @@ impl DLedgerNode {
             .connect_timeout(Duration::from_millis(500))
             .reconnect_backoff(Duration::from_millis(20), Duration::from_millis(100))
             .build();
-        let network = Network::new(client.clone(), partition.clone());
+        let network = Network::new(client.clone(), partition.clone(), store.clone());
         let cell = Arc::new(OnceLock::new());
         let broker_addr = Arc::new(OnceLock::new());
         let bind = match me.addr.rsplit_once(':') {
             Some((_, port)) => format!("{}:{port}", cfg.bind_ip),
             None => return Err(format!("bad peer address {:?} in dLegerPeers", me.addr)),
         };
+        let service = Arc::new(PeerService {
+            raft: cell.clone(),
+            partition: partition.clone(),
+            broker_addr: broker_addr.clone(),
+            store: store.clone(),
+            receiving: tokio::sync::Mutex::new(None),
+            last_refusal: std::sync::Mutex::new(None),
+        });
         let server = RemotingServer::builder(bind.clone())
-            .default_processor(Arc::new(PeerService {
-                raft: cell.clone(),
-                partition: partition.clone(),
-                broker_addr: broker_addr.clone(),
-            }))
+            .default_processor(service.clone())
             .start()
             .await
             .map_err(|e| format!("cannot listen on the DLedger port {bind}: {e}"))?;
-        let raft = Raft::new(id, Arc::new(raft_cfg), network, log, sm)
+        let raft = Raft::new(id, Arc::new(raft_cfg), network, log, sm.clone())
             .await
             .map_err(|e| format!("cannot start the Raft node: {e}"))?;
         let _ = cell.set(raft.clone());
@@ -219,6 +229,8 @@ impl DLedgerNode {
             role,
             client,
             queue,
+            sm,
+            service,
         })
     }
 
@@ -250,6 +262,22 @@ impl DLedgerNode {
     /// The Raft instance (metrics, tests).
     pub fn raft(&self) -> &Raft {
         &self.raft
+    }
+
+    /// Snapshots this node installed since it started (its leader sent it the commit log
+    /// because the entries it missed were purged).
+    pub fn snapshots_installed(&self) -> u64 {
+        self.sm.snapshots_installed()
+    }
+
+    /// Why this node last refused a snapshot its leader sent (its log ends before the oldest
+    /// byte the group still holds: it cannot catch up with its store as it is).
+    pub fn last_snapshot_refusal(&self) -> Option<String> {
+        self.service
+            .last_refusal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Proposes a write (`msgs` stored at `store_ts`): answered once a majority holds it and

@@ -6,8 +6,11 @@
 //! leader node, index, commit-log end after it). At start-up the replica keeps the commit log up
 //! to the end of the last entry that file names and the log still holds entirely, and applies
 //! the entries after it again (the same bytes at the same offsets).
+//!
+//! Snapshots ([`super::snapshot`]) are positions in the commit log, recorded once it is
+//! durable up to them; the Raft log is purged behind them, and `applied.idx` started over.
 
-use std::io::{Cursor, Write};
+use std::io::{Seek, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -20,6 +23,7 @@ use openraft::{
 };
 use tracing::warn;
 
+use super::snapshot::{self, SnapshotFile, SnapshotRecord};
 use super::types::{Applied, AppliedWrites, Entry, NodeId, Proposal, TypeConfig};
 use crate::store::persist::off_the_workers;
 use crate::store::PutMessage;
@@ -77,6 +81,17 @@ pub fn recover_applied(dir: &Path, log_end: u64) -> std::io::Result<Option<Appli
         file.set_len(keep as u64)?;
         file.sync_all()?;
     }
+    // The last snapshot, when the log holds it and it is later than the marks left.
+    if let Some(snap) = snapshot::load(dir)? {
+        if let Some(last) = snap.meta.last_log_id {
+            if snap.end <= log_end && mark.is_none_or(|m: AppliedMark| m.log_id < last) {
+                mark = Some(AppliedMark {
+                    log_id: last,
+                    end: snap.end,
+                });
+            }
+        }
+    }
     Ok(mark)
 }
 
@@ -87,8 +102,20 @@ struct Inner {
     /// When `applied.idx` was last synced (it is synced at most once a second: losing its
     /// tail only means applying those entries again).
     idx_synced: Mutex<std::time::Instant>,
-    last_applied: Mutex<Option<LogId<NodeId>>>,
-    membership: Mutex<StoredMembership<NodeId, BasicNode>>,
+    state: Mutex<AppliedState>,
+    /// The last snapshot taken or installed.
+    snapshot: Mutex<Option<SnapshotRecord>>,
+    /// Snapshots installed (sent by a leader) since start.
+    installed: std::sync::atomic::AtomicU64,
+}
+
+/// What the commit log holds: the last entry applied, the log's end after it, and the
+/// membership as of then.
+#[derive(Debug, Clone, Default)]
+struct AppliedState {
+    last: Option<LogId<NodeId>>,
+    end: u64,
+    membership: StoredMembership<NodeId, BasicNode>,
 }
 
 /// The commit log as a Raft state machine.
@@ -100,7 +127,7 @@ pub struct StateMachine {
 impl std::fmt::Debug for StateMachine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StateMachine")
-            .field("last_applied", &*lock(&self.inner.last_applied))
+            .field("last_applied", &lock(&self.inner.state).last)
             .finish()
     }
 }
@@ -124,24 +151,43 @@ impl StateMachine {
             }),
             Err(_) => StoredMembership::default(),
         };
+        let snapshot = snapshot::load(dir)?;
+        let end = mark.map_or_else(|| store.commit_log_max_offset(), |m| m.end);
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
                 dir: dir.to_path_buf(),
                 idx: Mutex::new(idx),
                 idx_synced: Mutex::new(std::time::Instant::now()),
-                last_applied: Mutex::new(mark.map(|m| m.log_id)),
-                membership: Mutex::new(membership),
+                state: Mutex::new(AppliedState {
+                    last: mark.map(|m| m.log_id),
+                    end,
+                    membership,
+                }),
+                snapshot: Mutex::new(snapshot),
+                installed: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
 
+    /// Snapshots installed since start (a leader sent this node its commit log because the
+    /// entries it missed were purged).
+    pub fn snapshots_installed(&self) -> u64 {
+        self.inner
+            .installed
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The last applied entry.
     pub fn last_applied(&self) -> Option<LogId<NodeId>> {
-        *lock(&self.inner.last_applied)
+        lock(&self.inner.state).last
     }
 
     fn mark(&self, log_id: LogId<NodeId>, end: u64) -> std::io::Result<()> {
+        self.write_mark(log_id, end, false)
+    }
+
+    fn write_mark(&self, log_id: LogId<NodeId>, end: u64, sync: bool) -> std::io::Result<()> {
         let mut rec = [0u8; RECORD];
         rec[..8].copy_from_slice(&log_id.leader_id.term.to_be_bytes());
         rec[8..16].copy_from_slice(&log_id.leader_id.node_id.to_be_bytes());
@@ -150,7 +196,7 @@ impl StateMachine {
         let mut idx = lock(&self.inner.idx);
         idx.write_all(&rec)?;
         let mut synced = lock(&self.inner.idx_synced);
-        if synced.elapsed() >= Duration::from_secs(1) {
+        if sync || synced.elapsed() >= Duration::from_secs(1) {
             idx.sync_data()?;
             *synced = std::time::Instant::now();
         }
@@ -220,6 +266,18 @@ impl StateMachine {
     fn apply_all(&self, entries: Vec<Entry>) -> Result<Vec<AppliedWrites>, StorageError<NodeId>> {
         let mut out = Vec::with_capacity(entries.len());
         for e in entries {
+            let start = self.inner.store.commit_log_min_offset();
+            if lock(&self.inner.state).last.is_none() && start > 0 {
+                // A log moved for a snapshot whose install did not complete: the group's
+                // first entries do not belong at its offsets.
+                let why = format!(
+                    "the commit log starts at {start} but holds no installed snapshot: entry \
+                     {} cannot be applied (move the store away to rejoin)",
+                    e.log_id.index
+                );
+                tracing::error!("{why}");
+                return Err(StorageIOError::apply(e.log_id, &std::io::Error::other(why)).into());
+            }
             let applied = match &e.payload {
                 EntryPayload::Blank => Vec::new(),
                 EntryPayload::Normal(p) => self
@@ -229,30 +287,139 @@ impl StateMachine {
                     let sm = StoredMembership::new(Some(e.log_id), m.clone());
                     self.save_membership(&sm)
                         .map_err(|err| StorageIOError::apply(e.log_id, &err))?;
-                    *lock(&self.inner.membership) = sm;
+                    lock(&self.inner.state).membership = sm;
                     Vec::new()
                 }
             };
-            self.mark(e.log_id, self.inner.store.commit_log_max_offset())
+            let end = self.inner.store.commit_log_max_offset();
+            self.mark(e.log_id, end)
                 .map_err(|err| StorageIOError::apply(e.log_id, &err))?;
-            *lock(&self.inner.last_applied) = Some(e.log_id);
+            let mut st = lock(&self.inner.state);
+            st.last = Some(e.log_id);
+            st.end = end;
             out.push(applied);
         }
         Ok(out)
     }
 }
 
-fn no_snapshots() -> StorageError<NodeId> {
-    StorageIOError::read_snapshot(
-        None,
-        &std::io::Error::other("snapshots are not used: a replica catches up from the log"),
-    )
-    .into()
+fn snapshot_err(e: impl std::fmt::Display) -> StorageError<NodeId> {
+    StorageIOError::write_snapshot(None, &std::io::Error::other(e.to_string())).into()
+}
+
+impl StateMachine {
+    /// Flushes the commit log up to at least `end` (a snapshot stands for it).
+    fn make_durable(&self, end: u64) -> Result<(), StorageError<NodeId>> {
+        let store = self.inner.store.clone();
+        let done = off_the_workers(move || store.flush()).map_err(snapshot_err)?;
+        if done < end {
+            return Err(snapshot_err(format!(
+                "the commit log is durable up to {done}, not to {end}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records a snapshot of what is applied, once the commit log is durable up to it, and
+    /// starts `applied.idx` over (the snapshot stands for the marks before it).
+    async fn take_snapshot(&self) -> Result<SnapshotRecord, StorageError<NodeId>> {
+        let st = lock(&self.inner.state).clone();
+        self.make_durable(st.end)?;
+        let meta = SnapshotMeta {
+            last_log_id: st.last,
+            last_membership: st.membership,
+            snapshot_id: match st.last {
+                Some(l) => format!(
+                    "{}-{}-{}-{}",
+                    l.leader_id.term, l.leader_id.node_id, l.index, st.end
+                ),
+                None => format!("none-{}", st.end),
+            },
+        };
+        let rec = SnapshotRecord { meta, end: st.end };
+        let me = self.clone();
+        let saved = rec.clone();
+        off_the_workers(move || -> std::io::Result<()> {
+            snapshot::save(&me.inner.dir, &saved)?;
+            let idx = lock(&me.inner.idx);
+            idx.set_len(0)?;
+            idx.sync_all()
+        })
+        .map_err(snapshot_err)?;
+        *lock(&self.inner.snapshot) = Some(rec.clone());
+        Ok(rec)
+    }
+
+    /// Installs a received snapshot: its records appended after what the log holds, the log
+    /// durable up to its end, then recorded as applied.
+    async fn install(
+        &self,
+        meta: &SnapshotMeta<NodeId, BasicNode>,
+        data: SnapshotFile,
+    ) -> Result<(), StorageError<NodeId>> {
+        let file = data
+            .into_file()
+            .ok_or_else(|| snapshot_err("a snapshot to install must be a received file"))?;
+        let mut file = file.into_std().await;
+        let me = self.clone();
+        let end = off_the_workers(move || -> Result<u64, String> {
+            file.rewind()
+                .map_err(|e| format!("cannot read the received snapshot: {e}"))?;
+            snapshot::install_from(&me.inner.dir, &me.inner.store, &mut file)
+        })
+        .map_err(|e| {
+            tracing::error!(error = %e, "cannot install the DLedger snapshot");
+            snapshot_err(e)
+        })?;
+        self.make_durable(end)?;
+        let rec = SnapshotRecord {
+            meta: meta.clone(),
+            end,
+        };
+        let me = self.clone();
+        let saved = rec.clone();
+        off_the_workers(move || -> std::io::Result<()> {
+            let dir = &me.inner.dir;
+            snapshot::save(dir, &saved)?;
+            me.save_membership(&saved.meta.last_membership)?;
+            let idx = lock(&me.inner.idx);
+            idx.set_len(0)?;
+            idx.sync_all()?;
+            drop(idx);
+            for f in [snapshot::INSTALLING_FILE, snapshot::RECEIVING_FILE] {
+                match std::fs::remove_file(dir.join(f)) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+            }
+            Ok(())
+        })
+        .map_err(snapshot_err)?;
+        *lock(&self.inner.state) = AppliedState {
+            last: meta.last_log_id,
+            end,
+            membership: meta.last_membership.clone(),
+        };
+        tracing::info!(
+            last = ?meta.last_log_id,
+            end,
+            "installed a DLedger snapshot: the commit log caught up from the leader's"
+        );
+        *lock(&self.inner.snapshot) = Some(rec);
+        self.inner
+            .installed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
-        Err(no_snapshots())
+        let rec = self.take_snapshot().await?;
+        Ok(Snapshot {
+            snapshot: Box::new(SnapshotFile::of_log(rec.end)),
+            meta: rec.meta,
+        })
     }
 }
 
@@ -263,10 +430,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         &mut self,
     ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>), StorageError<NodeId>>
     {
-        Ok((
-            *lock(&self.inner.last_applied),
-            lock(&self.inner.membership).clone(),
-        ))
+        let st = lock(&self.inner.state);
+        Ok((st.last, st.membership.clone()))
     }
 
     async fn apply<I>(&mut self, entries: I) -> Result<Vec<AppliedWrites>, StorageError<NodeId>>
@@ -284,21 +449,32 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn begin_receiving_snapshot(
         &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
-        Err(no_snapshots())
+    ) -> Result<Box<SnapshotFile>, StorageError<NodeId>> {
+        let f = tokio::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(self.inner.dir.join(snapshot::RECEIVING_FILE))
+            .await
+            .map_err(snapshot_err)?;
+        Ok(Box::new(SnapshotFile::of_file(f)))
     }
 
     async fn install_snapshot(
         &mut self,
-        _meta: &SnapshotMeta<NodeId, BasicNode>,
-        _snapshot: Box<Cursor<Vec<u8>>>,
+        meta: &SnapshotMeta<NodeId, BasicNode>,
+        snapshot: Box<SnapshotFile>,
     ) -> Result<(), StorageError<NodeId>> {
-        Err(no_snapshots())
+        self.install(meta, *snapshot).await
     }
 
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
-        Ok(None)
+        Ok(lock(&self.inner.snapshot).clone().map(|rec| Snapshot {
+            snapshot: Box::new(SnapshotFile::of_log(rec.end)),
+            meta: rec.meta,
+        }))
     }
 }

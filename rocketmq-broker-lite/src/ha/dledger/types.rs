@@ -1,7 +1,6 @@
 //! What the Raft group agrees on: proposals (messages to append to the commit log, with the
 //! leader's store time) and what applying one gave.
 
-use std::io::Cursor;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
@@ -20,7 +19,7 @@ openraft::declare_raft_types!(
         R = AppliedWrites,
         NodeId = NodeId,
         Node = BasicNode,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = super::snapshot::SnapshotFile,
 );
 
 /// A log entry of the group.
