@@ -24,9 +24,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::{
-    BasicNode, EntryPayload, LogId, Membership, Snapshot, SnapshotMeta, StorageIOError, Vote,
-};
+use openraft::{BasicNode, EntryPayload, LogId, Membership, Snapshot, SnapshotMeta, Vote};
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::{
     ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
@@ -359,22 +357,18 @@ impl Peer {
             let data = if at < end {
                 let s = store.clone();
                 let want = (end - at).min(SNAPSHOT_CHUNK_BYTES as u64) as usize;
+                // A read that fails (a segment expired meanwhile) is retried later, with a
+                // new probe: a storage error here would stop this node's Raft instance.
                 off_the_workers(move || s.replica_bytes(at, want))
-                    .map_err(|e| {
-                        StreamingError::StorageError(StorageIOError::read_snapshot(None, &e).into())
-                    })?
+                    .map_err(|e| StreamingError::Network(NetworkError::new(&e)))?
                     .unwrap_or_default()
             } else {
                 Vec::new()
             };
             if at < end && data.is_empty() {
-                return Err(StreamingError::StorageError(
-                    StorageIOError::read_snapshot(
-                        None,
-                        &std::io::Error::other(format!("commit-log offset {at} is not readable")),
-                    )
-                    .into(),
-                ));
+                return Err(StreamingError::Network(NetworkError::new(
+                    &std::io::Error::other(format!("commit-log offset {at} is not readable")),
+                )));
             }
             let last = at + data.len() as u64 == end;
             let head = ChunkHead {
@@ -488,7 +482,7 @@ impl PeerService {
         let (head, data) = decode_chunk(body)?;
         let mut slot = self.receiving.lock().await;
         if head.offset == head.from {
-            if let Some(why) = snapshot::cannot_catch_up(head.from, &self.store) {
+            if let Some(why) = snapshot::cannot_catch_up(head.from, head.end, &self.store) {
                 tracing::error!(error = %why, "refusing the DLedger leader's snapshot");
                 *self.last_refusal.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
                 return Err(why);
@@ -613,5 +607,35 @@ impl RequestProcessor for PeerService {
             )
             .into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_chunks_round_trip_and_garbage_is_refused() {
+        let head = ChunkHead {
+            vote: Vote::new_committed(3, 1),
+            from: 4096,
+            end: 9000,
+            offset: 5000,
+            meta: None,
+        };
+        let body = encode_chunk(&head, b"commit-log bytes");
+        let (h, data) = decode_chunk(&body).unwrap();
+        assert_eq!(
+            (h.vote, h.from, h.end, h.offset, h.meta.is_none()),
+            (head.vote, 4096, 9000, 5000, true)
+        );
+        assert_eq!(&data[..], b"commit-log bytes");
+        for cut in [0, 3, 4, 10, body.len() - 17] {
+            assert!(decode_chunk(&body.slice(..cut)).is_err(), "cut at {cut}");
+        }
+        let mut bad = body.to_vec();
+        bad[5] = b'!';
+        assert!(decode_chunk(&Bytes::from(bad)).is_err());
+        assert!(decode_chunk(&Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])).is_err());
     }
 }

@@ -156,13 +156,19 @@ impl AsyncSeek for SnapshotFile {
     }
 }
 
-/// Why a snapshot cannot be installed here.
-pub fn cannot_catch_up(from: u64, store: &MessageStore) -> Option<String> {
+/// Why a snapshot of the commit log from `from` to `to` cannot be installed here.
+pub fn cannot_catch_up(from: u64, to: u64, store: &MessageStore) -> Option<String> {
     let (min, end) = (store.commit_log_min_offset(), store.commit_log_max_offset());
-    (end < from && end != min).then(|| {
-        format!(
+    if end < from && end != min {
+        return Some(format!(
             "the group's oldest commit-log byte is {from} but this node's log ends at {end}: it \
              cannot catch up (move its store away to rejoin with an empty one)"
+        ));
+    }
+    (end > to).then(|| {
+        format!(
+            "this node's log ends at {end}, past the snapshot's end {to}: it holds writes the \
+             group did not commit and cannot catch up (move its store away to rejoin)"
         )
     })
 }
@@ -188,15 +194,10 @@ pub fn install_from(
     if end < from {
         return Err(format!("a snapshot from {from} to {end}"));
     }
-    if let Some(why) = cannot_catch_up(from, store) {
+    if let Some(why) = cannot_catch_up(from, end, store) {
         return Err(why);
     }
     let here = store.commit_log_max_offset();
-    if here > end {
-        return Err(format!(
-            "this node's log ends at {here}, past the snapshot's end {end}"
-        ));
-    }
     if here < from {
         write_atomic(dir, INSTALLING_FILE, b"")
             .map_err(|e| format!("cannot mark the install: {e}"))?;
