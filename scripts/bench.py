@@ -276,11 +276,25 @@ def run_f1():
     m = re.search(r"failover times \(SIGKILL to the next acknowledgement\): \[(.*)\]", out.stderr + out.stdout)
     if out.returncode != 0 or not m:
         raise SystemExit("F1 failed:\n%s" % (out.stderr[-2000:]))
-    times = []
-    for t in m.group(1).split(","):
+    e = re.search(r"election times \(SIGKILL to a node saying it leads\): \[(.*)\]", out.stderr + out.stdout)
+    if e:
+        el = sorted(durations(e.group(1)))
+        if el:
+            print("F1 elections (SIGKILL to a node saying it leads): median %.2f s, max %.2f s" % (
+                statistics.median(el), el[-1]), file=sys.stderr)
+    return durations(m.group(1))
+
+
+def durations(text):
+    """Rust `Duration` debug texts (`1.5s`, `830.2ms`, `Some(1.5s)`) as seconds."""
+    out = []
+    for t in text.split(","):
         t = t.strip()
-        times.append(float(t[:-2]) / 1000 if t.endswith("ms") else float(t[:-1]))
-    return times
+        if t.startswith("Some(") and t.endswith(")"):
+            t = t[5:-1]
+        if t and t != "None":
+            out.append(float(t[:-2]) / 1000 if t.endswith("ms") else float(t[:-1]))
+    return out
 
 
 def run_all(a, results):

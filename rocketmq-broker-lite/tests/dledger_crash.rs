@@ -57,6 +57,15 @@ async fn max_offsets(
     Some(out)
 }
 
+/// A node's DLedger role from its runtime info (`None` while it cannot answer).
+async fn role(c: &rocketmq_remoting::transport::RemotingClient, addr: &str) -> Option<String> {
+    let req = RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo);
+    let r = c.invoke(addr, req, T).await.ok()?;
+    let t: rocketmq_remoting::protocol::body::KvTable =
+        rocketmq_remoting::protocol::body::decode(&r.body).ok()?;
+    t.table.get("dLegerRole").cloned()
+}
+
 /// Waits until every node holds about what the most advanced one holds (a restarted node caught up),
 /// so that each kill takes a leader whose followers could take over at once.
 async fn caught_up(c: &rocketmq_remoting::transport::RemotingClient, addrs: &[String]) {
@@ -163,6 +172,7 @@ async fn leaders_killed_under_load_lose_no_acknowledged_message() {
         }));
     }
     let mut failovers = Vec::new();
+    let mut elections = Vec::new();
     for _ in 0..kills {
         caught_up(&c, &addrs).await;
         // Wait for acknowledgements from a leader, then kill it.
@@ -177,6 +187,26 @@ async fn leaders_killed_under_load_lose_no_acknowledged_message() {
         victim.kill().unwrap();
         victim.wait().unwrap();
         let killed_at = Instant::now();
+        // When another node first says it leads (to tell the election from the rest).
+        let elected = {
+            let others: Vec<String> = (0..NODES)
+                .filter(|&i| i != leader)
+                .map(|i| addrs[i].clone())
+                .collect();
+            tokio::spawn(async move {
+                let c = client();
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while Instant::now() < deadline {
+                    for a in &others {
+                        if role(&c, a).await.as_deref() == Some("LEADER") {
+                            return Some(killed_at.elapsed());
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                None
+            })
+        };
         let before = acked.lock().unwrap().len();
         // The first acknowledgement by another node.
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -192,6 +222,7 @@ async fn leaders_killed_under_load_lose_no_acknowledged_message() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         failovers.push(killed_at.elapsed());
+        elections.push(elected.await.unwrap());
         nodes[leader] = Some(broker(dir.path(), &confs[leader]));
     }
     stop.store(true, Ordering::Relaxed);
@@ -199,6 +230,7 @@ async fn leaders_killed_under_load_lose_no_acknowledged_message() {
         s.await.unwrap();
     }
     eprintln!("failover times (SIGKILL to the next acknowledgement): {failovers:?}");
+    eprintln!("election times (SIGKILL to a node saying it leads): {elections:?}");
     let acked = acked.lock().unwrap().clone();
     // Every node has every acknowledged message, once it caught up.
     for a in addrs.iter() {
