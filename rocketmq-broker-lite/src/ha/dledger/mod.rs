@@ -46,10 +46,10 @@ pub struct DLedgerConfig {
     pub bind_ip: String,
     /// Leader heartbeat period (`dLegerHeartBeatIntervalMs`, 150 ms).
     pub heartbeat_interval: Duration,
-    /// Election timeout (`dLegerElectionTimeoutMs`, 600 ms; openraft draws each node's between it and twice it). A
-    /// follower that heard from its leader waits twice the timeout (the leader's lease) plus
-    /// its own before it stands for election, and longer when another node has more log: a
-    /// dead leader is replaced in about 2–4 s.
+    /// Election timeout (`dLegerElectionTimeoutMs`, 600 ms). openraft draws each node's timeout
+    /// once, between it and 1.5 times it, and takes the upper bound as the leader's lease: a
+    /// follower that heard from its leader waits the lease plus its own timeout before it stands
+    /// (1.5–1.8 s), and twice the upper bound more once a node with more log refused it.
     pub election_timeout: Duration,
     /// Entries applied between two snapshots, after which the Raft log is purged up to
     /// [`DLedgerConfig::logs_to_keep`] entries before the snapshot (`dLegerSnapshotThreshold`,
