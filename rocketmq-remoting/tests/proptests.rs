@@ -96,6 +96,7 @@ fn command(ser: SerializeType) -> impl Strategy<Value = RemotingCommand> {
                     flag,
                     remark,
                     ext_fields,
+                    ext_json: None,
                     body: Bytes::from(body),
                     file_body: None,
                     serialize_type: ser,

@@ -13,7 +13,7 @@ use rocketmq_remoting::protocol::message::{
     decode_stored_all, MessageExt, MessageQueue, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
-    CommandHeader, ExtFields, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
+    CommandHeader, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
 };
 use rocketmq_remoting::transport::RemotingClient;
 
@@ -148,10 +148,8 @@ impl Api {
         };
         let mut req = self.bare(code);
         req.version = VERSION_4_9_8;
-        header.write_v2(
-            req.ext_fields
-                .get_or_insert_with(|| ExtFields::with_capacities(14, 256)),
-        );
+        // Written as JSON at once: the same bytes as through a map, without building one.
+        req.ext_json = Some(header.to_v2_json());
         req.body = body;
         if oneway {
             self.remoting.invoke_oneway(addr, req, timeout).await?;

@@ -2,6 +2,7 @@
 //! topics and groups of a client are `ns%name` on the wire (`%RETRY%ns%group` for a retry
 //! topic) and plain `name` in the API. System topics and groups are never wrapped.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rocketmq_remoting::protocol::body::SubscriptionData;
@@ -85,16 +86,22 @@ impl Namespace {
     /// `name` as shown (Java `withoutNamespace(resource, namespace)`): the namespace removed
     /// when it is this client's.
     pub(crate) fn unwrap(&self, resource: &str) -> String {
+        self.unwrap_cow(resource).into_owned()
+    }
+
+    /// [`Namespace::unwrap`], borrowing `resource` when it stays as it is (no namespace, or
+    /// another one).
+    pub(crate) fn unwrap_cow<'a>(&self, resource: &'a str) -> Cow<'a, str> {
         let Some(ns) = &self.0 else {
-            return resource.to_string();
+            return Cow::Borrowed(resource);
         };
         let (prefix, rest) = split_prefix(resource);
         match rest
             .strip_prefix(ns.as_str())
             .and_then(|r| r.strip_prefix(SEPARATOR))
         {
-            Some(plain) => format!("{prefix}{plain}"),
-            None => resource.to_string(),
+            Some(plain) => Cow::Owned(format!("{prefix}{plain}")),
+            None => Cow::Borrowed(resource),
         }
     }
 

@@ -2,6 +2,7 @@
 //! `sendKernelImpl`): queue selection, retries on another broker, latency fault avoidance,
 //! compression, unique ids.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -428,13 +429,19 @@ impl ProducerCore {
         })
     }
 
-    fn select_queue(&self, info: &TopicPublishInfo, last_broker: Option<&str>) -> MessageQueue {
+    /// The queue of the next attempt: one of `info`'s, or (latency fault avoidance with every
+    /// broker in the penalty box) a copy redirected to the least bad broker.
+    fn select_queue<'a>(
+        &self,
+        info: &'a TopicPublishInfo,
+        last_broker: Option<&str>,
+    ) -> Cow<'a, MessageQueue> {
         if self.settings.send_latency_fault_enable {
             let n = info.queues.len();
             for _ in 0..n {
                 let q = &info.queues[info.next_index() % n];
                 if self.fault.is_available(&q.broker_name) {
-                    return q.clone();
+                    return Cow::Borrowed(q);
                 }
             }
             if let Some(broker) = self.fault.pick_one_at_least() {
@@ -447,19 +454,20 @@ impl ProducerCore {
                     let mut q = info.select(None).clone();
                     q.queue_id = (info.next_index() % nums) as i32;
                     q.broker_name = broker;
-                    return q;
+                    return Cow::Owned(q);
                 }
                 self.fault.remove(&broker);
             }
-            return info.select(None).clone();
+            return Cow::Borrowed(info.select(None));
         }
-        info.select(last_broker).clone()
+        Cow::Borrowed(info.select(last_broker))
     }
 
-    fn update_fault(&self, broker: &str, elapsed: Duration, isolation: bool) {
+    /// Records an attempt's latency (measured from `start`) when fault avoidance is on.
+    fn update_fault(&self, broker: &str, start: Instant, isolation: bool) {
         if self.settings.send_latency_fault_enable {
             self.fault
-                .update(broker, elapsed.as_millis() as u64, isolation);
+                .update(broker, start.elapsed().as_millis() as u64, isolation);
         }
     }
 
@@ -581,7 +589,7 @@ impl ProducerCore {
     ) -> Result<Option<SendResult>> {
         let span = tracing::info_span!(
             "rocketmq.send",
-            topic = %self.ns.unwrap(&p.topic),
+            topic = %self.ns.unwrap_cow(&p.topic),
             msg_id = %p.msg_id,
             mode = ?mode.communication_mode(),
             attempts = tracing::field::Empty,
@@ -590,23 +598,25 @@ impl ProducerCore {
             status = tracing::field::Empty,
             error = tracing::field::Empty,
         );
+        if span.is_disabled() {
+            // No subscriber wants the span: skip instrumenting every poll.
+            return self.send_attempts(inst, p, mode, timeout, &span).await;
+        }
         let r = self
-            .send_attempts(inst, p, mode, timeout)
+            .send_attempts(inst, p, mode, timeout, &span)
             .instrument(span.clone())
             .await;
-        if !span.is_disabled() {
-            match &r {
-                Ok(Some(res)) => {
-                    span.record("queue", res.message_queue.queue_id);
-                    span.record("broker", res.message_queue.broker_name.as_str());
-                    span.record("status", tracing::field::debug(res.status));
-                }
-                Ok(None) => {
-                    span.record("status", "ONEWAY");
-                }
-                Err(e) => {
-                    span.record("error", tracing::field::display(e));
-                }
+        match &r {
+            Ok(Some(res)) => {
+                span.record("queue", res.message_queue.queue_id);
+                span.record("broker", res.message_queue.broker_name.as_str());
+                span.record("status", tracing::field::debug(res.status));
+            }
+            Ok(None) => {
+                span.record("status", "ONEWAY");
+            }
+            Err(e) => {
+                span.record("error", tracing::field::display(e));
             }
         }
         r
@@ -618,6 +628,7 @@ impl ProducerCore {
         p: &Prepared,
         mode: SendMode,
         timeout: Duration,
+        span: &tracing::Span,
     ) -> Result<Option<SendResult>> {
         let begin = Instant::now();
         let info = self.publish_info(inst, &p.topic).await?;
@@ -626,7 +637,7 @@ impl ProducerCore {
             SendMode::Async => 1 + self.settings.retry_times_when_send_async_failed,
             SendMode::Oneway => 1,
         };
-        let mut last_broker: Option<String> = None;
+        let mut last_broker: Option<Cow<'_, str>> = None;
         let mut last_err = None;
         // A message stored with a non-OK status (retried on another broker when
         // `retry_another_broker_when_not_store_ok` is on): reported as stored, whatever the
@@ -634,13 +645,17 @@ impl ProducerCore {
         let mut stored: Option<SendResult> = None;
         for attempt in 0..times {
             let mq = self.select_queue(&info, last_broker.as_deref());
-            last_broker = Some(mq.broker_name.clone());
-            let spent = begin.elapsed();
+            last_broker = Some(match &mq {
+                Cow::Borrowed(q) => Cow::Borrowed(q.broker_name.as_str()),
+                Cow::Owned(q) => Cow::Owned(q.broker_name.clone()),
+            });
+            // One clock read: the time spent so far and the attempt's start.
+            let start = Instant::now();
+            let spent = start.saturating_duration_since(begin);
             if spent >= timeout {
                 break;
             }
-            tracing::Span::current().record("attempts", attempt + 1);
-            let start = Instant::now();
+            span.record("attempts", attempt + 1);
             match self
                 .send_kernel(
                     inst,
@@ -653,7 +668,7 @@ impl ProducerCore {
                 .await
             {
                 Ok(r) => {
-                    self.update_fault(&mq.broker_name, start.elapsed(), false);
+                    self.update_fault(&mq.broker_name, start, false);
                     if let Some(res) = &r {
                         if res.status != SendStatus::SendOk
                             && mode == SendMode::Sync
@@ -673,7 +688,7 @@ impl ProducerCore {
                     if broker_failed(&e) {
                         inst.refresh_route_soon(&p.topic);
                     }
-                    self.update_fault(&mq.broker_name, start.elapsed(), isolation);
+                    self.update_fault(&mq.broker_name, start, isolation);
                     tracing::debug!(topic = %p.topic, broker = %mq.broker_name, attempt, error = %e, "send attempt failed");
                     if !e.is_retriable() {
                         return Err(e);
@@ -725,7 +740,7 @@ impl ProducerCore {
         };
         let hooks = self.hooks.get();
         let plain_queue = hooks.as_ref().map(|_| self.ns.unwrap_mq(mq));
-        let plain_topic = self.ns.unwrap(&p.topic);
+        let plain_topic = self.ns.unwrap_cow(&p.topic);
         let plain_group = hooks.as_ref().map(|_| self.ns.unwrap(&self.settings.group));
         let ctx = plain_queue.as_ref().map(|queue| SendMessageContext {
             producer_group: plain_group.as_deref().unwrap_or_default(),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::codes::{LanguageCode, RequestCode, ResponseCode, SerializeType, VERSION_4_9_8};
+use super::header_json::JsonExtFields;
 use super::headers::{CommandHeader, HeaderError};
 use super::string_map::StringMap;
 
@@ -73,6 +74,10 @@ pub const FLAG_ONEWAY: i32 = 0x2;
 /// Requests carry a [`RequestCode`] in `code`, responses a [`ResponseCode`]; flag bit 0 tells
 /// which. `ext_fields` is `None` when the header had no `extFields` (JSON key absent, or binary
 /// map length 0) and `Some` (possibly empty) otherwise.
+///
+/// An outgoing command may also carry header fields already encoded as JSON in `ext_json`
+/// (see [`JsonExtFields`]); its entries come after those of `ext_fields`. A decoded command never
+/// has any.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemotingCommand {
     /// Request or response code.
@@ -89,6 +94,11 @@ pub struct RemotingCommand {
     pub remark: Option<String>,
     /// Header fields.
     pub ext_fields: Option<ExtFields>,
+    /// More header fields, after `ext_fields`, already encoded as JSON (outgoing commands only:
+    /// the JSON header encoder copies them as they are, the binary one reads them back first).
+    /// [`RemotingCommand::ext`] does not see them; [`RemotingCommand::decode_header`] does, and
+    /// [`RemotingCommand::materialize_ext_fields`] moves them into `ext_fields`.
+    pub ext_json: Option<JsonExtFields>,
     /// Body bytes (empty when there is none).
     pub body: Bytes,
     /// More body, after `body`: file regions sent straight from the page cache (outgoing
@@ -108,6 +118,7 @@ impl Default for RemotingCommand {
             flag: 0,
             remark: None,
             ext_fields: None,
+            ext_json: None,
             body: Bytes::new(),
             file_body: None,
             serialize_type: SerializeType::Json,
@@ -182,6 +193,7 @@ impl RemotingCommand {
     /// Writes `header` into `extFields` (creating the map; existing entries of the same keys are
     /// replaced).
     pub fn set_header(&mut self, header: &impl CommandHeader) {
+        self.materialize_ext_fields();
         // Room for a typical request header's fields and text, so writing it does not regrow.
         let ext = self
             .ext_fields
@@ -189,19 +201,45 @@ impl RemotingCommand {
         header.write_to(ext);
     }
 
-    /// Reads a typed header from `extFields` (an absent map reads as empty).
+    /// Reads a typed header from `extFields` (an absent map reads as empty), `ext_json`
+    /// included.
     pub fn decode_header<H: CommandHeader>(&self) -> Result<H, HeaderError> {
         static EMPTY: ExtFields = ExtFields::new();
+        if self.ext_json.is_some() {
+            return H::read_from(&self.merged_ext_fields());
+        }
         H::read_from(self.ext_fields.as_ref().unwrap_or(&EMPTY))
     }
 
-    /// One `extFields` value.
+    /// The entries of `ext_fields` followed by those of `ext_json`, as one map.
+    pub fn merged_ext_fields(&self) -> ExtFields {
+        let mut ext = self.ext_fields.clone().unwrap_or_default();
+        if let Some(json) = &self.ext_json {
+            for (k, v) in json.to_ext_fields().iter() {
+                ext.push(k, v);
+            }
+        }
+        ext
+    }
+
+    /// Moves the entries of `ext_json` (if any) into `ext_fields`, after its own, so that code
+    /// working on the map (an RPC hook signing the request, say) sees every field. The encoded
+    /// header stays the same.
+    pub fn materialize_ext_fields(&mut self) {
+        if self.ext_json.is_some() {
+            self.ext_fields = Some(self.merged_ext_fields());
+            self.ext_json = None;
+        }
+    }
+
+    /// One `extFields` value (from `ext_fields` only: see [`RemotingCommand::ext_json`]).
     pub fn ext(&self, key: &str) -> Option<&str> {
         self.ext_fields.as_ref().and_then(|e| e.get(key))
     }
 
     /// Sets one `extFields` value.
     pub fn set_ext(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
+        self.materialize_ext_fields();
         self.ext_fields
             .get_or_insert_with(ExtFields::new)
             .insert(key, value);

@@ -66,7 +66,8 @@ pub enum FrameError {
 /// Encodes the length prefix, header word and header of `cmd` (everything but the body) into a
 /// new vector.
 pub fn encode_head(cmd: &RemotingCommand) -> Result<Vec<u8>, FrameError> {
-    let mut out = Vec::with_capacity(256);
+    // Room for a send's header (~350 bytes with its properties) without regrowing.
+    let mut out = Vec::with_capacity(512);
     out.extend_from_slice(&[0u8; 8]);
     match cmd.serialize_type {
         SerializeType::Json => header_json::encode(cmd, &mut out),

@@ -31,7 +31,9 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     }
     let len_pos = out.len();
     out.extend_from_slice(&0i32.to_be_bytes());
-    if let Some(ext) = &cmd.ext_fields {
+    // Fields carried as JSON are read back into a map first (the binary form is rare).
+    let merged = cmd.ext_json.is_some().then(|| cmd.merged_ext_fields());
+    if let Some(ext) = merged.as_ref().or(cmd.ext_fields.as_ref()) {
         for (k, v) in ext.iter() {
             out.extend_from_slice(&(k.len() as i16).to_be_bytes());
             out.extend_from_slice(k.as_bytes());

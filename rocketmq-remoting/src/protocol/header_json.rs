@@ -18,7 +18,104 @@ use super::headers::int_text;
 use super::json::escape::{write_json_string, EscapeMode};
 use super::FrameError;
 
+/// `extFields` written ahead of time as the members of a JSON object (`"k":"v",...`, without
+/// the braces), byte for byte as [`encode`] writes a map holding the same entries in the same
+/// order. A request whose header is built once and sent at once (a send's) can carry its fields
+/// this way in [`RemotingCommand::ext_json`]: no map is built, and the JSON header encoder copies
+/// the bytes instead of escaping each key and value again.
+///
+/// Values are strings on the wire, as in a map: [`JsonExtFields::push_int`] and
+/// [`JsonExtFields::push_bool`] write the quoted text `"12"`, `"true"`. Entries are appended
+/// without looking for an existing key.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct JsonExtFields {
+    members: Vec<u8>,
+    len: usize,
+}
+
+impl JsonExtFields {
+    /// No entries, with room for `bytes` bytes of encoded members.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Self {
+            members: Vec::with_capacity(bytes),
+            len: 0,
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        if self.len > 0 {
+            self.members.push(b',');
+        }
+        self.len += 1;
+        write_json_string(&mut self.members, key, EscapeMode::Fastjson);
+        self.members.push(b':');
+    }
+
+    /// Appends the entry `key` = `value` (both escaped as the encoder escapes a map's).
+    pub fn push(&mut self, key: &str, value: &str) {
+        self.key(key);
+        write_json_string(&mut self.members, value, EscapeMode::Fastjson);
+    }
+
+    /// Appends `key` = the decimal text of `value` (as [`int_text`] writes it), quoted.
+    pub fn push_int(&mut self, key: &str, value: i64) {
+        self.key(key);
+        self.members.push(b'"');
+        self.members
+            .extend_from_slice(int_text(value, &mut [0; 20]).as_bytes());
+        self.members.push(b'"');
+    }
+
+    /// Appends `key` = `"true"` or `"false"`.
+    pub fn push_bool(&mut self, key: &str, value: bool) {
+        self.key(key);
+        self.members
+            .extend_from_slice(if value { b"\"true\"" } else { b"\"false\"" });
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The encoded members, without the braces.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.members
+    }
+
+    /// The entries as a map, in order (read back with the JSON header reader).
+    pub fn to_ext_fields(&self) -> ExtFields {
+        let mut header = Vec::with_capacity(self.members.len() + 16);
+        header.extend_from_slice(b"{\"extFields\":{");
+        header.extend_from_slice(&self.members);
+        header.extend_from_slice(b"}}");
+        // Only this type writes the members, always as valid JSON strings: the read succeeds.
+        decode(&header)
+            .ok()
+            .and_then(|cmd| cmd.ext_fields)
+            .unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for JsonExtFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "JsonExtFields({{{}}})",
+            String::from_utf8_lossy(&self.members)
+        )
+    }
+}
+
 /// Appends the JSON header of `cmd` to `out`.
+///
+/// `extFields` holds the entries of `cmd.ext_fields` followed by those of `cmd.ext_json`; the key
+/// is left out when both are `None`.
 pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     let esc = EscapeMode::Fastjson;
     let mut num = [0u8; 20];
@@ -27,15 +124,23 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     };
     out.extend_from_slice(b"{\"code\":");
     int(out, cmd.code);
-    if let Some(ext) = &cmd.ext_fields {
+    if cmd.ext_fields.is_some() || cmd.ext_json.is_some() {
         out.extend_from_slice(b",\"extFields\":{");
-        for (i, (k, v)) in ext.iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        for (k, v) in cmd.ext_fields.iter().flatten() {
+            if !first {
                 out.push(b',');
             }
+            first = false;
             write_json_string(out, k, esc);
             out.push(b':');
             write_json_string(out, v, esc);
+        }
+        if let Some(json) = cmd.ext_json.as_ref().filter(|j| !j.is_empty()) {
+            if !first {
+                out.push(b',');
+            }
+            out.extend_from_slice(json.as_bytes());
         }
         out.push(b'}');
     }

@@ -15,6 +15,9 @@ use super::command::{ExtFields, RemotingCommand};
 use super::json::escape::short_unescape;
 
 struct Scan<'a> {
+    /// The header, checked as UTF-8 once: strings are slices of it (their ends are ASCII
+    /// quotes, backslashes or control characters, so always character boundaries).
+    s: &'a str,
     b: &'a [u8],
     i: usize,
 }
@@ -95,7 +98,7 @@ impl<'a> Scan<'a> {
         loop {
             match *self.b.get(self.i)? {
                 b'"' => {
-                    let s = std::str::from_utf8(&self.b[start..self.i]).ok()?;
+                    let s = self.s.get(start..self.i)?;
                     self.i += 1;
                     return Some(Cow::Borrowed(s));
                 }
@@ -104,7 +107,7 @@ impl<'a> Scan<'a> {
                 _ => self.i += 1,
             }
         }
-        let mut out = String::from(std::str::from_utf8(&self.b[start..self.i]).ok()?);
+        let mut out = String::from(self.s.get(start..self.i)?);
         loop {
             let run = self.i;
             while let Some(&c) = self.b.get(self.i) {
@@ -113,7 +116,7 @@ impl<'a> Scan<'a> {
                 }
                 self.i += 1;
             }
-            out.push_str(std::str::from_utf8(&self.b[run..self.i]).ok()?);
+            out.push_str(self.s.get(run..self.i)?);
             match *self.b.get(self.i)? {
                 b'"' => {
                     self.i += 1;
@@ -205,7 +208,13 @@ impl<'a> Scan<'a> {
 
 /// Reads `bytes` if it is a header of the common shape (see the module documentation).
 pub(crate) fn decode(bytes: &[u8]) -> Option<RemotingCommand> {
-    let mut s = Scan { b: bytes, i: 0 };
+    // One UTF-8 check for the whole header (the general reader refuses what fails it too).
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut s = Scan {
+        s: text,
+        b: bytes,
+        i: 0,
+    };
     let mut cmd = RemotingCommand::default();
     let (mut code, mut flag, mut opaque, mut version) = (None, None, None, None);
     let mut language = None;

@@ -371,6 +371,10 @@ impl Channel {
     }
 
     fn run_before_hooks(&self, cmd: &mut RemotingCommand) -> Result<(), RemotingError> {
+        if !self.inner.hooks.is_empty() {
+            // Hooks read and change the fields as a map.
+            cmd.materialize_ext_fields();
+        }
         for h in self.inner.hooks.iter() {
             h.before_request(&self.inner.remote_str, cmd)
                 .map_err(|reason| RemotingError::Hook {

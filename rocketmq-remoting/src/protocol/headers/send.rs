@@ -2,6 +2,39 @@
 
 use super::{decode_or, header, int_text, CommandHeader, HeaderError, HeaderField};
 use crate::protocol::command::ExtFields;
+use crate::protocol::header_json::JsonExtFields;
+
+/// Where a send header's fields go: a map, or JSON written at once. One writer serves both, so
+/// the two hold the same entries in the same order.
+trait FieldSink {
+    fn text(&mut self, key: &'static str, value: &str);
+    fn int(&mut self, key: &'static str, value: i64);
+    fn boolean(&mut self, key: &'static str, value: bool);
+}
+
+impl FieldSink for ExtFields {
+    fn text(&mut self, key: &'static str, value: &str) {
+        self.insert(key, value);
+    }
+    fn int(&mut self, key: &'static str, value: i64) {
+        self.insert(key, int_text(value, &mut [0; 20]));
+    }
+    fn boolean(&mut self, key: &'static str, value: bool) {
+        self.insert(key, if value { "true" } else { "false" });
+    }
+}
+
+impl FieldSink for JsonExtFields {
+    fn text(&mut self, key: &'static str, value: &str) {
+        self.push(key, value);
+    }
+    fn int(&mut self, key: &'static str, value: i64) {
+        self.push_int(key, value);
+    }
+    fn boolean(&mut self, key: &'static str, value: bool) {
+        self.push_bool(key, value);
+    }
+}
 
 /// Request header of a send. SEND_MESSAGE (10) uses the long key names, SEND_MESSAGE_V2 (310)
 /// and SEND_BATCH_MESSAGE (320) the one-letter names `a`..`n`: use [`CommandHeader`] for the
@@ -60,32 +93,28 @@ const V2_KEYS: [&str; 14] = [
 ];
 
 impl SendMessageRequestHeader {
-    fn write_keys(&self, ext: &mut ExtFields, k: &[&'static str; 14]) {
-        let mut buf = [0u8; 20];
-        let mut int = |ext: &mut ExtFields, key: &str, n: i64| {
-            ext.insert(key, int_text(n, &mut buf));
-        };
-        ext.insert(k[0], &self.producer_group);
-        ext.insert(k[1], &self.topic);
-        ext.insert(k[2], &self.default_topic);
-        int(ext, k[3], i64::from(self.default_topic_queue_nums));
-        int(ext, k[4], i64::from(self.queue_id));
-        int(ext, k[5], i64::from(self.sys_flag));
-        int(ext, k[6], self.born_timestamp);
-        int(ext, k[7], i64::from(self.flag));
+    fn write_keys(&self, ext: &mut impl FieldSink, k: &[&'static str; 14]) {
+        ext.text(k[0], &self.producer_group);
+        ext.text(k[1], &self.topic);
+        ext.text(k[2], &self.default_topic);
+        ext.int(k[3], i64::from(self.default_topic_queue_nums));
+        ext.int(k[4], i64::from(self.queue_id));
+        ext.int(k[5], i64::from(self.sys_flag));
+        ext.int(k[6], self.born_timestamp);
+        ext.int(k[7], i64::from(self.flag));
         if let Some(p) = &self.properties {
-            ext.insert(k[8], p);
+            ext.text(k[8], p);
         }
         if let Some(r) = self.reconsume_times {
-            int(ext, k[9], i64::from(r));
+            ext.int(k[9], i64::from(r));
         }
-        ext.insert(k[10], if self.unit_mode { "true" } else { "false" });
+        ext.boolean(k[10], self.unit_mode);
         if let Some(m) = self.max_reconsume_times {
-            int(ext, k[11], i64::from(m));
+            ext.int(k[11], i64::from(m));
         }
-        ext.insert(k[12], if self.batch { "true" } else { "false" });
+        ext.boolean(k[12], self.batch);
         if let Some(b) = &self.broker_name {
-            ext.insert(k[13], b);
+            ext.text(k[13], b);
         }
     }
 
@@ -112,6 +141,26 @@ impl SendMessageRequestHeader {
     /// Writes the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`).
     pub fn write_v2(&self, ext: &mut ExtFields) {
         self.write_keys(ext, &V2_KEYS);
+    }
+
+    /// Writes the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`) as JSON at once:
+    /// the same entries in the same order as [`SendMessageRequestHeader::write_v2`] into an empty
+    /// map, for [`crate::protocol::RemotingCommand::ext_json`].
+    pub fn write_v2_json(&self, out: &mut JsonExtFields) {
+        self.write_keys(out, &V2_KEYS);
+    }
+
+    /// The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form as JSON, in a buffer sized for it.
+    pub fn to_v2_json(&self) -> JsonExtFields {
+        let text = self.producer_group.len()
+            + self.topic.len()
+            + self.default_topic.len()
+            + self.properties.as_ref().map_or(0, String::len)
+            + self.broker_name.as_ref().map_or(0, String::len);
+        // Keys, quotes and numbers take ~150 bytes; escapes in the properties a few more.
+        let mut out = JsonExtFields::with_capacity(text + text / 8 + 192);
+        self.write_v2_json(&mut out);
+        out
     }
 
     /// Reads the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`).
@@ -155,5 +204,118 @@ header! {
         pub queue_offset: i64 => "queueOffset",
         /// Transaction id (not set by 4.9.8 brokers).
         pub transaction_id: Option<String> => "transactionId",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{frame, RemotingCommand, RequestCode, SerializeType};
+
+    fn header(full: bool) -> SendMessageRequestHeader {
+        SendMessageRequestHeader {
+            producer_group: "grp \"q\" \\ é".into(),
+            topic: "TopicTest".into(),
+            default_topic: "TBW102".into(),
+            default_topic_queue_nums: 4,
+            queue_id: -1,
+            sys_flag: 0,
+            born_timestamp: 1_700_000_000_123,
+            flag: i32::MIN,
+            properties: full.then(|| {
+                "UNIQ_KEY\u{1}7F00\u{2}TAGS\u{1}a\"b\\c/d\n\t\u{7f}\u{85}é世😀\u{2}WAIT\u{1}true\u{2}"
+                    .to_string()
+            }),
+            reconsume_times: full.then_some(3),
+            unit_mode: full,
+            max_reconsume_times: full.then_some(-16),
+            batch: !full,
+            broker_name: full.then(|| "broker-a".into()),
+        }
+    }
+
+    /// The request as built through a map (the generic path) and through `ext_json`.
+    fn both(h: &SendMessageRequestHeader) -> (RemotingCommand, RemotingCommand) {
+        let mut generic = RemotingCommand::request(RequestCode::SendMessageV2);
+        generic.opaque = 77;
+        let mut map = ExtFields::new();
+        h.write_v2(&mut map);
+        generic.ext_fields = Some(map);
+        let mut direct = RemotingCommand::request(RequestCode::SendMessageV2);
+        direct.opaque = 77;
+        direct.ext_json = Some(h.to_v2_json());
+        (generic, direct)
+    }
+
+    #[test]
+    fn v2_json_is_byte_identical_to_the_map_path() {
+        for full in [true, false] {
+            let h = header(full);
+            let (mut generic, mut direct) = both(&h);
+            for ser in [SerializeType::Json, SerializeType::RocketMq] {
+                generic.serialize_type = ser;
+                direct.serialize_type = ser;
+                let (a, b) = (
+                    frame::encode_to_vec(&generic).unwrap(),
+                    frame::encode_to_vec(&direct).unwrap(),
+                );
+                assert_eq!(
+                    String::from_utf8_lossy(&a),
+                    String::from_utf8_lossy(&b),
+                    "{ser:?} full={full}"
+                );
+                assert_eq!(a, b, "{ser:?} full={full}");
+                let back = frame::decode_one(&b, frame::DEFAULT_MAX_FRAME_SIZE).unwrap();
+                let read = SendMessageRequestHeader::read_v2(back.ext_fields.as_ref().unwrap());
+                assert_eq!(read.unwrap(), h);
+            }
+            // The fields read the same from the command itself, before and after being moved
+            // into the map.
+            assert_eq!(direct.decode_header::<SendMessageRequestHeader>(), {
+                generic.decode_header::<SendMessageRequestHeader>()
+            });
+            assert_eq!(
+                direct.ext_json.as_ref().unwrap().to_ext_fields(),
+                *generic.ext_fields.as_ref().unwrap()
+            );
+            direct.materialize_ext_fields();
+            assert!(direct.ext_json.is_none());
+            assert_eq!(direct.ext_fields, generic.ext_fields);
+        }
+    }
+
+    #[test]
+    fn ext_json_follows_map_entries() {
+        let h = header(false);
+        // set_ext moves the JSON into the map first: the new entry comes last.
+        let (mut generic, mut direct) = both(&h);
+        generic.set_ext("last", "1");
+        direct.set_ext("last", "1");
+        assert!(direct.ext_json.is_none());
+        assert_eq!(direct.ext_fields, generic.ext_fields);
+        // A map and JSON together: the map's entries first.
+        let (mut generic, mut direct) = both(&h);
+        let mut map = ExtFields::new();
+        map.insert("first", "1");
+        h.write_v2(&mut map);
+        generic.ext_fields = Some(map);
+        direct.ext_fields = Some([("first", "1")].into_iter().collect());
+        for ser in [SerializeType::Json, SerializeType::RocketMq] {
+            generic.serialize_type = ser;
+            direct.serialize_type = ser;
+            assert_eq!(
+                frame::encode_to_vec(&generic).unwrap(),
+                frame::encode_to_vec(&direct).unwrap()
+            );
+        }
+        // Empty encoded fields still give an `extFields` object.
+        let mut empty = RemotingCommand::request(RequestCode::SendMessageV2);
+        empty.ext_json = Some(JsonExtFields::default());
+        let mut with_map = RemotingCommand::request(RequestCode::SendMessageV2);
+        with_map.ext_fields = Some(ExtFields::new());
+        assert_eq!(
+            frame::encode_to_vec(&empty).unwrap(),
+            frame::encode_to_vec(&with_map).unwrap()
+        );
     }
 }
