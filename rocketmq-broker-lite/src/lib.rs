@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod broker;
 #[doc(hidden)]
 pub mod cli;

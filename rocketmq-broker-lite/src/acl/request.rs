@@ -1,0 +1,193 @@
+//! What a request asks of the ACL (Java's `PlainAccessValidator.parse`): its access key and
+//! signature, the bytes the signature covers, and the topics and groups it touches with the
+//! permission each needs. A retry topic `%RETRY%group` stands for its group.
+
+use std::net::IpAddr;
+
+use rocketmq_remoting::protocol::body::{self, HeartbeatData};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+
+use super::permission::{PUB, SUB};
+use super::signature;
+
+/// Prefix of a group's retry topic.
+pub const RETRY_PREFIX: &str = "%RETRY%";
+
+/// A request as the ACL sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessRequest {
+    /// The client's address.
+    pub ip: Option<IpAddr>,
+    /// The request code.
+    pub code: i32,
+    /// `AccessKey`, if sent.
+    pub access_key: Option<String>,
+    /// `Signature`, if sent.
+    pub signature: Option<String>,
+    /// The bytes the signature must cover.
+    pub content: Vec<u8>,
+    /// Topics and retry topics (groups) with the permission each needs, in request order.
+    pub resources: Vec<(String, u8)>,
+}
+
+fn retry(group: &str) -> String {
+    format!("{RETRY_PREFIX}{group}")
+}
+
+impl AccessRequest {
+    /// Reads `cmd` from a client at `ip`. An error is what Java's `AclException` would say (a
+    /// header field a request needs is missing, or its body does not parse).
+    pub fn parse(cmd: &RemotingCommand, ip: Option<IpAddr>) -> Result<Self, String> {
+        let mut req = AccessRequest {
+            ip,
+            code: cmd.code,
+            access_key: None,
+            signature: None,
+            content: Vec::new(),
+            resources: Vec::new(),
+        };
+        let Some(ext) = cmd.ext_fields.as_ref() else {
+            return Ok(req);
+        };
+        req.access_key = ext.get(signature::ACCESS_KEY).map(str::to_string);
+        req.signature = ext.get(signature::SIGNATURE).map(str::to_string);
+        req.content = signature::content(ext.iter(), &cmd.body);
+        let need = |key: &str| {
+            ext.get(key)
+                .map(str::to_string)
+                .ok_or_else(|| format!("the custom field <{key}> is null"))
+        };
+        let mut add = |name: String, perm: u8| req.resources.push((name, perm));
+        match cmd.request_code() {
+            RequestCode::SendMessage => {
+                let topic = need("topic")?;
+                if topic.starts_with(RETRY_PREFIX) {
+                    // Java reads a `group` field this header does not have: nothing to check.
+                    if let Some(g) = ext.get("group") {
+                        add(retry(g), SUB);
+                    }
+                } else {
+                    add(topic, PUB);
+                }
+            }
+            RequestCode::SendMessageV2 => {
+                let topic = need("b")?;
+                if topic.starts_with(RETRY_PREFIX) {
+                    add(retry(&need("a")?), SUB);
+                } else {
+                    add(topic, PUB);
+                }
+            }
+            RequestCode::ConsumerSendMsgBack => add(retry(&need("group")?), SUB),
+            RequestCode::PullMessage => {
+                add(need("topic")?, SUB);
+                add(retry(&need("consumerGroup")?), SUB);
+            }
+            RequestCode::QueryMessage => add(need("topic")?, SUB),
+            RequestCode::HeartBeat => {
+                let hb: HeartbeatData =
+                    body::decode(&cmd.body).map_err(|e| format!("bad heartbeat body: {e}"))?;
+                for c in hb.consumer_data_set {
+                    add(retry(&c.group_name), SUB);
+                    for s in c.subscription_data_set {
+                        add(s.topic, SUB);
+                    }
+                }
+            }
+            RequestCode::UnregisterClient | RequestCode::GetConsumerListByGroup => {
+                add(retry(&need("consumerGroup")?), SUB)
+            }
+            RequestCode::UpdateConsumerOffset => {
+                add(retry(&need("consumerGroup")?), SUB);
+                add(need("topic")?, SUB);
+            }
+            _ => {}
+        }
+        Ok(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(code: RequestCode, fields: &[(&str, &str)]) -> RemotingCommand {
+        let mut c = RemotingCommand::request(code);
+        for (k, v) in fields {
+            c.set_ext(k, v);
+        }
+        c
+    }
+
+    #[test]
+    fn requests_map_to_the_resources_java_checks() {
+        let r = |c: &RemotingCommand| AccessRequest::parse(c, None).unwrap().resources;
+        let send = cmd(RequestCode::SendMessageV2, &[("a", "pg"), ("b", "T")]);
+        assert_eq!(r(&send), vec![("T".to_string(), PUB)]);
+        let back = cmd(
+            RequestCode::SendMessageV2,
+            &[("a", "cg"), ("b", "%RETRY%cg")],
+        );
+        assert_eq!(r(&back), vec![("%RETRY%cg".to_string(), SUB)]);
+        let pull = cmd(
+            RequestCode::PullMessage,
+            &[("topic", "T"), ("consumerGroup", "g")],
+        );
+        assert_eq!(
+            r(&pull),
+            vec![("T".to_string(), SUB), ("%RETRY%g".to_string(), SUB)]
+        );
+        let commit = cmd(
+            RequestCode::UpdateConsumerOffset,
+            &[("topic", "T"), ("consumerGroup", "g")],
+        );
+        assert_eq!(r(&commit).len(), 2);
+        assert!(r(&cmd(RequestCode::QueryConsumerOffset, &[("topic", "T")])).is_empty());
+        // Java reads nothing of a request without extFields; a signed one always has some.
+        let mut hb = RemotingCommand::request(RequestCode::HeartBeat);
+        hb.set_ext("AccessKey", "ak");
+        let hb = hb.with_body(
+            r#"{"clientID":"c","consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","consumeType":"CONSUME_PASSIVELY","groupName":"g","messageModel":"CLUSTERING","subscriptionDataSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":1,"tagsSet":[],"topic":"T"}],"unitMode":false}],"producerDataSet":[{"groupName":"p"}]}"#,
+        );
+        assert_eq!(
+            r(&hb),
+            vec![("%RETRY%g".to_string(), SUB), ("T".to_string(), SUB)]
+        );
+    }
+
+    #[test]
+    fn missing_fields_and_bad_bodies_are_errors_and_the_content_is_signed_bytes() {
+        assert!(
+            AccessRequest::parse(&cmd(RequestCode::PullMessage, &[("topic", "T")]), None)
+                .unwrap_err()
+                .contains("consumerGroup")
+        );
+        let mut hb = RemotingCommand::request(RequestCode::HeartBeat);
+        hb.set_ext("AccessKey", "ak");
+        let hb = hb.with_body("{nope");
+        assert!(AccessRequest::parse(&hb, None).is_err());
+        let mut c = cmd(
+            RequestCode::SendMessageV2,
+            &[
+                ("b", "T"),
+                ("a", "pg"),
+                ("AccessKey", "ak"),
+                ("Signature", "s"),
+            ],
+        );
+        c.body = bytes::Bytes::from_static(b"hi");
+        let r = AccessRequest::parse(&c, None).unwrap();
+        assert_eq!(r.content, b"akpgThi");
+        assert_eq!(
+            (r.access_key.as_deref(), r.signature.as_deref()),
+            (Some("ak"), Some("s"))
+        );
+        // No extFields at all: nothing to read.
+        let bare = AccessRequest::parse(
+            &RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo),
+            None,
+        )
+        .unwrap();
+        assert!(bare.access_key.is_none() && bare.content.is_empty());
+    }
+}
