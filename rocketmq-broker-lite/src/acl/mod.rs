@@ -7,10 +7,12 @@
 //! each topic and group needs (admin-only requests need an admin account). The checks, their
 //! order and the refusals' texts are Java's.
 //!
-//! Loading `plain_acl.yml`, reloading it, the ACL admin requests and wiring the check into the
-//! broker's request path come next (issue 14); this module holds the rules and the check.
+//! `aclEnable=true` turns it on: the rules come from `plain_acl.yml` ([`file`]), checked on
+//! every request by an RPC hook and re-read when the file changes ([`hook`]).
 
 pub mod address;
+pub mod file;
+pub mod hook;
 pub mod permission;
 pub mod request;
 pub mod signature;

@@ -100,6 +100,12 @@ pub struct BrokerConfig {
     pub default_query_max_num: i32,
     /// `slaveReadEnable` (false).
     pub slave_read_enable: bool,
+    /// `aclEnable` (false): every request is checked against `plain_acl.yml`.
+    pub acl_enable: bool,
+    /// The ACL file (`rocketmq.acl.plain.file`, Java's property, also read as a `broker.conf`
+    /// key): relative paths are under `ROCKETMQ_HOME` (the working directory without it);
+    /// `conf/plain_acl.yml` by default.
+    pub acl_file: PathBuf,
     /// `offsetCheckInSlave` (false): a slave corrects pull offsets (and answers
     /// PULL_OFFSET_MOVED) like a master.
     pub offset_check_in_slave: bool,
@@ -151,6 +157,8 @@ impl Default for BrokerConfig {
             transaction_check_interval: Duration::from_secs(60),
             default_query_max_num: 32,
             slave_read_enable: false,
+            acl_enable: false,
+            acl_file: PathBuf::from("conf/plain_acl.yml"),
             offset_check_in_slave: false,
             compressed_register: false,
             rebalance_lock_max_live_time: Duration::from_secs(60),
@@ -209,6 +217,17 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
 }
 
 impl BrokerConfig {
+    /// The ACL file's path: [`BrokerConfig::acl_file`] under `ROCKETMQ_HOME` when relative.
+    pub fn acl_file_path(&self) -> PathBuf {
+        if self.acl_file.is_absolute() {
+            return self.acl_file.clone();
+        }
+        match std::env::var_os("ROCKETMQ_HOME") {
+            Some(home) => PathBuf::from(home).join(&self.acl_file),
+            None => self.acl_file.clone(),
+        }
+    }
+
     /// Applies `broker.conf`-style properties. Unknown keys are returned (Java ignores them);
     /// a bad value is an error naming its key.
     pub fn apply_properties(
@@ -266,6 +285,8 @@ impl BrokerConfig {
                 "transactionCheckInterval" => self.transaction_check_interval = millis(key, v)?,
                 "defaultQueryMaxNum" => self.default_query_max_num = parse(key, v)?,
                 "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
+                "aclEnable" => self.acl_enable = parse_bool(key, v)?,
+                "rocketmq.acl.plain.file" => self.acl_file = PathBuf::from(v.trim()),
                 "offsetCheckInSlave" => self.offset_check_in_slave = parse_bool(key, v)?,
                 "compressedRegister" => self.compressed_register = parse_bool(key, v)?,
                 // Replication keys (Java's `MessageStoreConfig`).

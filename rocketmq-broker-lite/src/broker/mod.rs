@@ -101,6 +101,8 @@ pub struct BrokerInner {
     /// DLedger mode: this broker's node of its Raft group (set at start).
     pub(crate) dledger: OnceLock<Arc<DLedgerNode>>,
     addr: OnceLock<(SocketAddr, String)>,
+    /// The ACL rules in force (`aclEnable`).
+    acl: OnceLock<crate::acl::hook::AclRules>,
     delay_levels: Vec<i64>,
 }
 
@@ -171,6 +173,11 @@ impl BrokerInner {
     /// This broker's DLedger node, in DLedger mode.
     pub fn dledger(&self) -> Option<&Arc<DLedgerNode>> {
         self.dledger.get()
+    }
+
+    /// The ACL rules in force, with `aclEnable`.
+    pub fn acl(&self) -> Option<&crate::acl::hook::AclRules> {
+        self.acl.get()
     }
 
     /// Re-registers with the name servers soon (after a topic change).
@@ -359,12 +366,33 @@ impl BrokerBuilder {
             master_addr: Mutex::new(None),
             dledger: OnceLock::new(),
             addr: OnceLock::new(),
+            acl: OnceLock::new(),
         });
         if let Some(node) = dledger {
             let _ = inner.dledger.set(node);
         }
+        let acl = if cfg.acl_enable {
+            let path = cfg.acl_file_path();
+            match crate::acl::file::load(&path) {
+                Ok(rules) => {
+                    info!(file = %path.display(), accounts = rules.accounts.len(), "ACL on");
+                    Some((path, crate::acl::hook::AclRules::new(rules)))
+                }
+                Err(e) => {
+                    ha.shutdown();
+                    let _ = store.shutdown();
+                    return Err(BrokerError::Config(format!("aclEnable: {e}")));
+                }
+            }
+        } else {
+            None
+        };
+        let with_acl = |b: rocketmq_remoting::transport::RemotingServerBuilder| match &acl {
+            Some((_, rules)) => b.hook(Arc::new(crate::acl::hook::AclHook(rules.clone()))),
+            None => b,
+        };
         let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
-        let server = match RemotingServer::builder(bind.clone())
+        let server = match with_acl(RemotingServer::builder(bind.clone()))
             .processor_default(inner.clone(), false)
             .start()
             .await
@@ -393,7 +421,7 @@ impl BrokerBuilder {
         }
         let vip = if cfg.vip_channel_enable && cfg.listen_port > 2 {
             let vip_bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port - 2);
-            match RemotingServer::builder(vip_bind)
+            match with_acl(RemotingServer::builder(vip_bind))
                 .processor_default(inner.clone(), true)
                 .start()
                 .await
@@ -407,7 +435,16 @@ impl BrokerBuilder {
         } else {
             None
         };
-        let tasks = spawn_services(&inner);
+        let mut tasks = spawn_services(&inner);
+        if let Some((path, rules)) = acl {
+            let _ = inner.acl.set(rules.clone());
+            tasks.push(crate::acl::hook::spawn_watcher(
+                path,
+                rules,
+                crate::acl::hook::WATCH_INTERVAL,
+                inner.shutdown.clone(),
+            ));
+        }
         register::register_all(&inner, false).await;
         info!(
             addr = %store_host,

@@ -1,0 +1,223 @@
+//! ACL on (`aclEnable=true`, `plain_acl.yml` in Java's format): requests signed as Apache's
+//! `AclClientRPCHook` signs them pass when the account holds the permission; unsigned, wrongly
+//! signed, unknown-account, wrong-permission and non-admin admin requests are refused with
+//! SYSTEM_ERROR and Java's `AclException` text and store nothing; the file is re-read when it
+//! changes, and a broken file leaves the rules in force.
+
+#[path = "common/broker.rs"]
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use rocketmq_broker_lite::acl::signature;
+use rocketmq_broker_lite::broker::{Broker, BrokerHandle};
+use rocketmq_broker_lite::embedded::TempDir;
+use rocketmq_broker_lite::namesrv::NameServer;
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::transport::{RemotingClient, RpcHook};
+
+/// Signs requests as Java's `AclClientRPCHook` does.
+struct Signer {
+    access_key: &'static str,
+    secret_key: &'static str,
+}
+
+impl RpcHook for Signer {
+    fn before_request(&self, _: &str, req: &mut RemotingCommand) -> Result<(), String> {
+        req.set_ext(signature::ACCESS_KEY, self.access_key);
+        let ext = req.ext_fields.as_ref().expect("set above");
+        let content = signature::content(ext.iter(), &req.body);
+        let sig = signature::sign(self.secret_key, &content);
+        req.set_ext(signature::SIGNATURE, sig);
+        Ok(())
+    }
+}
+
+fn signed(access_key: &'static str, secret_key: &'static str) -> RemotingClient {
+    RemotingClient::builder()
+        .hook(Arc::new(Signer {
+            access_key,
+            secret_key,
+        }))
+        .build()
+}
+
+const RULES: &str = r#"
+globalWhiteRemoteAddresses:
+  - 10.10.103.*
+accounts:
+  - accessKey: RocketMQ
+    secretKey: "12345678"
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - TopicA=PUB|SUB
+      - TopicB=DENY
+  - accessKey: rocketmq2
+    secretKey: "87654321"
+    admin: true
+"#;
+
+fn remark(r: &RemotingCommand) -> String {
+    r.remark_str().to_string()
+}
+
+fn assert_refused(r: &RemotingCommand, why: &str) {
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::SystemError,
+        "{}",
+        remark(r)
+    );
+    assert!(
+        remark(r).starts_with("org.apache.rocketmq.acl.common.AclException: ")
+            && remark(r).contains(why),
+        "{}",
+        remark(r)
+    );
+}
+
+async fn stored(b: &BrokerHandle, topic: &str) -> i64 {
+    (0..4).map(|q| b.store().max_offset(topic, q)).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_are_checked_as_apaches_plain_acl_checks_them() {
+    let dir = TempDir::new("acl").unwrap();
+    let file = dir.path().join("plain_acl.yml");
+    std::fs::write(&file, RULES).unwrap();
+    let ns = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .start()
+        .await
+        .unwrap();
+    let mut cfg = broker_config(&dir.path().join("store"), &ns.local_addr().to_string());
+    cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
+        &format!(
+            "aclEnable=true\nrocketmq.acl.plain.file={}\n",
+            file.display()
+        ),
+    ))
+    .unwrap();
+    let b = Broker::builder(cfg).start().await.unwrap();
+    let addr = b.broker_addr();
+    let (user, admin) = (
+        signed("RocketMQ", "12345678"),
+        signed("rocketmq2", "87654321"),
+    );
+
+    // Topics: only the admin account may create them.
+    let r = user
+        .invoke(&addr, create_topic_request("TopicA", 4), T)
+        .await
+        .unwrap();
+    assert_refused(
+        &r,
+        "Need admin permission for request code=17, but accessKey=RocketMQ is not",
+    );
+    for t in ["TopicA", "TopicB", "TopicC"] {
+        let r = admin
+            .invoke(&addr, create_topic_request(t, 4), T)
+            .await
+            .unwrap();
+        assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    }
+
+    // Sends.
+    assert_refused(
+        &send(&client(), &addr, "TopicA", 0, "x").await,
+        "No accessKey is configured",
+    );
+    let wrong = signed("RocketMQ", "not-the-secret");
+    assert_refused(
+        &send(&wrong, &addr, "TopicA", 0, "x").await,
+        "Check signature failed for accessKey=RocketMQ",
+    );
+    assert_refused(
+        &send(&signed("nobody12", "12345678"), &addr, "TopicA", 0, "x").await,
+        "No acl config for nobody12",
+    );
+    assert_refused(
+        &send(&user, &addr, "TopicB", 0, "x").await,
+        "No default permission for topic:TopicB",
+    );
+    assert_refused(
+        &send(&user, &addr, "TopicC", 0, "x").await,
+        "No default permission for topic:TopicC",
+    );
+    assert_eq!(
+        stored(&b, "TopicA").await + stored(&b, "TopicB").await,
+        0,
+        "a refused send stored"
+    );
+    let r = send(&user, &addr, "TopicA", 0, "x").await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    assert_eq!(stored(&b, "TopicA").await, 1);
+
+    // Pulls: the topic and the group's retry topic need SUB.
+    let pull = |topic: &str| pull_request("groupA", topic, 0, 0, 0, 0, None);
+    let r = user.invoke(&addr, pull("TopicA"), T).await.unwrap();
+    assert_ne!(
+        r.response_code(),
+        ResponseCode::SystemError,
+        "{}",
+        remark(&r)
+    );
+    assert_refused(
+        &user.invoke(&addr, pull("TopicB"), T).await.unwrap(),
+        "topic:TopicB",
+    );
+
+    // The file changes: TopicB opens. Then a broken file: the rules in force stay.
+    let rules = b.inner().acl().expect("ACL on").clone();
+    std::fs::write(&file, RULES.replace("TopicB=DENY", "TopicB=PUB")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rules.reloads() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the changed file was not reloaded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = send(&user, &addr, "TopicB", 0, "y").await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    std::fs::write(&file, "accounts: [ {accessKey: broken").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rules.last_error().is_none() {
+        assert!(Instant::now() < deadline, "the broken file was not noticed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = send(&user, &addr, "TopicB", 0, "z").await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    b.shutdown().await.unwrap();
+    ns.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_broker_with_a_broken_acl_file_does_not_start() {
+    let dir = TempDir::new("acl-bad").unwrap();
+    let file = dir.path().join("plain_acl.yml");
+    std::fs::write(&file, "accounts:\n  - accessKey: short\n    secretKey: x\n").unwrap();
+    let mut cfg = broker_config(&dir.path().join("store"), "127.0.0.1:9");
+    cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
+        &format!(
+            "aclEnable=true\nrocketmq.acl.plain.file={}\n",
+            file.display()
+        ),
+    ))
+    .unwrap();
+    let e = Broker::builder(cfg.clone())
+        .start()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("aclEnable") && e.contains("longer than 6"),
+        "{e}"
+    );
+    std::fs::remove_file(&file).unwrap();
+    let e = Broker::builder(cfg).start().await.unwrap_err().to_string();
+    assert!(e.contains("cannot read"), "{e}");
+}
