@@ -11,36 +11,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rocketmq_broker_lite::acl::signature;
 use rocketmq_broker_lite::broker::{Broker, BrokerHandle};
 use rocketmq_broker_lite::embedded::TempDir;
 use rocketmq_broker_lite::namesrv::NameServer;
+use rocketmq_remoting::acl::AclClientHook;
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
-use rocketmq_remoting::transport::{RemotingClient, RpcHook};
+use rocketmq_remoting::transport::RemotingClient;
 
-/// Signs requests as Java's `AclClientRPCHook` does.
-struct Signer {
-    access_key: &'static str,
-    secret_key: &'static str,
-}
-
-impl RpcHook for Signer {
-    fn before_request(&self, _: &str, req: &mut RemotingCommand) -> Result<(), String> {
-        req.set_ext(signature::ACCESS_KEY, self.access_key);
-        let ext = req.ext_fields.as_ref().expect("set above");
-        let content = signature::content(ext.iter(), &req.body);
-        let sig = signature::sign(self.secret_key, &content);
-        req.set_ext(signature::SIGNATURE, sig);
-        Ok(())
-    }
-}
-
+/// A client signing as `access_key` (our client's signer, as Java's `AclClientRPCHook`).
 fn signed(access_key: &'static str, secret_key: &'static str) -> RemotingClient {
     RemotingClient::builder()
-        .hook(Arc::new(Signer {
-            access_key,
-            secret_key,
-        }))
+        .hook(Arc::new(AclClientHook::new(access_key, secret_key)))
         .build()
 }
 

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod error;
 pub mod protocol;
 pub mod transport;

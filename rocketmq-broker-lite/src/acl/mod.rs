@@ -15,7 +15,9 @@ pub mod file;
 pub mod hook;
 pub mod permission;
 pub mod request;
-pub mod signature;
+
+/// The request signature (shared with the client, which signs).
+pub use rocketmq_remoting::acl as signature;
 
 use std::collections::HashMap;
 
