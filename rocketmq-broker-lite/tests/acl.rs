@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use rocketmq_broker_lite::broker::{Broker, BrokerHandle};
 use rocketmq_broker_lite::embedded::TempDir;
-use rocketmq_broker_lite::namesrv::NameServer;
+use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
 use rocketmq_remoting::acl::AclClientHook;
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use rocketmq_remoting::transport::RemotingClient;
@@ -64,11 +64,11 @@ async fn stored(b: &BrokerHandle, topic: &str) -> i64 {
     (0..4).map(|q| b.store().max_offset(topic, q)).sum()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn requests_are_checked_as_apaches_plain_acl_checks_them() {
+/// A name server and a broker with ACL on over `rules`.
+async fn start(rules: &str) -> (TempDir, std::path::PathBuf, NameServerHandle, BrokerHandle) {
     let dir = TempDir::new("acl").unwrap();
     let file = dir.path().join("plain_acl.yml");
-    std::fs::write(&file, RULES).unwrap();
+    std::fs::write(&file, rules).unwrap();
     let ns = NameServer::builder()
         .listen("127.0.0.1:0")
         .start()
@@ -83,6 +83,12 @@ async fn requests_are_checked_as_apaches_plain_acl_checks_them() {
     ))
     .unwrap();
     let b = Broker::builder(cfg).start().await.unwrap();
+    (dir, file, ns, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_are_checked_as_apaches_plain_acl_checks_them() {
+    let (_dir, file, ns, b) = start(RULES).await;
     let addr = b.broker_addr();
     let (user, admin) = (
         signed("RocketMQ", "12345678"),
@@ -201,4 +207,111 @@ async fn a_broker_with_a_broken_acl_file_does_not_start() {
     std::fs::remove_file(&file).unwrap();
     let e = Broker::builder(cfg).start().await.unwrap_err().to_string();
     assert!(e.contains("cannot read"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_admin_requests_change_the_file_and_the_rules_at_once() {
+    use rocketmq_remoting::protocol::RequestCode;
+    let (_dir, file, ns, b) = start(RULES).await;
+    let addr = b.broker_addr();
+    let admin = signed("rocketmq2", "87654321");
+    let r = admin
+        .invoke(&addr, create_topic_request("TopicC", 4), T)
+        .await
+        .unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    let acl_req = |code: RequestCode, fields: &[(&str, &str)]| {
+        let mut c = RemotingCommand::request(code);
+        for (k, v) in fields {
+            c.set_ext(k, v);
+        }
+        c
+    };
+    let newbie = signed("newuser1", "newsecret1");
+    assert_refused(
+        &send(&newbie, &addr, "TopicC", 0, "x").await,
+        "No acl config for newuser1",
+    );
+
+    // A new account, in force at once and in the file.
+    let create = acl_req(
+        RequestCode::UpdateAndCreateAclConfig,
+        &[
+            ("accessKey", "newuser1"),
+            ("secretKey", "newsecret1"),
+            ("admin", "false"),
+            ("topicPerms", "TopicC=PUB"),
+        ],
+    );
+    let r = admin.invoke(&addr, create, T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    let r = send(&newbie, &addr, "TopicC", 0, "x").await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    let written = rocketmq_broker_lite::acl::file::load_file(&file).unwrap();
+    assert_eq!(written.version.counter, 1);
+    assert!(written.accounts.iter().any(|a| a.access_key == "newuser1"));
+    assert_eq!(written.accounts.len(), 3, "the other accounts stay");
+    let info = admin
+        .invoke(&addr, acl_req(RequestCode::GetBrokerClusterAclInfo, &[]), T)
+        .await
+        .unwrap();
+    assert!(
+        info.ext("version").unwrap().contains("\"counter\":1"),
+        "{:?}",
+        info.ext_fields
+    );
+    assert_eq!(info.ext("brokerAddr"), Some(addr.as_str()));
+
+    // A bad account is refused and changes nothing.
+    let bad = acl_req(
+        RequestCode::UpdateAndCreateAclConfig,
+        &[("accessKey", "short")],
+    );
+    let r = admin.invoke(&addr, bad, T).await.unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::UpdateAndCreateAclConfigFailed
+    );
+    assert!(remark(&r).contains("longer than 6"), "{}", remark(&r));
+    assert_eq!(
+        rocketmq_broker_lite::acl::file::load_file(&file)
+            .unwrap()
+            .version
+            .counter,
+        1
+    );
+
+    // Global white addresses: this host skips every check.
+    let white = acl_req(
+        RequestCode::UpdateGlobalWhiteAddrsConfig,
+        &[
+            ("globalWhiteAddrs", "10.0.0.1,127.0.0.1"),
+            ("aclFileFullPath", ""),
+        ],
+    );
+    let r = admin.invoke(&addr, white, T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    let r = send(&client(), &addr, "TopicC", 0, "unsigned").await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    let back = acl_req(
+        RequestCode::UpdateGlobalWhiteAddrsConfig,
+        &[("globalWhiteAddrs", "10.0.0.1")],
+    );
+    assert_eq!(
+        admin.invoke(&addr, back, T).await.unwrap().response_code(),
+        ResponseCode::Success
+    );
+
+    // Deleted: refused at once.
+    let del = acl_req(RequestCode::DeleteAclConfig, &[("accessKey", "newuser1")]);
+    let r = admin.invoke(&addr, del.clone(), T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    assert_refused(
+        &send(&newbie, &addr, "TopicC", 0, "x").await,
+        "No acl config for newuser1",
+    );
+    let r = admin.invoke(&addr, del, T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::DeleteAclConfigFailed);
+    b.shutdown().await.unwrap();
+    ns.shutdown().await;
 }

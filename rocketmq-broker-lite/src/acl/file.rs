@@ -29,8 +29,112 @@ fn texts(y: &Yaml, key: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// `dataVersion` of the file (Java's `DataVersion`: bumped by each change made through the
+/// ACL admin requests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DataVersion {
+    /// Changes made.
+    pub counter: i64,
+    /// When the last was made (ms since the epoch).
+    pub timestamp: i64,
+}
+
+/// The contents of a `plain_acl.yml`, as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AclFile {
+    /// `globalWhiteRemoteAddresses`.
+    pub global_white: Vec<String>,
+    /// `accounts`.
+    pub accounts: Vec<AccountConfig>,
+    /// `dataVersion` (its first element).
+    pub version: DataVersion,
+}
+
+impl AclFile {
+    /// The rules the file states.
+    pub fn rules(&self) -> Result<PlainAcl, String> {
+        PlainAcl::new(&self.global_white, &self.accounts)
+    }
+
+    /// Counts a change.
+    pub fn bump(&mut self) {
+        self.version.counter += 1;
+        self.version.timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+    }
+
+    /// The file's text (comments are not kept, as Java's writer does not keep them).
+    pub fn render(&self) -> String {
+        fn q(s: &str) -> String {
+            let mut out = String::with_capacity(s.len() + 2);
+            out.push('"');
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        let list = |out: &mut String, indent: &str, key: &str, items: &[String]| {
+            out.push_str(&format!("{indent}{key}:"));
+            if items.is_empty() {
+                out.push_str(" []\n");
+            } else {
+                out.push('\n');
+                for i in items {
+                    out.push_str(&format!("{indent}  - {}\n", q(i)));
+                }
+            }
+        };
+        let mut out = String::new();
+        list(
+            &mut out,
+            "",
+            "globalWhiteRemoteAddresses",
+            &self.global_white,
+        );
+        out.push_str("accounts:");
+        if self.accounts.is_empty() {
+            out.push_str(" []");
+        }
+        out.push('\n');
+        for a in &self.accounts {
+            out.push_str(&format!("  - accessKey: {}\n", q(&a.access_key)));
+            out.push_str(&format!("    secretKey: {}\n", q(&a.secret_key)));
+            if let Some(w) = &a.white_remote_address {
+                out.push_str(&format!("    whiteRemoteAddress: {}\n", q(w)));
+            }
+            out.push_str(&format!("    admin: {}\n", a.admin));
+            if let Some(p) = &a.default_topic_perm {
+                out.push_str(&format!("    defaultTopicPerm: {}\n", q(p)));
+            }
+            if let Some(p) = &a.default_group_perm {
+                out.push_str(&format!("    defaultGroupPerm: {}\n", q(p)));
+            }
+            list(&mut out, "    ", "topicPerms", &a.topic_perms);
+            list(&mut out, "    ", "groupPerms", &a.group_perms);
+        }
+        out.push_str(&format!(
+            "dataVersion:\n  - counter: {}\n    timestamp: {}\n",
+            self.version.counter, self.version.timestamp
+        ));
+        out
+    }
+}
+
 /// Parses the text of a `plain_acl.yml` into rules; an error says what is wrong.
 pub fn parse(yaml: &str) -> Result<PlainAcl, String> {
+    parse_file(yaml)?.rules()
+}
+
+/// Parses the text of a `plain_acl.yml`, without checking its rules.
+pub fn parse_file(yaml: &str) -> Result<AclFile, String> {
     let docs = YamlLoader::load_from_str(yaml).map_err(|e| format!("not YAML: {e}"))?;
     let empty = Yaml::Null;
     let doc = docs.first().unwrap_or(&empty);
@@ -66,14 +170,55 @@ pub fn parse(yaml: &str) -> Result<PlainAcl, String> {
             group_perms: texts(&a["groupPerms"], "groupPerms")?,
         });
     }
-    PlainAcl::new(&global, &configs)
+    let v = match &doc["dataVersion"] {
+        Yaml::Array(a) => a.first().cloned().unwrap_or(Yaml::Null),
+        other => other.clone(),
+    };
+    let num = |y: &Yaml| match y {
+        Yaml::Integer(i) => *i,
+        other => text(other).and_then(|t| t.parse().ok()).unwrap_or(0),
+    };
+    Ok(AclFile {
+        global_white: global,
+        accounts: configs,
+        version: DataVersion {
+            counter: num(&v["counter"]),
+            timestamp: num(&v["timestamp"]),
+        },
+    })
 }
 
 /// Reads and parses `path`.
 pub fn load(path: &Path) -> Result<PlainAcl, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    load_file(path)?
+        .rules()
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Reads `path` (an absent file reads as empty: the admin requests create it).
+pub fn load_file(path: &Path) -> Result<AclFile, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Replaces `path` with `file`'s text durably (a temporary file, synced, renamed).
+pub fn save(path: &Path, file: &AclFile) -> Result<(), String> {
+    use std::io::Write;
+    let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let tmp = path.with_extension("yml.tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(fail)?;
+    f.write_all(file.render().as_bytes()).map_err(fail)?;
+    f.sync_all().map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(fail)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -119,6 +264,21 @@ accounts:
         assert!(a.group_perms.contains_key("%RETRY%groupB"));
         assert!(acl.accounts["rocketmq2"].admin);
         assert!(parse("").unwrap().accounts.is_empty());
+    }
+
+    #[test]
+    fn a_file_written_reads_back_the_same() {
+        let mut f = parse_file(JAVA_SAMPLE).unwrap();
+        f.accounts[0].secret_key = "with \"quotes\" and \\ # and: colons".into();
+        f.global_white.clear();
+        f.bump();
+        let back = parse_file(&f.render()).unwrap();
+        assert_eq!(back, f);
+        assert!(back.rules().is_ok());
+        assert_eq!(
+            parse_file(&AclFile::default().render()).unwrap(),
+            AclFile::default()
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The broker's request processors, one module per request family.
 
+mod acl;
 mod admin;
 mod client;
 mod consumer;
@@ -100,6 +101,10 @@ impl BrokerProcessor {
             RequestCode::UnlockBatchMq => consumer::unlock_batch(b, &req),
             RequestCode::EndTransaction => super::transaction::end_transaction(b, ctx, req).await,
             RequestCode::UpdateAndCreateTopic => admin::create_topic(b, &req),
+            RequestCode::UpdateAndCreateAclConfig => acl::update_account(b, &req),
+            RequestCode::DeleteAclConfig => acl::delete_account(b, &req),
+            RequestCode::GetBrokerClusterAclInfo => acl::acl_info(b),
+            RequestCode::UpdateGlobalWhiteAddrsConfig => acl::update_global_white(b, &req),
             RequestCode::DeleteTopicInBroker => admin::delete_topic(b, &req),
             RequestCode::GetMaxOffset => admin::queue_offset(b, &req, "max"),
             RequestCode::GetMinOffset => admin::queue_offset(b, &req, "min"),
