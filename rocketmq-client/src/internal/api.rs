@@ -13,7 +13,7 @@ use rocketmq_remoting::protocol::message::{
     decode_stored_all, MessageExt, MessageQueue, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
-    CommandHeader, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
+    CommandHeader, ExtFields, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
 };
 use rocketmq_remoting::transport::RemotingClient;
 
@@ -132,15 +132,17 @@ impl Api {
         }
     }
 
-    /// SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE.
+    /// SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE. The answer (`None` for a oneway send) has a
+    /// success code or a flush/slave one; its header is not checked here: read it with
+    /// [`send_response`] (a `Protocol` error when it is bad).
     pub(crate) async fn send(
         &self,
         addr: &str,
-        header: &SendMessageRequestHeader,
+        header: &SendMessageRequestHeaderRef<'_>,
         body: Bytes,
         timeout: Duration,
         oneway: bool,
-    ) -> Result<Option<(RemotingCommand, SendMessageResponseHeader)>> {
+    ) -> Result<Option<RemotingCommand>> {
         let code = if header.batch {
             RequestCode::SendBatchMessage
         } else {
@@ -155,18 +157,15 @@ impl Api {
             self.remoting.invoke_oneway(addr, req, timeout).await?;
             return Ok(None);
         }
-        let resp = self.invoke(addr, req, timeout).await?;
+        let mut resp = self.invoke(addr, req, timeout).await?;
         match resp.response_code() {
             ResponseCode::Success
             | ResponseCode::FlushDiskTimeout
             | ResponseCode::FlushSlaveTimeout
             | ResponseCode::SlaveNotAvailable => {
-                let h: SendMessageResponseHeader =
-                    resp.decode_header().map_err(|e| ClientError::Protocol {
-                        addr: addr.to_string(),
-                        reason: format!("bad send response header: {e}"),
-                    })?;
-                Ok(Some((resp, h)))
+                // The header is read from the map alone (see `send_response`), by the caller.
+                resp.materialize_ext_fields();
+                Ok(Some(resp))
             }
             _ => Err(ClientError::server(addr, &resp)),
         }
@@ -562,4 +561,18 @@ impl Api {
         req.language = self.language;
         self.expect_success(addr, req, timeout).await
     }
+}
+
+/// The send response header of `resp` (an answer [`Api::send`] returned), borrowed from it.
+pub(crate) fn send_response<'a>(
+    addr: &str,
+    resp: &'a RemotingCommand,
+) -> Result<SendMessageResponseView<'a>> {
+    static EMPTY: ExtFields = ExtFields::new();
+    SendMessageResponseView::read(resp.ext_fields.as_ref().unwrap_or(&EMPTY)).map_err(|e| {
+        ClientError::Protocol {
+            addr: addr.to_string(),
+            reason: format!("bad send response header: {e}"),
+        }
+    })
 }

@@ -23,6 +23,7 @@ use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
 use rocketmq_remoting::transport::{
     not_supported, ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
 };
+use rocketmq_remoting::util::hash::FastHashMap;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -120,7 +121,7 @@ pub(crate) struct ClientInstance {
     /// The name servers: configured, or fetched over HTTP from `namesrv_domain`.
     namesrv: Mutex<Vec<String>>,
     routes: Mutex<HashMap<String, TopicRouteData>>,
-    brokers: Mutex<HashMap<String, BTreeMap<i64, String>>>,
+    brokers: Mutex<FastHashMap<String, BTreeMap<i64, String>>>,
     /// Producer engines, not owned: their handles own them.
     producers: Mutex<BTreeMap<String, Weak<ProducerCore>>>,
     /// Consumer engines, not owned: their handles own them.

@@ -67,20 +67,26 @@ impl Namespace {
     /// `name` as sent (Java `wrapNamespace`): `ns%name`, `%RETRY%ns%group`; system resources
     /// and names already wrapped stay as they are.
     pub(crate) fn wrap(&self, resource: &str) -> String {
+        self.wrap_cow(resource).into_owned()
+    }
+
+    /// [`Namespace::wrap`], borrowing `resource` when it stays as it is (no namespace, a system
+    /// resource, or one already wrapped).
+    pub(crate) fn wrap_cow<'a>(&self, resource: &'a str) -> Cow<'a, str> {
         let Some(ns) = &self.0 else {
-            return resource.to_string();
+            return Cow::Borrowed(resource);
         };
         if resource.is_empty() || is_system(resource) {
-            return resource.to_string();
+            return Cow::Borrowed(resource);
         }
         let (prefix, rest) = split_prefix(resource);
         if rest
             .strip_prefix(ns.as_str())
             .is_some_and(|r| r.starts_with(SEPARATOR))
         {
-            return resource.to_string();
+            return Cow::Borrowed(resource);
         }
-        format!("{prefix}{ns}{SEPARATOR}{rest}")
+        Cow::Owned(format!("{prefix}{ns}{SEPARATOR}{rest}"))
     }
 
     /// `name` as shown (Java `withoutNamespace(resource, namespace)`): the namespace removed

@@ -3,7 +3,6 @@
 //! compression, unique ids.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,16 +12,18 @@ use tracing::Instrument;
 use bytes::Bytes;
 use rocketmq_remoting::protocol::body::TopicRouteData;
 use rocketmq_remoting::protocol::headers::{
-    CheckTransactionStateRequestHeader, SendMessageRequestHeader,
+    CheckTransactionStateRequestHeader, SendMessageRequestHeaderRef,
 };
 use rocketmq_remoting::protocol::message::{
-    compress_zlib, encode_batch, encode_properties, property, sys_flag, Message, MessageExt,
-    MessageQueue,
+    compress_zlib, encode_batch, encode_properties, property, push_properties, sys_flag, Message,
+    MessageExt, MessageQueue, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
 };
 use rocketmq_remoting::protocol::topic::{
     self, perm, CLIENT_INNER_PRODUCER_GROUP, RETRY_GROUP_TOPIC_PREFIX,
 };
 use rocketmq_remoting::protocol::ResponseCode;
+use rocketmq_remoting::protocol::StringMap;
+use rocketmq_remoting::util::hash::FastHashMap;
 
 use super::batcher::Accumulator;
 use super::hooks::{call_hook, CommunicationMode, Hooks, SendMessageContext, SendMessageHook};
@@ -189,7 +190,7 @@ impl TopicPublishInfo {
 /// Brokers to avoid after failures or slow answers (Java `LatencyFaultToleranceImpl`).
 #[derive(Debug, Default)]
 struct LatencyFault {
-    items: Mutex<HashMap<String, (u64, Instant)>>,
+    items: Mutex<FastHashMap<String, (u64, Instant)>>,
     which_worst: AtomicUsize,
 }
 
@@ -284,7 +285,7 @@ pub(crate) struct ProducerCore {
     pub(crate) async_room: Option<AsyncRoom>,
     /// Batches being filled (with automatic batching on).
     pub(crate) accumulator: Option<Accumulator>,
-    publish: Mutex<HashMap<String, Arc<TopicPublishInfo>>>,
+    publish: Mutex<FastHashMap<String, Arc<TopicPublishInfo>>>,
     fault: LatencyFault,
     /// The transaction check-back handler, set by a transactional producer's start.
     pub(crate) transaction: Mutex<Option<Arc<dyn TransactionChecker>>>,
@@ -474,11 +475,22 @@ impl ProducerCore {
     /// Sets the unique id, compresses, and flags a message for the wire.
     pub(crate) fn prepare(&self, inst: &ClientInstance, mut msg: Message) -> Result<Prepared> {
         check_message(&msg, self.settings.max_message_size)?;
-        if msg.uniq_key().is_none() {
-            msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
+        // A new id is the send's id too, and is appended to the encoded properties rather than
+        // inserted into the message's map first (the same text: a new key goes last).
+        let new_id = match msg.uniq_key() {
+            Some(_) => None,
+            None => Some(inst.uniq.next_id()),
+        };
+        let original = self.hooks.get().map(|_| {
+            let mut m = msg.clone();
+            if let Some(id) = &new_id {
+                m.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, id);
+            }
+            m
+        });
+        if let Cow::Owned(wrapped) = self.ns.wrap_cow(&msg.topic) {
+            msg.topic = wrapped;
         }
-        let original = self.hooks.get().map(|_| msg.clone());
-        msg.topic = self.ns.wrap(&msg.topic);
         let mut sys = 0;
         let mut body = msg.body.clone();
         if body.len() >= self.settings.compress_msg_body_over_howmuch {
@@ -500,8 +512,8 @@ impl ProducerCore {
         Ok(Prepared {
             original,
             count: 1,
-            msg_id: msg.uniq_key().unwrap_or_default().to_string(),
-            properties: encode_properties(&msg.properties),
+            properties: encode_properties_with_id(&msg.properties, new_id.as_deref()),
+            msg_id: new_id.unwrap_or_else(|| msg.uniq_key().unwrap_or_default().to_string()),
             topic: msg.topic,
             flag: msg.flag,
             body,
@@ -722,16 +734,16 @@ impl ProducerCore {
         let addr = inst
             .master_addr_or_refresh(&mq.broker_name, &mq.topic)
             .await?;
-        let header = SendMessageRequestHeader {
-            producer_group: self.settings.group.clone(),
-            topic: p.topic.clone(),
-            default_topic: self.settings.create_topic_key.clone(),
+        let header = SendMessageRequestHeaderRef {
+            producer_group: &self.settings.group,
+            topic: &p.topic,
+            default_topic: &self.settings.create_topic_key,
             default_topic_queue_nums: self.settings.default_topic_queue_nums,
             queue_id: mq.queue_id,
             sys_flag: p.sys_flag,
             born_timestamp: now_ms(),
             flag: p.flag,
-            properties: Some(p.properties.clone()),
+            properties: Some(&p.properties),
             reconsume_times: Some(p.reconsume_times.unwrap_or(0)),
             unit_mode: false,
             max_reconsume_times: p.max_reconsume_times,
@@ -769,7 +781,7 @@ impl ProducerCore {
                 mode == SendMode::Oneway,
             )
             .await;
-        let result = resp.and_then(|resp| self.send_result(p, mq, resp));
+        let result = resp.and_then(|resp| self.send_result(p, mq, &addr, resp));
         let latency = started.elapsed();
         super::metrics::send(&plain_topic, &addr, p.count, result.is_ok(), latency);
         match &result {
@@ -796,14 +808,13 @@ impl ProducerCore {
         &self,
         p: &Prepared,
         mq: &MessageQueue,
-        resp: Option<(
-            rocketmq_remoting::protocol::RemotingCommand,
-            rocketmq_remoting::protocol::headers::SendMessageResponseHeader,
-        )>,
+        addr: &str,
+        resp: Option<rocketmq_remoting::protocol::RemotingCommand>,
     ) -> Result<Option<SendResult>> {
-        let Some((cmd, h)) = resp else {
+        let Some(cmd) = resp else {
             return Ok(None);
         };
+        let h = super::api::send_response(addr, &cmd)?;
         let status = match cmd.response_code() {
             ResponseCode::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
             ResponseCode::FlushSlaveTimeout => SendStatus::FlushSlaveTimeout,
@@ -819,12 +830,34 @@ impl ProducerCore {
                 h.queue_id,
             ),
             queue_offset: h.queue_offset,
-            transaction_id: h.transaction_id.or_else(|| p.transaction_id.clone()),
-            offset_msg_id: h.msg_id,
-            region_id: h.msg_region.unwrap_or_else(|| "DefaultRegion".to_string()),
-            trace_on: h.trace_on.as_deref() != Some("false"),
+            transaction_id: h
+                .transaction_id
+                .map(str::to_string)
+                .or_else(|| p.transaction_id.clone()),
+            offset_msg_id: h.msg_id.to_string(),
+            region_id: h.msg_region.unwrap_or("DefaultRegion").to_string(),
+            trace_on: h.trace_on != Some("false"),
         }))
     }
+}
+
+/// The encoded properties of `props` with `UNIQ_KEY` set to `id` when given (absent from
+/// `props`): what [`encode_properties`] gives after inserting it, without the insertion.
+fn encode_properties_with_id(props: &StringMap, id: Option<&str>) -> String {
+    let Some(id) = id else {
+        return encode_properties(props);
+    };
+    let key = property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX;
+    let size: usize = props.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    let mut out = String::with_capacity(size + key.len() + id.len() + 2);
+    push_properties(props, &mut out);
+    if !out.is_empty() {
+        out.push(PROPERTY_SEPARATOR);
+    }
+    out.push_str(key);
+    out.push(NAME_VALUE_SEPARATOR);
+    out.push_str(id);
+    out
 }
 
 /// Whether `e` says the broker is gone or no longer takes writes (its connection failed, or
@@ -868,6 +901,27 @@ mod tests {
     use super::*;
     use rocketmq_remoting::protocol::body::{BrokerData, QueueData};
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_new_id_is_encoded_as_if_inserted() {
+        let key = property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX;
+        let mut with_props = StringMap::new();
+        with_props.insert("WAIT", "true");
+        with_props.insert("TAGS", "a\u{1}b");
+        with_props.insert("", "");
+        for props in [StringMap::new(), with_props] {
+            assert_eq!(
+                encode_properties_with_id(&props, None),
+                encode_properties(&props)
+            );
+            let mut inserted = props.clone();
+            inserted.insert(key, "7F0000010000ABCD");
+            assert_eq!(
+                encode_properties_with_id(&props, Some("7F0000010000ABCD")),
+                encode_properties(&inserted)
+            );
+        }
+    }
 
     fn route() -> TopicRouteData {
         let qd = |b: &str, w: i32, perm: i32| QueueData {

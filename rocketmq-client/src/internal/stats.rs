@@ -2,10 +2,12 @@
 //! count, sampled every 10 s for the one-minute window and every 10 minutes for the one-hour
 //! window; a window's rate and average are the difference between its oldest sample and now.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
+
+use rocketmq_remoting::util::hash::FastHashMap;
 
 use super::instance::{lock, lock_read};
 
@@ -119,7 +121,7 @@ impl StatsItem {
 /// that exists under a shared lock.
 #[derive(Debug, Default)]
 pub(crate) struct StatsSet {
-    items: RwLock<HashMap<String, Arc<StatsItem>>>,
+    items: RwLock<FastHashMap<String, Arc<StatsItem>>>,
 }
 
 impl StatsSet {

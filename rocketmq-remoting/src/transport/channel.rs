@@ -1,6 +1,5 @@
 //! One connection: a reader task, a writer task, and a table of requests awaiting responses.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -27,6 +26,7 @@ use crate::error::RemotingError;
 use crate::protocol::{
     frame, FileRegion, RemotingCommand, ResponseCode, DEFAULT_MAX_FRAME_SIZE, FLAG_RESPONSE,
 };
+use crate::util::hash::FastHashMap;
 
 /// Request ids: one counter per process, as in Java.
 static NEXT_OPAQUE: AtomicI32 = AtomicI32::new(0);
@@ -99,7 +99,7 @@ struct Inner {
     remote_str: String,
     tx: mpsc::Sender<Outbound>,
     gate: Mutex<WriteGate>,
-    pending: Mutex<HashMap<i32, Pending>>,
+    pending: Mutex<FastHashMap<i32, Pending>>,
     closed: CancellationToken,
     born: Instant,
     last_activity_ms: AtomicU64,
@@ -224,7 +224,7 @@ impl Channel {
                     writes: [Instant::now() - BURST_GAP; 2],
                     socket: Some(write_half.clone()),
                 }),
-                pending: Mutex::new(HashMap::new()),
+                pending: Mutex::new(FastHashMap::default()),
                 closed: CancellationToken::new(),
                 born: Instant::now(),
                 last_activity_ms: AtomicU64::new(0),

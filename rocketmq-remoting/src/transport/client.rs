@@ -13,7 +13,6 @@
 //! connects again for every request; against a host that drops packets every request then waits
 //! the whole connect timeout. See [`RemotingClientBuilder::reconnect_backoff`].
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -29,6 +28,7 @@ use super::hook::RpcHook;
 use super::processor::RequestProcessor;
 use crate::error::RemotingError;
 use crate::protocol::RemotingCommand;
+use crate::util::hash::FastHashMap;
 
 /// Default first backoff window after a failed connect.
 const DEFAULT_RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(100);
@@ -125,7 +125,7 @@ impl RemotingClientBuilder {
                 channel_config: self.channel,
                 processor: self.processor,
                 hooks: self.hooks.into(),
-                peers: Mutex::new(HashMap::new()),
+                peers: Mutex::new(FastHashMap::default()),
                 next_connect_id: AtomicU64::new(0),
                 connect_attempts: AtomicU64::new(0),
                 shut_down: AtomicBool::new(false),
@@ -164,7 +164,7 @@ struct ClientInner {
     channel_config: ChannelConfig,
     processor: Option<Arc<dyn RequestProcessor>>,
     hooks: Arc<[Arc<dyn RpcHook>]>,
-    peers: Mutex<HashMap<String, Peer>>,
+    peers: Mutex<FastHashMap<String, Peer>>,
     next_connect_id: AtomicU64,
     connect_attempts: AtomicU64,
     shut_down: AtomicBool,

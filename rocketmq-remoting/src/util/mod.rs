@@ -1,4 +1,5 @@
 //! Small helpers shared by the crates of the workspace.
 
+pub mod hash;
 pub mod net;
 pub mod time;

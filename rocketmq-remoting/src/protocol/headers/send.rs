@@ -92,17 +92,52 @@ const V2_KEYS: [&str; 14] = [
     "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n",
 ];
 
-impl SendMessageRequestHeader {
+/// A send request header borrowing its text fields: the form a producer builds for each
+/// attempt without copying the group, topic and properties. It writes the same entries in the
+/// same order as [`SendMessageRequestHeader`] (which writes through it).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SendMessageRequestHeaderRef<'a> {
+    /// `producerGroup` / `a`
+    pub producer_group: &'a str,
+    /// `topic` / `b`
+    pub topic: &'a str,
+    /// `defaultTopic` / `c`
+    pub default_topic: &'a str,
+    /// `defaultTopicQueueNums` / `d`
+    pub default_topic_queue_nums: i32,
+    /// `queueId` / `e`
+    pub queue_id: i32,
+    /// `sysFlag` / `f`
+    pub sys_flag: i32,
+    /// `bornTimestamp` / `g`
+    pub born_timestamp: i64,
+    /// `flag` / `h`
+    pub flag: i32,
+    /// `properties` / `i`
+    pub properties: Option<&'a str>,
+    /// `reconsumeTimes` / `j`
+    pub reconsume_times: Option<i32>,
+    /// `unitMode` / `k`
+    pub unit_mode: bool,
+    /// `maxReconsumeTimes` / `l`
+    pub max_reconsume_times: Option<i32>,
+    /// `batch` / `m`
+    pub batch: bool,
+    /// `bname` / `n`
+    pub broker_name: Option<&'a str>,
+}
+
+impl SendMessageRequestHeaderRef<'_> {
     fn write_keys(&self, ext: &mut impl FieldSink, k: &[&'static str; 14]) {
-        ext.text(k[0], &self.producer_group);
-        ext.text(k[1], &self.topic);
-        ext.text(k[2], &self.default_topic);
+        ext.text(k[0], self.producer_group);
+        ext.text(k[1], self.topic);
+        ext.text(k[2], self.default_topic);
         ext.int(k[3], i64::from(self.default_topic_queue_nums));
         ext.int(k[4], i64::from(self.queue_id));
         ext.int(k[5], i64::from(self.sys_flag));
         ext.int(k[6], self.born_timestamp);
         ext.int(k[7], i64::from(self.flag));
-        if let Some(p) = &self.properties {
+        if let Some(p) = self.properties {
             ext.text(k[8], p);
         }
         if let Some(r) = self.reconsume_times {
@@ -113,9 +148,54 @@ impl SendMessageRequestHeader {
             ext.int(k[11], i64::from(m));
         }
         ext.boolean(k[12], self.batch);
-        if let Some(b) = &self.broker_name {
+        if let Some(b) = self.broker_name {
             ext.text(k[13], b);
         }
+    }
+
+    /// Writes the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`) as JSON at once, as
+    /// [`SendMessageRequestHeader::write_v2_json`] does.
+    pub fn write_v2_json(&self, out: &mut JsonExtFields) {
+        self.write_keys(out, &V2_KEYS);
+    }
+
+    /// The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form as JSON, in a buffer sized for it.
+    pub fn to_v2_json(&self) -> JsonExtFields {
+        let text = self.producer_group.len()
+            + self.topic.len()
+            + self.default_topic.len()
+            + self.properties.map_or(0, str::len)
+            + self.broker_name.map_or(0, str::len);
+        // Keys, quotes and numbers take ~150 bytes; escapes in the properties a few more.
+        let mut out = JsonExtFields::with_capacity(text + text / 8 + 192);
+        self.write_v2_json(&mut out);
+        out
+    }
+}
+
+impl SendMessageRequestHeader {
+    /// The header borrowed, for writing.
+    pub fn borrowed(&self) -> SendMessageRequestHeaderRef<'_> {
+        SendMessageRequestHeaderRef {
+            producer_group: &self.producer_group,
+            topic: &self.topic,
+            default_topic: &self.default_topic,
+            default_topic_queue_nums: self.default_topic_queue_nums,
+            queue_id: self.queue_id,
+            sys_flag: self.sys_flag,
+            born_timestamp: self.born_timestamp,
+            flag: self.flag,
+            properties: self.properties.as_deref(),
+            reconsume_times: self.reconsume_times,
+            unit_mode: self.unit_mode,
+            max_reconsume_times: self.max_reconsume_times,
+            batch: self.batch,
+            broker_name: self.broker_name.as_deref(),
+        }
+    }
+
+    fn write_keys(&self, ext: &mut impl FieldSink, k: &[&'static str; 14]) {
+        self.borrowed().write_keys(ext, k);
     }
 
     fn read_keys(ext: &ExtFields, k: &[&'static str; 14]) -> Result<Self, HeaderError> {
@@ -152,15 +232,7 @@ impl SendMessageRequestHeader {
 
     /// The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form as JSON, in a buffer sized for it.
     pub fn to_v2_json(&self) -> JsonExtFields {
-        let text = self.producer_group.len()
-            + self.topic.len()
-            + self.default_topic.len()
-            + self.properties.as_ref().map_or(0, String::len)
-            + self.broker_name.as_ref().map_or(0, String::len);
-        // Keys, quotes and numbers take ~150 bytes; escapes in the properties a few more.
-        let mut out = JsonExtFields::with_capacity(text + text / 8 + 192);
-        self.write_v2_json(&mut out);
-        out
+        self.borrowed().to_v2_json()
     }
 
     /// Reads the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`).
@@ -204,6 +276,81 @@ header! {
         pub queue_offset: i64 => "queueOffset",
         /// Transaction id (not set by 4.9.8 brokers).
         pub transaction_id: Option<String> => "transactionId",
+    }
+}
+
+/// The fields of a send response borrowed from its `extFields`, read in one pass over the
+/// entries: what a producer needs without copying `TRACE_ON` or looking each key up. It reads
+/// what [`SendMessageResponseHeader`] reads (the first of duplicate keys, an empty optional
+/// value as `None`, the same errors in the same order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendMessageResponseView<'a> {
+    /// `queueId`
+    pub queue_id: i32,
+    /// `TRACE_ON`
+    pub trace_on: Option<&'a str>,
+    /// `MSG_REGION`
+    pub msg_region: Option<&'a str>,
+    /// `msgId`
+    pub msg_id: &'a str,
+    /// `queueOffset`
+    pub queue_offset: i64,
+    /// `transactionId`
+    pub transaction_id: Option<&'a str>,
+}
+
+impl<'a> SendMessageResponseView<'a> {
+    /// Reads the fields from `ext`.
+    pub fn read(ext: &'a ExtFields) -> Result<Self, HeaderError> {
+        const KEYS: [&str; 6] = [
+            "queueId",
+            "TRACE_ON",
+            "MSG_REGION",
+            "msgId",
+            "queueOffset",
+            "transactionId",
+        ];
+        let mut text: [Option<&'a str>; 6] = [None; 6];
+        let mut left = KEYS.len();
+        for (k, v) in ext.iter() {
+            let i = match k {
+                "queueId" => 0,
+                "TRACE_ON" => 1,
+                "MSG_REGION" => 2,
+                "msgId" => 3,
+                "queueOffset" => 4,
+                "transactionId" => 5,
+                _ => continue,
+            };
+            if text[i].is_none() {
+                text[i] = Some(v);
+                left -= 1;
+                if left == 0 {
+                    break;
+                }
+            }
+        }
+        let optional = |t: Option<&'a str>| t.filter(|t| !t.is_empty());
+        Ok(Self {
+            queue_id: HeaderField::decode(KEYS[0], text[0])?,
+            trace_on: optional(text[1]),
+            msg_region: optional(text[2]),
+            msg_id: text[3].ok_or(HeaderError::Missing(KEYS[3]))?,
+            queue_offset: HeaderField::decode(KEYS[4], text[4])?,
+            transaction_id: optional(text[5]),
+        })
+    }
+
+    /// The owned header.
+    pub fn to_header(&self) -> SendMessageResponseHeader {
+        SendMessageResponseHeader {
+            queue_id: self.queue_id,
+            trace_on: self.trace_on.map(str::to_string),
+            msg_region: self.msg_region.map(str::to_string),
+            msg_id: self.msg_id.to_string(),
+            queue_offset: self.queue_offset,
+            transaction_id: self.transaction_id.map(str::to_string),
+        }
     }
 }
 
@@ -265,6 +412,10 @@ mod tests {
                     "{ser:?} full={full}"
                 );
                 assert_eq!(a, b, "{ser:?} full={full}");
+                // The borrowed form writes the same bytes.
+                let mut borrowed = direct.clone();
+                borrowed.ext_json = Some(h.borrowed().to_v2_json());
+                assert_eq!(frame::encode_to_vec(&borrowed).unwrap(), b);
                 let back = frame::decode_one(&b, frame::DEFAULT_MAX_FRAME_SIZE).unwrap();
                 let read = SendMessageRequestHeader::read_v2(back.ext_fields.as_ref().unwrap());
                 assert_eq!(read.unwrap(), h);
@@ -282,6 +433,62 @@ mod tests {
             assert!(direct.ext_json.is_none());
             assert_eq!(direct.ext_fields, generic.ext_fields);
         }
+    }
+
+    #[test]
+    fn response_view_reads_what_the_header_reads() {
+        let full = SendMessageResponseHeader {
+            queue_id: 3,
+            trace_on: Some("false".into()),
+            msg_region: Some("DefaultRegion".into()),
+            msg_id: "7F00000100002A9F0000000000000400".into(),
+            queue_offset: 1 << 40,
+            transaction_id: Some("tx".into()),
+        };
+        let mut cases = vec![full.to_ext_fields(), ExtFields::new()];
+        let mut short = ExtFields::new();
+        short.insert("queueOffset", " -5 ");
+        short.insert("other", "x");
+        short.insert("msgId", "");
+        short.insert("queueId", "0");
+        short.insert("MSG_REGION", "");
+        cases.push(short.clone());
+        // Duplicates: the first entry counts.
+        let mut dup = full.to_ext_fields();
+        for (k, v) in [
+            ("queueId", "9"),
+            ("msgId", "second"),
+            ("TRACE_ON", "true"),
+            ("transactionId", ""),
+        ] {
+            dup.push(k, v);
+        }
+        cases.push(dup);
+        // Missing and invalid fields, one at a time and together.
+        for key in ["queueId", "msgId", "queueOffset"] {
+            let mut m = full.to_ext_fields();
+            m.remove(key);
+            cases.push(m);
+        }
+        for (key, bad) in [("queueId", "x"), ("queueOffset", "1.5"), ("queueId", "")] {
+            let mut m = full.to_ext_fields();
+            m.insert(key, bad);
+            cases.push(m.clone());
+            m.remove("msgId");
+            cases.push(m);
+        }
+        let mut both_bad = short;
+        both_bad.insert("queueId", "q");
+        both_bad.insert("queueOffset", "o");
+        cases.push(both_bad);
+        for ext in &cases {
+            let owned = SendMessageResponseHeader::read_from(ext);
+            let view = SendMessageResponseView::read(ext);
+            assert_eq!(view.map(|v| v.to_header()), owned, "{ext:?}");
+        }
+        let view = SendMessageResponseView::read(&cases[0]).unwrap();
+        assert_eq!(view.to_header(), full);
+        assert_eq!(view.trace_on, Some("false"));
     }
 
     #[test]

@@ -15,7 +15,9 @@ pub use self::id::{
     decode_offset_msg_id, encode_offset_msg_id, push_offset_msg_id, UniqIdGenerator, UniqIdInfo,
 };
 pub use self::model::{Message, MessageExt, MessageQueue};
-pub use self::properties::{decode_properties, encode_properties, push_properties};
+pub use self::properties::{
+    decode_properties, encode_properties, push_properties, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
+};
 pub use self::stored::{
     body_crc, decode_stored, decode_stored_all, decode_stored_shared, encode_stored, stored_len,
     StoredDecodeError, StoredDecodeOptions, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
