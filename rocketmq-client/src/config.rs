@@ -51,6 +51,40 @@ pub struct ClientConfig {
     /// Period at which orderly consumers renew their queue locks (Java
     /// `rocketmq.client.rebalance.lockInterval`, 20 s).
     pub lock_interval: Duration,
+    /// ACL credentials: every request is signed with them (Java's `AclClientRPCHook`), for
+    /// brokers with `aclEnable=true`. Clients of one client id share one connection pool and
+    /// the credentials of the first of them, as in Java.
+    pub credentials: Option<Credentials>,
+}
+
+/// An ACL account's keys (`plain_acl.yml`'s `accessKey` and `secretKey`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// `accessKey`.
+    pub access_key: String,
+    /// `secretKey`.
+    pub secret_key: String,
+    /// Sent as `SecurityToken` when set (signed; Apache's broker does not check it).
+    pub security_token: Option<String>,
+}
+
+impl Credentials {
+    /// The keys of an account.
+    pub fn new(access_key: impl Into<String>, secret_key: impl Into<String>) -> Self {
+        Self {
+            access_key: access_key.into(),
+            secret_key: secret_key.into(),
+            security_token: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key", &self.access_key)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ClientConfig {
@@ -80,6 +114,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(3),
             rebalance_interval: Duration::from_secs(20),
             lock_interval: Duration::from_secs(20),
+            credentials: None,
         }
     }
 }

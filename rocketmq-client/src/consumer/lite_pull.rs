@@ -123,6 +123,17 @@ impl LitePullConsumerBuilder {
         self
     }
 
+    /// Signs every request with an ACL account's keys (brokers with `aclEnable=true`; Java's
+    /// `AclClientRPCHook`).
+    pub fn credentials(
+        mut self,
+        access_key: impl Into<String>,
+        secret_key: impl Into<String>,
+    ) -> Self {
+        self.client.credentials = Some(crate::config::Credentials::new(access_key, secret_key));
+        self
+    }
+
     /// Replaces all client settings.
     pub fn client_config(mut self, c: ClientConfig) -> Self {
         self.client = c;

@@ -207,12 +207,22 @@ impl ClientInstance {
             }
         }
         let inst = Arc::new_cyclic(|weak: &Weak<ClientInstance>| {
-            let remoting = RemotingClient::builder()
+            let mut builder = RemotingClient::builder()
                 .connect_timeout(config.connect_timeout)
                 .request_processor(Arc::new(ClientProcessor {
                     instance: weak.clone(),
-                }))
-                .build();
+                }));
+            if let Some(c) = &config.credentials {
+                let mut hook = rocketmq_remoting::acl::AclClientHook::new(
+                    c.access_key.clone(),
+                    c.secret_key.clone(),
+                );
+                if let Some(t) = &c.security_token {
+                    hook = hook.with_security_token(t.clone());
+                }
+                builder = builder.hook(Arc::new(hook));
+            }
+            let remoting = builder.build();
             let hash: i32 = rand::thread_rng().gen();
             ClientInstance {
                 client_id: client_id.clone(),
