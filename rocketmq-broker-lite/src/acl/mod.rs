@@ -377,3 +377,63 @@ mod tests {
         let _ = SUB;
     }
 }
+
+/// Arbitrary input never panics the ACL's readers: address patterns, `plain_acl.yml` text,
+/// requests (fields, bodies) and their checks.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+
+    use super::address::{client_ip, AddressPattern};
+    use super::request::AccessRequest;
+    use super::*;
+
+    fn rules() -> PlainAcl {
+        PlainAcl::new(
+            &["10.0.*.*".into()],
+            &[AccountConfig {
+                access_key: "fuzzUser1".into(),
+                secret_key: "fuzzSecret".into(),
+                default_topic_perm: Some("PUB".into()),
+                ..AccountConfig::default()
+            }],
+        )
+        .unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn address_patterns_never_panic(p in "[0-9a-fA-F.:*,{}\\- ]{0,40}", ip in "[0-9a-f.:\\[\\]/]{0,30}") {
+            if let Ok(pat) = AddressPattern::parse(&p) {
+                if let Some(ip) = client_ip(&ip) {
+                    let _ = pat.matches(&ip);
+                }
+            }
+        }
+
+        #[test]
+        fn acl_files_never_panic(text in "(accounts|accessKey|secretKey|topicPerms|admin|globalWhiteRemoteAddresses|dataVersion|[-: \\n\\[\\]{}a-z0-9=|*.\"'#])*") {
+            if let Ok(f) = file::parse_file(&text) {
+                let _ = f.rules();
+                let _ = file::parse_file(&f.render());
+            }
+        }
+
+        #[test]
+        fn requests_never_panic(
+            code in prop::sample::select(vec![10, 11, 12, 15, 17, 34, 35, 36, 38, 310, 320, 50, 999]),
+            fields in prop::collection::vec(("[a-zA-Z%_]{1,12}", "[ -~]{0,16}"), 0..8),
+            body in prop::collection::vec(any::<u8>(), 0..64),
+            ip in "[0-9.]{0,15}",
+        ) {
+            let mut c = RemotingCommand::request(RequestCode::from_i32(code)).with_body(body);
+            for (k, v) in &fields {
+                c.set_ext(k, v);
+            }
+            if let Ok(req) = AccessRequest::parse(&c, ip.parse().ok()) {
+                let _ = rules().validate(&req);
+            }
+        }
+    }
+}
