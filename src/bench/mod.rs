@@ -108,6 +108,21 @@ pub struct Args {
     /// A label copied into the summary.
     #[arg(long)]
     pub label: Option<String>,
+    /// ACL access key: every client signs its requests (a broker with `aclEnable=true`).
+    #[arg(long, requires = "secret_key")]
+    pub access_key: Option<String>,
+    /// ACL secret key (with `--access-key`).
+    #[arg(long, requires = "access_key")]
+    pub secret_key: Option<String>,
+}
+
+/// The ACL credentials of every client of the run (`--access-key`, `--secret-key`).
+static CREDENTIALS: std::sync::OnceLock<Option<rocketmq_client::Credentials>> =
+    std::sync::OnceLock::new();
+
+/// The admin client of a run.
+fn admin(ns: &str) -> MQAdmin {
+    MQAdmin::with_config(client(ns, &format!("bench-admin-{}", std::process::id()))).expect("admin")
 }
 
 /// How late sends start against their schedule (fixed-rate runs): the harness's own share of
@@ -231,6 +246,7 @@ fn client(ns: &str, name: &str) -> ClientConfig {
     ClientConfig {
         namesrv_addr: rocketmq_client::config::split_addrs(ns),
         instance_name: name.to_string(),
+        credentials: CREDENTIALS.get().cloned().flatten(),
         ..ClientConfig::default()
     }
 }
@@ -447,7 +463,7 @@ fn done(args: &Args, rec: &Recorder, started: Instant) -> bool {
 }
 
 async fn measure_produce(args: &Args, env: &Env, e2e_rec: Option<Arc<Recorder>>) -> Value {
-    let admin = MQAdmin::connect(&env.namesrv).expect("admin");
+    let admin = admin(&env.namesrv);
     let names = topics(args);
     let masters = ensure_topics(&admin, &names, args.queues).await;
     let producers = start_producers(args, &env.namesrv, &names).await;
@@ -568,7 +584,7 @@ async fn start_consumer(
 }
 
 async fn measure_consume(args: &Args, env: &Env) -> Value {
-    let admin = MQAdmin::connect(&env.namesrv).expect("admin");
+    let admin = admin(&env.namesrv);
     let names = topics(args);
     let masters = ensure_topics(&admin, &names, args.queues).await;
     let rec = Arc::new(Recorder::default());
@@ -675,7 +691,7 @@ async fn measure_e2e(args: &Args, env: &Env) -> Value {
         eprintln!("e2e needs --rate");
         std::process::exit(2);
     }
-    let admin = MQAdmin::connect(&env.namesrv).expect("admin");
+    let admin = admin(&env.namesrv);
     let names = topics(args);
     ensure_topics(&admin, &names, args.queues).await;
     admin.shutdown();
@@ -720,6 +736,12 @@ fn print_summary(v: &Value) {
 
 /// Runs the benchmark described by the command line.
 pub async fn run(args: Args) {
+    let _ = CREDENTIALS.set(
+        args.access_key
+            .clone()
+            .zip(args.secret_key.clone())
+            .map(|(ak, sk)| rocketmq_client::Credentials::new(ak, sk)),
+    );
     LazyLock::force(&EPOCH);
     let env = environment(&args).await;
     let summary = match args.mode {
