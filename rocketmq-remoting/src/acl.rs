@@ -44,6 +44,27 @@ pub fn sign(secret_key: &str, content: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
+/// [`sign`] of [`content`]`(fields, body)`, without building the content: the values are fed
+/// to the MAC in key order, then the body.
+pub fn sign_fields<'a>(
+    secret_key: &str,
+    fields: impl IntoIterator<Item = (&'a str, &'a str)>,
+    body: &[u8],
+) -> String {
+    let mut kv: Vec<(&str, &str)> = fields
+        .into_iter()
+        .filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_KEY_QUERY)
+        .collect();
+    kv.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    let mut mac = <Hmac<sha1::Sha1> as Mac>::new_from_slice(secret_key.as_bytes())
+        .expect("HMAC takes keys of any length");
+    for (_, v) in kv {
+        mac.update(v.as_bytes());
+    }
+    mac.update(body);
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
 /// Signs every request with an account's keys, as Java's `AclClientRPCHook` does: adds
 /// `AccessKey` (and `SecurityToken` when given), then `Signature` over the rest.
 #[derive(Clone)]
@@ -89,7 +110,7 @@ impl AclClientHook {
             request.set_ext(SECURITY_TOKEN, t);
         }
         let ext = request.ext_fields.get_or_insert_with(Default::default);
-        let signature = sign(&self.secret_key, &content(ext.iter(), &request.body));
+        let signature = sign_fields(&self.secret_key, ext.iter(), &request.body);
         request.set_ext(SIGNATURE, signature);
     }
 }
@@ -98,6 +119,10 @@ impl RpcHook for AclClientHook {
     fn before_request(&self, _remote: &str, request: &mut RemotingCommand) -> Result<(), String> {
         self.sign_request(request);
         Ok(())
+    }
+
+    fn wants_response(&self) -> bool {
+        false
     }
 }
 
@@ -127,6 +152,16 @@ mod tests {
             "7/zfauXrL6LSdBbV8YTfnCWafHk="
         );
         assert_eq!(sign("12345678", b"").len(), 28);
+        let fields = [
+            ("b", "T"),
+            ("Signature", "x"),
+            ("AccessKey", "ak"),
+            ("a", "g"),
+        ];
+        assert_eq!(
+            sign_fields("12345678", fields, b"body"),
+            sign("12345678", &content(fields, b"body"))
+        );
     }
 
     #[test]

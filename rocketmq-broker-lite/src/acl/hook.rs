@@ -86,6 +86,10 @@ impl RpcHook for AclHook {
     fn before_request(&self, remote: &str, request: &mut RemotingCommand) -> Result<(), String> {
         self.0.check(remote, request)
     }
+
+    fn wants_response(&self) -> bool {
+        false
+    }
 }
 
 fn modified(path: &PathBuf) -> Option<SystemTime> {

@@ -743,7 +743,7 @@ impl Reader {
                 return;
             }
         }
-        let request_copy = if hooks.is_empty() {
+        let request_copy = if !hooks.iter().any(|h| h.wants_response()) {
             None
         } else {
             Some(cmd.clone())

@@ -14,6 +14,12 @@ pub trait RpcHook: Send + Sync + 'static {
         request: &mut RemotingCommand,
     ) -> Result<(), String>;
 
+    /// Whether [`RpcHook::after_response`] does anything: a server keeps a copy of each
+    /// request for it only when a hook says so (true unless overridden).
+    fn wants_response(&self) -> bool {
+        true
+    }
+
     /// After the response arrived (client) or was produced (server).
     fn after_response(
         &self,

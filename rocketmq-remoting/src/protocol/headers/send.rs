@@ -153,6 +153,12 @@ impl SendMessageRequestHeaderRef<'_> {
         }
     }
 
+    /// Writes the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`) into a map (what a
+    /// request hook that reads the fields, an ACL signer, wants).
+    pub fn write_v2(&self, ext: &mut ExtFields) {
+        self.write_keys(ext, &V2_KEYS);
+    }
+
     /// Writes the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`) as JSON at once, as
     /// [`SendMessageRequestHeader::write_v2_json`] does.
     pub fn write_v2_json(&self, out: &mut JsonExtFields) {
