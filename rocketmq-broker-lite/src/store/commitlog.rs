@@ -88,7 +88,7 @@ struct TopicOffsets {
 #[derive(Default)]
 struct TopicTable {
     slots: Vec<TopicOffsets>,
-    index: super::fxhash::FxHashMap<Arc<str>, usize>,
+    index: rocketmq_remoting::util::hash::FastHashMap<Arc<str>, usize>,
     last: usize,
 }
 

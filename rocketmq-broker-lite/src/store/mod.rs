@@ -14,7 +14,6 @@ pub mod config;
 pub mod consume_queue;
 mod disk;
 pub mod error;
-mod fxhash;
 pub mod index;
 mod open;
 pub mod persist;
@@ -32,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rocketmq_remoting::protocol::FileRegion;
+use rocketmq_remoting::util::hash::FastHashMap;
 use tracing::{error, info, warn};
 
 pub use self::clock::{
@@ -205,12 +205,12 @@ impl Default for StoreEnv {
 /// Recently used consume queues of the writer thread, by interned topic and queue id.
 /// Consume queues by (address of the interned topic name, queue id). The entry keeps the name
 /// alive, so its address cannot be reused by another topic while cached.
-type QueueCache = fxhash::FxHashMap<(usize, i32), (Arc<str>, Arc<ConsumeQueue>)>;
+type QueueCache = FastHashMap<(usize, i32), (Arc<str>, Arc<ConsumeQueue>)>;
 
 /// Consume queues by topic and queue id, looked up without allocating.
 #[derive(Debug, Default)]
 pub(crate) struct QueueTable {
-    map: fxhash::FxHashMap<String, BTreeMap<i32, Arc<ConsumeQueue>>>,
+    map: FastHashMap<String, BTreeMap<i32, Arc<ConsumeQueue>>>,
 }
 
 impl QueueTable {

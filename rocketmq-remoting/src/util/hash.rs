@@ -1,5 +1,6 @@
 //! A fast hasher for the small maps of the request path (pending requests by opaque, peers by
-//! address, the client's maps by topic or broker name).
+//! address, the client's maps by topic or broker name) and the broker store's tables keyed by
+//! topic names (validated, and few).
 //!
 //! SipHash, the standard library's default, resists keys chosen to collide; these maps are keyed
 //! by this process's own request counter or by names from the application and the name server,
@@ -57,11 +58,19 @@ impl Hasher for FastHasher {
             w.copy_from_slice(c);
             self.add(u64::from_le_bytes(w));
         }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
+        // The remainder as at most one 4-, one 2- and one 1-byte word: fixed-size reads the
+        // compiler inlines (a copy of `rest.len()` bytes into a word is a `memcpy` call).
+        let mut rest = chunks.remainder();
+        if let Some((w, tail)) = rest.split_first_chunk::<4>() {
+            self.add(u64::from(u32::from_le_bytes(*w)));
+            rest = tail;
+        }
+        if let Some((w, tail)) = rest.split_first_chunk::<2>() {
+            self.add(u64::from(u16::from_le_bytes(*w)));
+            rest = tail;
+        }
+        if let Some(&b) = rest.first() {
+            self.add(u64::from(b));
         }
     }
 
@@ -139,6 +148,24 @@ mod tests {
             .map(|i| h.hash_one(format!("Topic{i}")) & 255)
             .collect();
         assert!(buckets.len() > 140, "{}", buckets.len());
+    }
+
+    #[test]
+    fn every_byte_of_every_length_changes_the_hash() {
+        for len in 1..=24 {
+            let base: Vec<u8> = (0..len as u8).map(|i| b'a' + i).collect();
+            let hash = |bytes: &[u8]| {
+                let mut h = FastHasher::default();
+                h.write(bytes);
+                h.finish()
+            };
+            let h = hash(&base);
+            for at in 0..len {
+                let mut other = base.clone();
+                other[at] ^= 0x01;
+                assert_ne!(hash(&other), h, "length {len}, byte {at}");
+            }
+        }
     }
 
     #[test]
