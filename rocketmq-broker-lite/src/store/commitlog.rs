@@ -262,6 +262,31 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Backpressure: appenders wait once this much is buffered and not yet written.
 const MAX_BUFFERED: usize = 64 * 1024 * 1024;
 
+/// Size of each write when a file is zero-filled ahead of use (segments, the DLedger Raft log).
+/// The page cache gives a write a folio as large as the write (up to the kernel's limit), and
+/// ext4 then walks every 4 KiB block of a folio on each later write into it: here (kernel
+/// 6.18, ext4) a 1.1 KB append into pages zero-filled with 1 MiB writes costs 2.8 µs of CPU,
+/// into pages zero-filled with 64 KiB writes 1.0 µs (a Python loop of pwrites, 100,000 each).
+/// Writes of 64 KiB and more cost the same either way.
+pub(crate) const ZERO_FILL_WRITE: usize = 64 << 10;
+
+/// Writes `len` zero bytes from `pos` on with `write_at(bytes, position)`, in
+/// [`ZERO_FILL_WRITE`] pieces.
+pub(crate) fn write_zeros(
+    mut pos: u64,
+    len: u64,
+    mut write_at: impl FnMut(&[u8], u64) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    static ZEROS: [u8; ZERO_FILL_WRITE] = [0; ZERO_FILL_WRITE];
+    let end = pos + len;
+    while pos < end {
+        let n = (end - pos).min(ZERO_FILL_WRITE as u64) as usize;
+        write_at(&ZEROS[..n], pos)?;
+        pos += n as u64;
+    }
+    Ok(())
+}
+
 impl CommitLog {
     /// Opens the segments found in `commitlog/` (stray files are ignored with a warning). The
     /// log is positioned at `end`; call [`CommitLog::scan`] first to find it.
@@ -1075,7 +1100,6 @@ impl CommitLog {
             return Ok(());
         };
         let end = base + self.seg_size;
-        let zeros = vec![0u8; STEP.min(self.seg_size) as usize];
         let mut next = 0u64;
         loop {
             if self.is_closed() || self.failure().is_some() {
@@ -1094,8 +1118,7 @@ impl CommitLog {
                     break;
                 }
                 let n = (end - start).min(STEP);
-                seg.file
-                    .write_all_at(&zeros[..n as usize], start - base)
+                write_zeros(start - base, n, |b, at| seg.file.write_all_at(b, at))
                     .map_err(|e| StoreError::io("zero-filling the active segment", e))?;
                 next = start + n;
             }
@@ -1584,14 +1607,8 @@ fn fill_segment(
     file.allocate(size)
         .map_err(|e| StoreError::io("allocating a segment", e))?;
     if warm {
-        let zeros = vec![0u8; (1 << 20).min(size as usize)];
-        let mut pos = 0;
-        while pos < size {
-            let n = (size - pos).min(zeros.len() as u64) as usize;
-            file.write_all_at(&zeros[..n], pos)
-                .map_err(|e| StoreError::io("preallocating a segment", e))?;
-            pos += n as u64;
-        }
+        write_zeros(0, size, |b, at| file.write_all_at(b, at))
+            .map_err(|e| StoreError::io("preallocating a segment", e))?;
     }
     // A failed sync here loses nothing acknowledged: the file is removed and made again.
     file.sync_all()

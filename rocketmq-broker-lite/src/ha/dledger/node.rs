@@ -165,7 +165,13 @@ impl DLedgerNode {
         }
         .validate()
         .map_err(|e| format!("bad DLedger timing: {e}"))?;
-        let log = RaftLogStore::open(&dir.join("raft"), sync)
+        // Zero-filled ahead of the appends when the store warms its segments too.
+        let warm_ahead = if store.config().warm_segments {
+            super::log_store::WARM_AHEAD
+        } else {
+            0
+        };
+        let log = RaftLogStore::open_warm(&dir.join("raft"), sync, warm_ahead)
             .map_err(|e| format!("cannot open the Raft log in {}: {e}", dir.display()))?;
         let sm = StateMachine::open(dir, store.clone(), mark)
             .map_err(|e| format!("cannot open the applied index in {}: {e}", dir.display()))?;
