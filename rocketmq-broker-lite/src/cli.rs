@@ -1,6 +1,19 @@
 //! Shared pieces of the command-line programs: logging and waiting for a stop signal.
 
 /// Logs to stderr; `RUST_LOG` overrides the `info` default.
+/// The name server's TLS from Java's `tls.*` keys in `props` and the `tls.config.file` they
+/// name (`disabled` without them); the error names the key or the file.
+pub fn namesrv_tls<'a>(
+    props: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Result<rocketmq_remoting::transport::TlsServerConfig, String> {
+    let mut settings = rocketmq_remoting::transport::TlsSettings::default();
+    for (k, v) in props {
+        settings.set(k, v).map_err(|e| e.to_string())?;
+    }
+    settings.load_config_file().map_err(|e| e.to_string())?;
+    Ok(settings.server())
+}
+
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

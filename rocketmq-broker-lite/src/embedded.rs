@@ -88,6 +88,12 @@ pub struct EmbeddedOptions {
     /// others [`EmbeddedCluster::slaves`], whichever leads), each with a store of its own
     /// (`store`, `store-n1`, ...) and a DLedger port the system picks. 0: no group.
     pub dledger_nodes: usize,
+    /// TLS of the name server's and the brokers' ports (Java's `tls.server.*`: the mode, the
+    /// certificate and key, client authentication); `None`: plain. With `enforcing`, the
+    /// brokers reach the name server over TLS too (Java's `tls.enable` default). `tls.*` and
+    /// `haTlsEnable` keys in [`properties`](Self::properties) apply to the brokers on top.
+    /// Needs the `tls` feature for any mode but `disabled`.
+    pub tls: Option<rocketmq_remoting::transport::TlsServerConfig>,
 }
 
 impl Default for EmbeddedOptions {
@@ -103,6 +109,7 @@ impl Default for EmbeddedOptions {
             role: BrokerRole::AsyncMaster,
             slaves: 0,
             dledger_nodes: 0,
+            tls: None,
         }
     }
 }
@@ -131,6 +138,7 @@ impl EmbeddedCluster {
         let namesrv = NameServer::builder()
             .listen(format!("{}:{}", opts.bind_ip, opts.namesrv_port))
             .kv_config_path(dir.join("namesrv").join("kvConfig.json"))
+            .tls(opts.tls.clone().unwrap_or_default())
             .start()
             .await?;
         let peers = dledger_peers(&opts);
@@ -290,6 +298,10 @@ fn broker_config(
     if id > 0 {
         // Slaves pick their HA ports too.
         cfg.ha.listen_port = Some(0);
+    }
+    if let Some(tls) = &opts.tls {
+        cfg.tls.server_mode = Some(tls.mode);
+        cfg.tls.server = tls.clone();
     }
     if !opts.properties.is_empty() {
         let unknown = cfg

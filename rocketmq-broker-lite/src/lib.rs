@@ -3,6 +3,7 @@
 //! * [`store`]: the storage engine (no networking);
 //! * [`namesrv`]: the name server;
 //! * [`broker`]: the broker;
+//! * [`filter`]: SQL92 property filters (`MessageSelector.bySql`);
 //! * [`embedded`]: a name server and a broker in this process, for tests and examples.
 
 #![forbid(unsafe_code)]
@@ -12,6 +13,7 @@ pub mod broker;
 #[doc(hidden)]
 pub mod cli;
 pub mod embedded;
+pub mod filter;
 pub mod ha;
 pub mod namesrv;
 pub mod store;

@@ -4,6 +4,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::LanguageCode;
+pub use rocketmq_remoting::transport::TlsClientConfig;
 
 use crate::error::{ClientError, Result};
 
@@ -55,6 +56,12 @@ pub struct ClientConfig {
     /// brokers with `aclEnable=true`. Clients of one client id share one connection pool and
     /// the credentials of the first of them, as in Java.
     pub credentials: Option<Credentials>,
+    /// TLS towards the name servers and brokers (Java's `tls.enable=true` with the
+    /// `tls.client.*` settings); plain TCP when `None`. Needs the `tls` cargo feature: without
+    /// it, starting a client with TLS fails with a configuration error. Note Java's default,
+    /// kept by [`TlsClientConfig::new`]: any server certificate is accepted unless
+    /// [`TlsClientConfig::trust`] names the CA to check it against.
+    pub tls: Option<TlsClientConfig>,
 }
 
 /// An ACL account's keys (`plain_acl.yml`'s `accessKey` and `secretKey`).
@@ -115,6 +122,7 @@ impl Default for ClientConfig {
             rebalance_interval: Duration::from_secs(20),
             lock_interval: Duration::from_secs(20),
             credentials: None,
+            tls: None,
         }
     }
 }

@@ -15,7 +15,7 @@ pub mod error;
 mod internal;
 pub mod producer;
 
-pub use config::{ClientConfig, Credentials};
+pub use config::{ClientConfig, Credentials, TlsClientConfig};
 pub use error::{ClientError, Result};
 pub use internal::api::{PullResult, PullStatus};
 pub use internal::lookup::{MessageLookup, QueryResult};

@@ -87,6 +87,20 @@ pub enum RemotingError {
         /// Why.
         reason: String,
     },
+    /// The TLS handshake with the peer failed: it refused our certificate or we refused its, or
+    /// it does not speak TLS (a server in `disabled` mode closes the connection).
+    #[error("TLS handshake with {addr} failed: {source}")]
+    TlsHandshake {
+        /// Peer address.
+        addr: String,
+        /// The I/O error carrying the TLS error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// Bad TLS configuration: a missing or unreadable file, a file without the expected PEM
+    /// item, inconsistent settings, or TLS asked of a build without the `tls` feature.
+    #[error("TLS configuration: {0}")]
+    TlsConfig(String),
     /// The client or server was shut down.
     #[error("remoting endpoint is shut down")]
     Shutdown,
@@ -103,6 +117,7 @@ impl RemotingError {
             RemotingError::Connect { .. }
                 | RemotingError::ConnectTimeout { .. }
                 | RemotingError::ConnectBackoff { .. }
+                | RemotingError::TlsHandshake { .. }
                 | RemotingError::Timeout { .. }
                 | RemotingError::ConnectionClosed { .. }
                 | RemotingError::Frame { .. }
@@ -116,6 +131,7 @@ impl RemotingError {
             RemotingError::Connect { .. }
                 | RemotingError::ConnectTimeout { .. }
                 | RemotingError::ConnectBackoff { .. }
+                | RemotingError::TlsHandshake { .. }
         )
     }
 }

@@ -9,7 +9,8 @@ use rocketmq_broker_lite::namesrv::NameServer;
 #[derive(Debug, Parser)]
 #[command(name = "mqnamesrv", version, about)]
 struct Args {
-    /// Java-style properties file (`listenPort`, `kvConfigPath`, `orderMessageEnable`).
+    /// Java-style properties file (`listenPort`, `kvConfigPath`, `orderMessageEnable`, and
+    /// Java's `tls.*` keys: `tls.server.mode`, `tls.config.file`, ...).
     #[arg(short = 'c', long = "config")]
     config: Option<std::path::PathBuf>,
     /// Address to bind.
@@ -30,6 +31,7 @@ async fn main() -> std::process::ExitCode {
     let mut port = 9876u16;
     let mut kv = args.kv_config_path.clone();
     let mut order = false;
+    let mut tls_props = std::collections::BTreeMap::new();
     if let Some(path) = &args.config {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
@@ -49,6 +51,10 @@ async fn main() -> std::process::ExitCode {
                 },
                 "kvConfigPath" => kv = kv.or(Some(v.into())),
                 "orderMessageEnable" => order = v == "true",
+                // Java reads these as system properties (-Dtls.server.mode=...).
+                _ if k.starts_with("tls.") => {
+                    tls_props.insert(k, v);
+                }
                 _ => eprintln!("ignoring unknown key `{k}`"),
             }
         }
@@ -56,9 +62,17 @@ async fn main() -> std::process::ExitCode {
     if let Some(p) = args.listen_port {
         port = p;
     }
+    let tls = match rocketmq_broker_lite::cli::namesrv_tls(&tls_props) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("bad configuration: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let mut b = NameServer::builder()
         .listen(format!("{}:{port}", args.bind))
-        .order_message_enable(order);
+        .order_message_enable(order)
+        .tls(tls);
     if let Some(kv) = kv {
         b = b.kv_config_path(kv);
     }

@@ -72,6 +72,14 @@ async fn main() -> std::process::ExitCode {
         },
         None => Default::default(),
     };
+    // The name server takes the `tls.*` keys of the file too (the brokers read them).
+    let tls = match rocketmq_broker_lite::cli::namesrv_tls(&properties) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("bad configuration: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let opts = EmbeddedOptions {
         bind_ip: args.bind.clone(),
         namesrv_port: args.namesrv_port,
@@ -87,6 +95,7 @@ async fn main() -> std::process::ExitCode {
         },
         slaves: args.slaves,
         dledger_nodes: args.dledger,
+        tls: Some(tls),
     };
     let cluster = match EmbeddedCluster::start(&args.store_dir, opts).await {
         Ok(c) => c,

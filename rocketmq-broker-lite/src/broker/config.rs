@@ -100,6 +100,12 @@ pub struct BrokerConfig {
     pub default_query_max_num: i32,
     /// `slaveReadEnable` (false).
     pub slave_read_enable: bool,
+    /// `enablePropertyFilter` (false, as in Java): serve SQL92 subscriptions. Off, a pull or
+    /// CHECK_CLIENT_CONFIG with one is refused.
+    pub enable_property_filter: bool,
+    /// `filterSupportRetry` (false): a SQL92 group's retry topic is filtered with the
+    /// expression of each message's original topic.
+    pub filter_support_retry: bool,
     /// `aclEnable` (false): every request is checked against `plain_acl.yml`.
     pub acl_enable: bool,
     /// The ACL file (`rocketmq.acl.plain.file`, Java's property, also read as a `broker.conf`
@@ -121,6 +127,10 @@ pub struct BrokerConfig {
     pub ha: HaConfig,
     /// DLedger mode (`enableDLegerCommitLog`): the commit log replicated by a Raft group.
     pub dledger: DLedgerConfig,
+    /// TLS: Java's `tls.*` keys (`tls.server.mode`, `tls.config.file`, ...), read from
+    /// `broker.conf` where Java reads them from system properties; the file named by
+    /// `tls.config.file` is read when the broker starts.
+    pub tls: rocketmq_remoting::transport::TlsSettings,
 }
 
 impl Default for BrokerConfig {
@@ -157,6 +167,8 @@ impl Default for BrokerConfig {
             transaction_check_interval: Duration::from_secs(60),
             default_query_max_num: 32,
             slave_read_enable: false,
+            enable_property_filter: false,
+            filter_support_retry: false,
             acl_enable: false,
             acl_file: PathBuf::from("conf/plain_acl.yml"),
             offset_check_in_slave: false,
@@ -166,6 +178,7 @@ impl Default for BrokerConfig {
             store: StoreConfig::default(),
             ha: HaConfig::default(),
             dledger: DLedgerConfig::default(),
+            tls: Default::default(),
         }
     }
 }
@@ -285,6 +298,8 @@ impl BrokerConfig {
                 "transactionCheckInterval" => self.transaction_check_interval = millis(key, v)?,
                 "defaultQueryMaxNum" => self.default_query_max_num = parse(key, v)?,
                 "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
+                "enablePropertyFilter" => self.enable_property_filter = parse_bool(key, v)?,
+                "filterSupportRetry" => self.filter_support_retry = parse_bool(key, v)?,
                 "aclEnable" => self.acl_enable = parse_bool(key, v)?,
                 "rocketmq.acl.plain.file" => self.acl_file = PathBuf::from(v.trim()),
                 "offsetCheckInSlave" => self.offset_check_in_slave = parse_bool(key, v)?,
@@ -351,6 +366,12 @@ impl BrokerConfig {
                     self.store.max_transfer_bytes_on_message_in_memory = parse(key, v)?
                 }
                 "warmMapedFileEnable" => self.store.warm_segments = parse_bool(key, v)?,
+                "haTlsEnable" => self.ha.tls = parse_bool(key, v)?,
+                _ if key.starts_with("tls.") => {
+                    if !self.tls.set(key, v).map_err(|e| e.to_string())? {
+                        unknown.push(k.clone());
+                    }
+                }
                 _ => unknown.push(k.clone()),
             }
         }

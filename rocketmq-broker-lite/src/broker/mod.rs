@@ -17,6 +17,7 @@
 
 pub mod clients;
 pub mod config;
+pub mod filter_data;
 pub mod locks;
 pub mod long_poll;
 pub mod offsets;
@@ -27,6 +28,7 @@ pub mod schedule;
 mod slave_sync;
 pub mod stats;
 pub mod subscription;
+mod tls;
 pub mod topic;
 pub mod transaction;
 
@@ -82,6 +84,8 @@ pub struct BrokerInner {
     pub(crate) subs: SubscriptionGroupManager,
     pub(crate) offsets: ConsumerOffsetManager,
     pub(crate) clients: ClientManager,
+    /// SQL92 filter data per topic and group (from heartbeats).
+    pub(crate) filters: Arc<filter_data::ConsumerFilterManager>,
     pub(crate) locks: RebalanceLockManager,
     pub(crate) hold: Arc<PullHold>,
     pub(crate) schedule: ScheduleService,
@@ -225,6 +229,7 @@ impl BrokerInner {
             lock(&b.watched).remove(&ch.id());
             for group in b.clients.channel_closed(ch.id()) {
                 debug!(%group, "consumer connection closed");
+                b.group_left_maybe(&group);
                 b.notify_consumer_ids_changed(&group);
             }
         });
@@ -287,6 +292,7 @@ impl BrokerBuilder {
     pub async fn start(self) -> Result<BrokerHandle, BrokerError> {
         let cfg = self.cfg;
         cfg.validate().map_err(BrokerError::Config)?;
+        let tls = tls::resolve(&cfg)?;
         let env = self.env;
         let mut store_cfg = cfg.store.clone();
         if cfg.broker_role == BrokerRole::Slave && !cfg.dledger.enabled {
@@ -326,6 +332,7 @@ impl BrokerBuilder {
             &cfg.listen_ip,
             cfg.ha_listen_port(),
             cfg.broker_role == BrokerRole::Slave,
+            tls.ha.clone(),
         )
         .await
         {
@@ -350,15 +357,21 @@ impl BrokerBuilder {
             subs,
             offsets,
             clients: ClientManager::default(),
+            filters: Arc::default(),
             locks: RebalanceLockManager::default(),
             hold,
             schedule,
             transactions,
             stats: BrokerStats::default(),
             clock: env.clock.clone(),
-            namesrv: RemotingClient::builder()
-                .connect_timeout(Duration::from_secs(3))
-                .build(),
+            namesrv: {
+                let b = RemotingClient::builder().connect_timeout(Duration::from_secs(3));
+                match tls.namesrv.clone() {
+                    Some(t) => b.tls(t),
+                    None => b,
+                }
+                .build()
+            },
             register_now: Notify::new(),
             watched: Mutex::new(HashSet::new()),
             shutdown: CancellationToken::new(),
@@ -393,6 +406,7 @@ impl BrokerBuilder {
         };
         let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
         let server = match with_acl(RemotingServer::builder(bind.clone()))
+            .tls_context(tls.server.clone())
             .processor_default(inner.clone(), false)
             .start()
             .await
@@ -422,6 +436,7 @@ impl BrokerBuilder {
         let vip = if cfg.vip_channel_enable && cfg.listen_port > 2 {
             let vip_bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port - 2);
             match with_acl(RemotingServer::builder(vip_bind))
+                .tls_context(tls.server.clone())
                 .processor_default(inner.clone(), true)
                 .start()
                 .await
@@ -646,7 +661,16 @@ impl BrokerInner {
             ch.close();
         }
         for g in groups {
+            self.group_left_maybe(&g);
             self.notify_consumer_ids_changed(&g);
+        }
+    }
+
+    /// After a consumer left `group`: if it was the last, the group's SQL92 filter data is
+    /// marked dead (Java's UNREGISTER event).
+    pub(crate) fn group_left_maybe(&self, group: &str) {
+        if self.clients.consumer_group(group).is_none() {
+            self.filters.unregister(group, self.clock.now_ms());
         }
     }
 }

@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use rocketmq_remoting::transport::MaybeTlsStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::time::{timeout, Instant};
 use tracing::{debug, info, warn};
@@ -29,7 +29,21 @@ pub(crate) async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
             Ok((sock, peer)) => {
                 info!(slave = %peer, "HA connection from a slave");
                 let _ = sock.set_nodelay(true);
-                tokio::spawn(serve(shared.clone(), sock, peer));
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let sock = match &shared.tls {
+                        None => MaybeTlsStream::Plain(sock),
+                        // `accept` bounds the handshake and logs why one fails.
+                        Some(tls) => tokio::select! {
+                            _ = shared.shutdown.cancelled() => return,
+                            s = tls.server.accept(sock, peer) => match s {
+                                Some(s) => s,
+                                None => return,
+                            },
+                        },
+                    };
+                    serve(shared, sock, peer).await
+                });
             }
             Err(e) => {
                 warn!(error = %e, "HA port cannot accept a connection");
@@ -57,7 +71,7 @@ impl Drop for Counted {
 }
 
 /// Serves one slave: its reports on one side, chunks on the other; either ending ends both.
-async fn serve(shared: Arc<Shared>, sock: TcpStream, peer: SocketAddr) {
+async fn serve(shared: Arc<Shared>, sock: MaybeTlsStream, peer: SocketAddr) {
     let _counted = Counted::new(shared.clone());
     let (rd, wr) = sock.into_split();
     // The slave's first report: where to start (-1 until it arrives).
@@ -76,7 +90,7 @@ async fn serve(shared: Arc<Shared>, sock: TcpStream, peer: SocketAddr) {
 /// Reads the slave's offset reports: the first is where to start, the others acknowledge.
 async fn read_reports(
     shared: &Shared,
-    mut rd: OwnedReadHalf,
+    mut rd: impl AsyncRead + Unpin,
     start: watch::Sender<Option<u64>>,
 ) -> Result<(), String> {
     let mut reports = ReportReader::default();
@@ -117,7 +131,7 @@ async fn read_reports(
 /// Sends commit-log chunks from where the slave asked, and a heartbeat when idle.
 async fn send_chunks(
     shared: &Shared,
-    mut wr: OwnedWriteHalf,
+    mut wr: impl AsyncWrite + Unpin,
     mut start: watch::Receiver<Option<u64>>,
 ) -> Result<(), String> {
     let requested = match start.wait_for(Option::is_some).await {
@@ -183,7 +197,11 @@ async fn send_chunks(
     }
 }
 
-async fn write_chunk(wr: &mut OwnedWriteHalf, header: &[u8], data: &[u8]) -> Result<(), String> {
+async fn write_chunk(
+    wr: &mut (impl AsyncWrite + Unpin),
+    header: &[u8],
+    data: &[u8],
+) -> Result<(), String> {
     let mut bufs = [std::io::IoSlice::new(header), std::io::IoSlice::new(data)];
     let mut slices: &mut [std::io::IoSlice<'_>] = &mut bufs;
     while !slices.is_empty() {
@@ -196,5 +214,6 @@ async fn write_chunk(wr: &mut OwnedWriteHalf, header: &[u8], data: &[u8]) -> Res
         }
         std::io::IoSlice::advance_slices(&mut slices, n);
     }
-    Ok(())
+    // TLS may hold the bytes in its session until flushed (a no-op on plain TCP).
+    wr.flush().await.map_err(|e| format!("write failed: {e}"))
 }

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rocketmq_remoting::transport::{ClientTlsContext, ServerTlsContext};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +48,11 @@ pub struct HaConfig {
     /// `slaveTimeout` (3 s): how long a SYNC_MASTER waits for a slave's acknowledgement
     /// before it answers FLUSH_SLAVE_TIMEOUT.
     pub slave_timeout: Duration,
+    /// `haTlsEnable` (false; our key: Apache 4.9.8's HA port is plain NIO): the HA port takes
+    /// TLS connections only, with the broker's server certificate (`tls.server.*`), and a slave
+    /// connects with TLS and the `tls.client.*` settings. Masters and slaves of a group must
+    /// agree.
+    pub tls: bool,
 }
 
 impl Default for HaConfig {
@@ -59,6 +65,7 @@ impl Default for HaConfig {
             transfer_batch_size: 32 * 1024,
             slave_fallbehind_max: 256 * 1024 * 1024,
             slave_timeout: Duration::from_secs(3),
+            tls: false,
         }
     }
 }
@@ -116,6 +123,8 @@ pub(crate) struct Shared {
     pub(crate) master: watch::Sender<Option<String>>,
     /// Why a slave last refused its master's stream.
     pub(crate) refusal: std::sync::Mutex<Option<String>>,
+    /// TLS on the HA port and the connection to the master (`haTlsEnable`).
+    pub(crate) tls: Option<HaTls>,
     pub(crate) shutdown: CancellationToken,
 }
 
@@ -132,6 +141,16 @@ impl Shared {
     }
 }
 
+/// TLS contexts of the HA port (`haTlsEnable`): the master accepts with `server` (its mode is
+/// `enforcing`), a slave connects with `client`.
+#[derive(Debug, Clone)]
+pub struct HaTls {
+    /// Accepts slaves.
+    pub server: ServerTlsContext,
+    /// Connects to the master.
+    pub client: ClientTlsContext,
+}
+
 /// The HA service of a broker: its HA port, and for a slave the connection to its master.
 #[derive(Debug, Clone)]
 pub struct HaService {
@@ -141,13 +160,15 @@ pub struct HaService {
 
 impl HaService {
     /// Binds the HA port on `ip` (`port` 0: any free port) and starts serving slaves; a slave
-    /// (`slave`) also starts replicating from its master once it knows the address.
+    /// (`slave`) also starts replicating from its master once it knows the address. With
+    /// `tls`, both run over TLS.
     pub async fn start(
         store: MessageStore,
         cfg: HaConfig,
         ip: &str,
         port: u16,
         slave: bool,
+        tls: Option<HaTls>,
     ) -> std::io::Result<Self> {
         let listener = match TcpListener::bind((ip, port)).await {
             Ok(l) => l,
@@ -166,6 +187,7 @@ impl HaService {
             connections: AtomicUsize::new(0),
             master: watch::Sender::new(cfg.master_address.clone()),
             refusal: std::sync::Mutex::new(None),
+            tls,
             cfg,
             shutdown: CancellationToken::new(),
         });

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rocketmq_remoting::transport::{MaybeTlsStream, StreamWriteHalf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{timeout, Instant};
@@ -93,6 +94,19 @@ async fn replicate(shared: &Shared, addr: &str) -> Result<(), Failure> {
         }
     };
     let _ = sock.set_nodelay(true);
+    let sock = match &shared.tls {
+        None => MaybeTlsStream::Plain(sock),
+        Some(tls) => match timeout(Duration::from_secs(3), tls.client.connect(addr, sock)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(Failure::Unreachable(std::io::Error::other(e.to_string()))),
+            Err(_) => {
+                return Err(Failure::Unreachable(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "TLS handshake timed out",
+                )))
+            }
+        },
+    };
     let (mut rd, mut wr) = sock.into_split();
     // Everything appended is written before the first report, so that it names a record
     // boundary this slave holds.
@@ -233,8 +247,9 @@ fn refused(e: StoreError) -> Failure {
     }
 }
 
-async fn report(wr: &mut tokio::net::tcp::OwnedWriteHalf, offset: u64) -> Result<(), Failure> {
-    wr.write_all(&wire::report(offset))
-        .await
-        .map_err(|e| Failure::Lost(format!("cannot report the offset: {e}")))
+async fn report(wr: &mut StreamWriteHalf, offset: u64) -> Result<(), Failure> {
+    let lost = |e: std::io::Error| Failure::Lost(format!("cannot report the offset: {e}"));
+    wr.write_all(&wire::report(offset)).await.map_err(lost)?;
+    // TLS may hold the bytes in its session until flushed (a no-op on plain TCP).
+    wr.flush().await.map_err(lost)
 }

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rocketmq_remoting::transport::{RemotingServer, ServerHandle};
+use rocketmq_remoting::transport::{RemotingServer, ServerHandle, TlsServerConfig};
 use rocketmq_remoting::RemotingError;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -38,6 +38,7 @@ pub struct NameServerBuilder {
     clock: Arc<dyn Clock>,
     kv_config_path: Option<PathBuf>,
     order_message_enable: bool,
+    tls: TlsServerConfig,
 }
 
 /// Namespace of the name server: use [`NameServer::builder`].
@@ -55,6 +56,7 @@ impl NameServer {
             clock: Arc::new(SystemClock),
             kv_config_path: None,
             order_message_enable: false,
+            tls: TlsServerConfig::default(),
         }
     }
 }
@@ -91,6 +93,13 @@ impl NameServerBuilder {
         self
     }
 
+    /// TLS on the port (Java's `tls.server.*` keys; `disabled` by default). Bad files make
+    /// [`start`](Self::start) fail with [`RemotingError::TlsConfig`].
+    pub fn tls(mut self, tls: TlsServerConfig) -> Self {
+        self.tls = tls;
+        self
+    }
+
     /// Binds and starts serving.
     pub async fn start(self) -> Result<NameServerHandle, RemotingError> {
         let kv = KvConfig::load(self.kv_config_path.clone())?;
@@ -105,6 +114,7 @@ impl NameServerBuilder {
             state: state.clone(),
         });
         let server = RemotingServer::builder(self.listen)
+            .tls(self.tls)
             .default_processor(processor)
             .start()
             .await?;

@@ -9,7 +9,7 @@ use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel, Subscrip
 use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
 use rocketmq_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 
-use super::{LitePullConsumerConfig, MIN_AUTO_COMMIT_INTERVAL};
+use super::{LitePullConsumerConfig, MessageSelector, MIN_AUTO_COMMIT_INTERVAL};
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::lifecycle::{Lifecycle, Phase};
@@ -134,6 +134,14 @@ impl LitePullConsumerBuilder {
         self
     }
 
+    /// Connects to name servers and brokers with TLS (Java's `tls.enable=true`; needs the
+    /// `tls` cargo feature). [`TlsClientConfig::new`](crate::config::TlsClientConfig::new)
+    /// accepts any server certificate, as Java's default does; `.trust(ca)` checks it.
+    pub fn tls(mut self, tls: crate::config::TlsClientConfig) -> Self {
+        self.client.tls = Some(tls);
+        self
+    }
+
     /// Replaces all client settings.
     pub fn client_config(mut self, c: ClientConfig) -> Self {
         self.client = c;
@@ -195,18 +203,23 @@ impl DefaultLitePullConsumer {
         LitePullConsumerBuilder::default()
     }
 
-    /// Subscribes to `topic` (before `start`; not with `assign`).
+    /// Subscribes to `topic` with a tag expression (before `start`; not with `assign`).
     pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
+        self.subscribe_with_selector(topic, &MessageSelector::by_tag(expression))
+    }
+
+    /// Subscribes to `topic` with a [`MessageSelector`]: tags, or a SQL92 expression the
+    /// broker evaluates (before `start`; not with `assign`). With a SQL92 selector, `start`
+    /// first asks a broker of the topic whether it accepts it (CHECK_CLIENT_CONFIG).
+    pub fn subscribe_with_selector(&self, topic: &str, selector: &MessageSelector) -> Result<()> {
         check_topic(topic)?;
+        let sd = selector.subscription(topic, now_ms())?;
         match &mut *self.inner.life.phase() {
             Phase::Created(Created {
                 subscriptions,
                 assigned: None,
             }) => {
-                subscriptions.insert(
-                    topic.to_string(),
-                    SubscriptionData::from_tag_expression(topic, expression, now_ms()),
-                );
+                subscriptions.insert(topic.to_string(), sd);
                 Ok(())
             }
             Phase::Created(_) => Err(ClientError::Config(

@@ -3,10 +3,12 @@
 
 mod lite_pull;
 mod push;
+mod selector;
 mod stream;
 
 pub use self::lite_pull::{DefaultLitePullConsumer, LitePullConsumerBuilder};
 pub use self::push::{DefaultMQPushConsumer, PushConsumerBuilder};
+pub use self::selector::MessageSelector;
 pub use self::stream::{Delivery, LitePullStream, PushStream};
 pub use crate::internal::allocate::{
     AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle,

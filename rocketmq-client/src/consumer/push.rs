@@ -10,7 +10,7 @@ use rocketmq_remoting::protocol::topic::{retry_topic, DEFAULT_CONSUMER_GROUP};
 
 use super::{
     AllocateMessageQueueStrategy, MessageListenerConcurrently, MessageListenerOrderly,
-    PushConsumerConfig,
+    MessageSelector, PushConsumerConfig,
 };
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
@@ -81,7 +81,7 @@ impl std::fmt::Debug for DefaultMQPushConsumer {
 pub struct PushConsumerBuilder {
     client: ClientConfig,
     cfg: PushConsumerConfig,
-    subscriptions: Vec<(String, String)>,
+    subscriptions: Vec<(String, MessageSelector)>,
 }
 
 impl PushConsumerBuilder {
@@ -175,9 +175,20 @@ impl PushConsumerBuilder {
         self
     }
 
-    /// Subscribes (may be repeated).
+    /// Subscribes with a tag expression (may be repeated).
     pub fn subscribe(mut self, topic: impl Into<String>, expression: impl Into<String>) -> Self {
-        self.subscriptions.push((topic.into(), expression.into()));
+        self.subscriptions
+            .push((topic.into(), MessageSelector::by_tag(expression)));
+        self
+    }
+
+    /// Subscribes with a [`MessageSelector`]: tags, or a SQL92 expression (may be repeated).
+    pub fn subscribe_with_selector(
+        mut self,
+        topic: impl Into<String>,
+        selector: MessageSelector,
+    ) -> Self {
+        self.subscriptions.push((topic.into(), selector));
         self
     }
 
@@ -189,6 +200,14 @@ impl PushConsumerBuilder {
         secret_key: impl Into<String>,
     ) -> Self {
         self.client.credentials = Some(crate::config::Credentials::new(access_key, secret_key));
+        self
+    }
+
+    /// Connects to name servers and brokers with TLS (Java's `tls.enable=true`; needs the
+    /// `tls` cargo feature). [`TlsClientConfig::new`](crate::config::TlsClientConfig::new)
+    /// accepts any server certificate, as Java's default does; `.trust(ca)` checks it.
+    pub fn tls(mut self, tls: crate::config::TlsClientConfig) -> Self {
+        self.client.tls = Some(tls);
         self
     }
 
@@ -271,8 +290,8 @@ impl PushConsumerBuilder {
                 stats: Arc::default(),
             }),
         };
-        for (t, e) in &self.subscriptions {
-            consumer.subscribe(t, e)?;
+        for (t, selector) in &self.subscriptions {
+            consumer.subscribe_with_selector(t, selector)?;
         }
         Ok(consumer)
     }
@@ -298,13 +317,20 @@ impl DefaultMQPushConsumer {
     /// by `||` (`"TagA || TagB"`). Before `start`; to subscribe a running consumer, use
     /// [`subscribe_running`](Self::subscribe_running).
     pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
+        self.subscribe_with_selector(topic, &MessageSelector::by_tag(expression))
+    }
+
+    /// Subscribes to `topic` with a [`MessageSelector`] (Java `subscribe(topic,
+    /// MessageSelector)`): tags, or a SQL92 expression over the message properties, which the
+    /// broker evaluates. Before `start`. With a SQL92 selector, `start` first asks a broker of
+    /// the topic whether it accepts the expression (Java's CHECK_CLIENT_CONFIG) and fails with
+    /// the broker's answer if not.
+    pub fn subscribe_with_selector(&self, topic: &str, selector: &MessageSelector) -> Result<()> {
         check_topic(topic)?;
+        let sd = selector.subscription(topic, now_ms())?;
         match &mut *self.inner.life.phase() {
             Phase::Created(Created { subscriptions, .. }) => {
-                subscriptions.insert(
-                    topic.to_string(),
-                    SubscriptionData::from_tag_expression(topic, expression, now_ms()),
-                );
+                subscriptions.insert(topic.to_string(), sd);
                 Ok(())
             }
             _ => Err(ClientError::Config(
@@ -317,14 +343,21 @@ impl DefaultMQPushConsumer {
     /// brokers hear of it at once and its queues are taken by the next rebalance, which runs
     /// at once.
     pub async fn subscribe_running(&self, topic: &str, expression: &str) -> Result<()> {
+        self.subscribe_running_with_selector(topic, &MessageSelector::by_tag(expression))
+            .await
+    }
+
+    /// [`subscribe_running`](Self::subscribe_running) with a [`MessageSelector`]. As in Java,
+    /// a SQL92 selector is not checked with the brokers first: pulls report a refusal.
+    pub async fn subscribe_running_with_selector(
+        &self,
+        topic: &str,
+        selector: &MessageSelector,
+    ) -> Result<()> {
         check_topic(topic)?;
         let e = self.engine()?;
-        e.subscribe(SubscriptionData::from_tag_expression(
-            e.ns.wrap(topic),
-            expression,
-            now_ms(),
-        ))
-        .await
+        e.subscribe(selector.subscription(&e.ns.wrap(topic), now_ms())?)
+            .await
     }
 
     /// Stops consuming `topic` (Java `unsubscribe`): before start, forgets the subscription;

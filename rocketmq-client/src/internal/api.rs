@@ -5,7 +5,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use rocketmq_remoting::protocol::body::{
     self, ConsumeStats, ConsumerListBody, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody, TopicRouteData,
+    LockBatchResponseBody, SubscriptionData, TopicRouteData,
 };
 use rocketmq_remoting::protocol::codes::VERSION_4_9_8;
 use rocketmq_remoting::protocol::headers::*;
@@ -236,6 +236,34 @@ impl Api {
             .with_body(body::encode_fastjson(data));
         let resp = self.expect_success(addr, req, timeout).await?;
         Ok(resp.version)
+    }
+
+    /// CHECK_CLIENT_CONFIG (Java `MQClientAPIImpl.checkClientInBroker`): whether the broker
+    /// accepts `subscription` (a SQL92 one: the feature is on and the expression compiles).
+    pub(crate) async fn check_client_config(
+        &self,
+        addr: &str,
+        group: &str,
+        client_id: &str,
+        subscription: &SubscriptionData,
+        timeout: Duration,
+    ) -> Result<()> {
+        /// Java `CheckClientRequestBody` (fastjson writes the keys in this order).
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct CheckClientRequestBody<'a> {
+            client_id: &'a str,
+            group: &'a str,
+            subscription_data: &'a SubscriptionData,
+        }
+        let req = self
+            .bare(RequestCode::CheckClientConfig)
+            .with_body(body::encode_fastjson(&CheckClientRequestBody {
+                client_id,
+                group,
+                subscription_data: subscription,
+            }));
+        self.expect_success(addr, req, timeout).await.map(|_| ())
     }
 
     /// UNREGISTER_CLIENT.

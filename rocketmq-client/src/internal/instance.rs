@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::Rng;
 use rocketmq_remoting::protocol::body::{
-    ConsumerData, HeartbeatData, MessageModel, ProducerData, TopicRouteData,
+    ConsumerData, HeartbeatData, MessageModel, ProducerData, SubscriptionData, TopicRouteData,
 };
 use rocketmq_remoting::protocol::headers::{
     CheckTransactionStateRequestHeader, ConsumerGroupRequestHeader,
@@ -206,12 +206,21 @@ impl ClientInstance {
                 return Ok(inst);
             }
         }
+        let tls = config
+            .tls
+            .as_ref()
+            .map(|t| t.build())
+            .transpose()
+            .map_err(|e| ClientError::Config(e.to_string()))?;
         let inst = Arc::new_cyclic(|weak: &Weak<ClientInstance>| {
             let mut builder = RemotingClient::builder()
                 .connect_timeout(config.connect_timeout)
                 .request_processor(Arc::new(ClientProcessor {
                     instance: weak.clone(),
                 }));
+            if let Some(tls) = tls {
+                builder = builder.tls(tls);
+            }
             if let Some(c) = &config.credentials {
                 let mut hook = rocketmq_remoting::acl::AclClientHook::new(
                     c.access_key.clone(),
@@ -834,6 +843,32 @@ impl ClientInstance {
             .get(&MASTER_ID)
             .or_else(|| b.broker_addrs.values().next())
             .cloned()
+    }
+
+    /// Asks a broker of each topic with a SQL92 subscription whether it accepts it (Java
+    /// `MQClientInstance.checkClientInBroker`, at consumer start): a broker with
+    /// `enablePropertyFilter=false` or a bad expression fails the start with the broker's code
+    /// and remark. Topics without a known broker are skipped, as in Java.
+    pub(crate) async fn check_client_in_broker(
+        &self,
+        group: &str,
+        subscriptions: &[SubscriptionData],
+    ) -> Result<()> {
+        for sd in subscriptions.iter().filter(|s| !s.is_tag_type()) {
+            let Some(addr) = self.any_broker_of_topic(&sd.topic) else {
+                continue;
+            };
+            self.api
+                .check_client_config(
+                    &addr,
+                    group,
+                    &self.client_id,
+                    sd,
+                    self.config.mq_client_api_timeout,
+                )
+                .await?;
+        }
+        Ok(())
     }
 
     /// The client ids of `group`, asked of a broker serving `topic`.

@@ -195,6 +195,12 @@ impl LiteEngine {
         if let Err(e) = inst.update_consumer_routes().await {
             tracing::warn!(group = %self.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
         }
+        let subscriptions: Vec<SubscriptionData> = lock(&self.rebalance.subscriptions)
+            .values()
+            .cloned()
+            .collect();
+        inst.check_client_in_broker(&self.cfg.group, &subscriptions)
+            .await?;
         inst.send_heartbeat_all().await;
         match assigned {
             Some(mqs) => self.assign(mqs).await?,
@@ -367,7 +373,8 @@ impl LiteEngine {
             commit_offset: 0,
             suspend_timeout_millis: BROKER_SUSPEND_MAX.as_millis() as i64,
             subscription: Some(sd.sub_string.clone()),
-            sub_version: 0,
+            // Java sends the version of SQL92 subscriptions only.
+            sub_version: if sd.is_tag_type() { 0 } else { sd.sub_version },
             expression_type: sd.expression_type.clone(),
             broker_name: None,
         };

@@ -156,6 +156,12 @@ impl PushEngine {
         if let Err(e) = inst.update_consumer_routes().await {
             tracing::warn!(group = %self.cfg.group, error = %e, "cannot fetch the subscribed topics' routes yet");
         }
+        let subscriptions: Vec<SubscriptionData> = lock(&self.rebalance.subscriptions)
+            .values()
+            .cloned()
+            .collect();
+        inst.check_client_in_broker(&self.cfg.group, &subscriptions)
+            .await?;
         inst.send_heartbeat_all().await;
         inst.rebalance_now();
         if self.is_orderly() && self.clustering() {

@@ -200,6 +200,14 @@ impl ProducerBuilder {
         self
     }
 
+    /// Connects to name servers and brokers with TLS (Java's `tls.enable=true`; needs the
+    /// `tls` cargo feature). [`TlsClientConfig::new`](crate::config::TlsClientConfig::new)
+    /// accepts any server certificate, as Java's default does; `.trust(ca)` checks it.
+    pub fn tls(mut self, tls: crate::config::TlsClientConfig) -> Self {
+        self.client.tls = Some(tls);
+        self
+    }
+
     /// Replaces all client settings.
     pub fn client_config(mut self, c: ClientConfig) -> Self {
         self.client = c;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use std::io::IoSlice;
 
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::{AsyncRead, AsyncWriteExt, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -22,6 +22,7 @@ use tracing::{debug, warn};
 use super::codec::{CodecError, RemotingCodec};
 use super::hook::RpcHook;
 use super::processor::{not_supported, ChannelContext, ProcessResult, RequestProcessor};
+use super::tls::{ClientTlsContext, MaybeTlsStream};
 use crate::error::RemotingError;
 use crate::protocol::{
     frame, FileRegion, RemotingCommand, ResponseCode, DEFAULT_MAX_FRAME_SIZE, FLAG_RESPONSE,
@@ -41,6 +42,9 @@ pub struct ChannelConfig {
     pub idle_timeout: Option<Duration>,
     /// Frames that may wait for the writer before senders wait.
     pub write_queue_capacity: usize,
+    /// Connect with TLS (see [`TlsClientConfig`](super::TlsClientConfig)); plain TCP when
+    /// `None`. Used by [`Channel::connect`] only.
+    pub tls: Option<ClientTlsContext>,
 }
 
 impl Default for ChannelConfig {
@@ -49,6 +53,7 @@ impl Default for ChannelConfig {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             idle_timeout: Some(Duration::from_secs(120)),
             write_queue_capacity: 4096,
+            tls: None,
         }
     }
 }
@@ -80,7 +85,8 @@ struct WriteGate {
     queued: usize,
     /// When the last two writes were done.
     writes: [Instant; 2],
-    /// The socket's write half; `None` once the writer task has stopped.
+    /// The socket's write half; `None` once the writer task has stopped, and always for TLS
+    /// (whose frames all go through the writer task).
     socket: Option<Arc<OwnedWriteHalf>>,
 }
 
@@ -104,6 +110,9 @@ struct Inner {
     born: Instant,
     last_activity_ms: AtomicU64,
     hooks: Arc<[Arc<dyn RpcHook>]>,
+    /// Senders may write to the socket themselves (plain TCP; not TLS, whose session is owned
+    /// by the writer task).
+    direct: bool,
 }
 
 /// A connection to a peer, shared by everyone who talks over it. Cloning is cheap.
@@ -158,7 +167,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Channel {
-    /// Connects to `addr` (`host:port`) within `connect_timeout`.
+    /// Connects to `addr` (`host:port`) within `connect_timeout` (the TLS handshake included
+    /// when `config.tls` is set).
     pub async fn connect(
         addr: &str,
         connect_timeout: Duration,
@@ -166,7 +176,8 @@ impl Channel {
         processor: Option<Arc<dyn RequestProcessor>>,
         hooks: Arc<[Arc<dyn RpcHook>]>,
     ) -> Result<Channel, RemotingError> {
-        let stream = match tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await {
+        let deadline = tokio::time::Instant::now() + connect_timeout;
+        let stream = match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
                 return Err(RemotingError::Connect {
@@ -181,8 +192,20 @@ impl Channel {
                 })
             }
         };
-        Self::spawn(
-            stream,
+        let conn = match &config.tls {
+            None => MaybeTlsStream::Plain(stream),
+            Some(tls) => match tokio::time::timeout_at(deadline, tls.connect(addr, stream)).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(RemotingError::ConnectTimeout {
+                        addr: addr.to_string(),
+                        after: connect_timeout,
+                    })
+                }
+            },
+        };
+        Self::spawn_conn(
+            conn,
             config,
             processor,
             hooks,
@@ -206,23 +229,90 @@ impl Channel {
         tracker: TaskTracker,
         stop_reading: CancellationToken,
     ) -> std::io::Result<Channel> {
-        stream.set_nodelay(true)?;
-        let remote = stream.peer_addr()?;
-        let local = stream.local_addr()?;
-        let (read_half, write_half) = stream.into_split();
-        let write_half = Arc::new(write_half);
+        Self::spawn_conn(
+            MaybeTlsStream::Plain(stream),
+            config,
+            processor,
+            hooks,
+            tracker,
+            stop_reading,
+        )
+    }
+
+    /// [`Channel::spawn`] over a plain or TLS connection.
+    pub(crate) fn spawn_conn(
+        conn: MaybeTlsStream,
+        config: &ChannelConfig,
+        processor: Option<Arc<dyn RequestProcessor>>,
+        hooks: Arc<[Arc<dyn RpcHook>]>,
+        tracker: TaskTracker,
+        stop_reading: CancellationToken,
+    ) -> std::io::Result<Channel> {
+        let tcp = conn.tcp();
+        tcp.set_nodelay(true)?;
+        let remote = tcp.peer_addr()?;
+        let local = tcp.local_addr()?;
+        let reader = |channel: &Channel| Reader {
+            channel: channel.clone(),
+            processor,
+            tracker: tracker.clone(),
+            stop_reading,
+            idle_timeout: config.idle_timeout,
+        };
+        let codec = RemotingCodec::new(config.max_frame_size);
         let (tx, rx) = mpsc::channel(config.write_queue_capacity.max(1));
-        let channel = Channel {
+        match conn {
+            MaybeTlsStream::Plain(stream) => {
+                let (read_half, write_half) = stream.into_split();
+                let write_half = Arc::new(write_half);
+                let channel = Self::new_inner(remote, local, tx, Some(write_half.clone()), hooks);
+                tokio::spawn(writer_loop(
+                    channel.clone(),
+                    WriteSide::Plain(write_half),
+                    rx,
+                ));
+                let framed = FramedRead::with_capacity(read_half, codec, 64 * 1024);
+                tracker.spawn(reader(&channel).run(framed));
+                Ok(channel)
+            }
+            #[cfg(feature = "tls")]
+            MaybeTlsStream::Tls(stream) => {
+                let (read_half, write_half) = tokio::io::split(*stream);
+                let channel = Self::new_inner(remote, local, tx, None, hooks);
+                // Frames are gathered into TLS records of up to 16 KiB (rustls makes at least
+                // one record per write); larger writes bypass the buffer.
+                let writer = tokio::io::BufWriter::with_capacity(16 * 1024, write_half);
+                tokio::spawn(writer_loop(
+                    channel.clone(),
+                    WriteSide::Tls(Box::new(writer)),
+                    rx,
+                ));
+                let framed = FramedRead::with_capacity(read_half, codec, 64 * 1024);
+                tracker.spawn(reader(&channel).run(framed));
+                Ok(channel)
+            }
+        }
+    }
+
+    fn new_inner(
+        remote: SocketAddr,
+        local: SocketAddr,
+        tx: mpsc::Sender<Outbound>,
+        socket: Option<Arc<OwnedWriteHalf>>,
+        hooks: Arc<[Arc<dyn RpcHook>]>,
+    ) -> Channel {
+        Channel {
             inner: Arc::new(Inner {
                 id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
                 remote,
                 local,
                 remote_str: remote.to_string(),
                 tx,
+                direct: socket.is_some(),
                 gate: Mutex::new(WriteGate {
                     queued: 0,
                     writes: [Instant::now() - BURST_GAP; 2],
-                    socket: Some(write_half.clone()),
+                    socket,
                 }),
                 pending: Mutex::new(FastHashMap::default()),
                 closed: CancellationToken::new(),
@@ -230,22 +320,7 @@ impl Channel {
                 last_activity_ms: AtomicU64::new(0),
                 hooks,
             }),
-        };
-        tokio::spawn(writer_loop(channel.clone(), write_half, rx));
-        let reader = Reader {
-            channel: channel.clone(),
-            processor,
-            tracker: tracker.clone(),
-            stop_reading,
-            idle_timeout: config.idle_timeout,
-        };
-        let framed = FramedRead::with_capacity(
-            read_half,
-            RemotingCodec::new(config.max_frame_size),
-            64 * 1024,
-        );
-        tracker.spawn(reader.run(framed));
-        Ok(channel)
+        }
     }
 
     /// A process-unique id of this connection.
@@ -329,7 +404,7 @@ impl Channel {
             // Frames with file regions go to the writer task: `sendfile` may read from the disk,
             // which must not happen while other senders wait for the gate.
             let calm = g.writes[1].elapsed() >= BURST_GAP && frame.regions.is_none();
-            if g.queued == 0 && calm && !self.inner.closed.is_cancelled() {
+            if self.inner.direct && g.queued == 0 && calm && !self.inner.closed.is_cancelled() {
                 let Some(socket) = g.socket.clone() else {
                     return Err(self.closed_error());
                 };
@@ -469,11 +544,20 @@ fn close_channel(inner: &Inner, why: &str) {
 /// Three writes within this long make a burst (see `writer_loop` and `Channel::enqueue`).
 const BURST_GAP: Duration = Duration::from_micros(20);
 
-async fn writer_loop(
-    channel: Channel,
-    socket: Arc<OwnedWriteHalf>,
-    mut rx: mpsc::Receiver<Outbound>,
-) {
+/// The writer task's side of the socket.
+enum WriteSide {
+    /// Plain TCP: shared with senders that write directly.
+    Plain(Arc<OwnedWriteHalf>),
+    /// TLS: owned by the writer task.
+    #[cfg(feature = "tls")]
+    Tls(Box<TlsWriter>),
+}
+
+#[cfg(feature = "tls")]
+type TlsWriter =
+    tokio::io::BufWriter<tokio::io::WriteHalf<tokio_rustls::TlsStream<tokio::net::TcpStream>>>;
+
+async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiver<Outbound>) {
     let mut batch: Vec<Frame> = Vec::new();
     loop {
         let first = tokio::select! {
@@ -514,7 +598,12 @@ async fn writer_loop(
             }
             next = rx.try_recv().ok();
         }
-        if let Err(e) = write_frames(&socket, &batch).await {
+        let written = match &mut side {
+            WriteSide::Plain(socket) => write_frames(socket, &batch).await,
+            #[cfg(feature = "tls")]
+            WriteSide::Tls(w) => write_frames_tls(w, &batch).await,
+        };
+        if let Err(e) = written {
             debug!(remote = %channel.inner.remote, error = %e, "write failed");
             break;
         }
@@ -531,8 +620,18 @@ async fn writer_loop(
     // Direct writes stop; the write side is shut down when the last reference goes (now, or
     // when a direct write in progress ends).
     lock(&channel.inner.gate).socket = None;
-    if let Ok(mut w) = Arc::try_unwrap(socket) {
-        let _ = w.shutdown().await;
+    match side {
+        WriteSide::Plain(socket) => {
+            if let Ok(mut w) = Arc::try_unwrap(socket) {
+                let _ = w.shutdown().await;
+            }
+        }
+        #[cfg(feature = "tls")]
+        WriteSide::Tls(mut w) => {
+            // close_notify, then the TCP write side; bounded: a peer that reads nothing must
+            // not keep the task.
+            let _ = tokio::time::timeout(Duration::from_secs(1), w.shutdown()).await;
+        }
     }
     close_channel(&channel.inner, "writer stopped");
 }
@@ -657,6 +756,40 @@ async fn send_file_region(w: &OwnedWriteHalf, r: &FileRegion) -> std::io::Result
     Ok(())
 }
 
+/// Writes every frame of `batch` through TLS (file regions are read and encrypted: `sendfile`
+/// cannot encrypt), then flushes.
+#[cfg(feature = "tls")]
+async fn write_frames_tls(w: &mut TlsWriter, batch: &[Frame]) -> std::io::Result<()> {
+    for f in batch {
+        let (slices, regions) = unwritten(f);
+        for s in slices {
+            w.write_all(s).await?;
+        }
+        for r in &regions {
+            copy_file_region(w, r).await?;
+        }
+    }
+    w.flush().await
+}
+
+/// Reads a file region (as `sendfile` would, in this task) and writes it to `w`.
+#[cfg(feature = "tls")]
+async fn copy_file_region(w: &mut TlsWriter, r: &FileRegion) -> std::io::Result<()> {
+    let mut buf = vec![0u8; r.len.min(64 * 1024)];
+    let (mut offset, end) = (r.offset, r.offset + r.len as u64);
+    while offset < end {
+        let want = ((end - offset) as usize).min(buf.len());
+        let n = rustix::io::pread(&*r.file, &mut buf[..want], offset)?;
+        if n == 0 {
+            // The file ended early (truncated under us): the frame cannot be completed.
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        w.write_all(&buf[..n]).await?;
+        offset += n as u64;
+    }
+    Ok(())
+}
+
 struct Reader {
     channel: Channel,
     processor: Option<Arc<dyn RequestProcessor>>,
@@ -666,7 +799,7 @@ struct Reader {
 }
 
 impl Reader {
-    async fn run(self, mut framed: FramedRead<tokio::net::tcp::OwnedReadHalf, RemotingCodec>) {
+    async fn run<R: AsyncRead + Unpin>(self, mut framed: FramedRead<R, RemotingCodec>) {
         let ctx = ChannelContext {
             channel: self.channel.clone(),
         };

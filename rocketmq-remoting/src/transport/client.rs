@@ -106,6 +106,13 @@ impl RemotingClientBuilder {
         self
     }
 
+    /// Connects with TLS (see [`TlsClientConfig`](super::TlsClientConfig)); plain TCP by
+    /// default.
+    pub fn tls(mut self, tls: super::ClientTlsContext) -> Self {
+        self.channel.tls = Some(tls);
+        self
+    }
+
     /// Adds an RPC hook (e.g. request signing).
     pub fn hook(mut self, h: Arc<dyn RpcHook>) -> Self {
         self.hooks.push(h);

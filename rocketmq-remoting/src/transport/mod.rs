@@ -1,4 +1,4 @@
-//! The remoting protocol over tokio TCP.
+//! The remoting protocol over tokio TCP, in plain text or TLS ([`tls`]).
 //!
 //! A [`Channel`] is one connection, full duplex: either side may send requests, responses are
 //! matched by `opaque`. [`RemotingClient`] keeps one channel per address, shared by all callers;
@@ -11,6 +11,8 @@ mod codec;
 mod hook;
 mod processor;
 mod server;
+mod stream;
+pub mod tls;
 
 pub use self::channel::{Channel, ChannelConfig};
 pub use self::client::{RemotingClient, RemotingClientBuilder};
@@ -20,3 +22,8 @@ pub use self::processor::{
     not_supported, ChannelContext, ProcessResult, ProcessorRegistry, RequestProcessor,
 };
 pub use self::server::{RemotingServer, RemotingServerBuilder, ServerHandle};
+pub use self::stream::{MaybeTlsStream, StreamReadHalf, StreamWriteHalf};
+pub use self::tls::{
+    ClientAuth, ClientTlsContext, ServerTlsContext, TlsClientConfig, TlsMode, TlsServerConfig,
+    TlsSettings,
+};

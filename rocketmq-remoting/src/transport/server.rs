@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
@@ -14,6 +14,7 @@ use tracing::{debug, info, warn};
 use super::channel::{Channel, ChannelConfig};
 use super::hook::RpcHook;
 use super::processor::{ProcessorRegistry, RequestProcessor};
+use super::tls::{MaybeTlsStream, ServerTlsContext, TlsServerConfig};
 use crate::error::RemotingError;
 
 /// Builds and starts a [`RemotingServer`].
@@ -23,6 +24,8 @@ pub struct RemotingServerBuilder {
     hooks: Vec<Arc<dyn RpcHook>>,
     channel: ChannelConfig,
     max_connections: usize,
+    tls: TlsServerConfig,
+    tls_context: Option<ServerTlsContext>,
 }
 
 impl std::fmt::Debug for RemotingServerBuilder {
@@ -31,6 +34,7 @@ impl std::fmt::Debug for RemotingServerBuilder {
             .field("bind", &self.bind)
             .field("registry", &self.registry)
             .field("max_connections", &self.max_connections)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -48,6 +52,8 @@ impl RemotingServer {
             hooks: Vec::new(),
             channel: ChannelConfig::default(),
             max_connections: 10_000,
+            tls: TlsServerConfig::default(),
+            tls_context: None,
         }
     }
 }
@@ -96,25 +102,48 @@ impl RemotingServerBuilder {
         self
     }
 
+    /// TLS settings (`disabled` by default: plain TCP, as before TLS existed). The files are
+    /// read at [`start`](Self::start), which fails with [`RemotingError::TlsConfig`] when they
+    /// are missing or bad.
+    pub fn tls(mut self, tls: TlsServerConfig) -> Self {
+        self.tls = tls;
+        self.tls_context = None;
+        self
+    }
+
+    /// TLS with a context already built (shared by several servers, checked before start).
+    pub fn tls_context(mut self, tls: ServerTlsContext) -> Self {
+        self.tls_context = Some(tls);
+        self
+    }
+
     /// Binds and starts accepting.
     pub async fn start(self) -> Result<ServerHandle, RemotingError> {
+        let tls = match self.tls_context {
+            Some(c) => c,
+            None => self.tls.build()?,
+        };
         let listener = TcpListener::bind(&self.bind).await?;
         let local_addr = listener.local_addr()?;
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
         let channels: Arc<Mutex<HashMap<u64, Channel>>> = Arc::default();
+        let mode = tls.mode();
         let accept = AcceptLoop {
             listener,
-            processor: Arc::new(self.registry),
-            hooks: self.hooks.into(),
-            channel: self.channel,
             limit: Arc::new(Semaphore::new(self.max_connections)),
-            shutdown: shutdown.clone(),
-            tracker: tracker.clone(),
-            channels: channels.clone(),
+            tls: tls.is_active().then_some(tls),
+            serve: Arc::new(Serve {
+                processor: Arc::new(self.registry),
+                hooks: self.hooks.into(),
+                channel: self.channel,
+                shutdown: shutdown.clone(),
+                tracker: tracker.clone(),
+                channels: channels.clone(),
+            }),
         };
         let accept_task = tokio::spawn(accept.run());
-        info!(%local_addr, "remoting server listening");
+        info!(%local_addr, tls = mode.as_str(), "remoting server listening");
         Ok(ServerHandle {
             local_addr,
             shutdown,
@@ -127,13 +156,48 @@ impl RemotingServerBuilder {
 
 struct AcceptLoop {
     listener: TcpListener,
+    limit: Arc<Semaphore>,
+    /// Set when connections may or must be TLS (not in `disabled` mode).
+    tls: Option<ServerTlsContext>,
+    serve: Arc<Serve>,
+}
+
+/// What serving an accepted connection needs.
+struct Serve {
     processor: Arc<ProcessorRegistry>,
     hooks: Arc<[Arc<dyn RpcHook>]>,
     channel: ChannelConfig,
-    limit: Arc<Semaphore>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
     channels: Arc<Mutex<HashMap<u64, Channel>>>,
+}
+
+impl Serve {
+    /// Starts the channel of an accepted connection; `permit` is held until it closes.
+    fn start(&self, conn: MaybeTlsStream, peer: SocketAddr, permit: OwnedSemaphorePermit) {
+        let processor: Arc<dyn RequestProcessor> = self.processor.clone();
+        let channel = match Channel::spawn_conn(
+            conn,
+            &self.channel,
+            Some(processor),
+            self.hooks.clone(),
+            self.tracker.clone(),
+            self.shutdown.child_token(),
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                warn!(%peer, error = %e, "cannot set up accepted connection");
+                return;
+            }
+        };
+        lock(&self.channels).insert(channel.id(), channel.clone());
+        let channels = self.channels.clone();
+        tokio::spawn(async move {
+            channel.closed().await;
+            lock(&channels).remove(&channel.id());
+            drop(permit);
+        });
+    }
 }
 
 impl AcceptLoop {
@@ -149,7 +213,7 @@ impl AcceptLoop {
         let mut failures = 0u64;
         loop {
             let accepted = tokio::select! {
-                _ = self.shutdown.cancelled() => break,
+                _ = self.serve.shutdown.cancelled() => break,
                 r = self.listener.accept() => r,
             };
             let (stream, peer) = match accepted {
@@ -172,7 +236,7 @@ impl AcceptLoop {
                     }
                     failures += 1;
                     tokio::select! {
-                        _ = self.shutdown.cancelled() => break,
+                        _ = self.serve.shutdown.cancelled() => break,
                         _ = tokio::time::sleep(backoff) => {}
                     }
                     backoff = (backoff * 2).min(MAX);
@@ -184,28 +248,25 @@ impl AcceptLoop {
                 drop(stream);
                 continue;
             };
-            let processor: Arc<dyn RequestProcessor> = self.processor.clone();
-            let channel = match Channel::spawn(
-                stream,
-                &self.channel,
-                Some(processor),
-                self.hooks.clone(),
-                self.tracker.clone(),
-                self.shutdown.child_token(),
-            ) {
-                Ok(c) => c,
-                Err(e) => {
-                    warn!(%peer, error = %e, "cannot set up accepted connection");
-                    continue;
+            match &self.tls {
+                None => self
+                    .serve
+                    .start(MaybeTlsStream::Plain(stream), peer, permit),
+                Some(tls) => {
+                    // Sniffing the first byte and the handshake wait for the peer: in a task
+                    // of their own, so that a slow peer never holds up the accept loop.
+                    let (tls, serve) = (tls.clone(), self.serve.clone());
+                    self.serve.tracker.spawn(async move {
+                        let conn = tokio::select! {
+                            _ = serve.shutdown.cancelled() => None,
+                            c = tls.accept(stream, peer) => c,
+                        };
+                        if let Some(conn) = conn {
+                            serve.start(conn, peer, permit);
+                        }
+                    });
                 }
-            };
-            lock(&self.channels).insert(channel.id(), channel.clone());
-            let channels = self.channels.clone();
-            tokio::spawn(async move {
-                channel.closed().await;
-                lock(&channels).remove(&channel.id());
-                drop(permit);
-            });
+            }
         }
     }
 }

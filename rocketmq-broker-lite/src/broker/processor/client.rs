@@ -10,6 +10,7 @@ use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
 use tracing::debug;
 
 use crate::broker::clients::ClientChannelInfo;
+use crate::broker::filter_data::{compile, is_tag_type};
 use crate::broker::BrokerInner;
 
 /// HEART_BEAT: records the client's producer and consumer groups. The response's `version` is
@@ -53,6 +54,8 @@ pub(crate) async fn heartbeat(
             }
         }
         let subs: Vec<SubscriptionData> = c.subscription_data_set.clone();
+        // Java's REGISTER event: the group's SQL92 expressions, compiled once per version.
+        b.filters.register_group(&c.group_name, &subs, now);
         let reg = b.clients.register_consumer(
             &c.group_name,
             info.clone(),
@@ -96,6 +99,7 @@ pub(crate) async fn unregister(
     }
     if let Some(g) = &h.consumer_group {
         if b.clients.unregister_consumer(g, id) {
+            b.group_left_maybe(g);
             let notify = b
                 .subs
                 .find_or_create(g)
@@ -108,22 +112,52 @@ pub(crate) async fn unregister(
     RemotingCommand::success().into()
 }
 
-/// CHECK_CLIENT_CONFIG: only TAG subscriptions are supported here.
-pub(crate) async fn check_client_config(req: RemotingCommand) -> ProcessResult {
+/// CHECK_CLIENT_CONFIG (Java `ClientManageProcessor.checkClientConfig`), which Java clients
+/// send before starting with a SQL92 subscription: TAG subscriptions pass; others need
+/// `enablePropertyFilter` and an expression that compiles (else SUBSCRIPTION_PARSE_FAILED with
+/// the reason).
+pub(crate) async fn check_client_config(
+    b: &Arc<BrokerInner>,
+    req: RemotingCommand,
+) -> ProcessResult {
     #[derive(serde::Deserialize, Default)]
     #[serde(rename_all = "camelCase", default)]
     struct Body {
+        client_id: Option<String>,
+        group: Option<String>,
         subscription_data: Option<SubscriptionData>,
     }
-    let b: Body = body::decode(&req.body).unwrap_or_default();
-    if let Some(s) = b.subscription_data {
-        if !s.is_tag_type() {
-            return RemotingCommand::response(
-                ResponseCode::SystemError,
-                Some("The broker does not support consumer to filter message by SQL92".into()),
-            )
-            .into();
-        }
+    let body: Body = body::decode(&req.body).unwrap_or_default();
+    let Some(s) = body.subscription_data else {
+        return RemotingCommand::success().into();
+    };
+    let ty = s.expression_type.as_deref();
+    if is_tag_type(ty) {
+        return RemotingCommand::success().into();
+    }
+    if !b.cfg.enable_property_filter {
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some(format!(
+                "The broker does not support consumer to filter message by {}",
+                ty.unwrap_or_default()
+            )),
+        )
+        .into();
+    }
+    if let Err(e) = compile(ty.unwrap_or_default(), &s.sub_string) {
+        tracing::warn!(
+            client = body.client_id.as_deref().unwrap_or_default(),
+            group = body.group.as_deref().unwrap_or_default(),
+            expression = %s.sub_string,
+            error = %e,
+            "client filters by an expression that does not compile"
+        );
+        return RemotingCommand::response(
+            ResponseCode::SubscriptionParseFailed,
+            Some(format!("Invalid MessageSelector. {e}")),
+        )
+        .into();
     }
     RemotingCommand::success().into()
 }

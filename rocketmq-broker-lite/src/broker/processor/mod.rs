@@ -93,7 +93,7 @@ impl BrokerProcessor {
             RequestCode::PullMessage if !self.vip => pull::pull(b, ctx, req).await,
             RequestCode::HeartBeat => client::heartbeat(b, ctx, req).await,
             RequestCode::UnregisterClient => client::unregister(b, ctx, req).await,
-            RequestCode::CheckClientConfig => client::check_client_config(req).await,
+            RequestCode::CheckClientConfig => client::check_client_config(b, req).await,
             RequestCode::GetConsumerListByGroup => consumer::consumer_list(b, &req),
             RequestCode::QueryConsumerOffset => consumer::query_offset(b, &req),
             RequestCode::UpdateConsumerOffset => consumer::update_offset(b, &req),

@@ -4,9 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::body;
-use rocketmq_remoting::protocol::body::{
-    MessageModel, SubscriptionData, SubscriptionGroupConfig, EXPRESSION_TYPE_TAG,
-};
+use rocketmq_remoting::protocol::body::{MessageModel, SubscriptionData, SubscriptionGroupConfig};
 use rocketmq_remoting::protocol::headers::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
 };
@@ -17,19 +15,11 @@ use rocketmq_remoting::protocol::topic::{self, perm};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, SerializeType, StringMap};
 use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
 
+use crate::broker::filter_data::{is_tag_type, ConsumerFilterData, PullFilter};
 use crate::broker::processor::APPLY_TOPIC_URL;
 use crate::broker::BrokerInner;
-use crate::store::{GetStatus, MessageFilter, MessageStore, PutMessage};
-
-struct TagFilter(Option<Arc<SubscriptionData>>);
-
-impl MessageFilter for TagFilter {
-    fn matches_tag_code(&self, tags_code: i64) -> bool {
-        self.0
-            .as_ref()
-            .is_none_or(|s| s.matches_tag_code(tags_code))
-    }
-}
+use crate::filter::SqlFilter;
+use crate::store::{GetStatus, MessageStore, PutMessage};
 
 fn error(code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
     ProcessResult::Response(RemotingCommand::response(code, Some(remark.into())))
@@ -97,19 +87,57 @@ pub(crate) async fn pull(
         );
     }
     let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
+    // The compiled SQL92 expression of a non-TAG subscription (Java `ConsumerFilterData`).
+    let mut sql: Option<Arc<SqlFilter>> = None;
     let sub = if has_subscription {
-        let ty = h.expression_type.as_deref().unwrap_or(EXPRESSION_TYPE_TAG);
-        if ty != EXPRESSION_TYPE_TAG {
-            return error(
-                ResponseCode::SystemError,
-                "The broker does not support consumer to filter message by SQL92",
-            );
+        let ty = h.expression_type.as_deref();
+        if is_tag_type(ty) {
+            SubscriptionData::from_tag_expression(
+                h.topic.clone(),
+                h.subscription.as_deref().unwrap_or("*"),
+                h.sub_version,
+            )
+        } else {
+            // Java `FilterAPI.build` + `ConsumerFilterManager.build`: an empty expression or
+            // one that does not compile is SUBSCRIPTION_PARSE_FAILED, whether or not the
+            // broker filters by SQL92.
+            let expr = h.subscription.as_deref().unwrap_or_default();
+            let built = (!expr.is_empty())
+                .then(|| {
+                    ConsumerFilterData::build(
+                        &h.topic,
+                        &h.consumer_group,
+                        expr,
+                        ty,
+                        h.sub_version,
+                        b.clock.now_ms(),
+                    )
+                })
+                .flatten();
+            match built {
+                Some(Ok(d)) => sql = Some(d.filter),
+                Some(Err(e)) => {
+                    tracing::warn!(group = %h.consumer_group, expression = expr, error = %e, "cannot parse the consumer's subscription");
+                    return error(
+                        ResponseCode::SubscriptionParseFailed,
+                        "parse the consumer's subscription failed",
+                    );
+                }
+                None => {
+                    return error(
+                        ResponseCode::SubscriptionParseFailed,
+                        "parse the consumer's subscription failed",
+                    )
+                }
+            }
+            SubscriptionData {
+                topic: h.topic.clone(),
+                sub_string: expr.to_string(),
+                expression_type: h.expression_type.clone(),
+                sub_version: h.sub_version,
+                ..Default::default()
+            }
         }
-        SubscriptionData::from_tag_expression(
-            h.topic.clone(),
-            h.subscription.as_deref().unwrap_or("*"),
-            h.sub_version,
-        )
     } else {
         let Some(info) = b.clients.consumer_group(&h.consumer_group) else {
             return error(
@@ -138,15 +166,44 @@ pub(crate) async fn pull(
                 "the consumer's subscription not latest",
             );
         }
-        if !s.is_tag_type() {
-            return error(
-                ResponseCode::SystemError,
-                "The broker does not support consumer to filter message by SQL92",
-            );
+        if !is_tag_type(s.expression_type.as_deref()) {
+            let Some(d) = b.filters.get(&h.topic, &h.consumer_group) else {
+                return error(
+                    ResponseCode::FilterDataNotExist,
+                    "The broker's consumer filter data is not exist!Your expression may be wrong!",
+                );
+            };
+            if d.client_version < h.sub_version {
+                return error(
+                    ResponseCode::FilterDataNotLatest,
+                    "the consumer's consumer filter data not latest",
+                );
+            }
+            sql = Some(d.filter);
         }
         s
     };
-    let filter = (!sub.is_all()).then(|| Arc::new(sub));
+    if !is_tag_type(sub.expression_type.as_deref()) && !b.cfg.enable_property_filter {
+        return error(
+            ResponseCode::SystemError,
+            format!(
+                "The broker does not support consumer to filter message by {}",
+                sub.expression_type.as_deref().unwrap_or_default()
+            ),
+        );
+    }
+    let tags = (sql.is_none() && !sub.is_all()).then(|| Arc::new(sub));
+    let retry = if b.cfg.filter_support_retry {
+        PullFilter::for_retry(&h.topic, tags.clone(), b.filters.clone())
+    } else {
+        None
+    };
+    let filter = Arc::new(match (retry, sql, tags) {
+        (Some(retry), _, _) => retry,
+        (None, Some(sql), _) => PullFilter::Sql(sql),
+        (None, None, Some(tags)) => PullFilter::Tags(tags),
+        (None, None, None) => PullFilter::All,
+    });
     let suspend = h.sys_flag & pull_sys_flag::SUSPEND != 0;
     // Commit the offset the consumer piggy-backs (first execution only, masters only).
     if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && !b.is_slave() {
@@ -165,7 +222,7 @@ pub(crate) async fn pull(
             };
             let wake = b
                 .hold
-                .park(&h.topic, h.queue_id, h.queue_offset, filter.clone());
+                .park(&h.topic, h.queue_id, h.queue_offset, filter.wake_filter());
             let b = b.clone();
             let stop = b.shutdown.clone();
             let channel = ctx.channel.clone();
@@ -210,17 +267,18 @@ enum ReadOutcome {
 fn read(
     b: &BrokerInner,
     h: &PullMessageRequestHeader,
-    filter: &Option<Arc<SubscriptionData>>,
+    filter: &PullFilter,
     group: &SubscriptionGroupConfig,
 ) -> ReadOutcome {
     let max = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
-    let r = b.store.get_messages_for_transfer(
-        &h.topic,
-        h.queue_id,
-        h.queue_offset,
-        max,
-        &TagFilter(filter.clone()),
-    );
+    // A SQL92 filter reads each record's properties: those pulls cannot send from the files.
+    let r = if filter.reads_records() {
+        b.store
+            .get_messages(&h.topic, h.queue_id, h.queue_offset, max, filter)
+    } else {
+        b.store
+            .get_messages_for_transfer(&h.topic, h.queue_id, h.queue_offset, max, filter)
+    };
     // Java `DefaultMessageStore.nextOffsetCorrection`: a slave (unless `offsetCheckInSlave`)
     // does not correct the offset of a request that found no entry to read.
     let correct = !b.is_slave() || b.cfg.offset_check_in_slave;

@@ -1,0 +1,219 @@
+//! TLS on the broker's ports: the name server and broker in `enforcing` mode with the broker
+//! registering over TLS, HA replication over TLS (`haTlsEnable`) with a plain peer refused, a
+//! `tls.config.file` read at start, and bad configurations refused at start.
+
+#[path = "common/broker.rs"]
+mod common;
+#[path = "../../rocketmq-remoting/tests/support/tls_certs.rs"]
+mod tls_certs;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::*;
+use rocketmq_broker_lite::broker::{Broker, BrokerConfig, BrokerError, BrokerRole};
+use rocketmq_broker_lite::embedded::TempDir;
+use rocketmq_broker_lite::ha::wire;
+use rocketmq_broker_lite::namesrv::NameServer;
+use rocketmq_remoting::protocol::ResponseCode;
+use rocketmq_remoting::transport::{RemotingClient, TlsClientConfig, TlsMode, TlsServerConfig};
+use tls_certs::TestPki;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn tls_client(pki: &TestPki) -> RemotingClient {
+    RemotingClient::builder()
+        .tls(
+            TlsClientConfig::new()
+                .trust(&pki.ca)
+                .build()
+                .expect("client TLS"),
+        )
+        .build()
+}
+
+/// `broker.conf` TLS keys, as a Java deployment writes them.
+fn tls_properties(pki: &TestPki, mode: &str) -> BTreeMap<String, String> {
+    [
+        ("tls.server.mode", mode.to_string()),
+        ("tls.server.certPath", pki.server_cert.display().to_string()),
+        ("tls.server.keyPath", pki.server_key.display().to_string()),
+        ("tls.client.authServer", "true".into()),
+        ("tls.client.trustCertPath", pki.ca.display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+fn apply(cfg: &mut BrokerConfig, props: &BTreeMap<String, String>) {
+    let unknown = cfg.apply_properties(props).unwrap();
+    assert!(unknown.is_empty(), "unknown keys {unknown:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn master_and_slave_replicate_over_tls_and_the_ha_port_refuses_plain_peers() {
+    let pki = TestPki::new("broker-ha");
+    let dir = TempDir::new("tls-ha").unwrap();
+    let namesrv = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .tls(TlsServerConfig::new(
+            TlsMode::Enforcing,
+            &pki.server_cert,
+            &pki.server_key,
+        ))
+        .start()
+        .await
+        .unwrap();
+    let ns = namesrv.local_addr().to_string();
+    let mut props = tls_properties(&pki, "enforcing");
+    props.insert("haTlsEnable".into(), "true".into());
+    let mut mcfg = broker_config(&dir.path().join("m"), &ns);
+    keep_segments(&mut mcfg);
+    apply(&mut mcfg, &props);
+    let master = Broker::builder(mcfg).start().await.unwrap();
+    let mut scfg = broker_config(&dir.path().join("s"), &ns);
+    scfg.broker_role = BrokerRole::Slave;
+    scfg.broker_id = 1;
+    scfg.ha.listen_port = Some(0);
+    keep_segments(&mut scfg);
+    apply(&mut scfg, &props);
+    let slave = Broker::builder(scfg).start().await.unwrap();
+
+    let c = tls_client(&pki);
+    let m = master.broker_addr();
+    for i in 0..100 {
+        let r = send(&c, &m, "TlsHaTopic", i % 4, &format!("message {i}")).await;
+        assert_eq!(
+            r.response_code(),
+            ResponseCode::Success,
+            "{}",
+            r.remark_str()
+        );
+    }
+    // The slave learnt the master's HA address from the name server (both registered over
+    // TLS: the broker's mode is enforcing, so tls.enable defaults to on) and copies the log.
+    let (ms, ss) = (master.store().clone(), slave.store().clone());
+    eventually("the slave to catch up over TLS", move || {
+        let end = ms.commit_log_written_offset();
+        ss.commit_log_written_offset() == end && ss.dispatched_offset() >= end
+    })
+    .await;
+    let end = master.store().commit_log_written_offset();
+    assert_eq!(
+        commit_log_bytes(&master, 0, end),
+        commit_log_bytes(&slave, 0, end)
+    );
+    assert_eq!(master.inner().ha().slave_connections(), 1);
+
+    // A plain peer on the HA port asks for the log from 0: the port closes the connection
+    // without sending a byte of it.
+    let ha = master.inner().ha().local_addr();
+    let mut plain = tokio::net::TcpStream::connect(ha).await.unwrap();
+    plain.write_all(&wire::report(0)).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let read = tokio::time::timeout(T, plain.read(&mut buf))
+        .await
+        .expect("the HA port closes a plain connection, it does not leave it hanging");
+    assert!(
+        matches!(read, Ok(0) | Err(_)),
+        "a plain peer got {read:?} bytes of the log"
+    );
+    assert_eq!(master.inner().ha().slave_connections(), 1);
+
+    slave.shutdown().await.unwrap();
+    master.shutdown().await.unwrap();
+    namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_config_file_is_read_at_start() {
+    let pki = TestPki::new("broker-file");
+    let file = pki.file(
+        "tls.properties",
+        &format!(
+            "# Java's tls.properties\ntls.test.mode.enable=false\ntls.server.certPath={}\n\
+             tls.server.keyPath={}\n",
+            pki.server_cert.display(),
+            pki.server_key.display()
+        ),
+    );
+    let cluster = Cluster::start_with(|c| {
+        c.tls
+            .set("tls.config.file", file.to_str().unwrap())
+            .unwrap();
+    })
+    .await;
+    let addr = cluster.broker_addr();
+    // No mode given, a certificate configured: permissive (Java's default mode).
+    let r = send(&tls_client(&pki), &addr, "TlsFileTopic", 0, "over TLS").await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    let r = send(&client(), &addr, "TlsFileTopic", 0, "plain").await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    cluster.stop().await;
+}
+
+async fn start_error(dir: &TempDir, props: &BTreeMap<String, String>) -> String {
+    let mut cfg = broker_config(&dir.path().join("b"), "127.0.0.1:9");
+    cfg.apply_properties(props).unwrap();
+    match Broker::builder(cfg).start().await {
+        Err(BrokerError::Config(msg)) => msg,
+        Err(e) => panic!("expected a configuration error, got {e}"),
+        Ok(b) => {
+            b.shutdown().await.unwrap();
+            panic!("the broker started with {props:?}")
+        }
+    }
+}
+
+#[tokio::test]
+async fn bad_tls_configurations_stop_the_broker_at_start() {
+    let pki = TestPki::new("broker-bad");
+    let dir = TempDir::new("tls-bad").unwrap();
+    let mut props = tls_properties(&pki, "enforcing");
+    props.insert(
+        "tls.server.keyPath".into(),
+        pki.dir.join("missing.key").display().to_string(),
+    );
+    let msg = start_error(&dir, &props).await;
+    assert!(
+        msg.contains("tls.server.keyPath") && msg.contains("missing.key"),
+        "{msg}"
+    );
+    let garbage = pki.file("garbage.pem", "-----BEGIN NOTHING-----\n");
+    let mut props = tls_properties(&pki, "permissive");
+    props.insert("tls.server.certPath".into(), garbage.display().to_string());
+    let msg = start_error(&dir, &props).await;
+    assert!(msg.contains("tls.server.certPath"), "{msg}");
+    // The HA port's TLS needs the server certificate.
+    let props: BTreeMap<String, String> = [("haTlsEnable".to_string(), "true".to_string())].into();
+    let msg = start_error(&dir, &props).await;
+    assert!(
+        msg.contains("haTlsEnable") && msg.contains("tls.server.certPath"),
+        "{msg}"
+    );
+    // A named tls.config.file that is not there.
+    let props: BTreeMap<String, String> = [(
+        "tls.config.file".to_string(),
+        pki.dir.join("nope.properties").display().to_string(),
+    )]
+    .into();
+    let msg = start_error(&dir, &props).await;
+    assert!(msg.contains("nope.properties"), "{msg}");
+    // Bad values are refused when read.
+    let mut cfg = BrokerConfig::default();
+    let bad: BTreeMap<String, String> =
+        [("tls.server.mode".to_string(), "sometimes".to_string())].into();
+    let e = cfg.apply_properties(&bad).unwrap_err();
+    assert!(e.contains("tls.server.mode"), "{e}");
+    let _ = Duration::ZERO;
+}
