@@ -41,6 +41,8 @@ WORKLOADS = {
     "P3": ("SYNC_FLUSH", ["produce", "--inflight", "64"], "fsync64k", "P2 with sync flush"),
     "P2a": ("ASYNC_FLUSH", ["produce", "--inflight", "64", "--access-key", "benchAdmin1", "--secret-key", "benchSecret1"],
             "rtt4", "P2 with ACL on (every request signed and checked)"),
+    "P2t": ("ASYNC_FLUSH", ["produce", "--inflight", "64", "--tls"], "rtt4",
+            "P2 with TLS on (tls.server.mode=enforcing; every connection encrypted)"),
     "P4": ("ASYNC_FLUSH", ["produce", "--batch", "64", "--inflight", "8"], "rtt4", "batches of 64 x 1 KiB, 8 in flight"),
     "P4w": ("ASYNC_FLUSH", ["produce", "--batch", "64", "--inflight", "8"], "rtt4",
             "P4 into pages touched before (6 GiB segments, zero-filled before timing)"),
@@ -103,8 +105,8 @@ def free_port():
 
 def build():
     subprocess.run(["cargo", "build", "--release", "--bin", "rocketmq-bench"], cwd=ROOT, check=True)
-    subprocess.run(["cargo", "build", "--release", "-p", "rocketmq-broker-lite", "--bin", "rocketmq-lite"],
-                   cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "-p", "rocketmq-broker-lite", "--features", "tls",
+                    "--bin", "rocketmq-lite"], cwd=ROOT, check=True)
     os.makedirs(PROBES, exist_ok=True)
     if not shutil.which("gcc") or not os.path.isdir(PROBES_SRC):
         print("no gcc or no probes: ratios will be n/a", file=sys.stderr)
@@ -214,9 +216,24 @@ def acl_args():
     return ["-c", conf]
 
 
+def tls_args():
+    """rocketmq-lite arguments turning TLS on (enforcing) with a self-signed certificate (P2t)."""
+    d = os.path.join(OUT, "tls")
+    os.makedirs(d, exist_ok=True)
+    cert, key, conf = (os.path.join(d, n) for n in ("server.pem", "server.key", "broker-tls.conf"))
+    if not (os.path.exists(cert) and os.path.exists(key)):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(conf, "w") as f:
+        f.write("tls.server.mode=enforcing\ntls.server.certPath=%s\ntls.server.keyPath=%s\n" % (cert, key))
+    return ["-c", conf]
+
+
 def run_once(wid, duration):
     flush, args, probe_kind, _ = WORKLOADS[wid]
-    extra = acl_args() if wid == "P2a" else BROKER_ARGS.get(wid, ())
+    extra = acl_args() if wid == "P2a" else tls_args() if wid == "P2t" else BROKER_ARGS.get(wid, ())
     proc, store, ns, startup_ms = start_lite(flush, extra)
     try:
         time.sleep(0.5)
@@ -371,7 +388,7 @@ def main():
         t = sorted(results["F1"])
         extra.append("F1: %d leaders killed; SIGKILL to the next acknowledged send: median %.2f s, max %.2f s" % (
             len(t), statistics.median(t), t[-1]))
-    for r, single in (("R1", "P2"), ("R1s", "P3"), ("R2", "P3"), ("P2a", "P2")):
+    for r, single in (("R1", "P2"), ("R1s", "P3"), ("R2", "P3"), ("P2a", "P2"), ("P2t", "P2")):
         if r in results and single in results:
             a, b = med([x["msgs_per_s"] for x in results[r]]), med([x["msgs_per_s"] for x in results[single]])
             extra.append("%s vs %s: %.0f %%" % (r, single, 100 * a / b))

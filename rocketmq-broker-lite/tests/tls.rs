@@ -126,6 +126,108 @@ async fn master_and_slave_replicate_over_tls_and_the_ha_port_refuses_plain_peers
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dledger_group_replicates_over_tls_and_its_peer_port_refuses_plain_peers() {
+    let pki = TestPki::new("broker-dledger");
+    let dir = TempDir::new("tls-dledger").unwrap();
+    let namesrv = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .tls(TlsServerConfig::new(
+            TlsMode::Enforcing,
+            &pki.server_cert,
+            &pki.server_key,
+        ))
+        .start()
+        .await
+        .unwrap();
+    let ns = namesrv.local_addr().to_string();
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let peers = (0..3)
+        .map(|i| format!("n{i}-127.0.0.1:{}", ports[i]))
+        .collect::<Vec<_>>()
+        .join(";");
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        let mut cfg = broker_config(&dir.path().join(format!("n{i}")), &ns);
+        cfg.ha.listen_port = Some(0);
+        keep_segments(&mut cfg);
+        // Enforcing: the peer port takes TLS only, and tls.enable defaults to on, so the node
+        // connects to its peers (and the name server) with TLS.
+        let mut props = tls_properties(&pki, "enforcing");
+        for (k, v) in [
+            ("brokerName", "TlsRaft".to_string()),
+            ("enableDLegerCommitLog", "true".into()),
+            ("dLegerGroup", "TlsRaft".into()),
+            ("dLegerPeers", peers.clone()),
+            ("dLegerSelfId", format!("n{i}")),
+        ] {
+            props.insert(k.to_string(), v);
+        }
+        apply(&mut cfg, &props);
+        nodes.push(Broker::builder(cfg).start().await.unwrap());
+    }
+    let leader = {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(l) = nodes
+                .iter()
+                .position(|n| n.inner().dledger().unwrap().is_leader())
+            {
+                break l;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no leader elected over TLS"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let c = tls_client(&pki);
+    for i in 0..50 {
+        let r = send(
+            &c,
+            &nodes[leader].broker_addr(),
+            "TlsRaftTopic",
+            i % 4,
+            &format!("message {i}"),
+        )
+        .await;
+        assert_eq!(
+            r.response_code(),
+            ResponseCode::Success,
+            "{}",
+            r.remark_str()
+        );
+    }
+    let end = nodes[leader].store().commit_log_written_offset();
+    let stores: Vec<_> = nodes.iter().map(|n| n.store().clone()).collect();
+    eventually("every node to apply the writes", move || {
+        stores.iter().all(|s| s.commit_log_written_offset() >= end)
+    })
+    .await;
+    let reference = commit_log_bytes(&nodes[leader], 0, end);
+    for n in &nodes {
+        assert!(commit_log_bytes(n, 0, end) == reference);
+    }
+
+    // A plain request to a peer port gets no answer: the connection is closed.
+    let plain = RemotingClient::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .build();
+    let req = rocketmq_remoting::protocol::RemotingCommand::request(
+        rocketmq_remoting::protocol::RequestCode::Unknown(51001),
+    );
+    let r = plain
+        .invoke(&format!("127.0.0.1:{}", ports[leader]), req, T)
+        .await;
+    assert!(r.is_err(), "a plain peer was answered: {r:?}");
+
+    for n in nodes {
+        n.shutdown().await.unwrap();
+    }
+    namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_config_file_is_read_at_start() {
     let pki = TestPki::new("broker-file");
     let file = pki.file(

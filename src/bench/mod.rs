@@ -114,11 +114,18 @@ pub struct Args {
     /// ACL secret key (with `--access-key`).
     #[arg(long, requires = "access_key")]
     pub secret_key: Option<String>,
+    /// Every client connects with TLS (accepting any server certificate, as Java's default
+    /// `tls.client.authServer=false`): name server and brokers must take TLS.
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// The ACL credentials of every client of the run (`--access-key`, `--secret-key`).
 static CREDENTIALS: std::sync::OnceLock<Option<rocketmq_client::Credentials>> =
     std::sync::OnceLock::new();
+
+/// Whether every client of the run connects with TLS (`--tls`).
+static TLS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
 /// The admin client of a run.
 fn admin(ns: &str) -> MQAdmin {
@@ -247,6 +254,11 @@ fn client(ns: &str, name: &str) -> ClientConfig {
         namesrv_addr: rocketmq_client::config::split_addrs(ns),
         instance_name: name.to_string(),
         credentials: CREDENTIALS.get().cloned().flatten(),
+        tls: TLS
+            .get()
+            .copied()
+            .unwrap_or(false)
+            .then(rocketmq_client::TlsClientConfig::new),
         ..ClientConfig::default()
     }
 }
@@ -742,6 +754,7 @@ pub async fn run(args: Args) {
             .zip(args.secret_key.clone())
             .map(|(ak, sk)| rocketmq_client::Credentials::new(ak, sk)),
     );
+    let _ = TLS.set(args.tls);
     LazyLock::force(&EPOCH);
     let env = environment(&args).await;
     let summary = match args.mode {

@@ -309,7 +309,11 @@ impl BrokerBuilder {
                 .await
                 .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??;
         let (store, dledger) = if cfg.dledger.enabled {
-            let (store, node) = start_dledger(&cfg, store, &env).await?;
+            let peer_tls = crate::ha::dledger::PeerTls {
+                server: Some(tls.server.clone()),
+                client: tls.namesrv.clone(),
+            };
+            let (store, node) = start_dledger(&cfg, store, &env, peer_tls).await?;
             (store, Some(node))
         } else {
             (store, None)
@@ -799,6 +803,7 @@ async fn start_dledger(
     cfg: &BrokerConfig,
     store: MessageStore,
     env: &StoreEnv,
+    tls: crate::ha::dledger::PeerTls,
 ) -> Result<(MessageStore, Arc<DLedgerNode>), BrokerError> {
     let dir = cfg.store.store_path_root_dir.join("dledger");
     let end = store.commit_log_max_offset();
@@ -851,7 +856,17 @@ async fn start_dledger(
     let mut dl = cfg.dledger.clone();
     dl.bind_ip = cfg.listen_ip.clone();
     let sync = cfg.store.flush_disk_type == crate::store::FlushDiskType::SyncFlush;
-    match DLedgerNode::start(&dl, store.clone(), &dir, mark, sync, cfg.ha.slave_timeout).await {
+    match DLedgerNode::start(
+        &dl,
+        store.clone(),
+        &dir,
+        mark,
+        sync,
+        cfg.ha.slave_timeout,
+        tls,
+    )
+    .await
+    {
         Ok(node) => Ok((store, Arc::new(node))),
         Err(e) => {
             let _ = store.shutdown();

@@ -20,6 +20,17 @@ use std::time::Duration;
 pub use self::node::{DLedgerNode, ProposeError};
 pub use self::types::NodeId;
 
+/// TLS of a node's peer port and of its connections to the other peers: the broker's
+/// listen-port context (`tls.server.*`, its mode included) and its `tls.enable` client
+/// context, as Java's DLedger shares the broker's remoting TLS settings.
+#[derive(Debug, Clone, Default)]
+pub struct PeerTls {
+    /// The peer port (plain when `None`).
+    pub server: Option<rocketmq_remoting::transport::ServerTlsContext>,
+    /// Connections to the other peers (plain when `None`).
+    pub client: Option<rocketmq_remoting::transport::ClientTlsContext>,
+}
+
 /// A peer of `dLegerPeers`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peer {

@@ -15,7 +15,7 @@ use super::log_store::RaftLogStore;
 use super::network::{Network, Partition, PeerService, Raft};
 use super::state_machine::{AppliedMark, StateMachine};
 use super::types::{Applied, NodeId, Proposal};
-use super::DLedgerConfig;
+use super::{DLedgerConfig, PeerTls};
 use crate::store::{MessageStore, PutMessage};
 
 /// Why a write was not made.
@@ -132,7 +132,8 @@ impl std::fmt::Debug for DLedgerNode {
 
 impl DLedgerNode {
     /// Starts the node over `store` (whose commit log ends with applied entry `mark`), its Raft
-    /// files in `dir`; `sync`: the Raft log is synced before a write counts (SYNC_FLUSH).
+    /// files in `dir`; `sync`: the Raft log is synced before a write counts (SYNC_FLUSH); `tls`:
+    /// of the peer port and of the connections to the peers.
     pub async fn start(
         cfg: &DLedgerConfig,
         store: MessageStore,
@@ -140,6 +141,7 @@ impl DLedgerNode {
         mark: Option<AppliedMark>,
         sync: bool,
         timeout: Duration,
+        tls: PeerTls,
     ) -> Result<Self, String> {
         let id = cfg.self_node_id()?;
         let me = cfg
@@ -178,10 +180,13 @@ impl DLedgerNode {
         let partition = Arc::new(Partition::default());
         // Raft paces its own retries (heartbeats, elections): a peer that comes back must be
         // reachable at once, not after a reconnect backoff grown while it was down.
-        let client = RemotingClient::builder()
+        let mut client = RemotingClient::builder()
             .connect_timeout(Duration::from_millis(500))
-            .reconnect_backoff(Duration::from_millis(20), Duration::from_millis(100))
-            .build();
+            .reconnect_backoff(Duration::from_millis(20), Duration::from_millis(100));
+        if let Some(t) = tls.client {
+            client = client.tls(t);
+        }
+        let client = client.build();
         let network = Network::new(client.clone(), partition.clone(), store.clone());
         let cell = Arc::new(OnceLock::new());
         let broker_addr = Arc::new(OnceLock::new());
@@ -197,8 +202,11 @@ impl DLedgerNode {
             receiving: tokio::sync::Mutex::new(None),
             last_refusal: std::sync::Mutex::new(None),
         });
-        let server = RemotingServer::builder(bind.clone())
-            .default_processor(service.clone())
+        let mut server = RemotingServer::builder(bind.clone()).default_processor(service.clone());
+        if let Some(t) = tls.server {
+            server = server.tls_context(t);
+        }
+        let server = server
             .start()
             .await
             .map_err(|e| format!("cannot listen on the DLedger port {bind}: {e}"))?;
