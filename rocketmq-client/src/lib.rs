@@ -7,6 +7,7 @@
 //!   broadcasting, rebalancing with the Java allocation strategies, retries and dead letters.
 //! * [`consumer::DefaultLitePullConsumer`]: subscribe or assign, poll, seek, commit.
 //! * [`admin::MQAdmin`]: topics, routes, group offsets and lag.
+//! * Request-reply: [`producer::DefaultMQProducer::request`] and [`reply::create_reply_message`].
 
 pub mod admin;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod consumer;
 pub mod error;
 mod internal;
 pub mod producer;
+pub mod reply;
 
 pub use config::{ClientConfig, Credentials, TlsClientConfig};
 pub use error::{ClientError, Result};

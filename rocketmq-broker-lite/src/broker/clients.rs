@@ -230,6 +230,18 @@ impl ClientManager {
         })
     }
 
+    /// The connection of the producer whose client id is `client_id`, in any group (Java
+    /// `ProducerManager.findChannel`, used to push replies): the most recently heard of when
+    /// the id has several, an open one first.
+    pub fn find_producer_channel(&self, client_id: &str) -> Option<Channel> {
+        lock(&self.producers)
+            .values()
+            .flat_map(|g| g.values())
+            .filter(|c| c.client_id == client_id)
+            .max_by_key(|c| (c.channel.is_active(), c.last_update))
+            .map(|c| c.channel.clone())
+    }
+
     /// Producer connections of a group.
     pub fn producer_channels(&self, group: &str) -> Vec<ClientChannelInfo> {
         lock(&self.producers)

@@ -106,6 +106,9 @@ pub struct BrokerConfig {
     /// `filterSupportRetry` (false): a SQL92 group's retry topic is filtered with the
     /// expression of each message's original topic.
     pub filter_support_retry: bool,
+    /// `storeReplyMessageEnable` (true): a reply (SEND_REPLY_MESSAGE(_V2)) is stored in the
+    /// reply topic as well as pushed to the requesting client.
+    pub store_reply_message_enable: bool,
     /// `aclEnable` (false): every request is checked against `plain_acl.yml`.
     pub acl_enable: bool,
     /// The ACL file (`rocketmq.acl.plain.file`, Java's property, also read as a `broker.conf`
@@ -169,6 +172,7 @@ impl Default for BrokerConfig {
             slave_read_enable: false,
             enable_property_filter: false,
             filter_support_retry: false,
+            store_reply_message_enable: true,
             acl_enable: false,
             acl_file: PathBuf::from("conf/plain_acl.yml"),
             offset_check_in_slave: false,
@@ -300,6 +304,9 @@ impl BrokerConfig {
                 "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
                 "enablePropertyFilter" => self.enable_property_filter = parse_bool(key, v)?,
                 "filterSupportRetry" => self.filter_support_retry = parse_bool(key, v)?,
+                "storeReplyMessageEnable" => {
+                    self.store_reply_message_enable = parse_bool(key, v)?
+                }
                 "aclEnable" => self.acl_enable = parse_bool(key, v)?,
                 "rocketmq.acl.plain.file" => self.acl_file = PathBuf::from(v.trim()),
                 "offsetCheckInSlave" => self.offset_check_in_slave = parse_bool(key, v)?,

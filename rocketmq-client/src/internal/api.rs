@@ -135,9 +135,9 @@ impl Api {
         }
     }
 
-    /// SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE. The answer (`None` for a oneway send) has a
-    /// success code or a flush/slave one; its header is not checked here: read it with
-    /// [`send_response`] (a `Protocol` error when it is bad).
+    /// SEND_MESSAGE_V2, SEND_BATCH_MESSAGE or SEND_REPLY_MESSAGE_V2. The answer (`None` for a
+    /// oneway send) has a success code or a flush/slave one; its header is not checked here:
+    /// read it with [`send_response`] (a `Protocol` error when it is bad).
     pub(crate) async fn send(
         &self,
         addr: &str,
@@ -148,6 +148,12 @@ impl Api {
     ) -> Result<Option<RemotingCommand>> {
         let code = if header.batch {
             RequestCode::SendBatchMessage
+        } else if header
+            .properties
+            .is_some_and(super::reply::is_reply_properties)
+        {
+            // A reply (`MSG_TYPE=reply`): the broker pushes it to the requester.
+            RequestCode::SendReplyMessageV2
         } else {
             RequestCode::SendMessageV2
         };

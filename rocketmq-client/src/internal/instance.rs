@@ -137,6 +137,8 @@ pub(crate) struct ClientInstance {
     started: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     inner_producer: Arc<ProducerCore>,
+    /// Requests waiting for their reply (request-reply).
+    pub(crate) replies: Arc<super::reply::PendingReplies>,
 }
 
 impl std::fmt::Debug for ClientInstance {
@@ -179,6 +181,9 @@ impl RequestProcessor for ClientProcessor {
             RequestCode::CheckTransactionState => {
                 inst.on_check_transaction(ctx, request);
                 ProcessResult::NoResponse
+            }
+            RequestCode::PushReplyMessageToClient => {
+                ProcessResult::Response(inst.replies.on_push(&request))
             }
             _ => ProcessResult::Response(not_supported(&request)),
         }
@@ -263,6 +268,7 @@ impl ClientInstance {
                     super::producer_config::ProducerConfig::inner(),
                     super::namespace::Namespace::none(),
                 )),
+                replies: Arc::default(),
             }
         });
         table.insert(client_id, Arc::downgrade(&inst));

@@ -20,5 +20,6 @@ pub(crate) mod producer_config;
 pub(crate) mod push;
 pub(crate) mod push_config;
 pub(crate) mod rebalance;
+pub(crate) mod reply;
 pub(crate) mod send;
 pub(crate) mod stats;

@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+mod request;
 mod selector;
 mod transaction;
 

@@ -6,6 +6,7 @@ mod client;
 mod consumer;
 mod pull;
 mod query;
+mod reply;
 mod send;
 
 use std::sync::Arc;
@@ -38,6 +39,8 @@ fn answered_with_header(code: RequestCode) -> bool {
         RequestCode::SendMessage
             | RequestCode::SendMessageV2
             | RequestCode::SendBatchMessage
+            | RequestCode::SendReplyMessage
+            | RequestCode::SendReplyMessageV2
             | RequestCode::PullMessage
             | RequestCode::UnregisterClient
             | RequestCode::GetConsumerListByGroup
@@ -86,6 +89,9 @@ impl BrokerProcessor {
             | RequestCode::SendMessageV2
             | RequestCode::SendBatchMessage => {
                 send::answer_after_topics_saved(b, send::send(b, ctx, req).await)
+            }
+            RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
+                reply::send_reply(b, ctx, req).await
             }
             RequestCode::ConsumerSendMsgBack => {
                 send::answer_after_topics_saved(b, send::send_back(b, ctx, req).await)

@@ -12,6 +12,7 @@ mod namesrv;
 mod offset;
 mod pull;
 mod query;
+mod reply;
 mod send;
 mod transaction;
 
@@ -21,6 +22,7 @@ pub use self::namesrv::*;
 pub use self::offset::*;
 pub use self::pull::*;
 pub use self::query::*;
+pub use self::reply::*;
 pub use self::send::*;
 pub use self::transaction::*;
 
