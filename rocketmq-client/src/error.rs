@@ -102,7 +102,10 @@ impl ClientError {
     pub fn is_retriable(&self) -> bool {
         match self {
             ClientError::Remoting(e) => e.is_retriable(),
-            ClientError::Server { code, .. } => code.is_send_retriable(),
+            // Java 4.9.8's `retryResponseCodes`, and SYSTEM_BUSY as Java 5 adds it.
+            ClientError::Server { code, .. } => {
+                code.is_send_retriable() || *code == ResponseCode::SystemBusy
+            }
             ClientError::Timeout { .. }
             | ClientError::NoNameServer(_)
             | ClientError::OffsetsNotStored { .. }

@@ -124,6 +124,8 @@ pub struct BrokerConfig {
     pub rebalance_lock_max_live_time: Duration,
     /// Serve the VIP channel on `listenPort - 2` (only with a fixed listen port).
     pub vip_channel_enable: bool,
+    /// Flow control and connection limits (`waitTimeMillsInSendQueue`, `maxConnections`, ...).
+    pub flow: super::flow::FlowControlConfig,
     /// The store.
     pub store: StoreConfig,
     /// Replication (the HA port; a slave's master).
@@ -179,6 +181,7 @@ impl Default for BrokerConfig {
             compressed_register: false,
             rebalance_lock_max_live_time: Duration::from_secs(60),
             vip_channel_enable: true,
+            flow: Default::default(),
             store: StoreConfig::default(),
             ha: HaConfig::default(),
             dledger: DLedgerConfig::default(),
@@ -349,6 +352,9 @@ impl BrokerConfig {
                 }
                 "flushIntervalCommitLog" => self.store.flush_interval = millis(key, v)?,
                 "syncFlushTimeout" => self.store.sync_flush_timeout = millis(key, v)?,
+                "osPageCacheBusyTimeOutMills" => {
+                    self.store.os_page_cache_busy_timeout = millis(key, v)?
+                }
                 "fileReservedTime" => self.store.file_reserved_time = parse(key, v)?,
                 "deleteWhen" => self.store.delete_when = v.clone(),
                 "diskMaxUsedSpaceRatio" => self.store.disk_max_used_space_ratio = parse(key, v)?,
@@ -379,7 +385,11 @@ impl BrokerConfig {
                         unknown.push(k.clone());
                     }
                 }
-                _ => unknown.push(k.clone()),
+                _ => {
+                    if !self.flow.apply(key, v)? {
+                        unknown.push(k.clone());
+                    }
+                }
             }
         }
         Ok(unknown)

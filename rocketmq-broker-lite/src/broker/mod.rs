@@ -18,6 +18,7 @@
 pub mod clients;
 pub mod config;
 pub mod filter_data;
+pub mod flow;
 pub mod locks;
 pub mod long_poll;
 pub mod offsets;
@@ -409,7 +410,9 @@ impl BrokerBuilder {
             None => b,
         };
         let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
-        let server = match with_acl(RemotingServer::builder(bind.clone()))
+        let server = match cfg
+            .flow
+            .server_limits(with_acl(RemotingServer::builder(bind.clone())), &cfg)
             .tls_context(tls.server.clone())
             .processor_default(inner.clone(), false)
             .start()
@@ -439,7 +442,9 @@ impl BrokerBuilder {
         }
         let vip = if cfg.vip_channel_enable && cfg.listen_port > 2 {
             let vip_bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port - 2);
-            match with_acl(RemotingServer::builder(vip_bind))
+            match cfg
+                .flow
+                .server_limits(with_acl(RemotingServer::builder(vip_bind)), &cfg)
                 .tls_context(tls.server.clone())
                 .processor_default(inner.clone(), true)
                 .start()

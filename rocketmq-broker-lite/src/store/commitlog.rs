@@ -228,6 +228,10 @@ pub struct CommitLog {
     flush_count: AtomicU64,
     /// Appends not yet taken by the writer (lets the writer poll without the append lock).
     unwritten: AtomicU64,
+    /// When the commit-log write in progress began, in microseconds since `born` plus one; 0
+    /// when none is (`isOSPageCacheBusy`).
+    write_began_us: AtomicU64,
+    born: std::time::Instant,
     /// The disk-full state: appends are refused while it is set.
     pub(crate) guard: DiskGuard,
     /// Serialises commit-log syncs.
@@ -257,6 +261,23 @@ impl std::fmt::Debug for CommitLog {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Marks a commit-log write in progress (see [`CommitLog::is_os_page_cache_busy`]).
+struct WriteTimer<'a>(&'a AtomicU64);
+
+impl<'a> WriteTimer<'a> {
+    fn start(log: &'a CommitLog) -> Self {
+        let now = log.born.elapsed().as_micros() as u64 + 1;
+        log.write_began_us.store(now, Ordering::Relaxed);
+        Self(&log.write_began_us)
+    }
+}
+
+impl Drop for WriteTimer<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
 }
 
 /// Backpressure: appenders wait once this much is buffered and not yet written.
@@ -408,6 +429,8 @@ impl CommitLog {
             stopping: AtomicBool::new(false),
             flush_count: AtomicU64::new(0),
             unwritten: AtomicU64::new(0),
+            write_began_us: AtomicU64::new(0),
+            born: std::time::Instant::now(),
             guard,
             sync_lock: Mutex::new(()),
         };
@@ -814,6 +837,9 @@ impl CommitLog {
             if a.closed {
                 return Err(StoreError::NotRunning("shut down".into()));
             }
+            if !block && self.is_os_page_cache_busy() {
+                return Err(StoreError::Busy);
+            }
             if a.buffered < MAX_BUFFERED {
                 break;
             }
@@ -1118,6 +1144,8 @@ impl CommitLog {
                     break;
                 }
                 let n = (end - start).min(STEP);
+                // Appends wait for this write too: a stall here stalls the store.
+                let _writing = WriteTimer::start(self);
                 write_zeros(start - base, n, |b, at| seg.file.write_all_at(b, at))
                     .map_err(|e| StoreError::io("zero-filling the active segment", e))?;
                 next = start + n;
@@ -1211,6 +1239,18 @@ impl CommitLog {
         }
     }
 
+    /// Whether a commit-log write has been in progress for longer than
+    /// `osPageCacheBusyTimeOutMills` (Java's `isOSPageCacheBusy`: a put holding its lock that
+    /// long): the disk or the page cache stalls.
+    pub fn is_os_page_cache_busy(&self) -> bool {
+        let began = self.write_began_us.load(Ordering::Relaxed);
+        if began == 0 {
+            return false;
+        }
+        let now = self.born.elapsed().as_micros() as u64 + 1;
+        now.saturating_sub(began) > self.cfg.os_page_cache_busy_timeout.as_micros() as u64
+    }
+
     /// Bytes below this offset are written and dispatched.
     pub fn dispatched_offset(&self) -> u64 {
         self.dispatched.load(Ordering::Acquire)
@@ -1272,6 +1312,9 @@ impl CommitLog {
     ) -> Round {
         let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
         let mut end = 0;
+        // Timed for `is_os_page_cache_busy` (the page-cache writes, not the sync after them,
+        // as Java times its put lock and not the flush).
+        let _writing = WriteTimer::start(self);
         for c in chunks.iter() {
             if let Err(e) = c.seg.file.write_all_at(&c.data, c.file_pos) {
                 let why = format!("writing {}: {e}", c.seg.path.display());

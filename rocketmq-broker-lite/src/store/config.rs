@@ -48,6 +48,12 @@ pub struct StoreConfig {
     /// How long a SYNC_FLUSH append waits for its flush (`syncFlushTimeout`, 5 s).
     #[serde(with = "millis")]
     pub sync_flush_timeout: Duration,
+    /// A commit-log write in progress for longer than this makes the store busy
+    /// (`osPageCacheBusyTimeOutMills`, 1 s, Java's `DefaultMessageStore.isOSPageCacheBusy`):
+    /// request handlers' appends are refused with [`StoreError::Busy`](super::StoreError)
+    /// ("[PC_SYNCHRONIZED]...") until it completes.
+    #[serde(with = "millis")]
+    pub os_page_cache_busy_timeout: Duration,
     /// How often consume-queue and index data are made durable and the checkpoint written.
     #[serde(with = "millis")]
     pub checkpoint_interval: Duration,
@@ -128,6 +134,7 @@ impl Default for StoreConfig {
             flush_disk_type: FlushDiskType::AsyncFlush,
             flush_interval: Duration::from_millis(500),
             sync_flush_timeout: Duration::from_secs(5),
+            os_page_cache_busy_timeout: Duration::from_secs(1),
             checkpoint_interval: Duration::from_secs(1),
             flush_consume_queue_thorough_interval: Duration::from_secs(60),
             file_reserved_time: 72,

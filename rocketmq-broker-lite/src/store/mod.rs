@@ -652,7 +652,8 @@ impl MessageStore {
     /// appends is better served by [`MessageStore::put_message`], which lets the writer thread
     /// batch them.
     ///
-    /// It never waits for the disk: when the write buffer is full it fails with
+    /// It never waits for the disk: when the write buffer is full, or a commit-log write has
+    /// been in progress for longer than `osPageCacheBusyTimeOutMills`, it fails with
     /// [`StoreError::Busy`].
     pub fn put_message_now(&self, msg: &PutMessage) -> StoreResult<AppendResult> {
         let r = self
@@ -661,6 +662,12 @@ impl MessageStore {
             .append_with(std::slice::from_ref(msg), false, false)?;
         self.inner.log.write_inline(&*self.inner);
         Ok(r)
+    }
+
+    /// Whether a commit-log write has been in progress for longer than
+    /// `osPageCacheBusyTimeOutMills` (Java's `isOSPageCacheBusy`).
+    pub fn is_os_page_cache_busy(&self) -> bool {
+        self.inner.log.is_os_page_cache_busy()
     }
 
     /// [`MessageStore::put_messages`], written on the calling thread like

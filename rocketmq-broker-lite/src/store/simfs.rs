@@ -172,6 +172,10 @@ struct SyncGate {
     held: Option<PathBuf>,
     /// Syncs waiting at the gate now.
     waiting: usize,
+    /// Writes of files under it wait until it is cleared ([`SimFs::hold_writes`]).
+    writes_held: Option<PathBuf>,
+    /// Writes waiting at the gate now.
+    writes_waiting: usize,
 }
 
 /// The simulated file system. Cloning shares the same state.
@@ -372,6 +376,42 @@ impl SimFs {
         g.waiting > 0
     }
 
+    /// Makes every write of a file under `dir` wait until [`SimFs::release_writes`]: a stalled
+    /// disk or page cache (the writing thread is blocked, as in a write that waits for memory).
+    pub fn hold_writes(&self, dir: impl Into<PathBuf>) {
+        lock(&self.gate.0).writes_held = Some(dir.into());
+    }
+
+    /// Lets held writes (and later ones) through.
+    pub fn release_writes(&self) {
+        lock(&self.gate.0).writes_held = None;
+        self.gate.1.notify_all();
+    }
+
+    /// Waits up to `timeout` until at least one write waits at the gate.
+    pub fn wait_for_held_write(&self, timeout: Duration) -> bool {
+        let g = lock(&self.gate.0);
+        let (g, _) = self
+            .gate
+            .1
+            .wait_timeout_while(g, timeout, |g| g.writes_waiting == 0)
+            .unwrap_or_else(|p| p.into_inner());
+        g.writes_waiting > 0
+    }
+
+    fn pass_write_gate(&self, path: &Path) {
+        let mut g = lock(&self.gate.0);
+        if !g.writes_held.as_ref().is_some_and(|d| path.starts_with(d)) {
+            return;
+        }
+        g.writes_waiting += 1;
+        self.gate.1.notify_all();
+        while g.writes_held.as_ref().is_some_and(|d| path.starts_with(d)) {
+            g = self.gate.1.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.writes_waiting -= 1;
+    }
+
     fn pass_gate(&self, path: &Path) {
         let mut g = lock(&self.gate.0);
         if !g.held.as_ref().is_some_and(|d| path.starts_with(d)) {
@@ -499,6 +539,7 @@ impl VfsFile for SimFile {
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.check()?;
+        self.fs.pass_write_gate(&self.path);
         self.fs.fault(FaultOp::Write, &self.path)?;
         let mut i = lock(&self.inode);
         self.fs

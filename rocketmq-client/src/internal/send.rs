@@ -194,6 +194,15 @@ struct LatencyFault {
     which_worst: AtomicUsize,
 }
 
+/// How long a broker that answered SYSTEM_BUSY (or `[PC_SYNCHRONIZED]`) is avoided when latency
+/// fault tolerance is on: Java 5's isolation period (`computeNotAvailableDuration(10000)`,
+/// 10 s); Java 4.9.8 isolates it for 10 minutes.
+const BUSY_BACKOFF: Duration = Duration::from_secs(10);
+
+/// The pause before an attempt that goes back to a broker that just answered it is busy (the
+/// only broker of the topic, or all of them busy), times the attempt number.
+const BUSY_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
 const LATENCY_MAX: [u64; 7] = [50, 100, 550, 1000, 2000, 3000, 15000];
 const NOT_AVAILABLE: [u64; 7] = [0, 0, 30000, 60000, 120000, 180000, 600000];
 
@@ -216,6 +225,19 @@ impl LatencyFault {
             Some(slot) => *slot = (latency, until),
             None => {
                 items.insert(broker.to_string(), (latency, until));
+            }
+        }
+    }
+
+    /// A broker that answered that it is busy (flow control) is avoided for
+    /// [`BUSY_BACKOFF`].
+    fn busy(&self, broker: &str) {
+        let until = Instant::now() + BUSY_BACKOFF;
+        let mut items = lock(&self.items);
+        match items.get_mut(broker) {
+            Some(slot) => *slot = (30000, until),
+            None => {
+                items.insert(broker.to_string(), (30000, until));
             }
         }
     }
@@ -655,12 +677,19 @@ impl ProducerCore {
         // `retry_another_broker_when_not_store_ok` is on): reported as stored, whatever the
         // later attempts gave (Java `sendDefaultImpl` returns its last `sendResult`).
         let mut stored: Option<SendResult> = None;
+        // The broker whose answer to the last attempt was "busy".
+        let mut busy_broker: Option<String> = None;
         for attempt in 0..times {
             let mq = self.select_queue(&info, last_broker.as_deref());
             last_broker = Some(match &mq {
                 Cow::Borrowed(q) => Cow::Borrowed(q.broker_name.as_str()),
                 Cow::Owned(q) => Cow::Owned(q.broker_name.clone()),
             });
+            if busy_broker.take().as_deref() == Some(mq.broker_name.as_str()) {
+                // Back to the broker that is busy: give it a moment first.
+                let left = timeout.saturating_sub(begin.elapsed());
+                tokio::time::sleep((BUSY_RETRY_PAUSE * attempt).min(left / 2)).await;
+            }
             // One clock read: the time spent so far and the attempt's start.
             let start = Instant::now();
             let spent = start.saturating_duration_since(begin);
@@ -700,7 +729,16 @@ impl ProducerCore {
                     if broker_failed(&e) {
                         inst.refresh_route_soon(&p.topic);
                     }
-                    self.update_fault(&mq.broker_name, start, isolation);
+                    if is_busy(&e) {
+                        // Flow control: retried on another broker, as Java 5 does (4.9.8 does
+                        // not retry SYSTEM_BUSY), and this one avoided for a while.
+                        if self.settings.send_latency_fault_enable {
+                            self.fault.busy(&mq.broker_name);
+                        }
+                        busy_broker = Some(mq.broker_name.clone());
+                    } else {
+                        self.update_fault(&mq.broker_name, start, isolation);
+                    }
                     tracing::debug!(topic = %p.topic, broker = %mq.broker_name, attempt, error = %e, "send attempt failed");
                     if !e.is_retriable() {
                         return Err(e);
@@ -867,6 +905,19 @@ pub(crate) fn broker_failed(e: &ClientError) -> bool {
     match e {
         ClientError::Remoting(r) => r.is_retriable(),
         ClientError::Server { code, .. } => *code == ResponseCode::ServiceNotAvailable,
+        _ => false,
+    }
+}
+
+/// Whether `e` is a broker's flow control: SYSTEM_BUSY (`[TIMEOUT_CLEAN_QUEUE]`,
+/// `[REJECTREQUEST]`, `[PCBUSY_CLEAN_QUEUE]`...) or SYSTEM_ERROR `[PC_SYNCHRONIZED]` (a stalled
+/// store).
+pub(crate) fn is_busy(e: &ClientError) -> bool {
+    match e {
+        ClientError::Server { code, remark, .. } => {
+            *code == ResponseCode::SystemBusy
+                || (*code == ResponseCode::SystemError && remark.starts_with("[PC_SYNCHRONIZED]"))
+        }
         _ => false,
     }
 }

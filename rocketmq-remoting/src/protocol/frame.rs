@@ -107,6 +107,9 @@ pub fn encode_to_vec(cmd: &RemotingCommand) -> Result<Vec<u8>, FrameError> {
     Ok(head)
 }
 
+/// The most [`decode`] reserves ahead of the bytes received for an incomplete frame (1 MiB).
+pub const MAX_RESERVE_AHEAD: usize = 1 << 20;
+
 /// Checks the frame at the start of `src` without consuming anything: `Ok(None)` if more bytes
 /// are needed, `Ok(Some(len))` with the frame's length (prefix included) once it is complete.
 pub fn check(src: &[u8], max_frame_size: usize) -> Result<Option<usize>, FrameError> {
@@ -152,10 +155,13 @@ pub fn decode(
     max_frame_size: usize,
 ) -> Result<Option<RemotingCommand>, FrameError> {
     let Some(frame_len) = check(src, max_frame_size)? else {
-        // Reserve room for the rest of a frame whose length is known, to avoid regrowth.
+        // Reserve room for the rest of a frame whose length is known, to avoid regrowth; at
+        // most `MAX_RESERVE_AHEAD` ahead of what arrived, so that a peer declaring a large
+        // frame and sending little of it does not get a large buffer from its prefix alone.
         if src.len() >= 4 {
             let total = u32::from_be_bytes([src[0], src[1], src[2], src[3]]) as usize;
-            src.reserve(total + 4 - src.len().min(total + 4));
+            let missing = total + 4 - src.len().min(total + 4);
+            src.reserve(missing.min(MAX_RESERVE_AHEAD));
         }
         return Ok(None);
     };

@@ -22,7 +22,7 @@ pub mod topic;
 
 pub use self::codes::{LanguageCode, RequestCode, ResponseCode, SerializeType};
 pub use self::command::{ExtFields, FileRegion, RemotingCommand, FLAG_ONEWAY, FLAG_RESPONSE};
-pub use self::frame::{FrameError, DEFAULT_MAX_FRAME_SIZE};
+pub use self::frame::{FrameError, DEFAULT_MAX_FRAME_SIZE, MAX_RESERVE_AHEAD};
 pub use self::header_json::JsonExtFields;
 pub use self::headers::{CommandHeader, HeaderError};
 pub use self::json::{JsonError, JsonStyle};

@@ -21,6 +21,7 @@ use tracing::{debug, warn};
 
 use super::codec::{CodecError, RemotingCodec};
 use super::hook::RpcHook;
+use super::limits::{Held, Limits, MemoryBudget, RequestHold, UnsentCharge};
 use super::processor::{not_supported, ChannelContext, ProcessResult, RequestProcessor};
 use super::tls::{ClientTlsContext, MaybeTlsStream};
 use crate::error::RemotingError;
@@ -42,6 +43,20 @@ pub struct ChannelConfig {
     pub idle_timeout: Option<Duration>,
     /// Frames that may wait for the writer before senders wait.
     pub write_queue_capacity: usize,
+    /// Requests of the peer being processed or waiting for their answer (10,000, Java's
+    /// `sendThreadPoolQueueCapacity`): at this many the connection is not read until one is
+    /// answered, so the peer is held back by TCP flow control.
+    pub max_requests_in_flight: usize,
+    /// Bytes of the peer's requests (whole frames) being processed or waiting for their
+    /// answer (64 MiB): at this many the connection is not read.
+    pub max_request_bytes_in_flight: usize,
+    /// Bytes queued for the peer and not yet written (8 MiB; file regions not counted, they
+    /// are not in memory): at this many the connection is not read, so a peer that does not
+    /// read its responses stops being served instead of filling memory.
+    pub max_unsent_bytes: usize,
+    /// A budget of request bytes in flight shared with other connections (a server's); no
+    /// connection sharing it reads while it is used up.
+    pub memory_budget: Option<MemoryBudget>,
     /// Connect with TLS (see [`TlsClientConfig`](super::TlsClientConfig)); plain TCP when
     /// `None`. Used by [`Channel::connect`] only.
     pub tls: Option<ClientTlsContext>,
@@ -53,6 +68,10 @@ impl Default for ChannelConfig {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             idle_timeout: Some(Duration::from_secs(120)),
             write_queue_capacity: 4096,
+            max_requests_in_flight: 10_000,
+            max_request_bytes_in_flight: 64 << 20,
+            max_unsent_bytes: 8 << 20,
+            memory_budget: None,
             tls: None,
         }
     }
@@ -65,6 +84,8 @@ struct Frame {
     regions: Option<Arc<[FileRegion]>>,
     /// Bytes of it already written (a direct write that the socket took only part of).
     written: usize,
+    /// Its bytes in memory, counted against the connection's unsent bytes while it is queued.
+    charge: Option<UnsentCharge>,
 }
 
 impl Frame {
@@ -113,6 +134,9 @@ struct Inner {
     /// Senders may write to the socket themselves (plain TCP; not TLS, whose session is owned
     /// by the writer task).
     direct: bool,
+    /// What the connection holds in memory, and its limits.
+    held: Arc<Held>,
+    limits: Limits,
 }
 
 /// A connection to a peer, shared by everyone who talks over it. Cloning is cheap.
@@ -261,24 +285,31 @@ impl Channel {
         };
         let codec = RemotingCodec::new(config.max_frame_size);
         let (tx, rx) = mpsc::channel(config.write_queue_capacity.max(1));
+        let limits = Limits {
+            max_requests: config.max_requests_in_flight.max(1),
+            max_request_bytes: config.max_request_bytes_in_flight.max(1),
+            max_unsent_bytes: config.max_unsent_bytes.max(1),
+            budget: config.memory_budget.clone(),
+        };
         match conn {
             MaybeTlsStream::Plain(stream) => {
                 let (read_half, write_half) = stream.into_split();
                 let write_half = Arc::new(write_half);
-                let channel = Self::new_inner(remote, local, tx, Some(write_half.clone()), hooks);
+                let channel =
+                    Self::new_inner(remote, local, tx, Some(write_half.clone()), hooks, limits);
                 tokio::spawn(writer_loop(
                     channel.clone(),
                     WriteSide::Plain(write_half),
                     rx,
                 ));
-                let framed = FramedRead::with_capacity(read_half, codec, 64 * 1024);
+                let framed = FramedRead::with_capacity(Stamped::new(read_half), codec, 64 * 1024);
                 tracker.spawn(reader(&channel).run(framed));
                 Ok(channel)
             }
             #[cfg(feature = "tls")]
             MaybeTlsStream::Tls(stream) => {
                 let (read_half, write_half) = tokio::io::split(*stream);
-                let channel = Self::new_inner(remote, local, tx, None, hooks);
+                let channel = Self::new_inner(remote, local, tx, None, hooks, limits);
                 // Frames are gathered into TLS records of up to 16 KiB (rustls makes at least
                 // one record per write); larger writes bypass the buffer.
                 let writer = tokio::io::BufWriter::with_capacity(16 * 1024, write_half);
@@ -287,7 +318,7 @@ impl Channel {
                     WriteSide::Tls(Box::new(writer)),
                     rx,
                 ));
-                let framed = FramedRead::with_capacity(read_half, codec, 64 * 1024);
+                let framed = FramedRead::with_capacity(Stamped::new(read_half), codec, 64 * 1024);
                 tracker.spawn(reader(&channel).run(framed));
                 Ok(channel)
             }
@@ -300,6 +331,7 @@ impl Channel {
         tx: mpsc::Sender<Outbound>,
         socket: Option<Arc<OwnedWriteHalf>>,
         hooks: Arc<[Arc<dyn RpcHook>]>,
+        limits: Limits,
     ) -> Channel {
         Channel {
             inner: Arc::new(Inner {
@@ -319,6 +351,8 @@ impl Channel {
                 born: Instant::now(),
                 last_activity_ms: AtomicU64::new(0),
                 hooks,
+                held: Arc::default(),
+                limits,
             }),
         }
     }
@@ -398,6 +432,7 @@ impl Channel {
             body: cmd.body.clone(),
             regions: cmd.file_body.clone(),
             written: 0,
+            charge: None,
         };
         {
             let mut g = lock(&self.inner.gate);
@@ -419,6 +454,7 @@ impl Channel {
                         // The socket is full: the writer task writes the rest, before anything
                         // queued after (the queue is empty: nothing was promised to it).
                         frame.written = n;
+                        self.charge(&mut frame);
                         g.queued += 1;
                         if self.inner.tx.try_send(Outbound::Frame(frame)).is_err() {
                             g.queued -= 1;
@@ -438,11 +474,32 @@ impl Channel {
             }
             g.queued += 1;
         }
+        self.charge(&mut frame);
         if self.inner.tx.send(Outbound::Frame(frame)).await.is_err() {
             lock(&self.inner.gate).queued -= 1;
             return Err(self.closed_error());
         }
         Ok(())
+    }
+
+    /// Counts a frame going to the queue against the connection's unsent bytes.
+    fn charge(&self, frame: &mut Frame) {
+        let bytes = (frame.head.len() + frame.body.len()).saturating_sub(frame.written);
+        self.inner.held.add_unsent(bytes);
+        frame.charge = Some(UnsentCharge {
+            held: self.inner.held.clone(),
+            bytes,
+        });
+    }
+
+    /// Requests of the peer read and not answered yet.
+    pub fn requests_in_flight(&self) -> usize {
+        self.inner.held.requests.load(Ordering::Relaxed)
+    }
+
+    /// Bytes queued for the peer and not written yet (file regions not counted).
+    pub fn unsent_bytes(&self) -> usize {
+        self.inner.held.unsent_bytes.load(Ordering::Relaxed)
     }
 
     fn run_before_hooks(&self, cmd: &mut RemotingCommand) -> Result<(), RemotingError> {
@@ -612,6 +669,8 @@ async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiv
             g.queued = g.queued.saturating_sub(batch.len());
             g.writes = [g.writes[1], Instant::now()];
         }
+        // Written: their bytes no longer count as unsent.
+        batch.clear();
         channel.touch();
         if closing {
             break;
@@ -790,6 +849,61 @@ async fn copy_file_region(w: &mut TlsWriter, r: &FileRegion) -> std::io::Result<
     Ok(())
 }
 
+/// The most read from a connection at once.
+const MAX_READ: usize = 64 * 1024;
+
+/// The read half of a connection, noting when it last read something: every request decoded
+/// from the buffer was complete by then (the decoder reads only when no whole frame is left),
+/// so it is when the request arrived, for the time a request waited before it was processed.
+pub(crate) struct Stamped<R> {
+    inner: R,
+    last_read: Instant,
+}
+
+impl<R> Stamped<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            last_read: Instant::now(),
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Stamped<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let got = if buf.remaining() <= MAX_READ {
+            let before = buf.filled().len();
+            match std::pin::Pin::new(&mut this.inner).poll_read(cx, buf) {
+                Poll::Ready(Ok(())) => buf.filled().len() - before,
+                other => return other,
+            }
+        } else {
+            // At most MAX_READ at once, so that the requests of one read are few enough to be
+            // processed well within `waitTimeMillsInSendQueue` of it (a buffer grown for a
+            // large frame would otherwise take in megabytes of small requests at once).
+            let mut part = tokio::io::ReadBuf::new(buf.initialize_unfilled_to(MAX_READ));
+            match std::pin::Pin::new(&mut this.inner).poll_read(cx, &mut part) {
+                Poll::Ready(Ok(())) => {
+                    let n = part.filled().len();
+                    buf.advance(n);
+                    n
+                }
+                other => return other,
+            }
+        };
+        if got > 0 {
+            this.last_read = Instant::now();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
 struct Reader {
     channel: Channel,
     processor: Option<Arc<dyn RequestProcessor>>,
@@ -799,10 +913,13 @@ struct Reader {
 }
 
 impl Reader {
-    async fn run<R: AsyncRead + Unpin>(self, mut framed: FramedRead<R, RemotingCodec>) {
-        let ctx = ChannelContext {
+    async fn run<R: AsyncRead + Unpin>(self, mut framed: FramedRead<Stamped<R>, RemotingCodec>) {
+        let mut ctx = ChannelContext {
             channel: self.channel.clone(),
+            received: Instant::now(),
         };
+        let held = self.channel.inner.held.clone();
+        let limits = &self.channel.inner.limits;
         let check_every = self.idle_timeout.map_or(Duration::from_secs(3600), |t| {
             (t / 4).max(Duration::from_millis(10))
         });
@@ -811,6 +928,30 @@ impl Reader {
         let idle_check = tokio::time::sleep(check_every);
         tokio::pin!(idle_check);
         loop {
+            // Over its limits (or the shared budget used up), the connection is not read: the
+            // peer is held back by TCP flow control until answers give room back.
+            let over = held.over(limits)
+                || limits
+                    .budget
+                    .as_ref()
+                    .is_some_and(MemoryBudget::is_exhausted);
+            if over {
+                tokio::select! {
+                    _ = self.channel.inner.closed.cancelled() => break,
+                    _ = self.stop_reading.cancelled() => { stopped_gracefully = true; break }
+                    _ = &mut idle_check => {
+                        idle_check.as_mut().reset(tokio::time::Instant::now() + check_every);
+                        if let Some(limit) = self.idle_timeout {
+                            if self.channel.idle_for() >= limit {
+                                debug!(remote = %self.channel.inner.remote, "closing idle connection (not reading its responses?)");
+                                break;
+                            }
+                        }
+                        continue;
+                    }
+                    _ = held.wait_for_room(limits) => {}
+                }
+            }
             let item = tokio::select! {
                 _ = self.channel.inner.closed.cancelled() => break,
                 _ = self.stop_reading.cancelled() => { stopped_gracefully = true; break }
@@ -851,7 +992,13 @@ impl Reader {
                             ),
                         }
                     } else {
-                        self.handle_request(&ctx, cmd).await;
+                        ctx.received = framed.get_ref().last_read;
+                        let hold = RequestHold::new(
+                            &held,
+                            limits.budget.as_ref(),
+                            framed.decoder().last_frame_len(),
+                        );
+                        self.handle_request(&ctx, cmd, hold).await;
                     }
                 }
             }
@@ -861,7 +1008,13 @@ impl Reader {
         }
     }
 
-    async fn handle_request(&self, ctx: &ChannelContext, mut cmd: RemotingCommand) {
+    /// Processes one request; `hold` counts it as in flight until its answer is queued.
+    async fn handle_request(
+        &self,
+        ctx: &ChannelContext,
+        mut cmd: RemotingCommand,
+        hold: RequestHold,
+    ) {
         let oneway = cmd.is_oneway();
         let opaque = cmd.opaque;
         let ser = cmd.serialize_type;
@@ -928,6 +1081,7 @@ impl Reader {
                     if let (Some(r), false) = (r, oneway) {
                         respond(&channel, r, opaque, ser, request_copy.as_ref()).await;
                     }
+                    drop(hold);
                 });
             }
         }

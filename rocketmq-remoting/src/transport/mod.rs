@@ -9,6 +9,7 @@ mod channel;
 mod client;
 mod codec;
 mod hook;
+mod limits;
 mod processor;
 mod server;
 mod stream;
@@ -16,8 +17,9 @@ pub mod tls;
 
 pub use self::channel::{Channel, ChannelConfig};
 pub use self::client::{RemotingClient, RemotingClientBuilder};
-pub use self::codec::RemotingCodec;
+pub use self::codec::{CodecError, RemotingCodec};
 pub use self::hook::RpcHook;
+pub use self::limits::MemoryBudget;
 pub use self::processor::{
     not_supported, ChannelContext, ProcessResult, ProcessorRegistry, RequestProcessor,
 };

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -16,6 +17,8 @@ pub struct ChannelContext {
     /// The connection; keep a clone to send requests back to the peer later (e.g.
     /// NOTIFY_CONSUMER_IDS_CHANGED to a consumer).
     pub channel: Channel,
+    /// When the request's last bytes were read from the socket.
+    pub(crate) received: Instant,
 }
 
 impl ChannelContext {
@@ -27,6 +30,13 @@ impl ChannelContext {
     /// Our own address on this connection.
     pub fn local_addr(&self) -> SocketAddr {
         self.channel.local_addr()
+    }
+
+    /// When the request being processed was read from the socket (its last bytes): how long
+    /// it waited before processing began is `received_at().elapsed()` (Java's
+    /// `RequestTask.createTimestamp`, for `BrokerFastFailure`).
+    pub fn received_at(&self) -> Instant {
+        self.received
     }
 }
 

@@ -84,7 +84,10 @@ impl RemotingServerBuilder {
         self
     }
 
-    /// Connections beyond this many are closed right after accept.
+    /// Connections open at once (10,000 by default): one accepted beyond it is closed at once,
+    /// before anything is read from it or allocated for it (the peer sees the connection
+    /// closed, and its client reconnects with its usual backoff), with a warning logged once
+    /// per second at most.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
         self
@@ -93,6 +96,33 @@ impl RemotingServerBuilder {
     /// Largest frame accepted; a larger one closes that connection.
     pub fn max_frame_size(mut self, n: usize) -> Self {
         self.channel.max_frame_size = n;
+        self
+    }
+
+    /// Requests of one connection in flight (read, not answered yet) before the connection is
+    /// no longer read until one is answered (10,000).
+    pub fn max_requests_in_flight(mut self, n: usize) -> Self {
+        self.channel.max_requests_in_flight = n;
+        self
+    }
+
+    /// Bytes of one connection's requests in flight before it is no longer read (64 MiB).
+    pub fn max_request_bytes_in_flight(mut self, n: usize) -> Self {
+        self.channel.max_request_bytes_in_flight = n;
+        self
+    }
+
+    /// Bytes queued for one peer and not written yet before its connection is no longer read
+    /// (8 MiB): a peer that does not read its responses stops being served.
+    pub fn max_unsent_bytes(mut self, n: usize) -> Self {
+        self.channel.max_unsent_bytes = n;
+        self
+    }
+
+    /// Request bytes in flight across all connections (none by default): while they reach
+    /// it, no connection is read.
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        self.channel.memory_budget = Some(super::MemoryBudget::new(bytes));
         self
     }
 
@@ -211,6 +241,8 @@ impl AcceptLoop {
         const MAX: Duration = Duration::from_millis(500);
         let mut backoff = FIRST;
         let mut failures = 0u64;
+        let mut refused = 0u64;
+        let mut last_refusal_log: Option<std::time::Instant> = None;
         loop {
             let accepted = tokio::select! {
                 _ = self.serve.shutdown.cancelled() => break,
@@ -244,7 +276,11 @@ impl AcceptLoop {
                 }
             };
             let Ok(permit) = self.limit.clone().try_acquire_owned() else {
-                warn!(%peer, "connection limit reached, closing the new connection");
+                refused += 1;
+                if last_refusal_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                    warn!(%peer, refused, "connection limit reached, closing new connections");
+                    last_refusal_log = Some(std::time::Instant::now());
+                }
                 drop(stream);
                 continue;
             };

@@ -84,7 +84,13 @@ impl BrokerProcessor {
     async fn dispatch(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
         let b = &self.broker;
         b.stats.record_request();
-        match req.request_code() {
+        let code = req.request_code();
+        // Java's BrokerFastFailure: a request that waited too long since it was read is
+        // answered SYSTEM_BUSY, not processed late (its client has likely given up on it).
+        if let Some(busy) = b.cfg.flow.expired(ctx, code) {
+            return busy.into();
+        }
+        match code {
             RequestCode::SendMessage
             | RequestCode::SendMessageV2
             | RequestCode::SendBatchMessage => {

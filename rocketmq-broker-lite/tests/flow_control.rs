@@ -1,0 +1,294 @@
+//! Flow control, as Java's broker does it: a send that waited too long is answered
+//! SYSTEM_BUSY `[TIMEOUT_CLEAN_QUEUE]`, a stalled store refuses sends with `[PC_SYNCHRONIZED]`,
+//! and connections beyond `maxConnections` are closed.
+
+#[path = "common/broker.rs"]
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::*;
+use futures::StreamExt;
+use rocketmq_broker_lite::broker::{Broker, BrokerConfig, BrokerHandle};
+use rocketmq_broker_lite::embedded::TempDir;
+use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
+use rocketmq_broker_lite::store::simfs::SimFs;
+use rocketmq_broker_lite::store::{ManualClock, ManualDiskUsage, StoreEnv};
+use rocketmq_remoting::protocol::message::Message;
+use rocketmq_remoting::protocol::{frame, RemotingCommand, ResponseCode};
+use rocketmq_remoting::transport::RemotingCodec;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::codec::FramedRead;
+
+const PC_SYNCHRONIZED: &str = "[PC_SYNCHRONIZED]broker busy, start flow control for a while";
+
+async fn start_on(
+    fs: &SimFs,
+    f: impl FnOnce(&mut BrokerConfig),
+) -> (TempDir, NameServerHandle, BrokerHandle) {
+    let dir = TempDir::new("broker-flow").unwrap();
+    let namesrv = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .start()
+        .await
+        .unwrap();
+    let mut cfg = broker_config(dir.path(), &namesrv.local_addr().to_string());
+    cfg.store.store_path_root_dir = "/store".into();
+    f(&mut cfg);
+    let env = StoreEnv {
+        vfs: Arc::new(fs.clone()),
+        clock: ManualClock::new(1_700_000_000_000),
+        disk: ManualDiskUsage::new(10),
+    };
+    let broker = Broker::builder(cfg).env(env).start().await.unwrap();
+    (dir, namesrv, broker)
+}
+
+fn send_frame(topic: &str, body: &str, opaque: i32) -> Vec<u8> {
+    let m = Message::new(topic, Bytes::from(body.to_string()));
+    let mut cmd = send_request(topic, 0, &m);
+    cmd.opaque = opaque;
+    frame::encode_to_vec(&cmd).unwrap()
+}
+
+/// Wakes a runtime worker, which then parks on the I/O and timer driver. While a worker is
+/// blocked in a held write, the driver may be left unpolled: the other workers may all be
+/// parked on their condition variables, waiting for work only the driver would bring.
+async fn kick_runtime() {
+    tokio::spawn(async {}).await.unwrap();
+}
+
+/// Lets held writes through when dropped, so that a failing test does not leave broker
+/// threads blocked forever.
+struct Release<'a>(&'a SimFs);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.release_writes();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_stalled_store_refuses_sends_with_pc_synchronized_until_it_moves_again() {
+    let fs = SimFs::new(11);
+    let (_dir, namesrv, broker) = start_on(&fs, |c| {
+        c.store.os_page_cache_busy_timeout = Duration::from_millis(100);
+        c.store.sync_flush_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let b = broker.broker_addr();
+    let c = client();
+    assert_eq!(send(&c, &b, "Stalled", 0, "first").await.code, 0);
+
+    // The page cache stops taking writes: the next append's write hangs.
+    fs.hold_writes("/store/commitlog");
+    let _release = Release(&fs);
+    let stuck = {
+        let c = client();
+        let b = b.clone();
+        tokio::spawn(async move { send(&c, &b, "Stalled", 0, "stuck").await })
+    };
+    // The store counts as stalled once the write has hung for osPageCacheBusyTimeOutMills.
+    let deadline = std::time::Instant::now() + T;
+    while !broker.store().is_os_page_cache_busy() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the store never stalled"
+        );
+        // A blocking pause: while a runtime worker is blocked in the held write, the
+        // runtime's timers may not be driven (no other worker may be parked on the driver).
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    kick_runtime().await;
+    let refused_body = "refused".to_string();
+    let refused = send(&c, &b, "Stalled", 0, &refused_body).await;
+    assert_eq!(
+        refused.response_code(),
+        ResponseCode::SystemError,
+        "{:?}",
+        refused.remark
+    );
+    assert_eq!(refused.remark_str(), PC_SYNCHRONIZED);
+
+    // It moves again: the stuck send completes and sends are taken again.
+    fs.release_writes();
+    assert_eq!(stuck.await.unwrap().code, 0);
+    assert_eq!(send(&c, &b, "Stalled", 0, "after").await.code, 0);
+    let (_, msgs) = pull(&c, &b, "G", "Stalled", 0, 0).await;
+    let bodies: Vec<String> = msgs
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.message.body).into_owned())
+        .collect();
+    assert_eq!(bodies.first().map(String::as_str), Some("first"));
+    assert_eq!(bodies.last().map(String::as_str), Some("after"));
+    assert!(bodies.iter().any(|b| b == "stuck"), "{bodies:?}");
+    assert!(
+        !bodies.contains(&refused_body),
+        "the refused one is stored: {bodies:?}"
+    );
+    broker.shutdown().await.unwrap();
+    namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answered_system_busy() {
+    let fs = SimFs::new(12);
+    let (_dir, namesrv, broker) = start_on(&fs, |c| {
+        c.flow.wait_time_in_send_queue = Duration::from_millis(50);
+        // Only appends write the commit log (no zero-filling ahead of them), and a write held
+        // for 1 ms shows as a stalled store: the condition to wait for.
+        c.store.warm_segments = false;
+        c.store.os_page_cache_busy_timeout = Duration::from_millis(1);
+    })
+    .await;
+    let b = broker.broker_addr();
+    let c = client();
+    assert_eq!(send(&c, &b, "Queued", 0, "first").await.code, 0);
+    // Two sends in one write: the first one's write stalls on the connection's reader, the
+    // second waits behind it, read but not processed. (The store's writer thread may take
+    // the first write instead, rarely; then the reader is not held and nothing waits: try
+    // again.)
+    let mut outcome = None;
+    for attempt in 0..5 {
+        fs.hold_writes("/store/commitlog");
+        let release = Release(&fs);
+        let stream = TcpStream::connect(&b).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let (r, mut w) = stream.into_split();
+        let mut both = send_frame("Queued", "held", 1);
+        both.extend(send_frame("Queued", "behind", 2));
+        w.write_all(&both).await.unwrap();
+        let deadline = std::time::Instant::now() + T;
+        while !broker.store().is_os_page_cache_busy() {
+            assert!(std::time::Instant::now() < deadline, "no write held");
+            // Blocking: see the stalled-store test.
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Held longer than the 50 ms a send may wait (the duration under test).
+        std::thread::sleep(Duration::from_millis(80));
+        drop(release);
+        kick_runtime().await;
+        let mut responses = FramedRead::new(r, RemotingCodec::default());
+        let mut by_opaque = std::collections::HashMap::new();
+        for _ in 0..2 {
+            let resp = tokio::time::timeout(T, responses.next())
+                .await
+                .expect("answered")
+                .unwrap()
+                .unwrap();
+            by_opaque.insert(resp.opaque, resp);
+        }
+        let first = &by_opaque[&1];
+        let second = &by_opaque[&2];
+        assert_eq!(first.code, 0, "{:?}", first.remark);
+        if second.code == 0 {
+            eprintln!("attempt {attempt}: the writer thread took the stalled write; again");
+            continue;
+        }
+        outcome = Some(second.clone());
+        break;
+    }
+    let busy: RemotingCommand = outcome.expect("no send was answered SYSTEM_BUSY");
+    assert_eq!(busy.response_code(), ResponseCode::SystemBusy);
+    let remark = busy.remark_str();
+    let head =
+        "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: ";
+    assert!(remark.starts_with(head), "{remark}");
+    let rest = &remark[head.len()..];
+    let (ms, size) = rest.split_once("ms, size of queue: ").expect(remark);
+    assert!(ms.parse::<u64>().unwrap() >= 50, "{remark}");
+    size.parse::<usize>().expect(remark);
+
+    broker.shutdown().await.unwrap();
+    namesrv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_max_connections_are_closed_and_the_rest_are_served() {
+    let fs = SimFs::new(13);
+    let (_dir, namesrv, broker) = start_on(&fs, |c| {
+        c.flow.max_connections = 2;
+    })
+    .await;
+    let b = broker.broker_addr();
+    let first = client();
+    let second = client();
+    assert_eq!(send(&first, &b, "Conns", 0, "1").await.code, 0);
+    assert_eq!(send(&second, &b, "Conns", 0, "2").await.code, 0);
+    let mut third = TcpStream::connect(&b).await.unwrap();
+    let _ = third.write_all(&send_frame("Conns", "3", 3)).await;
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(T, third.read(&mut buf))
+        .await
+        .expect("third connection neither answered nor closed");
+    assert!(
+        matches!(closed, Ok(0) | Err(_)),
+        "the third connection was answered"
+    );
+    assert_eq!(send(&first, &b, "Conns", 0, "4").await.code, 0);
+    // A connection that goes makes room for another.
+    second.shutdown();
+    let fourth = client();
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let r = fourth
+            .invoke(
+                &b,
+                send_request("Conns", 0, &Message::new("Conns", Bytes::from_static(b"5"))),
+                Duration::from_secs(2),
+            )
+            .await;
+        if let Ok(r) = r {
+            assert_eq!(r.code, 0);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no room after a connection left"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    broker.shutdown().await.unwrap();
+    namesrv.shutdown().await;
+}
+
+#[test]
+fn broker_conf_keys() {
+    let mut cfg = BrokerConfig::default();
+    let props: std::collections::BTreeMap<String, String> = [
+        ("waitTimeMillsInSendQueue", "300"),
+        ("brokerFastFailureEnable", "false"),
+        ("osPageCacheBusyTimeOutMills", "2000"),
+        ("maxConnections", "50"),
+        ("maxRequestsInFlightPerConnection", "100"),
+        ("maxRequestBytesInFlightPerConnection", "1048576"),
+        ("maxUnsentBytesPerConnection", "65536"),
+        ("requestMemoryBudget", "8388608"),
+        ("com.rocketmq.remoting.frameMaxLength", "33554432"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let unknown = cfg.apply_properties(&props).unwrap();
+    assert!(unknown.is_empty(), "{unknown:?}");
+    assert_eq!(cfg.flow.wait_time_in_send_queue, Duration::from_millis(300));
+    assert!(!cfg.flow.broker_fast_failure_enable);
+    assert_eq!(cfg.store.os_page_cache_busy_timeout, Duration::from_secs(2));
+    assert_eq!(cfg.flow.max_connections, 50);
+    assert_eq!(cfg.flow.max_requests_in_flight_per_connection, 100);
+    assert_eq!(cfg.flow.max_request_bytes_in_flight_per_connection, 1 << 20);
+    assert_eq!(cfg.flow.max_unsent_bytes_per_connection, 1 << 16);
+    assert_eq!(cfg.flow.request_memory_budget, 8 << 20);
+    assert_eq!(cfg.flow.frame_max_length, 32 << 20);
+    // Java's defaults.
+    let d = BrokerConfig::default();
+    assert_eq!(d.flow.wait_time_in_send_queue, Duration::from_millis(200));
+    assert!(d.flow.broker_fast_failure_enable);
+    assert_eq!(
+        d.store.os_page_cache_busy_timeout,
+        Duration::from_millis(1000)
+    );
+}

@@ -1,0 +1,278 @@
+//! What a connection may hold: oversized frames refused from their length prefix, requests in
+//! flight and unsent responses bounded by not reading the connection (TCP backpressure).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::BytesMut;
+use rocketmq_remoting::protocol::{frame, FrameError, RemotingCommand, MAX_RESERVE_AHEAD};
+use rocketmq_remoting::transport::{
+    ChannelContext, ProcessResult, RemotingClient, RemotingCodec, RemotingServer, RequestProcessor,
+    ServerHandle,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::codec::Decoder;
+
+const ECHO: i32 = 1000;
+const GATED: i32 = 1001;
+const RECORD: i32 = 1002;
+
+/// ECHO answers with the request's body; GATED answers once the test adds a permit; RECORD
+/// reports the request.
+struct Processor {
+    gate: Arc<Semaphore>,
+    recorded: mpsc::UnboundedSender<i32>,
+}
+
+#[async_trait]
+impl RequestProcessor for Processor {
+    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        match req.code {
+            ECHO => RemotingCommand::success().with_body(req.body).into(),
+            GATED => {
+                let gate = self.gate.clone();
+                ProcessResult::Deferred(Box::pin(async move {
+                    gate.acquire().await.ok()?.forget();
+                    Some(RemotingCommand::success())
+                }))
+            }
+            _ => {
+                let _ = self.recorded.send(req.opaque);
+                RemotingCommand::success().into()
+            }
+        }
+    }
+}
+
+struct Server {
+    handle: ServerHandle,
+    gate: Arc<Semaphore>,
+    recorded: mpsc::UnboundedReceiver<i32>,
+}
+
+async fn start(
+    f: impl FnOnce(
+        rocketmq_remoting::transport::RemotingServerBuilder,
+    ) -> rocketmq_remoting::transport::RemotingServerBuilder,
+) -> Server {
+    let gate = Arc::new(Semaphore::new(0));
+    let (tx, recorded) = mpsc::unbounded_channel();
+    let p: Arc<dyn RequestProcessor> = Arc::new(Processor {
+        gate: gate.clone(),
+        recorded: tx,
+    });
+    let b = RemotingServer::builder("127.0.0.1:0").default_processor(p);
+    Server {
+        handle: f(b).start().await.unwrap(),
+        gate,
+        recorded,
+    }
+}
+
+fn request(code: i32, opaque: i32, body: usize) -> Vec<u8> {
+    let mut r = RemotingCommand {
+        code,
+        opaque,
+        ..RemotingCommand::default()
+    };
+    r.body = vec![7u8; body].into();
+    frame::encode_to_vec(&r).unwrap()
+}
+
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn closed_by_peer(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn a_frame_over_the_limit_is_refused_from_its_prefix_and_nothing_is_reserved() {
+    let mut codec = RemotingCodec::new(16 << 20);
+    // 1 GiB declared: refused from the four bytes of its prefix.
+    let mut src = BytesMut::from(&(1u32 << 30).to_be_bytes()[..]);
+    let before = src.capacity();
+    match codec.decode(&mut src) {
+        Err(rocketmq_remoting::transport::CodecError::Frame(FrameError::TooLarge {
+            size,
+            max,
+        })) => {
+            assert_eq!((size, max), ((1 << 30) + 4, 16 << 20));
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert_eq!(
+        src.capacity(),
+        before,
+        "nothing reserved for a refused frame"
+    );
+
+    // 15 MiB declared (allowed) but 8 bytes sent: at most MAX_RESERVE_AHEAD is reserved, not
+    // the whole frame.
+    let mut src = BytesMut::new();
+    src.extend_from_slice(&(15u32 << 20).to_be_bytes());
+    src.extend_from_slice(&[0, 0, 0, 2]);
+    assert!(codec.decode(&mut src).unwrap().is_none());
+    assert!(
+        src.capacity() <= 8 + MAX_RESERVE_AHEAD,
+        "reserved {} bytes for an incomplete frame",
+        src.capacity()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_length_over_the_limit_closes_the_connection_at_once() {
+    let s = start(|b| b.max_frame_size(1 << 20)).await;
+    let addr = s.handle.local_addr().to_string();
+    let mut raw = TcpStream::connect(&addr).await.unwrap();
+    // Only the prefix: the server cannot have buffered the frame, it refuses the length.
+    raw.write_all(&(512u32 << 20).to_be_bytes()).await.unwrap();
+    assert!(closed_by_peer(&mut raw).await, "connection left open");
+    // Others are served.
+    let client = RemotingClient::default();
+    let r = client
+        .invoke(
+            &addr,
+            RemotingCommand {
+                code: ECHO,
+                ..Default::default()
+            },
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    s.handle.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_with_too_many_requests_in_flight_is_not_read() {
+    let mut s = start(|b| b.max_requests_in_flight(10)).await;
+    let addr = s.handle.local_addr().to_string();
+    let mut raw = TcpStream::connect(&addr).await.unwrap();
+    let mut bytes = Vec::new();
+    for i in 0..20 {
+        bytes.extend(request(GATED, i, 0));
+    }
+    bytes.extend(request(RECORD, 99, 0));
+    raw.write_all(&bytes).await.unwrap();
+    let channel = || s.handle.channels().into_iter().next();
+    eventually("ten requests in flight", || {
+        channel().is_some_and(|c| c.requests_in_flight() == 10)
+    })
+    .await;
+    // The reader stopped before the eleventh: RECORD, behind it, was not read.
+    assert_eq!(channel().unwrap().requests_in_flight(), 10);
+    assert!(s.recorded.try_recv().is_err(), "read past the limit");
+    // Answers give room: the rest is read, RECORD included.
+    s.gate.add_permits(100);
+    let got = tokio::time::timeout(Duration::from_secs(10), s.recorded.recv())
+        .await
+        .expect("RECORD read once requests were answered");
+    assert_eq!(got, Some(99));
+    s.handle.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_never_reads_its_responses_stops_being_read() {
+    const LIMIT: usize = 256 << 10;
+    const BODY: usize = 32 << 10;
+    let s = start(|b| b.max_unsent_bytes(LIMIT)).await;
+    let addr = s.handle.local_addr().to_string();
+    let raw = TcpStream::connect(&addr).await.unwrap();
+    // Small socket buffers on our side, so that the server's writes stall soon.
+    let (_read_half, mut write_half) = raw.into_split();
+    let one = request(ECHO, 1, BODY);
+    // Writes until the server stops reading (a write that does not finish within 2 s), at
+    // most 1 GiB.
+    let mut written = 0usize;
+    let stalled = loop {
+        match tokio::time::timeout(Duration::from_secs(2), write_half.write_all(&one)).await {
+            Ok(Ok(())) => written += one.len(),
+            Ok(Err(e)) => panic!("write failed: {e}"),
+            Err(_) => break true,
+        }
+        if written >= 1 << 30 {
+            break false;
+        }
+    };
+    assert!(
+        stalled,
+        "the server read 1 GiB from a peer that reads nothing"
+    );
+    let ch = s.handle.channels().into_iter().next().unwrap();
+    // What is held: the unsent bytes stop at the limit plus one response.
+    assert!(
+        ch.unsent_bytes() <= LIMIT + BODY + 1024,
+        "{} bytes unsent",
+        ch.unsent_bytes()
+    );
+    // Bytes accepted: the socket buffers (both sides, autotuned up to a few MiB) and the
+    // queued responses, nowhere near the gigabyte offered.
+    assert!(written < 64 << 20, "{written} bytes accepted");
+    // Everyone else is served.
+    let client = RemotingClient::default();
+    let r = client
+        .invoke(
+            &addr,
+            RemotingCommand {
+                code: ECHO,
+                ..Default::default()
+            },
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    s.handle.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_are_closed_and_room_comes_back() {
+    let s = start(|b| b.max_connections(2)).await;
+    let addr = s.handle.local_addr().to_string();
+    let ping = || RemotingCommand {
+        code: ECHO,
+        ..Default::default()
+    };
+    let a = RemotingClient::default();
+    let b = RemotingClient::default();
+    a.invoke(&addr, ping(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    b.invoke(&addr, ping(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let mut third = TcpStream::connect(&addr).await.unwrap();
+    let _ = third.write_all(&request(ECHO, 1, 0)).await;
+    assert!(closed_by_peer(&mut third).await, "third connection served");
+    assert_eq!(s.handle.connection_count(), 2);
+    // One leaves: a new one is served.
+    b.shutdown();
+    eventually("a connection freed", || s.handle.connection_count() == 1).await;
+    let c = RemotingClient::default();
+    let r = c
+        .invoke(&addr, ping(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    s.handle.shutdown(Duration::from_millis(100)).await;
+}
