@@ -913,6 +913,17 @@ struct Reader {
 }
 
 impl Reader {
+    /// Whether the connection has been idle past its timeout (logging `why` when it has).
+    fn idle_expired(&self, why: &str) -> bool {
+        let expired = self
+            .idle_timeout
+            .is_some_and(|limit| self.channel.idle_for() >= limit);
+        if expired {
+            debug!(remote = %self.channel.inner.remote, "{why}");
+        }
+        expired
+    }
+
     async fn run<R: AsyncRead + Unpin>(self, mut framed: FramedRead<Stamped<R>, RemotingCodec>) {
         let mut ctx = ChannelContext {
             channel: self.channel.clone(),
@@ -941,11 +952,8 @@ impl Reader {
                     _ = self.stop_reading.cancelled() => { stopped_gracefully = true; break }
                     _ = &mut idle_check => {
                         idle_check.as_mut().reset(tokio::time::Instant::now() + check_every);
-                        if let Some(limit) = self.idle_timeout {
-                            if self.channel.idle_for() >= limit {
-                                debug!(remote = %self.channel.inner.remote, "closing idle connection (not reading its responses?)");
-                                break;
-                            }
+                        if self.idle_expired("closing idle connection (not reading its responses?)") {
+                            break;
                         }
                         continue;
                     }
@@ -957,11 +965,8 @@ impl Reader {
                 _ = self.stop_reading.cancelled() => { stopped_gracefully = true; break }
                 _ = &mut idle_check => {
                     idle_check.as_mut().reset(tokio::time::Instant::now() + check_every);
-                    if let Some(limit) = self.idle_timeout {
-                        if self.channel.idle_for() >= limit {
-                            debug!(remote = %self.channel.inner.remote, "closing idle connection");
-                            break;
-                        }
+                    if self.idle_expired("closing idle connection") {
+                        break;
                     }
                     continue;
                 }
