@@ -250,7 +250,7 @@ async fn a_group_elects_a_leader_that_replicates_every_write() {
     assert_eq!(route.get(&0).cloned(), Some(g.node(l).broker_addr()));
     assert_eq!(route.len(), NODES);
     // A follower serves reads once it has the topic (copied from the leader).
-    g.node(f).inner().sync_from_master_now().await;
+    topic_copied(&c, g.node(f)).await;
     let (resp, msgs) = pull(&c, &g.node(f).broker_addr(), "g", TOPIC, 0, 0).await;
     assert_eq!(
         resp.response_code(),
@@ -333,6 +333,7 @@ async fn a_new_leader_takes_over_and_the_old_one_catches_up() {
     replicas_identical(&g, end).await;
     // Every acknowledged message is in every replica.
     for (_, n) in g.running() {
+        topic_copied(&c, n).await;
         let mut seen = std::collections::BTreeSet::new();
         for q in 0..4 {
             let mut offset = 0;
@@ -357,6 +358,25 @@ async fn a_new_leader_takes_over_and_the_old_one_catches_up() {
     }
     terms.check();
     g.stop().await;
+}
+
+/// Waits until a node serves reads of the topic: a follower knows it once it has copied the
+/// leader's topics (every 10 s, as Java's slaves; asked for here at once).
+async fn topic_copied(c: &RemotingClient, n: &BrokerHandle) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        n.inner().sync_from_master_now().await;
+        let (resp, _) = pull(c, &n.broker_addr(), "check", TOPIC, 0, 0).await;
+        if resp.response_code() != ResponseCode::TopicNotExist {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never copied the topic from its leader",
+            n.broker_addr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
