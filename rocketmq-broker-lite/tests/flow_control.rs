@@ -54,13 +54,6 @@ fn send_frame(topic: &str, body: &str, opaque: i32) -> Vec<u8> {
     frame::encode_to_vec(&cmd).unwrap()
 }
 
-/// Wakes a runtime worker, which then parks on the I/O and timer driver. While a worker is
-/// blocked in a held write, the driver may be left unpolled: the other workers may all be
-/// parked on their condition variables, waiting for work only the driver would bring.
-async fn kick_runtime() {
-    tokio::spawn(async {}).await.unwrap();
-}
-
 /// Lets held writes through when dropped, so that a failing test does not leave broker
 /// threads blocked forever.
 struct Release<'a>(&'a SimFs);
@@ -98,11 +91,10 @@ async fn a_stalled_store_refuses_sends_with_pc_synchronized_until_it_moves_again
             std::time::Instant::now() < deadline,
             "the store never stalled"
         );
-        // A blocking pause: while a runtime worker is blocked in the held write, the
-        // runtime's timers may not be driven (no other worker may be parked on the driver).
-        std::thread::sleep(Duration::from_millis(10));
+        // The runtime's timers fire while a worker is blocked in the held write (the broker's
+        // watchdog keeps its driver polled).
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    kick_runtime().await;
     let refused_body = "refused".to_string();
     let refused = send(&c, &b, "Stalled", 0, &refused_body).await;
     assert_eq!(
@@ -164,13 +156,11 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
         let deadline = std::time::Instant::now() + T;
         while !broker.store().is_os_page_cache_busy() {
             assert!(std::time::Instant::now() < deadline, "no write held");
-            // Blocking: see the stalled-store test.
-            std::thread::sleep(Duration::from_millis(5));
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         // Held longer than the 50 ms a send may wait (the duration under test).
-        std::thread::sleep(Duration::from_millis(80));
+        tokio::time::sleep(Duration::from_millis(80)).await;
         drop(release);
-        kick_runtime().await;
         let mut responses = FramedRead::new(r, RemotingCodec::default());
         let mut by_opaque = std::collections::HashMap::new();
         for _ in 0..2 {

@@ -32,6 +32,7 @@ pub mod subscription;
 mod tls;
 pub mod topic;
 pub mod transaction;
+mod watchdog;
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -460,6 +461,7 @@ impl BrokerBuilder {
             None
         };
         let mut tasks = spawn_services(&inner);
+        tasks.push(watchdog::spawn(inner.shutdown.clone()));
         if let Some((path, rules)) = acl {
             let _ = inner.acl.set(rules.clone());
             tasks.push(crate::acl::hook::spawn_watcher(
