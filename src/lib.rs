@@ -2,3 +2,4 @@
 //! end-to-end tests in `tests/`.
 
 pub mod bench;
+pub mod mqadmin;

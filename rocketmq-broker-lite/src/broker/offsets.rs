@@ -96,6 +96,13 @@ impl ConsumerOffsetManager {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// Forgets a group's offsets on every topic (Java `ConsumerOffsetManager.removeOffset`).
+    pub fn remove_group(&self, group: &str) {
+        let suffix = format!("@{group}");
+        lock(&self.table).retain(|k, _| !k.ends_with(&suffix));
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// The whole table (GET_ALL_CONSUMER_OFFSET).
     pub fn table(&self) -> ConsumerOffsetTable {
         ConsumerOffsetTable {

@@ -12,6 +12,10 @@
 //! # Ok(()) }
 //! ```
 
+mod ops;
+
+pub use ops::{parse_properties, WritePermChange};
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -190,7 +190,13 @@ pub(crate) fn delete_subscription_group(b: &BrokerInner, req: &RemotingCommand) 
         Err(e) => return bad(e),
     };
     match b.subs.delete(&h.group_name) {
-        Ok(()) => RemotingCommand::success().into(),
+        Ok(()) => {
+            // Java's `removeOffset`: the group's consumer offsets go too.
+            if h.remove_offset {
+                b.offsets.remove_group(&h.group_name);
+            }
+            RemotingCommand::success().into()
+        }
         Err(e) => RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into(),
     }
 }

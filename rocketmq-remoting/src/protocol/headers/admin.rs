@@ -40,6 +40,8 @@ header! {
     pub struct DeleteSubscriptionGroupRequestHeader {
         /// Group name.
         pub group_name: String => "groupName",
+        /// Remove the group's consumer offsets too.
+        pub remove_offset: bool => "removeOffset" = false,
     }
 }
 

@@ -1,0 +1,328 @@
+//! Consumer group commands: updateSubGroup, deleteSubGroup, consumerProgress,
+//! consumerConnection, getConsumerConfig.
+
+use clap::Args;
+use rocketmq_client::admin::MQAdmin;
+use rocketmq_client::ClientError;
+use rocketmq_remoting::protocol::body::SubscriptionGroupConfig;
+use rocketmq_remoting::protocol::topic::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
+
+use super::output::{Output, Table};
+use super::topic::format_time;
+use super::{brokers_of, CmdResult, Failure};
+
+/// `-g group`.
+#[derive(Debug, Args)]
+pub struct GroupArg {
+    /// Consumer group.
+    #[arg(short = 'g', long = "groupName")]
+    pub group: Option<String>,
+}
+
+/// updateSubGroup.
+#[derive(Debug, Args)]
+pub struct UpdateSubGroup {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    broker: Option<String>,
+    /// Cluster name: every master of it.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Group name.
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    /// Consumption allowed.
+    #[arg(short = 's', long = "consumeEnable", value_parser = clap::value_parser!(bool))]
+    consume_enable: Option<bool>,
+    /// May start from the min offset.
+    #[arg(short = 'm', long = "consumeFromMinEnable", value_parser = clap::value_parser!(bool))]
+    consume_from_min_enable: Option<bool>,
+    /// Broadcast consumption allowed.
+    #[arg(short = 'd', long = "consumeBroadcastEnable", value_parser = clap::value_parser!(bool))]
+    consume_broadcast_enable: Option<bool>,
+    /// Retry topic queues.
+    #[arg(short = 'q', long = "retryQueueNums")]
+    retry_queue_nums: Option<i32>,
+    /// Deliveries before the dead-letter queue.
+    #[arg(short = 'r', long = "retryMaxTimes")]
+    retry_max_times: Option<i32>,
+    /// Broker id to read from.
+    #[arg(short = 'i', long = "brokerId")]
+    broker_id: Option<i64>,
+    /// Broker id for slow consumers.
+    #[arg(short = 'w', long = "whichBrokerWhenConsumeSlowly")]
+    which_broker_when_consume_slowly: Option<i64>,
+    /// Tell members when the group changes.
+    #[arg(short = 'a', long = "notifyConsumerIdsChanged", value_parser = clap::value_parser!(bool))]
+    notify_consumer_ids_changed: Option<bool>,
+}
+
+impl UpdateSubGroup {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let mut c = SubscriptionGroupConfig::new(&self.group);
+        if let Some(v) = self.consume_enable {
+            c.consume_enable = v;
+        }
+        if let Some(v) = self.consume_from_min_enable {
+            c.consume_from_min_enable = v;
+        }
+        if let Some(v) = self.consume_broadcast_enable {
+            c.consume_broadcast_enable = v;
+        }
+        if let Some(v) = self.retry_queue_nums {
+            c.retry_queue_nums = v;
+        }
+        if let Some(v) = self.retry_max_times {
+            c.retry_max_times = v;
+        }
+        if let Some(v) = self.broker_id {
+            c.broker_id = v;
+        }
+        if let Some(v) = self.which_broker_when_consume_slowly {
+            c.which_broker_when_consume_slowly = v;
+        }
+        if let Some(v) = self.notify_consumer_ids_changed {
+            c.notify_consumer_ids_changed_enable = v;
+        }
+        let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
+        let mut lines = Vec::new();
+        for addr in &addrs {
+            admin.create_subscription_group(addr, &c).await?;
+            lines.push(format!("create subscription group to {addr} success."));
+        }
+        lines.push(format!("{c:?}"));
+        Ok(Output::Lines(lines))
+    }
+}
+
+/// deleteSubGroup.
+#[derive(Debug, Args)]
+pub struct DeleteSubGroup {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    broker: Option<String>,
+    /// Cluster name: every master of it (and the group's retry and dead-letter topics).
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Group name.
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    /// Remove the group's consumer offsets too.
+    #[arg(short = 'r', long = "removeOffset", default_value = "false", value_parser = clap::value_parser!(bool))]
+    remove_offset: bool,
+}
+
+impl DeleteSubGroup {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
+        let mut lines = Vec::new();
+        for addr in &addrs {
+            admin
+                .delete_subscription_group(addr, &self.group, self.remove_offset)
+                .await?;
+            lines.push(format!(
+                "delete subscription group [{}] from broker [{addr}] success.",
+                self.group
+            ));
+        }
+        if let Some(cluster) = &self.cluster {
+            // As Java: the group's retry and dead-letter topics go with it.
+            for t in [retry_topic(&self.group), format!("%DLQ%{}", self.group)] {
+                admin.delete_topic(cluster, &t).await?;
+                lines.push(format!(
+                    "delete topic [{t}] from cluster [{cluster}] success."
+                ));
+            }
+        }
+        Ok(Output::Lines(lines))
+    }
+}
+
+fn need_group(g: &Option<String>) -> Result<&str, Failure> {
+    g.as_deref()
+        .ok_or_else(|| Failure::Usage("give the consumer group (-g)".into()))
+}
+
+fn no_group(group: &str) -> impl Fn(ClientError) -> Failure + '_ {
+    move |e| match e {
+        ClientError::NoRoute { .. } => Failure::Failed(format!(
+            "consumer group {group:?} does not exist (its retry topic has no route)"
+        )),
+        e => e.into(),
+    }
+}
+
+/// consumerProgress: with -g, the group's offsets and lag per queue; without, every group's
+/// totals.
+pub(crate) async fn consumer_progress(admin: &MQAdmin, group: &Option<String>) -> CmdResult {
+    let Some(group) = group else {
+        return all_groups_progress(admin).await;
+    };
+    let stats = admin.consume_stats(group).await.map_err(no_group(group))?;
+    let mut t = Table::new(&[
+        "Topic",
+        "Broker Name",
+        "QID",
+        "Broker Offset",
+        "Consumer Offset",
+        "Diff",
+        "LastTime",
+    ]);
+    let mut total = 0;
+    for (mq, o) in &stats.offset_table {
+        let diff = o.broker_offset - o.consumer_offset.max(0);
+        total += diff;
+        t.row(vec![
+            mq.topic.clone(),
+            mq.broker_name.clone(),
+            mq.queue_id.to_string(),
+            o.broker_offset.to_string(),
+            o.consumer_offset.to_string(),
+            diff.to_string(),
+            if o.last_timestamp > 0 {
+                format_time(o.last_timestamp)
+            } else {
+                "N/A".into()
+            },
+        ]);
+    }
+    Ok(Output::Many(vec![
+        Output::Table(t),
+        Output::Pairs(vec![
+            ("Consume TPS".into(), format!("{:.2}", stats.consume_tps)),
+            ("Diff Total".into(), total.to_string()),
+        ]),
+    ]))
+}
+
+async fn all_groups_progress(admin: &MQAdmin) -> CmdResult {
+    let topics = admin.topic_list().await?;
+    let mut groups: Vec<&str> = topics
+        .topic_list
+        .iter()
+        .filter_map(|t| t.strip_prefix(RETRY_GROUP_TOPIC_PREFIX))
+        .collect();
+    groups.sort();
+    let mut t = Table::new(&["Group", "Count", "Type", "Model", "TPS", "Diff Total"]);
+    for g in groups {
+        let conn = admin.consumer_connection(g).await.ok();
+        let stats = admin.consume_stats(g).await.ok();
+        t.row(vec![
+            g.to_string(),
+            conn.as_ref()
+                .map_or(0, |c| c.connection_set.len())
+                .to_string(),
+            conn.as_ref()
+                .and_then(|c| c.consume_type)
+                .map_or("", |v| v.as_str())
+                .to_string(),
+            conn.as_ref()
+                .and_then(|c| c.message_model)
+                .map_or("", |v| v.as_str())
+                .to_string(),
+            stats
+                .as_ref()
+                .map_or("0".into(), |s| format!("{:.2}", s.consume_tps)),
+            stats.as_ref().map_or(0, |s| s.total_diff()).to_string(),
+        ]);
+    }
+    Ok(Output::Table(t))
+}
+
+/// consumerConnection.
+pub(crate) async fn consumer_connection(admin: &MQAdmin, group: &Option<String>) -> CmdResult {
+    let group = need_group(group)?;
+    let c = admin
+        .consumer_connection(group)
+        .await
+        .map_err(no_group(group))?;
+    let mut conns = Table::new(&["#", "ClientId", "ClientAddr", "Language", "Version"]);
+    for (i, x) in c.connection_set.iter().enumerate() {
+        conns.row(vec![
+            (i + 1).to_string(),
+            x.client_id.clone(),
+            x.client_addr.clone(),
+            x.language.clone(),
+            x.version.to_string(),
+        ]);
+    }
+    let mut subs = Table::new(&["Topic", "SubExpression"]);
+    for (topic, s) in &c.subscription_table {
+        subs.row(vec![topic.clone(), s.sub_string.clone()]);
+    }
+    Ok(Output::Many(vec![
+        Output::Sections(vec![
+            ("Connections".into(), conns),
+            ("Subscriptions".into(), subs),
+        ]),
+        Output::Pairs(vec![
+            (
+                "ConsumeType".into(),
+                c.consume_type.map_or("", |v| v.as_str()).into(),
+            ),
+            (
+                "MessageModel".into(),
+                c.message_model.map_or("", |v| v.as_str()).into(),
+            ),
+            (
+                "ConsumeFromWhere".into(),
+                c.consume_from_where.map_or("", |v| v.as_str()).into(),
+            ),
+        ]),
+    ]))
+}
+
+/// getConsumerConfig: the group's settings on every master that has it.
+pub(crate) async fn consumer_config(admin: &MQAdmin, group: &Option<String>) -> CmdResult {
+    let group = need_group(group)?;
+    let info = admin.cluster_info().await?;
+    let mut sections = Vec::new();
+    for (cluster, names) in &info.cluster_addr_table {
+        for name in names {
+            let Some(addr) = info
+                .broker_addr_table
+                .get(name)
+                .and_then(|b| b.broker_addrs.get(&0))
+            else {
+                continue;
+            };
+            let all = admin.all_subscription_groups(addr).await?;
+            let Some(c) = all.subscription_group_table.get(group) else {
+                continue;
+            };
+            let mut t = Table::new(&["Key", "Value"]);
+            for (k, v) in [
+                ("groupName", c.group_name.clone()),
+                ("consumeEnable", c.consume_enable.to_string()),
+                (
+                    "consumeFromMinEnable",
+                    c.consume_from_min_enable.to_string(),
+                ),
+                (
+                    "consumeBroadcastEnable",
+                    c.consume_broadcast_enable.to_string(),
+                ),
+                ("retryQueueNums", c.retry_queue_nums.to_string()),
+                ("retryMaxTimes", c.retry_max_times.to_string()),
+                ("brokerId", c.broker_id.to_string()),
+                (
+                    "whichBrokerWhenConsumeSlowly",
+                    c.which_broker_when_consume_slowly.to_string(),
+                ),
+                (
+                    "notifyConsumerIdsChangedEnable",
+                    c.notify_consumer_ids_changed_enable.to_string(),
+                ),
+            ] {
+                t.row(vec![k.to_string(), v]);
+            }
+            sections.push((format!("{cluster}:{name}"), t));
+        }
+    }
+    if sections.is_empty() {
+        return Err(Failure::Failed(format!(
+            "subscription group {group:?} is on no master broker"
+        )));
+    }
+    Ok(Output::Sections(sections))
+}

@@ -1,0 +1,230 @@
+//! Message commands: queryMsgById, queryMsgByKey, queryMsgByUniqueKey, sendMessage.
+
+use clap::Args;
+use rocketmq_client::admin::MQAdmin;
+use rocketmq_client::producer::DefaultMQProducer;
+use rocketmq_client::{ClientError, Message, MessageExt, MessageQueue};
+
+use super::output::{Output, Table};
+use super::topic::{format_time, no_topic};
+use super::{CmdResult, Failure};
+
+/// The body shown of a message, at most.
+const BODY_SHOWN: usize = 4096;
+
+/// A message's details (as Java's `printMsg`), one pair a line.
+fn describe(m: &MessageExt) -> Output {
+    let body = &m.message.body;
+    let shown = String::from_utf8_lossy(&body[..body.len().min(BODY_SHOWN)]).into_owned();
+    let props: Vec<String> = m
+        .message
+        .properties
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    Output::Pairs(vec![
+        ("OffsetID".into(), m.offset_msg_id.clone()),
+        ("MsgId".into(), m.msg_id.clone()),
+        ("Topic".into(), m.message.topic.clone()),
+        ("Tags".into(), m.message.tags().unwrap_or_default().into()),
+        (
+            "Keys".into(),
+            m.message.keys_str().unwrap_or_default().into(),
+        ),
+        ("Queue ID".into(), m.queue_id.to_string()),
+        ("Queue Offset".into(), m.queue_offset.to_string()),
+        ("CommitLog Offset".into(), m.commit_log_offset.to_string()),
+        ("Reconsume Times".into(), m.reconsume_times.to_string()),
+        ("Born Timestamp".into(), format_time(m.born_timestamp)),
+        ("Store Timestamp".into(), format_time(m.store_timestamp)),
+        ("Born Host".into(), m.born_host.to_string()),
+        ("Store Host".into(), m.store_host.to_string()),
+        ("System Flag".into(), m.sys_flag.to_string()),
+        ("Properties".into(), format!("{{{}}}", props.join(", "))),
+        ("Body Size".into(), body.len().to_string()),
+        (
+            "Message Body".into(),
+            if body.len() > BODY_SHOWN {
+                format!("{shown}... ({} bytes more)", body.len() - BODY_SHOWN)
+            } else {
+                shown
+            },
+        ),
+    ])
+}
+
+/// queryMsgById.
+#[derive(Debug, Args)]
+pub struct QueryMsgById {
+    /// Offset message ids (comma-separated); with -t, unique ids are accepted too.
+    #[arg(short = 'i', long = "msgId", value_delimiter = ',')]
+    ids: Vec<String>,
+    /// Topic, to look ids up as unique ids when they are not offset ids.
+    #[arg(short = 't', long = "topic")]
+    topic: Option<String>,
+}
+
+impl QueryMsgById {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let lookup = admin.lookup();
+        let mut out = Vec::new();
+        for id in &self.ids {
+            let id = id.trim();
+            match lookup.view_message(id).await {
+                Ok(m) => out.push(describe(&m)),
+                Err(ClientError::InvalidMessage(_)) if self.topic.is_some() => {
+                    let topic = self.topic.as_deref().unwrap_or_default();
+                    let r = lookup
+                        .query_message_by_unique_key(topic, id)
+                        .await
+                        .map_err(no_topic(topic))?;
+                    if r.messages.is_empty() {
+                        return Err(Failure::Failed(format!("no message with id {id:?}")));
+                    }
+                    out.extend(r.messages.iter().map(describe));
+                }
+                Err(ClientError::InvalidMessage(e)) => {
+                    return Err(Failure::Usage(format!(
+                        "{e} (give the topic with -t to look it up as a unique id)"
+                    )))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(if out.len() == 1 {
+            out.remove(0)
+        } else {
+            Output::Many(out)
+        })
+    }
+}
+
+/// queryMsgByKey.
+#[derive(Debug, Args)]
+pub struct QueryMsgByKey {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Key.
+    #[arg(short = 'k', long = "msgKey")]
+    key: String,
+    /// Earliest store time (ms since the epoch).
+    #[arg(short = 'b', long = "beginTimestamp", default_value_t = 0)]
+    begin: i64,
+    /// Latest store time (ms since the epoch).
+    #[arg(short = 'e', long = "endTimestamp", default_value_t = i64::MAX)]
+    end: i64,
+    /// Most messages per broker.
+    #[arg(short = 'c', long = "maxNum", default_value_t = 64)]
+    max: i32,
+}
+
+impl QueryMsgByKey {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let r = admin
+            .lookup()
+            .query_message(&self.topic, &self.key, self.max, self.begin, self.end)
+            .await
+            .map_err(no_topic(&self.topic))?;
+        let mut t = Table::new(&["Message ID", "QID", "Offset"]);
+        for m in &r.messages {
+            t.row(vec![
+                m.msg_id.clone(),
+                m.queue_id.to_string(),
+                m.queue_offset.to_string(),
+            ]);
+        }
+        Ok(Output::Table(t))
+    }
+}
+
+/// queryMsgByUniqueKey.
+#[derive(Debug, Args)]
+pub struct QueryMsgByUniqueKey {
+    /// Unique message id (what a send returns).
+    #[arg(short = 'i', long = "msgId")]
+    id: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Every copy (a retried send may be stored more than once); else the first.
+    #[arg(short = 'a', long = "showAll")]
+    all: bool,
+}
+
+impl QueryMsgByUniqueKey {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let r = admin
+            .lookup()
+            .query_message_by_unique_key(&self.topic, &self.id)
+            .await
+            .map_err(no_topic(&self.topic))?;
+        let mut msgs: Vec<Output> = r.messages.iter().map(describe).collect();
+        if msgs.is_empty() {
+            return Err(Failure::Failed(format!("no message with id {:?}", self.id)));
+        }
+        Ok(if self.all {
+            Output::Many(msgs)
+        } else {
+            msgs.remove(0)
+        })
+    }
+}
+
+/// sendMessage.
+#[derive(Debug, Args)]
+pub struct SendMessage {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Body (UTF-8 text).
+    #[arg(short = 'p', long = "body")]
+    body: String,
+    /// Keys.
+    #[arg(short = 'k', long = "key")]
+    keys: Option<String>,
+    /// Tags.
+    #[arg(short = 'c', long = "tags")]
+    tags: Option<String>,
+    /// Broker name (with -i: that queue).
+    #[arg(short = 'b', long = "broker", requires = "queue")]
+    broker: Option<String>,
+    /// Queue id (with -b).
+    #[arg(short = 'i', long = "qid", requires = "broker")]
+    queue: Option<i32>,
+}
+
+impl SendMessage {
+    pub(crate) async fn run(self, namesrv: &str) -> CmdResult {
+        let producer = DefaultMQProducer::builder()
+            .group("SELF_TEST_P_GROUP")
+            .namesrv_addr(namesrv)
+            .build()?;
+        producer.start().await?;
+        let mut msg = Message::new(&self.topic, self.body.into_bytes());
+        if let Some(t) = &self.tags {
+            msg.set_tags(t);
+        }
+        if let Some(k) = &self.keys {
+            msg.set_keys(k.split(' ').filter(|s| !s.is_empty()));
+        }
+        let sent = match (&self.broker, self.queue) {
+            (Some(b), Some(q)) => {
+                producer
+                    .send_to_queue(msg, &MessageQueue::new(&self.topic, b, q))
+                    .await
+            }
+            _ => producer.send(msg).await,
+        };
+        producer.shutdown().await;
+        let r = sent.map_err(no_topic(&self.topic))?;
+        let mut t = Table::new(&["Broker Name", "QID", "Send Result", "MsgId"]);
+        t.row(vec![
+            r.message_queue.broker_name.clone(),
+            r.message_queue.queue_id.to_string(),
+            format!("{:?}", r.status),
+            r.msg_id.clone(),
+        ]);
+        Ok(Output::Table(t))
+    }
+}

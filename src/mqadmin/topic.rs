@@ -1,0 +1,351 @@
+//! Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus,
+//! topicClusterList, updateTopicPerm.
+
+use std::collections::BTreeSet;
+
+use clap::Args;
+use rocketmq_client::admin::MQAdmin;
+use rocketmq_client::ClientError;
+
+use super::output::{Output, Table};
+use super::{brokers_of, CmdResult, Failure};
+
+/// Java's name-server namespace of order configurations.
+pub(crate) const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
+
+/// `-t topic`.
+#[derive(Debug, Args)]
+pub struct TopicArg {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+}
+
+/// updateTopic.
+#[derive(Debug, Args)]
+pub struct UpdateTopic {
+    /// Broker address (host:port).
+    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    broker: Option<String>,
+    /// Cluster name: every master of it.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Read queues.
+    #[arg(short = 'r', long = "readQueueNums", default_value_t = 8)]
+    read: i32,
+    /// Write queues.
+    #[arg(short = 'w', long = "writeQueueNums", default_value_t = 8)]
+    write: i32,
+    /// Permission: 2 (W), 4 (R), 6 (RW).
+    #[arg(short = 'p', long = "perm", default_value_t = 6)]
+    perm: i32,
+    /// Ordered topic: also sets the cluster's order configuration on the name servers.
+    #[arg(short = 'o', long = "order", default_value = "false", value_parser = clap::value_parser!(bool))]
+    order: bool,
+}
+
+impl UpdateTopic {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        if !(1..=1024).contains(&self.read) || !(1..=1024).contains(&self.write) {
+            return Err(Failure::Usage("queue numbers are 1..=1024".into()));
+        }
+        if ![2, 4, 6].contains(&self.perm) {
+            return Err(Failure::Usage("perm is 2 (W), 4 (R) or 6 (RW)".into()));
+        }
+        let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
+        let mut lines = Vec::new();
+        for addr in &addrs {
+            admin
+                .create_topic_with(
+                    addr,
+                    &self.topic,
+                    self.read,
+                    self.write,
+                    self.perm,
+                    self.order,
+                )
+                .await?;
+            lines.push(format!("create topic to {addr} success."));
+        }
+        if self.order {
+            if let Some(cluster) = &self.cluster {
+                let info = admin.cluster_info().await?;
+                let names = info
+                    .cluster_addr_table
+                    .get(cluster)
+                    .cloned()
+                    .unwrap_or_default();
+                let conf = names
+                    .iter()
+                    .map(|n| format!("{n}:{}", self.write))
+                    .collect::<Vec<_>>()
+                    .join(";");
+                admin
+                    .put_kv_config(ORDER_TOPIC_CONFIG, &self.topic, &conf)
+                    .await?;
+                lines.push(format!(
+                    "set cluster orderConf. isOrder=true, orderConf=[{conf}]"
+                ));
+            }
+        }
+        lines.push(format!(
+            "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, order={}]",
+            self.topic,
+            self.read,
+            self.write,
+            perm_name(self.perm),
+            self.order
+        ));
+        Ok(Output::Lines(lines))
+    }
+}
+
+/// `RW-` style permission text (Java `PermName.perm2String`).
+pub(crate) fn perm_name(perm: i32) -> String {
+    format!(
+        "{}{}{}",
+        if perm & 4 != 0 { 'R' } else { '-' },
+        if perm & 2 != 0 { 'W' } else { '-' },
+        if perm & 1 != 0 { 'X' } else { '-' }
+    )
+}
+
+/// deleteTopic.
+#[derive(Debug, Args)]
+pub struct DeleteTopic {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Cluster name.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: String,
+}
+
+impl DeleteTopic {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        admin.delete_topic(&self.cluster, &self.topic).await?;
+        Ok(Output::Lines(vec![
+            format!(
+                "delete topic [{}] from cluster [{}] success.",
+                self.topic, self.cluster
+            ),
+            format!("delete topic [{}] from NameServer success.", self.topic),
+        ]))
+    }
+}
+
+/// topicList.
+#[derive(Debug, Args)]
+pub struct TopicListCmd {
+    /// Only the topics of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+}
+
+impl TopicListCmd {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let list = match &self.cluster {
+            Some(c) => admin.topics_of_cluster(c).await?,
+            None => admin.topic_list().await?,
+        };
+        let mut topics = list.topic_list;
+        topics.sort();
+        Ok(Output::Lines(topics))
+    }
+}
+
+async fn route_of(
+    admin: &MQAdmin,
+    topic: &str,
+) -> Result<rocketmq_remoting::protocol::body::TopicRouteData, Failure> {
+    admin
+        .topic_route(topic)
+        .await?
+        .ok_or_else(|| Failure::Failed(format!("topic {topic:?} does not exist (no route)")))
+}
+
+/// topicRoute: the route as JSON (Java prints it so too).
+pub(crate) async fn topic_route(admin: &MQAdmin, topic: &str) -> CmdResult {
+    let route = route_of(admin, topic).await?;
+    let text = rocketmq_remoting::protocol::body::encode(
+        &route,
+        rocketmq_remoting::protocol::json::JsonStyle::Standard,
+    )
+    .map_err(|e| Failure::Failed(format!("route: {e}")))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| Failure::Failed(format!("route: {e}")))?;
+    Ok(Output::Json(v))
+}
+
+/// topicStatus: every queue's min and max offsets and last update.
+pub(crate) async fn topic_status(admin: &MQAdmin, topic: &str) -> CmdResult {
+    let stats = admin.topic_stats(topic).await.map_err(no_topic(topic))?;
+    let mut t = Table::new(&[
+        "Broker Name",
+        "QID",
+        "Min Offset",
+        "Max Offset",
+        "Last Updated",
+    ]);
+    for (mq, o) in &stats.offset_table {
+        t.row(vec![
+            mq.broker_name.clone(),
+            mq.queue_id.to_string(),
+            o.min_offset.to_string(),
+            o.max_offset.to_string(),
+            if o.last_update_timestamp > 0 {
+                format_time(o.last_update_timestamp)
+            } else {
+                String::new()
+            },
+        ]);
+    }
+    Ok(Output::Table(t))
+}
+
+/// topicClusterList: the clusters of the brokers that serve the topic.
+pub(crate) async fn topic_cluster_list(admin: &MQAdmin, topic: &str) -> CmdResult {
+    let route = route_of(admin, topic).await?;
+    let info = admin.cluster_info().await?;
+    let names: BTreeSet<&str> = route
+        .broker_datas
+        .iter()
+        .map(|b| b.broker_name.as_str())
+        .collect();
+    let clusters: BTreeSet<String> = info
+        .cluster_addr_table
+        .iter()
+        .filter(|(_, brokers)| brokers.iter().any(|b| names.contains(b.as_str())))
+        .map(|(c, _)| c.clone())
+        .collect();
+    Ok(Output::Lines(clusters.into_iter().collect()))
+}
+
+/// updateTopicPerm.
+#[derive(Debug, Args)]
+pub struct UpdateTopicPerm {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    broker: Option<String>,
+    /// Cluster name: every master of it.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// New permission: 2 (W), 4 (R), 6 (RW).
+    #[arg(short = 'p', long = "perm")]
+    perm: i32,
+}
+
+impl UpdateTopicPerm {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        if ![2, 4, 6].contains(&self.perm) {
+            return Err(Failure::Usage("perm is 2 (W), 4 (R) or 6 (RW)".into()));
+        }
+        let route = route_of(admin, &self.topic).await?;
+        let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
+        let mut lines = Vec::new();
+        for addr in &addrs {
+            // The broker's name, from the route's master addresses.
+            let Some(b) = route
+                .broker_datas
+                .iter()
+                .find(|b| b.broker_addrs.values().any(|a| a == addr))
+            else {
+                return Err(Failure::Failed(format!(
+                    "topic {:?} is not on broker {addr}",
+                    self.topic
+                )));
+            };
+            let Some(q) = route
+                .queue_datas
+                .iter()
+                .find(|q| q.broker_name == b.broker_name)
+            else {
+                return Err(Failure::Failed(format!(
+                    "no queue data of topic {:?} on {}",
+                    self.topic, b.broker_name
+                )));
+            };
+            if q.perm == self.perm {
+                lines.push(format!(
+                    "new perm equals to the old one, no need to update: {}",
+                    self.perm
+                ));
+                continue;
+            }
+            admin
+                .create_topic_with(
+                    addr,
+                    &self.topic,
+                    q.read_queue_nums,
+                    q.write_queue_nums,
+                    self.perm,
+                    false,
+                )
+                .await?;
+            lines.push(format!(
+                "update topic perm from {} to {} in {addr} success.",
+                q.perm, self.perm
+            ));
+        }
+        Ok(Output::Lines(lines))
+    }
+}
+
+/// Turns "no route" into "topic does not exist".
+pub(crate) fn no_topic(topic: &str) -> impl Fn(ClientError) -> Failure + '_ {
+    move |e| match e {
+        ClientError::NoRoute { .. } => {
+            Failure::Failed(format!("topic {topic:?} does not exist (no route)"))
+        }
+        e => e.into(),
+    }
+}
+
+/// A time in ms since the epoch as `yyyy-MM-dd HH:mm:ss,SSS` (UTC).
+pub(crate) fn format_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let milli = ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02},{milli:03}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a (year, month, day) of the proleptic Gregorian calendar.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_perms_print_as_java_does() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00,000");
+        assert_eq!(format_time(1_700_000_000_123), "2023-11-14 22:13:20,123");
+        assert_eq!(format_time(951_782_400_000), "2000-02-29 00:00:00,000");
+        assert_eq!(perm_name(6), "RW-");
+        assert_eq!(perm_name(2), "-W-");
+    }
+}

@@ -1,0 +1,339 @@
+//! `mqadmin` end to end: the binary, run as a process, against an embedded name server and
+//! broker; each command's effect is checked through another command or the client API, and
+//! failures give the documented exit codes.
+
+mod common;
+
+use std::process::Output;
+use std::time::Duration;
+
+use common::*;
+use rocketmq_client::consumer::{concurrently_fn, ConsumeConcurrentlyStatus};
+use serde_json::Value;
+
+/// Runs `mqadmin -n <ns> --json <args>`; its exit code and its standard output as JSON
+/// (`Value::Null` when it printed none).
+async fn mqadmin(ns: &str, args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec!["-n".to_string(), ns.to_string(), "--json".to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let out: Output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
+            .args(&all)
+            .env_remove("NAMESRV_ADDR")
+            .output()
+            .expect("mqadmin runs")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+/// Runs a command that must succeed; its JSON.
+async fn ok(ns: &str, args: &[&str]) -> Value {
+    let (code, json, err) = mqadmin(ns, args).await;
+    assert_eq!(code, 0, "mqadmin {args:?} failed: {err} {json}");
+    json
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_groups_messages_and_configuration_through_the_cli() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+
+    // clusterList names the broker; its cluster and name are used below.
+    let list = ok(&ns, &["clusterList"]).await;
+    let row = &list[0];
+    assert_eq!(row["Addr"], addr.as_str());
+    assert_eq!(row["BID"], 0);
+    let cluster = row["Cluster Name"].as_str().unwrap().to_string();
+    let broker_name = row["Broker Name"].as_str().unwrap().to_string();
+
+    // updateTopic on the cluster; the route, list and status show it.
+    ok(
+        &ns,
+        &[
+            "updateTopic",
+            "-c",
+            &cluster,
+            "-t",
+            "CliTopic",
+            "-r",
+            "3",
+            "-w",
+            "3",
+        ],
+    )
+    .await;
+    let topics = ok(&ns, &["topicList"]).await;
+    assert!(topics.as_array().unwrap().iter().any(|t| t == "CliTopic"));
+    let route = ok(&ns, &["topicRoute", "-t", "CliTopic"]).await;
+    assert_eq!(route["queueDatas"][0]["writeQueueNums"], 3);
+    assert_eq!(route["brokerDatas"][0]["brokerName"], broker_name.as_str());
+    let clusters = ok(&ns, &["topicClusterList", "-t", "CliTopic"]).await;
+    assert_eq!(clusters[0], cluster.as_str());
+
+    // sendMessage, then find it by key, by unique id and by offset id.
+    let sent = ok(
+        &ns,
+        &[
+            "sendMessage",
+            "-t",
+            "CliTopic",
+            "-p",
+            "hello cli",
+            "-k",
+            "k-cli",
+            "-c",
+            "TagA",
+        ],
+    )
+    .await;
+    assert_eq!(sent[0]["Send Result"], "SendOk");
+    let msg_id = sent[0]["MsgId"].as_str().unwrap().to_string();
+    let status = ok(&ns, &["topicStatus", "-t", "CliTopic"]).await;
+    let total: i64 = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["Max Offset"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 1, "{status}");
+    let found = ok(&ns, &["queryMsgByKey", "-t", "CliTopic", "-k", "k-cli"]).await;
+    assert_eq!(found[0]["Message ID"], msg_id.as_str());
+    let by_unique = ok(
+        &ns,
+        &["queryMsgByUniqueKey", "-t", "CliTopic", "-i", &msg_id],
+    )
+    .await;
+    assert_eq!(by_unique["Message Body"], "hello cli");
+    assert_eq!(by_unique["Tags"], "TagA");
+    let offset_id = by_unique["OffsetID"].as_str().unwrap().to_string();
+    let by_id = ok(&ns, &["queryMsgById", "-i", &offset_id]).await;
+    assert_eq!(by_id["MsgId"], msg_id.as_str());
+
+    // updateTopicPerm: read-only, seen in the route.
+    ok(
+        &ns,
+        &[
+            "updateTopicPerm",
+            "-c",
+            &cluster,
+            "-t",
+            "CliTopic",
+            "-p",
+            "4",
+        ],
+    )
+    .await;
+    wait_until(Duration::from_secs(20), "the new permission routed", || {
+        let ns = ns.clone();
+        async move {
+            let route = ok(&ns, &["topicRoute", "-t", "CliTopic"]).await;
+            route["queueDatas"][0]["perm"] == 4
+        }
+    })
+    .await;
+
+    // Subscription groups: create, read back, delete.
+    ok(
+        &ns,
+        &[
+            "updateSubGroup",
+            "-c",
+            &cluster,
+            "-g",
+            "cli-group",
+            "-r",
+            "5",
+            "-s",
+            "false",
+        ],
+    )
+    .await;
+    let conf = ok(&ns, &["getConsumerConfig", "-g", "cli-group"]).await;
+    let section = conf.as_object().unwrap().values().next().unwrap();
+    let get = |k: &str| {
+        section
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["Key"] == k)
+            .map(|r| r["Value"].clone())
+    };
+    assert_eq!(get("retryMaxTimes"), Some(Value::from(5)));
+    assert_eq!(get("consumeEnable"), Some(Value::from("false")));
+    ok(&ns, &["deleteSubGroup", "-b", &addr, "-g", "cli-group"]).await;
+    let (code, _, err) = mqadmin(&ns, &["getConsumerConfig", "-g", "cli-group"]).await;
+    assert_eq!(code, 1, "{err}");
+
+    // Broker configuration and status.
+    let bc = ok(&ns, &["getBrokerConfig", "-b", &addr]).await;
+    assert_eq!(bc["brokerName"], broker_name.as_str());
+    let bs = ok(&ns, &["brokerStatus", "-b", &addr]).await;
+    assert!(bs["msgPutTotalTodayNow"].as_i64().unwrap() >= 1, "{bs}");
+
+    // Write permission on the name server: wiped, then given back.
+    let wiped = ok(&ns, &["wipeWritePerm", "-b", &broker_name]).await;
+    assert!(wiped[0].as_str().unwrap().contains("OK"), "{wiped}");
+    ok(&ns, &["addWritePerm", "-b", &broker_name]).await;
+
+    // KV and order configuration on the name server.
+    ok(
+        &ns,
+        &["updateKvConfig", "-s", "cli-ns", "-k", "a", "-v", "1"],
+    )
+    .await;
+    ok(
+        &ns,
+        &[
+            "updateOrderConf",
+            "-t",
+            "CliTopic",
+            "-m",
+            "put",
+            "-v",
+            &format!("{broker_name}:3"),
+        ],
+    )
+    .await;
+    let order = ok(&ns, &["updateOrderConf", "-t", "CliTopic", "-m", "get"]).await;
+    assert_eq!(order["CliTopic"], format!("{broker_name}:3").as_str());
+    ok(&ns, &["updateOrderConf", "-t", "CliTopic", "-m", "delete"]).await;
+    let (code, _, _) = mqadmin(&ns, &["updateOrderConf", "-t", "CliTopic", "-m", "get"]).await;
+    assert_eq!(code, 1);
+    ok(&ns, &["deleteKvConfig", "-s", "cli-ns", "-k", "a"]).await;
+
+    // exportMetadata writes the cluster's topics.
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("mqadmin-export").unwrap();
+    let path = dir.path().to_string_lossy().to_string();
+    ok(&ns, &["exportMetadata", "-c", &cluster, "-f", &path]).await;
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("metadata.json")).unwrap()).unwrap();
+    assert_eq!(doc["topicConfigTable"]["CliTopic"]["readQueueNums"], 3);
+    assert!(doc["topicConfigTable"].get("TBW102").is_none());
+
+    // deleteTopic: gone from the route.
+    ok(&ns, &["deleteTopic", "-c", &cluster, "-t", "CliTopic"]).await;
+    let (code, _, err) = mqadmin(&ns, &["topicRoute", "-t", "CliTopic"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_progress_and_connections_of_a_running_group() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "CliProgress", 2).await;
+    let p = producer(&ns, "cli-progress-p").await;
+    for i in 0..10 {
+        p.send(rocketmq_client::Message::new(
+            "CliProgress",
+            format!("m{i}"),
+        ))
+        .await
+        .unwrap();
+    }
+    let cons = push_builder(&ns, "cli-progress-c")
+        .consume_from_where(rocketmq_client::consumer::ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("CliProgress", "*")
+        .build()
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let s = seen.clone();
+    cons.register_message_listener_concurrently(concurrently_fn(move |msgs, _| {
+        s.fetch_add(msgs.len(), std::sync::atomic::Ordering::SeqCst);
+        async { ConsumeConcurrentlyStatus::ConsumeSuccess }
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+
+    // consumerConnection lists the consumer and its subscription (once the group's retry
+    // topic, made at its first heartbeat, is routed).
+    wait_until(Duration::from_secs(20), "the group routed", || {
+        let ns = ns.clone();
+        async move {
+            mqadmin(&ns, &["consumerConnection", "-g", "cli-progress-c"])
+                .await
+                .0
+                == 0
+        }
+    })
+    .await;
+    let conn = ok(&ns, &["consumerConnection", "-g", "cli-progress-c"]).await;
+    let conns = &conn[0]["Connections"];
+    assert_eq!(conns.as_array().unwrap().len(), 1, "{conn}");
+    assert!(
+        conns[0]["ClientId"].as_str().unwrap().contains('@'),
+        "{conn}"
+    );
+    let subs = conn[0]["Subscriptions"].as_array().unwrap();
+    assert!(subs.iter().any(|r| r["Topic"] == "CliProgress"), "{conn}");
+    assert_eq!(conn[1]["MessageModel"], "CLUSTERING");
+
+    // consumerProgress: once everything is consumed and committed, no lag is left.
+    wait_until(Duration::from_secs(30), "offsets committed", || {
+        let ns = ns.clone();
+        async move {
+            let (code, prog, _) = mqadmin(&ns, &["consumerProgress", "-g", "cli-progress-c"]).await;
+            code == 0
+                && prog[0]
+                    .as_array()
+                    .is_some_and(|rows| rows.iter().any(|r| r["Topic"] == "CliProgress"))
+                && prog[1]["Diff Total"] == 0
+        }
+    })
+    .await;
+    // Without -g: every group, this one with its one member.
+    let all = ok(&ns, &["consumerProgress"]).await;
+    let row = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["Group"] == "cli-progress-c")
+        .expect("the group is listed");
+    assert_eq!(row["Count"], 1);
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_arguments_unknown_names_and_an_unreachable_name_server_have_their_exit_codes() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    // Bad arguments: 2, with clap's message.
+    let (code, _, err) = mqadmin(&ns, &["updateTopic", "-t"]).await;
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = mqadmin(&ns, &["updateTopic", "-t", "X"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("-b") && err.contains("-c"), "{err}");
+    let (code, _, _) = mqadmin(&ns, &["noSuchCommand"]).await;
+    assert_eq!(code, 2);
+    // Unknown names: 1, one line saying what.
+    let (code, json, err) = mqadmin(&ns, &["topicStatus", "-t", "NoSuchTopic"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("NoSuchTopic") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert_eq!(json["exitCode"], 1);
+    let (code, _, err) = mqadmin(&ns, &["consumerConnection", "-g", "no-such-group"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no-such-group"), "{err}");
+    let (code, _, err) = mqadmin(&ns, &["updateTopic", "-c", "NoCluster", "-t", "X"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("NoCluster"), "{err}");
+    // Nothing listening: 3.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let (code, _, err) = mqadmin(&dead, &["topicList"]).await;
+    assert_eq!(code, 3, "{err}");
+    c.shutdown().await.unwrap();
+}
