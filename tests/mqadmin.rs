@@ -31,6 +31,34 @@ async fn mqadmin(ns: &str, args: &[&str]) -> (i32, Value, String) {
     (out.status.code().unwrap_or(-1), json, stderr)
 }
 
+/// Runs `mqadmin` with extra environment variables (no `--json` added).
+async fn mqadmin_env(ns: &str, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["-n".to_string(), ns.to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let out: Output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
+            .args(&all)
+            .env_remove("NAMESRV_ADDR")
+            .env_remove("ROCKETMQ_HOME")
+            .env_remove("ROCKETMQ_ACCESS_KEY")
+            .env_remove("ROCKETMQ_SECRET_KEY")
+            .envs(env)
+            .output()
+            .expect("mqadmin runs")
+    })
+    .await
+    .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
 /// Runs a command that must succeed; its JSON.
 async fn ok(ns: &str, args: &[&str]) -> Value {
     let (code, json, err) = mqadmin(ns, args).await;
@@ -335,5 +363,290 @@ async fn bad_arguments_unknown_names_and_an_unreachable_name_server_have_their_e
     };
     let (code, _, err) = mqadmin(&dead, &["topicList"]).await;
     assert_eq!(code, 3, "{err}");
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_status_offset_resets_and_direct_consumption_reach_the_consumers() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "CliReset", 2).await;
+    let p = producer(&ns, "cli-reset-p").await;
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let r = p
+            .send(rocketmq_client::Message::new("CliReset", format!("m{i}")))
+            .await
+            .unwrap();
+        ids.push(r.msg_id);
+    }
+    let cons = push_builder(&ns, "cli-reset-c")
+        .consume_from_where(rocketmq_client::consumer::ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("CliReset", "*")
+        .build()
+        .unwrap();
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let b = bodies.clone();
+    cons.register_message_listener_concurrently(concurrently_fn(move |msgs, _| {
+        for m in msgs {
+            b.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&m.body).to_string());
+        }
+        async { ConsumeConcurrentlyStatus::ConsumeSuccess }
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    let count = || bodies.lock().unwrap().len();
+    wait_until(Duration::from_secs(30), "all 10 consumed", || {
+        let n = count();
+        async move { n >= 10 }
+    })
+    .await;
+    // The offsets are committed (so that the reset has a position to move back from).
+    wait_until(Duration::from_secs(30), "offsets committed", || {
+        let ns = ns.clone();
+        async move {
+            let (code, prog, _) = mqadmin(&ns, &["consumerProgress", "-g", "cli-reset-c"]).await;
+            code == 0
+                && prog[1]["Diff Total"] == 0
+                && prog[0].as_array().is_some_and(|r| !r.is_empty())
+        }
+    })
+    .await;
+
+    // consumerStatus: one member, its subscription, a consistent rebalance.
+    let st = ok(&ns, &["consumerStatus", "-g", "cli-reset-c"]).await;
+    assert_eq!(st[0].as_array().unwrap().len(), 1, "{st}");
+    assert_eq!(st[1]["Rebalance"], "OK", "{st}");
+    let client_id = st[0][0]["ClientId"].as_str().unwrap().to_string();
+    let one = ok(
+        &ns,
+        &["consumerStatus", "-g", "cli-reset-c", "-i", &client_id],
+    )
+    .await;
+    let props = one["Consumer Properties"].as_array().unwrap();
+    let prop = |k: &str| {
+        props
+            .iter()
+            .find(|r| r["Key"] == k)
+            .map(|r| r["Value"].clone())
+    };
+    assert_eq!(
+        prop("PROP_CONSUME_TYPE"),
+        Some(Value::from("CONSUME_PASSIVELY"))
+    );
+    assert_eq!(prop("consumerGroup"), Some(Value::from("cli-reset-c")));
+    assert!(
+        prop("PROP_CONSUMER_START_TIMESTAMP")
+            .unwrap()
+            .as_i64()
+            .unwrap()
+            > 0
+    );
+    let queues = one["Consumer MQ Detail"].as_array().unwrap();
+    assert!(queues.iter().any(|q| q["Topic"] == "CliReset"), "{one}");
+    let rt = one["Consumer RT&TPS"].as_array().unwrap();
+    assert!(rt.iter().any(|r| r["Topic"] == "CliReset"), "{one}");
+
+    // resetOffsetByTime to the beginning: the member consumes all 10 again.
+    let reset = ok(
+        &ns,
+        &[
+            "resetOffsetByTime",
+            "-g",
+            "cli-reset-c",
+            "-t",
+            "CliReset",
+            "-s",
+            "0",
+        ],
+    )
+    .await;
+    let rows = reset.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{reset}");
+    assert!(rows.iter().all(|r| r["Offset"] == 0), "{reset}");
+    wait_until(
+        Duration::from_secs(40),
+        "the 10 messages consumed again",
+        || {
+            let n = count();
+            async move { n >= 20 }
+        },
+    )
+    .await;
+    let seen = bodies.lock().unwrap().clone();
+    for i in 0..10 {
+        assert_eq!(
+            seen.iter().filter(|b| **b == format!("m{i}")).count(),
+            2,
+            "{seen:?}"
+        );
+    }
+
+    // CONSUME_MESSAGE_DIRECTLY: the member's listener runs on one stored message.
+    let direct = ok(
+        &ns,
+        &[
+            "queryMsgByUniqueKey",
+            "-t",
+            "CliReset",
+            "-i",
+            &ids[3],
+            "-g",
+            "cli-reset-c",
+            "-d",
+            &client_id,
+        ],
+    )
+    .await;
+    assert_eq!(direct["consumeResult"], "CR_SUCCESS", "{direct}");
+    assert_eq!(
+        bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| **b == "m3")
+            .count(),
+        3
+    );
+
+    // With no member online, skipAccumulatedMessage commits the end offsets itself.
+    cons.shutdown().await;
+    for i in 0..4 {
+        p.send(rocketmq_client::Message::new(
+            "CliReset",
+            format!("late{i}"),
+        ))
+        .await
+        .unwrap();
+    }
+    let skip = ok(
+        &ns,
+        &[
+            "skipAccumulatedMessage",
+            "-g",
+            "cli-reset-c",
+            "-t",
+            "CliReset",
+        ],
+    )
+    .await;
+    let rows = skip.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{skip}");
+    let total: i64 = rows
+        .iter()
+        .map(|r| r["Rollback Offset"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 14, "{skip}");
+    let prog = ok(&ns, &["consumerProgress", "-g", "cli-reset-c"]).await;
+    assert_eq!(prog[1]["Diff Total"], 0, "{prog}");
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_message_shows_its_trace() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "CliTraced", 1).await;
+    let p = rocketmq_client::producer::DefaultMQProducer::builder()
+        .group("cli-trace-p")
+        .namesrv_addr(&ns)
+        .enable_msg_trace(true)
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    let sent = p
+        .send(rocketmq_client::Message::new("CliTraced", "traced").with_keys(["k-trace"]))
+        .await
+        .unwrap();
+    let id = sent.msg_id.clone();
+    wait_until(Duration::from_secs(30), "the trace stored", || {
+        let (ns, id) = (ns.clone(), id.clone());
+        async move { mqadmin(&ns, &["queryMsgTraceById", "-i", &id]).await.0 == 0 }
+    })
+    .await;
+    let trace = ok(&ns, &["queryMsgTraceById", "-i", &id]).await;
+    let rows = trace.as_array().unwrap();
+    let publish = rows
+        .iter()
+        .find(|r| r["Type"] == "Pub")
+        .expect("a Pub record");
+    assert_eq!(publish["Group"], "cli-trace-p");
+    assert_eq!(publish["Topic"], "CliTraced");
+    assert_eq!(publish["Keys"], "k-trace");
+    assert_eq!(publish["Status"], "success");
+    // A message that was never traced: 1.
+    let (code, _, err) = mqadmin(
+        &ns,
+        &[
+            "queryMsgTraceById",
+            "-i",
+            "C0A80001000000000000000000000000",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_acl_on_the_cli_signs_with_the_keys_it_is_given() {
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("mqadmin-acl").unwrap();
+    let file = dir.path().join("plain_acl.yml");
+    std::fs::write(
+        &file,
+        "accounts:\n  - accessKey: opsAdmin\n    secretKey: opsSecret1\n    admin: true\n",
+    )
+    .unwrap();
+    let file_str = file.display().to_string();
+    let (c, _store) = cluster_with_properties(&[
+        ("aclEnable", "true"),
+        ("rocketmq.acl.plain.file", &file_str),
+    ])
+    .await;
+    let ns = c.namesrv_addr();
+    let create = ["updateTopic", "-c", "DefaultCluster", "-t", "AclCli"];
+    // Unsigned: refused by the broker, exit 1 with its reason.
+    let (code, _, err) = mqadmin_env(&ns, &[], &create).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("AclException"), "{err}");
+    // Keys on the command line.
+    let mut signed = vec!["--accessKey", "opsAdmin", "--secretKey", "opsSecret1"];
+    signed.extend(create);
+    let (code, out, err) = mqadmin_env(&ns, &[], &signed).await;
+    assert_eq!(code, 0, "{out} {err}");
+    // Keys in $ROCKETMQ_HOME/conf/tools.yml, as Java's tools read them.
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("conf")).unwrap();
+    std::fs::write(
+        home.join("conf/tools.yml"),
+        "accessKey: opsAdmin\nsecretKey: opsSecret1\n",
+    )
+    .unwrap();
+    let home_str = home.display().to_string();
+    let (code, out, err) = mqadmin_env(
+        &ns,
+        &[("ROCKETMQ_HOME", &home_str)],
+        &["updateTopic", "-c", "DefaultCluster", "-t", "AclCli2"],
+    )
+    .await;
+    assert_eq!(code, 0, "{out} {err}");
+    // A wrong secret: refused.
+    let (code, _, err) = mqadmin_env(
+        &ns,
+        &[
+            ("ROCKETMQ_ACCESS_KEY", "opsAdmin"),
+            ("ROCKETMQ_SECRET_KEY", "wrong"),
+        ],
+        &["updateTopic", "-c", "DefaultCluster", "-t", "AclCli3"],
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    // Half the keys: a usage error.
+    let (code, _, _) = mqadmin_env(&ns, &[], &["--accessKey", "x", "topicList"]).await;
+    assert_eq!(code, 2);
     c.shutdown().await.unwrap();
 }

@@ -200,3 +200,62 @@ pub fn check_topic(topic: &str) -> Result<()> {
         None => Ok(()),
     }
 }
+
+/// Message-trace settings of a producer or push consumer with `enable_msg_trace` (the
+/// constants of Java's `AsyncTraceDispatcher`, which Java does not let one change).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceConfig {
+    /// Trace records waiting to be sent at most; past it, new ones are dropped and counted
+    /// (1024, Java's `traceContextQueue` capacity).
+    pub queue_size: usize,
+    /// Largest trace message (128000 bytes, Java's `maxMsgSize`); a batch is sent once it
+    /// holds `max_message_size - 10000` bytes of records.
+    pub max_message_size: usize,
+    /// A batch is sent at the latest this long after its first record (500 ms, Java's
+    /// `waitTimeThresholdMil`).
+    pub flush_interval: Duration,
+    /// Timeout of a trace message's send (5 s, as Java's trace producer).
+    pub send_timeout: Duration,
+    /// Trace messages being sent at once at most (20, Java's trace thread pool); while that
+    /// many are in flight, records wait in the queue.
+    pub max_sends_in_flight: usize,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        Self {
+            queue_size: 1024,
+            max_message_size: 128_000,
+            flush_interval: Duration::from_millis(500),
+            send_timeout: Duration::from_secs(5),
+            max_sends_in_flight: 20,
+        }
+    }
+}
+
+impl TraceConfig {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<()> {
+        if self.queue_size == 0 {
+            return Err(ClientError::Config(
+                "trace queue_size must be positive".into(),
+            ));
+        }
+        if !(10_001..=4 * 1024 * 1024).contains(&self.max_message_size) {
+            return Err(ClientError::Config(
+                "trace max_message_size is 10001..=4 MiB".into(),
+            ));
+        }
+        if self.flush_interval.is_zero() || self.send_timeout.is_zero() {
+            return Err(ClientError::Config(
+                "trace flush_interval and send_timeout must be positive".into(),
+            ));
+        }
+        if self.max_sends_in_flight == 0 {
+            return Err(ClientError::Config(
+                "trace max_sends_in_flight must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -8,6 +8,8 @@
 //! * [`consumer::DefaultLitePullConsumer`]: subscribe or assign, poll, seek, commit.
 //! * [`admin::MQAdmin`]: topics, routes, group offsets and lag.
 //! * Request-reply: [`producer::DefaultMQProducer::request`] and [`reply::create_reply_message`].
+//! * Message trace (Java 4.9.8's format): `enable_msg_trace` on the builders, read back with
+//!   [`trace::query_trace`].
 
 pub mod admin;
 pub mod config;
@@ -16,8 +18,9 @@ pub mod error;
 mod internal;
 pub mod producer;
 pub mod reply;
+pub mod trace;
 
-pub use config::{ClientConfig, Credentials, TlsClientConfig};
+pub use config::{ClientConfig, Credentials, TlsClientConfig, TraceConfig};
 pub use error::{ClientError, Result};
 pub use internal::api::{PullResult, PullStatus};
 pub use internal::lookup::{MessageLookup, QueryResult};

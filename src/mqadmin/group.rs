@@ -326,3 +326,291 @@ pub(crate) async fn consumer_config(admin: &MQAdmin, group: &Option<String>) -> 
     }
     Ok(Output::Sections(sections))
 }
+
+/// consumerStatus.
+#[derive(Debug, Args)]
+pub struct ConsumerStatus {
+    /// Consumer group.
+    #[arg(short = 'g', long = "consumerGroup")]
+    group: String,
+    /// Only this member: its whole running information.
+    #[arg(short = 'i', long = "clientId")]
+    client_id: Option<String>,
+    /// Ask for a thread dump too (Java clients give one).
+    #[arg(short = 's', long = "jstackEnable")]
+    jstack: bool,
+}
+
+impl ConsumerStatus {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let group = &self.group;
+        if let Some(id) = &self.client_id {
+            let info = admin
+                .consumer_running_info(group, id, self.jstack)
+                .await
+                .map_err(no_group(group))?;
+            return Ok(running_info_output(&info));
+        }
+        let conn = admin
+            .consumer_connection(group)
+            .await
+            .map_err(no_group(group))?;
+        let mut t = Table::new(&["Index", "ClientId", "Version", "Queues", "Subscriptions"]);
+        let mut infos = Vec::new();
+        for (i, c) in conn.connection_set.iter().enumerate() {
+            let info = admin
+                .consumer_running_info(group, &c.client_id, self.jstack)
+                .await?;
+            let subs: Vec<String> = info
+                .subscription_set
+                .iter()
+                .map(|s| format!("{}:{}", s.topic, s.sub_string))
+                .collect();
+            t.row(vec![
+                (i + 1).to_string(),
+                c.client_id.clone(),
+                c.version.to_string(),
+                info.mq_table.len().to_string(),
+                subs.join(" "),
+            ]);
+            infos.push((c.client_id.clone(), info));
+        }
+        let mut pairs = Vec::new();
+        if !infos.is_empty() {
+            let first: Vec<_> = infos[0].1.subscription_set.iter().map(sub_key).collect();
+            let same = infos
+                .iter()
+                .all(|(_, i)| i.subscription_set.iter().map(sub_key).collect::<Vec<_>>() == first);
+            pairs.push((
+                "Subscription".into(),
+                if same {
+                    "Same subscription in the same group of consumer".into()
+                } else {
+                    "WARN: Different subscription in the same group of consumer!!!".into()
+                },
+            ));
+            // Clustering: every queue owned by one member at most.
+            let mut owners: std::collections::BTreeMap<_, usize> = Default::default();
+            for (_, i) in &infos {
+                for mq in i.mq_table.keys() {
+                    *owners.entry(mq.clone()).or_default() += 1;
+                }
+            }
+            let clustering = infos[0]
+                .1
+                .properties
+                .get("messageModel")
+                .is_none_or(|m| m == "CLUSTERING");
+            let ok = !clustering || owners.values().all(|n| *n == 1);
+            pairs.push((
+                "Rebalance".into(),
+                if ok { "OK" } else { "Failed" }.to_string(),
+            ));
+        }
+        Ok(Output::Many(vec![Output::Table(t), Output::Pairs(pairs)]))
+    }
+}
+
+fn sub_key(s: &rocketmq_remoting::protocol::body::SubscriptionData) -> (String, String) {
+    (s.topic.clone(), s.sub_string.clone())
+}
+
+/// One member's running information as sections (Java `ConsumerRunningInfo.formatString`).
+fn running_info_output(info: &rocketmq_remoting::protocol::body::ConsumerRunningInfo) -> Output {
+    let mut props = Table::new(&["Key", "Value"]);
+    for (k, v) in &info.properties {
+        props.row(vec![k.clone(), v.clone()]);
+    }
+    let mut subs = Table::new(&["Topic", "ExpressionType", "SubExpression"]);
+    for s in &info.subscription_set {
+        subs.row(vec![
+            s.topic.clone(),
+            s.expression_type.clone().unwrap_or_else(|| "TAG".into()),
+            s.sub_string.clone(),
+        ]);
+    }
+    let mut queues = Table::new(&[
+        "Topic",
+        "Broker Name",
+        "QID",
+        "Consumer Offset",
+        "Cached",
+        "Cached MiB",
+        "Locked",
+        "Dropped",
+    ]);
+    for (mq, q) in &info.mq_table {
+        queues.row(vec![
+            mq.topic.clone(),
+            mq.broker_name.clone(),
+            mq.queue_id.to_string(),
+            q.commit_offset.to_string(),
+            q.cached_msg_count.to_string(),
+            q.cached_msg_size_in_mib.to_string(),
+            q.locked.to_string(),
+            q.droped.to_string(),
+        ]);
+    }
+    let mut rt = Table::new(&[
+        "Topic",
+        "Pull RT",
+        "Pull TPS",
+        "Consume RT",
+        "ConsumeOK TPS",
+        "ConsumeFailed TPS",
+        "ConsumeFailedMsgsInHour",
+    ]);
+    for (topic, s) in &info.status_table {
+        rt.row(vec![
+            topic.clone(),
+            format!("{:.2}", s.pull_rt),
+            format!("{:.2}", s.pull_tps),
+            format!("{:.2}", s.consume_rt),
+            format!("{:.2}", s.consume_ok_tps),
+            format!("{:.2}", s.consume_failed_tps),
+            s.consume_failed_msgs.to_string(),
+        ]);
+    }
+    Output::Sections(vec![
+        ("Consumer Properties".into(), props),
+        ("Consumer Subscription".into(), subs),
+        ("Consumer MQ Detail".into(), queues),
+        ("Consumer RT&TPS".into(), rt),
+    ])
+}
+
+/// resetOffsetByTime.
+#[derive(Debug, Args)]
+pub struct ResetOffsetByTime {
+    /// Consumer group.
+    #[arg(short = 'g', long = "group")]
+    group: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// `now`, ms since the epoch, or `yyyy-MM-dd#HH:mm:ss:SSS` (UTC).
+    #[arg(short = 's', long = "timestamp")]
+    timestamp: String,
+    /// Move forwards too (else only back).
+    #[arg(short = 'f', long = "force", default_value = "true", value_parser = clap::value_parser!(bool))]
+    force: bool,
+}
+
+impl ResetOffsetByTime {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let ts = parse_timestamp(&self.timestamp)?;
+        reset(admin, &self.topic, &self.group, ts, self.force).await
+    }
+}
+
+/// skipAccumulatedMessage: resetOffsetByTime to the end of every queue.
+#[derive(Debug, Args)]
+pub struct SkipAccumulatedMessage {
+    /// Consumer group.
+    #[arg(short = 'g', long = "group")]
+    group: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Move forwards too (else only back).
+    #[arg(short = 'f', long = "force", default_value = "true", value_parser = clap::value_parser!(bool))]
+    force: bool,
+}
+
+impl SkipAccumulatedMessage {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        reset(admin, &self.topic, &self.group, -1, self.force).await
+    }
+}
+
+async fn reset(admin: &MQAdmin, topic: &str, group: &str, ts: i64, force: bool) -> CmdResult {
+    use rocketmq_client::admin::ResetOutcome;
+    let outcome = admin
+        .reset_offset_by_time(topic, group, ts, force)
+        .await
+        .map_err(super::topic::no_topic(topic))?;
+    Ok(match outcome {
+        ResetOutcome::Online(table) => {
+            let mut t = Table::new(&["Broker Name", "QID", "Offset"]);
+            for (mq, o) in table {
+                t.row(vec![mq.broker_name, mq.queue_id.to_string(), o.to_string()]);
+            }
+            Output::Table(t)
+        }
+        ResetOutcome::Offline(table) => {
+            let mut t = Table::new(&["Broker Name", "QID", "Consumer Offset", "Rollback Offset"]);
+            for (mq, (before, after)) in table {
+                t.row(vec![
+                    mq.broker_name,
+                    mq.queue_id.to_string(),
+                    before.to_string(),
+                    after.to_string(),
+                ]);
+            }
+            Output::Table(t)
+        }
+    })
+}
+
+/// `now` (-1), ms since the epoch, or `yyyy-MM-dd#HH:mm:ss:SSS` read as UTC.
+pub(crate) fn parse_timestamp(s: &str) -> Result<i64, Failure> {
+    if s == "now" {
+        return Ok(-1);
+    }
+    if let Ok(ms) = s.parse::<i64>() {
+        return Ok(ms);
+    }
+    let bad = || {
+        Failure::Usage(format!(
+            "bad timestamp {s:?}: give `now`, milliseconds or yyyy-MM-dd#HH:mm:ss:SSS"
+        ))
+    };
+    let (date, time) = s.split_once('#').ok_or_else(bad)?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|p| p.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    let t: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    let (&[y, mo, da], &[h, mi, se, ms]) = (&d[..], &t[..]) else {
+        return Err(bad());
+    };
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&da) || h > 23 || mi > 59 || se > 59 {
+        return Err(bad());
+    }
+    Ok(days_from_civil(y, mo, da) * 86_400_000 + ((h * 60 + mi) * 60 + se) * 1000 + ms)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_parse_as_java_tools_take_them() {
+        assert_eq!(parse_timestamp("now").unwrap(), -1);
+        assert_eq!(parse_timestamp("1700000000123").unwrap(), 1_700_000_000_123);
+        assert_eq!(
+            parse_timestamp("2023-11-14#22:13:20:123").unwrap(),
+            1_700_000_000_123
+        );
+        assert_eq!(
+            parse_timestamp("2000-02-29#00:00:00:000").unwrap(),
+            951_782_400_000
+        );
+        assert!(parse_timestamp("2023-13-01#00:00:00:000").is_err());
+        assert!(parse_timestamp("yesterday").is_err());
+    }
+}

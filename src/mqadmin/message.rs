@@ -3,7 +3,7 @@
 use clap::Args;
 use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::producer::DefaultMQProducer;
-use rocketmq_client::{ClientError, Message, MessageExt, MessageQueue};
+use rocketmq_client::{ClientError, Credentials, Message, MessageExt, MessageQueue};
 
 use super::output::{Output, Table};
 use super::topic::{format_time, no_topic};
@@ -150,6 +150,12 @@ pub struct QueryMsgByUniqueKey {
     /// Every copy (a retried send may be stored more than once); else the first.
     #[arg(short = 'a', long = "showAll")]
     all: bool,
+    /// With -d: the consumer group whose member consumes the message now.
+    #[arg(short = 'g', long = "consumerGroup", requires = "client_id")]
+    group: Option<String>,
+    /// With -g: the member (client id) that consumes it.
+    #[arg(short = 'd', long = "clientId", requires = "group")]
+    client_id: Option<String>,
 }
 
 impl QueryMsgByUniqueKey {
@@ -159,6 +165,25 @@ impl QueryMsgByUniqueKey {
             .query_message_by_unique_key(&self.topic, &self.id)
             .await
             .map_err(no_topic(&self.topic))?;
+        if let (Some(g), Some(d)) = (&self.group, &self.client_id) {
+            let m = r
+                .messages
+                .first()
+                .ok_or_else(|| Failure::Failed(format!("no message with id {:?}", self.id)))?;
+            let res = admin
+                .consume_message_directly(g, d, &m.offset_msg_id)
+                .await?;
+            return Ok(Output::Pairs(vec![
+                ("order".into(), res.order.to_string()),
+                ("autoCommit".into(), res.auto_commit.to_string()),
+                (
+                    "consumeResult".into(),
+                    res.consume_result.map_or("", |c| c.as_str()).into(),
+                ),
+                ("remark".into(), res.remark.unwrap_or_default()),
+                ("spentTimeMills".into(), res.spent_time_mills.to_string()),
+            ]));
+        }
         let mut msgs: Vec<Output> = r.messages.iter().map(describe).collect();
         if msgs.is_empty() {
             return Err(Failure::Failed(format!("no message with id {:?}", self.id)));
@@ -195,11 +220,14 @@ pub struct SendMessage {
 }
 
 impl SendMessage {
-    pub(crate) async fn run(self, namesrv: &str) -> CmdResult {
-        let producer = DefaultMQProducer::builder()
+    pub(crate) async fn run(self, namesrv: &str, credentials: Option<Credentials>) -> CmdResult {
+        let mut builder = DefaultMQProducer::builder()
             .group("SELF_TEST_P_GROUP")
-            .namesrv_addr(namesrv)
-            .build()?;
+            .namesrv_addr(namesrv);
+        if let Some(c) = credentials {
+            builder = builder.credentials(c.access_key, c.secret_key);
+        }
+        let producer = builder.build()?;
         producer.start().await?;
         let mut msg = Message::new(&self.topic, self.body.into_bytes());
         if let Some(t) = &self.tags {
@@ -225,6 +253,56 @@ impl SendMessage {
             format!("{:?}", r.status),
             r.msg_id.clone(),
         ]);
+        Ok(Output::Table(t))
+    }
+}
+
+/// queryMsgTraceById.
+#[derive(Debug, Args)]
+pub struct QueryMsgTraceById {
+    /// The message's id (what its send returned).
+    #[arg(short = 'i', long = "msgId")]
+    id: String,
+    /// The trace topic (default `RMQ_SYS_TRACE_TOPIC`).
+    #[arg(short = 't', long = "traceTopic")]
+    trace_topic: Option<String>,
+}
+
+impl QueryMsgTraceById {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let views = admin
+            .query_msg_trace_by_id(&self.id, self.trace_topic.as_deref())
+            .await?;
+        if views.is_empty() {
+            return Err(Failure::Failed(format!(
+                "no trace of message {:?} (is tracing on?)",
+                self.id
+            )));
+        }
+        let mut t = Table::new(&[
+            "Type",
+            "Group",
+            "ClientHost",
+            "Time",
+            "CostTime(ms)",
+            "Status",
+            "Topic",
+            "Tags",
+            "Keys",
+        ]);
+        for v in &views {
+            t.row(vec![
+                v.trace_type.to_string(),
+                v.group_name.clone(),
+                v.client_host.clone(),
+                format_time(v.timestamp),
+                v.cost_time.to_string(),
+                v.status().to_string(),
+                v.topic.clone(),
+                v.tags.clone().unwrap_or_default(),
+                v.keys.clone().unwrap_or_default(),
+            ]);
+        }
         Ok(Output::Table(t))
     }
 }

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use rocketmq_client::admin::MQAdmin;
-use rocketmq_client::ClientError;
+use rocketmq_client::{ClientConfig, ClientError, Credentials};
 
 use output::Output;
 
@@ -42,6 +42,17 @@ pub struct Cli {
     /// Print JSON instead of tables (for scripts).
     #[arg(long, global = true)]
     pub json: bool,
+    /// ACL access key (else `accessKey` of `$ROCKETMQ_HOME/conf/tools.yml`, as Java's tools).
+    #[arg(long = "accessKey", env = "ROCKETMQ_ACCESS_KEY", global = true)]
+    pub access_key: Option<String>,
+    /// ACL secret key (else `secretKey` of `$ROCKETMQ_HOME/conf/tools.yml`).
+    #[arg(
+        long = "secretKey",
+        env = "ROCKETMQ_SECRET_KEY",
+        global = true,
+        hide_env_values = true
+    )]
+    pub secret_key: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -83,6 +94,15 @@ pub enum Command {
     /// A consumer group's connections and subscriptions.
     #[command(name = "consumerConnection")]
     ConsumerConnection(group::GroupArg),
+    /// The members of a consumer group and their running state (-i: one member's whole).
+    #[command(name = "consumerStatus")]
+    ConsumerStatus(group::ConsumerStatus),
+    /// Move a group's offsets of a topic to a time.
+    #[command(name = "resetOffsetByTime")]
+    ResetOffsetByTime(group::ResetOffsetByTime),
+    /// Move a group's offsets of a topic to the end (skip the backlog).
+    #[command(name = "skipAccumulatedMessage")]
+    SkipAccumulatedMessage(group::SkipAccumulatedMessage),
     /// A subscription group's settings on every broker.
     #[command(name = "getConsumerConfig")]
     GetConsumerConfig(group::GroupArg),
@@ -122,6 +142,9 @@ pub enum Command {
     /// Find messages by unique id (the id a send returns).
     #[command(name = "queryMsgByUniqueKey")]
     QueryMsgByUniqueKey(message::QueryMsgByUniqueKey),
+    /// A message's trace (its send and each consumption), when tracing is on.
+    #[command(name = "queryMsgTraceById")]
+    QueryMsgTraceById(message::QueryMsgTraceById),
     /// Send one message.
     #[command(name = "sendMessage")]
     SendMessage(message::SendMessage),
@@ -211,13 +234,55 @@ where
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> CmdResult {
-    let admin = MQAdmin::connect(&cli.namesrv)?;
-    let out = dispatch(&admin, cli.command).await;
+    let credentials = credentials(&cli)?;
+    let admin = MQAdmin::with_config(ClientConfig {
+        namesrv_addr: cli
+            .namesrv
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect(),
+        credentials: credentials.clone(),
+        ..ClientConfig::default()
+    })?;
+    let out = dispatch(&admin, cli.command, credentials).await;
     admin.shutdown();
     out
 }
 
-async fn dispatch(admin: &MQAdmin, cmd: Command) -> CmdResult {
+/// The ACL keys: from the command line or the environment, else from Java's
+/// `$ROCKETMQ_HOME/conf/tools.yml` (`accessKey: ...`, `secretKey: ...`); none without either.
+fn credentials(cli: &Cli) -> Result<Option<Credentials>, Failure> {
+    match (&cli.access_key, &cli.secret_key) {
+        (Some(a), Some(s)) => return Ok(Some(Credentials::new(a, s))),
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(Failure::Usage(
+                "give both --accessKey and --secretKey".into(),
+            ))
+        }
+        (None, None) => {}
+    }
+    let Some(home) = std::env::var_os("ROCKETMQ_HOME") else {
+        return Ok(None);
+    };
+    let path = std::path::Path::new(&home).join("conf").join("tools.yml");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let value = |key: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().trim_matches(['"', '\'']).to_string())
+        })
+    };
+    match (value("accessKey"), value("secretKey")) {
+        (Some(a), Some(s)) if !a.is_empty() && !s.is_empty() => Ok(Some(Credentials::new(a, s))),
+        _ => Ok(None),
+    }
+}
+
+async fn dispatch(admin: &MQAdmin, cmd: Command, credentials: Option<Credentials>) -> CmdResult {
     match cmd {
         Command::UpdateTopic(c) => c.run(admin).await,
         Command::DeleteTopic(c) => c.run(admin).await,
@@ -230,6 +295,9 @@ async fn dispatch(admin: &MQAdmin, cmd: Command) -> CmdResult {
         Command::DeleteSubGroup(c) => c.run(admin).await,
         Command::ConsumerProgress(c) => group::consumer_progress(admin, &c.group).await,
         Command::ConsumerConnection(c) => group::consumer_connection(admin, &c.group).await,
+        Command::ConsumerStatus(c) => c.run(admin).await,
+        Command::ResetOffsetByTime(c) => c.run(admin).await,
+        Command::SkipAccumulatedMessage(c) => c.run(admin).await,
         Command::GetConsumerConfig(c) => group::consumer_config(admin, &c.group).await,
         Command::ClusterList(c) => c.run(admin).await,
         Command::BrokerStatus(c) => broker::broker_status(admin, &c).await,
@@ -243,7 +311,8 @@ async fn dispatch(admin: &MQAdmin, cmd: Command) -> CmdResult {
         Command::QueryMsgById(c) => c.run(admin).await,
         Command::QueryMsgByKey(c) => c.run(admin).await,
         Command::QueryMsgByUniqueKey(c) => c.run(admin).await,
-        Command::SendMessage(c) => c.run(&cli_namesrv(admin)).await,
+        Command::QueryMsgTraceById(c) => c.run(admin).await,
+        Command::SendMessage(c) => c.run(&cli_namesrv(admin), credentials).await,
     }
 }
 

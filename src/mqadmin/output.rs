@@ -49,6 +49,8 @@ impl Table {
                     let _ = write!(out, "{c:<w$}  ");
                 }
             }
+            let kept = out.trim_end_matches(' ').len();
+            out.truncate(kept);
             out.push('\n');
         };
         line(&mut out, &self.columns);

@@ -40,6 +40,8 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
         for k in cfg.apply_properties(&parse_properties(&text))? {
             eprintln!("ignoring unknown key `{k}` in {}", path.display());
         }
+        // UPDATE_BROKER_CONFIG writes the keys it changes back to this file.
+        cfg.broker_config_path = Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
     }
     if let Some(n) = &args.namesrv {
         cfg.namesrv_addr = n

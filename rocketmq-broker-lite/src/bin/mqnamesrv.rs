@@ -31,6 +31,7 @@ async fn main() -> std::process::ExitCode {
     let mut port = 9876u16;
     let mut kv = args.kv_config_path.clone();
     let mut order = false;
+    let mut black_list = None;
     let mut tls_props = std::collections::BTreeMap::new();
     if let Some(path) = &args.config {
         let text = match std::fs::read_to_string(path) {
@@ -51,6 +52,7 @@ async fn main() -> std::process::ExitCode {
                 },
                 "kvConfigPath" => kv = kv.or(Some(v.into())),
                 "orderMessageEnable" => order = v == "true",
+                "configBlackList" => black_list = Some(v),
                 // Java reads these as system properties (-Dtls.server.mode=...).
                 _ if k.starts_with("tls.") => {
                     tls_props.insert(k, v);
@@ -75,6 +77,13 @@ async fn main() -> std::process::ExitCode {
         .tls(tls);
     if let Some(kv) = kv {
         b = b.kv_config_path(kv);
+    }
+    if let Some(path) = &args.config {
+        // UPDATE_NAMESRV_CONFIG writes the keys it changes back to this file.
+        b = b.config_store_path(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
+    }
+    if let Some(keys) = black_list {
+        b = b.config_black_list(keys);
     }
     let ns = match b.start().await {
         Ok(ns) => ns,

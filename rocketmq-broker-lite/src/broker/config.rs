@@ -70,6 +70,9 @@ pub struct BrokerConfig {
     pub broker_topic_enable: bool,
     /// `traceTopicEnable` (false).
     pub trace_topic_enable: bool,
+    /// `msgTraceTopicName` (`RMQ_SYS_TRACE_TOPIC`): the trace topic created with
+    /// `traceTopicEnable`.
+    pub msg_trace_topic_name: String,
     /// `regionId` (DefaultRegion).
     pub region_id: String,
     /// `traceOn` (true).
@@ -132,6 +135,12 @@ pub struct BrokerConfig {
     pub ha: HaConfig,
     /// DLedger mode (`enableDLegerCommitLog`): the commit log replicated by a Raft group.
     pub dledger: DLedgerConfig,
+    /// `brokerConfigPath`: the properties file the broker was started from (set by
+    /// `mqbroker -c`); UPDATE_BROKER_CONFIG writes the keys it changes there.
+    pub broker_config_path: Option<PathBuf>,
+    /// `configBlackList` (`configBlackList;brokerConfigPath`): keys UPDATE_BROKER_CONFIG
+    /// refuses, `;`-separated (besides `brokerConfigPath`, `rocketmqHome`, `configBlackList`).
+    pub config_black_list: String,
     /// TLS: Java's `tls.*` keys (`tls.server.mode`, `tls.config.file`, ...), read from
     /// `broker.conf` where Java reads them from system properties; the file named by
     /// `tls.config.file` is read when the broker starts.
@@ -157,6 +166,7 @@ impl Default for BrokerConfig {
             cluster_topic_enable: true,
             broker_topic_enable: true,
             trace_topic_enable: false,
+            msg_trace_topic_name: rocketmq_remoting::protocol::topic::TRACE_TOPIC.into(),
             region_id: "DefaultRegion".into(),
             trace_on: true,
             long_polling_enable: true,
@@ -185,6 +195,8 @@ impl Default for BrokerConfig {
             store: StoreConfig::default(),
             ha: HaConfig::default(),
             dledger: DLedgerConfig::default(),
+            broker_config_path: None,
+            config_black_list: "configBlackList;brokerConfigPath".into(),
             tls: Default::default(),
         }
     }
@@ -286,6 +298,7 @@ impl BrokerConfig {
                 "clusterTopicEnable" => self.cluster_topic_enable = parse_bool(key, v)?,
                 "brokerTopicEnable" => self.broker_topic_enable = parse_bool(key, v)?,
                 "traceTopicEnable" => self.trace_topic_enable = parse_bool(key, v)?,
+                "msgTraceTopicName" => self.msg_trace_topic_name = v.clone(),
                 "regionId" => self.region_id = v.clone(),
                 "traceOn" => self.trace_on = parse_bool(key, v)?,
                 "longPollingEnable" => self.long_polling_enable = parse_bool(key, v)?,
@@ -314,6 +327,8 @@ impl BrokerConfig {
                 "rocketmq.acl.plain.file" => self.acl_file = PathBuf::from(v.trim()),
                 "offsetCheckInSlave" => self.offset_check_in_slave = parse_bool(key, v)?,
                 "compressedRegister" => self.compressed_register = parse_bool(key, v)?,
+                "brokerConfigPath" => self.broker_config_path = Some(PathBuf::from(v.trim())),
+                "configBlackList" => self.config_black_list = v.clone(),
                 // Replication keys (Java's `MessageStoreConfig`).
                 "haListenPort" => self.ha.listen_port = Some(parse(key, v)?),
                 "haMasterAddress" => {

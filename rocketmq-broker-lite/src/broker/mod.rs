@@ -17,6 +17,7 @@
 
 pub mod clients;
 pub mod config;
+pub mod dynamic_config;
 pub mod filter_data;
 pub mod flow;
 pub mod locks;
@@ -28,6 +29,7 @@ mod register;
 pub mod schedule;
 mod slave_sync;
 pub mod stats;
+pub mod stats_item;
 pub mod subscription;
 mod tls;
 pub mod topic;
@@ -93,6 +95,8 @@ pub struct BrokerInner {
     pub(crate) schedule: ScheduleService,
     pub(crate) transactions: TransactionBook,
     pub(crate) stats: BrokerStats,
+    /// Settings UPDATE_BROKER_CONFIG changes at run time (read these, not `cfg`, for them).
+    pub(crate) dynamic: dynamic_config::DynamicConfig,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) namesrv: RemotingClient,
     pub(crate) register_now: Notify,
@@ -239,7 +243,7 @@ impl BrokerInner {
 
     /// Tells every member of `group` that its membership changed (oneway).
     pub(crate) fn notify_consumer_ids_changed(&self, group: &str) {
-        if !self.cfg.notify_consumer_ids_changed_enable {
+        if !self.dynamic.notify_consumer_ids_changed_enable() {
             return;
         }
         let header = ConsumerGroupRequestHeader {
@@ -368,7 +372,8 @@ impl BrokerBuilder {
             hold,
             schedule,
             transactions,
-            stats: BrokerStats::default(),
+            stats: BrokerStats::new(&cfg.broker_cluster_name),
+            dynamic: dynamic_config::DynamicConfig::new(&cfg, env.clock.now_ms()),
             clock: env.clock.clone(),
             namesrv: {
                 let b = RemotingClient::builder().connect_timeout(Duration::from_secs(3));
@@ -518,6 +523,16 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     register::register_all(&r, true).await;
                 }
+            }
+        }
+    }));
+    // Statistics sampled every second (rates, windows, midnight totals).
+    let r = b.clone();
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = r.shutdown.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => r.stats.sample(),
             }
         }
     }));

@@ -20,13 +20,14 @@ use super::BrokerInner;
 /// broker is not read-write (`new TopicConfig(name, read, write, brokerPermission)` in
 /// `BrokerController.registerBrokerAll` and `registerIncrementBrokerData`).
 fn as_registered(b: &BrokerInner, tc: &TopicConfig) -> TopicConfig {
-    if perm::is_readable(b.cfg.broker_permission) && perm::is_writeable(b.cfg.broker_permission) {
+    let broker_perm = b.dynamic.broker_permission();
+    if perm::is_readable(broker_perm) && perm::is_writeable(broker_perm) {
         return tc.clone();
     }
     TopicConfig {
         read_queue_nums: tc.read_queue_nums,
         write_queue_nums: tc.write_queue_nums,
-        perm: b.cfg.broker_permission,
+        perm: broker_perm,
         ..TopicConfig::new(tc.topic_name.clone(), 0)
     }
 }

@@ -1,27 +1,151 @@
-//! Broker counters.
+//! Broker counters: totals since start, Java's per-topic and per-group statistics
+//! ([`stats_item`](super::stats_item)), the store's rates over the last 10 s, 1 min and 10 min
+//! (Java `StoreStatsService`), and the totals at the last two midnights (Java `BrokerStats`;
+//! midnight in UTC, the broker's clock).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::stats_item::{
+    group_key, StatsItemSet, BROKER_GET_NUMS, BROKER_PUT_NUMS, GROUP_GET_NUMS, GROUP_GET_SIZE,
+    TOPIC_PUT_NUMS, TOPIC_PUT_SIZE,
+};
+
+/// Samples of the rate counters kept (one a second: 10 minutes), as Java's.
+const RATE_SAMPLES: usize = 601;
+const DAY_MS: i64 = 86_400_000;
+
+/// Wall-clock milliseconds (the statistics' time, as Java's `System.currentTimeMillis`).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One per-second sample of the rate counters.
+#[derive(Debug, Clone, Copy)]
+struct RateSample {
+    at_ms: i64,
+    put: u64,
+    found: u64,
+    miss: u64,
+    transferred: u64,
+}
+
+#[derive(Debug, Default)]
+struct Daily {
+    day: i64,
+    put_yesterday_morning: u64,
+    put_today_morning: u64,
+    get_yesterday_morning: u64,
+    get_today_morning: u64,
+}
 
 /// Counters since start.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct BrokerStats {
+    boot_ms: i64,
+    cluster: String,
     requests: AtomicU64,
     put_messages: AtomicU64,
     put_bytes: AtomicU64,
     got_messages: AtomicU64,
+    pulls_found: AtomicU64,
+    pulls_missed: AtomicU64,
+    items: StatsItemSet,
+    rates: Mutex<VecDeque<RateSample>>,
+    daily: Mutex<Daily>,
+}
+
+impl Default for BrokerStats {
+    fn default() -> Self {
+        Self::new("DefaultCluster")
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Java's `Double.toString` for the values these counters produce.
+pub fn java_double(v: f64) -> String {
+    if !v.is_finite() {
+        return if v.is_nan() {
+            "NaN".into()
+        } else if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    let a = v.abs();
+    if a == 0.0 || (1e-3..1e7).contains(&a) {
+        return format!("{v:?}");
+    }
+    let s = format!("{v:e}");
+    let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+    let m = if m.contains('.') {
+        m.to_string()
+    } else {
+        format!("{m}.0")
+    };
+    format!("{m}E{e}")
 }
 
 impl BrokerStats {
+    /// Counters of a broker of `cluster` (the key of the broker-wide statistics), starting now.
+    pub fn new(cluster: &str) -> Self {
+        let boot_ms = now_ms();
+        Self {
+            boot_ms,
+            cluster: cluster.to_string(),
+            requests: AtomicU64::new(0),
+            put_messages: AtomicU64::new(0),
+            put_bytes: AtomicU64::new(0),
+            got_messages: AtomicU64::new(0),
+            pulls_found: AtomicU64::new(0),
+            pulls_missed: AtomicU64::new(0),
+            items: StatsItemSet::default(),
+            rates: Mutex::new(VecDeque::new()),
+            daily: Mutex::new(Daily {
+                day: boot_ms.div_euclid(DAY_MS),
+                ..Daily::default()
+            }),
+        }
+    }
+
     pub(crate) fn record_request(&self) {
         self.requests.fetch_add(1, Ordering::Relaxed);
     }
-    pub(crate) fn record_put(&self, msgs: u64, bytes: u64) {
+
+    /// A send stored `msgs` messages of `bytes` bytes in `topic`.
+    pub(crate) fn record_put(&self, topic: &str, msgs: u64, bytes: u64) {
         self.put_messages.fetch_add(msgs, Ordering::Relaxed);
         self.put_bytes.fetch_add(bytes, Ordering::Relaxed);
+        let now = now_ms();
+        self.items.add(TOPIC_PUT_NUMS, topic, msgs, 1, now);
+        self.items.add(TOPIC_PUT_SIZE, topic, bytes, 1, now);
+        self.items.add(BROKER_PUT_NUMS, &self.cluster, msgs, 0, now);
     }
-    pub(crate) fn record_get(&self, msgs: u64) {
+
+    /// A pull of `group` found `msgs` messages of `bytes` bytes in `topic`.
+    pub(crate) fn record_get(&self, topic: &str, group: &str, msgs: u64, bytes: u64) {
         self.got_messages.fetch_add(msgs, Ordering::Relaxed);
+        self.pulls_found.fetch_add(1, Ordering::Relaxed);
+        let now = now_ms();
+        let key = group_key(topic, group);
+        self.items.add(GROUP_GET_NUMS, &key, msgs, 1, now);
+        self.items.add(GROUP_GET_SIZE, &key, bytes, 1, now);
+        self.items.add(BROKER_GET_NUMS, &self.cluster, msgs, 0, now);
     }
+
+    /// A pull found nothing.
+    pub(crate) fn record_pull_miss(&self) {
+        self.pulls_missed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Requests processed.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
@@ -37,5 +161,138 @@ impl BrokerStats {
     /// Messages returned by pulls.
     pub fn got_messages(&self) -> u64 {
         self.got_messages.load(Ordering::Relaxed)
+    }
+    /// Pulls that found messages.
+    pub fn pulls_found(&self) -> u64 {
+        self.pulls_found.load(Ordering::Relaxed)
+    }
+    /// Pulls that found none.
+    pub fn pulls_missed(&self) -> u64 {
+        self.pulls_missed.load(Ordering::Relaxed)
+    }
+    /// When the broker started (ms since the epoch).
+    pub fn boot_timestamp(&self) -> i64 {
+        self.boot_ms
+    }
+
+    /// Java's per-topic and per-group statistics.
+    pub fn items(&self) -> &StatsItemSet {
+        &self.items
+    }
+
+    /// The last minute, hour and day of `name`/`key` (`None`: nothing counted under it).
+    pub fn view(
+        &self,
+        name: &str,
+        key: &str,
+    ) -> Option<rocketmq_remoting::protocol::body::BrokerStatsData> {
+        self.items.get(name, key).map(|i| i.data(now_ms()))
+    }
+
+    /// Messages per second that `group` pulled from `topic` in the last minute.
+    pub fn group_get_tps(&self, topic: &str, group: &str) -> f64 {
+        self.view(GROUP_GET_NUMS, &group_key(topic, group))
+            .map_or(0.0, |d| d.stats_minute.tps)
+    }
+
+    /// Samples every counter that is due (the broker calls it every second).
+    pub fn sample(&self) {
+        let now = now_ms();
+        self.items.sample_due(now);
+        {
+            let mut rates = lock(&self.rates);
+            rates.push_back(RateSample {
+                at_ms: now,
+                put: self.put_messages(),
+                found: self.pulls_found(),
+                miss: self.pulls_missed(),
+                transferred: self.got_messages(),
+            });
+            while rates.len() > RATE_SAMPLES {
+                rates.pop_front();
+            }
+        }
+        let mut d = lock(&self.daily);
+        let day = now.div_euclid(DAY_MS);
+        if day != d.day {
+            d.day = day;
+            d.put_yesterday_morning = d.put_today_morning;
+            d.get_yesterday_morning = d.get_today_morning;
+            d.put_today_morning = self.put_messages();
+            d.get_today_morning = self.got_messages();
+        }
+    }
+
+    /// The rate of one counter over the last `secs` samples, as Java formats it (`""` until
+    /// there are that many samples).
+    fn rate(&self, secs: usize, f: impl Fn(&RateSample) -> u64) -> Option<f64> {
+        let rates = lock(&self.rates);
+        if rates.len() <= secs {
+            return None;
+        }
+        let last = rates.back()?;
+        let first = &rates[rates.len() - (secs + 1)];
+        let span = (last.at_ms - first.at_ms) as f64;
+        Some(f(last).saturating_sub(f(first)) as f64 / span * 1000.0)
+    }
+
+    fn rates_text(&self, f: impl Fn(&RateSample) -> u64 + Copy) -> String {
+        [10, 60, 600]
+            .map(|s| self.rate(s, f).map(java_double).unwrap_or_default())
+            .join(" ")
+    }
+
+    /// Java's `putTps`, `getFoundTps`, `getMissTps`, `getTotalTps` and `getTransferedTps`:
+    /// rates over the last 10 s, 1 min and 10 min, space-separated.
+    pub fn rate_info(&self) -> Vec<(&'static str, String)> {
+        let total = [10, 60, 600]
+            .map(|s| {
+                let found = self.rate(s, |r| r.found).unwrap_or(0.0);
+                let miss = self.rate(s, |r| r.miss).unwrap_or(0.0);
+                java_double(found + miss)
+            })
+            .join(" ");
+        vec![
+            ("putTps", self.rates_text(|r| r.put)),
+            ("getFoundTps", self.rates_text(|r| r.found)),
+            ("getMissTps", self.rates_text(|r| r.miss)),
+            ("getTotalTps", total),
+            ("getTransferedTps", self.rates_text(|r| r.transferred)),
+        ]
+    }
+
+    /// Messages put and pulled at the last two midnights (UTC): `(put yesterday, put today,
+    /// got yesterday, got today)`; 0 before the broker saw a midnight, as Java.
+    pub fn mornings(&self) -> (u64, u64, u64, u64) {
+        let d = lock(&self.daily);
+        (
+            d.put_yesterday_morning,
+            d.put_today_morning,
+            d.get_yesterday_morning,
+            d.get_today_morning,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_print_as_java_prints_them() {
+        assert_eq!(java_double(0.0), "0.0");
+        assert_eq!(java_double(1.5), "1.5");
+        assert_eq!(java_double(12.0), "12.0");
+        assert_eq!(java_double(1.0e7), "1.0E7");
+        assert_eq!(java_double(2.5e-4), "2.5E-4");
+    }
+
+    #[test]
+    fn rates_are_empty_until_sampled_long_enough() {
+        let s = BrokerStats::new("c");
+        s.sample();
+        let info = s.rate_info();
+        assert_eq!(info[0], ("putTps", "  ".to_string()));
+        assert_eq!(info[3], ("getTotalTps", "0.0 0.0 0.0".to_string()));
     }
 }

@@ -74,7 +74,7 @@ impl TopicConfigManager {
         let levels = cfg.store.delay_levels().len().max(1) as i32;
         add(system(topic::SCHEDULE_TOPIC, levels, rw));
         if cfg.trace_topic_enable {
-            add(system(topic::TRACE_TOPIC, 1, rw));
+            add(system(&cfg.msg_trace_topic_name, 1, rw));
         }
         add(system(
             &format!("{}_REPLY_TOPIC", cfg.broker_cluster_name),
@@ -131,7 +131,7 @@ impl TopicConfigManager {
     }
 
     /// Bumps the data version; returns the new version.
-    fn bump(&self) -> DataVersion {
+    pub(crate) fn bump(&self) -> DataVersion {
         let mut v = lock(&self.data_version);
         v.next_version(self.clock.now_ms());
         v.clone()

@@ -394,7 +394,7 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
         // otherwise the count goes up (from 1 when absent) before anything else is decided.
         let counted = half.property(property::TRANSACTION_CHECK_TIMES);
         let times: i32 = counted.and_then(|v| v.parse().ok()).unwrap_or(0);
-        if counted.is_some() && times >= b.cfg.transaction_check_max {
+        if counted.is_some() && times >= b.dynamic.transaction_check_max() {
             discard(b, &half, half.properties.clone());
             off += 1;
             continue;

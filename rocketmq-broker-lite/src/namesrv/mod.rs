@@ -9,6 +9,7 @@
 //! # Ok(()) }
 //! ```
 
+mod config;
 mod kv;
 mod processor;
 pub mod route;
@@ -16,9 +17,11 @@ pub mod route;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use rocketmq_remoting::protocol::body::DataVersion;
 use rocketmq_remoting::transport::{RemotingServer, ServerHandle, TlsServerConfig};
 use rocketmq_remoting::RemotingError;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +41,8 @@ pub struct NameServerBuilder {
     clock: Arc<dyn Clock>,
     kv_config_path: Option<PathBuf>,
     order_message_enable: bool,
+    config_store_path: Option<PathBuf>,
+    config_black_list: String,
     tls: TlsServerConfig,
 }
 
@@ -56,6 +61,8 @@ impl NameServer {
             clock: Arc::new(SystemClock),
             kv_config_path: None,
             order_message_enable: false,
+            config_store_path: None,
+            config_black_list: "configBlackList;configStorePath;kvConfigPath".to_string(),
             tls: TlsServerConfig::default(),
         }
     }
@@ -93,6 +100,21 @@ impl NameServerBuilder {
         self
     }
 
+    /// The properties file the name server was started from (`configStorePath`):
+    /// UPDATE_NAMESRV_CONFIG writes the keys it changes there.
+    pub fn config_store_path(mut self, p: impl Into<PathBuf>) -> Self {
+        self.config_store_path = Some(p.into());
+        self
+    }
+
+    /// `configBlackList` (`configBlackList;configStorePath;kvConfigPath`): keys
+    /// UPDATE_NAMESRV_CONFIG refuses, `;`-separated (besides `configBlackList`,
+    /// `configStorePath`, `kvConfigPath` and `rocketmqHome`).
+    pub fn config_black_list(mut self, keys: impl Into<String>) -> Self {
+        self.config_black_list = keys.into();
+        self
+    }
+
     /// TLS on the port (Java's `tls.server.*` keys; `disabled` by default). Bad files make
     /// [`start`](Self::start) fail with [`RemotingError::TlsConfig`].
     pub fn tls(mut self, tls: TlsServerConfig) -> Self {
@@ -108,7 +130,7 @@ impl NameServerBuilder {
             kv: Mutex::new(kv),
             clock: self.clock.clone(),
             watched: Mutex::new(HashSet::new()),
-            order_message_enable: self.order_message_enable,
+            config: OnceLock::new(),
         });
         let processor = Arc::new(processor::NameServerProcessor {
             state: state.clone(),
@@ -118,6 +140,14 @@ impl NameServerBuilder {
             .default_processor(processor)
             .start()
             .await?;
+        let _ = state.config.set(config::NamesrvConfig {
+            listen_port: server.local_addr().port(),
+            kv_config_path: self.kv_config_path.clone(),
+            config_store_path: self.config_store_path.clone(),
+            config_black_list: self.config_black_list.clone(),
+            order_message_enable: AtomicBool::new(self.order_message_enable),
+            version: Mutex::new(DataVersion::new(self.clock.now_ms())),
+        });
         let stop = CancellationToken::new();
         let scan_state = state.clone();
         let scan_stop = stop.clone();
@@ -144,7 +174,8 @@ pub(crate) struct State {
     pub(crate) kv: Mutex<KvConfig>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) watched: Mutex<HashSet<u64>>,
-    pub(crate) order_message_enable: bool,
+    /// Set once the port is bound (before the first request is read).
+    pub(crate) config: OnceLock<config::NamesrvConfig>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

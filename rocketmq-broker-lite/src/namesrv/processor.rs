@@ -21,6 +21,7 @@ use tracing::{debug, warn};
 use super::kv::NAMESPACE_ORDER_TOPIC_CONFIG;
 use super::route::Registration;
 use super::{lock, State};
+use crate::broker::dynamic_config::UpdateError;
 
 /// FAQ link Java appends to "no route" remarks.
 pub const APPLY_TOPIC_URL: &str = "http://rocketmq.apache.org/docs/faq/";
@@ -135,7 +136,12 @@ impl NameServerProcessor {
                 ),
             );
         };
-        if self.state.order_message_enable {
+        if self
+            .state
+            .config
+            .get()
+            .is_some_and(|c| c.order_message_enable())
+        {
             route.order_topic_conf = lock(&self.state.kv)
                 .get(NAMESPACE_ORDER_TOPIC_CONFIG, &h.topic)
                 .map(str::to_string);
@@ -165,6 +171,36 @@ impl NameServerProcessor {
             resp.body = body::encode_fastjson(&v).into();
         }
         resp.into()
+    }
+
+    /// GET_NAMESRV_CONFIG: the settings as Java properties text.
+    fn get_config(&self) -> ProcessResult {
+        let text = self
+            .state
+            .config
+            .get()
+            .map(|c| c.properties_text())
+            .unwrap_or_default();
+        RemotingCommand::success()
+            .with_body(text.into_bytes())
+            .into()
+    }
+
+    /// UPDATE_NAMESRV_CONFIG: a properties body (none: nothing to do).
+    fn update_config(&self, req: &RemotingCommand) -> ProcessResult {
+        let Some(config) = self.state.config.get() else {
+            return error(ResponseCode::SystemError, "the name server is starting");
+        };
+        if req.body.is_empty() {
+            return RemotingCommand::success().into();
+        }
+        let props = crate::broker::config::parse_properties(&String::from_utf8_lossy(&req.body));
+        tracing::info!(?props, "updateConfig");
+        match config.update(&props, self.state.clock.now_ms()) {
+            Ok(()) => RemotingCommand::success().into(),
+            Err(e @ UpdateError::BlackListed) => error(ResponseCode::NoPermission, e.to_string()),
+            Err(e) => error(ResponseCode::SystemError, e.to_string()),
+        }
     }
 
     fn system_topics(&self) -> ProcessResult {
@@ -293,6 +329,8 @@ impl RequestProcessor for NameServerProcessor {
                     Err(e) => bad_header(e),
                 }
             }
+            RequestCode::GetNamesrvConfig => self.get_config(),
+            RequestCode::UpdateNamesrvConfig => self.update_config(&req),
             other => {
                 // Java's name server answers nothing to codes it does not know.
                 debug!(code = %other, "name server ignores an unknown request code");

@@ -69,6 +69,14 @@ pub trait DiskUsage: Send + Sync + std::fmt::Debug {
     fn available_bytes(&self, _path: &Path) -> Option<u64> {
         None
     }
+    /// Used fraction (0.0-1.0) of the file system holding `path`, as Java's
+    /// `UtilAll.getDiskPartitionSpaceUsedPercent` returns it (-1.0: the path does not exist).
+    fn used_ratio(&self, path: &Path) -> f64 {
+        if !path.exists() {
+            return -1.0;
+        }
+        f64::from(self.used_percent(path)) / 100.0
+    }
 }
 
 /// The real disk usage (`statvfs`).
@@ -89,6 +97,22 @@ impl DiskUsage for SystemDiskUsage {
                 (used * 100).div_ceil(entire).min(100) as u32
             }
             _ => 0,
+        }
+    }
+
+    fn used_ratio(&self, path: &Path) -> f64 {
+        match rustix::fs::statvfs(path) {
+            Ok(s) if s.f_blocks > 0 => {
+                let used = s.f_blocks.saturating_sub(s.f_bfree);
+                let entire = used + s.f_bavail;
+                if entire == 0 {
+                    0.0
+                } else {
+                    used as f64 / entire as f64
+                }
+            }
+            Ok(_) => 0.0,
+            Err(_) => -1.0,
         }
     }
 

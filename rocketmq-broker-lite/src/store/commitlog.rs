@@ -1251,6 +1251,17 @@ impl CommitLog {
         now.saturating_sub(began) > self.cfg.os_page_cache_busy_timeout.as_micros() as u64
     }
 
+    /// How long the write in progress has held the commit log, in ms (0: none in progress;
+    /// Java's `lockTimeMills`).
+    pub fn write_lock_time_ms(&self) -> u64 {
+        let began = self.write_began_us.load(Ordering::Relaxed);
+        if began == 0 {
+            return 0;
+        }
+        let now = self.born.elapsed().as_micros() as u64 + 1;
+        now.saturating_sub(began) / 1000
+    }
+
     /// Bytes below this offset are written and dispatched.
     pub fn dispatched_offset(&self) -> u64 {
         self.dispatched.load(Ordering::Acquire)

@@ -229,6 +229,15 @@ impl QueueTable {
         self.map.values().flat_map(|m| m.values())
     }
 
+    pub(crate) fn remove(&mut self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        let m = self.map.get_mut(topic)?;
+        let q = m.remove(&queue_id);
+        if m.is_empty() {
+            self.map.remove(topic);
+        }
+        q
+    }
+
     pub(crate) fn remove_topic(&mut self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
         self.map
             .remove(topic)
@@ -1343,6 +1352,8 @@ impl MessageStore {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove_topic(topic);
+        // The dispatcher must not keep writing into a removed queue.
+        lock(&self.inner.dispatch_cache).clear();
         for q in removed {
             q.destroy();
         }
@@ -1356,6 +1367,152 @@ impl MessageStore {
     /// Runs one retention pass now (tests drive it with an injected clock and disk usage).
     pub fn run_retention(&self) -> retention::RetentionReport {
         retention::run(&self.inner)
+    }
+
+    /// Deletes the commit-log segments older than `fileReservedTime` now, whatever the hour,
+    /// with the consume-queue and index files that only point into them (Java's
+    /// `executeDeleteFilesManually`, which has the next clean-up passes do it).
+    pub fn delete_expired_files_now(&self) -> retention::RetentionReport {
+        retention::run_with(&self.inner, true)
+    }
+
+    /// Removes the consume queues whose every entry points below the first commit-log offset
+    /// still stored (Java `cleanExpiredConsumerQueue`; `SCHEDULE_TOPIC_XXXX` is kept). Returns
+    /// the queues removed as `(topic, queue id)`.
+    pub fn clean_expired_consume_queues(&self) -> Vec<(String, i32)> {
+        let cl_min = self.inner.log.min_offset();
+        let expired: Vec<Arc<ConsumeQueue>> = self
+            .inner
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .all()
+            .filter(|q| q.topic != rocketmq_remoting::protocol::topic::SCHEDULE_TOPIC)
+            .filter(|q| {
+                let (min, max) = (q.min_offset(), q.max_offset());
+                // A queue without entries ("created just now" in Java's words) is kept; one
+                // whose minimum moved past its last entry only had entries below `cl_min`.
+                max > 0
+                    && (min >= max
+                        || q.get(max - 1)
+                            .is_some_and(|e| e.is_real() && (e.phys as u64) < cl_min))
+            })
+            .cloned()
+            .collect();
+        let mut removed = Vec::new();
+        {
+            let mut table = self.inner.queues.write().unwrap_or_else(|p| p.into_inner());
+            for q in &expired {
+                if table.remove(&q.topic, q.queue_id).is_some() {
+                    removed.push((q.topic.clone(), q.queue_id));
+                }
+            }
+        }
+        // The dispatcher must not keep writing into a removed queue.
+        lock(&self.inner.dispatch_cache).clear();
+        for q in expired {
+            q.destroy();
+        }
+        if !removed.is_empty() {
+            self.inner.registry_dirty.store(true, Ordering::Release);
+            info!(?removed, "expired consume queues removed");
+        }
+        removed
+    }
+
+    /// Removes the consume queues of every topic not in `keep` (Java `cleanUnusedTopic`;
+    /// `SCHEDULE_TOPIC_XXXX`, `RMQ_SYS_TRANS_OP_HALF_TOPIC` and `%LMQ%` topics are kept).
+    /// Returns the topics removed.
+    pub fn clean_unused_topics(&self, keep: &std::collections::HashSet<String>) -> Vec<String> {
+        use rocketmq_remoting::protocol::topic::{SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC};
+        let unused: std::collections::BTreeSet<String> = self
+            .inner
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .all()
+            .map(|q| q.topic.clone())
+            .filter(|t| {
+                !keep.contains(t)
+                    && t != SCHEDULE_TOPIC
+                    && t != TRANS_OP_HALF_TOPIC
+                    && !t.starts_with("%LMQ%")
+            })
+            .collect();
+        for t in &unused {
+            self.delete_topic(t);
+        }
+        unused.into_iter().collect()
+    }
+
+    /// Whether the consume queue `topic`/`queue_id` exists.
+    pub fn has_queue(&self, topic: &str, queue_id: i32) -> bool {
+        self.inner.queue(topic, queue_id).is_some()
+    }
+
+    /// Up to `count` consume-queue entries from `index`, within the file holding `index`
+    /// (Java's `ConsumeQueue.getIndexBuffer`, which reads one mapped file); `None` when
+    /// `index` is below the queue's first entry or past its last.
+    pub fn queue_entries_from(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        index: i64,
+        count: usize,
+    ) -> Option<Vec<CqEntry>> {
+        let q = self.inner.queue(topic, queue_id)?;
+        let index = u64::try_from(index).ok()?;
+        if index < q.min_offset() || index >= q.max_offset() {
+            return None;
+        }
+        let per_file = self.inner.cfg.consume_queue_entries_per_file;
+        let in_file = per_file - index % per_file;
+        let n = (count as u64).min(in_file).min(q.max_offset() - index);
+        Some(q.get_range(index, n as usize))
+    }
+
+    /// Store time of the oldest message still stored (-1 if none; Java
+    /// `getEarliestMessageTime`).
+    pub fn earliest_stored_time(&self) -> i64 {
+        let min = self.inner.log.min_offset();
+        if min >= self.inner.log.max_offset() {
+            return -1;
+        }
+        let size = self
+            .inner
+            .log
+            .read(min, 4)
+            .filter(|b| b.len() == 4)
+            .map_or(0, |b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        if size <= 0 {
+            return -1;
+        }
+        self.store_time_at(min, size as usize)
+    }
+
+    /// How long the commit-log write in progress has run, in ms (0: none; Java's
+    /// `lockTimeMills`, `pageCacheLockTimeMills` of the runtime info).
+    pub fn page_cache_lock_time_ms(&self) -> u64 {
+        self.inner.log.write_lock_time_ms()
+    }
+
+    /// Used fraction of the commit log's and of the consume queues' file systems (Java's
+    /// `commitLogDiskRatio` and `consumeQueueDiskRatio`).
+    pub fn disk_ratios(&self) -> (f64, f64) {
+        let cfg = &self.inner.cfg;
+        let disk = &self.inner.env.disk;
+        (
+            disk.used_ratio(&cfg.commit_log_dir()),
+            disk.used_ratio(&cfg.consume_queue_dir()),
+        )
+    }
+
+    /// Commit-log bytes written and not yet flushed.
+    pub fn unflushed_bytes(&self) -> u64 {
+        self.inner
+            .log
+            .max_offset()
+            .saturating_sub(self.inner.log.flushed_offset())
     }
 
     /// Commit-log flush rounds (`fdatasync` calls on the append path) done so far.

@@ -70,6 +70,12 @@ pub(super) fn check_disk(inner: &Inner) -> u32 {
 }
 
 pub(super) fn run(inner: &Inner) -> RetentionReport {
+    run_with(inner, false)
+}
+
+/// A retention pass; `manual` deletes the expired segments whatever the hour (Java's
+/// `executeDeleteFilesManually`, DELETE_EXPIRED_COMMITLOG).
+pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
     let cfg = &inner.cfg;
     let now = inner.env.clock.now_ms();
     let time_up = cfg.delete_hours().contains(&inner.env.clock.hour_of_day());
@@ -97,6 +103,8 @@ pub(super) fn run(inner: &Inner) -> RetentionReport {
             Some("space")
         } else if time_up {
             Some("time")
+        } else if manual {
+            Some("manual")
         } else {
             None
         },

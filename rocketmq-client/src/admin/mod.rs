@@ -12,8 +12,11 @@
 //! # Ok(()) }
 //! ```
 
+mod broker_ops;
+mod consumer_ops;
 mod ops;
 
+pub use consumer_ops::ResetOutcome;
 pub use ops::{parse_properties, WritePermChange};
 
 use std::collections::BTreeMap;

@@ -31,7 +31,10 @@ pub struct WritePermChange {
 }
 
 impl MQAdmin {
-    fn decode<T: serde::de::DeserializeOwned>(addr: &str, resp: &RemotingCommand) -> Result<T> {
+    pub(super) fn decode<T: serde::de::DeserializeOwned>(
+        addr: &str,
+        resp: &RemotingCommand,
+    ) -> Result<T> {
         body::decode::<T>(&resp.body).map_err(|e| Self::protocol_error(addr, e))
     }
 

@@ -21,6 +21,9 @@ use crate::internal::namespace::Namespace;
 use crate::internal::push::{Listener, PushEngine};
 use crate::internal::send::now_ms;
 use crate::internal::stats::{ConsumeStatus, ConsumerStats};
+use crate::trace::dispatcher::TraceKind;
+use crate::trace::hooks::ConsumeMessageTraceHook;
+use crate::trace::{TraceDispatcher, TraceStats};
 
 /// What a built consumer's start uses.
 struct Created {
@@ -37,6 +40,9 @@ struct Inner {
     hooks: Arc<Hooks<dyn ConsumeMessageHook>>,
     /// Pull and consume figures.
     stats: Arc<ConsumerStats>,
+    /// The message-trace dispatcher (with `enable_msg_trace`); dropped with the consumer,
+    /// which stops it.
+    trace: Option<TraceDispatcher>,
 }
 
 /// A push consumer. Cheap to clone; every clone is the same consumer.
@@ -211,6 +217,26 @@ impl PushConsumerBuilder {
         self
     }
 
+    /// Traces every listener call (before and after) to the trace topic (Java's
+    /// `enableMsgTrace`): see [`crate::trace`]. Tracing never delays consumption.
+    pub fn enable_msg_trace(mut self, on: bool) -> Self {
+        self.cfg.enable_msg_trace = on;
+        self
+    }
+
+    /// The topic of the traces, with [`enable_msg_trace`](Self::enable_msg_trace) (Java's
+    /// `customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
+    pub fn custom_trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.cfg.customized_trace_topic = Some(topic.into());
+        self
+    }
+
+    /// How traces are queued and sent (Java's constants by default).
+    pub fn trace_config(mut self, c: crate::config::TraceConfig) -> Self {
+        self.cfg.trace = c;
+        self
+    }
+
     /// Replaces all client settings.
     pub fn client_config(mut self, c: ClientConfig) -> Self {
         self.client = c;
@@ -278,6 +304,20 @@ impl PushConsumerBuilder {
                 "consume_concurrently_max_span is 1..=65535".into(),
             ));
         }
+        let trace = match c.enable_msg_trace {
+            true => Some(TraceDispatcher::new(
+                &self.client,
+                &c.group,
+                TraceKind::Consume,
+                c.customized_trace_topic.as_deref(),
+                c.trace.clone(),
+            )?),
+            false => None,
+        };
+        let hooks: Arc<Hooks<dyn ConsumeMessageHook>> = Arc::default();
+        if let Some(t) = &trace {
+            hooks.add(Arc::new(ConsumeMessageTraceHook(t.appender())));
+        }
         let consumer = DefaultMQPushConsumer {
             inner: Arc::new(Inner {
                 client: self.client,
@@ -286,8 +326,9 @@ impl PushConsumerBuilder {
                     subscriptions: BTreeMap::new(),
                     listener: None,
                 }),
-                hooks: Arc::default(),
+                hooks,
                 stats: Arc::default(),
+                trace,
             }),
         };
         for (t, selector) in &self.subscriptions {
@@ -421,7 +462,7 @@ impl DefaultMQPushConsumer {
     /// be started again.
     pub async fn start(&self) -> Result<()> {
         let inner = &self.inner;
-        inner
+        let started = inner
             .life
             .start(
                 |created| {
@@ -452,7 +493,12 @@ impl DefaultMQPushConsumer {
                 },
                 |engine, ()| async move { engine.run().await },
             )
-            .await
+            .await;
+        // Java starts the trace dispatcher once the consumer runs.
+        if let (Ok(()), Some(t)) = (&started, &inner.trace) {
+            t.start();
+        }
+        started
     }
 
     fn engine(&self) -> Result<Arc<PushEngine>> {
@@ -468,6 +514,13 @@ impl DefaultMQPushConsumer {
     /// `registerConsumeMessageHook`); any time, also while running.
     pub fn register_consume_message_hook(&self, hook: impl ConsumeMessageHook) {
         self.inner.hooks.add(Arc::new(hook));
+    }
+
+    /// The message-trace figures (records queued, dropped because the queue was full, trace
+    /// messages sent); `None` without
+    /// [`enable_msg_trace`](PushConsumerBuilder::enable_msg_trace).
+    pub fn trace_stats(&self) -> Option<TraceStats> {
+        self.inner.trace.as_ref().map(TraceDispatcher::stats)
     }
 
     /// The pull and consume figures of `topic` (Java `ConsumeStatus`: the last minute, failures
@@ -535,5 +588,10 @@ impl DefaultMQPushConsumer {
     /// consumer cannot be started again (as in Java).
     pub async fn shutdown(&self) {
         self.inner.life.shutdown().await;
+        // Then the traces of the last listener calls (Java: the consumer, then the
+        // dispatcher).
+        if let Some(t) = &self.inner.trace {
+            t.shutdown().await;
+        }
     }
 }

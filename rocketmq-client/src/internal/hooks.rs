@@ -1,6 +1,7 @@
-//! Hooks around every send attempt and every listener call (Java `SendMessageHook`,
-//! `ConsumeMessageHook`). Synchronous and cheap by contract: they run on the send or consume
-//! path. A hook that panics is logged and skipped; the send or the consumption goes on.
+//! Hooks around every send attempt, every listener call and every transaction end (Java
+//! `SendMessageHook`, `ConsumeMessageHook`, `EndTransactionHook`). Synchronous and cheap by
+//! contract: they run on the send or consume path. A hook that panics is logged and skipped;
+//! the send, the consumption or the transaction goes on.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, RwLock};
@@ -46,6 +47,9 @@ pub struct SendMessageContext<'a> {
     pub mode: CommunicationMode,
     /// 0 for the first attempt, then 1, 2, ... for retries.
     pub attempt: u32,
+    /// Bytes of the body as sent: compressed if it was, a batch's encoded records (the
+    /// length Java's `SendMessageContext` message has when its hooks run).
+    pub body_length: usize,
 }
 
 /// Called before and after each send attempt (Java `SendMessageHook`).
@@ -77,6 +81,11 @@ pub struct ConsumeMessageContext<'a> {
     pub queue: &'a MessageQueue,
     /// The messages handed to the listener.
     pub messages: &'a [MessageExt],
+    /// A unique id of this listener call (message-id format), the same in its
+    /// [`consume_message_before`](ConsumeMessageHook::consume_message_before) and
+    /// [`consume_message_after`](ConsumeMessageHook::consume_message_after): pairs them up
+    /// (the message trace's `requestId`).
+    pub call_id: &'a str,
 }
 
 /// How a listener call ended, for [`ConsumeMessageHook::consume_message_after`].
@@ -133,6 +142,70 @@ pub trait ConsumeMessageHook: Send + Sync + 'static {
         _elapsed: Duration,
     ) {
     }
+}
+
+/// The outcome of a local transaction (Java `LocalTransactionState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalTransactionState {
+    /// Deliver the message.
+    CommitMessage,
+    /// Discard the message.
+    RollbackMessage,
+    /// Not known yet: the broker will ask again.
+    Unknown,
+}
+
+impl LocalTransactionState {
+    /// Java's constant name: `COMMIT_MESSAGE`, `ROLLBACK_MESSAGE`, `UNKNOW` (sic).
+    pub fn java_name(self) -> &'static str {
+        match self {
+            LocalTransactionState::CommitMessage => "COMMIT_MESSAGE",
+            LocalTransactionState::RollbackMessage => "ROLLBACK_MESSAGE",
+            LocalTransactionState::Unknown => "UNKNOW",
+        }
+    }
+
+    /// The state of a Java constant name (`None` for anything else).
+    pub fn from_java_name(name: &str) -> Option<Self> {
+        match name {
+            "COMMIT_MESSAGE" => Some(LocalTransactionState::CommitMessage),
+            "ROLLBACK_MESSAGE" => Some(LocalTransactionState::RollbackMessage),
+            "UNKNOW" => Some(LocalTransactionState::Unknown),
+            _ => None,
+        }
+    }
+}
+
+/// A transaction's end as an [`EndTransactionHook`] sees it (Java `EndTransactionContext`),
+/// called just before END_TRANSACTION is sent, whether after the local transaction or in
+/// answer to the broker's check. Names are the application's (without the namespace).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct EndTransactionContext<'a> {
+    /// The producer group.
+    pub producer_group: &'a str,
+    /// The broker the decision goes to.
+    pub broker_addr: &'a str,
+    /// The half message (as sent, or as the broker's check carried it).
+    pub message: &'a Message,
+    /// The message id (`UNIQ_KEY`).
+    pub msg_id: &'a str,
+    /// The transaction id, if known.
+    pub transaction_id: Option<&'a str>,
+    /// The decision.
+    pub state: LocalTransactionState,
+    /// Whether this answers a broker's check (`CHECK_TRANSACTION_STATE`).
+    pub from_transaction_check: bool,
+}
+
+/// Called when a transaction is committed, rolled back or left unknown (Java
+/// `EndTransactionHook`).
+pub trait EndTransactionHook: Send + Sync + 'static {
+    /// A name for logs.
+    fn hook_name(&self) -> &str;
+
+    /// Before END_TRANSACTION is sent.
+    fn end_transaction(&self, ctx: &EndTransactionContext<'_>);
 }
 
 /// The hooks of one producer or consumer; cheap to check when empty.

@@ -10,13 +10,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::Rng;
 use rocketmq_remoting::protocol::body::{
-    ConsumerData, HeartbeatData, MessageModel, ProducerData, SubscriptionData, TopicRouteData,
+    ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData, SubscriptionData,
+    TopicRouteData,
 };
 use rocketmq_remoting::protocol::headers::{
     CheckTransactionStateRequestHeader, ConsumerGroupRequestHeader,
 };
 use rocketmq_remoting::protocol::message::{
-    decode_stored, property, MessageQueue, StoredDecodeOptions, UniqIdGenerator,
+    decode_stored, property, MessageExt, MessageQueue, StoredDecodeOptions, UniqIdGenerator,
 };
 use rocketmq_remoting::protocol::topic::{perm, CLIENT_INNER_PRODUCER_GROUP};
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
@@ -73,6 +74,37 @@ pub(crate) trait ConsumerHook: Send + Sync + 'static {
     /// Whether some subscribed topic has no queue information yet.
     fn needs_route(&self) -> bool {
         self.core().needs_route()
+    }
+
+    /// GET_CONSUMER_RUNNING_INFO's answer (a pull consumer's: subscriptions and queues).
+    fn running_info(&self) -> rocketmq_remoting::protocol::body::ConsumerRunningInfo {
+        super::admin_requests::base_running_info(
+            self.client_instance(),
+            self.core(),
+            ConsumeType::ConsumeActively.as_str(),
+            0,
+            Vec::new(),
+            |mq| self.offsets_of(&mq.topic).get(mq).copied().unwrap_or(-1),
+        )
+    }
+    /// The client instance the consumer runs in.
+    fn client_instance(&self) -> &ClientInstance;
+    /// The offsets this consumer holds for `topic` (GET_CONSUMER_STATUS_FROM_CLIENT).
+    fn offsets_of(&self, _topic: &str) -> BTreeMap<MessageQueue, i64> {
+        BTreeMap::new()
+    }
+    /// RESET_CONSUMER_CLIENT_OFFSET: moves the owned queues of `topic` to `offsets`; `false`
+    /// when this kind of consumer does not (Java: push consumers only).
+    async fn reset_offsets(&self, _topic: &str, _offsets: BTreeMap<MessageQueue, i64>) -> bool {
+        false
+    }
+    /// CONSUME_MESSAGE_DIRECTLY: runs the listener on `msg`; `None` when this kind of consumer
+    /// has none (Java: push consumers only).
+    async fn consume_directly(
+        &self,
+        _msg: MessageExt,
+    ) -> Option<rocketmq_remoting::protocol::body::ConsumeMessageDirectlyResult> {
+        None
     }
 }
 
@@ -185,6 +217,22 @@ impl RequestProcessor for ClientProcessor {
             RequestCode::PushReplyMessageToClient => {
                 ProcessResult::Response(inst.replies.on_push(&request))
             }
+            RequestCode::GetConsumerRunningInfo => {
+                ProcessResult::Response(super::admin_requests::running_info(&inst, &request))
+            }
+            RequestCode::GetConsumerStatusFromClient => {
+                ProcessResult::Response(super::admin_requests::consumer_status(&inst, &request))
+            }
+            RequestCode::ResetConsumerClientOffset => {
+                // One-way; applied in the background (it waits for listener calls to end).
+                tokio::spawn(async move {
+                    super::admin_requests::reset_offset(&inst, request).await;
+                });
+                ProcessResult::NoResponse
+            }
+            RequestCode::ConsumeMessageDirectly => ProcessResult::Deferred(Box::pin(async move {
+                Some(super::admin_requests::consume_directly(&inst, request).await)
+            })),
             _ => ProcessResult::Response(not_supported(&request)),
         }
     }
@@ -302,6 +350,11 @@ impl ClientInstance {
         }
         c.insert(group, Arc::downgrade(&hook));
         Ok(())
+    }
+
+    /// The live consumer of `group` in this instance.
+    pub(crate) fn consumer_of(&self, group: &str) -> Option<Arc<dyn ConsumerHook>> {
+        lock(&self.consumers).get(group).and_then(Weak::upgrade)
     }
 
     /// The producer engines still alive.

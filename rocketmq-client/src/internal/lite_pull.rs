@@ -610,6 +610,16 @@ impl ConsumerHook for LiteEngine {
         &self.rebalance
     }
 
+    fn client_instance(&self) -> &ClientInstance {
+        &self.inst
+    }
+
+    fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
+        let mut t = self.offsets.snapshot();
+        t.retain(|mq, _| mq.topic == topic);
+        t
+    }
+
     fn consumer_data(&self) -> ConsumerData {
         self.rebalance
             .consumer_data(ConsumeType::ConsumeActively, self.cfg.consume_from_where)

@@ -1,6 +1,7 @@
 //! The engine under the public API: remote calls, the shared client instance, the send path,
 //! rebalancing, offsets and the consume services.
 
+pub(crate) mod admin_requests;
 pub(crate) mod allocate;
 pub(crate) mod api;
 pub(crate) mod batcher;

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use rocketmq_remoting::protocol::body::ProcessQueueInfo;
 use rocketmq_remoting::protocol::message::MessageExt;
 
 use super::instance::lock;
@@ -210,6 +211,33 @@ impl ProcessQueue {
     }
 
     /// Drops every cached message (a seek, or a dropped queue).
+    /// The queue's state as GET_CONSUMER_RUNNING_INFO reports it (Java
+    /// `ProcessQueue.fillProcessQueueInfo`); `commit_offset` is the offset store's.
+    pub(crate) fn info(&self, commit_offset: i64) -> ProcessQueueInfo {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let ago = |t: &Mutex<Instant>| now_ms - lock(t).elapsed().as_millis() as i64;
+        let c = lock(&self.cache);
+        ProcessQueueInfo {
+            commit_offset,
+            cached_msg_min_offset: c.msgs.first_key_value().map_or(0, |(k, _)| *k),
+            cached_msg_max_offset: c.msgs.last_key_value().map_or(0, |(k, _)| *k),
+            cached_msg_count: c.msgs.len() as i32,
+            cached_msg_size_in_mib: (c.bytes / (1024 * 1024)) as i32,
+            transaction_msg_min_offset: c.consuming.first_key_value().map_or(0, |(k, _)| *k),
+            transaction_msg_max_offset: c.consuming.last_key_value().map_or(0, |(k, _)| *k),
+            transaction_msg_count: c.consuming.len() as i32,
+            locked: self.is_locked(),
+            try_unlock_times: i64::from(self.try_unlock_times.load(Ordering::Relaxed)),
+            last_lock_timestamp: ago(&self.last_lock),
+            droped: self.is_dropped(),
+            last_pull_timestamp: ago(&self.last_pull),
+            // Not tracked here; Java's tools read 0 as "never".
+            last_consume_timestamp: 0,
+        }
+    }
+
     pub(crate) fn clear(&self) {
         let mut c = lock(&self.cache);
         c.msgs.clear();

@@ -5,6 +5,8 @@ use std::time::Duration;
 use rocketmq_remoting::protocol::message::MessageQueue;
 use rocketmq_remoting::protocol::topic::{AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_PRODUCER_GROUP};
 
+use crate::config::TraceConfig;
+
 /// Producer settings; the defaults are Java's.
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
@@ -54,6 +56,12 @@ pub struct ProducerConfig {
     /// Bytes held in batches at most; past it, messages are sent alone (Java 5
     /// `totalBatchMaxBytes`, 32 MiB).
     pub total_batch_max_bytes: usize,
+    /// Trace every send and transaction end to the trace topic (Java `enableMsgTrace`, off).
+    pub enable_msg_trace: bool,
+    /// The trace topic (Java `customizedTraceTopic`; `None`: `RMQ_SYS_TRACE_TOPIC`).
+    pub customized_trace_topic: Option<String>,
+    /// How traces are queued and sent.
+    pub trace: TraceConfig,
 }
 
 impl Default for ProducerConfig {
@@ -77,6 +85,9 @@ impl Default for ProducerConfig {
             batch_max_delay: Duration::from_millis(10),
             batch_max_bytes: 32 * 1024,
             total_batch_max_bytes: 32 * 1024 * 1024,
+            enable_msg_trace: false,
+            customized_trace_topic: None,
+            trace: TraceConfig::default(),
         }
     }
 }

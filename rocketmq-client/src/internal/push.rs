@@ -91,6 +91,8 @@ pub(crate) struct PushEngine {
     suspended: std::sync::atomic::AtomicBool,
     /// A rebalance is scheduled to ask again for refused queue locks.
     lock_retry_pending: std::sync::atomic::AtomicBool,
+    /// When the engine was made (ms; `PROP_CONSUMER_START_TIMESTAMP`).
+    born_ms: i64,
     me: Weak<PushEngine>,
 }
 
@@ -143,6 +145,7 @@ impl PushEngine {
             hooks: observers.0,
             stats: observers.1,
             suspended: std::sync::atomic::AtomicBool::new(false),
+            born_ms: now_ms(),
             me: me.clone(),
         });
         inst.register_consumer(engine.clone())?;
@@ -291,20 +294,27 @@ impl PushEngine {
             status = tracing::field::Empty,
         );
         let hooks = self.hooks.get();
-        if let Some(hooks) = &hooks {
-            let ctx = ConsumeMessageContext {
-                consumer_group: &group,
-                queue: &queue,
-                messages: msgs,
-            };
-            for h in hooks {
-                call_hook(h.hook_name(), || h.consume_message_before(&ctx));
+        let call_id = match &hooks {
+            Some(hooks) => {
+                let call_id = self.inst.uniq.next_id();
+                let ctx = ConsumeMessageContext {
+                    consumer_group: &group,
+                    queue: &queue,
+                    messages: msgs,
+                    call_id: &call_id,
+                };
+                for h in hooks {
+                    call_hook(h.hook_name(), || h.consume_message_before(&ctx));
+                }
+                call_id
             }
-        }
+            None => String::new(),
+        };
         ListenerCall {
             queue,
             group,
             hooks,
+            call_id,
             span,
             started: Instant::now(),
         }
@@ -344,6 +354,7 @@ impl PushEngine {
                 consumer_group: &call.group,
                 queue: &call.queue,
                 messages: msgs,
+                call_id: &call.call_id,
             };
             for h in hooks {
                 call_hook(h.hook_name(), || {
@@ -919,6 +930,8 @@ struct ListenerCall {
     queue: MessageQueue,
     group: String,
     hooks: Option<Vec<Arc<dyn ConsumeMessageHook>>>,
+    /// Pairs the hooks' before and after calls (empty without hooks).
+    call_id: String,
     span: tracing::Span,
     started: Instant,
 }
@@ -1016,6 +1029,32 @@ impl ConsumerHook for PushEngine {
         &self.rebalance
     }
 
+    fn client_instance(&self) -> &ClientInstance {
+        &self.inst
+    }
+
+    fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
+        let mut t = self.offsets.snapshot();
+        t.retain(|mq, _| mq.topic == topic);
+        t
+    }
+
+    fn running_info(&self) -> rocketmq_remoting::protocol::body::ConsumerRunningInfo {
+        self.admin_running_info()
+    }
+
+    async fn reset_offsets(&self, topic: &str, offsets: BTreeMap<MessageQueue, i64>) -> bool {
+        self.admin_reset_offsets(topic, offsets).await;
+        true
+    }
+
+    async fn consume_directly(
+        &self,
+        msg: MessageExt,
+    ) -> Option<rocketmq_remoting::protocol::body::ConsumeMessageDirectlyResult> {
+        Some(self.admin_consume_directly(msg).await)
+    }
+
     fn consumer_data(&self) -> ConsumerData {
         self.rebalance
             .consumer_data(ConsumeType::ConsumePassively, self.cfg.consume_from_where)
@@ -1080,5 +1119,160 @@ impl Engine for PushEngine {
             self.rebalance.remove_process_queue(&mq);
         }
         self.inst.forget_consumer(&self.cfg.group, addr_of(self));
+    }
+}
+
+/// What the admin tools ask of a push consumer through its broker (see `admin_requests`).
+impl PushEngine {
+    /// GET_CONSUMER_RUNNING_INFO: settings, subscriptions, queues and per-topic figures.
+    fn admin_running_info(&self) -> rocketmq_remoting::protocol::body::ConsumerRunningInfo {
+        use rocketmq_remoting::protocol::body::{ConsumeStatus, PROP_THREADPOOL_CORE_SIZE};
+        let c = &self.cfg;
+        let props = vec![
+            (
+                "consumeFromWhere",
+                c.consume_from_where.as_str().to_string(),
+            ),
+            ("consumeTimestamp", self.consume_timestamp.to_string()),
+            ("consumeThreadMax", c.consume_thread_max.to_string()),
+            ("pullBatchSize", c.pull_batch_size.to_string()),
+            ("pullInterval", c.pull_interval.as_millis().to_string()),
+            (
+                "pullThresholdForQueue",
+                c.pull_threshold_for_queue.to_string(),
+            ),
+            (
+                "pullThresholdSizeForQueue",
+                c.pull_threshold_size_for_queue.to_string(),
+            ),
+            (
+                "pullThresholdForTopic",
+                c.pull_threshold_for_topic.to_string(),
+            ),
+            (
+                "consumeMessageBatchMaxSize",
+                c.consume_message_batch_max_size.to_string(),
+            ),
+            (
+                "consumeTimeout",
+                (c.consume_timeout.as_secs() / 60).to_string(),
+            ),
+            ("maxReconsumeTimes", c.max_reconsume_times.to_string()),
+            (
+                "consumeConcurrentlyMaxSpan",
+                c.consume_concurrently_max_span.to_string(),
+            ),
+            (PROP_THREADPOOL_CORE_SIZE, c.consume_thread_max.to_string()),
+        ];
+        let offsets = self.offsets.snapshot();
+        let mut info = super::admin_requests::base_running_info(
+            &self.inst,
+            &self.rebalance,
+            ConsumeType::ConsumePassively.as_str(),
+            self.born_ms,
+            props,
+            |mq| offsets.get(mq).copied().unwrap_or(-1),
+        );
+        for topic in self.stats.topics() {
+            let s = self.stats.status(&topic);
+            info.status_table.insert(
+                topic,
+                ConsumeStatus {
+                    pull_rt: s.pull_rt,
+                    pull_tps: s.pull_tps,
+                    consume_rt: s.consume_rt,
+                    consume_ok_tps: s.consume_ok_tps,
+                    consume_failed_tps: s.consume_failed_tps,
+                    consume_failed_msgs: s.consume_failed_msgs as i64,
+                },
+            );
+        }
+        info
+    }
+
+    /// RESET_CONSUMER_CLIENT_OFFSET, as Java's `MQClientInstance.resetOffset`: pulling pauses,
+    /// the owned queues of the topic are dropped and their caches cleared, listener calls in
+    /// progress end (bounded by Java's 10 s), the new offsets are stored on the broker, and the
+    /// queues come back at the rebalance that resuming starts, from those offsets.
+    async fn admin_reset_offsets(&self, topic: &str, offsets: BTreeMap<MessageQueue, i64>) {
+        self.set_suspended(true);
+        let mine: Vec<(MessageQueue, Arc<ProcessQueue>, i64)> =
+            lock(&self.rebalance.process_queues)
+                .iter()
+                .filter(|(mq, _)| mq.topic == topic)
+                .filter_map(|(mq, pq)| offsets.get(mq).map(|o| (mq.clone(), pq.clone(), *o)))
+                .collect();
+        for (_, pq, _) in &mine {
+            pq.set_dropped(true);
+            pq.clear();
+        }
+        // Listener calls hold permits: once all are free, none that began before the reset is
+        // still running (their results are discarded anyway: their queues are dropped).
+        let all = u32::try_from(self.cfg.consume_thread_max).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.permits.acquire_many(all)).await;
+        for (mq, pq, offset) in &mine {
+            self.offsets.update(mq, *offset, false);
+            RebalanceTarget::remove_unnecessary(self, mq, pq).await;
+            self.rebalance.remove_process_queue(mq);
+        }
+        self.set_suspended(false);
+    }
+
+    /// CONSUME_MESSAGE_DIRECTLY: the listener runs on `msg` alone, outside the queues' flow
+    /// (Java `consumeMessageDirectly`); nothing is committed.
+    async fn admin_consume_directly(
+        &self,
+        msg: MessageExt,
+    ) -> rocketmq_remoting::protocol::body::ConsumeMessageDirectlyResult {
+        use rocketmq_remoting::protocol::body::{CmResult, ConsumeMessageDirectlyResult};
+        let mq = MessageQueue::new(&msg.topic, &msg.broker_name, msg.queue_id);
+        let mut msgs = vec![msg];
+        self.reset_retry_topic(&mut msgs);
+        let began = Instant::now();
+        let (order, outcome) = match &self.listener {
+            Listener::Concurrently(l) => {
+                let mut ctx = ConsumeConcurrentlyContext {
+                    message_queue: self.ns.unwrap_mq(&mq),
+                    delay_level_when_next_consume: 0,
+                    ack_index: i32::MAX,
+                };
+                let r = AssertUnwindSafe(l.consume_message(&msgs, &mut ctx))
+                    .catch_unwind()
+                    .await
+                    .map(|s| match s {
+                        ConsumeConcurrentlyStatus::ConsumeSuccess => CmResult::CrSuccess,
+                        ConsumeConcurrentlyStatus::ReconsumeLater => CmResult::CrLater,
+                    });
+                (false, r)
+            }
+            Listener::Orderly(l) => {
+                let mut ctx = ConsumeOrderlyContext {
+                    message_queue: self.ns.unwrap_mq(&mq),
+                    suspend_current_queue_time: None,
+                };
+                let r = AssertUnwindSafe(l.consume_message(&msgs, &mut ctx))
+                    .catch_unwind()
+                    .await
+                    .map(|s| match s {
+                        ConsumeOrderlyStatus::Success => CmResult::CrSuccess,
+                        ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => CmResult::CrLater,
+                    });
+                (true, r)
+            }
+        };
+        let (consume_result, remark) = match outcome {
+            Ok(r) => (r, None),
+            Err(_) => (
+                CmResult::CrThrowException,
+                Some("the listener panicked".to_string()),
+            ),
+        };
+        ConsumeMessageDirectlyResult {
+            order,
+            auto_commit: true,
+            consume_result: Some(consume_result),
+            remark,
+            spent_time_mills: began.elapsed().as_millis() as i64,
+        }
     }
 }

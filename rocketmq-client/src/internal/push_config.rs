@@ -8,6 +8,7 @@ use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};
 use rocketmq_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 
 use super::allocate::{AllocateMessageQueueAveragely, AllocateMessageQueueStrategy};
+use crate::config::TraceConfig;
 
 /// Push consumer settings; the defaults are Java's.
 #[derive(Clone)]
@@ -61,6 +62,13 @@ pub struct PushConsumerConfig {
     pub await_termination: Duration,
     /// Broadcasting: directory of the local offsets file (`~/.rocketmq_offsets`).
     pub local_offset_store_dir: Option<PathBuf>,
+    /// Trace every listener call (before and after) to the trace topic (Java
+    /// `enableMsgTrace`, off).
+    pub enable_msg_trace: bool,
+    /// The trace topic (Java `customizedTraceTopic`; `None`: `RMQ_SYS_TRACE_TOPIC`).
+    pub customized_trace_topic: Option<String>,
+    /// How traces are queued and sent.
+    pub trace: TraceConfig,
 }
 
 impl std::fmt::Debug for PushConsumerConfig {
@@ -100,6 +108,9 @@ impl Default for PushConsumerConfig {
             unlock_delay: Duration::from_secs(20),
             await_termination: Duration::from_secs(10),
             local_offset_store_dir: None,
+            enable_msg_trace: false,
+            customized_trace_topic: None,
+            trace: TraceConfig::default(),
         }
     }
 }

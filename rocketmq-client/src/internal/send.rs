@@ -26,7 +26,9 @@ use rocketmq_remoting::protocol::StringMap;
 use rocketmq_remoting::util::hash::FastHashMap;
 
 use super::batcher::Accumulator;
-use super::hooks::{call_hook, CommunicationMode, Hooks, SendMessageContext, SendMessageHook};
+use super::hooks::{
+    call_hook, CommunicationMode, EndTransactionHook, Hooks, SendMessageContext, SendMessageHook,
+};
 use super::instance::{lock, ClientInstance, MASTER_ID};
 use super::namespace::Namespace;
 use super::producer_config::{ProducerConfig, SendResult, SendStatus};
@@ -301,6 +303,8 @@ pub(crate) struct ProducerCore {
     pub(crate) ns: Namespace,
     /// Hooks around each send attempt.
     pub(crate) hooks: Hooks<dyn SendMessageHook>,
+    /// Hooks at each transaction end (shared with the transaction checker).
+    pub(crate) end_transaction_hooks: Arc<Hooks<dyn EndTransactionHook>>,
     /// Send figures by topic.
     pub(crate) stats: ProducerStats,
     /// Room for asynchronous sends in flight (with backpressure on).
@@ -366,6 +370,7 @@ impl ProducerCore {
             settings,
             ns,
             hooks: Hooks::default(),
+            end_transaction_hooks: Arc::default(),
             stats: ProducerStats::default(),
             async_room,
             publish: Mutex::default(),
@@ -802,6 +807,7 @@ impl ProducerCore {
             broker_addr: &addr,
             mode: mode.communication_mode(),
             attempt,
+            body_length: p.body.len(),
         });
         if let (Some(hooks), Some(ctx)) = (&hooks, &ctx) {
             for h in hooks {

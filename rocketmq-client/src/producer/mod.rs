@@ -38,13 +38,19 @@ pub use self::transaction::{
 use crate::config::{check_group, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::batcher::{self, Accumulator};
-pub use crate::internal::hooks::{CommunicationMode, SendMessageContext, SendMessageHook};
+pub use crate::internal::hooks::{
+    CommunicationMode, EndTransactionContext, EndTransactionHook, SendMessageContext,
+    SendMessageHook,
+};
 use crate::internal::instance::{lock, resolve_instance_name, ClientInstance};
 use crate::internal::lifecycle::{spawn_stop, stop_on_drop, Stopping};
 use crate::internal::namespace::Namespace;
 pub use crate::internal::producer_config::{ProducerConfig, SendResult, SendStatus};
 use crate::internal::send::{check_message, AsyncSlot, Prepared, ProducerCore, SendMode};
 pub use crate::internal::stats::SendStatusStats;
+use crate::trace::dispatcher::TraceKind;
+use crate::trace::hooks::{EndTransactionTraceHook, SendMessageTraceHook};
+use crate::trace::{TraceDispatcher, TraceStats};
 
 enum State {
     Created,
@@ -58,6 +64,9 @@ struct Inner {
     group: String,
     core: Arc<ProducerCore>,
     state: Mutex<State>,
+    /// The message-trace dispatcher (with `enable_msg_trace`); dropped with the producer,
+    /// which stops it.
+    trace: Option<TraceDispatcher>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -209,6 +218,26 @@ impl ProducerBuilder {
         self
     }
 
+    /// Traces every send the broker answers and every transaction end to the trace topic
+    /// (Java's `enableMsgTrace`): see [`crate::trace`]. Tracing never delays or fails a send.
+    pub fn enable_msg_trace(mut self, on: bool) -> Self {
+        self.producer.enable_msg_trace = on;
+        self
+    }
+
+    /// The topic of the traces, with [`enable_msg_trace`](Self::enable_msg_trace) (Java's
+    /// `customizedTraceTopic`; default `RMQ_SYS_TRACE_TOPIC`).
+    pub fn custom_trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.producer.customized_trace_topic = Some(topic.into());
+        self
+    }
+
+    /// How traces are queued and sent (Java's constants by default).
+    pub fn trace_config(mut self, c: crate::config::TraceConfig) -> Self {
+        self.producer.trace = c;
+        self
+    }
+
     /// Replaces all client settings.
     pub fn client_config(mut self, c: ClientConfig) -> Self {
         self.client = c;
@@ -241,12 +270,29 @@ impl ProducerBuilder {
             return Err(ClientError::Config("compress_level is 0..=9".into()));
         }
         let ns = Namespace::of(&self.client);
+        let trace = match p.enable_msg_trace {
+            true => Some(TraceDispatcher::new(
+                &self.client,
+                &p.group,
+                TraceKind::Produce,
+                p.customized_trace_topic.as_deref(),
+                p.trace.clone(),
+            )?),
+            false => None,
+        };
+        let core = Arc::new(ProducerCore::new(self.producer.clone(), ns));
+        if let Some(t) = &trace {
+            core.hooks.add(Arc::new(SendMessageTraceHook(t.appender())));
+            core.end_transaction_hooks
+                .add(Arc::new(EndTransactionTraceHook(t.appender())));
+        }
         Ok(DefaultMQProducer {
             inner: Arc::new(Inner {
                 client: self.client,
-                group: self.producer.group.clone(),
-                core: Arc::new(ProducerCore::new(self.producer, ns)),
+                group: self.producer.group,
+                core,
                 state: Mutex::new(State::Created),
+                trace,
             }),
         })
     }
@@ -302,6 +348,18 @@ impl DefaultMQProducer {
         self.inner.core.hooks.add(Arc::new(hook));
     }
 
+    /// Adds a hook called at each transaction end, just before the commit, rollback or
+    /// "unknown" goes to the broker (Java `registerEndTransactionHook`); any time.
+    pub fn register_end_transaction_hook(&self, hook: impl EndTransactionHook) {
+        self.inner.core.end_transaction_hooks.add(Arc::new(hook));
+    }
+
+    /// The message-trace figures (records queued, dropped because the queue was full, trace
+    /// messages sent); `None` without [`enable_msg_trace`](ProducerBuilder::enable_msg_trace).
+    pub fn trace_stats(&self) -> Option<TraceStats> {
+        self.inner.trace.as_ref().map(TraceDispatcher::stats)
+    }
+
     /// Send figures of `topic` over the last minute (attempts answered, failed, their average
     /// round trip) and totals since start.
     pub fn send_status(&self, topic: &str) -> SendStatusStats {
@@ -346,6 +404,10 @@ impl DefaultMQProducer {
         });
         tracing::info!(group = %self.group(), client = %inst.client_id, "producer started");
         *state = State::Running(inst);
+        // Java starts the trace dispatcher once the producer runs.
+        if let Some(t) = &self.inner.trace {
+            t.start();
+        }
         Ok(())
     }
 
@@ -725,6 +787,10 @@ impl DefaultMQProducer {
             }
         };
         stop.await;
+        // Then the traces of the last sends (Java: the producer, then the dispatcher).
+        if let Some(t) = &self.inner.trace {
+            t.shutdown().await;
+        }
     }
 }
 

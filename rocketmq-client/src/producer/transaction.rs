@@ -32,6 +32,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,19 +49,12 @@ use tokio::sync::Semaphore;
 
 use super::{DefaultMQProducer, SendResult, SendStatus};
 use crate::error::{ClientError, Result};
+use crate::internal::hooks::{call_hook, EndTransactionContext, EndTransactionHook, Hooks};
 use crate::internal::instance::{lock, ClientInstance};
+use crate::internal::namespace::Namespace;
 use crate::internal::send::TransactionChecker;
 
-/// The outcome of a local transaction (Java `LocalTransactionState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LocalTransactionState {
-    /// Deliver the message.
-    CommitMessage,
-    /// Discard the message.
-    RollbackMessage,
-    /// Not known yet: the broker will ask again.
-    Unknown,
-}
+pub use crate::internal::hooks::LocalTransactionState;
 
 impl LocalTransactionState {
     /// The END_TRANSACTION `commitOrRollback` value.
@@ -130,6 +124,47 @@ struct Checker<L: TransactionListener> {
     group: String,
     /// Java checks with one thread by default (`checkThreadPoolMinSize` = 1).
     permits: Arc<Semaphore>,
+    /// The producer's end-transaction hooks, and its namespace (hooks see plain names).
+    end_hooks: Arc<Hooks<dyn EndTransactionHook>>,
+    ns: Namespace,
+}
+
+/// Runs the end-transaction hooks (Java `doExecuteEndTransactionHook`); the message's topic
+/// and the group are shown without the namespace.
+#[allow(clippy::too_many_arguments)]
+fn run_end_hooks(
+    hooks: &Hooks<dyn EndTransactionHook>,
+    ns: &Namespace,
+    group: &str,
+    broker_addr: &str,
+    msg: &Message,
+    msg_id: &str,
+    state: LocalTransactionState,
+    from_transaction_check: bool,
+) {
+    let Some(hooks) = hooks.get() else {
+        return;
+    };
+    let group = ns.unwrap(group);
+    let message: Cow<'_, Message> = match ns.unwrap_cow(&msg.topic) {
+        Cow::Borrowed(_) => Cow::Borrowed(msg),
+        Cow::Owned(topic) => Cow::Owned(Message {
+            topic,
+            ..msg.clone()
+        }),
+    };
+    let ctx = EndTransactionContext {
+        producer_group: &group,
+        broker_addr,
+        message: &message,
+        msg_id,
+        transaction_id: message.transaction_id.as_deref(),
+        state,
+        from_transaction_check,
+    };
+    for h in hooks {
+        call_hook(h.hook_name(), || h.end_transaction(&ctx));
+    }
 }
 
 impl<L: TransactionListener> TransactionChecker for Checker<L> {
@@ -149,6 +184,7 @@ impl<L: TransactionListener> TransactionChecker for Checker<L> {
             self.permits.clone(),
             inst.api.clone(),
         );
+        let (end_hooks, ns) = (self.end_hooks.clone(), self.ns.clone());
         tokio::spawn(async move {
             let Ok(_permit) = permits.acquire_owned().await else {
                 return;
@@ -177,6 +213,16 @@ impl<L: TransactionListener> TransactionChecker for Checker<L> {
                 transaction_id: header.transaction_id.clone(),
                 broker_name: None,
             };
+            run_end_hooks(
+                &end_hooks,
+                &ns,
+                &end.producer_group,
+                &broker_addr,
+                &msg.message,
+                &end.msg_id,
+                state,
+                true,
+            );
             if let Err(e) = api
                 .end_transaction(&broker_addr, &end, remark, Duration::from_secs(3))
                 .await
@@ -208,6 +254,8 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             listener: self.listener.clone(),
             group: self.producer.core().settings.group.clone(),
             permits: Arc::new(Semaphore::new(1)),
+            end_hooks: self.producer.core().end_transaction_hooks.clone(),
+            ns: self.producer.core().ns.clone(),
         };
         // The producer's own start refuses a second start; until it succeeds, the handler set
         // here is only reachable through a running producer.
@@ -254,7 +302,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             }
             _ => LocalTransactionState::RollbackMessage,
         };
-        self.end_transaction(&result, state).await?;
+        self.end_transaction(&msg, &result, state).await?;
         Ok(TransactionSendResult {
             send_result: result,
             local_transaction_state: state,
@@ -263,6 +311,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
 
     async fn end_transaction(
         &self,
+        msg: &Message,
         result: &SendResult,
         state: LocalTransactionState,
     ) -> Result<()> {
@@ -288,6 +337,17 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             transaction_id: result.transaction_id.clone(),
             broker_name: None,
         };
+        let core = self.producer.core();
+        run_end_hooks(
+            &core.end_transaction_hooks,
+            &core.ns,
+            &header.producer_group,
+            &addr,
+            msg,
+            &result.msg_id,
+            state,
+            false,
+        );
         inst.api
             .end_transaction(
                 &addr,

@@ -214,6 +214,7 @@ pub(crate) fn consume_stats(b: &BrokerInner, req: &RemotingCommand) -> ProcessRe
     let mut stats = ConsumeStats::default();
     for t in topics {
         let Some(tc) = b.topics.get(&t) else { continue };
+        stats.consume_tps += b.stats.group_get_tps(&t, &h.consumer_group);
         for q in 0..tc.write_queue_nums {
             let mq = MessageQueue::new(t.clone(), b.cfg.broker_name.clone(), q);
             let broker_offset = b.store.max_offset(&t, q);
@@ -381,6 +382,7 @@ pub(crate) fn runtime_info(b: &BrokerInner) -> ProcessResult {
         .to_string(),
     );
     table.insert("pullHoldRequests".to_string(), b.hold.parked().to_string());
+    super::runtime_info::add_java_keys(b, &mut table);
     // Not in Java's table: fdatasync calls of the commit log so far (benchmarks divide it by
     // acknowledged sends).
     table.insert(
@@ -448,10 +450,12 @@ pub(crate) fn runtime_info(b: &BrokerInner) -> ProcessResult {
         .into()
 }
 
-/// GET_BROKER_CONFIG: the configuration as Java properties text.
+/// GET_BROKER_CONFIG: the configuration as Java properties text (with the values
+/// UPDATE_BROKER_CONFIG changed), and the configuration's data version in the `version`
+/// response header.
 pub(crate) fn broker_config(b: &BrokerInner) -> ProcessResult {
-    let c = &b.cfg;
-    let text = format!(
+    let c = b.dynamic.current(&b.cfg);
+    let mut text = format!(
         "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nbrokerRole={}\nhaListenPort={}\nenableDLegerCommitLog={}\nlistenPort={}\nbrokerIP1={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerPermission={}\nautoCreateTopicEnable={}\nautoCreateSubscriptionGroup={}\n",
         c.broker_cluster_name,
         c.broker_name,
@@ -475,7 +479,25 @@ pub(crate) fn broker_config(b: &BrokerInner) -> ProcessResult {
         c.auto_create_topic_enable,
         c.auto_create_subscription_group,
     );
+    text.push_str(&format!(
+        "slaveReadEnable={}\nlongPollingEnable={}\nshortPollingTimeMills={}\nnotifyConsumerIdsChangedEnable={}\nrejectTransactionMessage={}\ndefaultQueryMaxNum={}\ntransactionCheckMax={}\nstoreReplyMessageEnable={}\nconfigBlackList={}\n",
+        c.slave_read_enable,
+        c.long_polling_enable,
+        c.short_polling_time.as_millis(),
+        c.notify_consumer_ids_changed_enable,
+        c.reject_transaction_message,
+        c.default_query_max_num,
+        c.transaction_check_max,
+        c.store_reply_message_enable,
+        c.config_black_list,
+    ));
+    if let Some(p) = &c.broker_config_path {
+        text.push_str(&format!("brokerConfigPath={}\n", p.display()));
+    }
     let mut r = RemotingCommand::success().with_body(text.into_bytes());
-    r.set_ext("version", "409");
+    r.set_ext(
+        "version",
+        String::from_utf8_lossy(&body::encode_fastjson(&b.dynamic.data_version())),
+    );
     r.into()
 }

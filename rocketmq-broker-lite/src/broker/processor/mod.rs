@@ -2,11 +2,14 @@
 
 mod acl;
 mod admin;
+mod broker_admin;
 mod client;
 mod consumer;
+mod forward;
 mod pull;
 mod query;
 mod reply;
+mod runtime_info;
 mod send;
 
 use std::sync::Arc;
@@ -136,8 +139,21 @@ impl BrokerProcessor {
             RequestCode::GetSystemTopicListFromBroker => admin::system_topics(b),
             RequestCode::GetBrokerRuntimeInfo => admin::runtime_info(b),
             RequestCode::GetBrokerConfig => admin::broker_config(b),
+            RequestCode::UpdateBrokerConfig => broker_admin::update_broker_config(b, &req),
+            RequestCode::GetProducerConnectionList => broker_admin::producer_connections(b, &req),
+            RequestCode::QueryTopicConsumeByWho => broker_admin::topic_consume_by_who(b, &req),
+            RequestCode::GetBrokerConsumeStats => broker_admin::broker_consume_stats(b, &req),
+            RequestCode::ViewBrokerStatsData => broker_admin::view_stats(b, &req),
+            RequestCode::QueryConsumeQueue => broker_admin::query_consume_queue(b, &req),
+            RequestCode::CleanExpiredConsumequeue => broker_admin::clean_expired_consume_queue(b),
+            RequestCode::DeleteExpiredCommitlog => broker_admin::delete_expired_commit_log(b),
+            RequestCode::CleanUnusedTopic => broker_admin::clean_unused_topic(b),
             RequestCode::QueryMessage => query::query_message(b, &req),
             RequestCode::ViewMessageById => query::view_message(b, &req),
+            RequestCode::GetConsumerRunningInfo => forward::running_info(b, req),
+            RequestCode::ConsumeMessageDirectly => forward::consume_directly(b, req),
+            RequestCode::InvokeBrokerToResetOffset => forward::reset_offset(b, &req),
+            RequestCode::InvokeBrokerToGetConsumerStatus => forward::consumer_status(b, &req),
             _ => rocketmq_remoting::transport::not_supported(&req).into(),
         }
     }

@@ -35,7 +35,7 @@ pub(crate) async fn pull(
         Ok(h) => h,
         Err(e) => return error(ResponseCode::SystemError, format!("bad pull header: {e}")),
     };
-    if !perm::is_readable(b.cfg.broker_permission) {
+    if !perm::is_readable(b.dynamic.broker_permission()) {
         return error(
             ResponseCode::NoPermission,
             format!(
@@ -215,10 +215,10 @@ pub(crate) async fn pull(
         ReadOutcome::Done(resp) => resp.into(),
         ReadOutcome::NotFound(resp) if !suspend => resp.into(),
         ReadOutcome::NotFound(_) => {
-            let hold = if b.cfg.long_polling_enable {
+            let hold = if b.dynamic.long_polling_enable() {
                 Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
             } else {
-                b.cfg.short_polling_time
+                b.dynamic.short_polling_time()
             };
             let wake = b
                 .hold
@@ -305,7 +305,7 @@ fn read(
         GetStatus::OffsetFoundNull | GetStatus::OffsetOverflowOne => ResponseCode::PullNotFound,
         GetStatus::OffsetOverflowBadly | GetStatus::OffsetTooSmall => ResponseCode::PullOffsetMoved,
     };
-    let mut suggest = if b.cfg.slave_read_enable {
+    let mut suggest = if b.dynamic.slave_read_enable() {
         if r.suggest_pulling_from_slave {
             group.which_broker_when_consume_slowly
         } else {
@@ -333,11 +333,19 @@ fn read(
         min_offset: r.min_offset,
     });
     if code == ResponseCode::Success {
-        b.stats.record_get(r.count() as u64);
+        b.stats.record_get(
+            &h.topic,
+            &h.consumer_group,
+            r.count() as u64,
+            r.total_size() as u64,
+        );
         match r.file_regions() {
             Some(regions) => resp.file_body = Some(regions),
             None => resp.body = r.concatenated(),
         }
+    }
+    if r.status != GetStatus::Found {
+        b.stats.record_pull_miss();
     }
     if code == ResponseCode::PullNotFound {
         ReadOutcome::NotFound(resp)

@@ -23,7 +23,7 @@ pub(crate) fn query_message(b: &BrokerInner, req: &RemotingCommand) -> ProcessRe
         }
     };
     let max = if req.ext(UNIQUE_KEY_QUERY) == Some("true") {
-        b.cfg.default_query_max_num
+        b.dynamic.default_query_max_num()
     } else {
         h.max_num
     };

@@ -146,7 +146,7 @@ pub(crate) async fn send_reply(
                 reply_response(&b, ResponseCode::SystemError, Some(remark))
             }
         };
-        if b.cfg.store_reply_message_enable {
+        if b.dynamic.store_reply_message_enable() {
             store(&b, stored, queue_id, &mut resp).await;
         }
         Some(resp)
@@ -204,7 +204,7 @@ async fn store(b: &Arc<BrokerInner>, m: PutMessage, queue_id: i32, resp: &mut Re
     };
     match put {
         Ok(r) => {
-            b.stats.record_put(1, r.end_offset - r.wrote_offset);
+            b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
             resp.set_header(&SendMessageResponseHeader {
                 queue_id,
                 trace_on: Some(b.cfg.trace_on.to_string()),

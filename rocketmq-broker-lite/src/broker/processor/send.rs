@@ -102,7 +102,7 @@ pub(crate) fn check_topic_for_send(
     b: &BrokerInner,
     h: &SendMessageRequestHeader,
 ) -> Result<rocketmq_remoting::protocol::body::TopicConfig, ProcessResult> {
-    if !perm::is_writeable(b.cfg.broker_permission) {
+    if !perm::is_writeable(b.dynamic.broker_permission()) {
         if let Some(tc) = b.topics.get(&h.topic) {
             if tc.order {
                 return Err(send_error(
@@ -282,7 +282,7 @@ pub(crate) async fn send(
         prepared_transaction_offset: 0,
     };
     if props.get(property::TRANSACTION_PREPARED) == Some("true") {
-        if b.cfg.reject_transaction_message {
+        if b.dynamic.reject_transaction_message() {
             return send_error(
                 b,
                 ResponseCode::NoPermission,
@@ -331,7 +331,7 @@ pub(crate) async fn send(
             return ProcessResult::Deferred(Box::pin(async move {
                 Some(match put.await {
                     Ok(r) => {
-                        b.stats.record_put(1, r.end_offset - r.wrote_offset);
+                        b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
                         answer(&r)
                     }
                     Err(e) => refused_put(&b, &topic, &e),
@@ -340,7 +340,7 @@ pub(crate) async fn send(
         }
     };
     let resp = answer(&r);
-    b.stats.record_put(1, r.end_offset - r.wrote_offset);
+    b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
 }
 
@@ -563,7 +563,8 @@ fn send_batch(
             return ProcessResult::Deferred(Box::pin(async move {
                 Some(match put.await {
                     Ok(r) => {
-                        b.stats.record_put(count, r.end_offset - r.wrote_offset);
+                        b.stats
+                            .record_put(&topic, count, r.end_offset - r.wrote_offset);
                         answer(&r)
                     }
                     Err(e) => refused_put(&b, &topic, &e),
@@ -572,7 +573,8 @@ fn send_batch(
         }
     };
     let resp = answer(&r);
-    b.stats.record_put(count, r.end_offset - r.wrote_offset);
+    b.stats
+        .record_put(&topic, count, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
 }
 
@@ -646,7 +648,7 @@ pub(crate) async fn send_back(
             ),
         );
     };
-    if !perm::is_writeable(b.cfg.broker_permission) {
+    if !perm::is_writeable(b.dynamic.broker_permission()) {
         return error(
             ResponseCode::NoPermission,
             format!(

@@ -4,6 +4,7 @@
 //! the order fastjson writes bean properties in. Read them with [`decode`] (tolerant of fastjson's
 //! unquoted and object map keys) and write them with [`encode`] in the style the peer expects.
 
+mod broker_admin;
 mod cluster;
 mod heartbeat;
 mod java_enum;
@@ -12,9 +13,14 @@ mod mq_map;
 mod offsets;
 mod register;
 mod route;
+mod running;
 mod stats;
 mod subscription;
 
+pub use self::broker_admin::{
+    BrokerStatsData, BrokerStatsItem, ConsumeQueueData, ConsumeStatsList, GroupList,
+    ProducerConnection, QueryConsumeQueueResponseBody,
+};
 pub use self::cluster::{ClusterInfo, KvTable, TopicList};
 pub use self::heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData,
@@ -29,6 +35,11 @@ pub use self::register::{
     RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
 };
 pub use self::route::{BrokerData, QueueData, TopicRouteData};
+pub use self::running::{
+    CmResult, ConsumeMessageDirectlyResult, ConsumeStatus, ConsumerRunningInfo,
+    GetConsumerStatusBody, ProcessQueueInfo, PROP_CLIENT_VERSION, PROP_CONSUMER_START_TIMESTAMP,
+    PROP_CONSUME_ORDERLY, PROP_CONSUME_TYPE, PROP_NAMESERVER_ADDR, PROP_THREADPOOL_CORE_SIZE,
+};
 pub use self::stats::{
     ConnectionInfo, ConsumeStats, ConsumerConnection, OffsetWrapper, TopicOffset, TopicStatsTable,
 };

@@ -1,6 +1,7 @@
 //! Administration: UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215),
 //! DELETE_TOPIC_IN_NAMESRV (216), DELETE_SUBSCRIPTIONGROUP (207), GET_CONSUME_STATS (208),
-//! GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203).
+//! GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST
+//! (204), VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_STATS (317), QUERY_CONSUME_QUEUE (321).
 
 use super::header;
 
@@ -60,5 +61,48 @@ header! {
     pub struct GetConsumerConnectionListRequestHeader {
         /// Consumer group.
         pub consumer_group: String => "consumerGroup",
+    }
+}
+
+header! {
+    /// Request header of GET_PRODUCER_CONNECTION_LIST.
+    pub struct GetProducerConnectionListRequestHeader {
+        /// Producer group.
+        pub producer_group: String => "producerGroup",
+    }
+}
+
+header! {
+    /// Request header of VIEW_BROKER_STATS_DATA.
+    pub struct ViewBrokerStatsDataRequestHeader {
+        /// Statistic, e.g. `TOPIC_PUT_NUMS`, `GROUP_GET_NUMS`.
+        pub stats_name: String => "statsName",
+        /// Key of the statistic: a topic, or `topic@group` for the group statistics.
+        pub stats_key: String => "statsKey",
+    }
+}
+
+header! {
+    /// Request header of GET_BROKER_CONSUME_STATS (Java `GetConsumeStatsInBrokerHeader`).
+    pub struct GetConsumeStatsInBrokerHeader {
+        /// Only ordered topics.
+        pub is_order: bool => "isOrder" = false,
+    }
+}
+
+header! {
+    /// Request header of QUERY_CONSUME_QUEUE. Java sends every primitive field, so only the
+    /// topic and the group may be absent.
+    pub struct QueryConsumeQueueRequestHeader {
+        /// Topic.
+        pub topic: String => "topic",
+        /// Queue id.
+        pub queue_id: i32 => "queueId" = 0,
+        /// First entry (logical offset) to read.
+        pub index: i64 => "index" = 0,
+        /// Entries to read at most.
+        pub count: i32 => "count" = 0,
+        /// A consumer group whose subscription and filter data are reported too.
+        pub consumer_group: Option<String> => "consumerGroup",
     }
 }

@@ -72,3 +72,30 @@ header! {
         pub is_force: bool => "isForce" = false,
     }
 }
+
+header! {
+    /// Request header of CONSUME_MESSAGE_DIRECTLY (admin → broker → client).
+    pub struct ConsumeMessageDirectlyResultRequestHeader {
+        /// Consumer group.
+        pub consumer_group: String => "consumerGroup",
+        /// The client to consume it.
+        pub client_id: Option<String> => "clientId",
+        /// The message's offset id.
+        pub msg_id: Option<String> => "msgId",
+        /// The broker that stores it (set by the broker).
+        pub broker_name: Option<String> => "brokerName",
+    }
+}
+
+header! {
+    /// Request header of GET_CONSUMER_STATUS_FROM_CLIENT (broker → client) and
+    /// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (admin → broker).
+    pub struct GetConsumerStatusRequestHeader {
+        /// Topic.
+        pub topic: String => "topic",
+        /// Consumer group.
+        pub group: String => "group",
+        /// Only the client with this id.
+        pub client_addr: Option<String> => "clientAddr",
+    }
+}

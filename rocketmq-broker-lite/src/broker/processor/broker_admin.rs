@@ -1,0 +1,322 @@
+//! Administration requests about connections, statistics, the store's housekeeping and the
+//! runtime configuration: GET_PRODUCER_CONNECTION_LIST (204), QUERY_TOPIC_CONSUME_BY_WHO (300),
+//! GET_BROKER_CONSUME_STATS (317), VIEW_BROKER_STATS_DATA (315), QUERY_CONSUME_QUEUE (321),
+//! CLEAN_EXPIRED_CONSUMEQUEUE (306), DELETE_EXPIRED_COMMITLOG (329), CLEAN_UNUSED_TOPIC (316)
+//! and UPDATE_BROKER_CONFIG (25), as Java's `AdminBrokerProcessor` answers them.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+
+use rocketmq_remoting::protocol::body::{
+    self, ConnectionInfo, ConsumeQueueData, ConsumeStats, ConsumeStatsList, GroupList,
+    OffsetWrapper, ProducerConnection, QueryConsumeQueueResponseBody, TopicConfig,
+};
+use rocketmq_remoting::protocol::headers::{
+    GetConsumeStatsInBrokerHeader, GetProducerConnectionListRequestHeader,
+    QueryConsumeQueueRequestHeader, TopicRequestHeader, ViewBrokerStatsDataRequestHeader,
+};
+use rocketmq_remoting::protocol::message::MessageQueue;
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::transport::ProcessResult;
+use tracing::{info, warn};
+
+use crate::broker::dynamic_config::UpdateError;
+use crate::broker::filter_data::ConsumerFilterData;
+use crate::broker::{register, BrokerInner};
+
+fn bad(e: impl std::fmt::Display) -> ProcessResult {
+    RemotingCommand::response(ResponseCode::SystemError, Some(format!("bad request: {e}"))).into()
+}
+
+fn system_error(remark: String) -> ProcessResult {
+    RemotingCommand::response(ResponseCode::SystemError, Some(remark)).into()
+}
+
+/// GET_PRODUCER_CONNECTION_LIST: the group's connections; SYSTEM_ERROR for a group without any.
+pub(crate) fn producer_connections(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: GetProducerConnectionListRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let channels = b.clients.producer_channels(&h.producer_group);
+    if channels.is_empty() {
+        return system_error(format!(
+            "the producer group[{}] not exist",
+            h.producer_group
+        ));
+    }
+    let body = ProducerConnection {
+        connection_set: channels
+            .iter()
+            .map(|c| ConnectionInfo {
+                client_addr: c.channel.remote_addr().to_string(),
+                client_id: c.client_id.clone(),
+                language: c.language.name().unwrap_or("OTHER").to_string(),
+                version: c.version,
+            })
+            .collect(),
+    };
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&body))
+        .into()
+}
+
+/// QUERY_TOPIC_CONSUME_BY_WHO: groups subscribed to the topic now, and groups with offsets in
+/// it.
+pub(crate) fn topic_consume_by_who(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: TopicRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let mut groups: BTreeSet<String> = b
+        .clients
+        .groups_subscribed_to(&h.topic)
+        .into_iter()
+        .collect();
+    groups.extend(b.offsets.groups_of_topic(&h.topic));
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&GroupList { group_list: groups }))
+        .into()
+}
+
+/// Store time of the message at `offset` of a queue (0 when unknown).
+fn store_time(b: &BrokerInner, topic: &str, queue_id: i32, offset: i64) -> i64 {
+    b.store
+        .queue_entry(topic, queue_id, offset)
+        .and_then(|e| b.store.read_record(e.phys as u64))
+        .and_then(|r| {
+            rocketmq_remoting::protocol::message::decode_stored(&r, Default::default()).ok()
+        })
+        .map_or(0, |(m, _)| m.store_timestamp)
+}
+
+/// A group's offsets over the first `queues` queues of a topic (Java's `OffsetWrapper`s).
+fn group_offsets(b: &BrokerInner, group: &str, tc: &TopicConfig, queues: i32) -> ConsumeStats {
+    let topic = &tc.topic_name;
+    let mut stats = ConsumeStats::default();
+    for q in 0..queues {
+        let broker_offset = b.store.max_offset(topic, q).max(0);
+        let consumer_offset = b.offsets.query(group, topic, q).unwrap_or(-1).max(0);
+        let last_timestamp = if consumer_offset > 0 {
+            store_time(b, topic, q, consumer_offset - 1).max(0)
+        } else {
+            0
+        };
+        stats.offset_table.insert(
+            MessageQueue::new(topic.clone(), b.cfg.broker_name.clone(), q),
+            OffsetWrapper {
+                broker_offset,
+                consumer_offset,
+                last_timestamp,
+            },
+        );
+    }
+    stats.consume_tps = b.stats.group_get_tps(topic, group);
+    stats
+}
+
+/// GET_BROKER_CONSUME_STATS: for every subscription group, its offsets in every topic it has
+/// offsets for (configured topics only; only ordered ones with `isOrder`; only subscribed ones
+/// while the group is online), and the total lag.
+pub(crate) fn broker_consume_stats(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: GetConsumeStatsInBrokerHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let mut list = ConsumeStatsList {
+        broker_addr: Some(b.broker_addr()),
+        ..ConsumeStatsList::default()
+    };
+    for group in b.subs.wrapper().subscription_group_table.keys() {
+        let online = b.clients.consumer_group(group);
+        let mut per_topic = Vec::new();
+        for topic in b.offsets.topics_of_group(group) {
+            let Some(tc) = b.topics.get(&topic) else {
+                warn!(%topic, "consumeStats, topic config not exist");
+                continue;
+            };
+            if h.is_order && !tc.order {
+                continue;
+            }
+            if let Some(g) = &online {
+                if !g.subscriptions.is_empty() && !g.subscriptions.contains_key(&topic) {
+                    continue;
+                }
+            }
+            let stats = group_offsets(b, group, &tc, tc.write_queue_nums);
+            list.total_diff += stats.total_diff();
+            per_topic.push(stats);
+        }
+        list.consume_stats_list
+            .push(BTreeMap::from([(group.clone(), per_topic)]));
+    }
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&list))
+        .into()
+}
+
+/// VIEW_BROKER_STATS_DATA: one statistic's last minute, hour and day.
+pub(crate) fn view_stats(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: ViewBrokerStatsDataRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    match b.stats.view(&h.stats_name, &h.stats_key) {
+        Some(data) => RemotingCommand::success()
+            .with_body(body::encode_fastjson(&data))
+            .into(),
+        None => system_error(format!(
+            "The stats <{}> <{}> not exist",
+            h.stats_name, h.stats_key
+        )),
+    }
+}
+
+/// A group's SQL92 filter data as Java prints it (`JSON.toJSONString(filterData, true)`:
+/// tab-indented, keys sorted; `null` for a TAG subscription).
+fn filter_data_json(f: Option<&ConsumerFilterData>) -> String {
+    let Some(f) = f else {
+        return "null".to_string();
+    };
+    let s = |v: &str| serde_json::to_string(v).unwrap_or_default();
+    format!(
+        "{{\n\t\"bornTime\":{},\n\t\"clientVersion\":{},\n\t\"consumerGroup\":{},\n\t\"dead\":{},\n\t\"deadTime\":{},\n\t\"expression\":{},\n\t\"expressionType\":{},\n\t\"topic\":{}\n}}",
+        f.born_time,
+        f.client_version,
+        s(&f.group),
+        f.dead_time > 0,
+        f.dead_time,
+        s(f.filter.expression()),
+        s(&f.expression_type),
+        s(&f.topic),
+    )
+}
+
+/// QUERY_CONSUME_QUEUE: the bounds of a consume queue and up to `count` of its entries from
+/// `index` (within one consume-queue file, as Java reads them).
+pub(crate) fn query_consume_queue(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: QueryConsumeQueueRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    if !b.store.has_queue(&h.topic, h.queue_id) {
+        return system_error(format!("{}@{} is not exist!", h.queue_id, h.topic));
+    }
+    let mut body = QueryConsumeQueueResponseBody {
+        max_queue_index: b.store.max_offset(&h.topic, h.queue_id),
+        min_queue_index: b.store.min_offset(&h.topic, h.queue_id),
+        ..QueryConsumeQueueResponseBody::default()
+    };
+    if let Some(group) = &h.consumer_group {
+        body.subscription_data = b.clients.subscription(group, &h.topic);
+        body.filter_data = Some(match &body.subscription_data {
+            None => format!("{group}@{} is not online!", h.topic),
+            Some(_) => filter_data_json(b.filters.get(&h.topic, group).as_ref()),
+        });
+    }
+    let count = usize::try_from(h.count).unwrap_or(0);
+    let Some(entries) = b
+        .store
+        .queue_entries_from(&h.topic, h.queue_id, h.index, count)
+    else {
+        // Java answers SUCCESS without a body here.
+        let mut r = RemotingCommand::success();
+        r.remark = Some(format!(
+            "Index {} of {}@{} is not exist!",
+            h.index, h.queue_id, h.topic
+        ));
+        return r.into();
+    };
+    body.queue_data = Some(
+        entries
+            .into_iter()
+            .map(|e| ConsumeQueueData {
+                physic_offset: e.phys,
+                physic_size: e.size,
+                tags_code: e.tags_code,
+                ..ConsumeQueueData::default()
+            })
+            .collect(),
+    );
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&body))
+        .into()
+}
+
+/// Runs blocking store housekeeping off the request workers, then answers SUCCESS.
+fn housekeeping(
+    b: &Arc<BrokerInner>,
+    what: &'static str,
+    f: impl FnOnce(&BrokerInner) + Send + 'static,
+) -> ProcessResult {
+    let b = b.clone();
+    ProcessResult::Deferred(Box::pin(async move {
+        info!("invoke {what} start.");
+        if let Err(e) = tokio::task::spawn_blocking(move || f(&b)).await {
+            return Some(RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some(format!("{what} failed: {e}")),
+            ));
+        }
+        info!("invoke {what} end.");
+        Some(RemotingCommand::success())
+    }))
+}
+
+/// CLEAN_EXPIRED_CONSUMEQUEUE: drops the consume queues that only point at deleted
+/// commit-log segments.
+pub(crate) fn clean_expired_consume_queue(b: &Arc<BrokerInner>) -> ProcessResult {
+    housekeeping(b, "cleanExpiredConsumeQueue", |b| {
+        b.store.clean_expired_consume_queues();
+    })
+}
+
+/// DELETE_EXPIRED_COMMITLOG: deletes the expired commit-log segments now, whatever the hour.
+pub(crate) fn delete_expired_commit_log(b: &Arc<BrokerInner>) -> ProcessResult {
+    housekeeping(b, "deleteExpiredCommitLog", |b| {
+        let report = b.store.delete_expired_files_now();
+        info!(?report, "deleteExpiredCommitLog");
+    })
+}
+
+/// CLEAN_UNUSED_TOPIC: drops the consume queues of topics this broker has no config for.
+pub(crate) fn clean_unused_topic(b: &Arc<BrokerInner>) -> ProcessResult {
+    housekeeping(b, "cleanUnusedTopic", |b| {
+        let keep: HashSet<String> = b.topics.wrapper().topic_config_table.into_keys().collect();
+        let removed = b.store.clean_unused_topics(&keep);
+        if !removed.is_empty() {
+            info!(?removed, "cleanUnusedTopic");
+        }
+    })
+}
+
+/// UPDATE_BROKER_CONFIG: applies the runtime-changeable keys of the properties body (see
+/// [`crate::broker::dynamic_config`]); a new `brokerPermission` is registered with the name
+/// servers before the answer, as Java does.
+pub(crate) fn update_broker_config(b: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
+    if req.body.is_empty() {
+        return RemotingCommand::success().into();
+    }
+    let text = String::from_utf8_lossy(&req.body);
+    let props = crate::broker::config::parse_properties(&text);
+    info!(?props, "updateBrokerConfig");
+    match b.dynamic.update(&b.cfg, &props, b.clock.now_ms()) {
+        Ok(applied) => {
+            if !applied.iter().any(|k| k == "brokerPermission") {
+                return RemotingCommand::success().into();
+            }
+            b.topics.bump();
+            let b = b.clone();
+            ProcessResult::Deferred(Box::pin(async move {
+                register::register_all(&b, false).await;
+                Some(RemotingCommand::success())
+            }))
+        }
+        Err(UpdateError::BlackListed) => RemotingCommand::response(
+            ResponseCode::NoPermission,
+            Some(UpdateError::BlackListed.to_string()),
+        )
+        .into(),
+        Err(e) => system_error(e.to_string()),
+    }
+}

@@ -1,0 +1,228 @@
+//! Java's `StatsItem`/`StatsItemSet`: a counter (value and number of events) per statistic and
+//! key, sampled every 10 s (kept one minute), every 10 min (kept one hour) and every hour (kept
+//! one day), read back as the sum, rate and average of each window.
+//!
+//! Java reads a window between its oldest and newest samples only; here the newest point is
+//! the counter now, so a window reflects events up to the moment it is read (Java lags by up
+//! to the sampling period). A new item starts with a zero sample one period back, as Java's.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rocketmq_remoting::protocol::body::{BrokerStatsData, BrokerStatsItem};
+
+/// Messages put per topic (key: topic; one event per send).
+pub const TOPIC_PUT_NUMS: &str = "TOPIC_PUT_NUMS";
+/// Bytes put per topic (key: topic).
+pub const TOPIC_PUT_SIZE: &str = "TOPIC_PUT_SIZE";
+/// Messages pulled per topic and group (key: `topic@group`; one event per pull that found some).
+pub const GROUP_GET_NUMS: &str = "GROUP_GET_NUMS";
+/// Bytes pulled per topic and group (key: `topic@group`).
+pub const GROUP_GET_SIZE: &str = "GROUP_GET_SIZE";
+/// Messages put on the broker (key: the cluster name).
+pub const BROKER_PUT_NUMS: &str = "BROKER_PUT_NUMS";
+/// Messages pulled from the broker (key: the cluster name).
+pub const BROKER_GET_NUMS: &str = "BROKER_GET_NUMS";
+
+/// The statistics kept, in Java's names.
+pub const STATS_NAMES: [&str; 6] = [
+    TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
+    GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
+    BROKER_PUT_NUMS,
+    BROKER_GET_NUMS,
+];
+
+/// Java's key of the group statistics (`BrokerStatsManager.buildStatsKey`).
+pub fn group_key(topic: &str, group: &str) -> String {
+    format!("{topic}@{group}")
+}
+
+/// The three windows: (sampling period ms, samples kept).
+const WINDOWS: [(i64, usize); 3] = [(10_000, 7), (600_000, 7), (3_600_000, 25)];
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at_ms: i64,
+    times: u64,
+    value: u64,
+}
+
+/// One counter and its sampled windows.
+#[derive(Debug)]
+pub struct StatsItem {
+    value: AtomicU64,
+    times: AtomicU64,
+    windows: Mutex<[VecDeque<Sample>; 3]>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl StatsItem {
+    fn new(now_ms: i64) -> Self {
+        let start = |period: i64| {
+            VecDeque::from([Sample {
+                at_ms: now_ms - period,
+                times: 0,
+                value: 0,
+            }])
+        };
+        Self {
+            value: AtomicU64::new(0),
+            times: AtomicU64::new(0),
+            windows: Mutex::new([
+                start(WINDOWS[0].0),
+                start(WINDOWS[1].0),
+                start(WINDOWS[2].0),
+            ]),
+        }
+    }
+
+    fn add(&self, value: u64, times: u64) {
+        self.value.fetch_add(value, Ordering::Relaxed);
+        self.times.fetch_add(times, Ordering::Relaxed);
+    }
+
+    fn now_sample(&self, now_ms: i64) -> Sample {
+        Sample {
+            at_ms: now_ms,
+            times: self.times.load(Ordering::Relaxed),
+            value: self.value.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Takes a sample into window `w`.
+    fn sample(&self, w: usize, now_ms: i64) {
+        let s = self.now_sample(now_ms);
+        let mut windows = lock(&self.windows);
+        let list = &mut windows[w];
+        list.push_back(s);
+        while list.len() > WINDOWS[w].1 {
+            list.pop_front();
+        }
+    }
+
+    fn window(&self, w: usize, now_ms: i64) -> BrokerStatsItem {
+        let last = self.now_sample(now_ms);
+        let windows = lock(&self.windows);
+        let Some(first) = windows[w].front().copied() else {
+            return BrokerStatsItem::default();
+        };
+        let sum = last.value.saturating_sub(first.value);
+        let span = last.at_ms - first.at_ms;
+        let times = last.times.saturating_sub(first.times);
+        BrokerStatsItem {
+            avgpt: if times > 0 {
+                sum as f64 / times as f64
+            } else {
+                0.0
+            },
+            sum: sum as i64,
+            tps: if span > 0 {
+                sum as f64 * 1000.0 / span as f64
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// The last minute, hour and day.
+    pub fn data(&self, now_ms: i64) -> BrokerStatsData {
+        BrokerStatsData {
+            stats_minute: self.window(0, now_ms),
+            stats_hour: self.window(1, now_ms),
+            stats_day: self.window(2, now_ms),
+        }
+    }
+}
+
+/// Every statistic by name and key.
+#[derive(Debug, Default)]
+pub struct StatsItemSet {
+    items: Mutex<BTreeMap<(&'static str, String), Arc<StatsItem>>>,
+    /// When each window was last sampled.
+    sampled: Mutex<[i64; 3]>,
+}
+
+impl StatsItemSet {
+    /// Adds `value` and `times` events to `name`/`key` (created on first use).
+    pub fn add(&self, name: &'static str, key: &str, value: u64, times: u64, now_ms: i64) {
+        let item = {
+            let mut items = lock(&self.items);
+            match items.get(&(name, key.to_string())) {
+                Some(i) => i.clone(),
+                None => {
+                    let i = Arc::new(StatsItem::new(now_ms));
+                    items.insert((name, key.to_string()), i.clone());
+                    i
+                }
+            }
+        };
+        item.add(value, times);
+    }
+
+    /// The item `name`/`key`, if anything was counted under it.
+    pub fn get(&self, name: &str, key: &str) -> Option<Arc<StatsItem>> {
+        lock(&self.items)
+            .iter()
+            .find(|((n, k), _)| *n == name && k == key)
+            .map(|(_, i)| i.clone())
+    }
+
+    /// Samples the windows whose period has passed since their last sample.
+    pub fn sample_due(&self, now_ms: i64) {
+        let due: Vec<usize> = {
+            let mut sampled = lock(&self.sampled);
+            (0..3)
+                .filter(|&w| {
+                    let due = now_ms - sampled[w] >= WINDOWS[w].0;
+                    if due {
+                        sampled[w] = now_ms;
+                    }
+                    due
+                })
+                .collect()
+        };
+        if due.is_empty() {
+            return;
+        }
+        let items: Vec<Arc<StatsItem>> = lock(&self.items).values().cloned().collect();
+        for i in items {
+            for &w in &due {
+                i.sample(w, now_ms);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_report_sum_rate_and_average() {
+        let set = StatsItemSet::default();
+        let t0 = 1_000_000;
+        set.add(TOPIC_PUT_NUMS, "t", 3, 1, t0);
+        set.add(TOPIC_PUT_NUMS, "t", 2, 1, t0);
+        let d = set.get(TOPIC_PUT_NUMS, "t").unwrap().data(t0);
+        assert_eq!(d.stats_minute.sum, 5);
+        assert_eq!(d.stats_minute.avgpt, 2.5);
+        assert_eq!(d.stats_minute.tps, 0.5);
+        assert_eq!(d.stats_hour.sum, 5);
+        assert_eq!(d.stats_day.sum, 5);
+        assert!(set.get(TOPIC_PUT_NUMS, "u").is_none());
+        // A minute later, after sampling every 10 s, the minute window forgets the first puts.
+        for s in 1..=8 {
+            set.sample_due(t0 + s * 10_000);
+        }
+        set.add(TOPIC_PUT_NUMS, "t", 1, 1, t0 + 80_000);
+        let d = set.get(TOPIC_PUT_NUMS, "t").unwrap().data(t0 + 80_000);
+        assert_eq!(d.stats_minute.sum, 1);
+        assert_eq!(d.stats_hour.sum, 6);
+    }
+}

@@ -1,0 +1,681 @@
+//! The administration requests of `mqadmin` that report on and tidy up a broker, and that
+//! change a running broker's or name server's configuration, answered as Java 4.9.8 answers
+//! them.
+
+#[path = "common/broker.rs"]
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::*;
+use rocketmq_broker_lite::broker::stats_item::group_key;
+use rocketmq_broker_lite::namesrv::NameServer;
+use rocketmq_broker_lite::store::PutMessage;
+use rocketmq_remoting::protocol::body::{
+    self, BrokerStatsData, ConsumeStatsList, GroupList, ProducerConnection,
+    QueryConsumeQueueResponseBody, SubscriptionGroupConfig,
+};
+use rocketmq_remoting::protocol::headers::*;
+use rocketmq_remoting::protocol::message::{decode_offset_msg_id, tags_hash_code};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rocketmq_remoting::transport::RemotingClient;
+
+async fn call(c: &RemotingClient, addr: &str, req: RemotingCommand) -> RemotingCommand {
+    c.invoke(addr, req, T).await.unwrap()
+}
+
+async fn create_topic(c: &RemotingClient, addr: &str, topic: &str, queues: i32) {
+    let r = call(c, addr, create_topic_request(topic, queues)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{:?}", r.remark);
+}
+
+async fn commit_offset(c: &RemotingClient, addr: &str, group: &str, topic: &str, q: i32, o: i64) {
+    let h = UpdateConsumerOffsetRequestHeader {
+        consumer_group: group.into(),
+        topic: topic.into(),
+        queue_id: q,
+        commit_offset: o,
+        broker_name: None,
+    };
+    let r = call(
+        c,
+        addr,
+        RemotingCommand::request_with_header(RequestCode::UpdateConsumerOffset, &h),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+}
+
+fn properties_request(code: RequestCode, props: &[(&str, &str)]) -> RemotingCommand {
+    let text: String = props.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    RemotingCommand::request(code).with_body(text.into_bytes())
+}
+
+fn properties(r: &RemotingCommand) -> BTreeMap<String, String> {
+    rocketmq_broker_lite::broker::config::parse_properties(&String::from_utf8_lossy(&r.body))
+}
+
+#[tokio::test]
+async fn producer_connections_and_the_groups_consuming_a_topic() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "WhoTopic", 2).await;
+    // One client: producer of `test_pg`, consumer of `who-cg` subscribed to WhoTopic.
+    let r = call(&c, &b, heartbeat("10.0.0.1@who", "who-cg", "WhoTopic", "*")).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+
+    let req = RemotingCommand::request_with_header(
+        RequestCode::GetProducerConnectionList,
+        &GetProducerConnectionListRequestHeader {
+            producer_group: "test_pg".into(),
+        },
+    );
+    let r = call(&c, &b, req).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let pc: ProducerConnection = body::decode(&r.body).unwrap();
+    assert_eq!(pc.connection_set.len(), 1);
+    let conn = pc.connection_set.iter().next().unwrap();
+    assert_eq!(conn.client_id, "10.0.0.1@who");
+    assert!(conn.client_addr.starts_with("127.0.0.1:"), "{conn:?}");
+
+    let req = RemotingCommand::request_with_header(
+        RequestCode::GetProducerConnectionList,
+        &GetProducerConnectionListRequestHeader {
+            producer_group: "nobody".into(),
+        },
+    );
+    let r = call(&c, &b, req).await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert_eq!(
+        r.remark.as_deref(),
+        Some("the producer group[nobody] not exist")
+    );
+
+    // A group that only has committed offsets counts too.
+    commit_offset(&c, &b, "offsets-only", "WhoTopic", 1, 0).await;
+    let req = RemotingCommand::request_with_header(
+        RequestCode::QueryTopicConsumeByWho,
+        &TopicRequestHeader {
+            topic: "WhoTopic".into(),
+        },
+    );
+    let r = call(&c, &b, req).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let groups: GroupList = body::decode(&r.body).unwrap();
+    assert_eq!(
+        groups.group_list,
+        BTreeSet::from(["offsets-only".to_string(), "who-cg".to_string()])
+    );
+    cl.stop().await;
+}
+
+#[tokio::test]
+async fn consume_queue_entries_are_the_messages_sent() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "CqTopic", 1).await;
+    let mut phys = Vec::new();
+    for i in 0..5 {
+        let r = send(&c, &b, "CqTopic", 0, &format!("body-{i}")).await;
+        assert_eq!(r.response_code(), ResponseCode::Success);
+        let id = r
+            .ext_fields
+            .as_ref()
+            .unwrap()
+            .get("msgId")
+            .unwrap()
+            .to_string();
+        phys.push(decode_offset_msg_id(&id).unwrap().1);
+    }
+    eventually("dispatch", || {
+        cl.broker.store().max_offset("CqTopic", 0) == 5
+    })
+    .await;
+    let query = |index: i64, count: i32, queue_id: i32, group: Option<&str>| {
+        RemotingCommand::request_with_header(
+            RequestCode::QueryConsumeQueue,
+            &QueryConsumeQueueRequestHeader {
+                topic: "CqTopic".into(),
+                queue_id,
+                index,
+                count,
+                consumer_group: group.map(str::to_string),
+            },
+        )
+    };
+    let r = call(&c, &b, query(1, 3, 0, None)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let body: QueryConsumeQueueResponseBody = body::decode(&r.body).unwrap();
+    assert_eq!((body.min_queue_index, body.max_queue_index), (0, 5));
+    let entries = body.queue_data.unwrap();
+    assert_eq!(entries.len(), 3);
+    for (i, e) in entries.iter().enumerate() {
+        assert_eq!(e.physic_offset, phys[i + 1]);
+        let record = cl
+            .broker
+            .store()
+            .read_record(e.physic_offset as u64)
+            .unwrap();
+        assert_eq!(e.physic_size as usize, record.len());
+        assert_eq!(e.tags_code, tags_hash_code(Some("TagA")));
+        assert!(!e.eval);
+    }
+    // Past the end: SUCCESS without a body, as Java.
+    let r = call(&c, &b, query(7, 3, 0, None)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert!(r.body.is_empty());
+    assert_eq!(
+        r.remark.as_deref(),
+        Some("Index 7 of 0@CqTopic is not exist!")
+    );
+    // No such queue.
+    let r = call(&c, &b, query(0, 3, 3, None)).await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert_eq!(r.remark.as_deref(), Some("3@CqTopic is not exist!"));
+    // A group that is not online.
+    let r = call(&c, &b, query(0, 1, 0, Some("offline-g"))).await;
+    let body: QueryConsumeQueueResponseBody = body::decode(&r.body).unwrap();
+    assert_eq!(
+        body.filter_data.as_deref(),
+        Some("offline-g@CqTopic is not online!")
+    );
+    assert!(body.subscription_data.is_none());
+    // An online TAG group: its subscription, and no filter data (Java prints `null`).
+    call(&c, &b, heartbeat("10.0.0.2@cq", "cq-g", "CqTopic", "TagA")).await;
+    let r = call(&c, &b, query(0, 1, 0, Some("cq-g"))).await;
+    let body: QueryConsumeQueueResponseBody = body::decode(&r.body).unwrap();
+    assert_eq!(body.filter_data.as_deref(), Some("null"));
+    assert_eq!(body.subscription_data.unwrap().sub_string, "TagA");
+    cl.stop().await;
+}
+
+async fn view(c: &RemotingClient, b: &str, name: &str, key: &str) -> RemotingCommand {
+    let req = RemotingCommand::request_with_header(
+        RequestCode::ViewBrokerStatsData,
+        &ViewBrokerStatsDataRequestHeader {
+            stats_name: name.into(),
+            stats_key: key.into(),
+        },
+    );
+    call(c, b, req).await
+}
+
+#[tokio::test]
+async fn statistics_count_puts_per_topic_and_gets_per_group() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "StatTopic", 1).await;
+    let mut bytes = 0;
+    for i in 0..3 {
+        let r = send(&c, &b, "StatTopic", 0, &format!("m{i}")).await;
+        let id = r
+            .ext_fields
+            .as_ref()
+            .unwrap()
+            .get("msgId")
+            .unwrap()
+            .to_string();
+        let phys = decode_offset_msg_id(&id).unwrap().1;
+        eventually("readable", || {
+            cl.broker.store().read_record(phys as u64).is_some()
+        })
+        .await;
+        bytes += cl.broker.store().read_record(phys as u64).unwrap().len() as i64;
+    }
+    eventually("dispatch", || {
+        cl.broker.store().max_offset("StatTopic", 0) == 3
+    })
+    .await;
+    let (_, msgs) = pull(&c, &b, "stat-g", "StatTopic", 0, 0).await;
+    assert_eq!(msgs.len(), 3);
+
+    let data = |r: &RemotingCommand| -> BrokerStatsData {
+        assert_eq!(r.response_code(), ResponseCode::Success, "{:?}", r.remark);
+        body::decode(&r.body).unwrap()
+    };
+    let puts = data(&view(&c, &b, "TOPIC_PUT_NUMS", "StatTopic").await);
+    for w in [puts.stats_minute, puts.stats_hour, puts.stats_day] {
+        assert_eq!(w.sum, 3);
+        assert_eq!(w.avgpt, 1.0, "one message per send");
+        assert!(w.tps > 0.0);
+    }
+    let size = data(&view(&c, &b, "TOPIC_PUT_SIZE", "StatTopic").await);
+    assert_eq!(size.stats_minute.sum, bytes);
+    let gets = data(&view(&c, &b, "GROUP_GET_NUMS", &group_key("StatTopic", "stat-g")).await);
+    assert_eq!(gets.stats_minute.sum, 3);
+    assert_eq!(gets.stats_day.avgpt, 3.0, "three messages in one pull");
+    let r = view(&c, &b, "TOPIC_PUT_NUMS", "NoSuchTopic").await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert_eq!(
+        r.remark.as_deref(),
+        Some("The stats <TOPIC_PUT_NUMS> <NoSuchTopic> not exist")
+    );
+    let r = view(&c, &b, "NO_SUCH_STAT", "StatTopic").await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+
+    // The runtime info has Java's keys, from the same counters.
+    let info = runtime_info(&c, &b).await;
+    for k in [
+        "putTps",
+        "getFoundTps",
+        "getMissTps",
+        "getTotalTps",
+        "getTransferedTps",
+        "msgPutTotalYesterdayMorning",
+        "msgPutTotalTodayMorning",
+        "msgGetTotalYesterdayMorning",
+        "msgGetTotalTodayMorning",
+        "pageCacheLockTimeMills",
+        "runtime",
+    ] {
+        assert!(info.contains_key(k), "no {k} in {info:?}");
+    }
+    assert_eq!(info["putTps"].split(' ').count(), 3);
+    assert_eq!(info["putMessageTimesTotal"], "3");
+    assert_eq!(info["putMessageSizeTotal"], bytes.to_string());
+    let avg: f64 = info["putMessageAverageSize"].parse().unwrap();
+    assert!((avg - bytes as f64 / 3.0).abs() < 1e-9, "{avg}");
+    let boot: i64 = info["bootTimestamp"].parse().unwrap();
+    assert!(boot > 1_600_000_000_000);
+    let ratio: f64 = info["commitLogDiskRatio"].parse().unwrap();
+    assert!((0.0..=1.0).contains(&ratio), "{ratio}");
+    let ratio: f64 = info["consumeQueueDiskRatio"].parse().unwrap();
+    assert!((0.0..=1.0).contains(&ratio), "{ratio}");
+    // Messages are stored at the broker's (manual) clock's time.
+    assert_eq!(info["earliestMessageTimeStamp"], cl.clock.now().to_string());
+    assert!(info["commitLogDirCapacity"].starts_with("Total : "));
+    cl.stop().await;
+}
+
+#[tokio::test]
+async fn broker_consume_stats_cover_every_subscription_group() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "LagTopic", 2).await;
+    for (q, n) in [(0, 4), (1, 2)] {
+        for i in 0..n {
+            assert_eq!(
+                send(&c, &b, "LagTopic", q, &format!("{q}-{i}")).await.code,
+                0
+            );
+        }
+    }
+    eventually("dispatch", || {
+        cl.broker.store().max_offset("LagTopic", 0) == 4
+            && cl.broker.store().max_offset("LagTopic", 1) == 2
+    })
+    .await;
+    let group = SubscriptionGroupConfig {
+        group_name: "lag-g".into(),
+        ..SubscriptionGroupConfig::default()
+    };
+    let req = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup)
+        .with_body(body::encode_fastjson(&group));
+    assert_eq!(
+        call(&c, &b, req).await.response_code(),
+        ResponseCode::Success
+    );
+    commit_offset(&c, &b, "lag-g", "LagTopic", 0, 3).await;
+    commit_offset(&c, &b, "lag-g", "LagTopic", 1, 2).await;
+
+    let stats = |is_order: bool| {
+        RemotingCommand::request_with_header(
+            RequestCode::GetBrokerConsumeStats,
+            &GetConsumeStatsInBrokerHeader { is_order },
+        )
+    };
+    let r = call(&c, &b, stats(false)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let list: ConsumeStatsList = body::decode(&r.body).unwrap();
+    assert_eq!(list.broker_addr.as_deref(), Some(b.as_str()));
+    assert_eq!(list.total_diff, 1);
+    let of_group: Vec<_> = list
+        .consume_stats_list
+        .iter()
+        .filter_map(|m| m.get("lag-g"))
+        .collect();
+    assert_eq!(of_group.len(), 1);
+    let topics = of_group[0];
+    assert_eq!(topics.len(), 1);
+    let offsets: Vec<(i32, i64, i64)> = topics[0]
+        .offset_table
+        .iter()
+        .map(|(mq, o)| (mq.queue_id, o.broker_offset, o.consumer_offset))
+        .collect();
+    assert_eq!(offsets, vec![(0, 4, 3), (1, 2, 2)]);
+    let last = &topics[0].offset_table.values().next().unwrap();
+    assert_eq!(last.last_timestamp, cl.clock.now());
+
+    // Only ordered topics: the group is listed without topics.
+    let list: ConsumeStatsList = body::decode(&call(&c, &b, stats(true)).await.body).unwrap();
+    assert_eq!(list.total_diff, 0);
+    assert!(list
+        .consume_stats_list
+        .iter()
+        .filter_map(|m| m.get("lag-g"))
+        .all(|t| t.is_empty()));
+    cl.stop().await;
+}
+
+fn segment_files(cl: &Cluster) -> usize {
+    std::fs::read_dir(cl.broker.store().config().commit_log_dir())
+        .unwrap()
+        .count()
+}
+
+#[tokio::test]
+async fn housekeeping_deletes_expired_files_and_unused_queues() {
+    // Small segments, every closed one expired at once, but never the hour to delete them
+    // (the manual clock reads 22:00 UTC) and a disk never full enough to force it.
+    let cl = Cluster::start_with(|c| {
+        c.store.mapped_file_size_commit_log = 4096;
+        c.store.max_message_size = 2048;
+        c.store.file_reserved_time = 0;
+        c.store.delete_when = "04".into();
+        keep_segments(c);
+    })
+    .await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "OldTopic", 1).await;
+    create_topic(&c, &b, "NewTopic", 1).await;
+    for i in 0..3 {
+        assert_eq!(
+            send(&c, &b, "OldTopic", 0, &format!("old-{i}")).await.code,
+            0
+        );
+    }
+    for i in 0..20 {
+        let body = format!("{i:04}{}", "x".repeat(600));
+        assert_eq!(send(&c, &b, "NewTopic", 0, &body).await.code, 0);
+    }
+    let store = cl.broker.store();
+    eventually("dispatch", || store.max_offset("NewTopic", 0) == 20).await;
+    let before = segment_files(&cl);
+    assert!(before > 2, "{before} segments");
+    assert_eq!(store.commit_log_min_offset(), 0);
+
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request(RequestCode::DeleteExpiredCommitlog),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert!(store.commit_log_min_offset() > 0, "nothing deleted");
+    assert!(segment_files(&cl) < before);
+    // OldTopic's messages were all in the deleted segments; NewTopic's last ones remain.
+    assert_eq!(store.min_offset("OldTopic", 0), 3);
+    let new_min = store.min_offset("NewTopic", 0);
+    assert!(new_min > 0 && new_min < 20, "{new_min}");
+
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request(RequestCode::CleanExpiredConsumequeue),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert!(!store.has_queue("OldTopic", 0));
+    assert!(store.has_queue("NewTopic", 0));
+    let queue_dir = store.config().consume_queue_dir();
+    assert!(!queue_dir.join("OldTopic").join("0").exists());
+
+    // A queue of a topic the broker has no configuration for.
+    let orphan = PutMessage {
+        topic: "OrphanTopic".into(),
+        queue_id: 0,
+        flag: 0,
+        body: bytes::Bytes::from_static(b"orphan"),
+        properties: String::new(),
+        tags_code: 0,
+        sys_flag: 0,
+        born_timestamp: 1,
+        born_host: addr("127.0.0.1:5000"),
+        store_host: addr("127.0.0.1:10911"),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    };
+    store.put_message(&orphan).unwrap();
+    eventually("orphan dispatched", || {
+        store.max_offset("OrphanTopic", 0) == 1
+    })
+    .await;
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request(RequestCode::CleanUnusedTopic),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert!(!store.has_queue("OrphanTopic", 0));
+    assert!(!queue_dir.join("OrphanTopic").exists());
+    assert!(store.has_queue("NewTopic", 0));
+    cl.stop().await;
+}
+
+#[tokio::test]
+async fn update_broker_config_changes_persists_and_refuses() {
+    let conf_dir = rocketmq_broker_lite::embedded::TempDir::new("broker-conf").unwrap();
+    let conf = conf_dir.path().join("broker.conf");
+    std::fs::write(&conf, "# test\nbrokerPermission=6\nbrokerName=broker-a\n").unwrap();
+    let conf2 = conf.clone();
+    let cl = Cluster::start_with(move |c| {
+        c.broker_config_path = Some(conf2);
+        c.config_black_list = "configBlackList;brokerConfigPath;storeReplyMessageEnable".into();
+    })
+    .await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "PermTopic", 1).await;
+    let mut ordered = create_topic_request("OrderedPermTopic", 1);
+    ordered.set_ext("order", "true");
+    assert_eq!(
+        call(&c, &b, ordered).await.response_code(),
+        ResponseCode::Success
+    );
+    let get = || RemotingCommand::request(RequestCode::GetBrokerConfig);
+    let r = call(&c, &b, get()).await;
+    assert_eq!(properties(&r)["brokerPermission"], "6");
+    let v0: body::DataVersion = body::decode(
+        r.ext_fields
+            .as_ref()
+            .unwrap()
+            .get("version")
+            .unwrap()
+            .as_bytes(),
+    )
+    .unwrap();
+
+    // Black-listed keys, Java's and this broker's `configBlackList`.
+    for key in [
+        "brokerConfigPath",
+        "rocketmqHome",
+        "configBlackList",
+        "storeReplyMessageEnable",
+    ] {
+        let r = call(
+            &c,
+            &b,
+            properties_request(RequestCode::UpdateBrokerConfig, &[(key, "x")]),
+        )
+        .await;
+        assert_eq!(r.response_code(), ResponseCode::NoPermission, "{key}");
+        assert_eq!(
+            r.remark.as_deref(),
+            Some("Can not update config in black list.")
+        );
+    }
+    // A key that takes effect only at start: refused, and nothing of the request applied.
+    let r = call(
+        &c,
+        &b,
+        properties_request(
+            RequestCode::UpdateBrokerConfig,
+            &[("listenPort", "1"), ("brokerPermission", "4")],
+        ),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert!(
+        r.remark.as_deref().unwrap().contains("listenPort"),
+        "{:?}",
+        r.remark
+    );
+    // A bad value.
+    let r = call(
+        &c,
+        &b,
+        properties_request(
+            RequestCode::UpdateBrokerConfig,
+            &[("brokerPermission", "8")],
+        ),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert_eq!(
+        properties(&call(&c, &b, get()).await)["brokerPermission"],
+        "6"
+    );
+
+    // Read-only: visible at once, persisted, registered, and enforced.
+    let r = call(
+        &c,
+        &b,
+        properties_request(
+            RequestCode::UpdateBrokerConfig,
+            &[("brokerPermission", "4"), ("unknownKey", "1")],
+        ),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{:?}", r.remark);
+    let r = call(&c, &b, get()).await;
+    assert_eq!(properties(&r)["brokerPermission"], "4");
+    let v1: body::DataVersion = body::decode(
+        r.ext_fields
+            .as_ref()
+            .unwrap()
+            .get("version")
+            .unwrap()
+            .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(v1.counter, v0.counter + 1);
+    assert_eq!(
+        std::fs::read_to_string(&conf).unwrap(),
+        "# test\nbrokerPermission=4\nbrokerName=broker-a\n"
+    );
+    let route = call(
+        &c,
+        &cl.namesrv_addr(),
+        RemotingCommand::request_with_header(
+            RequestCode::GetRouteinfoByTopic,
+            &GetRouteInfoRequestHeader {
+                topic: "PermTopic".into(),
+                accept_standard_json_only: None,
+            },
+        ),
+    )
+    .await;
+    let route: body::TopicRouteData = body::decode(&route.body).unwrap();
+    assert_eq!(route.queue_datas[0].perm, 4);
+    // The broker itself refuses sends to its ordered topics (Java's `msgCheck`).
+    let r = send(&c, &b, "OrderedPermTopic", 0, "refused").await;
+    assert_eq!(r.response_code(), ResponseCode::NoPermission);
+    assert_eq!(
+        r.remark.as_deref(),
+        Some(format!("the broker[{b}] sending message is forbidden").as_str())
+    );
+    cl.stop().await;
+}
+
+#[tokio::test]
+async fn name_server_config_is_read_and_updated() {
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("ns-conf").unwrap();
+    let conf = dir.path().join("namesrv.properties");
+    std::fs::write(&conf, "listenPort=0\norderMessageEnable=false\n").unwrap();
+    let ns = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .kv_config_path(dir.path().join("kvConfig.json"))
+        .config_store_path(&conf)
+        .start()
+        .await
+        .unwrap();
+    let a = ns.local_addr().to_string();
+    let c = client();
+    let get = || RemotingCommand::request(RequestCode::GetNamesrvConfig);
+    let r = call(&c, &a, get()).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let p = properties(&r);
+    assert_eq!(p["listenPort"], ns.local_addr().port().to_string());
+    assert_eq!(p["orderMessageEnable"], "false");
+    assert!(p["kvConfigPath"].ends_with("kvConfig.json"));
+
+    for key in [
+        "kvConfigPath",
+        "configStorePath",
+        "configBlackList",
+        "rocketmqHome",
+    ] {
+        let r = call(
+            &c,
+            &a,
+            properties_request(RequestCode::UpdateNamesrvConfig, &[(key, "/x")]),
+        )
+        .await;
+        assert_eq!(r.response_code(), ResponseCode::NoPermission, "{key}");
+        assert_eq!(
+            r.remark.as_deref(),
+            Some("Can not update config in black list.")
+        );
+    }
+    let r = call(
+        &c,
+        &a,
+        properties_request(RequestCode::UpdateNamesrvConfig, &[("listenPort", "1")]),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+
+    let r = call(
+        &c,
+        &a,
+        properties_request(
+            RequestCode::UpdateNamesrvConfig,
+            &[("orderMessageEnable", "true")],
+        ),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success, "{:?}", r.remark);
+    assert_eq!(
+        properties(&call(&c, &a, get()).await)["orderMessageEnable"],
+        "true"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&conf).unwrap(),
+        "listenPort=0\norderMessageEnable=true\n"
+    );
+    // An empty body changes nothing.
+    let r = call(
+        &c,
+        &a,
+        RemotingCommand::request(RequestCode::UpdateNamesrvConfig),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    ns.shutdown().await;
+}
+
+#[tokio::test]
+async fn unknown_request_codes_are_still_not_supported() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    let r = call(&c, &b, RemotingCommand::request(RequestCode::from(9_999))).await;
+    assert_eq!(r.response_code(), ResponseCode::RequestCodeNotSupported);
+    cl.stop().await;
+}

@@ -1,0 +1,251 @@
+//! What the admin tools ask of consumers through their brokers: running information
+//! (GET_CONSUMER_RUNNING_INFO), offsets moved by time (INVOKE_BROKER_TO_RESET_OFFSET, or
+//! committed directly for a group with no member online), per-member offsets
+//! (INVOKE_BROKER_TO_GET_CONSUMER_STATUS) and a message consumed directly
+//! (CONSUME_MESSAGE_DIRECTLY).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rocketmq_remoting::protocol::body::{
+    self, ConsumeMessageDirectlyResult, ConsumerRunningInfo, GetConsumerStatusBody, ResetOffsetBody,
+};
+use rocketmq_remoting::protocol::headers::{
+    ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader, ResetOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+};
+use rocketmq_remoting::protocol::message::MessageQueue;
+use rocketmq_remoting::protocol::topic::retry_topic;
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+
+use super::MQAdmin;
+use crate::error::{ClientError, Result};
+use crate::internal::instance::MASTER_ID;
+
+/// How a group's offsets were moved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResetOutcome {
+    /// The brokers told the group's online members, which moved to these offsets.
+    Online(BTreeMap<MessageQueue, i64>),
+    /// No member was online: the offsets were committed on the brokers (Java's
+    /// `resetOffsetByTimeOld`); per queue, the committed offset before and after.
+    Offline(BTreeMap<MessageQueue, (i64, i64)>),
+}
+
+impl MQAdmin {
+    /// Forwarded requests wait for the broker's own wait on the client (10 s) and more.
+    fn forward_timeout(&self) -> Duration {
+        self.timeout().max(Duration::from_secs(12))
+    }
+
+    /// Masters of the brokers that route `topic`.
+    async fn masters_of_topic(&self, topic: &str) -> Result<Vec<(String, String)>> {
+        let route = self
+            .topic_route(topic)
+            .await?
+            .ok_or_else(|| ClientError::NoRoute {
+                topic: topic.to_string(),
+            })?;
+        Ok(route
+            .broker_datas
+            .iter()
+            .filter_map(|b| {
+                b.broker_addrs
+                    .get(&MASTER_ID)
+                    .map(|a| (b.broker_name.clone(), a.clone()))
+            })
+            .collect())
+    }
+
+    /// A consumer's running information: settings, subscriptions, queues, figures (asked of
+    /// a broker of the group, which asks the client).
+    pub async fn consumer_running_info(
+        &self,
+        group: &str,
+        client_id: &str,
+        jstack: bool,
+    ) -> Result<ConsumerRunningInfo> {
+        let masters = self.masters_of_topic(&retry_topic(group)).await?;
+        let (_, addr) = masters.first().ok_or_else(|| ClientError::NoRoute {
+            topic: retry_topic(group),
+        })?;
+        let req = RemotingCommand::request_with_header(
+            RequestCode::GetConsumerRunningInfo,
+            &GetConsumerRunningInfoRequestHeader {
+                consumer_group: group.to_string(),
+                client_id: client_id.to_string(),
+                jstack_enable: jstack,
+            },
+        );
+        let resp = self
+            .inst
+            .api
+            .call(addr, req, self.forward_timeout())
+            .await?;
+        Self::decode(addr, &resp)
+    }
+
+    /// Moves `group`'s offsets of `topic` to the first message stored at or after
+    /// `timestamp` (ms; -1: the end of each queue). Without `force`, an offset only moves
+    /// back. Online members are told by their brokers and apply it; for a group with no member
+    /// online, the offsets are committed on the brokers directly.
+    pub async fn reset_offset_by_time(
+        &self,
+        topic: &str,
+        group: &str,
+        timestamp: i64,
+        force: bool,
+    ) -> Result<ResetOutcome> {
+        let masters = self.masters_of_topic(topic).await?;
+        let mut table = BTreeMap::new();
+        for (_, addr) in &masters {
+            let req = RemotingCommand::request_with_header(
+                RequestCode::InvokeBrokerToResetOffset,
+                &ResetOffsetRequestHeader {
+                    topic: topic.to_string(),
+                    group: group.to_string(),
+                    timestamp,
+                    is_force: force,
+                },
+            );
+            match self.inst.api.call(addr, req, self.timeout()).await {
+                Ok(resp) => {
+                    let b: ResetOffsetBody = Self::decode(addr, &resp)?;
+                    table.extend(b.offset_table);
+                }
+                Err(ClientError::Server {
+                    code: ResponseCode::ConsumerNotOnline,
+                    ..
+                }) => {
+                    return self
+                        .reset_offline(topic, group, timestamp, force, &masters)
+                        .await
+                        .map(ResetOutcome::Offline)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ResetOutcome::Online(table))
+    }
+
+    /// Java's `resetOffsetByTimeOld`: each queue's offset of the time, committed with
+    /// UPDATE_CONSUMER_OFFSET where it moves back (or always, with `force`).
+    async fn reset_offline(
+        &self,
+        topic: &str,
+        group: &str,
+        timestamp: i64,
+        force: bool,
+        masters: &[(String, String)],
+    ) -> Result<BTreeMap<MessageQueue, (i64, i64)>> {
+        let lookup = self.lookup();
+        let mut out = BTreeMap::new();
+        for (name, addr) in masters {
+            let stats = self
+                .inst
+                .api
+                .consume_stats(addr, group, Some(topic), self.timeout())
+                .await?;
+            let mut queues: Vec<(MessageQueue, i64)> = stats
+                .offset_table
+                .into_iter()
+                .filter(|(mq, _)| mq.topic == topic)
+                .map(|(mq, w)| (mq, w.consumer_offset))
+                .collect();
+            if queues.is_empty() {
+                // The group never consumed here: every queue, from its min offset.
+                let t = self.topic_stats_on(addr, topic).await?;
+                queues = t
+                    .offset_table
+                    .into_iter()
+                    .map(|(mq, o)| (mq, o.min_offset))
+                    .collect();
+            }
+            for (mq, committed) in queues {
+                let target = if timestamp == -1 {
+                    lookup.max_offset(&mq).await?
+                } else {
+                    lookup.search_offset(&mq, timestamp).await?
+                };
+                let next = if force || target <= committed {
+                    target
+                } else {
+                    committed
+                };
+                let req = RemotingCommand::request_with_header(
+                    RequestCode::UpdateConsumerOffset,
+                    &UpdateConsumerOffsetRequestHeader {
+                        consumer_group: group.to_string(),
+                        topic: topic.to_string(),
+                        queue_id: mq.queue_id,
+                        commit_offset: next,
+                        broker_name: Some(name.clone()),
+                    },
+                );
+                self.inst.api.call(addr, req, self.timeout()).await?;
+                out.insert(mq, (committed, next));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Each online member's offsets of `topic` (or only `client_id`'s), by client id.
+    pub async fn consumer_status(
+        &self,
+        topic: &str,
+        group: &str,
+        client_id: Option<&str>,
+    ) -> Result<BTreeMap<String, BTreeMap<MessageQueue, i64>>> {
+        let mut all: BTreeMap<String, BTreeMap<MessageQueue, i64>> = BTreeMap::new();
+        for (_, addr) in self.masters_of_topic(topic).await? {
+            let req = RemotingCommand::request_with_header(
+                RequestCode::InvokeBrokerToGetConsumerStatus,
+                &GetConsumerStatusRequestHeader {
+                    topic: topic.to_string(),
+                    group: group.to_string(),
+                    client_addr: client_id.map(str::to_string),
+                },
+            );
+            let resp = self
+                .inst
+                .api
+                .call(&addr, req, self.forward_timeout())
+                .await?;
+            let b: GetConsumerStatusBody = Self::decode(&addr, &resp)?;
+            for (client, table) in b.consumer_table {
+                all.entry(client).or_default().extend(table);
+            }
+        }
+        Ok(all)
+    }
+
+    /// Has the member `client_id` of `group` run its listener on the stored message whose
+    /// offset id is `offset_msg_id` (asked of the broker that stores it).
+    pub async fn consume_message_directly(
+        &self,
+        group: &str,
+        client_id: &str,
+        offset_msg_id: &str,
+    ) -> Result<ConsumeMessageDirectlyResult> {
+        let (addr, _) = rocketmq_remoting::protocol::message::decode_offset_msg_id(offset_msg_id)
+            .ok_or_else(|| {
+            ClientError::InvalidMessage(format!("{offset_msg_id:?} is not an offset message id"))
+        })?;
+        let addr = addr.to_string();
+        let req = RemotingCommand::request_with_header(
+            RequestCode::ConsumeMessageDirectly,
+            &ConsumeMessageDirectlyResultRequestHeader {
+                consumer_group: group.to_string(),
+                client_id: Some(client_id.to_string()),
+                msg_id: Some(offset_msg_id.to_string()),
+                broker_name: None,
+            },
+        );
+        let resp = self
+            .inst
+            .api
+            .call(&addr, req, self.forward_timeout())
+            .await?;
+        body::decode(&resp.body).map_err(|e| Self::protocol_error(&addr, e))
+    }
+}

@@ -1,0 +1,180 @@
+//! The admin client's broker and name-server operations against the embedded cluster:
+//! producer connections, who consumes a topic, consume statistics, broker statistics,
+//! consume-queue inspection, housekeeping and configuration.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::*;
+use rocketmq_client::admin::MQAdmin;
+use rocketmq_client::consumer::{concurrently_fn, ConsumeConcurrentlyStatus};
+use rocketmq_client::{ClientError, Message};
+use rocketmq_remoting::protocol::body::SubscriptionGroupConfig;
+use rocketmq_remoting::protocol::ResponseCode;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn admin_broker_and_namesrv_operations() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let broker = c.broker().broker_addr();
+    let admin = MQAdmin::connect(&ns).unwrap();
+    admin
+        .create_topic("DefaultCluster", "AdminApiTopic", 2)
+        .await
+        .unwrap();
+
+    let producer = producer(&ns, "admin-api-pg").await;
+    let mut offsets = Vec::new();
+    for i in 0..4 {
+        let r = producer
+            .send(Message::new("AdminApiTopic", format!("m{i}")).with_tags("T"))
+            .await
+            .unwrap();
+        offsets.push((r.message_queue.queue_id, r.queue_offset));
+    }
+
+    // The producer's heartbeat registers its group.
+    wait_until(LIMIT, "producer connection", || async {
+        admin
+            .producer_connection("admin-api-pg", "AdminApiTopic")
+            .await
+            .is_ok_and(|p| p.connection_set.len() == 1)
+    })
+    .await;
+    assert!(matches!(
+        admin.producer_connection_on(&broker, "no-such-pg").await,
+        Err(ClientError::Server { .. })
+    ));
+
+    // Statistics of the topic's puts.
+    let stats = admin
+        .view_broker_stats_data(&broker, "TOPIC_PUT_NUMS", "AdminApiTopic")
+        .await
+        .unwrap();
+    assert_eq!(stats.stats_minute.sum, 4);
+    assert!(admin
+        .view_broker_stats_data(&broker, "TOPIC_PUT_NUMS", "Nothing")
+        .await
+        .is_err());
+
+    // Consume-queue entries of the first message.
+    let (q, o) = offsets[0];
+    let cq = admin
+        .query_consume_queue(&broker, "AdminApiTopic", q, o, 1, None)
+        .await
+        .unwrap()
+        .expect("an entry");
+    assert_eq!(cq.queue_data.unwrap().len(), 1);
+    assert!(admin
+        .query_consume_queue(&broker, "AdminApiTopic", q, 1_000, 1, None)
+        .await
+        .unwrap()
+        .is_none());
+
+    // A group with offsets consumes the topic, and has a lag.
+    let total: i64 = 4;
+    let group_cfg = SubscriptionGroupConfig {
+        group_name: "admin-api-cg".into(),
+        ..SubscriptionGroupConfig::default()
+    };
+    admin
+        .create_subscription_group(&broker, &group_cfg)
+        .await
+        .unwrap();
+    let by_who = admin
+        .query_topic_consume_by_who("AdminApiTopic")
+        .await
+        .unwrap();
+    assert!(!by_who.group_list.contains("admin-api-cg"));
+    let consumer = push_builder(&ns, "admin-api-cg")
+        .subscribe("AdminApiTopic", "*")
+        .build()
+        .unwrap();
+    consumer
+        .register_message_listener_concurrently(concurrently_fn(|_msgs, _q| async {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        }))
+        .unwrap();
+    consumer.start().await.unwrap();
+    wait_until(LIMIT, "the consumer group is seen", || async {
+        admin
+            .query_topic_consume_by_who("AdminApiTopic")
+            .await
+            .is_ok_and(|g| g.group_list.contains("admin-api-cg"))
+    })
+    .await;
+    wait_until(LIMIT, "broker consume stats", || async {
+        admin
+            .broker_consume_stats(&broker, false, Duration::from_secs(10))
+            .await
+            .is_ok_and(|l| {
+                l.consume_stats_list
+                    .iter()
+                    .filter_map(|m| m.get("admin-api-cg"))
+                    .flatten()
+                    .any(|s| {
+                        s.offset_table
+                            .values()
+                            .map(|o| o.broker_offset)
+                            .sum::<i64>()
+                            == total
+                    })
+            })
+    })
+    .await;
+    consumer.shutdown().await;
+
+    // Housekeeping answers SUCCESS.
+    admin.clean_expired_consume_queue(&broker).await.unwrap();
+    admin.delete_expired_commit_log(&broker).await.unwrap();
+    admin.clean_unused_topic(&broker).await.unwrap();
+
+    // Broker configuration: a runtime key, a black-listed one, a restart-only one.
+    let props = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+    admin
+        .update_broker_config(&broker, &props("defaultQueryMaxNum", "64"))
+        .await
+        .unwrap();
+    assert_eq!(
+        admin.broker_config(&broker).await.unwrap()["defaultQueryMaxNum"],
+        "64"
+    );
+    match admin
+        .update_broker_config(&broker, &props("brokerConfigPath", "/tmp/x"))
+        .await
+    {
+        Err(ClientError::Server { code, .. }) => {
+            assert_eq!(code, ResponseCode::NoPermission)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(admin
+        .update_broker_config(&broker, &props("listenPort", "1"))
+        .await
+        .is_err());
+
+    // Name-server configuration.
+    let before = admin.namesrv_config(&[]).await.unwrap();
+    assert_eq!(before[&ns]["orderMessageEnable"], "false");
+    admin
+        .update_namesrv_config(&props("orderMessageEnable", "true"), &[])
+        .await
+        .unwrap();
+    let after = admin
+        .namesrv_config(std::slice::from_ref(&ns))
+        .await
+        .unwrap();
+    assert_eq!(after[&ns]["orderMessageEnable"], "true");
+    assert!(admin
+        .update_namesrv_config(&props("kvConfigPath", "/tmp/x"), &[])
+        .await
+        .is_err());
+
+    producer.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
