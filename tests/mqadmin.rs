@@ -342,6 +342,35 @@ async fn bad_arguments_unknown_names_and_an_unreachable_name_server_have_their_e
     assert!(err.contains("-b") && err.contains("-c"), "{err}");
     let (code, _, _) = mqadmin(&ns, &["noSuchCommand"]).await;
     assert_eq!(code, 2);
+    // Java's boolean options take a value (`-f false`), not a bare switch.
+    let (code, _, err) = mqadmin(
+        &ns,
+        &[
+            "skipAccumulatedMessage",
+            "-g",
+            "g",
+            "-t",
+            "NoSuchTopic",
+            "-f",
+            "false",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = mqadmin(
+        &ns,
+        &[
+            "skipAccumulatedMessage",
+            "-g",
+            "g",
+            "-t",
+            "T",
+            "-f",
+            "maybe",
+        ],
+    )
+    .await;
+    assert_eq!(code, 2, "{err}");
     // Unknown names: 1, one line saying what.
     let (code, json, err) = mqadmin(&ns, &["topicStatus", "-t", "NoSuchTopic"]).await;
     assert_eq!(code, 1, "{err}");
@@ -649,4 +678,209 @@ async fn with_acl_on_the_cli_signs_with_the_keys_it_is_given() {
     let (code, _, _) = mqadmin_env(&ns, &[], &["--accessKey", "x", "topicList"]).await;
     assert_eq!(code, 2);
     c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_commands_read_and_change_the_cluster() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    let list = ok(&ns, &["clusterList"]).await;
+    let cluster_name = list[0]["Cluster Name"].as_str().unwrap().to_string();
+    let broker_name = list[0]["Broker Name"].as_str().unwrap().to_string();
+    create_topic(&ns, "CliOps", 4).await;
+    let p = producer(&ns, "cli-ops-p").await;
+    for i in 0..8 {
+        p.send(rocketmq_client::Message::new("CliOps", format!("m{i}")).with_tags("T"))
+            .await
+            .unwrap();
+    }
+    // A group that consumed half: its committed offsets (2 per queue).
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+    for q in 0..4 {
+        let mq = rocketmq_client::MessageQueue::new("CliOps", &broker_name, q);
+        let m = admin.lookup().max_offset(&mq).await.unwrap();
+        assert_eq!(m, 2);
+    }
+    let cons = push_builder(&ns, "cli-ops-c")
+        .consume_from_where(rocketmq_client::consumer::ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("CliOps", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(concurrently_fn(|_, _| async {
+        ConsumeConcurrentlyStatus::ConsumeSuccess
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    wait_until(
+        Duration::from_secs(30),
+        "all consumed and committed",
+        || {
+            let ns = ns.clone();
+            async move {
+                let (code, prog, _) = mqadmin(&ns, &["consumerProgress", "-g", "cli-ops-c"]).await;
+                code == 0
+                    && prog[1]["Diff Total"] == 0
+                    && prog[0]
+                        .as_array()
+                        .is_some_and(|r| r.iter().filter(|q| q["Topic"] == "CliOps").count() == 4)
+            }
+        },
+    )
+    .await;
+
+    // producerConnection: the producer's connection.
+    let pc = ok(
+        &ns,
+        &["producerConnection", "-g", "cli-ops-p", "-t", "CliOps"],
+    )
+    .await;
+    assert_eq!(pc.as_array().unwrap().len(), 1, "{pc}");
+    // brokerConsumeStats: the group's queues, no lag.
+    let bcs = ok(&ns, &["brokerConsumeStats", "-b", &addr]).await;
+    let rows = bcs[0].as_array().unwrap();
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r["Group"] == "cli-ops-c" && r["Topic"] == "CliOps")
+            .count(),
+        4,
+        "{bcs}"
+    );
+    assert_eq!(bcs[1]["Diff Total"], 0);
+    // topicList -c: the topic with its consumer group.
+    let tl = ok(&ns, &["topicList", "-c"]).await;
+    assert!(
+        tl.as_array().unwrap().iter().any(|r| r["Topic"] == "CliOps"
+            && r["Consumer Group"] == "cli-ops-c"
+            && r["Cluster Name"] == cluster_name.as_str()),
+        "{tl}"
+    );
+    // statsAll: 8 in, 8 out over the day.
+    let sa = ok(&ns, &["statsAll", "-t", "CliOps"]).await;
+    let row = sa
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["Consumer Group"] == "cli-ops-c")
+        .cloned()
+        .unwrap_or_else(|| panic!("{sa}"));
+    assert_eq!(row["InMsg24Hour"], 8, "{sa}");
+    assert_eq!(row["OutMsg24Hour"], 8, "{sa}");
+    assert_eq!(row["Accumulation"], 0, "{sa}");
+    // queryCq: queue 0's two entries, consecutive in the commit log order.
+    let cq = ok(
+        &ns,
+        &["queryCq", "-t", "CliOps", "-q", "0", "-i", "0", "-c", "5"],
+    )
+    .await;
+    assert_eq!(cq[0]["max"], 2, "{cq}");
+    let entries = cq[1].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{cq}");
+    assert_eq!(entries[0]["Tags Code"], i64::from(java_hash("T")), "{cq}");
+    // The housekeeping requests answer success.
+    for cmd in [
+        "cleanExpiredCQ",
+        "deleteExpiredCommitLog",
+        "cleanUnusedTopic",
+    ] {
+        let out = ok(&ns, &[cmd, "-b", &addr]).await;
+        assert_eq!(out[0], format!("{addr}: success").as_str(), "{cmd}");
+    }
+    // cloneGroupOffset: the copy has the source's offsets.
+    ok(
+        &ns,
+        &[
+            "cloneGroupOffset",
+            "-s",
+            "cli-ops-c",
+            "-d",
+            "cli-ops-copy",
+            "-t",
+            "CliOps",
+        ],
+    )
+    .await;
+    let copied = admin.group_offsets("cli-ops-copy", "CliOps").await.unwrap();
+    assert_eq!(copied.queues.len(), 4);
+    assert!(
+        copied.queues.iter().all(|q| q.consumer_offset == 2),
+        "{copied:?}"
+    );
+    // allocateMQ: four queues between two clients, two each.
+    let alloc = ok(&ns, &["allocateMQ", "-t", "CliOps", "-i", "a,b"]).await;
+    assert_eq!(alloc["result"]["a"].as_array().unwrap().len(), 2);
+    assert_eq!(alloc["result"]["b"][0]["queueId"], 2);
+    // updateBrokerConfig: a runtime key changes and shows; a restart-only key is refused.
+    ok(
+        &ns,
+        &[
+            "updateBrokerConfig",
+            "-b",
+            &addr,
+            "-k",
+            "slaveReadEnable",
+            "-v",
+            "true",
+        ],
+    )
+    .await;
+    let bc = ok(&ns, &["getBrokerConfig", "-b", &addr]).await;
+    assert_eq!(bc["slaveReadEnable"], "true");
+    let (code, _, err) = mqadmin(
+        &ns,
+        &[
+            "updateBrokerConfig",
+            "-b",
+            &addr,
+            "-k",
+            "listenPort",
+            "-v",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    // Name-server configuration.
+    ok(
+        &ns,
+        &[
+            "updateNamesrvConfig",
+            "-k",
+            "orderMessageEnable",
+            "-v",
+            "true",
+        ],
+    )
+    .await;
+    let nc = ok(&ns, &["getNamesrvConfig"]).await;
+    let section = nc.as_object().unwrap().values().next().unwrap();
+    assert!(
+        section
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["Key"] == "orderMessageEnable" && r["Value"] == "true"),
+        "{nc}"
+    );
+    // sendMsgStatus and clusterRT send to the broker's own topic.
+    let sms = ok(&ns, &["sendMsgStatus", "-b", &broker_name, "-c", "3"]).await;
+    assert_eq!(sms.as_array().unwrap().len(), 3, "{sms}");
+    assert!(sms
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["Status"] == "SendOk"));
+    let rt = ok(&ns, &["clusterRT", "-a", "3", "--rounds", "1"]).await;
+    assert_eq!(rt[0]["successCount"], 3, "{rt}");
+    assert_eq!(rt[0]["failCount"], 0, "{rt}");
+    cons.shutdown().await;
+    p.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
+/// Java's `String.hashCode` (a tag's code in the consume queue).
+fn java_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
 }

@@ -1,6 +1,5 @@
 //! Shared pieces of the command-line programs: logging and waiting for a stop signal.
 
-/// Logs to stderr; `RUST_LOG` overrides the `info` default.
 /// The name server's TLS from Java's `tls.*` keys in `props` and the `tls.config.file` they
 /// name (`disabled` without them); the error names the key or the file.
 pub fn namesrv_tls<'a>(
@@ -14,11 +13,14 @@ pub fn namesrv_tls<'a>(
     Ok(settings.server())
 }
 
+/// Logs to stderr; `RUST_LOG` overrides the `info` default (colours only on a terminal). The
+/// programs use [`crate::log_file::init`], which also takes `--log-format` and `--log-dir`.
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -15,5 +15,6 @@ pub mod cli;
 pub mod embedded;
 pub mod filter;
 pub mod ha;
+pub mod log_file;
 pub mod namesrv;
 pub mod store;

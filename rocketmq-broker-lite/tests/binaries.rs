@@ -179,3 +179,88 @@ async fn rocketmq_lite_stops_gracefully_and_keeps_its_data() {
     c.shutdown();
     assert_eq!(terminate(&mut lite), 0);
 }
+
+/// Every line of `text` is a JSON object with a level and a message.
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{e}: {l}"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_go_to_a_rolling_file_as_json_and_carry_no_colour_when_redirected() {
+    let dir = TempDir::new("binlogs").unwrap();
+    let logs = dir.path().join("logs");
+    let (ns, br) = (free_port(), free_port());
+    let mut lite = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+        .arg("--store-dir")
+        .arg(dir.path().join("data"))
+        .args([
+            "--namesrv-port",
+            &ns.to_string(),
+            "--broker-port",
+            &br.to_string(),
+        ])
+        .args([
+            "--segment-size",
+            "8388608",
+            "--log-format",
+            "json",
+            "--log-dir",
+        ])
+        .arg(&logs)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = first_line(&mut lite);
+    assert!(line.contains("ready"), "{line}");
+    // A client joins: one state change that matters, logged as such.
+    let c = client();
+    let b = format!("127.0.0.1:{br}");
+    let hb = heartbeat("log-client@1", "log-group", "LogTopic", "*");
+    let r = c.invoke(&b, hb, T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    c.shutdown();
+    assert_eq!(terminate(&mut lite), 0);
+    let text = std::fs::read_to_string(logs.join("rocketmq-lite.log")).unwrap();
+    let lines = json_lines(&text);
+    let msg = |m: &str| {
+        lines.iter().any(|l| {
+            l["fields"]["message"]
+                .as_str()
+                .is_some_and(|s| s.contains(m))
+        })
+    };
+    assert!(msg("broker started"), "{text}");
+    assert!(msg("consumer joined its group"), "{text}");
+    assert!(msg("new store: nothing to recover"), "{text}");
+    assert!(!text.contains('\u{1b}'), "colour escapes in a log file");
+    // Nothing on standard error: the log went to the file.
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut lite.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.is_empty(), "{err}");
+
+    // Text to a redirected standard error: no colour escapes either.
+    let out = Command::new(env!("CARGO_BIN_EXE_mqbroker"))
+        .args(["-n", "127.0.0.1:1", "--store-dir"])
+        .arg(dir.path().join("data2"))
+        .args(["--flush-disk-type", "MAYBE"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains('\u{1b}'));
+    // A log directory that cannot be made: a clear error, exit 2.
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+        .arg("--log-dir")
+        .arg(blocker.join("sub"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open the log"));
+}

@@ -108,7 +108,7 @@ pub struct DeleteSubGroup {
     #[arg(short = 'g', long = "groupName")]
     group: String,
     /// Remove the group's consumer offsets too.
-    #[arg(short = 'r', long = "removeOffset", default_value = "false", value_parser = clap::value_parser!(bool))]
+    #[arg(short = 'r', long = "removeOffset", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
     remove_offset: bool,
 }
 
@@ -492,7 +492,7 @@ pub struct ResetOffsetByTime {
     #[arg(short = 's', long = "timestamp")]
     timestamp: String,
     /// Move forwards too (else only back).
-    #[arg(short = 'f', long = "force", default_value = "true", value_parser = clap::value_parser!(bool))]
+    #[arg(short = 'f', long = "force", default_value = "true", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
     force: bool,
 }
 
@@ -513,7 +513,7 @@ pub struct SkipAccumulatedMessage {
     #[arg(short = 't', long = "topic")]
     topic: String,
     /// Move forwards too (else only back).
-    #[arg(short = 'f', long = "force", default_value = "true", value_parser = clap::value_parser!(bool))]
+    #[arg(short = 'f', long = "force", default_value = "true", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
     force: bool,
 }
 

@@ -13,7 +13,7 @@ use super::{CmdResult, Failure};
 const BODY_SHOWN: usize = 4096;
 
 /// A message's details (as Java's `printMsg`), one pair a line.
-fn describe(m: &MessageExt) -> Output {
+pub(crate) fn describe(m: &MessageExt) -> Output {
     let body = &m.message.body;
     let shown = String::from_utf8_lossy(&body[..body.len().min(BODY_SHOWN)]).into_owned();
     let props: Vec<String> = m

@@ -6,11 +6,15 @@
 //! permission refused, a broker's error); 2 bad arguments; 3 no name server or broker could be
 //! reached.
 
+mod acl;
 mod broker;
+mod export;
 mod group;
 mod message;
 mod namesrv;
+mod ops;
 pub mod output;
+mod pull;
 mod topic;
 
 use std::process::ExitCode;
@@ -124,6 +128,48 @@ pub enum Command {
     /// Export topics and subscription groups.
     #[command(name = "exportMetadata")]
     ExportMetadata(broker::ExportMetadata),
+    /// A producer group's connections.
+    #[command(name = "producerConnection")]
+    ProducerConnection(ops::ProducerConnection),
+    /// Every group's lag on one broker.
+    #[command(name = "brokerConsumeStats")]
+    BrokerConsumeStats(ops::BrokerConsumeStats),
+    /// Traffic and backlog of every topic and group.
+    #[command(name = "statsAll")]
+    StatsAll(ops::StatsAll),
+    /// Entries of a consume queue.
+    #[command(name = "queryCq")]
+    QueryCq(ops::QueryCq),
+    /// Drop consume queues whose messages are all expired.
+    #[command(name = "cleanExpiredCQ")]
+    CleanExpiredCq(ops::Housekeeping),
+    /// Delete expired commit-log files now.
+    #[command(name = "deleteExpiredCommitLog")]
+    DeleteExpiredCommitLog(ops::Housekeeping),
+    /// Drop consume queues of topics that no longer exist.
+    #[command(name = "cleanUnusedTopic")]
+    CleanUnusedTopic(ops::Housekeeping),
+    /// Change a broker setting at runtime.
+    #[command(name = "updateBrokerConfig")]
+    UpdateBrokerConfig(ops::UpdateBrokerConfig),
+    /// The name servers' configuration.
+    #[command(name = "getNamesrvConfig")]
+    GetNamesrvConfig,
+    /// Change a name-server setting at runtime.
+    #[command(name = "updateNamesrvConfig")]
+    UpdateNamesrvConfig(ops::UpdateNamesrvConfig),
+    /// Copy a group's offsets of a topic to another group.
+    #[command(name = "cloneGroupOffset")]
+    CloneGroupOffset(ops::CloneGroupOffset),
+    /// How the averaging strategy would share a topic's queues among clients.
+    #[command(name = "allocateMQ")]
+    AllocateMq(ops::AllocateMq),
+    /// Send to a broker's own topic and time each send.
+    #[command(name = "sendMsgStatus")]
+    SendMsgStatus(ops::SendMsgStatus),
+    /// Send round trips to every broker.
+    #[command(name = "clusterRT")]
+    ClusterRt(ops::ClusterRt),
     /// Set a KV config on the name servers.
     #[command(name = "updateKvConfig")]
     UpdateKvConfig(namesrv::UpdateKvConfig),
@@ -148,6 +194,36 @@ pub enum Command {
     /// Send one message.
     #[command(name = "sendMessage")]
     SendMessage(message::SendMessage),
+    /// Show the message at one offset of a queue.
+    #[command(name = "queryMsgByOffset")]
+    QueryMsgByOffset(pull::QueryMsgByOffset),
+    /// Print a topic's messages (of a time range), queue by queue.
+    #[command(name = "printMsg")]
+    PrintMsg(pull::PrintMsg),
+    /// Print one queue's messages, or count them by tag.
+    #[command(name = "printMsgByQueue")]
+    PrintMsgByQueue(pull::PrintMsgByQueue),
+    /// Read up to -c messages of a topic, a queue or from an offset (nothing is committed).
+    #[command(name = "consumeMessage")]
+    ConsumeMessage(pull::ConsumeMessage),
+    /// Create or update an ACL account.
+    #[command(name = "updateAclConfig")]
+    UpdateAclConfig(acl::UpdateAclConfig),
+    /// Delete an ACL account.
+    #[command(name = "deleteAclConfig", alias = "deleteAccessConfig")]
+    DeleteAclConfig(acl::DeleteAclConfig),
+    /// The ACL file versions of a broker or a cluster.
+    #[command(name = "clusterAclConfigVersion")]
+    ClusterAclConfigVersion(acl::ClusterAclConfigVersion),
+    /// Replace the ACL global white list of addresses.
+    #[command(name = "updateGlobalWhiteAddr")]
+    UpdateGlobalWhiteAddr(acl::UpdateGlobalWhiteAddr),
+    /// Export the main settings of a cluster's brokers (configs.json).
+    #[command(name = "exportConfigs")]
+    ExportConfigs(export::ExportConfigs),
+    /// Export a cluster's runtime figures (metrics.json).
+    #[command(name = "exportMetrics")]
+    ExportMetrics(export::ExportMetrics),
 }
 
 /// Why a command failed, and its exit code.
@@ -305,6 +381,22 @@ async fn dispatch(admin: &MQAdmin, cmd: Command, credentials: Option<Credentials
         Command::WipeWritePerm(c) => broker::write_perm(admin, &c.broker_name, false).await,
         Command::AddWritePerm(c) => broker::write_perm(admin, &c.broker_name, true).await,
         Command::ExportMetadata(c) => c.run(admin).await,
+        Command::ProducerConnection(c) => c.run(admin).await,
+        Command::BrokerConsumeStats(c) => c.run(admin).await,
+        Command::StatsAll(c) => c.run(admin).await,
+        Command::QueryCq(c) => c.run(admin).await,
+        Command::CleanExpiredCq(c) => c.run(admin, ops::Chore::CleanExpiredCq).await,
+        Command::DeleteExpiredCommitLog(c) => {
+            c.run(admin, ops::Chore::DeleteExpiredCommitLog).await
+        }
+        Command::CleanUnusedTopic(c) => c.run(admin, ops::Chore::CleanUnusedTopic).await,
+        Command::UpdateBrokerConfig(c) => c.run(admin).await,
+        Command::GetNamesrvConfig => ops::namesrv_config(admin).await,
+        Command::UpdateNamesrvConfig(c) => c.run(admin).await,
+        Command::CloneGroupOffset(c) => c.run(admin).await,
+        Command::AllocateMq(c) => c.run(admin).await,
+        Command::SendMsgStatus(c) => c.run(&cli_namesrv(admin), credentials).await,
+        Command::ClusterRt(c) => c.run(admin, &cli_namesrv(admin), credentials).await,
         Command::UpdateKvConfig(c) => c.run(admin).await,
         Command::DeleteKvConfig(c) => c.run(admin).await,
         Command::UpdateOrderConf(c) => c.run(admin).await,
@@ -313,6 +405,16 @@ async fn dispatch(admin: &MQAdmin, cmd: Command, credentials: Option<Credentials
         Command::QueryMsgByUniqueKey(c) => c.run(admin).await,
         Command::QueryMsgTraceById(c) => c.run(admin).await,
         Command::SendMessage(c) => c.run(&cli_namesrv(admin), credentials).await,
+        Command::QueryMsgByOffset(c) => c.run(admin).await,
+        Command::PrintMsg(c) => c.run(admin).await,
+        Command::PrintMsgByQueue(c) => c.run(admin).await,
+        Command::ConsumeMessage(c) => c.run(admin).await,
+        Command::UpdateAclConfig(c) => c.run(admin).await,
+        Command::DeleteAclConfig(c) => c.run(admin).await,
+        Command::ClusterAclConfigVersion(c) => c.run(admin).await,
+        Command::UpdateGlobalWhiteAddr(c) => c.run(admin).await,
+        Command::ExportConfigs(c) => c.run(admin).await,
+        Command::ExportMetrics(c) => c.run(admin).await,
     }
 }
 

@@ -43,7 +43,7 @@ pub struct UpdateTopic {
     #[arg(short = 'p', long = "perm", default_value_t = 6)]
     perm: i32,
     /// Ordered topic: also sets the cluster's order configuration on the name servers.
-    #[arg(short = 'o', long = "order", default_value = "false", value_parser = clap::value_parser!(bool))]
+    #[arg(short = 'o', long = "order", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
     order: bool,
 }
 
@@ -140,20 +140,51 @@ impl DeleteTopic {
 /// topicList.
 #[derive(Debug, Args)]
 pub struct TopicListCmd {
-    /// Only the topics of this cluster.
-    #[arg(short = 'c', long = "clusterName")]
-    cluster: Option<String>,
+    /// With each topic's cluster and consumer groups (Java's `-c clusterModel`).
+    #[arg(short = 'c', long = "clusterModel")]
+    cluster_model: bool,
 }
 
 impl TopicListCmd {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
-        let list = match &self.cluster {
-            Some(c) => admin.topics_of_cluster(c).await?,
-            None => admin.topic_list().await?,
-        };
-        let mut topics = list.topic_list;
+        let mut topics = admin.topic_list().await?.topic_list;
         topics.sort();
-        Ok(Output::Lines(topics))
+        if !self.cluster_model {
+            return Ok(Output::Lines(topics));
+        }
+        let info = admin.cluster_info().await?;
+        let mut t = Table::new(&["Cluster Name", "Topic", "Consumer Group"]);
+        for topic in topics {
+            if topic.starts_with("%RETRY%") || topic.starts_with("%DLQ%") {
+                continue;
+            }
+            let cluster = match admin.topic_route(&topic).await {
+                Ok(Some(r)) => r
+                    .broker_datas
+                    .first()
+                    .and_then(|b| {
+                        info.cluster_addr_table
+                            .iter()
+                            .find(|(_, names)| names.contains(&b.broker_name))
+                            .map(|(c, _)| c.clone())
+                    })
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            // As Java's tool: a topic whose groups cannot be read is listed without them.
+            let groups = admin
+                .query_topic_consume_by_who(&topic)
+                .await
+                .map(|g| g.group_list)
+                .unwrap_or_default();
+            if groups.is_empty() {
+                t.row(vec![cluster.clone(), topic.clone(), String::new()]);
+            }
+            for g in groups {
+                t.row(vec![cluster.clone(), topic.clone(), g]);
+            }
+        }
+        Ok(Output::Table(t))
     }
 }
 

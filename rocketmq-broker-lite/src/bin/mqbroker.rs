@@ -3,7 +3,8 @@
 use clap::Parser;
 use rocketmq_broker_lite::broker::config::parse_properties;
 use rocketmq_broker_lite::broker::{Broker, BrokerConfig};
-use rocketmq_broker_lite::cli::{init_logging, stop_signal};
+use rocketmq_broker_lite::cli::stop_signal;
+use rocketmq_broker_lite::log_file::LogOptions;
 use rocketmq_broker_lite::store::FlushDiskType;
 
 /// RocketMQ broker.
@@ -30,6 +31,9 @@ struct Args {
     /// ASYNC_FLUSH or SYNC_FLUSH (overrides `flushDiskType`).
     #[arg(long = "flush-disk-type")]
     flush_disk_type: Option<String>,
+    /// Logging.
+    #[command(flatten)]
+    log: LogOptions,
 }
 
 fn build_config(args: &Args) -> Result<BrokerConfig, String> {
@@ -71,8 +75,11 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    init_logging();
     let args = Args::parse();
+    if let Err(e) = rocketmq_broker_lite::log_file::init("mqbroker", &args.log) {
+        eprintln!("{e}");
+        return std::process::ExitCode::from(2);
+    }
     let cfg = match build_config(&args) {
         Ok(c) => c,
         Err(e) => {

@@ -2,7 +2,8 @@
 
 use clap::Parser;
 use rocketmq_broker_lite::broker::config::parse_properties;
-use rocketmq_broker_lite::cli::{init_logging, stop_signal};
+use rocketmq_broker_lite::cli::stop_signal;
+use rocketmq_broker_lite::log_file::LogOptions;
 use rocketmq_broker_lite::namesrv::NameServer;
 
 /// RocketMQ name server.
@@ -22,12 +23,18 @@ struct Args {
     /// Where the KV configuration is kept.
     #[arg(long)]
     kv_config_path: Option<std::path::PathBuf>,
+    /// Logging.
+    #[command(flatten)]
+    log: LogOptions,
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    init_logging();
     let args = Args::parse();
+    if let Err(e) = rocketmq_broker_lite::log_file::init("mqnamesrv", &args.log) {
+        eprintln!("{e}");
+        return std::process::ExitCode::from(2);
+    }
     let mut port = 9876u16;
     let mut kv = args.kv_config_path.clone();
     let mut order = false;

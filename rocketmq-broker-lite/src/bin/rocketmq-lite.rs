@@ -6,8 +6,9 @@
 
 use clap::Parser;
 use rocketmq_broker_lite::broker::BrokerRole;
-use rocketmq_broker_lite::cli::{init_logging, stop_signal};
+use rocketmq_broker_lite::cli::stop_signal;
 use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions};
+use rocketmq_broker_lite::log_file::LogOptions;
 use rocketmq_broker_lite::store::FlushDiskType;
 
 /// Name server and broker in one process.
@@ -45,12 +46,18 @@ struct Args {
     /// it; the group elects its leader).
     #[arg(long = "dledger", default_value_t = 0)]
     dledger: usize,
+    /// Logging.
+    #[command(flatten)]
+    log: LogOptions,
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    init_logging();
     let args = Args::parse();
+    if let Err(e) = rocketmq_broker_lite::log_file::init("rocketmq-lite", &args.log) {
+        eprintln!("{e}");
+        return std::process::ExitCode::from(2);
+    }
     let Some(flush) = FlushDiskType::parse(&args.flush_disk_type) else {
         eprintln!(
             "invalid value {:?} for --flush-disk-type (ASYNC_FLUSH or SYNC_FLUSH)",

@@ -9,6 +9,7 @@ use rocketmq_remoting::protocol::body::{
 };
 use rocketmq_remoting::protocol::LanguageCode;
 use rocketmq_remoting::transport::Channel;
+use tracing::info;
 
 /// One client connection of a group.
 #[derive(Debug, Clone)]
@@ -77,17 +78,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl ClientManager {
     /// Records (or refreshes) a producer connection.
     pub fn register_producer(&self, group: &str, info: ClientChannelInfo) {
-        lock(&self.producers)
-            .entry(group.to_string())
-            .or_default()
-            .insert(info.channel.id(), info);
+        let client = info.client_id.clone();
+        let remote = info.channel.remote_addr();
+        let mut p = lock(&self.producers);
+        let g = p.entry(group.to_string()).or_default();
+        if g.insert(info.channel.id(), info).is_none() {
+            info!(group, %client, %remote, members = g.len(), "producer joined its group");
+        }
     }
 
     /// Removes a producer connection from a group.
     pub fn unregister_producer(&self, group: &str, channel_id: u64) {
         let mut p = lock(&self.producers);
         if let Some(g) = p.get_mut(group) {
-            g.remove(&channel_id);
+            if let Some(gone) = g.remove(&channel_id) {
+                info!(group, client = %gone.client_id, members = g.len(), "producer left its group");
+            }
             if g.is_empty() {
                 p.remove(group);
             }
@@ -119,7 +125,12 @@ impl ClientManager {
         g.consume_type = consume_type;
         g.message_model = message_model;
         g.consume_from_where = consume_from_where;
+        let client = info.client_id.clone();
+        let remote = info.channel.remote_addr();
         let new_member = g.channels.insert(info.channel.id(), info).is_none();
+        if new_member {
+            info!(group, %client, %remote, members = g.channels.len(), "consumer joined its group");
+        }
         for s in subscriptions {
             match g.subscriptions.get(&s.topic) {
                 Some(old) if old.sub_version > s.sub_version => {}
@@ -137,11 +148,14 @@ impl ClientManager {
         let Some(g) = c.get_mut(group) else {
             return false;
         };
-        let was = g.channels.remove(&channel_id).is_some();
+        let gone = g.channels.remove(&channel_id);
+        if let Some(gone) = &gone {
+            info!(group, client = %gone.client_id, members = g.channels.len(), "consumer left its group");
+        }
         if g.channels.is_empty() {
             c.remove(group);
         }
-        was
+        gone.is_some()
     }
 
     /// Removes a connection everywhere (it closed); returns the consumer groups it left.
@@ -156,7 +170,8 @@ impl ClientManager {
         let mut left = Vec::new();
         let mut c = lock(&self.consumers);
         for (name, g) in c.iter_mut() {
-            if g.channels.remove(&channel_id).is_some() {
+            if let Some(gone) = g.channels.remove(&channel_id) {
+                info!(group = %name, client = %gone.client_id, members = g.channels.len(), "consumer's connection closed; it left its group");
                 left.push(name.clone());
             }
         }
@@ -197,6 +212,9 @@ impl ClientManager {
             }
         }
         c.retain(|_, g| !g.channels.is_empty());
+        for ch in &closed {
+            info!(remote = %ch.remote_addr(), "client silent past the expiry; its connection is closed");
+        }
         (closed, groups)
     }
 

@@ -87,7 +87,10 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         !crashed && cp.commit_log_flushed >= cl_min && cp.dispatched == cp.commit_log_flushed
     });
     let (end, durable_dispatch) = match trusted {
-        None if fresh => (cl_min, cl_min),
+        None if fresh => {
+            info!(dir = %cfg.store_path_root_dir.display(), "new store: nothing to recover");
+            (cl_min, cl_min)
+        }
         Some(cp) => {
             info!(
                 end = cp.commit_log_flushed,

@@ -248,4 +248,37 @@ impl MQAdmin {
             .await?;
         body::decode(&resp.body).map_err(|e| Self::protocol_error(&addr, e))
     }
+
+    /// Copies `src`'s committed offsets of `topic` to `dest` (UPDATE_CONSUMER_OFFSET on the
+    /// master of each queue; Java's `cloneGroupOffset`, which copies every topic of the source
+    /// group, a known slip of its tool). Returns the number of queues copied.
+    pub async fn clone_group_offset(&self, src: &str, dest: &str, topic: &str) -> Result<usize> {
+        let masters = self.masters_of_topic(topic).await?;
+        let mut copied = 0;
+        for (name, addr) in &masters {
+            let stats = self
+                .inst
+                .api
+                .consume_stats(addr, src, Some(topic), self.timeout())
+                .await?;
+            for (mq, w) in stats.offset_table {
+                if mq.topic != topic || w.consumer_offset < 0 {
+                    continue;
+                }
+                let req = RemotingCommand::request_with_header(
+                    RequestCode::UpdateConsumerOffset,
+                    &UpdateConsumerOffsetRequestHeader {
+                        consumer_group: dest.to_string(),
+                        topic: topic.to_string(),
+                        queue_id: mq.queue_id,
+                        commit_offset: w.consumer_offset,
+                        broker_name: Some(name.clone()),
+                    },
+                );
+                self.inst.api.call(addr, req, self.timeout()).await?;
+                copied += 1;
+            }
+        }
+        Ok(copied)
+    }
 }

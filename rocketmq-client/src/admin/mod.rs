@@ -12,10 +12,13 @@
 //! # Ok(()) }
 //! ```
 
+mod acl_ops;
 mod broker_ops;
 mod consumer_ops;
 mod ops;
+mod pull_ops;
 
+pub use acl_ops::{ClusterAclVersionInfo, PlainAccessConfig};
 pub use consumer_ops::ResetOutcome;
 pub use ops::{parse_properties, WritePermChange};
 

@@ -1,0 +1,100 @@
+//! Reading messages as Java's tools do with their `DefaultMQPullConsumer` (group
+//! `TOOLS_CONSUMER` unless told otherwise): the readable queues of a topic and single pulls
+//! from a queue's master, without long polling, committing nothing.
+
+use std::time::Duration;
+
+use rocketmq_remoting::protocol::body::SubscriptionData;
+use rocketmq_remoting::protocol::headers::{pull_sys_flag, PullMessageRequestHeader};
+use rocketmq_remoting::protocol::message::{property, MessageQueue};
+
+use super::MQAdmin;
+use crate::error::{ClientError, Result};
+use crate::internal::api::{PullResult, PullStatus};
+use crate::internal::instance::{subscribe_queues, MASTER_ID};
+
+/// The consumer group Java's tools pull as (`MixAll.TOOLS_CONSUMER_GROUP`).
+const TOOLS_CONSUMER_GROUP: &str = "TOOLS_CONSUMER";
+
+/// How long a pull may take (Java `DefaultMQPullConsumer`'s `consumerPullTimeoutMillis`).
+const PULL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The broker's hold time Java's non-blocking `pull` sends (unused without the suspend flag).
+const SUSPEND_TIMEOUT_MILLIS: i64 = 20_000;
+
+impl MQAdmin {
+    /// The queues of `topic` that consumers read: every readable queue of its route, sorted
+    /// (Java `fetchSubscribeMessageQueues`). [`ClientError::NoRoute`] for an unknown topic.
+    pub async fn subscribe_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+        let route = self
+            .topic_route(topic)
+            .await?
+            .ok_or_else(|| ClientError::NoRoute {
+                topic: topic.to_string(),
+            })?;
+        Ok(subscribe_queues(topic, &route).into_iter().collect())
+    }
+
+    /// Pulls up to `max_nums` messages of `mq` from `offset` as group `TOOLS_CONSUMER`, keeping
+    /// those that match the tag `expression` (`*`, or tags joined by `||`), as Java's tools'
+    /// `DefaultMQPullConsumer.pull` does. See [`MQAdmin::pull_as`].
+    pub async fn pull(
+        &self,
+        mq: &MessageQueue,
+        expression: &str,
+        offset: i64,
+        max_nums: i32,
+    ) -> Result<PullResult> {
+        self.pull_as(TOOLS_CONSUMER_GROUP, mq, expression, offset, max_nums)
+            .await
+    }
+
+    /// Pulls up to `max_nums` messages of `mq` from `offset` as consumer group `group`, from
+    /// the master of the queue's broker, or a slave while the route has no master, as Java
+    /// (PULL_MESSAGE with the subscription flag only: no long polling, no offset committed). The broker filters by tag hash; the tags themselves are
+    /// checked here, as Java's client does, so a `Found` result may hold fewer messages than
+    /// the broker sent (or none). The messages carry their broker name and the queue's
+    /// `MIN_OFFSET`/`MAX_OFFSET` properties.
+    pub async fn pull_as(
+        &self,
+        group: &str,
+        mq: &MessageQueue,
+        expression: &str,
+        offset: i64,
+        max_nums: i32,
+    ) -> Result<PullResult> {
+        let sd = SubscriptionData::from_tag_expression(mq.topic.clone(), expression, 0);
+        let (addr, _slave) = self.inst.pull_addr(mq, MASTER_ID).await?;
+        let header = PullMessageRequestHeader {
+            consumer_group: group.to_string(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: offset,
+            max_msg_nums: max_nums,
+            sys_flag: pull_sys_flag::build(false, false, true, false),
+            commit_offset: 0,
+            suspend_timeout_millis: SUSPEND_TIMEOUT_MILLIS,
+            subscription: Some(sd.sub_string.clone()),
+            sub_version: 0,
+            expression_type: sd.expression_type.clone(),
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let mut r = self
+            .inst
+            .api
+            .pull(&addr, &header, PULL_TIMEOUT.max(self.timeout()))
+            .await?;
+        if r.status == PullStatus::Found {
+            let (min, max) = (r.min_offset.to_string(), r.max_offset.to_string());
+            let filter = !sd.tags_set.is_empty();
+            r.messages
+                .retain(|m| !filter || m.message.tags().is_some_and(|t| sd.tags_set.contains(t)));
+            for m in &mut r.messages {
+                m.message.put_property(property::MIN_OFFSET, &min);
+                m.message.put_property(property::MAX_OFFSET, &max);
+                m.broker_name = mq.broker_name.clone();
+            }
+        }
+        Ok(r)
+    }
+}

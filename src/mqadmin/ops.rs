@@ -1,0 +1,661 @@
+//! Operations commands: producerConnection, brokerConsumeStats, statsAll, queryCq,
+//! cleanExpiredCQ, deleteExpiredCommitLog, cleanUnusedTopic, updateBrokerConfig,
+//! getNamesrvConfig, updateNamesrvConfig, cloneGroupOffset, allocateMQ, sendMsgStatus, clusterRT.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use rocketmq_client::admin::MQAdmin;
+use rocketmq_client::producer::DefaultMQProducer;
+use rocketmq_client::{ClientError, Credentials, Message, MessageQueue};
+use rocketmq_remoting::protocol::topic::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use serde_json::json;
+
+use super::output::{Output, Table};
+use super::topic::{format_time, no_topic};
+use super::{brokers_of, CmdResult, Failure};
+
+/// producerConnection.
+#[derive(Debug, Args)]
+pub struct ProducerConnection {
+    /// Producer group.
+    #[arg(short = 'g', long = "producerGroup")]
+    group: String,
+    /// A topic the group sends to (its brokers are asked).
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+}
+
+impl ProducerConnection {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let c = admin
+            .producer_connection(&self.group, &self.topic)
+            .await
+            .map_err(no_topic(&self.topic))?;
+        let mut t = Table::new(&["#", "ClientId", "ClientAddr", "Language", "Version"]);
+        for (i, x) in c.connection_set.iter().enumerate() {
+            t.row(vec![
+                (i + 1).to_string(),
+                x.client_id.clone(),
+                x.client_addr.clone(),
+                x.language.clone(),
+                x.version.to_string(),
+            ]);
+        }
+        Ok(Output::Table(t))
+    }
+}
+
+/// brokerConsumeStats.
+#[derive(Debug, Args)]
+pub struct BrokerConsumeStats {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker: String,
+    /// Request timeout (ms).
+    #[arg(short = 't', long = "timeoutMillis", default_value_t = 50_000)]
+    timeout_ms: u64,
+    /// Only queues whose lag is at least this.
+    #[arg(short = 'l', long = "level", default_value_t = 0)]
+    level: i64,
+    /// Only ordered topics.
+    #[arg(short = 'o', long = "order", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
+    order: bool,
+}
+
+impl BrokerConsumeStats {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let list = admin
+            .broker_consume_stats(
+                &self.broker,
+                self.order,
+                Duration::from_millis(self.timeout_ms),
+            )
+            .await?;
+        let mut t = Table::new(&[
+            "Topic",
+            "Group",
+            "Broker Name",
+            "QID",
+            "Broker Offset",
+            "Consumer Offset",
+            "Diff",
+            "LastTime",
+        ]);
+        for by_group in &list.consume_stats_list {
+            for (group, stats) in by_group {
+                for s in stats {
+                    for (mq, o) in &s.offset_table {
+                        let diff = o.broker_offset - o.consumer_offset;
+                        if diff < self.level || o.last_timestamp <= 0 {
+                            continue;
+                        }
+                        t.row(vec![
+                            mq.topic.clone(),
+                            group.clone(),
+                            mq.broker_name.clone(),
+                            mq.queue_id.to_string(),
+                            o.broker_offset.to_string(),
+                            o.consumer_offset.to_string(),
+                            diff.to_string(),
+                            format_time(o.last_timestamp),
+                        ]);
+                    }
+                }
+            }
+        }
+        Ok(Output::Many(vec![
+            Output::Table(t),
+            Output::Pairs(vec![("Diff Total".into(), list.total_diff.to_string())]),
+        ]))
+    }
+}
+
+/// statsAll.
+#[derive(Debug, Args)]
+pub struct StatsAll {
+    /// Only topics with traffic in the last day.
+    #[arg(short = 'a', long = "activeTopic")]
+    active: bool,
+    /// Only this topic.
+    #[arg(short = 't', long = "topic")]
+    topic: Option<String>,
+}
+
+impl StatsAll {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let mut topics = admin.topic_list().await?.topic_list;
+        topics.sort();
+        let mut t = Table::new(&[
+            "Topic",
+            "Consumer Group",
+            "Accumulation",
+            "InTPS",
+            "OutTPS",
+            "InMsg24Hour",
+            "OutMsg24Hour",
+        ]);
+        for topic in topics {
+            if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+                || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+                || self.topic.as_ref().is_some_and(|t| *t != topic)
+            {
+                continue;
+            }
+            // A topic whose figures cannot be read is left out, as Java's tool does.
+            let Ok(Some(route)) = admin.topic_route(&topic).await else {
+                continue;
+            };
+            let masters: Vec<String> = route
+                .broker_datas
+                .iter()
+                .filter_map(|b| b.broker_addrs.get(&0).cloned())
+                .collect();
+            let (mut in_tps, mut in_day) = (0.0, 0i64);
+            for addr in &masters {
+                if let Ok(s) = admin
+                    .view_broker_stats_data(addr, "TOPIC_PUT_NUMS", &topic)
+                    .await
+                {
+                    in_tps += s.stats_minute.tps;
+                    in_day += day_sum(&s);
+                }
+            }
+            let groups = admin
+                .query_topic_consume_by_who(&topic)
+                .await
+                .map(|g| g.group_list)
+                .unwrap_or_default();
+            if groups.is_empty() {
+                if !self.active || in_day > 0 {
+                    t.row(vec![
+                        topic.clone(),
+                        String::new(),
+                        "0".into(),
+                        format!("{in_tps:.2}"),
+                        String::new(),
+                        in_day.to_string(),
+                        "NO_CONSUMER".into(),
+                    ]);
+                }
+                continue;
+            }
+            for g in groups {
+                let (mut out_tps, mut out_day) = (0.0, 0i64);
+                for addr in &masters {
+                    if let Ok(s) = admin
+                        .view_broker_stats_data(addr, "GROUP_GET_NUMS", &format!("{topic}@{g}"))
+                        .await
+                    {
+                        out_tps += s.stats_minute.tps;
+                        out_day += day_sum(&s);
+                    }
+                }
+                let lag = admin
+                    .group_offsets(&g, &topic)
+                    .await
+                    .map_or(0, |o| o.total_lag.max(0));
+                if self.active && in_day == 0 && out_day == 0 {
+                    continue;
+                }
+                t.row(vec![
+                    topic.clone(),
+                    g,
+                    lag.to_string(),
+                    format!("{in_tps:.2}"),
+                    format!("{out_tps:.2}"),
+                    in_day.to_string(),
+                    out_day.to_string(),
+                ]);
+            }
+        }
+        Ok(Output::Table(t))
+    }
+}
+
+/// Java `compute24HourSum`: the day's sum, else the hour's, else the minute's.
+fn day_sum(s: &rocketmq_remoting::protocol::body::BrokerStatsData) -> i64 {
+    [s.stats_day.sum, s.stats_hour.sum, s.stats_minute.sum]
+        .into_iter()
+        .find(|v| *v != 0)
+        .unwrap_or(0)
+}
+
+/// queryCq.
+#[derive(Debug, Args)]
+pub struct QueryCq {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Queue id.
+    #[arg(short = 'q', long = "queue")]
+    queue: i32,
+    /// First entry (queue offset).
+    #[arg(short = 'i', long = "index")]
+    index: i64,
+    /// Entries.
+    #[arg(short = 'c', long = "count", default_value_t = 10)]
+    count: i32,
+    /// Broker address (else the topic's first broker).
+    #[arg(short = 'b', long = "broker")]
+    broker: Option<String>,
+    /// Consumer group (its subscription is shown and evaluated).
+    #[arg(short = 'g', long = "consumer")]
+    group: Option<String>,
+}
+
+impl QueryCq {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let addr = match self.broker {
+            Some(b) => b,
+            None => admin
+                .topic_route(&self.topic)
+                .await?
+                .and_then(|r| {
+                    r.broker_datas
+                        .first()
+                        .and_then(|b| b.broker_addrs.values().next().cloned())
+                })
+                .ok_or_else(|| Failure::Failed("No topic route data!".into()))?,
+        };
+        let body = admin
+            .query_consume_queue(
+                &addr,
+                &self.topic,
+                self.queue,
+                self.index,
+                self.count,
+                self.group.as_deref(),
+            )
+            .await?
+            .ok_or_else(|| {
+                Failure::Failed(format!(
+                    "Index {} of {}@{} is not exist!",
+                    self.index, self.queue, self.topic
+                ))
+            })?;
+        let mut t = Table::new(&["Index", "Commit Log Offset", "Size", "Tags Code"]);
+        for (i, e) in body.queue_data.iter().flatten().enumerate() {
+            t.row(vec![
+                (self.index + i as i64).to_string(),
+                e.physic_offset.to_string(),
+                e.physic_size.to_string(),
+                e.tags_code.to_string(),
+            ]);
+        }
+        let mut pairs = vec![
+            ("max".into(), body.max_queue_index.to_string()),
+            ("min".into(), body.min_queue_index.to_string()),
+        ];
+        if let Some(s) = &body.subscription_data {
+            pairs.push((
+                "subscription".into(),
+                format!("{} {}", s.topic, s.sub_string),
+            ));
+        }
+        if let Some(f) = &body.filter_data {
+            pairs.push(("filter data".into(), f.clone()));
+        }
+        Ok(Output::Many(vec![Output::Pairs(pairs), Output::Table(t)]))
+    }
+}
+
+/// `-b brokerAddr | -c clusterName` of the housekeeping commands; none: every broker.
+#[derive(Debug, Args)]
+pub struct Housekeeping {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    broker: Option<String>,
+    /// Cluster name (default: every cluster).
+    #[arg(short = 'c', long = "cluster")]
+    cluster: Option<String>,
+}
+
+/// Which housekeeping a command runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Chore {
+    CleanExpiredCq,
+    DeleteExpiredCommitLog,
+    CleanUnusedTopic,
+}
+
+impl Housekeeping {
+    pub(crate) async fn run(self, admin: &MQAdmin, chore: Chore) -> CmdResult {
+        // Java runs these on every broker of the cluster, slaves included.
+        let addrs = match (&self.broker, &self.cluster) {
+            (Some(b), _) => vec![b.clone()],
+            (None, c) => {
+                let info = admin.cluster_info().await?;
+                let names: Vec<&String> = match c {
+                    Some(c) => info
+                        .cluster_addr_table
+                        .get(c)
+                        .ok_or_else(|| Failure::Failed(format!("no cluster named {c:?}")))?
+                        .iter()
+                        .collect(),
+                    None => info.cluster_addr_table.values().flatten().collect(),
+                };
+                names
+                    .into_iter()
+                    .filter_map(|n| info.broker_addr_table.get(n))
+                    .flat_map(|b| b.broker_addrs.values().cloned())
+                    .collect()
+            }
+        };
+        let mut lines = Vec::new();
+        for addr in addrs {
+            let r = match chore {
+                Chore::CleanExpiredCq => admin.clean_expired_consume_queue(&addr).await,
+                Chore::DeleteExpiredCommitLog => admin.delete_expired_commit_log(&addr).await,
+                Chore::CleanUnusedTopic => admin.clean_unused_topic(&addr).await,
+            };
+            r?;
+            lines.push(format!("{addr}: success"));
+        }
+        Ok(Output::Lines(lines))
+    }
+}
+
+/// updateBrokerConfig.
+#[derive(Debug, Args)]
+pub struct UpdateBrokerConfig {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    broker: Option<String>,
+    /// Cluster name: every master of it.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Key.
+    #[arg(short = 'k', long = "key")]
+    key: String,
+    /// Value.
+    #[arg(short = 'v', long = "value")]
+    value: String,
+}
+
+impl UpdateBrokerConfig {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
+        let props = BTreeMap::from([(self.key.clone(), self.value.clone())]);
+        let mut lines = Vec::new();
+        for addr in addrs {
+            admin.update_broker_config(&addr, &props).await?;
+            lines.push(format!("update broker config success, {addr}"));
+        }
+        Ok(Output::Lines(lines))
+    }
+}
+
+/// getNamesrvConfig.
+pub(crate) async fn namesrv_config(admin: &MQAdmin) -> CmdResult {
+    let all = admin.namesrv_config(&[]).await?;
+    let mut sections = Vec::new();
+    for (ns, props) in all {
+        let mut t = Table::new(&["Key", "Value"]);
+        for (k, v) in props {
+            t.row(vec![k, v]);
+        }
+        sections.push((ns, t));
+    }
+    Ok(Output::Sections(sections))
+}
+
+/// updateNamesrvConfig.
+#[derive(Debug, Args)]
+pub struct UpdateNamesrvConfig {
+    /// Key.
+    #[arg(short = 'k', long = "key")]
+    key: String,
+    /// Value.
+    #[arg(short = 'v', long = "value")]
+    value: String,
+}
+
+impl UpdateNamesrvConfig {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let props = BTreeMap::from([(self.key.clone(), self.value.clone())]);
+        admin.update_namesrv_config(&props, &[]).await?;
+        Ok(Output::line(format!(
+            "update name server config success! {} : {}",
+            self.key, self.value
+        )))
+    }
+}
+
+/// cloneGroupOffset.
+#[derive(Debug, Args)]
+pub struct CloneGroupOffset {
+    /// Source group.
+    #[arg(short = 's', long = "srcGroup")]
+    src: String,
+    /// Destination group.
+    #[arg(short = 'd', long = "destGroup")]
+    dest: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Unused (Java's option, kept for scripts).
+    #[arg(short = 'o', long = "offline")]
+    offline: Option<String>,
+}
+
+impl CloneGroupOffset {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let _ = &self.offline;
+        let n = admin
+            .clone_group_offset(&self.src, &self.dest, &self.topic)
+            .await
+            .map_err(no_topic(&self.topic))?;
+        Ok(Output::line(format!(
+            "clone group offset success. srcGroup[{}], destGroup=[{}], topic[{}] ({n} queues)",
+            self.src, self.dest, self.topic
+        )))
+    }
+}
+
+/// allocateMQ.
+#[derive(Debug, Args)]
+pub struct AllocateMq {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Client ids (comma-separated), as the averaging strategy would split the queues among them.
+    #[arg(short = 'i', long = "ipList", value_delimiter = ',')]
+    ips: Vec<String>,
+}
+
+impl AllocateMq {
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let route = admin
+            .topic_route(&self.topic)
+            .await?
+            .ok_or_else(|| Failure::Failed(format!("topic {:?} does not exist", self.topic)))?;
+        let mut all = Vec::new();
+        for q in &route.queue_datas {
+            if q.perm & 4 == 0 {
+                continue;
+            }
+            for i in 0..q.read_queue_nums {
+                all.push(MessageQueue::new(&self.topic, &q.broker_name, i));
+            }
+        }
+        all.sort();
+        let mut result = serde_json::Map::new();
+        let n = all.len();
+        let c = self.ips.len();
+        for (idx, ip) in self.ips.iter().enumerate() {
+            // Java's AllocateMessageQueueAveragely.
+            let m = n % c.max(1);
+            let avg = if n <= c {
+                1
+            } else if m > 0 && idx < m {
+                n / c + 1
+            } else {
+                n / c
+            };
+            let start = if m > 0 && idx < m {
+                idx * avg
+            } else {
+                idx * avg + m
+            };
+            let range = avg.min(n.saturating_sub(start));
+            let mine: Vec<_> = (0..range)
+                .map(|i| &all[(start + i) % n])
+                .map(|q| json!({"brokerName": q.broker_name, "queueId": q.queue_id, "topic": q.topic}))
+                .collect();
+            result.insert(ip.clone(), serde_json::Value::Array(mine));
+        }
+        Ok(Output::Json(json!({ "result": result })))
+    }
+}
+
+/// sendMsgStatus.
+#[derive(Debug, Args)]
+pub struct SendMsgStatus {
+    /// Broker name (its own topic is sent to).
+    #[arg(short = 'b', long = "brokerName")]
+    broker: String,
+    /// Message size.
+    #[arg(short = 's', long = "messageSize", default_value_t = 128)]
+    size: usize,
+    /// Messages.
+    #[arg(short = 'c', long = "count", default_value_t = 50)]
+    count: usize,
+}
+
+impl SendMsgStatus {
+    pub(crate) async fn run(self, namesrv: &str, credentials: Option<Credentials>) -> CmdResult {
+        let p = probe_producer(namesrv, "PID_SMSC", credentials).await?;
+        let body = "hello jodie".repeat(self.size / 11 + 1)[..self.size].to_string();
+        // One warm-up, as Java's tool.
+        let _ = p.send(Message::new(&self.broker, vec![b'x'; 16])).await;
+        let mut t = Table::new(&["RT(ms)", "Status", "MsgId", "Queue"]);
+        let mut failed = None;
+        for _ in 0..self.count {
+            let began = Instant::now();
+            match p.send(Message::new(&self.broker, body.clone())).await {
+                Ok(r) => t.row(vec![
+                    began.elapsed().as_millis().to_string(),
+                    format!("{:?}", r.status),
+                    r.msg_id,
+                    format!(
+                        "{}:{}",
+                        r.message_queue.broker_name, r.message_queue.queue_id
+                    ),
+                ]),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        p.shutdown().await;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        Ok(Output::Table(t))
+    }
+}
+
+/// clusterRT.
+#[derive(Debug, Args)]
+pub struct ClusterRt {
+    /// Sends per broker and round.
+    #[arg(short = 'a', long = "amount", default_value_t = 100)]
+    amount: usize,
+    /// Message size.
+    #[arg(short = 's', long = "size", default_value_t = 128)]
+    size: usize,
+    /// Only this cluster.
+    #[arg(short = 'c', long = "cluster")]
+    cluster: Option<String>,
+    /// Seconds between rounds.
+    #[arg(short = 'i', long = "interval", default_value_t = 10)]
+    interval: u64,
+    /// Rounds (Java's tool runs until stopped; 0 does the same here).
+    #[arg(long = "rounds", default_value_t = 1)]
+    rounds: u64,
+}
+
+impl ClusterRt {
+    pub(crate) async fn run(
+        self,
+        admin: &MQAdmin,
+        namesrv: &str,
+        credentials: Option<Credentials>,
+    ) -> CmdResult {
+        let info = admin.cluster_info().await?;
+        if let Some(c) = &self.cluster {
+            if !info.cluster_addr_table.contains_key(c) {
+                return Err(Failure::Failed(format!("cluster [{c}] not exist")));
+            }
+        }
+        let p = probe_producer(namesrv, "PID_ClusterRT", credentials).await?;
+        let body = vec![b'a'; self.size];
+        let mut t = Table::new(&[
+            "Cluster Name",
+            "Broker Name",
+            "RT",
+            "successCount",
+            "failCount",
+        ]);
+        let mut round = 0;
+        loop {
+            for (cluster, names) in &info.cluster_addr_table {
+                if self.cluster.as_ref().is_some_and(|c| c != cluster) {
+                    continue;
+                }
+                for name in names {
+                    let (mut ok, mut failed, mut total) = (0u64, 0u64, Duration::ZERO);
+                    for i in 0..self.amount {
+                        let began = Instant::now();
+                        match p.send(Message::new(name, body.clone())).await {
+                            Ok(_) => ok += 1,
+                            Err(_) => failed += 1,
+                        }
+                        if i > 0 {
+                            total += began.elapsed();
+                        }
+                    }
+                    let rt = total.as_secs_f64() * 1000.0 / (self.amount.max(2) - 1) as f64;
+                    t.row(vec![
+                        cluster.clone(),
+                        name.clone(),
+                        format!("{rt:.2}"),
+                        ok.to_string(),
+                        failed.to_string(),
+                    ]);
+                }
+            }
+            round += 1;
+            if self.rounds != 0 && round >= self.rounds {
+                break;
+            }
+            if self.rounds == 0 {
+                print!("{}", t.render());
+                t.rows.clear();
+            }
+            tokio::time::sleep(Duration::from_secs(self.interval)).await;
+        }
+        p.shutdown().await;
+        Ok(Output::Table(t))
+    }
+}
+
+async fn probe_producer(
+    namesrv: &str,
+    group: &str,
+    credentials: Option<Credentials>,
+) -> Result<DefaultMQProducer, Failure> {
+    let mut b = DefaultMQProducer::builder()
+        .group(group)
+        .namesrv_addr(namesrv)
+        .retry_times_when_send_failed(0);
+    if let Some(c) = credentials {
+        b = b.credentials(c.access_key, c.secret_key);
+    }
+    let p = b.build().map_err(Failure::from)?;
+    p.start().await.map_err(|e: ClientError| Failure::from(e))?;
+    Ok(p)
+}

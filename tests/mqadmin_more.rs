@@ -1,0 +1,620 @@
+//! `mqadmin` end to end, continued: the pull-based message commands (queryMsgByOffset,
+//! printMsg, printMsgByQueue, consumeMessage), the ACL commands and the configuration and
+//! metrics exports, each run as a process against an embedded cluster and checked by its
+//! effect.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::Output;
+use std::time::Duration;
+
+use common::*;
+use rocketmq_client::admin::MQAdmin;
+use rocketmq_client::consumer::{concurrently_fn, ConsumeConcurrentlyStatus};
+use rocketmq_client::producer::DefaultMQProducer;
+use rocketmq_client::{Message, PullStatus};
+use serde_json::Value;
+
+/// Runs `mqadmin -n <ns> --json <args>`; its exit code and its standard output as JSON
+/// (`Value::Null` when it printed none).
+async fn mqadmin(ns: &str, args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec!["-n".to_string(), ns.to_string(), "--json".to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let out: Output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
+            .args(&all)
+            .env_remove("NAMESRV_ADDR")
+            .env_remove("ROCKETMQ_HOME")
+            .env_remove("ROCKETMQ_ACCESS_KEY")
+            .env_remove("ROCKETMQ_SECRET_KEY")
+            .output()
+            .expect("mqadmin runs")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+/// Runs a command that must succeed; its JSON.
+async fn ok(ns: &str, args: &[&str]) -> Value {
+    let (code, json, err) = mqadmin(ns, args).await;
+    assert_eq!(code, 0, "mqadmin {args:?} failed: {err} {json}");
+    json
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The rows of section `name` of a sectioned result.
+fn rows<'a>(v: &'a Value, name: &str) -> &'a Vec<Value> {
+    v[name]
+        .as_array()
+        .unwrap_or_else(|| panic!("no section {name} in {v}"))
+}
+
+/// The bodies of the `Messages` section.
+fn bodies(v: &Value) -> BTreeSet<String> {
+    rows(v, "Messages")
+        .iter()
+        .map(|r| match &r["Body"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_are_read_by_pulling_per_topic_queue_offset_and_time() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "CliPull", 2).await;
+    let p = producer(&ns, "cli-pull-p").await;
+    let mut broker = String::new();
+    for i in 0..6 {
+        let tag = if i % 2 == 0 { "TagA" } else { "TagB" };
+        let r = p
+            .send(
+                Message::new("CliPull", format!("early{i}"))
+                    .with_tags(tag)
+                    .with_keys([format!("k{i}")]),
+            )
+            .await
+            .unwrap();
+        broker = r.message_queue.broker_name.clone();
+    }
+    // The newest store time so far, read through the admin's own pull API.
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let queues = admin.subscribe_queues("CliPull").await.unwrap();
+    assert_eq!(queues.len(), 2);
+    let mut newest = 0;
+    for mq in &queues {
+        let r = admin.pull(mq, "*", 0, 32).await.unwrap();
+        assert_eq!(r.status, PullStatus::Found);
+        newest = r
+            .messages
+            .iter()
+            .map(|m| m.store_timestamp)
+            .fold(newest, i64::max);
+    }
+    let tag_a = admin.pull(&queues[0], "TagA", 0, 32).await.unwrap();
+    assert!(tag_a
+        .messages
+        .iter()
+        .all(|m| m.message.tags() == Some("TagA")));
+    let split = newest + 1;
+    wait_until(Duration::from_secs(5), "the clock passes the split", || {
+        let past = now_ms() > split;
+        async move { past }
+    })
+    .await;
+    for i in 0..4 {
+        p.send(Message::new("CliPull", format!("late{i}")).with_tags("TagC"))
+            .await
+            .unwrap();
+    }
+    let all: BTreeSet<String> = (0..6)
+        .map(|i| format!("early{i}"))
+        .chain((0..4).map(|i| format!("late{i}")))
+        .collect();
+
+    // printMsg: every message of every queue, bodies included.
+    let printed = ok(&ns, &["printMsg", "-t", "CliPull"]).await;
+    assert_eq!(bodies(&printed), all, "{printed}");
+    assert_eq!(rows(&printed, "Queues").len(), 2);
+    let total: i64 = rows(&printed, "Queues")
+        .iter()
+        .map(|q| q["Messages"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 10);
+    // A tag expression, bodies left out.
+    let a = ok(
+        &ns,
+        &["printMsg", "-t", "CliPull", "-s", "TagA", "-d", "false"],
+    )
+    .await;
+    let msgs = rows(&a, "Messages");
+    assert_eq!(msgs.len(), 3, "{a}");
+    assert!(msgs
+        .iter()
+        .all(|m| m["Tags"] == "TagA" && m.get("Body").is_none()));
+    // Time ranges: from the split (ms), up to before it, and Java's date form.
+    let split_s = split.to_string();
+    let before_s = (split - 1).to_string();
+    let late = ok(&ns, &["printMsg", "-t", "CliPull", "-b", &split_s]).await;
+    assert_eq!(
+        bodies(&late),
+        (0..4).map(|i| format!("late{i}")).collect(),
+        "{late}"
+    );
+    let early = ok(&ns, &["printMsg", "-t", "CliPull", "-e", &before_s]).await;
+    assert_eq!(
+        bodies(&early),
+        (0..6).map(|i| format!("early{i}")).collect(),
+        "{early}"
+    );
+    let dated = ok(
+        &ns,
+        &["printMsg", "-t", "CliPull", "-b", "2000-01-01#00:00:00:000"],
+    )
+    .await;
+    assert_eq!(bodies(&dated), all);
+    let (code, _, err) = mqadmin(&ns, &["printMsg", "-t", "CliPull", "-b", "yesterday"]).await;
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = mqadmin(&ns, &["printMsg", "-t", "NoSuchTopic"]).await;
+    assert_eq!(code, 1, "{err}");
+
+    // printMsgByQueue: one queue, listed and counted by tag.
+    let status = ok(&ns, &["topicStatus", "-t", "CliPull"]).await;
+    let q0_max = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["QID"] == 0)
+        .map(|q| q["Max Offset"].as_i64().unwrap())
+        .expect("queue 0");
+    let q0 = ok(
+        &ns,
+        &[
+            "printMsgByQueue",
+            "-t",
+            "CliPull",
+            "-a",
+            &broker,
+            "-i",
+            "0",
+            "-p",
+            "true",
+            "-f",
+            "true",
+        ],
+    )
+    .await;
+    let listed = rows(&q0, "Messages");
+    assert_eq!(listed.len() as i64, q0_max, "{q0}");
+    assert!(listed.iter().all(|m| m["QID"] == 0));
+    let tags = rows(&q0, "Tags");
+    let counted: i64 = tags.iter().map(|t| t["Count"].as_i64().unwrap()).sum();
+    assert_eq!(counted, q0_max, "{q0}");
+    for t in tags {
+        let n = listed.iter().filter(|m| m["Tags"] == t["Tag"]).count() as i64;
+        assert_eq!(t["Count"].as_i64().unwrap(), n, "{q0}");
+    }
+    // Without -p: the queue's summary only.
+    let summary = ok(
+        &ns,
+        &["printMsgByQueue", "-t", "CliPull", "-a", &broker, "-i", "0"],
+    )
+    .await;
+    assert!(summary.get("Messages").is_none(), "{summary}");
+    assert_eq!(
+        rows(&summary, "Queue")[0]["Messages"].as_i64(),
+        Some(q0_max)
+    );
+
+    // queryMsgByOffset: the message at offset 0 of queue 1; past the end: none.
+    let first = ok(
+        &ns,
+        &[
+            "queryMsgByOffset",
+            "-t",
+            "CliPull",
+            "-b",
+            &broker,
+            "-i",
+            "1",
+            "-o",
+            "0",
+        ],
+    )
+    .await;
+    assert_eq!(first["Topic"], "CliPull");
+    assert_eq!(first["Queue ID"], 1);
+    assert_eq!(first["Queue Offset"], 0);
+    assert!(
+        all.contains(first["Message Body"].as_str().unwrap()),
+        "{first}"
+    );
+    let (code, _, err) = mqadmin(
+        &ns,
+        &[
+            "queryMsgByOffset",
+            "-t",
+            "CliPull",
+            "-b",
+            &broker,
+            "-i",
+            "1",
+            "-o",
+            "1000",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = mqadmin(
+        &ns,
+        &[
+            "queryMsgByOffset",
+            "-t",
+            "CliPull",
+            "-b",
+            "noSuchBroker",
+            "-i",
+            "0",
+            "-o",
+            "0",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+
+    // consumeMessage: at most -c messages; one queue from an offset; as another group.
+    let three = ok(&ns, &["consumeMessage", "-t", "CliPull", "-c", "3"]).await;
+    assert_eq!(rows(&three, "Messages").len(), 3, "{three}");
+    let q1_max = 10 - q0_max;
+    let from1 = ok(
+        &ns,
+        &[
+            "consumeMessage",
+            "-t",
+            "CliPull",
+            "-b",
+            &broker,
+            "-i",
+            "1",
+            "-o",
+            "1",
+            "-g",
+            "cli-pull-reader",
+        ],
+    )
+    .await;
+    let got = rows(&from1, "Messages");
+    assert_eq!(got.len() as i64, q1_max - 1, "{from1}");
+    assert!(got
+        .iter()
+        .all(|m| m["QID"] == 1 && m["Offset"].as_i64().unwrap() >= 1));
+    // Java's checks: usage errors with Java's words.
+    let future = (now_ms() + 3_600_000).to_string();
+    for (args, why) in [
+        (
+            vec!["consumeMessage", "-t", "CliPull", "-c", "0"],
+            "positive messageNumber",
+        ),
+        (
+            vec!["consumeMessage", "-t", "CliPull", "-i", "0"],
+            "brokerName before queueId",
+        ),
+        (
+            vec!["consumeMessage", "-t", "CliPull", "-b", &broker, "-o", "0"],
+            "queueId before offset",
+        ),
+        (
+            vec!["consumeMessage", "-t", "CliPull", "-s", &future],
+            "beginTimestamp before now",
+        ),
+        (
+            vec!["consumeMessage", "-t", "CliPull", "-s", &split_s, "-e", "1"],
+            "less than or equal to the endTimestamp",
+        ),
+    ] {
+        let (code, _, err) = mqadmin(&ns, &args).await;
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+    // Reading committed nothing: the reader group has no offsets on the topic.
+    let offsets = admin.group_offsets("cli-pull-reader", "CliPull").await;
+    assert!(
+        offsets.map_or(true, |o| o.queues.iter().all(|q| q.consumer_offset <= 0)),
+        "consumeMessage committed offsets"
+    );
+    admin.shutdown();
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// A producer signing with `keys`, or unsigned.
+async fn acl_producer(ns: &str, group: &str, keys: Option<(&str, &str)>) -> DefaultMQProducer {
+    let mut b = DefaultMQProducer::builder()
+        .client_config(fast_client(ns))
+        .group(group)
+        .instance_name(group)
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
+        .retry_times_when_send_failed(0);
+    if let Some((ak, sk)) = keys {
+        b = b.credentials(ak, sk);
+    }
+    let p = b.build().unwrap();
+    p.start().await.unwrap();
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_accounts_and_the_global_white_list_are_managed_through_the_cli() {
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("mqadmin-more-acl").unwrap();
+    let file = dir.path().join("plain_acl.yml");
+    std::fs::write(
+        &file,
+        "accounts:\n  - accessKey: opsAdmin\n    secretKey: opsSecret1\n    admin: true\n",
+    )
+    .unwrap();
+    let file_str = file.display().to_string();
+    let (c, _store) = cluster_with_properties(&[
+        ("aclEnable", "true"),
+        ("rocketmq.acl.plain.file", &file_str),
+    ])
+    .await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    let signed = |args: &[&str]| -> Vec<String> {
+        ["--accessKey", "opsAdmin", "--secretKey", "opsSecret1"]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run_signed = |args: Vec<String>| {
+        let ns = ns.clone();
+        async move {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            mqadmin(&ns, &a).await
+        }
+    };
+    for t in ["AclMore", "AclOther"] {
+        let (code, out, err) =
+            run_signed(signed(&["updateTopic", "-c", "DefaultCluster", "-t", t])).await;
+        assert_eq!(code, 0, "{out} {err}");
+    }
+    wait_route(&ns, "AclMore").await;
+    wait_route(&ns, "AclOther").await;
+
+    // The file's version, before any change.
+    let (code, v0, err) =
+        run_signed(signed(&["clusterAclConfigVersion", "-c", "DefaultCluster"])).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v0[0]["Broker Addr"], addr.as_str(), "{v0}");
+    let counter0 = v0[0]["AclConfigVersionNum"].as_i64().unwrap();
+
+    // updateAclConfig: unsigned, refused; signed by the admin, created.
+    let create = [
+        "updateAclConfig",
+        "-b",
+        &addr,
+        "-a",
+        "newUser01",
+        "-s",
+        "newSecret01",
+        "-i",
+        "DENY",
+        "-u",
+        "SUB",
+        "-t",
+        "AclMore=PUB|SUB",
+    ];
+    let (code, _, err) = mqadmin(&ns, &create).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("AclException"), "{err}");
+    let (code, out, err) = run_signed(signed(&create)).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out[0].as_str().unwrap().contains("success"), "{out}");
+    let (_, v1, _) = run_signed(signed(&["clusterAclConfigVersion", "-b", &addr])).await;
+    assert!(
+        v1[0]["AclConfigVersionNum"].as_i64().unwrap() > counter0,
+        "{v0} {v1}"
+    );
+
+    // The new account sends to its topic, and only there.
+    let user = acl_producer(&ns, "acl-more-user", Some(("newUser01", "newSecret01"))).await;
+    user.send(Message::new("AclMore", "allowed")).await.unwrap();
+    let e = user
+        .send(Message::new("AclOther", "denied"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("AclOther"), "{e}");
+
+    // deleteAclConfig: the account is gone, its sends refused; deleting it again fails.
+    let (code, out, err) = run_signed(signed(&[
+        "deleteAclConfig",
+        "-c",
+        "DefaultCluster",
+        "-a",
+        "newUser01",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out[1].as_str().unwrap().contains("newUser01"), "{out}");
+    let e = user
+        .send(Message::new("AclMore", "after delete"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("newUser01"), "{e}");
+    let (code, _, err) =
+        run_signed(signed(&["deleteAclConfig", "-b", &addr, "-a", "newUser01"])).await;
+    assert_eq!(code, 1, "{err}");
+
+    // updateGlobalWhiteAddr: this host white-listed, unsigned requests pass; then not.
+    let unsigned = acl_producer(&ns, "acl-more-unsigned", None).await;
+    assert!(unsigned
+        .send(Message::new("AclMore", "unsigned"))
+        .await
+        .is_err());
+    let (code, out, err) = run_signed(signed(&[
+        "updateGlobalWhiteAddr",
+        "-c",
+        "DefaultCluster",
+        "-g",
+        "127.0.0.1,10.99.0.*",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out[0].as_str().unwrap().contains("success"), "{out}");
+    unsigned
+        .send(Message::new("AclMore", "white-listed"))
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("10.99.0.*"), "{text}");
+    let (code, _, err) = run_signed(signed(&[
+        "updateGlobalWhiteAddr",
+        "-b",
+        &addr,
+        "-g",
+        "10.99.0.*",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(unsigned
+        .send(Message::new("AclMore", "unsigned again"))
+        .await
+        .is_err());
+    // Neither -b nor -c: a usage error.
+    let (code, _, _) = run_signed(signed(&["deleteAclConfig", "-a", "x"])).await;
+    assert_eq!(code, 2);
+    user.shutdown().await;
+    unsigned.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configs_and_metrics_are_exported_with_javas_layout() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    create_topic(&ns, "CliExport", 2).await;
+    let p = producer(&ns, "cli-export-p").await;
+    for i in 0..5 {
+        p.send(Message::new("CliExport", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let cons = push_builder(&ns, "cli-export-c")
+        .subscribe("CliExport", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(concurrently_fn(|_, _| async {
+        ConsumeConcurrentlyStatus::ConsumeSuccess
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    wait_until(Duration::from_secs(20), "the consumer online", || {
+        let ns = ns.clone();
+        async move {
+            mqadmin(&ns, &["consumerConnection", "-g", "cli-export-c"])
+                .await
+                .0
+                == 0
+        }
+    })
+    .await;
+    let broker_conf = ok(&ns, &["getBrokerConfig", "-b", &addr]).await;
+    let broker_name = broker_conf["brokerName"].as_str().unwrap().to_string();
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("mqadmin-more-export").unwrap();
+    let path = dir.path().to_string_lossy().to_string();
+
+    // exportConfigs: the broker's own settings, only those it reports, and the cluster's size.
+    let out = ok(&ns, &["exportConfigs", "-c", "DefaultCluster", "-f", &path]).await;
+    assert!(
+        out[0].as_str().unwrap().ends_with("configs.json success"),
+        "{out}"
+    );
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("configs.json")).unwrap()).unwrap();
+    let conf = doc["brokerConfigs"][&broker_name].as_object().unwrap();
+    assert_eq!(conf["brokerClusterName"], "DefaultCluster");
+    assert_eq!(conf["brokerName"], broker_name.as_str());
+    assert_eq!(conf["brokerId"], "0");
+    for (k, v) in conf {
+        // Each value is the broker's (getBrokerConfig turns numbers into JSON numbers).
+        let reported = &broker_conf[k];
+        assert!(
+            reported
+                .as_str()
+                .map_or(reported.to_string(), str::to_string)
+                == *v,
+            "{k}: {v} vs {reported}"
+        );
+    }
+    assert_eq!(doc["clusterScale"]["namesrvSize"], 1);
+    assert_eq!(doc["clusterScale"]["masterBrokerSize"], 1);
+    assert_eq!(doc["clusterScale"]["slaveBrokerSize"], 0);
+
+    // exportMetrics: the broker's figures, the user topics and groups, the clients' versions.
+    let out = ok(&ns, &["exportMetrics", "-c", "DefaultCluster", "-f", &path]).await;
+    assert!(
+        out[0].as_str().unwrap().ends_with("metrics.json success"),
+        "{out}"
+    );
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("metrics.json")).unwrap()).unwrap();
+    let b = &doc["evaluateReport"][&broker_name];
+    let quota = &b["runtimeQuota"];
+    assert_eq!(quota["topicSize"], 1, "{doc}");
+    assert_eq!(quota["groupSize"], 1, "{doc}");
+    // The rates are there once the broker has measured them (not in its first seconds).
+    let tps = &quota["tps"];
+    assert!(
+        tps["normalInTps"].is_f64() || tps.get("normalInTps").is_none(),
+        "{doc}"
+    );
+    assert_eq!(quota["tps"]["transInTps"], 0.0, "{doc}");
+    assert!(quota["oneDayNum"]["normalOneDayInNum"].is_i64(), "{doc}");
+    assert!(
+        quota["diskRatio"]["commitLogDiskRatio"].is_string(),
+        "{doc}"
+    );
+    assert!(quota["messageAverageSize"].is_string(), "{doc}");
+    assert_eq!(b["runtimeVersion"]["rocketmqVersion"], "V4_9_8");
+    let clients = b["runtimeVersion"]["clientInfo"].as_array().unwrap();
+    assert!(
+        clients
+            .iter()
+            .any(|c| c.as_str().unwrap().ends_with("%V4_9_8")),
+        "{doc}"
+    );
+    // Figures the broker does not report are left out, not made up.
+    assert!(b["runtimeEnv"].get("totalMemKBytes").is_none(), "{doc}");
+    let totals = &doc["totalData"];
+    assert_eq!(
+        totals["totalTps"]["totalNormalInTps"],
+        quota["tps"]["normalInTps"]
+    );
+    assert_eq!(
+        totals["totalOneDayNum"]["normalOneDayInNum"],
+        quota["oneDayNum"]["normalOneDayInNum"]
+    );
+    // An unknown cluster: 1.
+    let (code, _, err) = mqadmin(&ns, &["exportMetrics", "-c", "NoCluster", "-f", &path]).await;
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = mqadmin(&ns, &["exportConfigs", "-c", "NoCluster", "-f", &path]).await;
+    assert_eq!(code, 1, "{err}");
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
