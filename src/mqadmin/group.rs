@@ -494,12 +494,15 @@ pub struct ResetOffsetByTime {
     /// Move forwards too (else only back).
     #[arg(short = 'f', long = "force", default_value = "true", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
     force: bool,
+    /// The group's members are C++ clients (they get the offsets in the form they read).
+    #[arg(short = 'c', long = "cplus")]
+    cplus: bool,
 }
 
 impl ResetOffsetByTime {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
         let ts = parse_timestamp(&self.timestamp)?;
-        reset(admin, &self.topic, &self.group, ts, self.force).await
+        reset(admin, &self.topic, &self.group, ts, self.force, self.cplus).await
     }
 }
 
@@ -519,14 +522,21 @@ pub struct SkipAccumulatedMessage {
 
 impl SkipAccumulatedMessage {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
-        reset(admin, &self.topic, &self.group, -1, self.force).await
+        reset(admin, &self.topic, &self.group, -1, self.force, false).await
     }
 }
 
-async fn reset(admin: &MQAdmin, topic: &str, group: &str, ts: i64, force: bool) -> CmdResult {
+async fn reset(
+    admin: &MQAdmin,
+    topic: &str,
+    group: &str,
+    ts: i64,
+    force: bool,
+    cplus: bool,
+) -> CmdResult {
     use rocketmq_client::admin::ResetOutcome;
     let outcome = admin
-        .reset_offset_by_time(topic, group, ts, force)
+        .reset_offset_by_time_for(topic, group, ts, force, cplus)
         .await
         .map_err(super::topic::no_topic(topic))?;
     Ok(match outcome {

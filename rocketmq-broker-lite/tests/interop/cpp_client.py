@@ -118,6 +118,27 @@ def consume(ns, topic, group, expect, orderly, timeout):
         return list(got)
 
 
+def consume_serve(ns, topic, group, stop_file, timeout):
+    """Consumes until `stop_file` exists (or the timeout), printing each message as a JSON line
+    at once, so that a test can act on the running consumer (admin requests to it)."""
+    lock = threading.Lock()
+
+    def on_message(msg):
+        with lock:
+            print(json.dumps({"body": msg.body.decode("utf-8"), "queue_id": msg.queue_id,
+                              "queue_offset": msg.queue_offset}), flush=True)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    c = PushConsumer(group)
+    c.set_name_server_address(ns)
+    c.subscribe(topic, on_message, "*")
+    c.start()
+    deadline = time.time() + timeout
+    while time.time() < deadline and not os.path.exists(stop_file):
+        time.sleep(0.05)
+    c.shutdown()
+
+
 def main():
     mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "produce":
@@ -134,6 +155,9 @@ def main():
         out({"got": consume(ns, topic, sys.argv[4], int(sys.argv[5]), False, float(sys.argv[6]))})
     elif mode == "consume-orderly":
         out({"got": consume(ns, topic, sys.argv[4], int(sys.argv[5]), True, float(sys.argv[6]))})
+    elif mode == "consume-serve":
+        consume_serve(ns, topic, sys.argv[4], sys.argv[5], float(sys.argv[6]))
+        out({"stopped": True})
     else:
         raise SystemExit("unknown mode " + mode)
     os._exit(0)

@@ -96,6 +96,25 @@ impl MQAdmin {
         timestamp: i64,
         force: bool,
     ) -> Result<ResetOutcome> {
+        self.reset_offset_by_time_for(topic, group, timestamp, force, false)
+            .await
+    }
+
+    /// [`MQAdmin::reset_offset_by_time`] for a group of C++ clients (`cpp`, Java's
+    /// `resetOffsetByTime -c`): the brokers send them the offsets in the list form they read.
+    pub async fn reset_offset_by_time_for(
+        &self,
+        topic: &str,
+        group: &str,
+        timestamp: i64,
+        force: bool,
+        cpp: bool,
+    ) -> Result<ResetOutcome> {
+        let language = if cpp {
+            rocketmq_remoting::protocol::LanguageCode::Cpp
+        } else {
+            self.inst.config.language
+        };
         let masters = self.masters_of_topic(topic).await?;
         let mut table = BTreeMap::new();
         for (_, addr) in &masters {
@@ -108,7 +127,12 @@ impl MQAdmin {
                     is_force: force,
                 },
             );
-            match self.inst.api.call(addr, req, self.timeout()).await {
+            match self
+                .inst
+                .api
+                .call_as(addr, req, self.timeout(), language)
+                .await
+            {
                 Ok(resp) => {
                     let b: ResetOffsetBody = Self::decode(addr, &resp)?;
                     table.extend(b.offset_table);

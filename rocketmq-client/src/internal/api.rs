@@ -591,6 +591,19 @@ impl Api {
         })
     }
 
+    /// [`Api::call`] sent as another client language (mqadmin's `-c cplus` sends some requests
+    /// as CPP, which changes what the broker sends on to the clients).
+    pub(crate) async fn call_as(
+        &self,
+        addr: &str,
+        mut req: RemotingCommand,
+        timeout: Duration,
+        language: rocketmq_remoting::protocol::LanguageCode,
+    ) -> Result<RemotingCommand> {
+        req.language = language;
+        self.expect_success(addr, req, timeout).await
+    }
+
     /// Any request expecting SUCCESS (administration).
     pub(crate) async fn call(
         &self,

@@ -8,13 +8,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketmq_remoting::protocol::body::{self, GetConsumerStatusBody, ResetOffsetBody};
+use rocketmq_remoting::protocol::body::{
+    self, GetConsumerStatusBody, ResetOffsetBody, ResetOffsetBodyForC,
+};
 use rocketmq_remoting::protocol::headers::{
     ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader, ResetOffsetRequestHeader,
 };
 use rocketmq_remoting::protocol::message::{decode_offset_msg_id, MessageQueue};
-use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rocketmq_remoting::protocol::{LanguageCode, RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::{Channel, ProcessResult};
 use rocketmq_remoting::RemotingError;
 use tracing::warn;
@@ -206,6 +208,13 @@ pub(crate) fn reset_offset(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
         offset_table: table,
     };
     let encoded = body::encode_fastjson(&body);
+    // Java's `isC`: an admin request sent as CPP (mqadmin's `-c cplus`) means the group's
+    // members are C++ clients, which read the list form.
+    let to_clients = if req.language == LanguageCode::Cpp {
+        body::encode_fastjson(&ResetOffsetBodyForC::from(&body))
+    } else {
+        encoded.clone()
+    };
     let header = ResetOffsetRequestHeader {
         topic: h.topic.clone(),
         group: h.group.clone(),
@@ -218,7 +227,7 @@ pub(crate) fn reset_offset(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
                 RequestCode::ResetConsumerClientOffset,
                 &header,
             )
-            .with_body(encoded.clone());
+            .with_body(to_clients.clone());
             if let Err(e) = m.channel.invoke_oneway(request).await {
                 warn!(client = %m.client_id, error = %e, "cannot send the offset reset to a consumer");
             }

@@ -29,7 +29,9 @@ pub use self::heartbeat::{
 pub use self::lock::{
     ConsumerListBody, LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody,
 };
-pub use self::offsets::{ConsumerOffsetTable, DelayOffsetTable, ResetOffsetBody};
+pub use self::offsets::{
+    ConsumerOffsetTable, DelayOffsetTable, ResetOffsetBody, ResetOffsetBodyForC, ResetOffsetEntry,
+};
 pub use self::register::{
     decode_compressed_register_body, encode_compressed_register_body, DataVersion,
     RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,

@@ -32,3 +32,43 @@ pub struct ResetOffsetBody {
     #[serde(deserialize_with = "mq_map::deserialize")]
     pub offset_table: BTreeMap<MessageQueue, i64>,
 }
+
+/// One queue's offset in [`ResetOffsetBodyForC`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResetOffsetEntry {
+    /// Broker name.
+    pub broker_name: String,
+    /// The offset to move to.
+    pub offset: i64,
+    /// Queue id.
+    pub queue_id: i32,
+    /// Topic.
+    pub topic: String,
+}
+
+/// RESET_CONSUMER_CLIENT_OFFSET body for C++ clients (Java `ResetOffsetBodyForC`): a list, as
+/// their JSON reader cannot take object keys. Sent when the admin request came as `CPP`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResetOffsetBodyForC {
+    /// The queues and offsets.
+    pub offset_table: Vec<ResetOffsetEntry>,
+}
+
+impl From<&ResetOffsetBody> for ResetOffsetBodyForC {
+    fn from(b: &ResetOffsetBody) -> Self {
+        Self {
+            offset_table: b
+                .offset_table
+                .iter()
+                .map(|(mq, o)| ResetOffsetEntry {
+                    broker_name: mq.broker_name.clone(),
+                    offset: *o,
+                    queue_id: mq.queue_id,
+                    topic: mq.topic.clone(),
+                })
+                .collect(),
+        }
+    }
+}
