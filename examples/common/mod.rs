@@ -12,11 +12,18 @@ pub struct Target {
     /// Name server address.
     pub namesrv: String,
     cluster: Option<EmbeddedCluster>,
+    _dir: Option<rocketmq_broker_lite::embedded::TempDir>,
 }
 
 impl Target {
     /// `--namesrv host:port`, else `NAMESRV_ADDR`, else a name server and broker started here.
     pub async fn from_env() -> Target {
+        Self::from_env_with(&[]).await
+    }
+
+    /// As [`Target::from_env`]; an embedded broker gets these `broker.conf` properties (a
+    /// cluster named by `--namesrv` must be configured so already).
+    pub async fn from_env_with(properties: &[(&str, &str)]) -> Target {
         let args: Vec<String> = std::env::args().collect();
         let flag = args
             .iter()
@@ -27,9 +34,19 @@ impl Target {
             return Target {
                 namesrv: ns,
                 cluster: None,
+                _dir: None,
             };
         }
-        let cluster = EmbeddedCluster::start_temp()
+        let dir = rocketmq_broker_lite::embedded::TempDir::new("rocketmq-example")
+            .expect("temporary directory");
+        let opts = rocketmq_broker_lite::embedded::EmbeddedOptions {
+            properties: properties
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        let cluster = EmbeddedCluster::start(dir.path(), opts)
             .await
             .expect("cannot start the embedded name server and broker");
         println!(
@@ -40,6 +57,7 @@ impl Target {
         Target {
             namesrv: cluster.namesrv_addr(),
             cluster: Some(cluster),
+            _dir: Some(dir),
         }
     }
 
