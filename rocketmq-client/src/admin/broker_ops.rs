@@ -17,7 +17,6 @@ use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
 
 use super::{parse_properties, MQAdmin};
 use crate::error::{ClientError, Result};
-use crate::internal::instance::MASTER_ID;
 
 /// Java `Properties` text of `props` (`key=value` lines), as `MixAll.properties2String`.
 fn properties_text(props: &BTreeMap<String, String>) -> String {
@@ -27,21 +26,11 @@ fn properties_text(props: &BTreeMap<String, String>) -> String {
 impl MQAdmin {
     /// The masters (else any broker) serving `topic`, from its route.
     async fn brokers_of(&self, topic: &str) -> Result<Vec<String>> {
-        let route = self
-            .topic_route(topic)
+        Ok(self
+            .brokers_of_topic(topic, true)
             .await?
-            .ok_or_else(|| ClientError::NoRoute {
-                topic: topic.to_string(),
-            })?;
-        Ok(route
-            .broker_datas
-            .iter()
-            .filter_map(|b| {
-                b.broker_addrs
-                    .get(&MASTER_ID)
-                    .or_else(|| b.broker_addrs.values().next())
-                    .cloned()
-            })
+            .into_iter()
+            .map(|(_, addr)| addr)
             .collect())
     }
 
@@ -76,8 +65,7 @@ impl MQAdmin {
                 producer_group: group.to_string(),
             },
         );
-        let resp = self.inst.api.call(broker_addr, req, self.timeout()).await?;
-        Self::decode(broker_addr, &resp)
+        self.call_decode(broker_addr, req).await
     }
 
     /// The groups consuming `topic` (online subscribers and groups with offsets), asked of the
@@ -97,8 +85,7 @@ impl MQAdmin {
                 topic: topic.to_string(),
             },
         );
-        let resp = self.inst.api.call(&addr, req, self.timeout()).await?;
-        Self::decode(&addr, &resp)
+        self.call_decode(&addr, req).await
     }
 
     /// Every subscription group's offsets on one broker (GET_BROKER_CONSUME_STATS; with
@@ -133,8 +120,7 @@ impl MQAdmin {
                 stats_key: key.to_string(),
             },
         );
-        let resp = self.inst.api.call(broker_addr, req, self.timeout()).await?;
-        Self::decode(broker_addr, &resp)
+        self.call_decode(broker_addr, req).await
     }
 
     /// Up to `count` entries of a consume queue from `index`, with the queue's bounds and, for

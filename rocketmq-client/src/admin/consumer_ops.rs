@@ -38,8 +38,18 @@ impl MQAdmin {
         self.timeout().max(Duration::from_secs(12))
     }
 
-    /// Masters of the brokers that route `topic`.
+    /// Masters of the brokers that route `topic`: (broker name, address).
     async fn masters_of_topic(&self, topic: &str) -> Result<Vec<(String, String)>> {
+        self.brokers_of_topic(topic, false).await
+    }
+
+    /// The brokers that route `topic`, by name: each one's master, or with `any_if_no_master`
+    /// another of its brokers when it has none.
+    pub(super) async fn brokers_of_topic(
+        &self,
+        topic: &str,
+        any_if_no_master: bool,
+    ) -> Result<Vec<(String, String)>> {
         let route = self
             .topic_route(topic)
             .await?
@@ -52,6 +62,11 @@ impl MQAdmin {
             .filter_map(|b| {
                 b.broker_addrs
                     .get(&MASTER_ID)
+                    .or_else(|| {
+                        any_if_no_master
+                            .then(|| b.broker_addrs.values().next())
+                            .flatten()
+                    })
                     .map(|a| (b.broker_name.clone(), a.clone()))
             })
             .collect())

@@ -73,6 +73,16 @@ impl MQAdmin {
             .map(|_| ())
     }
 
+    /// Sends `req` to `addr`, expecting SUCCESS, and reads the answer's body.
+    pub(super) async fn call_decode<T: serde::de::DeserializeOwned>(
+        &self,
+        addr: &str,
+        req: RemotingCommand,
+    ) -> Result<T> {
+        let resp = self.inst.api.call(addr, req, self.timeout()).await?;
+        Self::decode(addr, &resp)
+    }
+
     /// Every topic the name servers know (GET_ALL_TOPIC_LIST_FROM_NAMESERVER).
     pub async fn topic_list(&self) -> Result<TopicList> {
         let t = self.timeout();
@@ -130,8 +140,7 @@ impl MQAdmin {
                 topic: topic.to_string(),
             },
         );
-        let resp = self.inst.api.call(broker_addr, req, self.timeout()).await?;
-        Self::decode(broker_addr, &resp)
+        self.call_decode(broker_addr, req).await
     }
 
     /// The broker's configuration (GET_BROKER_CONFIG: a properties text), as a sorted table.
@@ -144,8 +153,7 @@ impl MQAdmin {
     /// Every topic configuration of a broker (GET_ALL_TOPIC_CONFIG).
     pub async fn all_topic_config(&self, broker_addr: &str) -> Result<TopicConfigSerializeWrapper> {
         let req = RemotingCommand::request(RequestCode::GetAllTopicConfig);
-        let resp = self.inst.api.call(broker_addr, req, self.timeout()).await?;
-        Self::decode(broker_addr, &resp)
+        self.call_decode(broker_addr, req).await
     }
 
     /// Every subscription group of a broker (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
@@ -154,8 +162,7 @@ impl MQAdmin {
         broker_addr: &str,
     ) -> Result<SubscriptionGroupWrapper> {
         let req = RemotingCommand::request(RequestCode::GetAllSubscriptiongroupConfig);
-        let resp = self.inst.api.call(broker_addr, req, self.timeout()).await?;
-        Self::decode(broker_addr, &resp)
+        self.call_decode(broker_addr, req).await
     }
 
     /// Creates or updates a subscription group on one broker
@@ -255,8 +262,7 @@ impl MQAdmin {
                 consumer_group: group.to_string(),
             },
         );
-        let resp = self.inst.api.call(broker_addr, req, self.timeout()).await?;
-        Self::decode(broker_addr, &resp)
+        self.call_decode(broker_addr, req).await
     }
 
     /// Removes the write permission of `broker_name` on every name server
