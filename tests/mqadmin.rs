@@ -755,6 +755,13 @@ async fn operations_commands_read_and_change_the_cluster() {
             && r["Cluster Name"] == cluster_name.as_str()),
         "{tl}"
     );
+    // Progress bars only on a terminal: none in redirected output.
+    let (code, _, err) = mqadmin(&ns, &["statsAll"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "escapes on a redirected stderr: {err:?}"
+    );
     // statsAll: 8 in, 8 out over the day.
     let sa = ok(&ns, &["statsAll", "-t", "CliOps"]).await;
     let row = sa

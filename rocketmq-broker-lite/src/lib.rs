@@ -16,5 +16,6 @@ pub mod embedded;
 pub mod filter;
 pub mod ha;
 pub mod log_file;
+pub mod metrics;
 pub mod namesrv;
 pub mod store;

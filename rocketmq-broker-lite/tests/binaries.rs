@@ -264,3 +264,54 @@ async fn logs_go_to_a_rolling_file_as_json_and_carry_no_colour_when_redirected()
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open the log"));
 }
+
+/// `GET /metrics` over a plain TCP connection: the whole response.
+async fn scrape(port: u16) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+#[tokio::test]
+async fn rocketmq_lite_serves_both_processes_metrics_on_one_port() {
+    let dir = TempDir::new("lite-metrics").unwrap();
+    let (ns, br, metrics) = (free_port(), free_port(), free_port());
+    let mut lite = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+        .arg("--store-dir")
+        .arg(dir.path())
+        .args(["--namesrv-port", &ns.to_string()])
+        .args(["--broker-port", &br.to_string()])
+        .args(["--segment-size", "8388608"])
+        .args(["--metrics-port", &metrics.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = first_line(&mut lite);
+    assert!(line.contains("ready"), "{line}");
+    let c = client();
+    let b = format!("127.0.0.1:{br}");
+    for i in 0..3 {
+        assert_eq!(
+            send(&c, &b, "LiteMetrics", 0, &format!("m{i}")).await.code,
+            0
+        );
+    }
+    c.shutdown();
+    let text = scrape(metrics).await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("rocketmq_namesrv_brokers{"), "{text}");
+    assert!(
+        text.contains("rocketmq_topic_put_messages_total{cluster=\"DefaultCluster\",broker=\"broker-a\",topic=\"LiteMetrics\"} 3\n"),
+        "{text}"
+    );
+    assert_eq!(terminate(&mut lite), 0);
+    std::net::TcpListener::bind(("127.0.0.1", metrics)).expect("metrics port freed");
+}

@@ -14,6 +14,7 @@ mod message;
 mod namesrv;
 mod ops;
 pub mod output;
+mod progress;
 mod pull;
 mod topic;
 
@@ -283,6 +284,7 @@ where
         }
     };
     let json = cli.json;
+    progress::set_quiet(json);
     match run(cli).await {
         Ok(out) => {
             if json {

@@ -136,7 +136,9 @@ impl StatsAll {
             "InMsg24Hour",
             "OutMsg24Hour",
         ]);
+        let bar = super::progress::bar(topics.len(), "topics");
         for topic in topics {
+            bar.inc(1);
             if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
                 || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
                 || self.topic.as_ref().is_some_and(|t| *t != topic)

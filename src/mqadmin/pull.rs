@@ -285,7 +285,9 @@ impl PrintMsg {
             .map_err(no_topic(&self.topic))?;
         let mut qt = queue_table();
         let mut mt = message_table(self.print_body);
+        let bar = super::progress::bar(queues.len(), "reading queues");
         for mq in &queues {
+            bar.inc(1);
             let r = read_queue(admin, mq, &span, None, usize::MAX).await?;
             qt.row(vec![
                 mq.broker_name.clone(),
@@ -500,12 +502,14 @@ impl ConsumeMessage {
         let mut left = self.count as usize;
         let mut qt = queue_table();
         let mut mt = message_table(true);
+        let bar = super::progress::bar(self.count as usize, "consuming");
         for mq in &queues {
             if left == 0 {
                 break;
             }
             let r = read_queue(admin, mq, &span, self.offset, left).await?;
             left -= r.messages.len();
+            bar.inc(r.messages.len() as u64);
             qt.row(vec![
                 mq.broker_name.clone(),
                 mq.queue_id.to_string(),

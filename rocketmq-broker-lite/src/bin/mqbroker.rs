@@ -31,13 +31,21 @@ struct Args {
     /// ASYNC_FLUSH or SYNC_FLUSH (overrides `flushDiskType`).
     #[arg(long = "flush-disk-type")]
     flush_disk_type: Option<String>,
+    /// Port of the Prometheus endpoint `GET /metrics` (overrides `metricsPort`; default 5557;
+    /// 0 turns it off).
+    #[arg(long = "metrics-port")]
+    metrics_port: Option<u16>,
     /// Logging.
     #[command(flatten)]
     log: LogOptions,
 }
 
 fn build_config(args: &Args) -> Result<BrokerConfig, String> {
-    let mut cfg = BrokerConfig::default();
+    // The binary serves metrics unless told otherwise (the library does not).
+    let mut cfg = BrokerConfig {
+        metrics_port: rocketmq_broker_lite::metrics::DEFAULT_BROKER_PORT,
+        ..BrokerConfig::default()
+    };
     if let Some(path) = &args.config {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -60,6 +68,9 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
     }
     if let Some(p) = args.listen_port {
         cfg.listen_port = p;
+    }
+    if let Some(p) = args.metrics_port {
+        cfg.metrics_port = p;
     }
     if let Some(d) = &args.store_dir {
         cfg.store.store_path_root_dir = d.clone();

@@ -20,6 +20,10 @@ struct Args {
     /// Port (default 9876, or `listenPort` from the file).
     #[arg(short = 'p', long = "listen-port")]
     listen_port: Option<u16>,
+    /// Port of the Prometheus endpoint `GET /metrics` (default 5558, or `metricsPort` from the
+    /// file; 0 turns it off).
+    #[arg(long = "metrics-port")]
+    metrics_port: Option<u16>,
     /// Where the KV configuration is kept.
     #[arg(long)]
     kv_config_path: Option<std::path::PathBuf>,
@@ -36,6 +40,7 @@ async fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     }
     let mut port = 9876u16;
+    let mut metrics_port = rocketmq_broker_lite::metrics::DEFAULT_NAMESRV_PORT;
     let mut kv = args.kv_config_path.clone();
     let mut order = false;
     let mut black_list = None;
@@ -57,6 +62,13 @@ async fn main() -> std::process::ExitCode {
                         return std::process::ExitCode::from(2);
                     }
                 },
+                "metricsPort" => match v.parse() {
+                    Ok(p) => metrics_port = p,
+                    Err(_) => {
+                        eprintln!("invalid value {v:?} for key `metricsPort`");
+                        return std::process::ExitCode::from(2);
+                    }
+                },
                 "kvConfigPath" => kv = kv.or(Some(v.into())),
                 "orderMessageEnable" => order = v == "true",
                 "configBlackList" => black_list = Some(v),
@@ -71,6 +83,9 @@ async fn main() -> std::process::ExitCode {
     if let Some(p) = args.listen_port {
         port = p;
     }
+    if let Some(p) = args.metrics_port {
+        metrics_port = p;
+    }
     let tls = match rocketmq_broker_lite::cli::namesrv_tls(&tls_props) {
         Ok(t) => t,
         Err(e) => {
@@ -81,6 +96,7 @@ async fn main() -> std::process::ExitCode {
     let mut b = NameServer::builder()
         .listen(format!("{}:{port}", args.bind))
         .order_message_enable(order)
+        .metrics_port(metrics_port)
         .tls(tls);
     if let Some(kv) = kv {
         b = b.kv_config_path(kv);

@@ -46,6 +46,10 @@ struct Args {
     /// it; the group elects its leader).
     #[arg(long = "dledger", default_value_t = 0)]
     dledger: usize,
+    /// Port of the Prometheus endpoint `GET /metrics`, serving the name server's and the
+    /// broker's metrics (default 5557, or `metricsPort` from the config file; 0 turns it off).
+    #[arg(long = "metrics-port")]
+    metrics_port: Option<u16>,
     /// Logging.
     #[command(flatten)]
     log: LogOptions,
@@ -69,7 +73,7 @@ async fn main() -> std::process::ExitCode {
         eprintln!("cannot create {}: {e}", args.store_dir.display());
         return std::process::ExitCode::from(2);
     }
-    let properties = match &args.config {
+    let mut properties = match &args.config {
         Some(path) => match std::fs::read_to_string(path) {
             Ok(text) => rocketmq_broker_lite::broker::config::parse_properties(&text),
             Err(e) => {
@@ -78,6 +82,18 @@ async fn main() -> std::process::ExitCode {
             }
         },
         None => Default::default(),
+    };
+    // One endpoint serves both processes: the broker does not start its own.
+    let metrics_port = match (args.metrics_port, properties.remove("metricsPort")) {
+        (Some(p), _) => p,
+        (None, Some(v)) => match v.parse() {
+            Ok(p) => p,
+            Err(_) => {
+                eprintln!("invalid value {v:?} for key `metricsPort`");
+                return std::process::ExitCode::from(2);
+            }
+        },
+        (None, None) => rocketmq_broker_lite::metrics::DEFAULT_BROKER_PORT,
     };
     // The name server takes the `tls.*` keys of the file too (the brokers read them).
     let tls = match rocketmq_broker_lite::cli::namesrv_tls(&properties) {
@@ -127,6 +143,19 @@ async fn main() -> std::process::ExitCode {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
+    let metrics = if metrics_port != 0 {
+        rocketmq_broker_lite::metrics::MetricsServer::start(
+            &args.bind,
+            metrics_port,
+            vec![
+                cluster.namesrv().metrics_source(),
+                cluster.broker().metrics_source(),
+            ],
+        )
+        .await
+    } else {
+        None
+    };
     let slaves: Vec<String> = cluster.slaves().iter().map(|s| s.broker_addr()).collect();
     println!(
         "rocketmq-lite ready: namesrv {} broker {}{}",
@@ -142,6 +171,9 @@ async fn main() -> std::process::ExitCode {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     stop_signal().await;
+    if let Some(m) = &metrics {
+        m.shutdown().await;
+    }
     if let Err(e) = cluster.shutdown().await {
         eprintln!("shutdown failed: {e}");
         return std::process::ExitCode::from(1);

@@ -51,6 +51,9 @@ pub struct BrokerConfig {
     pub listen_ip: String,
     /// `listenPort` (10911; 0 picks a free port).
     pub listen_port: u16,
+    /// `metricsPort`: the port of the Prometheus endpoint (`GET /metrics`), on `listen_ip`;
+    /// 0 (the default here; `mqbroker` defaults to 5557) serves no metrics.
+    pub metrics_port: u16,
     /// `brokerIP1`: the address clients are told (defaults to the bind address, or this host's
     /// first non-loopback address when binding to all interfaces).
     pub broker_ip1: Option<String>,
@@ -157,6 +160,7 @@ impl Default for BrokerConfig {
             namesrv_addr: Vec::new(),
             listen_ip: "0.0.0.0".into(),
             listen_port: 10911,
+            metrics_port: 0,
             broker_ip1: None,
             broker_ip2: None,
             broker_permission: 6,
@@ -287,6 +291,7 @@ impl BrokerConfig {
                         .collect()
                 }
                 "listenPort" => self.listen_port = parse(key, v)?,
+                "metricsPort" => self.metrics_port = parse(key, v)?,
                 "brokerIP1" => self.broker_ip1 = Some(v.clone()),
                 "brokerIP2" => self.broker_ip2 = Some(v.clone()),
                 "brokerPermission" => self.broker_permission = parse(key, v)?,

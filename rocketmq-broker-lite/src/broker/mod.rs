@@ -95,6 +95,8 @@ pub struct BrokerInner {
     pub(crate) schedule: ScheduleService,
     pub(crate) transactions: TransactionBook,
     pub(crate) stats: BrokerStats,
+    /// Request latency and response counters (Prometheus metrics).
+    pub(crate) request_metrics: crate::metrics::broker::RequestMetrics,
     /// Settings UPDATE_BROKER_CONFIG changes at run time (read these, not `cfg`, for them).
     pub(crate) dynamic: dynamic_config::DynamicConfig,
     pub(crate) clock: Arc<dyn Clock>,
@@ -373,6 +375,7 @@ impl BrokerBuilder {
             schedule,
             transactions,
             stats: BrokerStats::new(&cfg.broker_cluster_name),
+            request_metrics: Default::default(),
             dynamic: dynamic_config::DynamicConfig::new(&cfg, env.clock.now_ms()),
             clock: env.clock.clone(),
             namesrv: {
@@ -424,7 +427,7 @@ impl BrokerBuilder {
             .start()
             .await
         {
-            Ok(s) => s,
+            Ok(s) => Arc::new(s),
             Err(e) => {
                 ha.shutdown();
                 let _ = store.shutdown();
@@ -456,7 +459,7 @@ impl BrokerBuilder {
                 .start()
                 .await
             {
-                Ok(s) => Some(s),
+                Ok(s) => Some(Arc::new(s)),
                 Err(e) => {
                     warn!(error = %e, "cannot start the VIP channel on listenPort - 2; continuing without it");
                     None
@@ -477,6 +480,19 @@ impl BrokerBuilder {
             ));
         }
         register::register_all(&inner, false).await;
+        let servers: Vec<Arc<ServerHandle>> =
+            std::iter::once(server.clone()).chain(vip.clone()).collect();
+        let metrics = if cfg.metrics_port != 0 {
+            let source = crate::metrics::broker::BrokerMetrics::new(inner.clone(), servers);
+            crate::metrics::MetricsServer::start(
+                &cfg.listen_ip,
+                cfg.metrics_port,
+                vec![Arc::new(source)],
+            )
+            .await
+        } else {
+            None
+        };
         info!(
             addr = %store_host,
             name = %cfg.broker_name,
@@ -487,6 +503,7 @@ impl BrokerBuilder {
             inner,
             server,
             vip,
+            metrics,
             tasks: Mutex::new(tasks),
             stopped: tokio::sync::Mutex::new(false),
         })
@@ -704,8 +721,10 @@ impl BrokerInner {
 /// A running broker.
 pub struct BrokerHandle {
     inner: Arc<BrokerInner>,
-    server: ServerHandle,
-    vip: Option<ServerHandle>,
+    server: Arc<ServerHandle>,
+    vip: Option<Arc<ServerHandle>>,
+    /// The Prometheus endpoint (`metricsPort`), if it runs.
+    metrics: Option<crate::metrics::MetricsServer>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     stopped: tokio::sync::Mutex<bool>,
 }
@@ -731,7 +750,26 @@ impl BrokerHandle {
 
     /// The VIP channel's address, if it runs.
     pub fn vip_addr(&self) -> Option<SocketAddr> {
-        self.vip.as_ref().map(ServerHandle::local_addr)
+        self.vip.as_ref().map(|v| v.local_addr())
+    }
+
+    /// The Prometheus endpoint's address (`metricsPort`), if it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
+            .as_ref()
+            .map(crate::metrics::MetricsServer::local_addr)
+    }
+
+    /// This broker's metrics, to serve on an endpoint shared with other processes (as
+    /// `rocketmq-lite` does).
+    pub fn metrics_source(&self) -> Arc<dyn crate::metrics::MetricsSource> {
+        let servers = std::iter::once(self.server.clone())
+            .chain(self.vip.clone())
+            .collect();
+        Arc::new(crate::metrics::broker::BrokerMetrics::new(
+            self.inner.clone(),
+            servers,
+        ))
     }
 
     /// The store.
@@ -764,6 +802,9 @@ impl BrokerHandle {
         }
         *stopped = true;
         let b = &self.inner;
+        if let Some(m) = &self.metrics {
+            m.shutdown().await;
+        }
         b.shutdown.cancel();
         b.ha.shutdown();
         b.hold.wake_all();
@@ -790,6 +831,9 @@ impl BrokerHandle {
         }
         *stopped = true;
         let b = &self.inner;
+        if let Some(m) = &self.metrics {
+            m.shutdown().await;
+        }
         register::unregister_all(b).await;
         b.shutdown.cancel();
         b.ha.shutdown();

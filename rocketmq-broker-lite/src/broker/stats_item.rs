@@ -130,6 +130,11 @@ impl StatsItem {
         }
     }
 
+    /// The value counted since the item was created.
+    pub fn value(&self) -> u64 {
+        self.value.load(Ordering::Relaxed)
+    }
+
     /// The last minute, hour and day.
     pub fn data(&self, now_ms: i64) -> BrokerStatsData {
         BrokerStatsData {
@@ -171,6 +176,14 @@ impl StatsItemSet {
             .iter()
             .find(|((n, k), _)| *n == name && k == key)
             .map(|(_, i)| i.clone())
+    }
+
+    /// Every item: `(name, key, item)`.
+    pub fn entries(&self) -> Vec<(&'static str, String, Arc<StatsItem>)> {
+        lock(&self.items)
+            .iter()
+            .map(|((n, k), i)| (*n, k.clone(), i.clone()))
+            .collect()
     }
 
     /// Samples the windows whose period has passed since their last sample.

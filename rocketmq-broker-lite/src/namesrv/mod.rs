@@ -44,6 +44,7 @@ pub struct NameServerBuilder {
     config_store_path: Option<PathBuf>,
     config_black_list: String,
     tls: TlsServerConfig,
+    metrics_port: u16,
 }
 
 /// Namespace of the name server: use [`NameServer::builder`].
@@ -64,6 +65,7 @@ impl NameServer {
             config_store_path: None,
             config_black_list: "configBlackList;configStorePath;kvConfigPath".to_string(),
             tls: TlsServerConfig::default(),
+            metrics_port: 0,
         }
     }
 }
@@ -122,6 +124,14 @@ impl NameServerBuilder {
         self
     }
 
+    /// Serves Prometheus metrics at `GET /metrics` on this port, on the listen address's IP
+    /// (0, the default here, serves none; `mqnamesrv` defaults to 5558). A port that cannot
+    /// be bound is logged and the name server runs without metrics.
+    pub fn metrics_port(mut self, port: u16) -> Self {
+        self.metrics_port = port;
+        self
+    }
+
     /// Binds and starts serving.
     pub async fn start(self) -> Result<NameServerHandle, RemotingError> {
         let kv = KvConfig::load(self.kv_config_path.clone())?;
@@ -131,15 +141,23 @@ impl NameServerBuilder {
             clock: self.clock.clone(),
             watched: Mutex::new(HashSet::new()),
             config: OnceLock::new(),
+            requests: crate::metrics::CodeCounters::new(crate::metrics::max_request_code()),
         });
         let processor = Arc::new(processor::NameServerProcessor {
             state: state.clone(),
         });
-        let server = RemotingServer::builder(self.listen)
-            .tls(self.tls)
-            .default_processor(processor)
-            .start()
-            .await?;
+        let bind_ip = self
+            .listen
+            .rsplit_once(':')
+            .map_or("0.0.0.0", |(ip, _)| ip)
+            .to_string();
+        let server = Arc::new(
+            RemotingServer::builder(self.listen)
+                .tls(self.tls)
+                .default_processor(processor)
+                .start()
+                .await?,
+        );
         let _ = state.config.set(config::NamesrvConfig {
             listen_port: server.local_addr().port(),
             kv_config_path: self.kv_config_path.clone(),
@@ -160,11 +178,24 @@ impl NameServerBuilder {
                 }
             }
         });
+        let metrics = if self.metrics_port != 0 {
+            let source =
+                crate::metrics::namesrv::NameServerMetrics::new(state.clone(), server.clone());
+            crate::metrics::MetricsServer::start(
+                &bind_ip,
+                self.metrics_port,
+                vec![Arc::new(source)],
+            )
+            .await
+        } else {
+            None
+        };
         info!(addr = %server.local_addr(), "name server started");
         Ok(NameServerHandle {
             server,
             state,
             stop,
+            metrics,
         })
     }
 }
@@ -176,6 +207,8 @@ pub(crate) struct State {
     pub(crate) watched: Mutex<HashSet<u64>>,
     /// Set once the port is bound (before the first request is read).
     pub(crate) config: OnceLock<config::NamesrvConfig>,
+    /// Requests per request code (Prometheus metrics).
+    pub(crate) requests: crate::metrics::CodeCounters,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -199,9 +232,10 @@ impl State {
 
 /// A running name server.
 pub struct NameServerHandle {
-    server: ServerHandle,
+    server: Arc<ServerHandle>,
     state: Arc<State>,
     stop: CancellationToken,
+    metrics: Option<crate::metrics::MetricsServer>,
 }
 
 impl std::fmt::Debug for NameServerHandle {
@@ -228,8 +262,27 @@ impl NameServerHandle {
         lock(&self.state.routes).is_live(broker_addr)
     }
 
+    /// The Prometheus endpoint's address, if it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
+            .as_ref()
+            .map(crate::metrics::MetricsServer::local_addr)
+    }
+
+    /// This name server's metrics, to serve on an endpoint shared with other processes (as
+    /// `rocketmq-lite` does).
+    pub fn metrics_source(&self) -> Arc<dyn crate::metrics::MetricsSource> {
+        Arc::new(crate::metrics::namesrv::NameServerMetrics::new(
+            self.state.clone(),
+            self.server.clone(),
+        ))
+    }
+
     /// Stops serving. Idempotent.
     pub async fn shutdown(&self) {
+        if let Some(m) = &self.metrics {
+            m.shutdown().await;
+        }
         self.stop.cancel();
         self.server.shutdown(Duration::from_secs(1)).await;
         if let Err(e) = lock(&self.state.kv).persist() {

@@ -224,6 +224,7 @@ impl NameServerProcessor {
 impl RequestProcessor for NameServerProcessor {
     async fn process(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
         let st = &self.state;
+        st.requests.add(req.code);
         match req.request_code() {
             RequestCode::RegisterBroker => self.register(ctx, &req),
             RequestCode::UnregisterBroker => {

@@ -62,6 +62,21 @@ pub struct RouteTable {
 }
 
 impl RouteTable {
+    /// Live broker addresses.
+    pub fn live_broker_count(&self) -> usize {
+        self.broker_live_table.len()
+    }
+
+    /// Topics with a route.
+    pub fn topic_count(&self) -> usize {
+        self.topic_queue_table.len()
+    }
+
+    /// Clusters with brokers.
+    pub fn cluster_count(&self) -> usize {
+        self.cluster_addr_table.len()
+    }
+
     /// Registers (or refreshes) a broker.
     pub fn register(
         &mut self,

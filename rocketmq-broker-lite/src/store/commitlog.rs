@@ -226,6 +226,8 @@ pub struct CommitLog {
     stopping: AtomicBool,
     /// Flushes (`fdatasync` rounds) done.
     flush_count: AtomicU64,
+    /// How long each flush's `fdatasync` took.
+    pub(crate) flush_latency: crate::metrics::Histogram,
     /// Appends not yet taken by the writer (lets the writer poll without the append lock).
     unwritten: AtomicU64,
     /// When the commit-log write in progress began, in microseconds since `born` plus one; 0
@@ -428,6 +430,7 @@ impl CommitLog {
             failed: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             flush_count: AtomicU64::new(0),
+            flush_latency: crate::metrics::Histogram::default(),
             unwritten: AtomicU64::new(0),
             write_began_us: AtomicU64::new(0),
             born: std::time::Instant::now(),
@@ -1414,10 +1417,12 @@ impl CommitLog {
         let target = self.written_offset();
         let flushed = self.flushed_offset();
         if target > flushed {
+            let began = std::time::Instant::now();
             if let Err(e) = self.sync_range(flushed, target) {
                 self.fail(e.to_string());
                 return Err(e);
             }
+            self.flush_latency.observe(began.elapsed());
             self.flush_count.fetch_add(1, Ordering::Relaxed);
             self.flushed.fetch_max(target, Ordering::AcqRel);
         }

@@ -155,7 +155,14 @@ pub struct GetResult {
 impl GetResult {
     /// Total bytes of the records.
     pub fn total_size(&self) -> usize {
-        self.messages.iter().map(Bytes::len).sum()
+        if !self.messages.is_empty() {
+            self.messages.iter().map(Bytes::len).sum()
+        } else if !self.regions.is_empty() {
+            self.regions.iter().map(|r| r.len).sum()
+        } else {
+            // A small transfer read back from its regions.
+            self.contiguous.as_ref().map_or(0, Bytes::len)
+        }
     }
 
     /// Records found (in `messages`, or in file regions).
@@ -885,6 +892,11 @@ impl MessageStore {
     pub fn queue_entry(&self, topic: &str, queue_id: i32, offset: i64) -> Option<CqEntry> {
         let q = self.inner.queue(topic, queue_id)?;
         q.get(u64::try_from(offset).ok()?)
+    }
+
+    /// How long the commit log's flushes took (`fdatasync`).
+    pub fn flush_latency(&self) -> &crate::metrics::Histogram {
+        &self.inner.log.flush_latency
     }
 
     /// First commit-log offset still stored.

@@ -13,6 +13,7 @@ mod runtime_info;
 mod send;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
@@ -68,17 +69,39 @@ pub(crate) fn with_ext_map(mut cmd: RemotingCommand) -> RemotingCommand {
 #[async_trait]
 impl RequestProcessor for BrokerProcessor {
     async fn process(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        let began = Instant::now();
         let code = req.request_code();
+        let with_header = answered_with_header(code);
+        let code = code.to_i32();
         let result = self.dispatch(ctx, req).await;
-        if !answered_with_header(code) {
-            return result;
-        }
+        // Latency and response code: a clock read and a few atomic additions on handles
+        // allocated at start.
         match result {
-            ProcessResult::Response(r) => ProcessResult::Response(with_ext_map(r)),
-            ProcessResult::Deferred(answer) => {
-                ProcessResult::Deferred(Box::pin(async move { answer.await.map(with_ext_map) }))
+            ProcessResult::Response(r) => {
+                self.broker
+                    .request_metrics
+                    .record(code, began.elapsed(), Some(r.code));
+                ProcessResult::Response(if with_header { with_ext_map(r) } else { r })
             }
-            ProcessResult::NoResponse => ProcessResult::NoResponse,
+            ProcessResult::Deferred(answer) => {
+                let b = self.broker.clone();
+                ProcessResult::Deferred(Box::pin(async move {
+                    let r = answer.await;
+                    b.request_metrics
+                        .record(code, began.elapsed(), r.as_ref().map(|r| r.code));
+                    if with_header {
+                        r.map(with_ext_map)
+                    } else {
+                        r
+                    }
+                }))
+            }
+            ProcessResult::NoResponse => {
+                self.broker
+                    .request_metrics
+                    .record(code, began.elapsed(), None);
+                ProcessResult::NoResponse
+            }
         }
     }
 }

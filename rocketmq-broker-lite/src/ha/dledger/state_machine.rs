@@ -341,13 +341,37 @@ impl StateMachine {
         let saved = rec.clone();
         off_the_workers(move || -> std::io::Result<()> {
             snapshot::save(&me.inner.dir, &saved)?;
-            let idx = lock(&me.inner.idx);
-            idx.set_len(0)?;
-            idx.sync_all()
+            me.start_index_over(saved.meta.last_log_id)
         })
         .map_err(snapshot_err)?;
         *lock(&self.inner.snapshot) = Some(rec.clone());
         Ok(rec)
+    }
+
+    /// Starts `applied.idx` over after a snapshot up to `last`: the marks it stands for go, the
+    /// marks of entries applied since it was taken stay (they were appended while the commit log
+    /// was being flushed; without them a restart would cut the commit log back to the snapshot's
+    /// end and wait for entries that a purged Raft log may no longer hold). Appends wait on the
+    /// index's lock meanwhile. A crash in between leaves fewer marks, which only means applying
+    /// those entries again.
+    fn start_index_over(&self, last: Option<LogId<NodeId>>) -> std::io::Result<()> {
+        let mut idx = lock(&self.inner.idx);
+        let bytes = std::fs::read(self.inner.dir.join("applied.idx"))?;
+        let keep_from = match last {
+            None => 0,
+            Some(last) => bytes
+                .chunks_exact(RECORD)
+                .position(|rec| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&rec[16..24]);
+                    u64::from_be_bytes(a) > last.index
+                })
+                .map_or(bytes.len() - bytes.len() % RECORD, |i| i * RECORD),
+        };
+        let tail = bytes[keep_from..bytes.len() - bytes.len() % RECORD].to_vec();
+        idx.set_len(0)?;
+        idx.write_all(&tail)?;
+        idx.sync_all()
     }
 
     /// Installs a received snapshot: its records appended after what the log holds, the log
