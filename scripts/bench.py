@@ -48,6 +48,9 @@ WORKLOADS = {
             "P4 into pages touched before (6 GiB segments, zero-filled before timing)"),
     "C1": ("ASYNC_FLUSH", ["consume", "--backlog", "1000000", "--pull-batch", "32", "--consume-batch", "32"], "memcpy",
            "consume a 1M backlog in page cache, pull batch 32"),
+    "C1s": ("ASYNC_FLUSH", ["consume", "--backlog", "1000000", "--pull-batch", "32", "--consume-batch", "32",
+                            "--sql", "bench_n = 0"], "memcpy",
+            "C1 with a SQL92 selector that selects 10 % (msgs/s: backlog filtered per second)"),
     "E1": ("ASYNC_FLUSH", ["e2e", "--rate", "10000", "--inflight", "64"], "paced",
            "send -> push listener at 10k msgs/s, 1 KiB"),
     "Q1": ("ASYNC_FLUSH", ["produce", "--inflight", "64", "--topics", "1000", "--queues", "8"], "rtt4",
@@ -231,9 +234,20 @@ def tls_args():
     return ["-c", conf]
 
 
+def filter_args():
+    """rocketmq-lite arguments turning SQL92 property filters on (C1s)."""
+    d = os.path.join(OUT, "filter")
+    os.makedirs(d, exist_ok=True)
+    conf = os.path.join(d, "broker-filter.conf")
+    with open(conf, "w") as f:
+        f.write("enablePropertyFilter=true\n")
+    return ["-c", conf]
+
+
 def run_once(wid, duration):
     flush, args, probe_kind, _ = WORKLOADS[wid]
-    extra = acl_args() if wid == "P2a" else tls_args() if wid == "P2t" else BROKER_ARGS.get(wid, ())
+    extra = (acl_args() if wid == "P2a" else tls_args() if wid == "P2t" else filter_args() if wid == "C1s"
+             else BROKER_ARGS.get(wid, ()))
     proc, store, ns, startup_ms = start_lite(flush, extra)
     try:
         time.sleep(0.5)
@@ -388,7 +402,7 @@ def main():
         t = sorted(results["F1"])
         extra.append("F1: %d leaders killed; SIGKILL to the next acknowledged send: median %.2f s, max %.2f s" % (
             len(t), statistics.median(t), t[-1]))
-    for r, single in (("R1", "P2"), ("R1s", "P3"), ("R2", "P3"), ("P2a", "P2"), ("P2t", "P2")):
+    for r, single in (("R1", "P2"), ("R1s", "P3"), ("R2", "P3"), ("P2a", "P2"), ("P2t", "P2"), ("C1s", "C1")):
         if r in results and single in results:
             a, b = med([x["msgs_per_s"] for x in results[r]]), med([x["msgs_per_s"] for x in results[single]])
             extra.append("%s vs %s: %.0f %%" % (r, single, 100 * a / b))

@@ -120,4 +120,39 @@ async fn produce_consume_and_e2e_measure_what_they_moved() {
         "{e}"
     );
     cluster.shutdown().await.unwrap();
+
+    // A SQL92 selector (run after the others: the program's producers are per process).
+    let (cluster, _store) =
+        common::cluster_with_properties(&[("enablePropertyFilter", "true")]).await;
+    let ns = cluster.namesrv_addr();
+    let c = bench(
+        dir.path(),
+        "consume-sql",
+        &[
+            "consume",
+            "--namesrv",
+            &ns,
+            "--topic",
+            "BenchSql",
+            "--backlog",
+            "2000",
+            "--size",
+            "128",
+            "--sql",
+            "bench_n = 0",
+        ],
+    )
+    .await;
+    assert_eq!(c["errors"], 0, "{c}");
+    let backlog = c["backlog"].as_u64().unwrap();
+    assert!(backlog >= 2000, "{c}");
+    // Numbered from 0 in this process: every tenth, the first included.
+    assert_eq!(c["msgs"].as_u64(), Some(backlog.div_ceil(10)), "{c}");
+    assert_eq!(c["selector"], "bench_n = 0");
+    assert!(c["delivered_per_s"].as_f64().unwrap() > 0.0, "{c}");
+    assert!(
+        c["msgs_per_s"].as_f64().unwrap() >= c["delivered_per_s"].as_f64().unwrap(),
+        "backlog filtered per second: {c}"
+    );
+    cluster.shutdown().await.unwrap();
 }

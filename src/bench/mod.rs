@@ -5,7 +5,7 @@ mod pacer;
 pub mod stats;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use rocketmq_broker_lite::store::FlushDiskType;
 use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::consumer::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeFromWhere, DefaultMQPushConsumer,
-    MessageListenerConcurrently, PushConsumerConfig,
+    MessageListenerConcurrently, MessageSelector, PushConsumerConfig,
 };
 use rocketmq_client::producer::{DefaultMQProducer, ProducerConfig, SendResult, SendStatus};
 use rocketmq_client::{ClientConfig, Message, MessageExt};
@@ -96,6 +96,12 @@ pub struct Args {
     /// Consumer group (default: a fresh one per run).
     #[arg(long)]
     pub group: Option<String>,
+    /// Consume with this SQL92 selector (the broker needs `enablePropertyFilter=true`); the
+    /// produced messages carry the property `bench_n`, their number modulo 10, so that
+    /// `bench_n = 0` selects one in ten. With a backlog, `msgs_per_s` is then the backlog
+    /// filtered per second and `delivered_per_s` the selected messages.
+    #[arg(long)]
+    pub sql: Option<String>,
     /// Write the summary as JSON to this file too.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -167,6 +173,12 @@ async fn environment(args: &Args) -> Env {
         EmbeddedOptions {
             flush_disk_type: flush,
             segment_size: 1 << 30,
+            // `--sql` needs the broker's SQL92 filters.
+            properties: args
+                .sql
+                .iter()
+                .map(|_| ("enablePropertyFilter".to_string(), "true".to_string()))
+                .collect(),
             ..EmbeddedOptions::default()
         },
     )
@@ -320,6 +332,7 @@ async fn run_senders(
         );
         let batch = args.batch.max(1);
         let auto_batch = args.auto_batch;
+        let sql = args.sql.is_some();
         tasks.push(tokio::spawn(async move {
             let mut n = w;
             while !stop.load(Ordering::Relaxed) {
@@ -336,6 +349,15 @@ async fn run_senders(
                 let topic = &topics[n % topics.len()];
                 n += 1;
                 let make = || {
+                    if sql {
+                        let mut m = Message::new(topic.clone(), body.clone());
+                        let k = SQL_SEQ.fetch_add(1, Ordering::Relaxed);
+                        if k.is_multiple_of(10) {
+                            SQL_MATCHED.fetch_add(1, Ordering::Relaxed);
+                        }
+                        m.put_property("bench_n", (k % 10).to_string());
+                        return m;
+                    }
                     if !stamp {
                         return Message::new(topic.clone(), body.clone());
                     }
@@ -401,6 +423,11 @@ async fn flush_count(admin: &MQAdmin, masters: &[String]) -> Option<u64> {
     }
     Some(total)
 }
+
+/// Messages numbered for `--sql` (their `bench_n` is this modulo 10).
+static SQL_SEQ: AtomicU64 = AtomicU64::new(0);
+/// Of those, the ones `bench_n = 0` selects.
+static SQL_MATCHED: AtomicU64 = AtomicU64::new(0);
 
 async fn open_window(args: &Args, admin: &MQAdmin, masters: &[String]) -> Window {
     Window {
@@ -574,7 +601,10 @@ async fn start_consumer(
             ..PushConsumerConfig::default()
         });
     for t in topics {
-        c = c.subscribe(t.clone(), "*");
+        c = match &args.sql {
+            Some(sql) => c.subscribe_with_selector(t.clone(), MessageSelector::by_sql(sql.clone())),
+            None => c.subscribe(t.clone(), "*"),
+        };
     }
     let c = c.build().expect("consumer settings");
     c.register_message_listener_concurrently(Sink { rec, e2e })
@@ -654,12 +684,36 @@ async fn measure_consume(args: &Args, env: &Env) -> Value {
             progress(&r2, started, move || sp.load(Ordering::Relaxed)).await
         });
         let deadline = Instant::now() + Duration::from_secs_f64(args.duration.max(60.0));
-        while rec.msgs() < total && Instant::now() < deadline {
+        // With a selector only the selected messages arrive.
+        let want = if args.sql.is_some() {
+            SQL_MATCHED.load(Ordering::Relaxed)
+        } else {
+            total
+        };
+        while rec.msgs() < want && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let mut summary = summarize(args, env, &window, &rec, &admin, &masters).await;
         // Senders fill whole batches: the backlog is `--backlog` rounded up.
         summary["backlog"] = json!(total);
+        if args.sql.is_some() {
+            // The work is filtering the backlog: rates and CPU per backlog message.
+            let secs = summary["seconds"].as_f64().unwrap_or(0.0);
+            let delivered = summary["msgs"].as_u64().unwrap_or(0);
+            summary["delivered_per_s"] = summary["msgs_per_s"].clone();
+            summary["msgs_per_s"] = json!(if secs > 0.0 {
+                (total as f64 / secs).round()
+            } else {
+                0.0
+            });
+            for k in ["client_cpu_us_per_msg", "broker_cpu_us_per_msg"] {
+                if let Some(v) = summary[k].as_f64() {
+                    let per_backlog = v * delivered as f64 / total.max(1) as f64;
+                    summary[k] = json!((per_backlog * 100.0).round() / 100.0);
+                }
+            }
+            summary["selector"] = json!(args.sql);
+        }
         stop_progress.store(true, Ordering::Relaxed);
         let _ = prog.await;
         c.shutdown().await;
