@@ -352,7 +352,7 @@ impl ServerHandle {
 
     /// Stops accepting and reading new requests, waits up to `grace` for requests in progress
     /// (deferred ones included) to be answered, flushes their responses, then closes every
-    /// connection. Idempotent.
+    /// connection ([`ServerHandle::connection_count`] is 0 when it returns). Idempotent.
     pub async fn shutdown(&self, grace: Duration) {
         self.shutdown.cancel();
         let accept = lock(&self.accept_task).take();
@@ -384,6 +384,13 @@ impl ServerHandle {
         {
             channels.iter().for_each(Channel::close);
         }
+        // Closed: forgotten now, not when each connection's watcher task next runs, so that
+        // `connection_count` is 0 once this returns.
+        let mut open = lock(&self.channels);
+        for ch in &channels {
+            open.remove(&ch.id());
+        }
+        drop(open);
         info!(local_addr = %self.local_addr, "remoting server stopped");
     }
 }
