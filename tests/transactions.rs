@@ -318,8 +318,9 @@ async fn half_messages_survive_a_broker_restart() {
         );
     }
     cons.shutdown().await;
-    let bodies: Vec<String> = rec.all().into_iter().map(|d| d.body).collect();
-    assert_eq!(bodies.len(), 3, "each once: {bodies:?}");
+    let all = rec.all();
+    let bodies: Vec<String> = all.iter().map(|d| d.body.clone()).collect();
+    assert_eq!(bodies.len(), 3, "each once: {all:?}");
     assert!(checked.lock().unwrap().len() >= 2);
     heir.shutdown().await;
     c.shutdown().await.unwrap();

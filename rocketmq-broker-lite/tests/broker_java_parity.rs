@@ -809,6 +809,111 @@ fn half_props(
     m
 }
 
+/// Two answers for one transaction handled at the same time (the answers to the checks of two
+/// copies, or a late answer beside a check's, arrive on different connections and run on
+/// different workers) commit it once: each half message's commit reaches its topic once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_commits_of_one_transaction_store_it_once() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let (producer, _checks) = tx_producer(&b).await;
+    create_topic(&producer, &b, "TxTwice", 1).await;
+    let now = cl.clock.now();
+    let answerers: Vec<RemotingClient> = (0..4).map(|_| client()).collect();
+    const N: usize = 40;
+    for i in 0..N {
+        let uniq = format!("U{i}");
+        let (phys, qo) =
+            send_half(&producer, &b, half_message("TxTwice", 0, &uniq, &[], now)).await;
+        let answers = answerers.iter().map(|c| {
+            c.invoke(
+                &b,
+                end_tx(phys, qo, &uniq, sys_flag::TRANSACTION_COMMIT_TYPE, true),
+                T,
+            )
+        });
+        for r in futures::future::join_all(answers).await {
+            let r = r.unwrap();
+            assert_eq!(r.code, 0, "{}", r.remark_str());
+        }
+    }
+    assert!(cl.broker.store().wait_dispatched(T));
+    let stored = cl.broker.store().max_offset("TxTwice", 0);
+    assert_eq!(stored, N as i64, "each of {N} transactions committed once");
+    cl.stop().await;
+}
+
+/// A half message stored at commit-log offset 0 (the first record of a new store) is linked to
+/// by its check copies like any other: a late commit of it resolves every copy, before and
+/// after a restart, and the answers to the copies' checks store nothing more.
+#[tokio::test]
+async fn the_copies_of_a_half_message_at_offset_zero_are_resolved_with_it() {
+    let mut cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let (producer, mut checks) = tx_producer(&b).await;
+    create_topic(&producer, &b, "TxZero", 1).await;
+    let now = cl.clock.now();
+    let (phys, qo) = send_half(&producer, &b, half_message("TxZero", 0, "UZ", &[], now)).await;
+    assert_eq!((phys, qo), (0, 0), "the first record of the store");
+    // Two rounds: a copy of the original, then a copy of that copy, each checked.
+    let mut asked = Vec::new();
+    for _ in 0..2 {
+        cl.clock.advance(7_000);
+        assert_eq!(cl.broker.inner().check_transactions_now().await, 1);
+        let check = tokio::time::timeout(T, checks.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        let h: CheckTransactionStateRequestHeader = check.decode_header().unwrap();
+        asked.push((h.commit_log_offset, h.tran_state_table_offset));
+    }
+    // The late answer to the original commits it.
+    let r = producer
+        .invoke(
+            &b,
+            end_tx(phys, qo, "UZ", sys_flag::TRANSACTION_COMMIT_TYPE, false),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    // The answers to both checks find it resolved.
+    for (copy_phys, copy_qo) in asked {
+        let r = producer
+            .invoke(
+                &b,
+                end_tx(
+                    copy_phys,
+                    copy_qo,
+                    "UZ",
+                    sys_flag::TRANSACTION_COMMIT_TYPE,
+                    true,
+                ),
+                T,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0, "{}", r.remark_str());
+    }
+    assert!(cl.broker.store().wait_dispatched(T));
+    assert_eq!(
+        cl.broker.store().max_offset("TxZero", 0),
+        1,
+        "committed once"
+    );
+    cl.clock.advance(7_000);
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 0);
+    // The same after a restart, from the op records.
+    drop(producer);
+    cl.restart_broker(|_| {}).await;
+    let b = cl.broker_addr();
+    let (_producer, _checks) = tx_producer(&b).await;
+    cl.clock.advance(7_000);
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 0);
+    assert_eq!(cl.broker.store().max_offset("TxZero", 0), 1);
+    cl.stop().await;
+}
+
 /// Java 4.9.8, verified against the captures `java-transaction-cru` and `cpp-transaction-cru`:
 /// * half message (`SendMessageProcessor.asyncSendMessage` → `TransactionalMessageBridge
 ///   .parseHalfMessageInner`): the string is rebuilt from the map, into which WAIT was put

@@ -159,16 +159,20 @@ pub(crate) async fn end_transaction(
     if half.commit_log_offset != h.commit_log_offset {
         return error(ResponseCode::SystemError, "The commit log offset wrong");
     }
-    if b.transactions.is_resolved_msg(&b.store, &half) {
+    // Claimed atomically: two answers for one transaction (to the checks of two copies, or a
+    // late answer beside a check's) may be handled at the same time on two workers.
+    let Some(claim) = b.transactions.claim(&b.store, &half) else {
         // Already committed or rolled back (a late answer, or the answer to a check of a
-        // copy whose original was answered meanwhile): nothing is stored again (Java would
-        // commit a second time); answered as Java answers a commit or a rollback.
+        // copy whose original was answered meanwhile), or being ended by another request:
+        // nothing is stored again (Java would commit a second time); answered as Java
+        // answers a commit or a rollback.
         let remark =
             (kind == sys_flag::TRANSACTION_ROLLBACK_TYPE).then(|| NOT_SET_REMARK.to_string());
         return RemotingCommand::response(ResponseCode::Success, remark).into();
-    }
+    };
     if kind == sys_flag::TRANSACTION_COMMIT_TYPE {
         let Some(m) = committed_message(b, &half) else {
+            b.transactions.release(claim);
             return error(
                 ResponseCode::SystemError,
                 "half message lacks its real topic",
@@ -182,7 +186,7 @@ pub(crate) async fn end_transaction(
                 if let Err(e) = put_op_record(b, half.queue_offset) {
                     warn!(error = %e, "cannot write the transaction op record");
                 }
-                b.transactions.resolve(&b.store, &half);
+                b.transactions.settle(claim);
                 return match ack_when_stored(b, r, wait, RemotingCommand::success()) {
                     ProcessResult::Deferred(answer) => {
                         ProcessResult::Deferred(Box::pin(async move {
@@ -205,6 +209,8 @@ pub(crate) async fn end_transaction(
             }
             // `EndTransactionProcessor.sendFinalMessage`'s remarks.
             Err(e) => {
+                // Not committed: the message stays for the check service to ask about again.
+                b.transactions.release(claim);
                 let remark = match store_error_code(&e) {
                     ResponseCode::MessageIllegal => format!(
                         "The message is illegal, maybe msg body or properties length not matched. msg body length limit {}B, msg properties length limit 32KB.",
@@ -225,18 +231,35 @@ pub(crate) async fn end_transaction(
         }
     }
     if let Err(e) = put_op_record(b, half.queue_offset) {
+        b.transactions.release(claim);
         return error(ResponseCode::SystemError, e);
     }
-    b.transactions.resolve(&b.store, &half);
+    b.transactions.settle(claim);
     // Java answers a rollback with `checkPrepareMessage`'s response: code SUCCESS, but the
     // remark `createResponseCommand` started it with.
     RemotingCommand::response(ResponseCode::Success, Some(NOT_SET_REMARK.to_string())).into()
 }
 
-/// Which half messages are resolved (an op record exists), rebuilt at start from the op queue.
+/// Which half messages are resolved (an op record exists), rebuilt at start from the op queue,
+/// and which are being ended by an END_TRANSACTION in progress.
 #[derive(Debug, Default)]
 pub struct TransactionBook {
-    resolved: std::sync::Mutex<std::collections::HashSet<i64>>,
+    state: std::sync::Mutex<BookState>,
+}
+
+#[derive(Debug, Default)]
+struct BookState {
+    resolved: std::collections::HashSet<i64>,
+    /// Half-queue offsets claimed by an END_TRANSACTION not yet finished.
+    ending: std::collections::HashSet<i64>,
+}
+
+/// The right to end one transaction, from [`TransactionBook::claim`]: either
+/// [`TransactionBook::settle`]d (it is resolved) or [`TransactionBook::release`]d (it is not).
+#[must_use]
+#[derive(Debug)]
+pub(crate) struct Claim {
+    offsets: [i64; 2],
 }
 
 impl TransactionBook {
@@ -286,20 +309,50 @@ impl TransactionBook {
         self.is_resolved(half.queue_offset) || self.is_resolved(original_offset(store, half))
     }
 
+    /// Claims the ending of `half` (and of the original it copies): `None` when it is resolved
+    /// or another request is ending it.
+    pub(crate) fn claim(&self, store: &MessageStore, half: &MessageExt) -> Option<Claim> {
+        let offsets = [half.queue_offset, original_offset(store, half)];
+        let mut st = self.lock();
+        if offsets
+            .iter()
+            .any(|o| st.resolved.contains(o) || st.ending.contains(o))
+        {
+            return None;
+        }
+        st.ending.extend(offsets);
+        Some(Claim { offsets })
+    }
+
+    /// The claimed transaction ended: it is resolved.
+    pub(crate) fn settle(&self, claim: Claim) {
+        let mut st = self.lock();
+        for o in claim.offsets {
+            st.ending.remove(&o);
+            st.resolved.insert(o);
+        }
+    }
+
+    /// The claimed transaction could not be ended: it stays unresolved.
+    pub(crate) fn release(&self, claim: Claim) {
+        let mut st = self.lock();
+        for o in claim.offsets {
+            st.ending.remove(&o);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BookState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Marks a half message resolved.
     pub(crate) fn resolved(&self, half_queue_offset: i64) {
-        self.resolved
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(half_queue_offset);
+        self.lock().resolved.insert(half_queue_offset);
     }
 
     /// Whether a half message is resolved.
     pub(crate) fn is_resolved(&self, half_queue_offset: i64) -> bool {
-        self.resolved
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&half_queue_offset)
+        self.lock().resolved.contains(&half_queue_offset)
     }
 }
 
@@ -317,23 +370,26 @@ pub(crate) fn original_offset(store: &MessageStore, half: &MessageExt) -> i64 {
     {
         return o;
     }
-    if half.prepared_transaction_offset > 0 {
-        let original = store
-            .read_record(half.prepared_transaction_offset as u64)
-            .and_then(|raw| {
-                let opts = StoredDecodeOptions {
-                    read_body: false,
-                    ..StoredDecodeOptions::default()
-                };
-                decode_stored(&raw, opts).ok()
-            });
-        if let Some((m, _)) = original {
-            if m.topic == topic::TRANS_HALF_TOPIC {
-                return m.queue_offset;
-            }
-        }
+    original_of(store, half).map_or(half.queue_offset, |m| m.queue_offset)
+}
+
+/// The original a check copy links to (see [`original_offset`]): the half message at the copy's
+/// prepared-transaction offset, when it carries the copy's unique key. An original at commit-log
+/// offset 0 is linked by 0, so a link of 0 is followed for a check copy (one with a check count).
+fn original_of(store: &MessageStore, half: &MessageExt) -> Option<MessageExt> {
+    let link = half.prepared_transaction_offset;
+    let is_copy = half.property(property::TRANSACTION_CHECK_TIMES).is_some();
+    if link < 0 || link == half.commit_log_offset || (link == 0 && !is_copy) {
+        return None;
     }
-    half.queue_offset
+    let raw = store.read_record(link as u64)?;
+    let opts = StoredDecodeOptions {
+        read_body: false,
+        ..StoredDecodeOptions::default()
+    };
+    let (m, _) = decode_stored(&raw, opts).ok()?;
+    let uniq = property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX;
+    (m.topic == topic::TRANS_HALF_TOPIC && m.property(uniq) == half.property(uniq)).then_some(m)
 }
 
 fn read_half_at(store: &MessageStore, offset: i64) -> Option<MessageExt> {
@@ -509,11 +565,7 @@ fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -
 /// to send. The copy links to the original through its prepared-transaction offset (see
 /// [`original_offset`]).
 fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<PendingCheck> {
-    let link = if half.prepared_transaction_offset > 0 {
-        half.prepared_transaction_offset
-    } else {
-        half.commit_log_offset
-    };
+    let link = original_of(&b.store, half).map_or(half.commit_log_offset, |m| m.commit_log_offset);
     let m = PutMessage {
         topic: half.topic.clone(),
         queue_id: half.queue_id,
