@@ -679,3 +679,48 @@ async fn unknown_request_codes_are_still_not_supported() {
     assert_eq!(r.response_code(), ResponseCode::RequestCodeNotSupported);
     cl.stop().await;
 }
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER lists what Java's `TopicValidator.getSystemTopicSet()`
+/// holds on a broker: the fixed system topics whether they exist yet or not, the cluster and
+/// broker names, the configured trace topic when `traceTopicEnable`, and the cluster's reply
+/// topic.
+#[tokio::test]
+async fn the_system_topic_list_is_javas() {
+    const BROKER_NAME: &str = "broker-sys";
+    let cl = Cluster::start_with(|c| {
+        c.trace_topic_enable = true;
+        c.msg_trace_topic_name = "MyTraces".into();
+        c.broker_name = BROKER_NAME.into();
+    })
+    .await;
+    let b = cl.broker_addr();
+    let r = call(
+        &client(),
+        &b,
+        RemotingCommand::request(RequestCode::GetSystemTopicListFromBroker),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let list: body::TopicList = body::decode(&r.body).unwrap();
+    let got: BTreeSet<String> = list.topic_list.into_iter().collect();
+    let want: BTreeSet<String> = [
+        "TBW102",
+        "SCHEDULE_TOPIC_XXXX",
+        "BenchmarkTest",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRACE_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+        "MyTraces",
+        "DefaultCluster_REPLY_TOPIC",
+        "DefaultCluster",
+        BROKER_NAME,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(got, want);
+    cl.stop().await;
+}

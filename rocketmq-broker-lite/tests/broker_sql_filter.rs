@@ -319,6 +319,33 @@ async fn heartbeat_expressions_are_kept_per_group_and_topic_with_versions() {
         r.remark_str(),
         "The broker's consumer filter data is not exist!Your expression may be wrong!"
     );
+    // The filter data is saved as Java saves it (`config/consumerFilter.json`), and read back
+    // at start: group `h` resumes with its version, `g`'s dropped data stays gone.
+    let mut cl = cl;
+    cl.restart_broker(on).await;
+    let saved = std::fs::read_to_string(cl.dir.path().join("store/config/consumerFilter.json"))
+        .expect("consumerFilter.json");
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    let h = &v["filterDataByTopic"][TOPIC]["groupFilterData"]["h"];
+    assert_eq!(
+        (h["expression"].as_str(), h["clientVersion"].as_i64()),
+        (Some("a = 1"), Some(10)),
+        "{saved}"
+    );
+    assert!(
+        v["filterDataByTopic"][TOPIC]["groupFilterData"]["g"].is_null(),
+        "{saved}"
+    );
+    // An older heartbeat of `h` (version 9, another expression) does not replace the saved
+    // data (version 10): pulls still select by `a = 1`.
+    let b = cl.broker_addr();
+    let older = sql_heartbeat("h", vec![sql_sub(TOPIC, "a = 2", 9)]);
+    assert_eq!(c.invoke(&b, older, T).await.unwrap().code, 0);
+    let r = c
+        .invoke(&b, sql_pull("h", TOPIC, 0, None, 9), T)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&r), ["m1"], "{}", r.remark_str());
     cl.stop().await;
 }
 
@@ -340,6 +367,9 @@ async fn a_held_pull_is_answered_when_a_matching_message_arrives() {
         cl.broker.inner().hold_parked() == 1
     })
     .await;
+    // A message the expression refuses does not wake it (Java evaluates the arrival's
+    // properties): it is answered with the match that follows.
+    put(&c, &b, TOPIC, "refused", &[("a", "2")]).await;
     put(&c, &b, TOPIC, "second", &[("a", "7")]).await;
     let r = tokio::time::timeout(T, held)
         .await

@@ -9,8 +9,12 @@
 //! group's last member leaves, or a heartbeat no longer names a topic, the data is marked dead
 //! (and comes back to life with the same version); dead data is dropped after a day.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
 
 use rocketmq_remoting::protocol::body::{SubscriptionData, EXPRESSION_TYPE_SQL92};
 use rocketmq_remoting::protocol::message::{
@@ -18,8 +22,11 @@ use rocketmq_remoting::protocol::message::{
 };
 use rocketmq_remoting::protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 
+use super::long_poll::WakeFilter;
 use crate::filter::{FilterError, SqlFilter};
-use crate::store::MessageFilter;
+use crate::store::persist::{load_json, save_json};
+use crate::store::vfs::Vfs;
+use crate::store::{MessageFilter, StoreError};
 
 /// How long dead filter data is kept (Java `filterDataCleanTimeSpan`, 24 h).
 const CLEAN_TIME_SPAN_MS: i64 = 24 * 3600 * 1000;
@@ -90,18 +97,158 @@ impl ConsumerFilterData {
     }
 }
 
-/// Filter data by topic, then group.
+/// Filter data by topic, then group; saved to `config/consumerFilter.json` as Java saves it.
 #[derive(Debug, Default)]
 pub struct ConsumerFilterManager {
     by_topic: Mutex<HashMap<String, HashMap<String, ConsumerFilterData>>>,
     last_clean: Mutex<i64>,
+    /// Where it is saved (`None`: kept in memory only).
+    file: Option<(PathBuf, Arc<dyn Vfs>)>,
+    dirty: AtomicBool,
+    /// Serialises saves of the file (they share its temporary file).
+    save_lock: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// `consumerFilter.json`: Java's `ConsumerFilterManager` as fastjson writes it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FilterFile {
+    #[serde(default)]
+    filter_data_by_topic: BTreeMap<String, Option<TopicFilterRecord>>,
+}
+
+/// Java's `FilterDataMapByTopic`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TopicFilterRecord {
+    #[serde(default)]
+    group_filter_data: BTreeMap<String, Option<FilterRecord>>,
+    #[serde(default)]
+    topic: String,
+}
+
+/// Java's `ConsumerFilterData` (its compiled expression is transient; `dead` is `isDead()`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FilterRecord {
+    #[serde(default)]
+    born_time: i64,
+    #[serde(default)]
+    client_version: i64,
+    #[serde(default)]
+    consumer_group: String,
+    #[serde(default)]
+    dead: bool,
+    #[serde(default)]
+    dead_time: i64,
+    #[serde(default)]
+    expression: String,
+    #[serde(default)]
+    expression_type: String,
+    #[serde(default)]
+    topic: String,
+}
+
 impl ConsumerFilterManager {
+    /// Loads `consumerFilter.json` from `config_dir` as Java's `decode` does: every expression
+    /// is compiled again (one that no longer compiles is left out with a log line), and data
+    /// that was alive is taken as dead since 30 s ago (its group comes back with its next
+    /// heartbeat, with the same version).
+    pub fn load(
+        config_dir: &std::path::Path,
+        vfs: Arc<dyn Vfs>,
+        now: i64,
+    ) -> Result<Self, StoreError> {
+        let path = config_dir.join("consumerFilter.json");
+        let file: FilterFile = load_json(&*vfs, &path)?.unwrap_or_default();
+        let mut by_topic: HashMap<String, HashMap<String, ConsumerFilterData>> = HashMap::new();
+        for (topic, groups) in file.filter_data_by_topic {
+            for (group, rec) in groups.map(|g| g.group_filter_data).unwrap_or_default() {
+                let Some(rec) = rec else { continue };
+                let filter = match compile(&rec.expression_type, &rec.expression) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        tracing::error!(topic, group, expression = rec.expression, error = %e, "saved SQL92 filter data does not compile; left out");
+                        continue;
+                    }
+                };
+                let dead_time = if rec.dead_time == 0 {
+                    (now - 30_000).max(rec.born_time)
+                } else {
+                    rec.dead_time
+                };
+                by_topic.entry(topic.clone()).or_default().insert(
+                    group.clone(),
+                    ConsumerFilterData {
+                        topic: topic.clone(),
+                        group,
+                        expression_type: rec.expression_type,
+                        filter: Arc::new(filter),
+                        client_version: rec.client_version,
+                        born_time: rec.born_time,
+                        dead_time,
+                    },
+                );
+            }
+        }
+        Ok(Self {
+            by_topic: Mutex::new(by_topic),
+            file: Some((path, vfs)),
+            ..Self::default()
+        })
+    }
+
+    /// Writes the file if something changed (Java persists it with the consumer offsets).
+    pub fn persist_if_dirty(&self) -> Result<(), StoreError> {
+        let Some((path, vfs)) = &self.file else {
+            return Ok(());
+        };
+        let _one_at_a_time = lock(&self.save_lock);
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            if let Err(e) = save_json(&**vfs, path, &self.to_file()) {
+                self.dirty.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn to_file(&self) -> FilterFile {
+        let by_topic = lock(&self.by_topic);
+        let mut file = FilterFile::default();
+        for (topic, groups) in by_topic.iter() {
+            let rec = TopicFilterRecord {
+                topic: topic.clone(),
+                group_filter_data: groups
+                    .iter()
+                    .map(|(g, d)| {
+                        let rec = FilterRecord {
+                            born_time: d.born_time,
+                            client_version: d.client_version,
+                            consumer_group: d.group.clone(),
+                            dead: d.is_dead(),
+                            dead_time: d.dead_time,
+                            expression: d.filter.expression().to_string(),
+                            expression_type: d.expression_type.clone(),
+                            topic: d.topic.clone(),
+                        };
+                        (g.clone(), Some(rec))
+                    })
+                    .collect(),
+            };
+            file.filter_data_by_topic.insert(topic.clone(), Some(rec));
+        }
+        file
+    }
+
+    fn changed(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// A heartbeat's subscriptions of `group` (Java `register(group, subList)`): registers the
     /// SQL92 ones, and marks dead the group's data for topics no longer subscribed.
     pub fn register_group(&self, group: &str, subs: &[SubscriptionData], now: i64) {
@@ -120,6 +267,7 @@ impl ConsumerFilterManager {
             if let Some(d) = groups.get_mut(group) {
                 if !d.is_dead() && !subs.iter().any(|s| &s.topic == topic) {
                     d.dead_time = now;
+                    self.changed();
                 }
             }
         }
@@ -131,6 +279,22 @@ impl ConsumerFilterManager {
     /// came back to life. A newer version with an expression that does not compile removes the
     /// old data, so that pulls report it.
     pub fn register(
+        &self,
+        topic: &str,
+        group: &str,
+        expression: &str,
+        expression_type: Option<&str>,
+        version: i64,
+        now: i64,
+    ) -> bool {
+        let changed = self.register_inner(topic, group, expression, expression_type, version, now);
+        if changed {
+            self.changed();
+        }
+        changed
+    }
+
+    fn register_inner(
         &self,
         topic: &str,
         group: &str,
@@ -203,6 +367,7 @@ impl ConsumerFilterManager {
                                 "new SQL92 expression does not compile; the old one is dropped"
                             );
                             groups.remove(group);
+                            self.changed();
                             return false;
                         }
                     }
@@ -221,6 +386,7 @@ impl ConsumerFilterManager {
             if let Some(d) = groups.get_mut(group) {
                 if !d.is_dead() {
                     d.dead_time = now;
+                    self.changed();
                 }
             }
         }
@@ -245,10 +411,14 @@ impl ConsumerFilterManager {
             *last = now;
         }
         let mut by_topic = lock(&self.by_topic);
+        let before: usize = by_topic.values().map(HashMap::len).sum();
         for groups in by_topic.values_mut() {
             groups.retain(|_, d| !d.is_dead() || now - d.dead_time < CLEAN_TIME_SPAN_MS);
         }
         by_topic.retain(|_, g| !g.is_empty());
+        if by_topic.values().map(HashMap::len).sum::<usize>() != before {
+            self.changed();
+        }
     }
 }
 
@@ -324,12 +494,13 @@ impl PullFilter {
         matches!(self, PullFilter::Sql(_) | PullFilter::Retry { .. })
     }
 
-    /// The subscription a held pull wakes up on (tag codes); `None` wakes on every message.
-    pub(crate) fn wake_filter(&self) -> Option<Arc<SubscriptionData>> {
+    /// What a held pull wakes up on; `None` wakes on every message.
+    pub(crate) fn wake_filter(&self) -> Option<WakeFilter> {
         match self {
-            PullFilter::Tags(s) => Some(s.clone()),
-            PullFilter::Retry { tags, .. } => tags.clone(),
-            PullFilter::All | PullFilter::Sql(_) => None,
+            PullFilter::Tags(s) => Some(WakeFilter::Tags(s.clone())),
+            PullFilter::Sql(f) => Some(WakeFilter::Sql(f.clone())),
+            PullFilter::Retry { tags, .. } => tags.clone().map(WakeFilter::Tags),
+            PullFilter::All => None,
         }
     }
 
@@ -438,6 +609,49 @@ mod tests {
         m.register_group("g", &[sql("t", "a > 1", 10)], 2 + CLEAN_TIME_SPAN_MS);
         assert!(m.get("u", "g").is_none());
         assert!(m.get("t", "g").is_some());
+    }
+
+    #[test]
+    fn saved_and_loaded_as_java_does() {
+        use crate::store::simfs::SimFs;
+        let fs = Arc::new(SimFs::default());
+        let dir = std::path::Path::new("/store/config");
+        // What a Java 4.9.8 broker writes (fastjson, `isDead()` as `dead`, a group whose data
+        // no longer compiles).
+        let java = r#"{"filterDataByTopic":{"T":{"groupFilterData":{"g":{"bornTime":1000,"clientVersion":7,"consumerGroup":"g","dead":false,"deadTime":0,"expression":"a > 1","expressionType":"SQL92","topic":"T"},"bad":{"bornTime":1000,"clientVersion":1,"consumerGroup":"bad","dead":false,"deadTime":0,"expression":"a >","expressionType":"SQL92","topic":"T"}},"topic":"T"}}}"#;
+        fs.write_file_atomic(&dir.join("consumerFilter.json"), java.as_bytes())
+            .unwrap();
+        let now = 100_000;
+        let m = ConsumerFilterManager::load(dir, fs.clone(), now).unwrap();
+        let d = m.get("T", "g").unwrap();
+        assert_eq!((d.filter.expression(), d.client_version), ("a > 1", 7));
+        // Alive when saved: taken as dead since 30 s before the load.
+        assert_eq!(d.dead_time, now - 30_000);
+        assert!(m.get("T", "bad").is_none());
+        // The group's heartbeat with the same version revives it; that is saved.
+        m.register_group("g", &[sql("T", "a > 1", 7)], now + 1);
+        assert!(!m.get("T", "g").unwrap().is_dead());
+        m.register_group("h", &[sql("U", "b = 'x'", 3)], now + 2);
+        m.persist_if_dirty().unwrap();
+        let back = ConsumerFilterManager::load(dir, fs.clone(), now + 60_000).unwrap();
+        let h = back.get("U", "h").unwrap();
+        assert_eq!(
+            (h.filter.expression(), h.client_version, h.born_time),
+            ("b = 'x'", 3, now + 2)
+        );
+        assert_eq!(h.dead_time, now + 30_000);
+        assert!(back.get("T", "g").is_some());
+        // The file is Java's layout.
+        let text =
+            String::from_utf8(fs.read_file(&dir.join("consumerFilter.json")).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let rec = &v["filterDataByTopic"]["U"]["groupFilterData"]["h"];
+        assert_eq!(rec["expressionType"], "SQL92");
+        assert_eq!(rec["consumerGroup"], "h");
+        assert_eq!(rec["dead"], false);
+        assert_eq!(v["filterDataByTopic"]["U"]["topic"], "U");
+        // Nothing changed: nothing written.
+        assert!(!back.dirty.load(Ordering::Acquire));
     }
 
     #[test]

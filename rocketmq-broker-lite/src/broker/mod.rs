@@ -338,6 +338,11 @@ impl BrokerBuilder {
         let schedule =
             ScheduleService::load(&config_dir, cfg.store.delay_levels(), env.vfs.clone())?;
         let transactions = TransactionBook::load(&store);
+        let filters = Arc::new(filter_data::ConsumerFilterManager::load(
+            &config_dir,
+            env.vfs.clone(),
+            env.clock.now_ms(),
+        )?);
         let ha = match HaService::start(
             store.clone(),
             cfg.ha.clone(),
@@ -369,7 +374,7 @@ impl BrokerBuilder {
             subs,
             offsets,
             clients: ClientManager::default(),
-            filters: Arc::default(),
+            filters,
             locks: RebalanceLockManager::default(),
             hold,
             schedule,
@@ -581,6 +586,9 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
                         }
                         if let Err(e) = p.subs.persist_if_dirty() {
                             failed("subscription groups", e);
+                        }
+                        if let Err(e) = p.filters.persist_if_dirty() {
+                            failed("consumer filter data", e);
                         }
                         if let Err(e) = p.topics.persist_if_unsaved() {
                             failed("topics", e);
@@ -854,6 +862,7 @@ impl BrokerHandle {
         b.schedule.persist_if_dirty()?;
         b.topics.persist()?;
         b.subs.persist()?;
+        b.filters.persist_if_dirty()?;
         let store = b.store.clone();
         tokio::task::spawn_blocking(move || store.shutdown())
             .await

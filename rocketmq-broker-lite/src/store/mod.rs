@@ -78,6 +78,21 @@ impl<F: Fn(i64) -> bool> MessageFilter for F {
 pub trait ArrivalListener: Send + Sync {
     /// A message at `queue_offset` of `topic`/`queue_id` can now be pulled.
     fn arrived(&self, topic: &str, queue_id: i32, queue_offset: i64, tags_code: i64);
+
+    /// As [`ArrivalListener::arrived`], with `record` to read the stored record when the
+    /// listener needs more than its tag code (a SQL92 filter reads its properties, as Java's
+    /// `NotifyMessageArrivingListener` is given them). By default the record is not read.
+    fn arrived_with_record(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        queue_offset: i64,
+        tags_code: i64,
+        record: &dyn Fn() -> Option<Vec<u8>>,
+    ) {
+        let _ = record;
+        self.arrived(topic, queue_id, queue_offset, tags_code);
+    }
 }
 
 /// Outcome of a read from a consume queue (Java `GetMessageStatus`).
@@ -513,7 +528,8 @@ impl DispatchSink for Inner {
         self.registry_dirty.store(true, Ordering::Release);
         if let Some(l) = listener {
             for d in batch.iter().filter(|d| d.goes_to_queue()) {
-                l.arrived(&d.topic, d.queue_id, d.queue_offset, d.tags_code);
+                let record = || self.log.read_record(d.commit_log_offset);
+                l.arrived_with_record(&d.topic, d.queue_id, d.queue_offset, d.tags_code, &record);
             }
         }
     }

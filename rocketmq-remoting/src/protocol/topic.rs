@@ -104,6 +104,21 @@ pub const LMQ_PREFIX: &str = "%LMQ%";
 /// System topic prefix.
 pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
 
+/// Java's `TopicValidator.SYSTEM_TOPIC_SET` as its static initialiser fills it; a broker adds
+/// its cluster name, its broker name, its trace topic (when `traceTopicEnable`) and its cluster's
+/// reply topic (`TopicConfigManager`'s constructor).
+pub const SYSTEM_TOPICS: &[&str] = &[
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    SCHEDULE_TOPIC,
+    BENCHMARK_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRACE_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC,
+    SELF_TEST_TOPIC,
+    OFFSET_MOVED_EVENT,
+];
+
 /// Topics clients may not send to.
 pub const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[
     SCHEDULE_TOPIC,

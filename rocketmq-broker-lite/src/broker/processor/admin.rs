@@ -328,23 +328,22 @@ pub(crate) fn consumer_connections(b: &BrokerInner, req: &RemotingCommand) -> Pr
         .into()
 }
 
-/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: Java answers with `TopicValidator.getSystemTopicSet()`,
+/// whether the topics exist or not: its fixed set, plus what the broker's `TopicConfigManager`
+/// added when it was built (cluster name, broker name, the trace topic when `traceTopicEnable`,
+/// the cluster's reply topic).
 pub(crate) fn system_topics(b: &BrokerInner) -> ProcessResult {
+    let mut set: std::collections::BTreeSet<String> =
+        topic::SYSTEM_TOPICS.iter().map(|t| t.to_string()).collect();
+    set.insert(b.cfg.broker_cluster_name.clone());
+    set.insert(b.cfg.broker_name.clone());
+    if b.cfg.trace_topic_enable {
+        set.insert(b.cfg.msg_trace_topic_name.clone());
+    }
+    set.insert(format!("{}_REPLY_TOPIC", b.cfg.broker_cluster_name));
     let list = TopicList {
         broker_addr: None,
-        topic_list: b
-            .topics
-            .wrapper()
-            .topic_config_table
-            .keys()
-            .filter(|t| {
-                !topic::is_send_allowed(t)
-                    || *t == &b.cfg.broker_cluster_name
-                    || *t == &b.cfg.broker_name
-                    || t.as_str() == topic::AUTO_CREATE_TOPIC_KEY_TOPIC
-            })
-            .cloned()
-            .collect(),
+        topic_list: set.into_iter().collect(),
     };
     RemotingCommand::success()
         .with_body(body::encode_fastjson(&list))
