@@ -52,20 +52,25 @@ async fn mqadmin(ns: &str, args: &[&str]) -> (i32, Value, String) {
     )
 }
 
-/// A C++ push consumer in its own process until the stop file appears; the bodies it consumed.
+/// A C++ client in its own process (a mode of `cpp_client.py`) until the stop file appears;
+/// the JSON lines it printed (a line with `body` per message consumed).
 struct CppConsumer {
     child: std::process::Child,
-    bodies: Arc<Mutex<Vec<String>>>,
+    lines: Arc<Mutex<Vec<Value>>>,
     stop: PathBuf,
 }
 
 impl CppConsumer {
     fn start(client: &std::path::Path, ns: &str, topic: &str, group: &str, stop: PathBuf) -> Self {
+        Self::run(client, &["consume-serve", ns, topic, group], stop)
+    }
+
+    fn run(client: &std::path::Path, args: &[&str], stop: PathBuf) -> Self {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("rocketmq-broker-lite/tests/interop/cpp_client.py");
         let mut child = Command::new("python3")
             .arg(script)
-            .args(["consume-serve", ns, topic, group])
+            .args(args)
             .arg(&stop)
             .arg("120")
             .env("PYTHONPATH", client)
@@ -73,27 +78,37 @@ impl CppConsumer {
             .stderr(Stdio::null())
             .spawn()
             .expect("python3");
-        let bodies: Arc<Mutex<Vec<String>>> = Arc::default();
-        let b = bodies.clone();
+        let lines: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let l = lines.clone();
         let out = child.stdout.take().unwrap();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
                 if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    if let Some(body) = v["body"].as_str() {
-                        b.lock().unwrap().push(body.to_string());
-                    }
+                    l.lock().unwrap().push(v);
                 }
             }
         });
-        CppConsumer {
-            child,
-            bodies,
-            stop,
-        }
+        CppConsumer { child, lines, stop }
     }
 
+    /// Messages consumed so far.
     fn count(&self) -> usize {
-        self.bodies.lock().unwrap().len()
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|v| v["body"].is_string())
+            .count()
+    }
+
+    /// The first line with `key`.
+    fn find(&self, key: &str) -> Option<Value> {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|v| !v[key].is_null())
+            .cloned()
     }
 }
 
@@ -222,5 +237,93 @@ async fn consumer_status_and_offset_reset_reach_cpp_consumers() {
     .await;
     drop(cons);
     p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// The C++ client's message trace reaches our broker and reads back with `queryMsgTraceById`.
+/// Client 2.1.0 sends its traces to `rmq_sys_TRACE_DATA_<region>`, in the older layout of Java's
+/// `TraceDataEncoder` (no client host, a shorter SubAfter), keyed by the message id when the
+/// message has no keys. Its producer takes the region from the send response (our broker's
+/// `DefaultRegion`); its consumer from the message's MSG_REGION property, which a 4.9.8 broker
+/// stores only when a send hook is installed (none by default, in Java's or ours), so the
+/// consumer's records go to C++'s default, `rmq_sys_TRACE_DATA_DEFAULT_REGION`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cpp_message_traces_are_read_back() {
+    let Some(client) = client_dir() else { return };
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "CppTraced", 1).await;
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("cpp-trace").unwrap();
+    let cpp = CppConsumer::run(
+        &client,
+        &["traced-serve", &ns, "CppTraced"],
+        dir.path().join("stop"),
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the C++ client sent and consumed",
+        || {
+            let n = cpp.count();
+            async move { n >= 1 }
+        },
+    )
+    .await;
+    let sent = cpp.find("sent").unwrap();
+    assert_eq!(sent["status"], 0, "{sent}");
+    let id = sent["sent"].as_str().unwrap().to_string();
+    // The records of `id` in `topic` once all of `types` are there.
+    let traces = |topic: &'static str, types: &'static [&'static str]| {
+        let (ns, id) = (ns.clone(), id.clone());
+        async move {
+            let rows = Arc::new(Mutex::new(Value::Null));
+            wait_until(
+                Duration::from_secs(60),
+                "the C++ client's traces stored",
+                || {
+                    let (ns, id, rows) = (ns.clone(), id.clone(), rows.clone());
+                    async move {
+                        let (code, out, _) =
+                            mqadmin(&ns, &["queryMsgTraceById", "-i", &id, "-t", topic]).await;
+                        let done = code == 0
+                            && types.iter().all(|t| {
+                                out.as_array()
+                                    .is_some_and(|r| r.iter().any(|x| x["Type"] == *t))
+                            });
+                        *rows.lock().unwrap() = out;
+                        done
+                    }
+                },
+            )
+            .await;
+            let rows = rows.lock().unwrap().clone();
+            rows
+        }
+    };
+    let of = |rows: &Value, t: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["Type"] == t)
+            .cloned()
+            .unwrap()
+    };
+    let produced = traces("rmq_sys_TRACE_DATA_DefaultRegion", &["Pub"]).await;
+    let publish = of(&produced, "Pub");
+    assert_eq!(publish["Group"], "cpp_trace_pg", "{produced}");
+    assert_eq!(publish["Topic"], "CppTraced", "{produced}");
+    assert_eq!(publish["Tags"], "TagTrace", "{produced}");
+    assert_eq!(publish["Status"], "success", "{produced}");
+    let consumed = traces(
+        "rmq_sys_TRACE_DATA_DEFAULT_REGION",
+        &["SubBefore", "SubAfter"],
+    )
+    .await;
+    assert_eq!(
+        of(&consumed, "SubBefore")["Group"],
+        "cpp_trace_cg",
+        "{consumed}"
+    );
+    assert_eq!(of(&consumed, "SubAfter")["Status"], "success", "{consumed}");
+    drop(cpp);
     c.shutdown().await.unwrap();
 }

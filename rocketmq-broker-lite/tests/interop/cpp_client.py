@@ -139,6 +139,49 @@ def consume_serve(ns, topic, group, stop_file, timeout):
     c.shutdown()
 
 
+def open_trace(fn_name, handle):
+    """Turns the C++ client's message trace on (`CTraceModel` OPEN is 0); the binding does not
+    wrap these calls."""
+    import ctypes
+    from rocketmq.ffi import dll
+    f = getattr(dll, fn_name)
+    f.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    f.restype = ctypes.c_int
+    if f(handle, 0) != 0:
+        raise SystemExit(fn_name + " failed")
+
+
+def traced_serve(ns, topic, stop_file, timeout):
+    """With message trace on: sends one message (no keys, so that the trace is keyed by its id)
+    and consumes it, printing both as JSON lines; stays until `stop_file` exists so that the
+    client's trace batches go out."""
+    p = Producer("cpp_trace_pg")
+    open_trace("SetProducerMessageTrace", p._handle)
+    p.set_name_server_address(ns)
+    p.start()
+    m = Message(topic)
+    m.set_tags("TagTrace")
+    m.set_body("traced-by-cpp")
+    r = p.send_sync(m)
+    print(json.dumps({"sent": r.msg_id, "status": int(r.status)}), flush=True)
+    lock = threading.Lock()
+
+    def on_message(msg):
+        with lock:
+            print(json.dumps({"body": msg.body.decode("utf-8"), "queue_id": msg.queue_id,
+                              "queue_offset": msg.queue_offset}), flush=True)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    c = PushConsumer("cpp_trace_cg")
+    open_trace("SetPushConsumerMessageTrace", c._handle)
+    c.set_name_server_address(ns)
+    c.subscribe(topic, on_message, "*")
+    c.start()
+    deadline = time.time() + timeout
+    while time.time() < deadline and not os.path.exists(stop_file):
+        time.sleep(0.05)
+
+
 def main():
     mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "produce":
@@ -155,6 +198,9 @@ def main():
         out({"got": consume(ns, topic, sys.argv[4], int(sys.argv[5]), False, float(sys.argv[6]))})
     elif mode == "consume-orderly":
         out({"got": consume(ns, topic, sys.argv[4], int(sys.argv[5]), True, float(sys.argv[6]))})
+    elif mode == "traced-serve":
+        traced_serve(ns, topic, sys.argv[4], float(sys.argv[5]))
+        out({"stopped": True})
     elif mode == "consume-serve":
         consume_serve(ns, topic, sys.argv[4], sys.argv[5], float(sys.argv[6]))
         out({"stopped": True})
