@@ -292,3 +292,145 @@ async fn halt_stops_the_endpoint_too() {
     std::net::TcpListener::bind(addr).expect("metrics port freed by halt");
     namesrv.shutdown().await;
 }
+
+/// An embedded group with `metricsPort` on its first broker (the others find the port taken,
+/// which is a warning).
+async fn group_with_metrics(
+    dir: &std::path::Path,
+    opts: rocketmq_broker_lite::embedded::EmbeddedOptions,
+) -> (
+    rocketmq_broker_lite::embedded::EmbeddedCluster,
+    std::net::SocketAddr,
+) {
+    let mut opts = opts;
+    opts.properties
+        .insert("metricsPort".into(), free_port().to_string());
+    let c = rocketmq_broker_lite::embedded::EmbeddedCluster::start(dir, opts)
+        .await
+        .unwrap();
+    let addr = c
+        .broker()
+        .metrics_addr()
+        .expect("the first broker's metrics");
+    (c, addr)
+}
+
+/// A SYNC_MASTER's scrape shows its slave, how long each send waited for it, and no lag once
+/// the slave acknowledged everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrape_shows_replication_to_a_slave() {
+    use rocketmq_broker_lite::broker::BrokerRole;
+    use rocketmq_broker_lite::embedded::EmbeddedOptions;
+    let dir = TempDir::new("metrics-ha").unwrap();
+    let opts = EmbeddedOptions {
+        role: BrokerRole::SyncMaster,
+        slaves: 1,
+        ..EmbeddedOptions::default()
+    };
+    let (c, metrics) = group_with_metrics(dir.path(), opts).await;
+    let b = c.broker().broker_addr();
+    eventually("the slave connected", || {
+        c.broker().inner().ha().slave_connections() == 1
+    })
+    .await;
+    let cl = client();
+    for i in 0..5 {
+        let r = send(&cl, &b, "Replicated", 0, &format!("r{i}")).await;
+        assert_eq!(
+            r.response_code(),
+            ResponseCode::Success,
+            "{}",
+            r.remark_str()
+        );
+    }
+    let (status, text) = http_get(metrics, "/metrics").await;
+    assert_eq!(status, 200);
+    let s = parse(&text);
+    let cb = [("cluster", "DefaultCluster"), ("broker", "broker-a")];
+    assert_eq!(
+        value(&s, "rocketmq_replication_slave_connections", &cb),
+        1.0
+    );
+    assert_eq!(
+        value(&s, "rocketmq_replication_latency_seconds_count", &cb),
+        5.0,
+        "each send waited for the slave once"
+    );
+    assert_eq!(value(&s, "rocketmq_replication_lag_bytes", &cb), 0.0);
+    assert_eq!(
+        value(&s, "rocketmq_replication_slave_acked_offset", &cb),
+        c.broker().store().commit_log_max_offset() as f64
+    );
+    c.shutdown().await.unwrap();
+}
+
+/// A DLedger node's scrape shows its Raft state and, on the leader, how long proposals took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrape_shows_the_dledger_group() {
+    use rocketmq_broker_lite::embedded::EmbeddedOptions;
+    let dir = TempDir::new("metrics-dledger").unwrap();
+    let opts = EmbeddedOptions {
+        dledger_nodes: 3,
+        ..EmbeddedOptions::default()
+    };
+    let (c, metrics) = group_with_metrics(dir.path(), opts).await;
+    let node = c
+        .broker()
+        .inner()
+        .dledger()
+        .expect("a DLedger node")
+        .clone();
+    let mut leader = None;
+    eventually("a leader", || {
+        leader = std::iter::once(c.broker())
+            .chain(c.slaves())
+            .find(|b| b.inner().dledger().is_some_and(|n| n.is_leader()))
+            .map(|b| b.broker_addr());
+        leader.is_some()
+    })
+    .await;
+    let b = leader.unwrap();
+    let cl = client();
+    for i in 0..4 {
+        let r = send(&cl, &b, "Raft", 0, &format!("d{i}")).await;
+        assert_eq!(
+            r.response_code(),
+            ResponseCode::Success,
+            "{}",
+            r.remark_str()
+        );
+    }
+    let cb = [("cluster", "DefaultCluster"), ("broker", "broker-a")];
+    // The first node applies the entries (a follower soon after its leader).
+    let mut s = Vec::new();
+    for _ in 0..200 {
+        let (status, text) = http_get(metrics, "/metrics").await;
+        assert_eq!(status, 200);
+        s = parse(&text);
+        if value(&s, "rocketmq_dledger_applied_index", &cb)
+            >= value(&s, "rocketmq_dledger_last_log_index", &cb)
+            && value(&s, "rocketmq_dledger_last_log_index", &cb) >= 4.0
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(value(&s, "rocketmq_dledger_term", &cb) >= 1.0);
+    assert!(value(&s, "rocketmq_dledger_last_log_index", &cb) >= 4.0);
+    assert_eq!(
+        value(&s, "rocketmq_dledger_applied_index", &cb),
+        value(&s, "rocketmq_dledger_last_log_index", &cb)
+    );
+    let leads = node.is_leader();
+    assert_eq!(
+        value(&s, "rocketmq_dledger_is_leader", &cb),
+        f64::from(u8::from(leads))
+    );
+    let proposed = value(&s, "rocketmq_dledger_propose_latency_seconds_count", &cb);
+    if leads {
+        assert_eq!(proposed, 4.0, "each send proposed once");
+    } else {
+        assert_eq!(proposed, 0.0, "a follower proposes nothing");
+    }
+    c.shutdown().await.unwrap();
+}

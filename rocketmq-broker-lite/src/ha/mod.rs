@@ -126,6 +126,9 @@ pub(crate) struct Shared {
     /// TLS on the HA port and the connection to the master (`haTlsEnable`).
     pub(crate) tls: Option<HaTls>,
     pub(crate) shutdown: CancellationToken,
+    /// How long `SYNC_MASTER` appends waited for a slave's acknowledgement (the ones that got
+    /// it).
+    pub(crate) wait_latency: crate::metrics::Histogram,
 }
 
 impl Shared {
@@ -190,6 +193,7 @@ impl HaService {
             tls,
             cfg,
             shutdown: CancellationToken::new(),
+            wait_latency: Default::default(),
         });
         tokio::spawn(master::accept_loop(shared.clone(), listener));
         if slave {
@@ -257,12 +261,22 @@ impl HaService {
         if !self.is_slave_ok(end) {
             return Replication::SlaveNotAvailable;
         }
+        let started = std::time::Instant::now();
         let mut rx = self.shared.acked.subscribe();
         let reached = async move { rx.wait_for(|acked| *acked >= end).await.is_ok() };
         match tokio::time::timeout(self.shared.cfg.slave_timeout, reached).await {
-            Ok(true) => Replication::Done,
+            Ok(true) => {
+                self.shared.wait_latency.observe(started.elapsed());
+                Replication::Done
+            }
             _ => Replication::Timeout,
         }
+    }
+
+    /// How long `SYNC_MASTER` appends waited for a slave's acknowledgement (those that got
+    /// one in time).
+    pub fn replication_latency(&self) -> &crate::metrics::Histogram {
+        &self.shared.wait_latency
     }
 
     /// Stops the HA port, the slaves' connections and the connection to the master.

@@ -294,6 +294,92 @@ impl MetricsSource for BrokerMetrics {
             &cb,
             cl_ratio,
         );
+
+        // --- replication ---
+        self.collect_replication(out, &cb);
+    }
+}
+
+impl BrokerMetrics {
+    /// Master/slave replication (a master's view of its slaves; a slave's of itself) and, in
+    /// DLedger mode, the Raft group.
+    fn collect_replication(&self, out: &mut Exposition, cb: &[(&str, &str)]) {
+        let b = &*self.broker;
+        let store = &b.store;
+        if let Some(node) = b.dledger.get() {
+            out.histogram(
+                "rocketmq_dledger_propose_latency_seconds",
+                "Time from proposing a write to the Raft group to its answer (a majority holds \
+                 it and this node applied it), for the writes that succeeded.",
+                cb,
+                node.propose_latency(),
+            );
+            out.gauge(
+                "rocketmq_dledger_is_leader",
+                "1 when this node leads its DLedger group.",
+                cb,
+                if node.is_leader() { 1.0 } else { 0.0 },
+            );
+            let m = node.raft().metrics().borrow().clone();
+            out.gauge(
+                "rocketmq_dledger_term",
+                "The node's current Raft term.",
+                cb,
+                m.current_term as f64,
+            );
+            out.gauge(
+                "rocketmq_dledger_last_log_index",
+                "Index of the last entry of the node's Raft log.",
+                cb,
+                m.last_log_index.unwrap_or(0) as f64,
+            );
+            out.gauge(
+                "rocketmq_dledger_applied_index",
+                "Index of the last entry the node applied to its commit log.",
+                cb,
+                m.last_applied.map_or(0, |l| l.index) as f64,
+            );
+            return;
+        }
+        let ha = &b.ha;
+        if b.is_slave() {
+            out.gauge(
+                "rocketmq_replication_slave_offset",
+                "A slave's commit-log max offset (what it holds of its master's log).",
+                cb,
+                store.commit_log_max_offset() as f64,
+            );
+            return;
+        }
+        out.gauge(
+            "rocketmq_replication_slave_connections",
+            "Slaves connected to this master's HA port.",
+            cb,
+            ha.slave_connections() as f64,
+        );
+        let acked = ha.slave_acked_offset();
+        out.gauge(
+            "rocketmq_replication_slave_acked_offset",
+            "The highest commit-log offset a slave acknowledged.",
+            cb,
+            acked as f64,
+        );
+        if ha.slave_connections() > 0 {
+            out.gauge(
+                "rocketmq_replication_lag_bytes",
+                "Bytes of the commit log no slave has acknowledged yet (max offset - the \
+                 highest acknowledged offset).",
+                cb,
+                store.commit_log_max_offset().saturating_sub(acked) as f64,
+            );
+        }
+        out.histogram(
+            "rocketmq_replication_latency_seconds",
+            "How long SYNC_MASTER appends waited for a slave's acknowledgement (those that \
+             got one within slaveTimeout).",
+            cb,
+            ha.replication_latency(),
+        );
     }
 }
 

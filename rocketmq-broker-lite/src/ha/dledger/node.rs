@@ -46,6 +46,8 @@ pub struct DLedgerNode {
     queue: tokio::sync::mpsc::UnboundedSender<Waiting>,
     sm: StateMachine,
     service: Arc<PeerService>,
+    /// Time from a proposal to its answer (a majority holds it and this node applied it).
+    propose_latency: Arc<crate::metrics::Histogram>,
 }
 
 /// A write waiting to be proposed.
@@ -248,7 +250,13 @@ impl DLedgerNode {
             queue,
             sm,
             service,
+            propose_latency: Arc::default(),
         })
+    }
+
+    /// Time from a proposal to its answer, for the writes that succeeded.
+    pub fn propose_latency(&self) -> &crate::metrics::Histogram {
+        &self.propose_latency
     }
 
     /// This node's id.
@@ -309,6 +317,7 @@ impl DLedgerNode {
         if !self.is_leader() {
             return Err(ProposeError::NotLeader(self.leader()));
         }
+        let started = std::time::Instant::now();
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.queue
             .send(Waiting {
@@ -317,8 +326,13 @@ impl DLedgerNode {
                 tx,
             })
             .map_err(|_| ProposeError::Failed("the node stopped".into()))?;
-        rx.await
-            .unwrap_or_else(|_| Err(ProposeError::Failed("the node stopped".into())))
+        let applied = rx
+            .await
+            .unwrap_or_else(|_| Err(ProposeError::Failed("the node stopped".into())));
+        if applied.is_ok() {
+            self.propose_latency.observe(started.elapsed());
+        }
+        applied
     }
 
     /// Tells the node the address its broker serves clients on (the group's followers ask
