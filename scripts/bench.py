@@ -29,7 +29,8 @@ PROBES = os.path.join(ROOT, "target", "probes")
 # Our own probe: a paced 1 KiB ping-pong (what a wake-up round trip costs at E1's rate).
 OWN_PROBES_SRC = os.path.join(ROOT, "scripts", "probes")
 BENCH = os.path.join(ROOT, "target", "release", "rocketmq-bench")
-LITE = os.path.join(ROOT, "target", "release", "rocketmq-lite")
+# BENCH_LITE: another build of rocketmq-lite to measure (e.g. an older commit, for before/after).
+LITE = os.environ.get("BENCH_LITE", os.path.join(ROOT, "target", "release", "rocketmq-lite"))
 
 # id: (flush mode, rocketmq-bench arguments, probe, description)
 WORKLOADS = {
