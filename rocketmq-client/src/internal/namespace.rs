@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use rocketmq_remoting::protocol::body::SubscriptionData;
 use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
 use rocketmq_remoting::protocol::topic::{
-    AUTO_CREATE_TOPIC_KEY_TOPIC, BENCHMARK_TOPIC, DLQ_GROUP_TOPIC_PREFIX, OFFSET_MOVED_EVENT,
-    RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, SELF_TEST_TOPIC, SYSTEM_TOPIC_PREFIX, TRACE_TOPIC,
-    TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPICS, SYSTEM_TOPIC_PREFIX,
 };
 
 use crate::config::ClientConfig;
@@ -26,17 +24,6 @@ pub(crate) struct Namespace(Option<String>);
 
 /// Java `TopicValidator.isSystemTopic` or `MixAll.isSysConsumerGroup`.
 fn is_system(resource: &str) -> bool {
-    const SYSTEM_TOPICS: [&str; 9] = [
-        AUTO_CREATE_TOPIC_KEY_TOPIC,
-        SCHEDULE_TOPIC,
-        BENCHMARK_TOPIC,
-        TRANS_HALF_TOPIC,
-        TRACE_TOPIC,
-        TRANS_OP_HALF_TOPIC,
-        TRANS_CHECK_MAX_TIME_TOPIC,
-        SELF_TEST_TOPIC,
-        OFFSET_MOVED_EVENT,
-    ];
     SYSTEM_TOPICS.contains(&resource)
         || resource.starts_with(SYSTEM_TOPIC_PREFIX)
         || resource.starts_with(SYSTEM_GROUP_PREFIX)
