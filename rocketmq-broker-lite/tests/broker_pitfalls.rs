@@ -188,3 +188,65 @@ async fn oversized_frames_close_only_their_connection() {
     assert_eq!(msgs.len(), 2);
     cl.stop().await;
 }
+
+/// A send whose body is over `maxMessageSize` (4 MiB) is answered MESSAGE_ILLEGAL once its
+/// header has arrived, before its body (never buffered whole); the connection stays in step
+/// and serves the next send.
+#[tokio::test]
+async fn an_oversized_send_is_refused_from_its_header() {
+    use futures::StreamExt;
+    use rocketmq_remoting::transport::RemotingCodec;
+    use tokio::io::AsyncWriteExt;
+    use tokio_util::codec::FramedRead;
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let body = Bytes::from(vec![b'x'; 6 << 20]);
+    let mut big = send_request("Huge", 0, &Message::new("Huge", body.clone()));
+    big.opaque = 1;
+    let frame = rocketmq_remoting::protocol::frame::encode_to_vec(&big).unwrap();
+    let head = frame.len() - body.len();
+    let sock = tokio::net::TcpStream::connect(&b).await.unwrap();
+    let (r, mut w) = sock.into_split();
+    let mut answers = FramedRead::new(r, RemotingCodec::default());
+    // The header and 64 KiB of the body: the answer comes before the rest is sent.
+    w.write_all(&frame[..head + (64 << 10)]).await.unwrap();
+    let answer = tokio::time::timeout(T, answers.next())
+        .await
+        .expect("answered from the header")
+        .unwrap()
+        .unwrap()
+        .into_command();
+    assert_eq!(answer.opaque, 1);
+    assert_eq!(answer.response_code(), ResponseCode::MessageIllegal);
+    assert_eq!(
+        answer.remark_str(),
+        "the message is illegal, maybe msg body or properties length not matched. msg body length limit 4194304B, msg properties length limit 32KB."
+    );
+    // The rest of the body, then a normal send on the same connection.
+    w.write_all(&frame[head + (64 << 10)..]).await.unwrap();
+    let mut small = send_request("Huge", 0, &Message::new("Huge", Bytes::from_static(b"ok")));
+    small.opaque = 2;
+    w.write_all(&rocketmq_remoting::protocol::frame::encode_to_vec(&small).unwrap())
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(T, answers.next())
+        .await
+        .expect("the next send answered")
+        .unwrap()
+        .unwrap()
+        .into_command();
+    assert_eq!(answer.opaque, 2);
+    assert_eq!(
+        answer.response_code(),
+        ResponseCode::Success,
+        "{}",
+        answer.remark_str()
+    );
+    assert!(cl.broker.store().wait_dispatched(T));
+    assert_eq!(
+        cl.broker.store().max_offset("Huge", 0),
+        1,
+        "only the small one stored"
+    );
+    cl.stop().await;
+}

@@ -168,7 +168,8 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
                 .await
                 .expect("answered")
                 .unwrap()
-                .unwrap();
+                .unwrap()
+                .into_command();
             by_opaque.insert(resp.opaque, resp);
         }
         let first = &by_opaque[&1];

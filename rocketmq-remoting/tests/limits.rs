@@ -276,3 +276,73 @@ async fn connections_past_the_limit_are_closed_and_room_comes_back() {
     assert_eq!(r.code, 0);
     s.handle.shutdown(Duration::from_millis(100)).await;
 }
+
+/// A request over its body limit is refused once its header has arrived: what arrived of its
+/// body is dropped, the rest is skipped as it comes, and the next frame reads normally; other
+/// codes, responses and bodies within the limit are read whole.
+#[test]
+fn a_request_over_its_body_limit_is_refused_from_its_header() {
+    use rocketmq_remoting::protocol::ResponseCode;
+    use rocketmq_remoting::transport::{BodyLimit, Inbound};
+    const LIMITED: i32 = 310;
+    let limit = BodyLimit {
+        max_body: 1000,
+        applies_to: |code| code == LIMITED,
+        refusal: Arc::new(|_req: &RemotingCommand, len: usize| {
+            RemotingCommand::response(ResponseCode::MessageIllegal, Some(format!("{len} bytes")))
+        }),
+    };
+    let mut codec = RemotingCodec::new(16 << 20).with_body_limit(Some(limit));
+    let frame_of = |code: i32, body: usize, response: bool| {
+        let mut c =
+            RemotingCommand::request(rocketmq_remoting::protocol::RequestCode::from_i32(code))
+                .with_body(vec![7u8; body]);
+        c.code = code;
+        c.opaque = 9;
+        if response {
+            c.mark_response();
+        }
+        frame::encode_to_vec(&c).unwrap()
+    };
+    let big = frame_of(LIMITED, 100_000, false);
+    let next = frame_of(LIMITED, 10, false);
+    let head_len = big.len() - 100_000;
+    // The header and 5,000 bytes of the body: refused at once.
+    let mut src = BytesMut::from(&big[..head_len + 5_000]);
+    match codec.decode(&mut src).unwrap() {
+        Some(Inbound::Refused { request, answer }) => {
+            assert_eq!((request.code, request.opaque), (LIMITED, 9));
+            assert_eq!(answer.remark.as_deref(), Some("100000 bytes"));
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(src.is_empty(), "what arrived of the body is dropped");
+    // The rest of the body, then a small request, arrive in pieces: skipped, then read.
+    let mut rest: Vec<u8> = big[head_len + 5_000..].to_vec();
+    rest.extend_from_slice(&next);
+    let mut got = Vec::new();
+    for piece in rest.chunks(7_000) {
+        src.extend_from_slice(piece);
+        assert!(src.len() <= 7_000 + next.len(), "never buffered whole");
+        while let Some(item) = codec.decode(&mut src).unwrap() {
+            got.push(item);
+        }
+    }
+    assert_eq!(got.len(), 1);
+    match &got[0] {
+        Inbound::Command(c) => assert_eq!((c.code, c.body.len()), (LIMITED, 10)),
+        other => panic!("expected the next request, got {other:?}"),
+    }
+    // Not limited: another code, a response, a body at the limit.
+    for (code, body, response) in [
+        (ECHO, 5_000, false),
+        (LIMITED, 5_000, true),
+        (LIMITED, 1_000, false),
+    ] {
+        let mut src = BytesMut::from(&frame_of(code, body, response)[..]);
+        match codec.decode(&mut src).unwrap() {
+            Some(Inbound::Command(c)) => assert_eq!(c.body.len(), body),
+            other => panic!("{code} {body} {response}: {other:?}"),
+        }
+    }
+}

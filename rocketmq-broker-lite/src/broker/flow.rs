@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
-use rocketmq_remoting::transport::{ChannelContext, RemotingServerBuilder};
+use rocketmq_remoting::transport::{BodyLimit, ChannelContext, RemotingServerBuilder};
 
 use super::config::BrokerConfig;
 
@@ -118,6 +118,7 @@ impl FlowControlConfig {
                 self.frame_max_length
                     .max(cfg.store.max_message_size.saturating_add(64 << 10)),
             )
+            .body_limit(send_body_limit(cfg.store.max_message_size))
     }
 
     /// How long a request of `code` may wait before processing begins, if it is one of the
@@ -173,6 +174,34 @@ fn positive(key: &str, n: usize) -> Result<usize, String> {
         Err(format!("`{key}` must be positive"))
     } else {
         Ok(n)
+    }
+}
+
+/// Sends whose body is over `maxMessageSize` are answered MESSAGE_ILLEGAL with Java's remark
+/// (what the store would answer) from their header; their body is discarded as it arrives
+/// instead of being buffered whole. A batch's body is the batch, as Java checks it.
+pub(crate) fn send_body_limit(max_message_size: usize) -> BodyLimit {
+    fn is_send(code: i32) -> bool {
+        matches!(
+            RequestCode::from_i32(code),
+            RequestCode::SendMessage
+                | RequestCode::SendMessageV2
+                | RequestCode::SendBatchMessage
+                | RequestCode::SendReplyMessage
+                | RequestCode::SendReplyMessageV2
+        )
+    }
+    BodyLimit {
+        max_body: max_message_size,
+        applies_to: is_send,
+        refusal: std::sync::Arc::new(move |_req, _len| {
+            RemotingCommand::response(
+                ResponseCode::MessageIllegal,
+                Some(super::processor::illegal_message_remark_for(
+                    max_message_size,
+                )),
+            )
+        }),
     }
 }
 

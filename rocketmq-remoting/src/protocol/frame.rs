@@ -148,6 +148,37 @@ pub fn check(src: &[u8], max_frame_size: usize) -> Result<Option<usize>, FrameEr
     Ok(Some(frame_len))
 }
 
+/// The header of the frame at the start of `src`, decoded once it has arrived (the body may
+/// not have), without consuming anything: the command (no body), its body's length and the
+/// frame's length (prefix included). `Ok(None)` while the header is incomplete. A bad frame is
+/// left for [`decode`] to report (`Ok(None)` once enough has arrived for it to see).
+pub fn peek_header(
+    src: &[u8],
+    max_frame_size: usize,
+) -> Result<Option<(RemotingCommand, usize, usize)>, FrameError> {
+    if src.len() < 8 {
+        return Ok(None);
+    }
+    let total = u32::from_be_bytes([src[0], src[1], src[2], src[3]]) as usize;
+    let word = u32::from_be_bytes([src[4], src[5], src[6], src[7]]);
+    let header_len = (word & 0x00FF_FFFF) as usize;
+    let Some(ser) = SerializeType::from_code((word >> 24) as u8) else {
+        return Ok(None);
+    };
+    if total + 4 > max_frame_size || total < 4 || header_len > total - 4 {
+        return Ok(None);
+    }
+    let Some(header) = src.get(8..8 + header_len) else {
+        return Ok(None);
+    };
+    let mut cmd = match ser {
+        SerializeType::Json => header_json::decode(header)?,
+        SerializeType::RocketMq => header_binary::decode(header)?,
+    };
+    cmd.serialize_type = ser;
+    Ok(Some((cmd, total - 4 - header_len, total + 4)))
+}
+
 /// Decodes one frame from the front of `src`, consuming it; `Ok(None)` if the frame is not
 /// complete yet (nothing is consumed then). The body is split off without copying.
 pub fn decode(

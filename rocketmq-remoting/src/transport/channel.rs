@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
-use super::codec::{CodecError, RemotingCodec};
+use super::codec::{BodyLimit, CodecError, Inbound, RemotingCodec};
 use super::hook::RpcHook;
 use super::limits::{Held, Limits, MemoryBudget, RequestHold, UnsentCharge};
 use super::processor::{not_supported, ChannelContext, ProcessResult, RequestProcessor};
@@ -60,6 +60,8 @@ pub struct ChannelConfig {
     /// Connect with TLS (see [`TlsClientConfig`](super::TlsClientConfig)); plain TCP when
     /// `None`. Used by [`Channel::connect`] only.
     pub tls: Option<ClientTlsContext>,
+    /// Requests refused from their header when their body is over a bound (a server's).
+    pub body_limit: Option<BodyLimit>,
 }
 
 impl Default for ChannelConfig {
@@ -73,6 +75,7 @@ impl Default for ChannelConfig {
             max_unsent_bytes: 8 << 20,
             memory_budget: None,
             tls: None,
+            body_limit: None,
         }
     }
 }
@@ -283,7 +286,8 @@ impl Channel {
             stop_reading,
             idle_timeout: config.idle_timeout,
         };
-        let codec = RemotingCodec::new(config.max_frame_size);
+        let codec =
+            RemotingCodec::new(config.max_frame_size).with_body_limit(config.body_limit.clone());
         let (tx, rx) = mpsc::channel(config.write_queue_capacity.max(1));
         let limits = Limits {
             max_requests: config.max_requests_in_flight.max(1),
@@ -982,7 +986,25 @@ impl Reader {
                     debug!(remote = %self.channel.inner.remote, error = %e, "read failed");
                     break;
                 }
-                Some(Ok(cmd)) => {
+                Some(Ok(Inbound::Refused { request, answer })) => {
+                    self.channel.touch();
+                    debug!(
+                        remote = %self.channel.inner.remote,
+                        code = request.code,
+                        "request body over its limit: refused from its header, body discarded"
+                    );
+                    if !request.is_oneway() {
+                        respond(
+                            &self.channel,
+                            answer,
+                            request.opaque,
+                            request.serialize_type,
+                            None,
+                        )
+                        .await;
+                    }
+                }
+                Some(Ok(Inbound::Command(cmd))) => {
                     self.channel.touch();
                     if cmd.is_response() {
                         let waiter = lock(&self.channel.inner.pending).remove(&cmd.opaque);

@@ -1,18 +1,71 @@
 //! A `tokio_util` codec over [`crate::protocol::frame`].
 
-use bytes::BytesMut;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::protocol::{frame, FrameError, RemotingCommand, DEFAULT_MAX_FRAME_SIZE};
 
+/// The answer to a request refused by a [`BodyLimit`], from its header and its body's length.
+pub type Refusal = Arc<dyn Fn(&RemotingCommand, usize) -> RemotingCommand + Send + Sync>;
+
+/// A bound on the body of some requests (a broker's `maxMessageSize` on sends): a request over it
+/// is refused from its header, and its body is discarded as it arrives, never buffered whole.
+#[derive(Clone)]
+pub struct BodyLimit {
+    /// The largest body accepted.
+    pub max_body: usize,
+    /// Whether the bound applies to a request code.
+    pub applies_to: fn(i32) -> bool,
+    /// The answer to a refused request, from its header and its body's length.
+    pub refusal: Refusal,
+}
+
+impl std::fmt::Debug for BodyLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BodyLimit")
+            .field("max_body", &self.max_body)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the codec reads.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A whole frame.
+    Command(RemotingCommand),
+    /// A request over its [`BodyLimit`]: its header, and the answer to send (the body is being
+    /// discarded).
+    Refused {
+        /// The request, without its body.
+        request: RemotingCommand,
+        /// The answer.
+        answer: RemotingCommand,
+    },
+}
+
+impl Inbound {
+    /// The command read (for a refused request, its header).
+    pub fn into_command(self) -> RemotingCommand {
+        match self {
+            Inbound::Command(c) => c,
+            Inbound::Refused { request, .. } => request,
+        }
+    }
+}
+
 /// Frames remoting commands on a byte stream, refusing frames above `max_frame_size`: a frame
 /// whose 4-byte length prefix declares more is refused from the prefix, before any of it is
-/// buffered.
-#[derive(Debug, Clone, Copy)]
+/// buffered. With a [`BodyLimit`], requests whose body is over it are refused from their header.
+#[derive(Debug, Clone)]
 pub struct RemotingCodec {
     max_frame_size: usize,
     /// Length of the last frame decoded (its length prefix included).
     last_frame_len: usize,
+    body_limit: Option<BodyLimit>,
+    /// Bytes of a refused request's body still to discard.
+    skip: usize,
 }
 
 impl RemotingCodec {
@@ -21,12 +74,50 @@ impl RemotingCodec {
         Self {
             max_frame_size,
             last_frame_len: 0,
+            body_limit: None,
+            skip: 0,
         }
+    }
+
+    /// Refuses requests over `limit` from their header.
+    pub fn with_body_limit(mut self, limit: Option<BodyLimit>) -> Self {
+        self.body_limit = limit;
+        self
     }
 
     /// Length of the last frame decoded, its 4-byte length prefix included.
     pub fn last_frame_len(&self) -> usize {
         self.last_frame_len
+    }
+
+    /// A request over the body limit at the front of `src`, refused: what arrived of it is
+    /// consumed and the rest of its body will be skipped.
+    fn refuse_early(&mut self, src: &mut BytesMut) -> Result<Option<Inbound>, FrameError> {
+        let Some(limit) = &self.body_limit else {
+            return Ok(None);
+        };
+        if src.len() < 4 {
+            return Ok(None);
+        }
+        // Only a frame that can hold a body over the limit is looked at before it is whole.
+        let total = u32::from_be_bytes([src[0], src[1], src[2], src[3]]) as usize;
+        if total <= limit.max_body {
+            return Ok(None);
+        }
+        let Some((request, body_len, frame_len)) = frame::peek_header(src, self.max_frame_size)?
+        else {
+            return Ok(None);
+        };
+        if body_len <= limit.max_body || request.is_response() || !(limit.applies_to)(request.code)
+        {
+            return Ok(None);
+        }
+        let answer = (limit.refusal)(&request, body_len);
+        let have = src.len().min(frame_len);
+        src.advance(have);
+        self.skip = frame_len - have;
+        self.last_frame_len = have;
+        Ok(Some(Inbound::Refused { request, answer }))
     }
 }
 
@@ -48,16 +139,27 @@ pub enum CodecError {
 }
 
 impl Decoder for RemotingCodec {
-    type Item = RemotingCommand;
+    type Item = Inbound;
     type Error = CodecError;
 
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<RemotingCommand>, CodecError> {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Inbound>, CodecError> {
+        if self.skip > 0 {
+            let n = self.skip.min(src.len());
+            src.advance(n);
+            self.skip -= n;
+            if self.skip > 0 {
+                return Ok(None);
+            }
+        }
+        if let Some(refused) = self.refuse_early(src)? {
+            return Ok(Some(refused));
+        }
         let before = src.len();
         let cmd = frame::decode(src, self.max_frame_size)?;
         if cmd.is_some() {
             self.last_frame_len = before - src.len();
         }
-        Ok(cmd)
+        Ok(cmd.map(Inbound::Command))
     }
 }
 

@@ -17,7 +17,7 @@ pub mod tls;
 
 pub use self::channel::{Channel, ChannelConfig};
 pub use self::client::{RemotingClient, RemotingClientBuilder};
-pub use self::codec::{CodecError, RemotingCodec};
+pub use self::codec::{BodyLimit, CodecError, Inbound, RemotingCodec};
 pub use self::hook::RpcHook;
 pub use self::limits::MemoryBudget;
 pub use self::processor::{

@@ -99,6 +99,13 @@ impl RemotingServerBuilder {
         self
     }
 
+    /// Requests whose body is over `limit` are answered from their header, and their body is
+    /// discarded as it arrives instead of being buffered whole.
+    pub fn body_limit(mut self, limit: super::BodyLimit) -> Self {
+        self.channel.body_limit = Some(limit);
+        self
+    }
+
     /// Requests of one connection in flight (read, not answered yet) before the connection is
     /// no longer read until one is answered (10,000).
     pub fn max_requests_in_flight(mut self, n: usize) -> Self {

@@ -21,7 +21,7 @@ use rocketmq_remoting::transport::{ChannelContext, ProcessResult, RequestProcess
 
 use super::BrokerInner;
 
-pub(crate) use self::send::{ack_when_stored, store_error_code};
+pub(crate) use self::send::{ack_when_stored, illegal_message_remark_for, store_error_code};
 
 /// FAQ link Java appends to some remarks.
 pub const APPLY_TOPIC_URL: &str = "http://rocketmq.apache.org/docs/faq/";

@@ -68,9 +68,13 @@ pub(crate) fn put_error_remark(b: &BrokerInner, e: &StoreError) -> String {
 
 /// `SendMessageProcessor.handlePutMessageResult`'s remark for MESSAGE_ILLEGAL.
 pub(crate) fn illegal_message_remark(b: &BrokerInner) -> String {
+    illegal_message_remark_for(b.cfg.store.max_message_size)
+}
+
+/// [`illegal_message_remark`] for a `maxMessageSize`.
+pub(crate) fn illegal_message_remark_for(max_message_size: usize) -> String {
     format!(
-        "the message is illegal, maybe msg body or properties length not matched. msg body length limit {}B, msg properties length limit 32KB.",
-        b.cfg.store.max_message_size
+        "the message is illegal, maybe msg body or properties length not matched. msg body length limit {max_message_size}B, msg properties length limit 32KB."
     )
 }
 
