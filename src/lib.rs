@@ -2,4 +2,5 @@
 //! end-to-end tests in `tests/`.
 
 pub mod bench;
+pub mod dashboard;
 pub mod mqadmin;
