@@ -377,6 +377,8 @@ async fn fill_refuse_clean_up_and_resume_without_restart() {
         &mismatches[..mismatches.len().min(10)]
     );
     assert!(checked > 1000, "{checked}");
-    eprintln!("{checked} acknowledged messages read back; queue offsets {min}..{max}");
+    eprintln!(
+        "{checked} acknowledged messages read back; queue offsets {min}..{max}; {deleted_meanwhile} deleted meanwhile"
+    );
     store.shutdown().unwrap();
 }
