@@ -119,9 +119,10 @@ impl Drop for ReleaseOnDrop {
     }
 }
 
-/// The stalled send's syncFlushTimeout: long enough that the answers that do not need the disk
-/// all come before it, also on a loaded machine.
-const SYNC_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+/// The stalled send's syncFlushTimeout: the answers that do not need the disk all come before
+/// it. (Longer stalls change the scenario: past `osPageCacheBusyTimeOutMills`, 1 s, the store
+/// counts as busy.)
+const SYNC_FLUSH_TIMEOUT: Duration = Duration::from_millis(800);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_disk_times_sync_sends_out_and_everything_else_is_answered() {
@@ -232,7 +233,7 @@ async fn a_stalled_disk_times_sync_sends_out_and_everything_else_is_answered() {
     let (r, took) = sender.await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::FlushDiskTimeout);
     assert!(took >= SYNC_FLUSH_TIMEOUT, "{took:?}");
-    assert!(took < SYNC_FLUSH_TIMEOUT * 3, "{took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
     let h: SendMessageResponseHeader = r.decode_header().unwrap();
     assert_eq!(h.queue_offset, 1);
     assert!(!h.msg_id.is_empty());
