@@ -79,8 +79,21 @@ impl Group {
         cfg
     }
 
+    /// Starts node `i` on its fixed DLedger port. A node restarted while it was down may find
+    /// the port in use as the local end of another test's outgoing connection (the ports come
+    /// from the ephemeral range): it tries again until the port is free, for at most 30 s.
     async fn start_node(&self, i: usize) -> BrokerHandle {
-        Broker::builder(self.config(i)).start().await.unwrap()
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match Broker::builder(self.config(i)).start().await {
+                Ok(b) => return b,
+                Err(e) if e.to_string().contains("Address already in use") => {
+                    assert!(Instant::now() < deadline, "node n{i}: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("node n{i}: {e}"),
+            }
+        }
     }
 
     fn node(&self, i: usize) -> &BrokerHandle {
