@@ -29,6 +29,13 @@ fn texts(y: &Yaml, key: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// Milliseconds since the epoch now.
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// `dataVersion` of the file (Java's `DataVersion`: bumped by each change made through the
 /// ACL admin requests).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -56,12 +63,10 @@ impl AclFile {
         PlainAcl::new(&self.global_white, &self.accounts)
     }
 
-    /// Counts a change.
+    /// Counts a change (Java's `DataVersion.nextVersion`: counter + 1, timestamp now).
     pub fn bump(&mut self) {
         self.version.counter += 1;
-        self.version.timestamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        self.version.timestamp = now_millis();
     }
 
     /// The file's text (comments are not kept, as Java's writer does not keep them).
@@ -133,13 +138,25 @@ pub fn parse(yaml: &str) -> Result<PlainAcl, String> {
     parse_file(yaml)?.rules()
 }
 
-/// Parses the text of a `plain_acl.yml`, without checking its rules.
+/// Parses the text of a `plain_acl.yml`, without checking its rules (a file without data
+/// reads as empty).
 pub fn parse_file(yaml: &str) -> Result<AclFile, String> {
+    Ok(parse_text(yaml)?.unwrap_or_default())
+}
+
+/// Parses the text of an ACL file, without checking its rules; `None` when it holds no data
+/// (empty, or an empty map), which Java's `PlainPermissionManager` skips ("No data in file").
+/// Without `dataVersion`, the version is counter 0 at the time of reading, as Java's
+/// `new DataVersion()`.
+pub fn parse_text(yaml: &str) -> Result<Option<AclFile>, String> {
     let docs = YamlLoader::load_from_str(yaml).map_err(|e| format!("not YAML: {e}"))?;
     let empty = Yaml::Null;
     let doc = docs.first().unwrap_or(&empty);
-    if !matches!(doc, Yaml::Hash(_) | Yaml::Null) {
-        return Err("the file must hold a map".into());
+    match doc {
+        Yaml::Null => return Ok(None),
+        Yaml::Hash(h) if h.is_empty() => return Ok(None),
+        Yaml::Hash(_) => {}
+        _ => return Err("the file must hold a map".into()),
     }
     let global = texts(
         &doc["globalWhiteRemoteAddresses"],
@@ -171,21 +188,29 @@ pub fn parse_file(yaml: &str) -> Result<AclFile, String> {
         });
     }
     let v = match &doc["dataVersion"] {
-        Yaml::Array(a) => a.first().cloned().unwrap_or(Yaml::Null),
+        Yaml::Array(a) => a.first().cloned().unwrap_or(Yaml::BadValue),
         other => other.clone(),
     };
     let num = |y: &Yaml| match y {
         Yaml::Integer(i) => *i,
         other => text(other).and_then(|t| t.parse().ok()).unwrap_or(0),
     };
-    Ok(AclFile {
-        global_white: global,
-        accounts: configs,
-        version: DataVersion {
+    let version = if matches!(v, Yaml::Hash(_)) {
+        DataVersion {
             counter: num(&v["counter"]),
             timestamp: num(&v["timestamp"]),
-        },
-    })
+        }
+    } else {
+        DataVersion {
+            counter: 0,
+            timestamp: now_millis(),
+        }
+    };
+    Ok(Some(AclFile {
+        global_white: global,
+        accounts: configs,
+        version,
+    }))
 }
 
 /// Reads and parses `path`.
@@ -195,20 +220,30 @@ pub fn load(path: &Path) -> Result<PlainAcl, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Reads `path` (an absent file reads as empty: the admin requests create it).
+/// Reads and parses `path` (an error names the file).
 pub fn load_file(path: &Path) -> Result<AclFile, String> {
+    Ok(load_text(path)?.unwrap_or_default())
+}
+
+/// Reads and parses `path`; `None` when it holds no data (see [`parse_text`]).
+pub fn load_text(path: &Path) -> Result<Option<AclFile>, String> {
+    if path.is_dir() {
+        return Err(format!("cannot read {}: it is a directory", path.display()));
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))
+    parse_text(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Replaces `path` with `file`'s text durably (a temporary file, synced, renamed).
 pub fn save(path: &Path, file: &AclFile) -> Result<(), String> {
     use std::io::Write;
     let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
-    let tmp = path.with_extension("yml.tmp");
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = path.with_file_name(tmp_name);
     let mut f = std::fs::File::create(&tmp).map_err(fail)?;
     f.write_all(file.render().as_bytes()).map_err(fail)?;
     f.sync_all().map_err(fail)?;

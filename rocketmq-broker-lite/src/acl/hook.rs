@@ -1,11 +1,10 @@
 //! The ACL on the request path: a server RPC hook that checks every request against the rules
 //! in force (refused: SYSTEM_ERROR with Java's `AclException` remark, nothing processed), and
-//! the watcher that re-reads `plain_acl.yml` when it changes.
+//! the watcher that re-reads the ACL files ([`super::files`]) when they change, appear or go.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use rocketmq_remoting::protocol::RemotingCommand;
 use rocketmq_remoting::transport::RpcHook;
@@ -13,13 +12,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use super::address::client_ip;
+use super::files::AclFiles;
 use super::request::AccessRequest;
-use super::{file, refusal_remark, PlainAcl};
+use super::{refusal_remark, PlainAcl};
 
-/// How often the file is looked at (Java's `AclFileWatchService`: 5 s).
+/// How often the files are looked at (Java's `AclFileWatchService`: 5 s).
 pub const WATCH_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The rules in force, replaced whole on reload.
+/// The rules in force, replaced whole on reload, and the files they come from.
 #[derive(Debug, Clone, Default)]
 pub struct AclRules(Arc<Rules>);
 
@@ -28,15 +28,65 @@ struct Rules {
     acl: RwLock<Arc<PlainAcl>>,
     reloads: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// The files (none for rules given directly); locked for a whole reload or edit.
+    files: Mutex<Option<AclFiles>>,
 }
 
 impl AclRules {
-    /// Rules starting as `acl`.
+    /// Rules starting as `acl`, from no file.
     pub fn new(acl: PlainAcl) -> Self {
         Self(Arc::new(Rules {
             acl: RwLock::new(Arc::new(acl)),
             ..Rules::default()
         }))
+    }
+
+    /// The rules `files` state together, kept up to date with them by [`AclRules::reload`],
+    /// [`AclRules::edit`] and [`spawn_watcher`].
+    pub fn from_files(files: AclFiles) -> Self {
+        Self(Arc::new(Rules {
+            acl: RwLock::new(Arc::new(files.rules())),
+            files: Mutex::new(Some(files)),
+            ..Rules::default()
+        }))
+    }
+
+    /// Runs `f` over the files alone (one reload or edit at a time) and, when it succeeds,
+    /// puts the rules they then state in force at once. An error when the rules come from no
+    /// file.
+    pub fn edit<R>(&self, f: impl FnOnce(&mut AclFiles) -> Result<R, String>) -> Result<R, String> {
+        let mut guard = self.0.files.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(files) = guard.as_mut() else {
+            return Err("the ACL rules come from no file".into());
+        };
+        let out = f(files)?;
+        self.replace(files.rules());
+        Ok(out)
+    }
+
+    /// Reads `f`'s view of the files (`None` when the rules come from no file).
+    pub fn with_files<R>(&self, f: impl FnOnce(&AclFiles) -> R) -> Option<R> {
+        let guard = self.0.files.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_ref().map(f)
+    }
+
+    /// Looks at the files once: changed, new and gone files are taken in (a file that does
+    /// not load is logged, and the rules it stated stay). Blocking file I/O.
+    pub fn reload(&self) {
+        let mut guard = self.0.files.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(files) = guard.as_mut() else {
+            return;
+        };
+        let r = files.reload();
+        if !r.changed.is_empty() {
+            let acl = files.rules();
+            info!(files = ?r.changed, accounts = acl.accounts.len(), "ACL files reloaded");
+            self.replace(acl);
+        }
+        for e in r.errors {
+            error!(error = %e, "an ACL file does not load; the rules it stated stay in force");
+            self.failed(e);
+        }
     }
 
     /// The rules now.
@@ -92,44 +142,23 @@ impl RpcHook for AclHook {
     }
 }
 
-fn modified(path: &PathBuf) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// Re-reads `path` into `rules` whenever its modification time changes, every `interval`,
-/// until `stop`. A file that does not load is logged and the rules in force stay.
+/// Looks at the ACL files every `interval` until `stop` ([`AclRules::reload`], as Java's
+/// `AclFileWatchService`: changed files are re-read, new and removed ones taken in).
 pub fn spawn_watcher(
-    path: PathBuf,
     rules: AclRules,
     interval: Duration,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut seen = modified(&path);
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(interval) => {}
             }
-            let now = modified(&path);
-            if now == seen {
-                continue;
-            }
-            seen = now;
-            let p = path.clone();
-            match tokio::task::spawn_blocking(move || file::load(&p)).await {
-                Ok(Ok(acl)) => {
-                    info!(file = %path.display(), accounts = acl.accounts.len(), "ACL file reloaded");
-                    rules.replace(acl);
-                }
-                Ok(Err(e)) => {
-                    error!(error = %e, "the changed ACL file does not load; the rules in force stay");
-                    rules.failed(e);
-                }
-                Err(e) => {
-                    error!(error = %e, "ACL reload failed");
-                    rules.failed(e.to_string());
-                }
+            let r = rules.clone();
+            if let Err(e) = tokio::task::spawn_blocking(move || r.reload()).await {
+                error!(error = %e, "ACL reload failed");
+                rules.failed(e.to_string());
             }
         }
     })

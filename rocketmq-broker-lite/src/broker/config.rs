@@ -264,6 +264,23 @@ impl BrokerConfig {
         }
     }
 
+    /// The directory of further ACL files (every `*.yml`/`*.yaml` under it, as Apache 4.9.8's
+    /// `PlainPermissionManager` reads `$ROCKETMQ_HOME/conf/acl`): `conf/acl` under
+    /// `ROCKETMQ_HOME` (the working directory without it) when [`BrokerConfig::acl_file`] is
+    /// relative, as Java; the `acl` directory beside the file when it is absolute (Java has no
+    /// absolute ACL file).
+    pub fn acl_dir_path(&self) -> PathBuf {
+        if self.acl_file.is_absolute() {
+            let parent = self.acl_file.parent().unwrap_or(std::path::Path::new("/"));
+            return parent.join("acl");
+        }
+        let conf = PathBuf::from("conf").join("acl");
+        match std::env::var_os("ROCKETMQ_HOME") {
+            Some(home) => PathBuf::from(home).join(conf),
+            None => conf,
+        }
+    }
+
     /// Applies `broker.conf`-style properties. Unknown keys are returned (Java ignores them);
     /// a bad value is an error naming its key.
     pub fn apply_properties(

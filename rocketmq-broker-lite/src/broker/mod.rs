@@ -404,11 +404,13 @@ impl BrokerBuilder {
             let _ = inner.dledger.set(node);
         }
         let acl = if cfg.acl_enable {
-            let path = cfg.acl_file_path();
-            match crate::acl::file::load(&path) {
-                Ok(rules) => {
-                    info!(file = %path.display(), accounts = rules.accounts.len(), "ACL on");
-                    Some((path, crate::acl::hook::AclRules::new(rules)))
+            let paths = crate::acl::files::AclPaths::new(&cfg.acl_file_path(), &cfg.acl_dir_path());
+            match crate::acl::files::AclFiles::load(paths) {
+                Ok(files) => {
+                    let files_in: Vec<_> = files.files().map(|p| p.display().to_string()).collect();
+                    let rules = crate::acl::hook::AclRules::from_files(files);
+                    info!(files = ?files_in, accounts = rules.current().accounts.len(), "ACL on");
+                    Some(rules)
                 }
                 Err(e) => {
                     ha.shutdown();
@@ -420,7 +422,7 @@ impl BrokerBuilder {
             None
         };
         let with_acl = |b: rocketmq_remoting::transport::RemotingServerBuilder| match &acl {
-            Some((_, rules)) => b.hook(Arc::new(crate::acl::hook::AclHook(rules.clone()))),
+            Some(rules) => b.hook(Arc::new(crate::acl::hook::AclHook(rules.clone()))),
             None => b,
         };
         let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
@@ -475,10 +477,9 @@ impl BrokerBuilder {
         };
         let mut tasks = spawn_services(&inner);
         tasks.push(watchdog::spawn(inner.shutdown.clone()));
-        if let Some((path, rules)) = acl {
+        if let Some(rules) = acl {
             let _ = inner.acl.set(rules.clone());
             tasks.push(crate::acl::hook::spawn_watcher(
-                path,
                 rules,
                 crate::acl::hook::WATCH_INTERVAL,
                 inner.shutdown.clone(),
