@@ -50,6 +50,18 @@ pub struct ClusterAclVersionInfo {
     pub all_acl_file_version: BTreeMap<String, DataVersion>,
 }
 
+/// The fields of UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: `aclFileFullPath` is always sent (empty for
+/// the default file), as Apache 4.9.8's header requires it.
+fn global_white_fields<'a>(
+    joined: &'a str,
+    acl_file_full_path: Option<&'a str>,
+) -> [(&'static str, Option<&'a str>); 2] {
+    [
+        ("globalWhiteAddrs", Some(joined)),
+        ("aclFileFullPath", Some(acl_file_full_path.unwrap_or(""))),
+    ]
+}
+
 impl MQAdmin {
     /// Sends an ACL request with `fields` as its `extFields` to one broker.
     async fn acl_call(
@@ -114,7 +126,9 @@ impl MQAdmin {
 
     /// Replaces the global white list (addresses allowed without signing) of one broker
     /// (UPDATE_GLOBAL_WHITE_ADDRS_CONFIG; Java `updateGlobalWhiteAddrConfig`); with
-    /// `acl_file_full_path`, of that ACL file.
+    /// `acl_file_full_path`, of that ACL file. Without it an empty path is sent, which names
+    /// the default file: Apache 4.9.8 requires the field (`@CFNotNull`) and refuses the request
+    /// without it, even from its own `mqadmin`.
     pub async fn update_global_white_addr_config(
         &self,
         broker_addr: &str,
@@ -125,10 +139,7 @@ impl MQAdmin {
         self.acl_call(
             broker_addr,
             RequestCode::UpdateGlobalWhiteAddrsConfig,
-            &[
-                ("globalWhiteAddrs", Some(&joined)),
-                ("aclFileFullPath", acl_file_full_path),
-            ],
+            &global_white_fields(&joined, acl_file_full_path),
         )
         .await
         .map(|_| ())
@@ -163,5 +174,25 @@ impl MQAdmin {
             version,
             all_acl_file_version,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::global_white_fields;
+
+    #[test]
+    fn the_global_white_request_always_names_a_file() {
+        assert_eq!(
+            global_white_fields("10.0.0.*", None),
+            [
+                ("globalWhiteAddrs", Some("10.0.0.*")),
+                ("aclFileFullPath", Some(""))
+            ]
+        );
+        assert_eq!(
+            global_white_fields("", Some("/home/rmq/conf/acl/a.yml"))[1],
+            ("aclFileFullPath", Some("/home/rmq/conf/acl/a.yml"))
+        );
     }
 }
