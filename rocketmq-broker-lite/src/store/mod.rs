@@ -711,16 +711,20 @@ impl MessageStore {
     }
 
     /// Appends `msgs` (one message, or a batch of one topic and queue) stored at `store_ts`,
-    /// written on the calling thread like [`MessageStore::put_message_now`]: a DLedger
-    /// replica applying a committed write with the leader's store time. It waits for buffer
-    /// space rather than fail: a committed write must be applied.
-    pub fn put_messages_at(&self, msgs: &[PutMessage], store_ts: i64) -> StoreResult<AppendResult> {
-        let r = self
-            .inner
+    /// buffered until [`MessageStore::write_appended`] writes it (or the writer thread does,
+    /// within a few milliseconds): a DLedger replica applying the committed writes of an entry
+    /// with the leader's store time, then writing them with one system call and one dispatch
+    /// pass. It waits for buffer space rather than fail: a committed write must be applied.
+    pub fn append_at(&self, msgs: &[PutMessage], store_ts: i64) -> StoreResult<AppendResult> {
+        self.inner
             .log
-            .append_stamped(msgs, false, true, Some(store_ts))?;
+            .append_stamped(msgs, false, true, Some(store_ts))
+    }
+
+    /// Writes and dispatches what [`MessageStore::append_at`] buffered, on the calling thread
+    /// (ASYNC_FLUSH; under SYNC_FLUSH the writer thread writes and syncs).
+    pub fn write_appended(&self) {
         self.inner.log.write_inline(&*self.inner);
-        Ok(r)
     }
 
     /// Appends a batch (one topic and queue, consecutive queue offsets, one segment).

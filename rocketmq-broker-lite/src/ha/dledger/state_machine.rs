@@ -214,11 +214,12 @@ impl StateMachine {
         std::fs::File::open(&self.inner.dir)?.sync_all()
     }
 
-    /// Applies one write: appended with the leader's time; a full disk is waited out (a
-    /// committed write must be applied), other refusals are the same on every replica.
+    /// Applies one write: appended with the leader's time (buffered: the caller writes the
+    /// entry's writes together); a full disk is waited out (a committed write must be
+    /// applied), other refusals are the same on every replica.
     fn apply_write(&self, msgs: &[PutMessage], store_ts: i64) -> Result<Applied, StoreError> {
         loop {
-            match self.inner.store.put_messages_at(msgs, store_ts) {
+            match self.inner.store.append_at(msgs, store_ts) {
                 Ok(r) => {
                     return Ok(Applied {
                         wrote_offset: r.wrote_offset,
@@ -231,6 +232,9 @@ impl StateMachine {
                 }
                 Err(e @ StoreError::DiskFull { .. }) | Err(e @ StoreError::Busy) => {
                     warn!(error = %e, "cannot apply a committed write yet; trying again");
+                    // What this entry appended so far goes out first (it may free the
+                    // buffer).
+                    self.inner.store.write_appended();
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(
@@ -291,6 +295,9 @@ impl StateMachine {
                     Vec::new()
                 }
             };
+            // The entry's writes reach the segment files (one write, one dispatch pass)
+            // before the entry counts as applied.
+            self.inner.store.write_appended();
             let end = self.inner.store.commit_log_max_offset();
             self.mark(e.log_id, end)
                 .map_err(|err| StorageIOError::apply(e.log_id, &err))?;
