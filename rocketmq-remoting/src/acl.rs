@@ -27,7 +27,7 @@ pub fn content<'a>(fields: impl IntoIterator<Item = (&'a str, &'a str)>, body: &
         .into_iter()
         .filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_KEY_QUERY)
         .collect();
-    kv.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    kv.sort_by(|a, b| java_order(a.0, b.0));
     let mut out = Vec::with_capacity(kv.iter().map(|(_, v)| v.len()).sum::<usize>() + body.len());
     for (_, v) in kv {
         out.extend_from_slice(v.as_bytes());
@@ -44,6 +44,16 @@ pub fn sign(secret_key: &str, content: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
+/// [`sign`] of the concatenation of `parts` (a request's [`content`] in pieces, say the values
+/// and the body, without copying them together).
+pub fn sign_parts(secret_key: &str, parts: &[&[u8]]) -> String {
+    let mut mac = keyed(secret_key);
+    for p in parts {
+        mac.update(p);
+    }
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
 /// [`sign`] of [`content`]`(fields, body)`, without building the content: the values are fed
 /// to the MAC in key order, then the body.
 pub fn sign_fields<'a>(
@@ -51,13 +61,37 @@ pub fn sign_fields<'a>(
     fields: impl IntoIterator<Item = (&'a str, &'a str)>,
     body: &[u8],
 ) -> String {
+    sign_with(keyed(secret_key), fields, body)
+}
+
+type HmacSha1 = Hmac<sha1::Sha1>;
+
+/// The MAC keyed by `secret_key`, before any content (cloned for each signature: the key's
+/// padding is hashed once).
+fn keyed(secret_key: &str) -> HmacSha1 {
+    <HmacSha1 as Mac>::new_from_slice(secret_key.as_bytes()).expect("HMAC takes keys of any length")
+}
+
+/// Whether a key comes before another as Java's `String.compareTo` orders them (by UTF-16
+/// code units; the same as by bytes for ASCII keys, which is what requests have).
+fn java_order(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        a.cmp(b)
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
+fn sign_with<'a>(
+    mut mac: HmacSha1,
+    fields: impl IntoIterator<Item = (&'a str, &'a str)>,
+    body: &[u8],
+) -> String {
     let mut kv: Vec<(&str, &str)> = fields
         .into_iter()
         .filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_KEY_QUERY)
         .collect();
-    kv.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-    let mut mac = <Hmac<sha1::Sha1> as Mac>::new_from_slice(secret_key.as_bytes())
-        .expect("HMAC takes keys of any length");
+    kv.sort_by(|a, b| java_order(a.0, b.0));
     for (_, v) in kv {
         mac.update(v.as_bytes());
     }
@@ -70,7 +104,7 @@ pub fn sign_fields<'a>(
 #[derive(Clone)]
 pub struct AclClientHook {
     access_key: String,
-    secret_key: String,
+    mac: HmacSha1,
     security_token: Option<String>,
 }
 
@@ -87,7 +121,7 @@ impl AclClientHook {
     pub fn new(access_key: impl Into<String>, secret_key: impl Into<String>) -> Self {
         Self {
             access_key: access_key.into(),
-            secret_key: secret_key.into(),
+            mac: keyed(&secret_key.into()),
             security_token: None,
         }
     }
@@ -103,15 +137,54 @@ impl AclClientHook {
         &self.access_key
     }
 
-    /// Signs `request` in place.
+    /// Signs `request` in place. Fields already encoded as JSON (`ext_json`, a producer's send
+    /// header) are read and extended as they are, not decoded into the map.
     pub fn sign_request(&self, request: &mut RemotingCommand) {
+        if self.sign_encoded(request) {
+            return;
+        }
         request.set_ext(ACCESS_KEY, &self.access_key);
         if let Some(t) = &self.security_token {
             request.set_ext(SECURITY_TOKEN, t);
         }
         let ext = request.ext_fields.get_or_insert_with(Default::default);
-        let signature = sign_fields(&self.secret_key, ext.iter(), &request.body);
+        let signature = sign_with(self.mac.clone(), ext.iter(), &request.body);
         request.set_ext(SIGNATURE, signature);
+    }
+
+    /// Signs a request whose fields are (partly) in `ext_json` without decoding them: the
+    /// signature covers the map's fields, the encoded ones and the access key (and token),
+    /// which go into `ext_json` with the signature. `false` (nothing changed) when there is no
+    /// `ext_json` (or it does not read), or when the request carries a signing field already
+    /// (signed again: the map path replaces it).
+    fn sign_encoded(&self, request: &mut RemotingCommand) -> bool {
+        let signing = |k: &str| k == ACCESS_KEY || k == SIGNATURE || k == SECURITY_TOKEN;
+        let signature = {
+            let Some(encoded) = request.ext_json.as_ref().and_then(|j| j.entries()) else {
+                return false;
+            };
+            let encoded = encoded.iter().map(|(k, v)| (k.as_ref(), v.as_ref()));
+            let map = request.ext_fields.iter().flatten();
+            if encoded.clone().any(|(k, _)| signing(k)) || map.clone().any(|(k, _)| signing(k)) {
+                return false;
+            }
+            let own = std::iter::once((ACCESS_KEY, self.access_key.as_str()))
+                .chain(self.security_token.as_deref().map(|t| (SECURITY_TOKEN, t)));
+            sign_with(
+                self.mac.clone(),
+                map.chain(encoded).chain(own),
+                &request.body,
+            )
+        };
+        let Some(json) = request.ext_json.as_mut() else {
+            return false;
+        };
+        json.push(ACCESS_KEY, &self.access_key);
+        if let Some(t) = &self.security_token {
+            json.push(SECURITY_TOKEN, t);
+        }
+        json.push(SIGNATURE, &signature);
+        true
     }
 }
 
@@ -122,6 +195,10 @@ impl RpcHook for AclClientHook {
     }
 
     fn wants_response(&self) -> bool {
+        false
+    }
+
+    fn needs_field_map(&self) -> bool {
         false
     }
 }
@@ -152,6 +229,10 @@ mod tests {
             "7/zfauXrL6LSdBbV8YTfnCWafHk="
         );
         assert_eq!(sign("12345678", b"").len(), 28);
+        assert_eq!(
+            sign_parts("Jefe", &[b"what do ya ", b"", b"want for nothing?"]),
+            "7/zfauXrL6LSdBbV8YTfnCWafHk="
+        );
         let fields = [
             ("b", "T"),
             ("Signature", "x"),
@@ -177,5 +258,101 @@ mod tests {
         // AccessKey, SecurityToken, b: in key order, then the body.
         let expected = sign("12345678", b"RocketMQtokTopicAbody");
         assert_eq!(ext.get(SIGNATURE), Some(expected.as_str()));
+    }
+
+    /// A request whose fields are partly encoded (`ext_json`), and the same with every field in
+    /// the map.
+    fn encoded_and_mapped(value_b: &str) -> (RemotingCommand, RemotingCommand) {
+        let mut enc = RemotingCommand::request(crate::protocol::RequestCode::SendMessageV2)
+            .with_body(&b"body"[..]);
+        enc.set_ext("z", "last");
+        let mut json = crate::protocol::header_json::JsonExtFields::with_capacity(64);
+        json.push("b", value_b);
+        json.push_int("a", 42);
+        json.push_bool("c", true);
+        enc.ext_json = Some(json);
+        let mut map = enc.clone();
+        map.materialize_ext_fields();
+        (enc, map)
+    }
+
+    fn header_fields(cmd: &RemotingCommand) -> crate::protocol::ExtFields {
+        let mut out = Vec::new();
+        crate::protocol::header_json::encode(cmd, &mut out);
+        crate::protocol::header_json::decode(&out)
+            .unwrap()
+            .ext_fields
+            .unwrap()
+    }
+
+    #[test]
+    fn encoded_fields_are_signed_without_decoding_and_alike() {
+        let hook = AclClientHook::new("RocketMQ", "12345678").with_security_token("tok");
+        let (mut enc, mut map) = encoded_and_mapped("TopicA");
+        hook.sign_request(&mut enc);
+        hook.sign_request(&mut map);
+        // The fast path took it: the map was not filled from the JSON.
+        assert!(enc.ext_json.is_some());
+        assert_eq!(enc.ext(ACCESS_KEY), None);
+        let (e, m) = (header_fields(&enc), header_fields(&map));
+        assert_eq!(e.get(SIGNATURE), m.get(SIGNATURE));
+        assert_eq!(e.get(ACCESS_KEY), Some("RocketMQ"));
+        assert_eq!(e.get(SECURITY_TOKEN), Some("tok"));
+        // AccessKey, SecurityToken, a, b, c, z in key order, then the body.
+        let expected = sign("12345678", b"RocketMQtok42TopicAtruelastbody");
+        assert_eq!(e.get(SIGNATURE), Some(expected.as_str()));
+        // What a broker checks: the signature over the decoded fields.
+        let fields: Vec<(&str, &str)> = e.iter().collect();
+        assert_eq!(sign_fields("12345678", fields, b"body"), expected);
+    }
+
+    #[test]
+    fn escaped_values_are_signed_unescaped_and_signed_requests_take_the_map_path() {
+        let hook = AclClientHook::new("RocketMQ", "12345678");
+        // Escaped in the JSON (a quote, properties' separators, a non-BMP character): signed
+        // as their values.
+        let value = "T\"o\u{1}p\u{2}i\\c\n\u{1F600}";
+        let (mut enc, mut map) = encoded_and_mapped(value);
+        hook.sign_request(&mut enc);
+        hook.sign_request(&mut map);
+        assert_eq!(enc.ext(ACCESS_KEY), None, "not decoded into the map");
+        assert_eq!(
+            header_fields(&enc).get(SIGNATURE),
+            header_fields(&map).get(SIGNATURE)
+        );
+        let expected = sign(
+            "12345678",
+            format!("RocketMQ42{value}truelastbody").as_bytes(),
+        );
+        assert_eq!(header_fields(&enc).get(SIGNATURE), Some(expected.as_str()));
+        // Signed twice (say, resent): replaced, not doubled.
+        let (mut twice, _) = encoded_and_mapped("TopicA");
+        hook.sign_request(&mut twice);
+        hook.sign_request(&mut twice);
+        let fields = header_fields(&twice);
+        assert_eq!(fields.iter().filter(|(k, _)| *k == SIGNATURE).count(), 1);
+        let all: Vec<(&str, &str)> = fields.iter().collect();
+        assert_eq!(
+            fields.get(SIGNATURE),
+            Some(sign_fields("12345678", all.clone(), b"body").as_str())
+        );
+    }
+
+    #[test]
+    fn entries_read_what_push_wrote() {
+        let mut json = crate::protocol::header_json::JsonExtFields::with_capacity(64);
+        assert_eq!(json.entries(), Some(vec![]));
+        let odd = "\"\\/\u{8}\u{c}\n\r\t\u{1}\u{7f}\u{2028}\u{e9}\u{1F600}x";
+        json.push("k\u{e9}y", "v\u{e4}l");
+        json.push_int("n", -7);
+        json.push(odd, odd);
+        let got = json.entries().unwrap();
+        let got: Vec<(&str, &str)> = got.iter().map(|(k, v)| (k.as_ref(), v.as_ref())).collect();
+        assert_eq!(got, vec![("k\u{e9}y", "v\u{e4}l"), ("n", "-7"), (odd, odd)]);
+        assert_eq!(
+            json.to_ext_fields().iter().collect::<Vec<_>>(),
+            got,
+            "the same as the header reader reads"
+        );
     }
 }

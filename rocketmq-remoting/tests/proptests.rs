@@ -28,6 +28,15 @@ fn text() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Text with what JSON escapes: control characters (a message's property separators), quotes,
+/// backslashes, and characters outside the BMP.
+fn escaped_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        text(),
+        "[\\x00-\\x1f\"\\\\/a-z\u{e9}\u{2028}\u{1F600}]{0,16}",
+    ]
+}
+
 fn non_empty_text() -> impl Strategy<Value = String> {
     text().prop_filter("non-empty", |s| !s.is_empty())
 }
@@ -332,6 +341,48 @@ proptest! {
             prop_assert_eq!(&b.properties, &m.properties);
             prop_assert_eq!(b.flag, m.flag);
         }
+    }
+
+    #[test]
+    fn signing_encoded_fields_signs_what_a_broker_decodes(
+        entries in proptest::collection::vec((escaped_text(), escaped_text()), 0..10),
+        in_map in 0usize..10,
+        body in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        // Distinct keys, none of the signer's own.
+        let mut seen = std::collections::HashSet::new();
+        let entries: Vec<(String, String)> = entries
+            .into_iter()
+            .filter(|(k, _)| !["AccessKey", "Signature", "SecurityToken"].contains(&k.as_str()))
+            .filter(|(k, _)| seen.insert(k.clone()))
+            .collect();
+        let mut cmd = RemotingCommand::request(rocketmq_remoting::protocol::RequestCode::SendMessageV2)
+            .with_body(body.clone());
+        let mut json = header_json::JsonExtFields::with_capacity(64);
+        for (i, (k, v)) in entries.iter().enumerate() {
+            if i < in_map {
+                cmd.set_ext(k, v);
+            } else {
+                json.push(k, v);
+            }
+        }
+        cmd.ext_json = Some(json);
+        let signer = rocketmq_remoting::acl::AclClientHook::new("RocketMQ", "12345678")
+            .with_security_token("tok");
+        let mut via_map = cmd.clone();
+        via_map.materialize_ext_fields();
+        signer.sign_request(&mut cmd);
+        signer.sign_request(&mut via_map);
+        let decoded = |c: &RemotingCommand| {
+            let mut out = Vec::new();
+            header_json::encode(c, &mut out);
+            header_json::decode(&out).unwrap().ext_fields.unwrap()
+        };
+        let (fast, slow) = (decoded(&cmd), decoded(&via_map));
+        prop_assert_eq!(fast.get("Signature"), slow.get("Signature"));
+        let fields: Vec<(&str, &str)> = fast.iter().collect();
+        let expected = rocketmq_remoting::acl::sign_fields("12345678", fields, &body);
+        prop_assert_eq!(fast.get("Signature"), Some(expected.as_str()));
     }
 
     #[test]

@@ -163,7 +163,7 @@ impl PlainAcl {
         if req.ip.as_ref().is_some_and(|ip| account.white.matches(ip)) {
             return Ok(());
         }
-        let expected = signature::sign(&account.secret_key, &req.content);
+        let expected = signature::sign_parts(&account.secret_key, &[&req.content, &req.body]);
         if req.signature.as_deref() != Some(expected.as_str()) {
             return Err(format!("Check signature failed for accessKey={ak}"));
         }

@@ -24,9 +24,6 @@ use crate::error::{ClientError, Result};
 pub(crate) struct Api {
     pub(crate) remoting: RemotingClient,
     pub(crate) language: LanguageCode,
-    /// Requests are signed (ACL credentials): the signer reads the header as a map, so a
-    /// send's header is written as one rather than as pre-encoded JSON.
-    pub(crate) signed: bool,
 }
 
 /// Outcome of a pull (Java `PullStatus`).
@@ -159,12 +156,9 @@ impl Api {
         };
         let mut req = self.bare(code);
         req.version = VERSION_4_9_8;
-        if self.signed {
-            header.write_v2(req.ext_fields.get_or_insert_with(Default::default));
-        } else {
-            // Written as JSON at once: the same bytes as through a map, without building one.
-            req.ext_json = Some(header.to_v2_json());
-        }
+        // Written as JSON at once: the same bytes as through a map, without building one (the
+        // ACL signer reads and extends it as it is).
+        req.ext_json = Some(header.to_v2_json());
         req.body = body;
         if oneway {
             self.remoting.invoke_oneway(addr, req, timeout).await?;

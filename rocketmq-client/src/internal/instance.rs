@@ -292,7 +292,6 @@ impl ClientInstance {
                 api: Api {
                     remoting,
                     language: config.language,
-                    signed: config.credentials.is_some(),
                 },
                 uniq: UniqIdGenerator::new(ip, std::process::id(), hash),
                 namesrv_current: AtomicUsize::new(

@@ -507,7 +507,7 @@ impl Channel {
     }
 
     fn run_before_hooks(&self, cmd: &mut RemotingCommand) -> Result<(), RemotingError> {
-        if !self.inner.hooks.is_empty() {
+        if self.inner.hooks.iter().any(|h| h.needs_field_map()) {
             // Hooks read and change the fields as a map.
             cmd.materialize_ext_fields();
         }

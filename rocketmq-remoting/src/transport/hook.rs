@@ -14,6 +14,14 @@ pub trait RpcHook: Send + Sync + 'static {
         request: &mut RemotingCommand,
     ) -> Result<(), String>;
 
+    /// Whether [`RpcHook::before_request`] reads or changes the request's fields through
+    /// `ext_fields` only: the channel then moves fields already encoded as JSON
+    /// ([`RemotingCommand::ext_json`]) into the map first (true unless overridden). A hook that
+    /// handles `ext_json` itself says false and saves that decoding.
+    fn needs_field_map(&self) -> bool {
+        true
+    }
+
     /// Whether [`RpcHook::after_response`] does anything: a server keeps a copy of each
     /// request for it only when a hook says so (true unless overridden).
     fn wants_response(&self) -> bool {
