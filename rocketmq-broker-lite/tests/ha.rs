@@ -656,3 +656,88 @@ async fn runtime_info_shows_replication() {
     g.master.shutdown().await.unwrap();
     g.namesrv.shutdown().await;
 }
+
+/// A master with ACL on: the HA port replicates as always, but the slave's metadata requests
+/// are unsigned (as Apache's), so the master answers them only once the slave's address is
+/// in its `globalWhiteRemoteAddresses`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_of_an_acl_master_copies_its_metadata_once_white_listed() {
+    let acl_dir = TempDir::new("ha-acl").unwrap();
+    let rules = acl_dir.path().join("plain_acl.yml");
+    std::fs::write(
+        &rules,
+        "globalWhiteRemoteAddresses: []\naccounts:\n  - accessKey: haAdmin1\n    \
+         secretKey: \"haSecret1\"\n    admin: true\n    defaultTopicPerm: PUB|SUB\n    \
+         defaultGroupPerm: PUB|SUB\n",
+    )
+    .unwrap();
+    let g = group(|cfg| {
+        cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
+            &format!(
+                "aclEnable=true\nrocketmq.acl.plain.file={}\n",
+                rules.display()
+            ),
+        ))
+        .unwrap();
+    })
+    .await;
+    let s = slave(&g, 1, |_| {}).await;
+    let signed = rocketmq_remoting::transport::RemotingClient::builder()
+        .hook(std::sync::Arc::new(
+            rocketmq_remoting::acl::AclClientHook::new("haAdmin1", "haSecret1"),
+        ))
+        .build();
+    let m = g.master.broker_addr();
+    // Unsigned requests are refused by the master: its ACL is on.
+    let r = send(&client(), &m, "AclHaTopic", 0, "unsigned").await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::SystemError,
+        "{}",
+        r.remark_str()
+    );
+    let r = signed
+        .invoke(&m, create_topic_request("AclHaTopic", 4), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    for i in 0..20 {
+        send_ok(&signed, &m, "AclHaTopic", i % 4, &format!("message {i}")).await;
+    }
+    // The HA port has no ACL (as in Java): the log is replicated.
+    caught_up(&g.master, &s).await;
+    let end = g.master.store().commit_log_written_offset();
+    assert_eq!(
+        commit_log_bytes(&g.master, 0, end),
+        commit_log_bytes(&s, 0, end)
+    );
+    // The slave knows its master, asks, and is refused: no topics copied.
+    let inner = s.inner().clone();
+    eventually("the slave to learn its master", move || {
+        inner.master_addr().is_some()
+    })
+    .await;
+    s.inner().sync_from_master_now().await;
+    assert!(!s.inner().topic_exists("AclHaTopic"));
+    // White-listed by an admin request: the next round copies them.
+    let mut white = RemotingCommand::request(RequestCode::UpdateGlobalWhiteAddrsConfig);
+    white.set_ext("globalWhiteAddrs", "127.0.0.1");
+    white.set_ext("aclFileFullPath", "");
+    let r = signed.invoke(&m, white, T).await.unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    s.inner().sync_from_master_now().await;
+    assert!(s.inner().topic_exists("AclHaTopic"));
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}

@@ -15,6 +15,10 @@
 //!   become the master's and are saved.
 //!
 //! A step that fails is logged and the others still run.
+//!
+//! The requests are not signed (Java's broker registers no client RPC hook for its ACL): a
+//! master with `aclEnable=true` answers them only when this slave's address is in its
+//! `globalWhiteRemoteAddresses`; a refusal says so in the log.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,17 +96,38 @@ pub(crate) async fn sync_once(b: &Arc<BrokerInner>) {
     if master == b.broker_addr() {
         return;
     }
-    if let Err(e) = sync_topic_config(b, &master).await {
-        warn!(%master, error = %e, "copying topics from the master failed");
+    let steps = [
+        ("topics", sync_topic_config(b, &master).await),
+        ("consumer offsets", sync_consumer_offset(b, &master).await),
+        ("delay offsets", sync_delay_offset(b, &master).await),
+        (
+            "subscription groups",
+            sync_subscription_group_config(b, &master).await,
+        ),
+    ];
+    let mut acl_refused = false;
+    for (what, outcome) in steps {
+        if let Err(e) = outcome {
+            warn!(%master, error = %e, "copying {what} from the master failed");
+            acl_refused |= e.is_acl_refusal();
+        }
     }
-    if let Err(e) = sync_consumer_offset(b, &master).await {
-        warn!(%master, error = %e, "copying consumer offsets from the master failed");
+    if acl_refused {
+        warn!(
+            %master,
+            slave = %b.broker_addr(),
+            "the master checks ACL (aclEnable=true) and refused this slave's unsigned requests: \
+             add the slave's address to the master's globalWhiteRemoteAddresses (a slave signs \
+             nothing, as Apache's does not)"
+        );
     }
-    if let Err(e) = sync_delay_offset(b, &master).await {
-        warn!(%master, error = %e, "copying delay offsets from the master failed");
-    }
-    if let Err(e) = sync_subscription_group_config(b, &master).await {
-        warn!(%master, error = %e, "copying subscription groups from the master failed");
+}
+
+impl SyncError {
+    /// Whether the master's ACL refused the request (Java's `AclException` remark).
+    fn is_acl_refusal(&self) -> bool {
+        matches!(self, SyncError::Refused { remark, .. }
+            if remark.starts_with("org.apache.rocketmq.acl.common.AclException"))
     }
 }
 
