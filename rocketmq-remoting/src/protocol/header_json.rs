@@ -91,26 +91,10 @@ impl JsonExtFields {
     /// The entries, in order, read straight from the encoded members: borrowed unless a value
     /// is escaped (a message's properties are: their separators are control characters).
     /// `None` if the members do not read as string entries (they always do when this type
-    /// wrote them).
+    /// wrote them) or hold what the fast reader leaves to the general one (a surrogate pair).
     pub fn entries(&self) -> Option<Vec<(Cow<'_, str>, Cow<'_, str>)>> {
         let m = std::str::from_utf8(&self.members).ok()?;
-        let mut out = Vec::with_capacity(self.len);
-        let mut at = 0;
-        while at < m.len() {
-            if !out.is_empty() {
-                if m.as_bytes()[at] != b',' {
-                    return None;
-                }
-                at += 1;
-            }
-            let k = json_string(m, &mut at)?;
-            if m.as_bytes().get(at) != Some(&b':') {
-                return None;
-            }
-            at += 1;
-            let v = json_string(m, &mut at)?;
-            out.push((k, v));
-        }
+        let out = super::header_json_fast::string_members(m)?;
         (out.len() == self.len).then_some(out)
     }
 
@@ -126,65 +110,6 @@ impl JsonExtFields {
             .and_then(|cmd| cmd.ext_fields)
             .unwrap_or_default()
     }
-}
-
-/// The JSON string at `m[*at..]` (moving `at` past it), unescaped: borrowed when it has no
-/// escapes. `m` is valid UTF-8, so the positions of ASCII bytes are character boundaries.
-fn json_string<'a>(m: &'a str, at: &mut usize) -> Option<Cow<'a, str>> {
-    let b = m.as_bytes();
-    if b.get(*at) != Some(&b'"') {
-        return None;
-    }
-    let start = *at + 1;
-    let stop = |from: usize| {
-        b[from..]
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\')
-            .map(|n| from + n)
-    };
-    let mut i = stop(start)?;
-    if b[i] == b'"' {
-        *at = i + 1;
-        return Some(Cow::Borrowed(&m[start..i]));
-    }
-    let mut out = String::with_capacity(i - start + 64);
-    out.push_str(&m[start..i]);
-    while b[i] == b'\\' {
-        let e = *b.get(i + 1)?;
-        i += 2;
-        let c = match e {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => {
-                let hex = |i: usize| u32::from_str_radix(m.get(i..i + 4)?, 16).ok();
-                let hi = hex(i)?;
-                i += 4;
-                if (0xD800..0xDC00).contains(&hi) && b.get(i..i + 2) == Some(&b"\\u"[..]) {
-                    let lo = hex(i + 2)?;
-                    if !(0xDC00..0xE000).contains(&lo) {
-                        return None;
-                    }
-                    i += 6;
-                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
-                } else {
-                    char::from_u32(hi)?
-                }
-            }
-            _ => return None,
-        };
-        out.push(c);
-        let next = stop(i)?;
-        out.push_str(&m[i..next]);
-        i = next;
-    }
-    *at = i + 1;
-    Some(Cow::Owned(out))
 }
 
 impl fmt::Debug for JsonExtFields {

@@ -14,6 +14,27 @@ use super::codes::LanguageCode;
 use super::command::{ExtFields, RemotingCommand};
 use super::json::escape::short_unescape;
 
+/// The members of an object of strings without its braces (`"k":"v","k2":"v2"`, no white
+/// space), as [`JsonExtFields`](super::header_json::JsonExtFields) holds them: the pairs,
+/// borrowed unless escaped. `None` when they do not read so.
+pub(crate) fn string_members(m: &str) -> Option<Vec<(Cow<'_, str>, Cow<'_, str>)>> {
+    let mut scan = Scan {
+        s: m,
+        b: m.as_bytes(),
+        i: 0,
+    };
+    let mut out = Vec::with_capacity(16);
+    while scan.i < m.len() {
+        if !out.is_empty() {
+            scan.eat(b',')?;
+        }
+        let k = scan.string()?;
+        scan.eat(b':')?;
+        out.push((k, scan.string()?));
+    }
+    Some(out)
+}
+
 struct Scan<'a> {
     /// The header, checked as UTF-8 once: strings are slices of it (their ends are ASCII
     /// quotes, backslashes or control characters, so always character boundaries).
