@@ -69,21 +69,20 @@ async fn start(rules: &str) -> (TempDir, std::path::PathBuf, NameServerHandle, B
     let dir = TempDir::new("acl").unwrap();
     let file = dir.path().join("plain_acl.yml");
     std::fs::write(&file, rules).unwrap();
+    let (ns, b) = start_with(&dir, &file).await;
+    (dir, file, ns, b)
+}
+
+/// A name server and a broker (its store in `dir`) with ACL on over the rules of `file`.
+async fn start_with(dir: &TempDir, file: &std::path::Path) -> (NameServerHandle, BrokerHandle) {
     let ns = NameServer::builder()
         .listen("127.0.0.1:0")
         .start()
         .await
         .unwrap();
     let mut cfg = broker_config(&dir.path().join("store"), &ns.local_addr().to_string());
-    cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
-        &format!(
-            "aclEnable=true\nrocketmq.acl.plain.file={}\n",
-            file.display()
-        ),
-    ))
-    .unwrap();
-    let b = Broker::builder(cfg).start().await.unwrap();
-    (dir, file, ns, b)
+    enable_acl(&mut cfg, file);
+    (ns, Broker::builder(cfg).start().await.unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,13 +187,7 @@ async fn a_broker_with_a_broken_acl_file_does_not_start() {
     let file = dir.path().join("plain_acl.yml");
     std::fs::write(&file, "accounts:\n  - accessKey: short\n    secretKey: x\n").unwrap();
     let mut cfg = broker_config(&dir.path().join("store"), "127.0.0.1:9");
-    cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
-        &format!(
-            "aclEnable=true\nrocketmq.acl.plain.file={}\n",
-            file.display()
-        ),
-    ))
-    .unwrap();
+    enable_acl(&mut cfg, &file);
     let e = Broker::builder(cfg.clone())
         .start()
         .await
@@ -333,20 +326,7 @@ async fn start_files(
     std::fs::create_dir_all(&conf).unwrap();
     let file = conf.join("plain_acl.yml");
     std::fs::write(&file, default_rules).unwrap();
-    let ns = NameServer::builder()
-        .listen("127.0.0.1:0")
-        .start()
-        .await
-        .unwrap();
-    let mut cfg = broker_config(&dir.path().join("store"), &ns.local_addr().to_string());
-    cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
-        &format!(
-            "aclEnable=true\nrocketmq.acl.plain.file={}\n",
-            file.display()
-        ),
-    ))
-    .unwrap();
-    let b = Broker::builder(cfg).start().await.unwrap();
+    let (ns, b) = start_with(&dir, &file).await;
     (dir, conf, ns, b)
 }
 

@@ -671,16 +671,7 @@ async fn a_slave_of_an_acl_master_copies_its_metadata_once_white_listed() {
          defaultGroupPerm: PUB|SUB\n",
     )
     .unwrap();
-    let g = group(|cfg| {
-        cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
-            &format!(
-                "aclEnable=true\nrocketmq.acl.plain.file={}\n",
-                rules.display()
-            ),
-        ))
-        .unwrap();
-    })
-    .await;
+    let g = group(|cfg| enable_acl(cfg, &rules)).await;
     let s = slave(&g, 1, |_| {}).await;
     let signed = rocketmq_remoting::transport::RemotingClient::builder()
         .hook(std::sync::Arc::new(

@@ -276,6 +276,17 @@ pub fn commit_log_bytes(b: &BrokerHandle, from: u64, to: u64) -> Vec<u8> {
 }
 
 /// UPDATE_AND_CREATE_TOPIC for `topic` with `queues` read and write queues.
+/// Turns ACL on with the rules of `file` (`aclEnable=true`, `rocketmq.acl.plain.file`).
+pub fn enable_acl(cfg: &mut BrokerConfig, file: &std::path::Path) {
+    cfg.apply_properties(&rocketmq_broker_lite::broker::config::parse_properties(
+        &format!(
+            "aclEnable=true\nrocketmq.acl.plain.file={}\n",
+            file.display()
+        ),
+    ))
+    .unwrap();
+}
+
 pub fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
     let h = rocketmq_remoting::protocol::headers::CreateTopicRequestHeader {
         topic: topic.into(),
