@@ -1209,7 +1209,18 @@ impl PushEngine {
         // Listener calls hold permits: once all are free, none that began before the reset is
         // still running (their results are discarded anyway: their queues are dropped).
         let all = u32::try_from(self.cfg.consume_thread_max).unwrap_or(u32::MAX);
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.permits.acquire_many(all)).await;
+        let idle = tokio::time::timeout(Duration::from_secs(10), self.permits.acquire_many(all));
+        tokio::select! {
+            _ = idle => {}
+            _ = self.stopping.cancelled() => {
+                // Shutting down: the new offsets are kept for its last commit; no more calls
+                // to the brokers from here.
+                for (mq, _, offset) in &mine {
+                    self.offsets.update(mq, *offset, false);
+                }
+                return;
+            }
+        }
         for (mq, pq, offset) in &mine {
             self.offsets.update(mq, *offset, false);
             RebalanceTarget::remove_unnecessary(self, mq, pq).await;
