@@ -11,6 +11,14 @@ from rocketmq.client import (ConsumeStatus, Message, Producer, PushConsumer, Tra
                              TransactionStatus)
 
 
+def credentials(client):
+    # ACL: RMQ_ACCESS_KEY / RMQ_SECRET_KEY in the environment sign every request (the C++
+    # client's own signer, with its OnsChannel field).
+    ak, sk = os.environ.get("RMQ_ACCESS_KEY"), os.environ.get("RMQ_SECRET_KEY")
+    if ak and sk:
+        client.set_session_credentials(ak, sk, "ALIYUN")
+
+
 def out(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -19,6 +27,7 @@ def out(obj):
 def produce(ns, topic, group, bodies, tags):
     p = Producer(group)
     p.set_name_server_address(ns)
+    credentials(p)
     p.start()
     sent = []
     for i, body in enumerate(bodies):
@@ -104,6 +113,7 @@ def consume(ns, topic, group, expect, orderly, timeout):
 
     c = PushConsumer(group, orderly=orderly)
     c.set_name_server_address(ns)
+    credentials(c)
     c.subscribe(topic, on_message, "*")
     c.start()
     deadline = time.time() + timeout
@@ -187,6 +197,11 @@ def main():
     if mode == "produce":
         bodies = json.loads(sys.argv[4])
         out({"sent": produce(ns, topic, "cpp_pg_" + topic, bodies, "TagA")})
+    elif mode == "produce-or-error":
+        try:
+            out({"sent": produce(ns, topic, "cpp_pg_" + topic, json.loads(sys.argv[4]), "TagA")})
+        except Exception as e:  # the client's refusal, reported instead of raised
+            out({"error": str(e)})
     elif mode == "produce-orderly":
         keys = sys.argv[4].split(",")
         out({"sent": produce_orderly(ns, topic, "cpp_opg_" + topic, keys, int(sys.argv[5]))})
