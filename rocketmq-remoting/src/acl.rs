@@ -91,7 +91,10 @@ fn sign_with<'a>(
         .into_iter()
         .filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_KEY_QUERY)
         .collect();
-    kv.sort_by(|a, b| java_order(a.0, b.0));
+    // Often in order already (a producer's send header, after the signer's own fields).
+    if !kv.is_sorted_by(|a, b| java_order(a.0, b.0).is_le()) {
+        kv.sort_by(|a, b| java_order(a.0, b.0));
+    }
     for (_, v) in kv {
         mac.update(v.as_bytes());
     }
@@ -172,7 +175,7 @@ impl AclClientHook {
                 .chain(self.security_token.as_deref().map(|t| (SECURITY_TOKEN, t)));
             sign_with(
                 self.mac.clone(),
-                map.chain(encoded).chain(own),
+                own.chain(map).chain(encoded),
                 &request.body,
             )
         };
