@@ -68,6 +68,9 @@ impl Drop for Release<'_> {
 async fn a_stalled_store_refuses_sends_with_pc_synchronized_until_it_moves_again() {
     let fs = SimFs::new(11);
     let (_dir, namesrv, broker) = start_on(&fs, |c| {
+        // Only appends write the commit log: a zero-fill of the segment still running when
+        // the writes are held would stall the store before the "stuck" send (refused then).
+        c.store.warm_segments = false;
         c.store.os_page_cache_busy_timeout = Duration::from_millis(100);
         c.store.sync_flush_timeout = Duration::from_millis(300);
     })
