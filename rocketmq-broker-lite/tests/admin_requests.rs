@@ -24,11 +24,6 @@ async fn call(c: &RemotingClient, addr: &str, req: RemotingCommand) -> RemotingC
     c.invoke(addr, req, T).await.unwrap()
 }
 
-async fn create_topic(c: &RemotingClient, addr: &str, topic: &str, queues: i32) {
-    let r = call(c, addr, create_topic_request(topic, queues)).await;
-    assert_eq!(r.response_code(), ResponseCode::Success, "{:?}", r.remark);
-}
-
 async fn commit_offset(c: &RemotingClient, addr: &str, group: &str, topic: &str, q: i32, o: i64) {
     let h = UpdateConsumerOffsetRequestHeader {
         consumer_group: group.into(),

@@ -52,19 +52,6 @@ fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
     )
 }
 
-async fn create_topic(c: &RemotingClient, b: &str, topic: &str, queues: i32) {
-    let r = c
-        .invoke(b, create_topic_request(topic, queues), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        r.response_code(),
-        ResponseCode::Success,
-        "{}",
-        r.remark_str()
-    );
-}
-
 fn route_request(topic: &str) -> RemotingCommand {
     RemotingCommand::request_with_header(
         RequestCode::GetRouteinfoByTopic,

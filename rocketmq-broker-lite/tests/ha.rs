@@ -687,16 +687,7 @@ async fn a_slave_of_an_acl_master_copies_its_metadata_once_white_listed() {
         "{}",
         r.remark_str()
     );
-    let r = signed
-        .invoke(&m, create_topic_request("AclHaTopic", 4), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        r.response_code(),
-        ResponseCode::Success,
-        "{}",
-        r.remark_str()
-    );
+    create_topic(&signed, &m, "AclHaTopic", 4).await;
     for i in 0..20 {
         send_ok(&signed, &m, "AclHaTopic", i % 4, &format!("message {i}")).await;
     }

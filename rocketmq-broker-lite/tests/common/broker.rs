@@ -301,6 +301,20 @@ pub fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
     RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &h)
 }
 
+/// Creates `topic` with `queues` queues on broker `b`, asserting success.
+pub async fn create_topic(c: &RemotingClient, b: &str, topic: &str, queues: i32) {
+    let r = c
+        .invoke(b, create_topic_request(topic, queues), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+}
+
 /// GET_BROKER_RUNTIME_INFO of a broker, as a map.
 pub async fn runtime_info(
     c: &RemotingClient,
