@@ -21,6 +21,19 @@
 //! within about a second. Votes, purges and truncations are always made durable before the
 //! call returns.
 //!
+//! The leader's own appends (SYNC_FLUSH, once [`RaftLogStore::lead_before_sync`] named the
+//! node): openraft 0.9 waits for an append to be flushed before it replicates it, which would
+//! put the leader's `fdatasync` and its followers' round trip (their own `fdatasync` inside) one
+//! after the other. Instead an append of entries of this node's own committed vote is reported
+//! done once written, and synced by the group commit while the followers store it. openraft may
+//! then count an entry as committed before the leader's copy is durable, so nothing acts on
+//! that count before it is: the state machine applies (and so answers the client) only what
+//! [`Durable::wait`] says is synced, and the commit index sent to followers is cut to it
+//! ([`Durable::clamp`]). Every visible effect of a commit therefore needs a majority of
+//! durable copies, as Raft's safety argument does; should the leader lose its unsynced tail in
+//! a power cut, no other node counts those entries as committed, and a new leader may replace
+//! them.
+//!
 //! Zero-filled ahead: a background thread keeps the file written with zeros up to
 //! [`WARM_AHEAD`] bytes past its last record (when the store's segments are warmed), so that an
 //! append overwrites cached pages instead of growing the file: no block allocation, no size
@@ -51,6 +64,7 @@ use openraft::{
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use tokio::sync::watch;
 
 use super::types::{Entry, NodeId, Proposal, TypeConfig};
 use crate::store::persist::off_the_workers;
@@ -102,13 +116,34 @@ struct Shared {
     flusher: OnceLock<Thread>,
     /// SYNC_FLUSH: appends written and waiting for the next `fdatasync` (group commit: every
     /// append waiting when a sync starts shares it).
-    pending: Mutex<Vec<LogFlushed<TypeConfig>>>,
+    pending: Mutex<Pending>,
     pending_cv: std::sync::Condvar,
+    /// Tests: held to keep the group commit from syncing.
+    #[cfg(test)]
+    sync_gate: Mutex<()>,
     closing: AtomicBool,
     /// Warming: the thread that zero-fills ahead (woken when the store is dropped), and the
     /// signal appenders wait on while it writes where they are about to.
     warmer: OnceLock<Thread>,
     warm_cv: std::sync::Condvar,
+}
+
+/// What the group commit has to do.
+#[derive(Default)]
+struct Pending {
+    /// Appends to tell once synced.
+    callbacks: Vec<LogFlushed<TypeConfig>>,
+    /// Something was written since the last sync started.
+    requested: bool,
+}
+
+/// How far the log is synced, as published to [`Durable`] handles.
+#[derive(Debug, Clone, Copy, Default)]
+struct Synced {
+    /// The last entry synced (the entries before it are too).
+    upto: Option<LogId<NodeId>>,
+    /// A write or sync failed: nothing more will be.
+    failed: bool,
 }
 
 struct Inner {
@@ -130,6 +165,11 @@ struct Inner {
     /// Set once a write or sync failed: what is on disk is then unknown, so every later write
     /// is refused.
     failed: Option<String>,
+    /// SYNC_FLUSH: how far the log is synced (for [`Durable`]).
+    synced: watch::Sender<Synced>,
+    /// This node, when its own appends as the leader are reported before they are synced
+    /// ([`RaftLogStore::lead_before_sync`]).
+    lead_before_sync: Option<NodeId>,
     compact_min: u64,
     /// Bytes kept zero-filled past `end` (0: no warming).
     warm_ahead: u64,
@@ -204,6 +244,10 @@ impl RaftLogStore {
             len = scan.end;
         }
 
+        if sync {
+            // What a crashed process left in the page cache is durable from here on.
+            file.sync_data()?;
+        }
         let mut inner = Inner {
             dir: dir.to_path_buf(),
             file: Arc::new(file),
@@ -215,6 +259,11 @@ impl RaftLogStore {
             vote,
             sync,
             failed: None,
+            synced: watch::Sender::new(Synced {
+                upto: scan.last,
+                failed: false,
+            }),
+            lead_before_sync: None,
             compact_min: COMPACT_MIN,
             warm_ahead,
             filled: len,
@@ -240,8 +289,10 @@ impl RaftLogStore {
             inner: Mutex::new(inner),
             dirty: AtomicBool::new(false),
             flusher: OnceLock::new(),
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(Pending::default()),
             pending_cv: std::sync::Condvar::new(),
+            #[cfg(test)]
+            sync_gate: Mutex::new(()),
             closing: AtomicBool::new(false),
             warmer: OnceLock::new(),
             warm_cv: std::sync::Condvar::new(),
@@ -276,7 +327,25 @@ impl RaftLogStore {
             self.shared.dirty.store(true, Ordering::SeqCst);
             return Err(e);
         }
+        let upto = g.last.or(g.purged);
+        g.synced.send_modify(|s| s.upto = upto);
         Ok(())
+    }
+
+    /// Reports this node's own appends as the leader (`me` is this node's id) done once
+    /// written, before they are synced (SYNC_FLUSH only; see the module's documentation). Who
+    /// counts on what the log holds must then look at [`RaftLogStore::durable`].
+    pub fn lead_before_sync(&self, me: NodeId) -> io::Result<()> {
+        self.lock()?.lead_before_sync = Some(me);
+        Ok(())
+    }
+
+    /// How far the log is durable.
+    pub fn durable(&self) -> io::Result<Durable> {
+        let g = self.lock()?;
+        Ok(Durable {
+            synced: g.sync.then(|| g.synced.subscribe()),
+        })
     }
 
     fn lock(&self) -> io::Result<MutexGuard<'_, Inner>> {
@@ -288,10 +357,12 @@ impl RaftLogStore {
 
     /// Appends `entries` (which must follow the last entry, or the last purged one): written to
     /// the file when this returns (synced by the group commit in SYNC_FLUSH mode, by the
-    /// flusher within a second in ASYNC_FLUSH mode).
-    fn append_entries(&self, entries: impl IntoIterator<Item = Entry>) -> io::Result<()> {
+    /// flusher within a second in ASYNC_FLUSH mode). Whether they are this node's own as the
+    /// leader ([`Inner::own_leader_appends`]).
+    fn append_entries(&self, entries: Vec<Entry>) -> io::Result<bool> {
         let mut g = self.lock()?;
         g.check_writable()?;
+        let own = g.own_leader_appends(&entries);
         let mut expect = g
             .last
             .map(|l| l.index + 1)
@@ -314,7 +385,7 @@ impl RaftLogStore {
             last = Some(e.log_id);
         }
         let (Some(first), Some(last)) = (starts.first(), last) else {
-            return Ok(());
+            return Ok(own);
         };
         debug_assert_eq!(*first, 0);
         if g.positions.is_empty() {
@@ -348,7 +419,7 @@ impl RaftLogStore {
         g.end = base + buf.len() as u64;
         g.filled = g.filled.max(g.end);
         g.last = Some(last);
-        Ok(())
+        Ok(own)
     }
 
     /// Deletes the entries from `log_id.index` on; durable when this returns.
@@ -383,6 +454,9 @@ impl RaftLogStore {
                 }
             }
         }
+        // All that is left was synced with the truncation.
+        let upto = g.last.or(g.purged);
+        g.synced.send_modify(|s| s.upto = upto);
         Ok(())
     }
 
@@ -489,6 +563,48 @@ impl RaftLogStore {
     }
 }
 
+/// How far a node's Raft log is durable (SYNC_FLUSH; in ASYNC_FLUSH everything written
+/// counts). See the module's documentation for why the leader's parts look at it.
+#[derive(Debug, Clone)]
+pub struct Durable {
+    /// `None` in ASYNC_FLUSH mode.
+    synced: Option<watch::Receiver<Synced>>,
+}
+
+impl Durable {
+    /// Waits until the entries up to `index` are synced; an error when the log failed (or
+    /// was closed) before they were.
+    pub async fn wait(&self, index: u64) -> io::Result<()> {
+        let Some(rx) = &self.synced else {
+            return Ok(());
+        };
+        let mut rx = rx.clone();
+        let s = *rx
+            .wait_for(|s| s.failed || s.upto.is_some_and(|u| u.index >= index))
+            .await
+            .map_err(|_| io::Error::other("the raft log store was closed"))?;
+        if s.failed && s.upto.is_none_or(|u| u.index < index) {
+            return Err(io::Error::other(
+                "the raft log failed before the entries were synced",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `commit` (the leader's commit index, for a follower) cut to the last synced entry.
+    pub fn clamp(&self, commit: Option<LogId<NodeId>>) -> Option<LogId<NodeId>> {
+        let Some(rx) = &self.synced else {
+            return commit;
+        };
+        let upto = rx.borrow().upto;
+        match (commit, upto) {
+            (Some(c), Some(u)) if c.index > u.index => Some(u),
+            (Some(_), None) => None,
+            (c, _) => c,
+        }
+    }
+}
+
 impl Inner {
     fn check_writable(&self) -> io::Result<()> {
         match &self.failed {
@@ -502,6 +618,19 @@ impl Inner {
     fn fail(&mut self, e: &io::Error) {
         tracing::error!("raft log {}: write failed: {e}", self.dir.display());
         self.failed.get_or_insert_with(|| e.to_string());
+        self.synced.send_modify(|s| s.failed = true);
+    }
+
+    /// Whether appending `entries` is this node leading in its own committed vote (see the
+    /// module's documentation): their append may be reported before it is synced.
+    fn own_leader_appends(&self, entries: &[Entry]) -> bool {
+        let (Some(me), Some(vote)) = (self.lead_before_sync, self.vote) else {
+            return false;
+        };
+        self.sync
+            && vote.committed
+            && vote.leader_id.node_id == me
+            && entries.iter().all(|e| e.log_id.leader_id == vote.leader_id)
     }
 
     /// Where the record of `positions[i]` ends.
@@ -651,7 +780,7 @@ fn group_commit(weak: Weak<Shared>) {
         };
         let waiting = {
             let mut p = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
-            while p.is_empty() && !shared.closing.load(Ordering::SeqCst) {
+            while !p.requested && !shared.closing.load(Ordering::SeqCst) {
                 let (g, _) = shared
                     .pending_cv
                     .wait_timeout(p, Duration::from_millis(100))
@@ -661,33 +790,51 @@ fn group_commit(weak: Weak<Shared>) {
                     break;
                 }
             }
-            std::mem::take(&mut *p)
+            if !p.requested {
+                None
+            } else {
+                p.requested = false;
+                Some(std::mem::take(&mut p.callbacks))
+            }
         };
-        if waiting.is_empty() {
+        let Some(waiting) = waiting else {
             if shared.closing.load(Ordering::SeqCst) || Arc::strong_count(&shared) == 1 {
                 return;
             }
             continue;
-        }
-        // Everything written before the callbacks were queued is in this file (a compaction
-        // that replaced it synced the copy).
+        };
+        // Everything written before the request was made is in this file (a compaction that
+        // replaced it synced the copy), up to the last entry as of now.
         let file = shared
             .inner
             .lock()
-            .map(|g| (g.file.clone(), g.failed.clone()));
+            .map(|g| (g.file.clone(), g.failed.clone(), g.last, g.generation));
+        #[cfg(test)]
+        let _gate = shared.sync_gate.lock();
         let outcome = match file {
-            Ok((_, Some(why))) => Err(io::Error::other(why)),
-            Ok((file, None)) => file.sync_data(),
+            Ok((_, Some(why), ..)) => Err(io::Error::other(why)),
+            Ok((file, None, last, generation)) => file.sync_data().map(|()| (last, generation)),
             Err(_) => Err(io::Error::other("raft log store poisoned by a panic")),
         };
-        if let Err(e) = &outcome {
-            if let Ok(mut g) = shared.inner.lock() {
-                g.fail(e);
+        if let Ok(mut g) = shared.inner.lock() {
+            match &outcome {
+                // Not across a truncation or compaction, which published what it synced.
+                Ok((last, generation)) if *generation == g.generation => {
+                    g.synced.send_if_modified(|s| {
+                        let newer = s.upto.map(|u| u.index) < last.map(|l| l.index);
+                        if newer {
+                            s.upto = *last;
+                        }
+                        newer
+                    });
+                }
+                Ok(_) => {}
+                Err(e) => g.fail(e),
             }
         }
         for cb in waiting {
             cb.log_io_completed(match &outcome {
-                Ok(()) => Ok(()),
+                Ok(_) => Ok(()),
                 Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
             });
         }
@@ -1020,15 +1167,30 @@ impl RaftLogStorage<TypeConfig> for RaftLogStore {
         I::IntoIter: OptionalSend,
     {
         let sync = self.lock().map_err(write_err)?.sync;
-        self.append_entries(entries).map_err(write_err)?;
+        let own = self
+            .append_entries(entries.into_iter().collect())
+            .map_err(write_err)?;
         if sync {
             // Durable once the group commit's next sync is done.
-            self.shared
-                .pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(callback);
+            let early = {
+                let mut p = self
+                    .shared
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                p.requested = true;
+                if own {
+                    Some(callback)
+                } else {
+                    p.callbacks.push(callback);
+                    None
+                }
+            };
             self.shared.pending_cv.notify_one();
+            if let Some(cb) = early {
+                // The leader's own: written, synced while the followers store it.
+                cb.log_io_completed(Ok(()));
+            }
         } else {
             // In the page cache (see the module's documentation).
             callback.log_io_completed(Ok(()));
@@ -1285,6 +1447,81 @@ mod tests {
         let mut s = RaftLogStore::open(dir.path(), true).unwrap();
         assert_eq!(all(&mut s).await, vec![blank(1, 1), blank(1, 2)]);
         assert_eq!(fs::metadata(&path).unwrap().len(), len);
+    }
+
+    /// With [`RaftLogStore::lead_before_sync`], the leader's own appends are reported before
+    /// the group commit syncs them, and [`Durable`] says what is synced; a follower's append
+    /// (entries of another leader's vote) is reported only once synced.
+    #[tokio::test]
+    // The gate is held to stop the group-commit thread, not this task.
+    #[allow(clippy::await_holding_lock)]
+    async fn the_leaders_own_appends_are_reported_before_the_sync_and_durable_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        s.lead_before_sync(1).unwrap();
+        let durable = s.durable().unwrap();
+        let shared = s.shared.clone();
+        let mut v = Vote::new(1, 1);
+        v.commit();
+        s.save_vote(&v).await.unwrap();
+        s.blocking_append(vec![blank(1, 0)]).await.unwrap();
+        durable.wait(0).await.unwrap();
+        assert_eq!(durable.clamp(Some(lid(1, 0))), Some(lid(1, 0)));
+
+        // The sync is held: the leader's append is reported all the same, not synced.
+        let gate = shared.sync_gate.lock().unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            s.blocking_append(vec![normal(1, 1, b"a"), normal(1, 2, b"b")]),
+        )
+        .await
+        .expect("the leader's own append waited for the sync")
+        .unwrap();
+        assert_eq!(durable.clamp(Some(lid(1, 2))), Some(lid(1, 0)));
+        let waiting = durable.clone();
+        let mut synced = tokio::spawn(async move { waiting.wait(2).await });
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), &mut synced)
+                .await
+                .is_err(),
+            "reported synced while the sync is held"
+        );
+        drop(gate);
+        synced.await.unwrap().unwrap();
+        assert_eq!(durable.clamp(Some(lid(1, 2))), Some(lid(1, 2)));
+        assert_eq!(durable.clamp(None), None);
+
+        // Entries of another leader's vote (this node follows): reported once synced only.
+        let mut v2 = Vote::new(2, 2);
+        v2.commit();
+        s.save_vote(&v2).await.unwrap();
+        let e = Entry {
+            log_id: LogId::new(CommittedLeaderId::new(2, 2), 3),
+            payload: EntryPayload::Blank,
+        };
+        let gate = shared.sync_gate.lock().unwrap();
+        let mut f = s.clone();
+        let mut append = tokio::spawn(async move { f.blocking_append(vec![e]).await });
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), &mut append)
+                .await
+                .is_err(),
+            "a follower's append reported before its sync"
+        );
+        drop(gate);
+        append.await.unwrap().unwrap();
+        assert_eq!(
+            durable.clamp(Some(LogId::new(CommittedLeaderId::new(2, 2), 3))),
+            Some(LogId::new(CommittedLeaderId::new(2, 2), 3))
+        );
+
+        // A truncation publishes what is left; ASYNC_FLUSH stores do not clamp or wait.
+        s.truncate(lid(1, 2)).await.unwrap();
+        assert_eq!(durable.clamp(Some(lid(9, 9))), Some(lid(1, 1)));
+        let a = RaftLogStore::open(tempfile::tempdir().unwrap().path(), false).unwrap();
+        let ad = a.durable().unwrap();
+        assert_eq!(ad.clamp(Some(lid(9, 9))), Some(lid(9, 9)));
+        ad.wait(9).await.unwrap();
     }
 
     #[tokio::test]

@@ -31,6 +31,7 @@ use rocketmq_remoting::transport::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::log_store::Durable;
 use super::snapshot::{self, SnapshotFile};
 use super::types::{Entry, NodeId, Proposal, TypeConfig};
 use crate::store::persist::off_the_workers;
@@ -235,15 +236,24 @@ pub struct Network {
     client: RemotingClient,
     partition: Arc<Partition>,
     store: MessageStore,
+    durable: Durable,
 }
 
 impl Network {
-    /// RPCs over `client`, cut by `partition`; snapshots are read from `store`.
-    pub fn new(client: RemotingClient, partition: Arc<Partition>, store: MessageStore) -> Self {
+    /// RPCs over `client`, cut by `partition`; snapshots are read from `store`; the commit
+    /// index sent to followers is cut to what `durable` says this node's log holds durably
+    /// (see the log store's documentation).
+    pub fn new(
+        client: RemotingClient,
+        partition: Arc<Partition>,
+        store: MessageStore,
+        durable: Durable,
+    ) -> Self {
         Self {
             client,
             partition,
             store,
+            durable,
         }
     }
 }
@@ -408,9 +418,11 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 impl RaftNetwork<TypeConfig> for Peer {
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RpcErr> {
+        // A follower applies only what a majority holds durably.
+        rpc.leader_commit = self.net.durable.clamp(rpc.leader_commit);
         self.call(PUSH, encode_push(&rpc), option.hard_ttl()).await
     }
 

@@ -13,7 +13,7 @@
 use std::io::{Seek, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use openraft::storage::{RaftStateMachine, Snapshot};
@@ -23,6 +23,7 @@ use openraft::{
 };
 use tracing::warn;
 
+use super::log_store::Durable;
 use super::snapshot::{self, SnapshotFile, SnapshotRecord};
 use super::types::{Applied, AppliedWrites, Entry, NodeId, Proposal, TypeConfig};
 use crate::store::persist::off_the_workers;
@@ -107,6 +108,9 @@ struct Inner {
     snapshot: Mutex<Option<SnapshotRecord>>,
     /// Snapshots installed (sent by a leader) since start.
     installed: std::sync::atomic::AtomicU64,
+    /// How far this node's Raft log is synced: an entry is applied only once it is (the
+    /// leader's own appends count in openraft before; see the log store's documentation).
+    durable: OnceLock<Durable>,
 }
 
 /// What the commit log holds: the last entry applied, the log's end after it, and the
@@ -166,8 +170,14 @@ impl StateMachine {
                 }),
                 snapshot: Mutex::new(snapshot),
                 installed: std::sync::atomic::AtomicU64::new(0),
+                durable: OnceLock::new(),
             }),
         })
+    }
+
+    /// Applies entries only once `durable` says this node's Raft log holds them durably.
+    pub fn apply_when(&self, durable: Durable) {
+        let _ = self.inner.durable.set(durable);
     }
 
     /// Snapshots installed since start (a leader sent this node its commit log because the
@@ -470,6 +480,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I: IntoIterator<Item = Entry> + Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
+        if let (Some(d), Some(last)) = (self.inner.durable.get(), entries.last()) {
+            d.wait(last.log_id.index)
+                .await
+                .map_err(|e| StorageError::IO {
+                    source: StorageIOError::write_state_machine(&e),
+                })?;
+        }
         let me = self.clone();
         off_the_workers(move || me.apply_all(entries))
     }
