@@ -29,7 +29,8 @@ PROBES = os.path.join(ROOT, "target", "probes")
 # Our own probe: a paced 1 KiB ping-pong (what a wake-up round trip costs at E1's rate).
 OWN_PROBES_SRC = os.path.join(ROOT, "scripts", "probes")
 BENCH = os.path.join(ROOT, "target", "release", "rocketmq-bench")
-# BENCH_LITE: another build of rocketmq-lite to measure (e.g. an older commit, for before/after).
+# BENCH_LITE: another build of rocketmq-lite to measure (e.g. an older commit, for before/after);
+# BENCH_LITE_ARGS: more arguments for it (e.g. "-c some-broker.conf").
 LITE = os.environ.get("BENCH_LITE", os.path.join(ROOT, "target", "release", "rocketmq-lite"))
 
 # id: (flush mode, rocketmq-bench arguments, probe, description)
@@ -193,6 +194,33 @@ def start_lite(flush, extra=()):
     return proc, store, "127.0.0.1:%d" % ns, startup_ms
 
 
+def wait_settled(pid, limit=120.0):
+    """Waits until the broker has done its start-up writes (zero-filling its first segments: 2 GiB
+    a store, 6 GiB for R2's three) and the kernel has written them back, so that the timed
+    seconds measure a running broker, not one still warming up. Settled: the process dirtied
+    less than 1 MiB of pages in the last second (/proc/PID/io write_bytes; an idle broker writes
+    a few KiB a second); then os.sync(). Returns the seconds it took."""
+    def written():
+        try:
+            with open("/proc/%d/io" % pid) as f:
+                for line in f:
+                    if line.startswith("write_bytes:"):
+                        return int(line.split()[1])
+        except OSError:
+            return None
+        return None
+    t0 = time.time()
+    last = written()
+    while time.time() - t0 < limit:
+        time.sleep(1.0)
+        now = written()
+        if now is None or last is None or now - last < (1 << 20):
+            break
+        last = now
+    os.sync()
+    return time.time() - t0
+
+
 def rss_mib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -249,10 +277,12 @@ def run_once(wid, duration):
     flush, args, probe_kind, _ = WORKLOADS[wid]
     extra = (acl_args() if wid == "P2a" else tls_args() if wid == "P2t" else filter_args() if wid == "C1s"
              else BROKER_ARGS.get(wid, ()))
+    extra = list(extra) + os.environ.get("BENCH_LITE_ARGS", "").split()
     proc, store, ns, startup_ms = start_lite(flush, extra)
     try:
         time.sleep(0.5)
         idle_rss = rss_mib(proc.pid)
+        settle_s = wait_settled(proc.pid)
         before = probe(probe_kind, store)
         out_json = os.path.join(OUT, "%s-%d.json" % (wid, int(time.time() * 1000)))
         cmd = [BENCH] + args + ["--namesrv", ns, "--broker-pid", str(proc.pid), "--duration", str(duration),
@@ -266,6 +296,7 @@ def run_once(wid, duration):
         summary["probe_before"] = before
         summary["probe_after"] = after
         summary["startup_ms"] = round(startup_ms, 1)
+        summary["settle_s"] = round(settle_s, 1)
         summary["broker_idle_rss_mib"] = idle_rss
         return summary
     finally:
