@@ -529,6 +529,80 @@ async fn automatic_batching_keeps_per_message_results() {
     c.shutdown().await.unwrap();
 }
 
+/// Automatic batching over a topic of four queues: the batches of different queues are in
+/// flight together (not one after the other), and each queue still stores its callers in the
+/// order they called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn automatic_batching_sends_the_queues_batches_together_in_call_order() {
+    let (c, _dir) = cluster_with_properties(&[("autoCreateTopicEnable", "false")]).await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "BatchedWide", 4).await;
+    let flying = InFlight::default();
+    let p = DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .group("p-autobatch-wide")
+        .auto_batch(Duration::from_millis(50), 2048)
+        .build()
+        .unwrap();
+    p.register_send_message_hook(flying.clone());
+    p.start().await.unwrap();
+    p.send(Message::new("BatchedWide", "warm-up")).await.unwrap();
+
+    let futures: Vec<_> = (0..400)
+        .map(|i| p.send_async(Message::new("BatchedWide", format!("{i:0>200}"))))
+        .collect();
+    let mut results = Vec::new();
+    for f in futures {
+        results.push(f.await.unwrap());
+    }
+    let most = flying.most.load(Ordering::SeqCst);
+    assert!(
+        (2..=4).contains(&most),
+        "batches in flight at once: {most} (one per queue at most)"
+    );
+    let mut by_queue: std::collections::BTreeMap<i32, Vec<i64>> = Default::default();
+    for r in &results {
+        by_queue
+            .entry(r.message_queue.queue_id)
+            .or_default()
+            .push(r.queue_offset);
+    }
+    assert!(by_queue.len() > 1, "{by_queue:?}");
+    for (q, offsets) in &by_queue {
+        assert!(
+            offsets.windows(2).all(|w| w[0] < w[1]),
+            "queue {q} stored its callers out of call order: {offsets:?}"
+        );
+    }
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// The most send requests a producer had in flight at once.
+#[derive(Default, Clone)]
+struct InFlight {
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl SendMessageHook for InFlight {
+    fn hook_name(&self) -> &str {
+        "in-flight"
+    }
+    fn send_message_before(&self, _ctx: &SendMessageContext<'_>) {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(n, Ordering::SeqCst);
+    }
+    fn send_message_after(
+        &self,
+        _ctx: &SendMessageContext<'_>,
+        _result: Result<Option<&SendResult>, &ClientError>,
+        _latency: Duration,
+    ) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A `metrics` recorder keeping counter totals and histogram sample counts by name and labels.
 mod recorder {
     use std::collections::BTreeMap;

@@ -42,8 +42,8 @@ struct State {
     next_generation: u64,
 }
 
-/// The batches being filled, and per topic a sender that sends sealed batches one after the
-/// other (so that a queue stores them in the order their callers sent them).
+/// The batches being filled, and per topic a sender of the sealed batches (one batch in flight
+/// per queue, so that a queue stores them in the order their callers sent them).
 #[derive(Debug)]
 pub(crate) struct Accumulator {
     linger: Duration,
@@ -164,6 +164,11 @@ impl Accumulator {
 
     /// Hands a sealed batch to its topic's sender, started if needed. The sender holds the
     /// producer and its client instance weakly: it ends with the producer.
+    ///
+    /// The sender keeps as many batches in flight as the topic has queues (at most
+    /// [`MAX_IN_FLIGHT`]): round robin sends consecutive batches to different queues, so a
+    /// queue gets one batch at a time and stores batches in the order their callers sent them,
+    /// while the queues' batches travel together instead of one after the other.
     pub(crate) fn dispatch(
         &self,
         sealed: Sealed,
@@ -171,21 +176,11 @@ impl Accumulator {
         inst: &Arc<ClientInstance>,
     ) {
         let mut senders = lock(&self.senders);
+        let topic = sealed.key.topic.clone();
         let tx = senders.entry(sealed.key).or_insert_with(|| {
-            let (tx, mut rx) = mpsc::unbounded_channel::<Vec<(Message, Reply)>>();
+            let (tx, rx) = mpsc::unbounded_channel::<Vec<(Message, Reply)>>();
             let (core, inst) = (Arc::downgrade(core), Arc::downgrade(inst));
-            tokio::spawn(async move {
-                while let Some(items) = rx.recv().await {
-                    match (core.upgrade(), inst.upgrade()) {
-                        (Some(core), Some(inst)) => flush(&core, &inst, items).await,
-                        _ => {
-                            for (_, reply) in items {
-                                let _ = reply.send(Err(ClientError::NotRunning));
-                            }
-                        }
-                    }
-                }
-            });
+            tokio::spawn(send_batches(rx, core, inst, topic));
             tx
         });
         if let Err(mpsc::error::SendError(items)) = tx.send(sealed.items) {
@@ -199,6 +194,47 @@ impl Accumulator {
     pub(crate) fn linger(&self) -> Duration {
         self.linger
     }
+}
+
+/// Most batches of one topic in flight at once.
+const MAX_IN_FLIGHT: usize = 16;
+
+/// A topic's sender: sends the sealed batches in order, as many at once as the topic has
+/// queues (see [`Accumulator::dispatch`]), until the producer is gone.
+async fn send_batches(
+    mut rx: mpsc::UnboundedReceiver<Items>,
+    core: std::sync::Weak<ProducerCore>,
+    inst: std::sync::Weak<ClientInstance>,
+    topic: String,
+) {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    let mut flying = FuturesUnordered::new();
+    let mut limit = 1;
+    loop {
+        let items = tokio::select! {
+            biased;
+            Some(()) = flying.next(), if !flying.is_empty() => continue,
+            next = rx.recv(), if flying.len() < limit => match next {
+                Some(items) => items,
+                None => break,
+            },
+        };
+        match (core.upgrade(), inst.upgrade()) {
+            (Some(core), Some(inst)) => {
+                let wrapped = core.ns.wrap_cow(&topic).into_owned();
+                if let Ok(info) = core.publish_info(&inst, &wrapped).await {
+                    limit = info.queues.len().clamp(1, MAX_IN_FLIGHT);
+                }
+                flying.push(async move { flush(&core, &inst, items).await });
+            }
+            _ => {
+                for (_, reply) in items {
+                    let _ = reply.send(Err(ClientError::NotRunning));
+                }
+            }
+        }
+    }
+    while flying.next().await.is_some() {}
 }
 
 /// Sends a batch and answers each caller: its own id, the queue, its offset (the batch's first
