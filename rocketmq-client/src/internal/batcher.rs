@@ -265,14 +265,17 @@ pub(crate) async fn flush(
     }
     .await;
     match result {
-        Ok(batch) => {
-            let offset_ids: Vec<&str> = batch.offset_msg_id.split(',').collect();
+        Ok(mut batch) => {
+            // The batch's comma-joined ids are split, not copied into every caller's result.
+            let joined = std::mem::take(&mut batch.offset_msg_id);
+            batch.msg_id = String::new();
+            let mut offset_ids = joined.split(',');
             for (i, (reply, id)) in replies.into_iter().zip(ids).enumerate() {
                 let mut r = batch.clone();
                 r.msg_id = id;
                 r.queue_offset = batch.queue_offset + i as i64;
-                if let Some(o) = offset_ids.get(i) {
-                    r.offset_msg_id = (*o).to_string();
+                if let Some(o) = offset_ids.next() {
+                    r.offset_msg_id = o.to_string();
                 }
                 let _ = reply.send(Ok(r));
             }
