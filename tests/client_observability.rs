@@ -1,5 +1,5 @@
 //! What a service sees of the client: send and consume hooks (a panicking one included),
-//! statistics, `tracing` spans, and backpressure on asynchronous sends.
+//! statistics, backpressure on asynchronous sends and automatic batching (spans: `client_spans.rs`).
 
 mod common;
 
@@ -322,108 +322,6 @@ async fn backpressure_bounds_the_async_sends_in_flight() {
     assert_eq!(p.send_status("Flood").sent_ok_total, 200);
     p.shutdown().await;
     c.shutdown().await.unwrap();
-}
-
-/// A span layer that keeps the spans' names and recorded fields.
-mod spans {
-    use std::collections::BTreeMap;
-    use std::sync::{Arc, Mutex};
-
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id, Record};
-    use tracing_subscriber::layer::Context;
-    use tracing_subscriber::Layer;
-
-    pub type Fields = BTreeMap<String, String>;
-
-    #[derive(Clone, Default)]
-    pub struct Collect(pub Arc<Mutex<BTreeMap<u64, (String, Fields)>>>);
-
-    struct V<'a>(&'a mut Fields);
-
-    impl Visit for V<'_> {
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            self.0.insert(
-                field.name().to_string(),
-                format!("{value:?}").trim_matches('"').to_string(),
-            );
-        }
-        fn record_str(&mut self, field: &Field, value: &str) {
-            self.0.insert(field.name().to_string(), value.to_string());
-        }
-    }
-
-    impl<S: tracing::Subscriber> Layer<S> for Collect {
-        fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
-            let mut f = Fields::new();
-            attrs.record(&mut V(&mut f));
-            self.0
-                .lock()
-                .unwrap()
-                .insert(id.into_u64(), (attrs.metadata().name().to_string(), f));
-        }
-        fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
-            if let Some((_, f)) = self.0.lock().unwrap().get_mut(&id.into_u64()) {
-                values.record(&mut V(f));
-            }
-        }
-    }
-}
-
-/// Every send and every listener call has a span with the documented fields.
-#[test]
-fn sends_and_listener_calls_have_spans() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let collect = spans::Collect::default();
-    let subscriber = tracing_subscriber::registry().with(collect.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let c = cluster().await;
-        let ns = c.namesrv_addr();
-        create_topic(&ns, "Traced", 1).await;
-        let rec = Recorder::default();
-        let cons = push_builder(&ns, "g-traced")
-            .consumer_config(PushConsumerConfig {
-                group: "g-traced".into(),
-                consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-                ..PushConsumerConfig::default()
-            })
-            .subscribe("Traced", "*")
-            .build()
-            .unwrap();
-        cons.register_message_listener_concurrently(rec.concurrent(0))
-            .unwrap();
-        cons.start().await.unwrap();
-        let p = producer(&ns, "p-traced").await;
-        let r = p.send(Message::new("Traced", "seen")).await.unwrap();
-        wait_all(&rec, &["seen".to_string()].into_iter().collect(), LIMIT).await;
-        cons.shutdown().await;
-        let spans = collect.0.lock().unwrap().clone();
-        let send = spans
-            .values()
-            .find(|(n, f)| n == "rocketmq.send" && f.get("msg_id") == Some(&r.msg_id))
-            .unwrap_or_else(|| panic!("no send span: {spans:?}"));
-        assert_eq!(send.1["topic"], "Traced");
-        assert_eq!(send.1["status"], "SendOk");
-        assert_eq!(send.1["attempts"], "1");
-        assert_eq!(send.1["queue"], "0");
-        assert!(send.1.contains_key("broker"));
-        let consume = spans
-            .values()
-            .find(|(n, f)| {
-                n == "rocketmq.consume" && f.get("topic").map(String::as_str) == Some("Traced")
-            })
-            .unwrap_or_else(|| panic!("no consume span: {spans:?}"));
-        assert_eq!(consume.1["group"], "g-traced");
-        assert_eq!(consume.1["count"], "1");
-        assert_eq!(consume.1["status"], "CONSUME_SUCCESS");
-        p.shutdown().await;
-        c.shutdown().await.unwrap();
-    });
 }
 
 /// Counts the send requests a producer got an answer to and their sizes (an attempt that
