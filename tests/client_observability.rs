@@ -99,6 +99,7 @@ async fn send_hooks_see_every_attempt_and_statistics_count_them() {
     let p = DefaultMQProducer::builder()
         .client_config(fast_client(&ns))
         .group("p-hooks")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .send_latency_fault_enable(false) // plain round robin: every other send tries the dead one
         .build()
         .unwrap();
@@ -270,6 +271,7 @@ async fn backpressure_bounds_the_async_sends_in_flight() {
     let p = DefaultMQProducer::builder()
         .client_config(fast_client(&ns))
         .group("p-flood")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .backpressure_for_async_mode(4, 8 * 1024)
         .build()
         .unwrap();
@@ -359,6 +361,7 @@ async fn automatic_batching_keeps_per_message_results() {
     let p = DefaultMQProducer::builder()
         .client_config(fast_client(&ns))
         .group("p-autobatch")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .auto_batch(Duration::from_millis(50), 2048)
         .build()
         .unwrap();
@@ -447,6 +450,7 @@ async fn automatic_batching_sends_the_queues_batches_together_in_call_order() {
     let p = DefaultMQProducer::builder()
         .client_config(fast_client(&ns))
         .group("p-autobatch-wide")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .auto_batch(Duration::from_millis(50), 2048)
         .build()
         .unwrap();
