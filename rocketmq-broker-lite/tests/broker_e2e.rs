@@ -117,7 +117,7 @@ async fn send_errors_match_java() {
     let resp = send(&c, &b, "bad topic!", 0, "x").await;
     assert_eq!(resp.response_code(), ResponseCode::SystemError);
     // Oversized message.
-    create_topic(&c, &b, "Big", 4, 6).await;
+    create_topic(&c, &b, "Big", 4).await;
     let m = Message::new("Big", Bytes::from(vec![b'x'; 5 * 1024 * 1024]));
     let resp = c.invoke(&b, send_request("Big", 0, &m), T).await.unwrap();
     assert_eq!(
@@ -130,7 +130,7 @@ async fn send_errors_match_java() {
     let resp = send(&c, &b, "Big", 9, "x").await;
     assert_eq!(resp.response_code(), ResponseCode::SystemError);
     // Read-only topic.
-    create_topic(&c, &b, "ReadOnly", 1, 4).await;
+    create_topic_with_perm(&c, &b, "ReadOnly", 1, 4).await;
     let resp = send(&c, &b, "ReadOnly", 0, "x").await;
     assert_eq!(resp.response_code(), ResponseCode::NoPermission);
     // Malformed header: the connection stays usable.
@@ -141,39 +141,6 @@ async fn send_errors_match_java() {
     let resp = send(&c, &b, "Big", 0, "fine").await;
     assert_eq!(resp.response_code(), ResponseCode::Success);
     cl.stop().await;
-}
-
-async fn create_topic(
-    c: &rocketmq_remoting::transport::RemotingClient,
-    b: &str,
-    topic: &str,
-    queues: i32,
-    perm: i32,
-) {
-    let h = CreateTopicRequestHeader {
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        read_queue_nums: queues,
-        write_queue_nums: queues,
-        perm,
-        topic_filter_type: "SINGLE_TAG".into(),
-        topic_sys_flag: None,
-        order: false,
-    };
-    let r = c
-        .invoke(
-            b,
-            RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &h),
-            T,
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        r.response_code(),
-        ResponseCode::Success,
-        "{}",
-        r.remark_str()
-    );
 }
 
 #[tokio::test]
@@ -217,7 +184,7 @@ async fn batch_sends_are_chosen_by_the_batch_flag() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "BatchTopic", 2, 6).await;
+    create_topic(&c, &b, "BatchTopic", 2).await;
     let msgs: Vec<Message> = (0..3)
         .map(|i| {
             Message::new("BatchTopic", Bytes::from(format!("b{i}")))
@@ -262,7 +229,7 @@ async fn tag_filtering_by_subscription() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "Tags", 1, 6).await;
+    create_topic(&c, &b, "Tags", 1).await;
     for (i, tag) in ["TagA", "TagB", "TagC", "TagA"].iter().enumerate() {
         let m = Message::new("Tags", Bytes::from(format!("m{i}"))).with_tags(*tag);
         assert_eq!(
@@ -294,7 +261,7 @@ async fn long_polling_wakes_up_on_arrival_and_times_out_otherwise() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "Poll", 1, 6).await;
+    create_topic(&c, &b, "Poll", 1).await;
     // Times out: PULL_NOT_FOUND after ~300 ms.
     let start = Instant::now();
     let req = pull_request("g", "Poll", 0, 0, 2 | 4, 300, Some("*"));
@@ -334,7 +301,7 @@ async fn consumer_offsets_and_queue_offsets() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "Off", 2, 6).await;
+    create_topic(&c, &b, "Off", 2).await;
     for i in 0..5 {
         send(&c, &b, "Off", 0, &format!("{i}")).await;
     }
@@ -601,7 +568,7 @@ async fn send_back_retries_with_delay_then_dead_letters() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "Fail", 1, 6).await;
+    create_topic(&c, &b, "Fail", 1).await;
     send(&c, &b, "Fail", 0, "poison").await;
     let (_, msgs) = pull(&c, &b, "fg", "Fail", 0, 0).await;
     let back = |offset: i64, max: i32| {
@@ -678,7 +645,7 @@ async fn delayed_messages_are_delivered_on_time_and_survive_restart() {
     let mut cl = Cluster::start().await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "Later", 1, 6).await;
+    create_topic(&c, &b, "Later", 1).await;
     let m = Message::new("Later", Bytes::from_static(b"in 2 s")).with_delay_level(2);
     assert_eq!(
         c.invoke(&b, send_request("Later", 0, &m), T)
@@ -729,7 +696,7 @@ async fn query_by_key_and_view_by_id() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "Q", 1, 6).await;
+    create_topic(&c, &b, "Q", 1).await;
     let m = Message::new("Q", Bytes::from_static(b"findme"))
         .with_keys(["order-42"])
         .with_property("UNIQ_KEY", "UNIQ42");
@@ -789,7 +756,7 @@ async fn restart_keeps_messages_offsets_and_topics() {
     let mut cl = Cluster::start_with(sync_flush).await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "Keep", 2, 6).await;
+    create_topic(&c, &b, "Keep", 2).await;
     for i in 0..20 {
         let r = send(&c, &b, "Keep", i % 2, &format!("k{i}")).await;
         assert_eq!(r.code, 0);
@@ -845,7 +812,7 @@ async fn topic_admin_create_and_delete() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
     let c = client();
-    create_topic(&c, &b, "Adm", 3, 6).await;
+    create_topic(&c, &b, "Adm", 3).await;
     send(&c, &b, "Adm", 2, "x").await;
     let del = RemotingCommand::request_with_header(
         RequestCode::DeleteTopicInBroker,

@@ -288,12 +288,17 @@ pub fn enable_acl(cfg: &mut BrokerConfig, file: &std::path::Path) {
 }
 
 pub fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
+    create_topic_request_with_perm(topic, queues, 6)
+}
+
+/// UPDATE_AND_CREATE_TOPIC of `topic` with `queues` queues and permission `perm`.
+pub fn create_topic_request_with_perm(topic: &str, queues: i32, perm: i32) -> RemotingCommand {
     let h = rocketmq_remoting::protocol::headers::CreateTopicRequestHeader {
         topic: topic.into(),
         default_topic: "TBW102".into(),
         read_queue_nums: queues,
         write_queue_nums: queues,
-        perm: 6,
+        perm,
         topic_filter_type: "SINGLE_TAG".into(),
         topic_sys_flag: Some(0),
         order: false,
@@ -303,8 +308,19 @@ pub fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
 
 /// Creates `topic` with `queues` queues on broker `b`, asserting success.
 pub async fn create_topic(c: &RemotingClient, b: &str, topic: &str, queues: i32) {
+    create_topic_with_perm(c, b, topic, queues, 6).await
+}
+
+/// Creates `topic` with `queues` queues and permission `perm` on broker `b`, asserting success.
+pub async fn create_topic_with_perm(
+    c: &RemotingClient,
+    b: &str,
+    topic: &str,
+    queues: i32,
+    perm: i32,
+) {
     let r = c
-        .invoke(b, create_topic_request(topic, queues), T)
+        .invoke(b, create_topic_request_with_perm(topic, queues, perm), T)
         .await
         .unwrap();
     assert_eq!(
