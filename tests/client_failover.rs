@@ -60,6 +60,7 @@ async fn consumers_read_from_the_slave_while_the_master_is_away() {
         EmbeddedOptions {
             role: BrokerRole::SyncMaster,
             slaves: 1,
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         },
     )
@@ -105,6 +106,7 @@ async fn producers_and_consumers_follow_a_new_dledger_leader() {
         dir.path(),
         EmbeddedOptions {
             dledger_nodes: 3,
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         },
     )

@@ -698,6 +698,7 @@ async fn a_stored_message_is_reported_stored_whatever_the_flush_status() {
         EmbeddedOptions {
             flush_disk_type: FlushDiskType::SyncFlush,
             customize: Some(flush_always_late),
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         },
     )

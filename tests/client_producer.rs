@@ -323,6 +323,10 @@ async fn second_broker(ns: &str, dir: &TempDir) -> BrokerHandle {
         namesrv_addr: vec![ns.to_string()],
         store: StoreConfig {
             mapped_file_size_commit_log: 16 * 1024 * 1024,
+            // The host's disk usage kept out of the test, as in an embedded broker.
+            disk_max_used_space_ratio: 95,
+            disk_space_clean_forcibly_ratio: 95,
+            disk_space_warning_level_ratio: 100,
             ..StoreConfig::new(dir.path().join("b"))
         },
         ..BrokerConfig::default()

@@ -47,6 +47,7 @@ async fn producer_and_push_consumer_work_over_mutual_tls() {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         },
     )

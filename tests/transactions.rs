@@ -42,6 +42,7 @@ async fn start_cluster_with(dir: &Path, customize: fn(&mut BrokerConfig)) -> Emb
         dir,
         EmbeddedOptions {
             customize: Some(customize),
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         },
     )

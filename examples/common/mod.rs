@@ -44,6 +44,7 @@ impl Target {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            scratch_disk: true,
             ..Default::default()
         };
         let cluster = EmbeddedCluster::start(dir.path(), opts)

@@ -94,6 +94,12 @@ pub struct EmbeddedOptions {
     /// `haTlsEnable` keys in [`properties`](Self::properties) apply to the brokers on top.
     /// Needs the `tls` feature for any mode but `disabled`.
     pub tls: Option<rocketmq_remoting::transport::TlsServerConfig>,
+    /// The stores are scratch space (a test's or a demo's), so the machine's disk usage does
+    /// not stop them: writes are refused only when a write finds no space (not above Java's
+    /// `diskSpaceWarningLevelRatio` of 90 %), and segments are cleaned up early only above
+    /// 95 % (not at Java's 75 % and 85 %). Off by default; [`EmbeddedCluster::start_temp`]
+    /// turns it on. The ratios in [`properties`](Self::properties) apply on top.
+    pub scratch_disk: bool,
 }
 
 impl Default for EmbeddedOptions {
@@ -110,15 +116,21 @@ impl Default for EmbeddedOptions {
             slaves: 0,
             dledger_nodes: 0,
             tls: None,
+            scratch_disk: false,
         }
     }
 }
 
 impl EmbeddedCluster {
-    /// Starts both over a new temporary directory (removed when the cluster is dropped).
+    /// Starts both over a new temporary directory (removed when the cluster is dropped), as
+    /// [scratch space](EmbeddedOptions::scratch_disk).
     pub async fn start_temp() -> Result<Self, BrokerError> {
         let dir = TempDir::new("rocketmq-lite").map_err(|e| BrokerError::Config(e.to_string()))?;
-        let mut c = Self::start(dir.path(), EmbeddedOptions::default()).await?;
+        let opts = EmbeddedOptions {
+            scratch_disk: true,
+            ..EmbeddedOptions::default()
+        };
+        let mut c = Self::start(dir.path(), opts).await?;
         c._temp = Some(dir);
         Ok(c)
     }
@@ -295,6 +307,11 @@ fn broker_config(
         },
         ..BrokerConfig::default()
     };
+    if opts.scratch_disk {
+        cfg.store.disk_max_used_space_ratio = 95;
+        cfg.store.disk_space_clean_forcibly_ratio = 95;
+        cfg.store.disk_space_warning_level_ratio = 100;
+    }
     if id > 0 {
         // Slaves pick their HA ports too.
         cfg.ha.listen_port = Some(0);

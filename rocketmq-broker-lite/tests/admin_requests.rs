@@ -371,7 +371,6 @@ async fn housekeeping_deletes_expired_files_and_unused_queues() {
         c.store.max_message_size = 2048;
         c.store.file_reserved_time = 0;
         c.store.delete_when = "04".into();
-        keep_segments(c);
     })
     .await;
     let b = cl.broker_addr();

@@ -87,7 +87,7 @@ async fn mqnamesrv_and_mqbroker_with_a_broker_conf() {
     std::fs::write(
         &conf,
         format!(
-            "# a Java-style broker.conf\nbrokerClusterName=TestCluster\nbrokerName=broker-t\nbrokerId=0\ndeleteWhen=04\nfileReservedTime=48\nbrokerRole=ASYNC_MASTER\nflushDiskType=ASYNC_FLUSH\nnamesrvAddr=127.0.0.1:{ns_port}\nlistenPort=1\nstorePathRootDir={}\nmappedFileSizeCommitLog=8388608\nbrokerIP1=127.0.0.1\n",
+            "# a Java-style broker.conf\nbrokerClusterName=TestCluster\nbrokerName=broker-t\nbrokerId=0\ndeleteWhen=04\nfileReservedTime=48\nbrokerRole=ASYNC_MASTER\nflushDiskType=ASYNC_FLUSH\nnamesrvAddr=127.0.0.1:{ns_port}\nlistenPort=1\nstorePathRootDir={}\nmappedFileSizeCommitLog=8388608\nbrokerIP1=127.0.0.1\n{HOST_DISK_IGNORED_CONF}",
             dir.path().join("store").display()
         ),
     )
@@ -138,8 +138,13 @@ async fn mqnamesrv_and_mqbroker_with_a_broker_conf() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rocketmq_lite_stops_gracefully_and_keeps_its_data() {
     let dir = TempDir::new("lite").unwrap();
+    let conf_dir = TempDir::new("lite-conf").unwrap();
+    let conf = conf_dir.path().join("broker.conf");
+    std::fs::write(&conf, HOST_DISK_IGNORED_CONF).unwrap();
     let start = |ns: u16, br: u16| {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+            .arg("-c")
+            .arg(&conf)
             .arg("--store-dir")
             .arg(dir.path())
             .args([

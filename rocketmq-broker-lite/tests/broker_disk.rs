@@ -40,6 +40,8 @@ async fn start(
     }
     cfg.store.flush_disk_type = FlushDiskType::SyncFlush;
     cfg.store.disk_check_interval = Duration::from_millis(50);
+    // These tests drive a manual disk usage against Java's ratios.
+    java_disk_ratios(&mut cfg);
     f(&mut cfg);
     let broker = Broker::builder(cfg).env(env).start().await.unwrap();
     (namesrv, broker)

@@ -857,6 +857,7 @@ impl Session {
         let opts = EmbeddedOptions {
             segment_size: 16 * 1024 * 1024,
             properties,
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         };
         let env = StoreEnv {
@@ -1139,7 +1140,7 @@ async fn our_broker_registers_like_apache() {
         }
     });
     let dir = TempDir::new("differential-register").unwrap();
-    let cfg = BrokerConfig {
+    let mut cfg = BrokerConfig {
         listen_ip: "127.0.0.1".into(),
         listen_port: 0,
         broker_ip1: Some("127.0.0.1".into()),
@@ -1149,6 +1150,10 @@ async fn our_broker_registers_like_apache() {
         store: StoreConfig::new(dir.path().join("store")),
         ..BrokerConfig::default()
     };
+    // The host's disk usage kept out of the test (as the common test configuration does).
+    cfg.store.disk_max_used_space_ratio = 95;
+    cfg.store.disk_space_clean_forcibly_ratio = 95;
+    cfg.store.disk_space_warning_level_ratio = 100;
     let env = StoreEnv {
         clock: ManualClock::new(started),
         ..StoreEnv::default()

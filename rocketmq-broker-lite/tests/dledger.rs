@@ -69,7 +69,6 @@ impl Group {
     fn config(&self, i: usize) -> BrokerConfig {
         let mut cfg = broker_config(&self.store_dir(i), &self.namesrv.local_addr().to_string());
         cfg.ha.listen_port = Some(0);
-        keep_segments(&mut cfg);
         let props = rocketmq_broker_lite::broker::config::parse_properties(&format!(
             "brokerName=RaftNode\nenableDLegerCommitLog=true\ndLegerGroup=RaftNode\n\
              dLegerPeers={}\ndLegerSelfId=n{i}\n{}",

@@ -68,7 +68,6 @@ async fn a_flood_of_senders_and_a_peer_that_never_reads_leave_the_broker_bounded
     // Every answer waits for its flush: the deferred path, where answers that cannot be
     // written would pile up if nothing held the connections back.
     sync_flush(&mut cfg);
-    keep_segments(&mut cfg);
     let broker = Broker::builder(cfg).start().await.unwrap();
     let addr = broker.broker_addr();
     let c = client();

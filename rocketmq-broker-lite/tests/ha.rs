@@ -37,7 +37,6 @@ async fn group(f: impl FnOnce(&mut BrokerConfig)) -> Group {
         .await
         .unwrap();
     let mut cfg = broker_config(&dir.path().join("m"), &namesrv.local_addr().to_string());
-    keep_segments(&mut cfg);
     f(&mut cfg);
     let master = Broker::builder(cfg).start().await.unwrap();
     Group {
@@ -52,7 +51,6 @@ async fn slave(g: &Group, id: i64, f: impl FnOnce(&mut BrokerConfig)) -> BrokerH
     cfg.broker_role = BrokerRole::Slave;
     cfg.broker_id = id;
     cfg.ha.listen_port = Some(0);
-    keep_segments(&mut cfg);
     f(&mut cfg);
     Broker::builder(cfg).start().await.unwrap()
 }
@@ -431,7 +429,6 @@ async fn a_slave_recovers_from_a_power_cut_and_catches_up() {
         cfg.broker_role = BrokerRole::Slave;
         cfg.broker_id = 1;
         cfg.ha.listen_port = Some(0);
-        keep_segments(&mut cfg);
         Broker::builder(cfg).env(env.clone()).start()
     };
     let s = slave_on_sim().await.unwrap();

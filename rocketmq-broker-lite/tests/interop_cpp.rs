@@ -50,10 +50,14 @@ impl Lite {
         };
         let (ns, broker) = (free(), free());
         let conf = dir.path().join("broker.conf");
-        let text: String = properties
-            .iter()
-            .map(|(k, v)| format!("{k}={v}\n"))
-            .collect();
+        // The host's disk usage kept out of the test (the test's own keys come after).
+        let text: String =
+            "diskMaxUsedSpaceRatio=95\ndiskSpaceCleanForciblyRatio=95\ndiskSpaceWarningLevelRatio=100\n"
+                .to_string()
+                + &properties
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}\n"))
+                    .collect::<String>();
         std::fs::write(&conf, text).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
             .arg("-c")

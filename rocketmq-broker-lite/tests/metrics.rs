@@ -325,6 +325,7 @@ async fn scrape_shows_replication_to_a_slave() {
     let opts = EmbeddedOptions {
         role: BrokerRole::SyncMaster,
         slaves: 1,
+        scratch_disk: true,
         ..EmbeddedOptions::default()
     };
     let (c, metrics) = group_with_metrics(dir.path(), opts).await;
@@ -371,6 +372,7 @@ async fn scrape_shows_the_dledger_group() {
     let dir = TempDir::new("metrics-dledger").unwrap();
     let opts = EmbeddedOptions {
         dledger_nodes: 3,
+        scratch_disk: true,
         ..EmbeddedOptions::default()
     };
     let (c, metrics) = group_with_metrics(dir.path(), opts).await;

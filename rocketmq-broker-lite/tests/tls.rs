@@ -68,14 +68,12 @@ async fn master_and_slave_replicate_over_tls_and_the_ha_port_refuses_plain_peers
     let mut props = tls_properties(&pki, "enforcing");
     props.insert("haTlsEnable".into(), "true".into());
     let mut mcfg = broker_config(&dir.path().join("m"), &ns);
-    keep_segments(&mut mcfg);
     apply(&mut mcfg, &props);
     let master = Broker::builder(mcfg).start().await.unwrap();
     let mut scfg = broker_config(&dir.path().join("s"), &ns);
     scfg.broker_role = BrokerRole::Slave;
     scfg.broker_id = 1;
     scfg.ha.listen_port = Some(0);
-    keep_segments(&mut scfg);
     apply(&mut scfg, &props);
     let slave = Broker::builder(scfg).start().await.unwrap();
 
@@ -149,7 +147,6 @@ async fn a_dledger_group_replicates_over_tls_and_its_peer_port_refuses_plain_pee
     for i in 0..3 {
         let mut cfg = broker_config(&dir.path().join(format!("n{i}")), &ns);
         cfg.ha.listen_port = Some(0);
-        keep_segments(&mut cfg);
         // Enforcing: the peer port takes TLS only, and tls.enable defaults to on, so the node
         // connects to its peers (and the name server) with TLS.
         let mut props = tls_properties(&pki, "enforcing");

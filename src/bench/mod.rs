@@ -179,6 +179,7 @@ async fn environment(args: &Args) -> Env {
                 .iter()
                 .map(|_| ("enablePropertyFilter".to_string(), "true".to_string()))
                 .collect(),
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         },
     )

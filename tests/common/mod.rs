@@ -98,6 +98,7 @@ pub async fn cluster_with(customize: fn(&mut BrokerConfig)) -> (EmbeddedCluster,
         dir.path(),
         EmbeddedOptions {
             customize: Some(customize),
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         },
     )
@@ -308,6 +309,7 @@ pub async fn cluster_with_properties(properties: &[(&str, &str)]) -> (EmbeddedCl
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            scratch_disk: true,
             ..EmbeddedOptions::default()
         },
     )

@@ -119,6 +119,8 @@ async fn main() -> std::process::ExitCode {
         slaves: args.slaves,
         dledger_nodes: args.dledger,
         tls: Some(tls),
+        // An operator's store: Java's disk-usage lines hold.
+        scratch_disk: false,
     };
     let cluster = match EmbeddedCluster::start(&args.store_dir, opts).await {
         Ok(c) => c,

@@ -31,8 +31,10 @@ pub struct Cluster {
     pub clock: Arc<ManualClock>,
 }
 
+/// A test broker's configuration: its store in `dir`, small segments, short delay levels, and
+/// the host's disk usage kept out of the test (see [`host_disk_ignored`]).
 pub fn broker_config(dir: &std::path::Path, namesrv: &str) -> BrokerConfig {
-    BrokerConfig {
+    let mut c = BrokerConfig {
         listen_ip: "127.0.0.1".into(),
         listen_port: 0,
         broker_ip1: Some("127.0.0.1".into()),
@@ -43,7 +45,9 @@ pub fn broker_config(dir: &std::path::Path, namesrv: &str) -> BrokerConfig {
             ..StoreConfig::new(dir.join("store"))
         },
         ..BrokerConfig::default()
-    }
+    };
+    host_disk_ignored(&mut c);
+    c
 }
 
 impl Cluster {
@@ -242,12 +246,27 @@ pub fn env_with_clock(clock: Arc<ManualClock>) -> StoreEnv {
     }
 }
 
-/// Keeps the host's disk usage out of a test that compares whole commit logs: its old
-/// segments are not cleaned up early when the machine's disk is above 75 % or 85 % (they would
-/// be, rightly, by the disk-space clean-up).
-pub fn keep_segments(c: &mut BrokerConfig) {
+/// Keeps the host's disk usage out of a test: on a machine whose disk is more than 90 % used
+/// the broker would (rightly, as Java does) refuse every send, and above 75 % or 85 % clean up
+/// old segments early, whatever the test is about. Writes are then refused only when a write
+/// finds no space. The disk-full tests set Java's ratios back ([`java_disk_ratios`]) and drive
+/// a manual disk usage.
+pub fn host_disk_ignored(c: &mut BrokerConfig) {
     c.store.disk_max_used_space_ratio = 95;
     c.store.disk_space_clean_forcibly_ratio = 95;
+    c.store.disk_space_warning_level_ratio = 100;
+}
+
+/// [`host_disk_ignored`] as `broker.conf` lines, for the brokers a test runs as processes.
+pub const HOST_DISK_IGNORED_CONF: &str =
+    "diskMaxUsedSpaceRatio=95\ndiskSpaceCleanForciblyRatio=95\ndiskSpaceWarningLevelRatio=100\n";
+
+/// Java's disk ratios (75 %, 85 %, 90 %), for the tests that drive a manual disk usage.
+pub fn java_disk_ratios(c: &mut BrokerConfig) {
+    let java = StoreConfig::new("unused");
+    c.store.disk_max_used_space_ratio = java.disk_max_used_space_ratio;
+    c.store.disk_space_clean_forcibly_ratio = java.disk_space_clean_forcibly_ratio;
+    c.store.disk_space_warning_level_ratio = java.disk_space_warning_level_ratio;
 }
 
 /// A free TCP port on the loopback interface (for the settings that need one fixed ahead).

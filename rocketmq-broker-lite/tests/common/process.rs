@@ -56,7 +56,8 @@ pub fn start(mut cmd: Command) -> ChildGuard {
 
 pub fn broker(dir: &Path, conf: &str) -> ChildGuard {
     let path = dir.join(format!("{}.conf", rand::random::<u32>()));
-    std::fs::write(&path, conf).unwrap();
+    // The test's own lines come after, so they win.
+    std::fs::write(&path, format!("{}{conf}", super::HOST_DISK_IGNORED_CONF)).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mqbroker"));
     cmd.arg("-c")
         .arg(&path)
