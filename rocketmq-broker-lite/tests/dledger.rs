@@ -552,6 +552,20 @@ async fn purged_past(g: &Group, i: usize, index: u64) {
     }
 }
 
+/// Waits until node `i` has applied entry `index` (a follower learns of a commit with the
+/// next AppendEntries or heartbeat).
+async fn applied_up_to(g: &Group, i: usize, index: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metrics(g, i).last_applied.is_none_or(|a| a.index < index) {
+        assert!(
+            Instant::now() < deadline,
+            "node {i} did not apply entry {index}: {:?}",
+            metrics(g, i)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_raft_log_is_purged_behind_snapshots_and_followers_catch_up_from_the_commit_log() {
     // A snapshot every 10 entries, 5 kept before it: followers that miss purged entries are
@@ -567,6 +581,7 @@ async fn the_raft_log_is_purged_behind_snapshots_and_followers_catch_up_from_the
 
     // A follower down while the log moves past it, and one that lost its disk.
     let (f1, f2) = ((l + 1) % NODES, (l + 2) % NODES);
+    applied_up_to(&g, f1, first).await;
     let f1_applied = metrics(&g, f1).last_applied.unwrap().index;
     g.nodes[f1].take().unwrap().shutdown().await.unwrap();
     for i in 30..70 {
