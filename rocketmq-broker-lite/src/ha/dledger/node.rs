@@ -170,9 +170,13 @@ impl DLedgerNode {
         }
         .validate()
         .map_err(|e| format!("bad DLedger timing: {e}"))?;
-        // Zero-filled ahead of the appends when the store warms its segments too.
+        // Zero-filled ahead of the appends when the store warms its segments too, a segment's
+        // worth as the commit log.
         let warm_ahead = if store.config().warm_segments {
-            super::log_store::WARM_AHEAD
+            store
+                .config()
+                .mapped_file_size_commit_log
+                .max(super::log_store::WARM_AHEAD)
         } else {
             0
         };
