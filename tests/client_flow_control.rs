@@ -55,15 +55,13 @@ async fn busy_broker(ns: &str, dir: &TempDir) -> BrokerHandle {
         vip_channel_enable: false,
         store: StoreConfig {
             mapped_file_size_commit_log: 8 << 20,
-            // The host's disk usage kept out of the test, as in an embedded broker.
-            disk_max_used_space_ratio: 95,
-            disk_space_clean_forcibly_ratio: 95,
-            disk_space_warning_level_ratio: 100,
             ..StoreConfig::new(dir.path().join("busy"))
         },
         ..BrokerConfig::default()
     };
     cfg.flow.wait_time_in_send_queue = Duration::ZERO;
+    // The host's disk usage kept out of the test, as in an embedded broker.
+    cfg.store.use_scratch_disk_ratios();
     Broker::builder(cfg).start().await.expect("busy broker")
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::*;
 use rocketmq_client::consumer::{
     concurrently_fn, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeMessageContext,
-    ConsumeMessageHook, ConsumeOutcome, PushConsumerConfig,
+    ConsumeMessageHook, ConsumeOutcome,
 };
 use rocketmq_client::producer::{
     DefaultMQProducer, SendMessageContext, SendMessageHook, SendResult,
@@ -189,11 +189,7 @@ async fn consume_hooks_and_statistics_match_the_listener_calls() {
     let ns = c.namesrv_addr();
     create_topic(&ns, "Watched", 2).await;
     let cons = push_builder(&ns, "g-watched")
-        .consumer_config(PushConsumerConfig {
-            group: "g-watched".into(),
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            ..PushConsumerConfig::default()
-        })
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
         .subscribe("Watched", "*")
         .build()
         .unwrap();
@@ -584,11 +580,7 @@ async fn statistics_are_exported_through_the_metrics_facade() {
     create_topic(&ns, "Metered", 1).await;
     let rec = Recorder::default();
     let cons = push_builder(&ns, "g-metered")
-        .consumer_config(PushConsumerConfig {
-            group: "g-metered".into(),
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            ..PushConsumerConfig::default()
-        })
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
         .subscribe("Metered", "*")
         .build()
         .unwrap();

@@ -315,7 +315,7 @@ async fn clear_errors_for_bad_sends() {
 }
 
 async fn second_broker(ns: &str, dir: &TempDir) -> BrokerHandle {
-    let cfg = BrokerConfig {
+    let mut cfg = BrokerConfig {
         broker_name: "broker-b".into(),
         listen_ip: "127.0.0.1".into(),
         listen_port: 0,
@@ -323,14 +323,12 @@ async fn second_broker(ns: &str, dir: &TempDir) -> BrokerHandle {
         namesrv_addr: vec![ns.to_string()],
         store: StoreConfig {
             mapped_file_size_commit_log: 16 * 1024 * 1024,
-            // The host's disk usage kept out of the test, as in an embedded broker.
-            disk_max_used_space_ratio: 95,
-            disk_space_clean_forcibly_ratio: 95,
-            disk_space_warning_level_ratio: 100,
             ..StoreConfig::new(dir.path().join("b"))
         },
         ..BrokerConfig::default()
     };
+    // The host's disk usage kept out of the test, as in an embedded broker.
+    cfg.store.use_scratch_disk_ratios();
     Broker::builder(cfg).start().await.unwrap()
 }
 

@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use rocketmq_client::consumer::{ConsumeFromWhere, PushConsumerConfig};
+use rocketmq_client::consumer::ConsumeFromWhere;
 use rocketmq_client::Message;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -86,11 +86,7 @@ fn sends_and_listener_calls_have_spans() {
         create_topic(&ns, "Traced", 1).await;
         let rec = Recorder::default();
         let cons = push_builder(&ns, "g-traced")
-            .consumer_config(PushConsumerConfig {
-                group: "g-traced".into(),
-                consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-                ..PushConsumerConfig::default()
-            })
+            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
             .subscribe("Traced", "*")
             .build()
             .unwrap();

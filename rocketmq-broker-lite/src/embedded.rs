@@ -95,10 +95,9 @@ pub struct EmbeddedOptions {
     /// Needs the `tls` feature for any mode but `disabled`.
     pub tls: Option<rocketmq_remoting::transport::TlsServerConfig>,
     /// The stores are scratch space (a test's or a demo's), so the machine's disk usage does
-    /// not stop them: writes are refused only when a write finds no space (not above Java's
-    /// `diskSpaceWarningLevelRatio` of 90 %), and segments are cleaned up early only above
-    /// 95 % (not at Java's 75 % and 85 %). Off by default; [`EmbeddedCluster::start_temp`]
-    /// turns it on. The ratios in [`properties`](Self::properties) apply on top.
+    /// not stop them ([`StoreConfig::use_scratch_disk_ratios`]). Off by default;
+    /// [`EmbeddedCluster::start_temp`] turns it on. The ratios in
+    /// [`properties`](Self::properties) apply on top.
     pub scratch_disk: bool,
 }
 
@@ -308,9 +307,7 @@ fn broker_config(
         ..BrokerConfig::default()
     };
     if opts.scratch_disk {
-        cfg.store.disk_max_used_space_ratio = 95;
-        cfg.store.disk_space_clean_forcibly_ratio = 95;
-        cfg.store.disk_space_warning_level_ratio = 100;
+        cfg.store.use_scratch_disk_ratios();
     }
     if id > 0 {
         // Slaves pick their HA ports too.

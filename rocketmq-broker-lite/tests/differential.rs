@@ -1151,9 +1151,7 @@ async fn our_broker_registers_like_apache() {
         ..BrokerConfig::default()
     };
     // The host's disk usage kept out of the test (as the common test configuration does).
-    cfg.store.disk_max_used_space_ratio = 95;
-    cfg.store.disk_space_clean_forcibly_ratio = 95;
-    cfg.store.disk_space_warning_level_ratio = 100;
+    cfg.store.use_scratch_disk_ratios();
     let env = StoreEnv {
         clock: ManualClock::new(started),
         ..StoreEnv::default()

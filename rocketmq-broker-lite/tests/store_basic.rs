@@ -446,7 +446,7 @@ fn transfer_reads_small_pulls_and_sends_large_ones_from_the_files() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = StoreConfig::small(dir.path(), 1 << 20, 64);
     cfg.max_message_size = 4096;
-    cfg.disk_space_warning_level_ratio = 100; // whatever the host's disk usage
+    cfg.use_scratch_disk_ratios(); // whatever the host's disk usage
     let store = MessageStore::open(cfg).unwrap();
     for i in 0..64 {
         // Two queues interleaved: each queue's records are not adjacent in the commit log.

@@ -24,9 +24,7 @@ fn config(dir: &std::path::Path) -> StoreConfig {
     c.checkpoint_interval = Duration::from_millis(20);
     c.warm_segments = true;
     // The host's disk usage kept out of the test.
-    c.disk_max_used_space_ratio = 95;
-    c.disk_space_clean_forcibly_ratio = 95;
-    c.disk_space_warning_level_ratio = 100;
+    c.use_scratch_disk_ratios();
     c
 }
 

@@ -162,9 +162,7 @@ fn no_room_for_the_next_segment_deletes_the_oldest_and_writes_resume() {
     let fs = SimFs::new(17);
     let mut cfg = config(true);
     // Keep the ratio rules out of it.
-    cfg.disk_max_used_space_ratio = 95;
-    cfg.disk_space_clean_forcibly_ratio = 95;
-    cfg.disk_space_warning_level_ratio = 100;
+    cfg.use_scratch_disk_ratios();
     let env = StoreEnv {
         vfs: Arc::new(fs.clone()),
         clock: ManualClock::new(1_700_000_000_000),

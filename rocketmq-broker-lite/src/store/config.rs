@@ -196,6 +196,16 @@ impl StoreConfig {
         }
     }
 
+    /// Makes the store scratch space (a test's or a demo's) that the machine's disk usage does
+    /// not stop: writes are refused only when a write finds no space (not above
+    /// `diskSpaceWarningLevelRatio`, Java's 90 %), and segments are cleaned up early only above
+    /// 95 % (not at `diskMaxUsedSpaceRatio` 75 % and `diskSpaceCleanForciblyRatio` 85 %).
+    pub fn use_scratch_disk_ratios(&mut self) {
+        self.disk_max_used_space_ratio = 95;
+        self.disk_space_clean_forcibly_ratio = 95;
+        self.disk_space_warning_level_ratio = 100;
+    }
+
     /// Small files for tests: `segment` bytes per commit-log segment, `cq_entries` entries per
     /// consume-queue file, a small index.
     pub fn small(dir: impl Into<PathBuf>, segment: u64, cq_entries: u64) -> Self {

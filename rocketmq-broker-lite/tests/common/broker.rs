@@ -32,7 +32,11 @@ pub struct Cluster {
 }
 
 /// A test broker's configuration: its store in `dir`, small segments, short delay levels, and
-/// the host's disk usage kept out of the test (see [`host_disk_ignored`]).
+/// the host's disk usage kept out of the test: on a machine whose disk is more than 90 % used
+/// the broker would (rightly, as Java does) refuse every send, and above 75 % or 85 % clean up
+/// old segments early, whatever the test is about; with scratch ratios writes are refused only
+/// when a write finds no space. The disk-full tests set Java's ratios back
+/// ([`java_disk_ratios`]) and drive a manual disk usage.
 pub fn broker_config(dir: &std::path::Path, namesrv: &str) -> BrokerConfig {
     let mut c = BrokerConfig {
         listen_ip: "127.0.0.1".into(),
@@ -46,7 +50,7 @@ pub fn broker_config(dir: &std::path::Path, namesrv: &str) -> BrokerConfig {
         },
         ..BrokerConfig::default()
     };
-    host_disk_ignored(&mut c);
+    c.store.use_scratch_disk_ratios();
     c
 }
 
@@ -246,18 +250,8 @@ pub fn env_with_clock(clock: Arc<ManualClock>) -> StoreEnv {
     }
 }
 
-/// Keeps the host's disk usage out of a test: on a machine whose disk is more than 90 % used
-/// the broker would (rightly, as Java does) refuse every send, and above 75 % or 85 % clean up
-/// old segments early, whatever the test is about. Writes are then refused only when a write
-/// finds no space. The disk-full tests set Java's ratios back ([`java_disk_ratios`]) and drive
-/// a manual disk usage.
-pub fn host_disk_ignored(c: &mut BrokerConfig) {
-    c.store.disk_max_used_space_ratio = 95;
-    c.store.disk_space_clean_forcibly_ratio = 95;
-    c.store.disk_space_warning_level_ratio = 100;
-}
-
-/// [`host_disk_ignored`] as `broker.conf` lines, for the brokers a test runs as processes.
+/// `StoreConfig::use_scratch_disk_ratios` as `broker.conf` lines, for the brokers a test runs
+/// as processes.
 pub const HOST_DISK_IGNORED_CONF: &str =
     "diskMaxUsedSpaceRatio=95\ndiskSpaceCleanForciblyRatio=95\ndiskSpaceWarningLevelRatio=100\n";
 
