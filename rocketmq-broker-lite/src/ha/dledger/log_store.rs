@@ -7,7 +7,10 @@
 //!   `u32 len` · `u32 crc32` · `u64 term` · `u64 leader node id` · `u64 index` · `u8 kind` ·
 //!   payload, where `len` counts everything after the CRC field and the CRC (crc32fast) covers
 //!   those bytes; kind 0 is a blank entry (no payload), 1 a normal one (the proposal's bytes,
-//!   raw), 2 a membership change (its JSON).
+//!   raw), 2 a membership change (its JSON). A file written by a compaction starts with a
+//!   16-byte header, `RMQRLOG1` · `u32 salt` · `u32` CRC32 of the 12 bytes before it, and its
+//!   records' CRCs start from the salt instead of 0 (a file without a header has salt 0).
+//! - `raft.log.spare`: the file the last compaction replaced, whose space the next one reuses.
 //! - `vote`: the current vote (JSON), replaced atomically (`vote.tmp`, fsync, rename, fsync of
 //!   the directory).
 //! - `purged`: the last purged log id (JSON), replaced the same way.
@@ -43,17 +46,33 @@
 //! a quarter of them are left, and then all the way, as the commit log prepares a whole segment
 //! at a time: a node that starts takes its first writes into pages filled while it was idle
 //! (filling 64 MiB ahead step by step under load took 41 % of a DLedger group's broker CPU in
-//! perf). Growing the log into new pages still costs that much per byte when a top-up runs;
-//! reusing the space of purged entries would avoid it.
+//! perf). Growing the log into new pages still costs that much per byte when a top-up runs,
+//! which is why compaction reuses space.
 //!
 //! Purged entries stay in the file until everything in it is purged (the file is then emptied)
 //! or until the purged head is at least [`COMPACT_MIN`] bytes and no smaller than the live
-//! tail; the live tail is then copied to a new file that replaces `raft.log` atomically.
+//! tail. The live tail is then copied into `raft.log.spare`, the file the previous compaction
+//! replaced (allocated, warmed and likely still cached, so the copy and the appends after it
+//! overwrite pages instead of growing a file: with snapshots every 10,000 entries a busy group
+//! compacts every few seconds, and a new file each time had to be zero-filled all over again),
+//! and the two names are swapped atomically (`renameat2` with `RENAME_EXCHANGE`; where the file
+//! system cannot, the spare replaces `raft.log` and the next compaction starts a new file). So
+//! a node keeps two files of about the log's warmed size.
+//!
+//! Reused space holds the records of the file's earlier lives, some perhaps with the very
+//! indexes that come next. They must never pass for the log's continuation, hence the salt:
+//! each compaction writes the spare's header with a salt above both files' (the spare's old
+//! records have at most its own header's salt, which is below the salt of the file that
+//! replaced it), syncs the header before any record of that salt is written, and re-computes
+//! every copied record's CRC under it. A CRC32 started from another value differs for every
+//! body, so the scan at start-up stops at the first old record; what follows the last record is
+//! then cut, as a torn tail is (records of the file's own salt past the end are possible after
+//! a crash, from appends synced out of order).
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, Read, Seek};
 use std::ops::{Bound, RangeBounds};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -82,6 +101,12 @@ const PURGED_FILE: &str = "purged";
 
 /// `u32 len` · `u32 crc`.
 const HEADER: usize = 8;
+/// Length of the header a recycled file starts with (see the module's documentation).
+const FILE_HEADER: u64 = 16;
+/// The first bytes of a file with a header.
+const MAGIC: &[u8; 8] = b"RMQRLOG1";
+/// The file that held the log before the last compaction, whose space the next one reuses.
+const SPARE_FILE: &str = "raft.log.spare";
 /// `u64 term` · `u64 node id` · `u64 index` · `u8 kind`: the part of the body before the payload.
 const FIXED: usize = 25;
 /// Largest body accepted (a proposal is at most a few MiB; anything bigger is garbage).
@@ -156,6 +181,10 @@ struct Inner {
     dir: PathBuf,
     /// `raft.log` (an `Arc` so that the flusher can sync it without holding the lock).
     file: Arc<File>,
+    /// The file's salt, which every record's CRC starts from (0 without a file header).
+    salt: u32,
+    /// Where the file's records start: after its header, if it has one.
+    data_start: u64,
     /// Where the next record goes: the end of the valid records.
     end: u64,
     /// Index of the entry at `positions[0]`.
@@ -242,12 +271,25 @@ impl RaftLogStore {
         if scan.end < len && only_zeros(&file, scan.end, len)? {
             // The zero-filled space past the last record (nothing was cut).
         } else if scan.end < len {
-            tracing::warn!(
-                "raft log {}: cutting {} bytes of torn or corrupt records at position {}",
-                dir.join(LOG_FILE).display(),
-                len - scan.end,
-                scan.end
-            );
+            // Cut, also in a recycled file: what follows the last record may be records of
+            // this file's own salt that a crash left unsynced before it (written out of order),
+            // which a later scan could take for the log's continuation.
+            if scan.data_start > 0 {
+                tracing::info!(
+                    "raft log {}: dropping {} bytes past the last record at position {} (space \
+                     recycled from purged entries, or a torn tail)",
+                    dir.join(LOG_FILE).display(),
+                    len - scan.end,
+                    scan.end
+                );
+            } else {
+                tracing::warn!(
+                    "raft log {}: cutting {} bytes of torn or corrupt records at position {}",
+                    dir.join(LOG_FILE).display(),
+                    len - scan.end,
+                    scan.end
+                );
+            }
             file.set_len(scan.end)?;
             file.sync_all()?;
             len = scan.end;
@@ -260,6 +302,8 @@ impl RaftLogStore {
         let mut inner = Inner {
             dir: dir.to_path_buf(),
             file: Arc::new(file),
+            salt: scan.salt,
+            data_start: scan.data_start,
             end: scan.end,
             first: scan.first,
             positions: scan.positions,
@@ -390,7 +434,7 @@ impl RaftLogStore {
                 }
             }
             starts.push(buf.len() as u64);
-            encode(&e, &mut buf)?;
+            encode(&e, &mut buf, g.salt)?;
             expect = Some(e.log_id.index + 1);
             last = Some(e.log_id);
         }
@@ -399,7 +443,7 @@ impl RaftLogStore {
         };
         debug_assert_eq!(*first, 0);
         if g.positions.is_empty() {
-            if g.end > 0 {
+            if g.end > g.data_start {
                 // Only purged records are left: start the file over.
                 g.reset_file()?;
             }
@@ -483,10 +527,18 @@ impl RaftLogStore {
         }
         g.forget_upto(log_id);
         if g.positions.is_empty() {
-            if g.end > 0 {
+            if g.end > g.data_start {
                 g.reset_file()?;
             }
-        } else {
+        } else if g.compaction_due() {
+            // Not while the warming thread writes into the file that becomes the spare.
+            while g.warming.is_some() {
+                g = self
+                    .shared
+                    .warm_cv
+                    .wait(g)
+                    .map_err(|_| io::Error::other("raft log store poisoned by a panic"))?;
+            }
             g.maybe_compact()?;
         }
         Ok(())
@@ -544,7 +596,7 @@ impl RaftLogStore {
         let mut off = 0usize;
         for i in a..b {
             let index = g.first + i as u64;
-            let (entry, len) = decode(&buf, off, index).map_err(|e| {
+            let (entry, len) = decode(&buf, off, index, g.salt).map_err(|e| {
                 io::Error::new(
                     e.kind(),
                     format!(
@@ -680,15 +732,19 @@ impl Inner {
         Some((from, from + WARM_STEP))
     }
 
-    /// Empties `raft.log` (all it holds is purged).
+    /// Empties `raft.log` (all it holds is purged), keeping its header: no record of its salt
+    /// is left in it.
     fn reset_file(&mut self) -> io::Result<()> {
-        let res = self.file.set_len(0).and_then(|()| self.file.sync_all());
+        let res = self
+            .file
+            .set_len(self.data_start)
+            .and_then(|()| self.file.sync_all());
         if let Err(e) = res {
             self.fail(&e);
             return Err(e);
         }
-        self.end = 0;
-        self.filled = 0;
+        self.end = self.data_start;
+        self.filled = self.data_start;
         self.generation += 1;
         Ok(())
     }
@@ -710,71 +766,159 @@ impl Inner {
         Ok(log_id)
     }
 
-    /// Copies the live tail of `raft.log` to a new file replacing it, if the purged head is big
-    /// enough. A failure before the new file replaced the old one leaves the old one in use.
-    fn maybe_compact(&mut self) -> io::Result<()> {
+    /// Whether the purged head is big enough to compact the file: at least `compact_min`
+    /// bytes, and no fewer than the live tail (so that copying costs no more than it frees).
+    fn compaction_due(&self) -> bool {
         let Some(&base) = self.positions.front() else {
-            return Ok(());
+            return false;
         };
-        let live = self.end - base;
-        if base < self.compact_min || base < live {
+        let purged = base - self.data_start;
+        purged >= self.compact_min && purged >= self.end - base
+    }
+
+    /// Compacts the file if [`Inner::compaction_due`]: the live tail is copied into the spare
+    /// file (the one the previous compaction retired, whose space is allocated and likely still
+    /// cached; a new file the first time) under a new salt, and the two names are swapped
+    /// atomically, so that `raft.log` is always a complete log. A failure before the swap
+    /// leaves the old file in use. The warming thread must not be writing (it writes into the
+    /// file that becomes the spare).
+    fn maybe_compact(&mut self) -> io::Result<()> {
+        if !self.compaction_due() {
             return Ok(());
         }
-        let tmp_path = self.dir.join(LOG_TMP);
-        let tmp = match self.copy_tail(&tmp_path, base, live) {
-            Ok(tmp) => tmp,
+        let base = self.positions[0];
+        let live = self.end - base;
+        let dropped = base - self.data_start;
+        let spare_path = self.dir.join(SPARE_FILE);
+        let (spare, salt) = match self.fill_spare(&spare_path) {
+            Ok(filled) => filled,
             Err(e) => {
                 tracing::warn!(
                     "raft log {}: compaction failed, keeping the old file: {e}",
                     self.dir.display()
                 );
-                let _ = fs::remove_file(&tmp_path);
                 return Ok(());
             }
         };
-        if let Err(e) = fs::rename(&tmp_path, self.dir.join(LOG_FILE)) {
-            tracing::warn!(
-                "raft log {}: compaction rename failed, keeping the old file: {e}",
-                self.dir.display()
-            );
-            let _ = fs::remove_file(&tmp_path);
-            return Ok(());
-        }
-        self.file = Arc::new(tmp);
+        let spare_len = spare.metadata().map(|m| m.len()).unwrap_or(0);
+        let kept_spare = match swap_in(&spare_path, &self.dir.join(LOG_FILE)) {
+            Ok(kept) => kept,
+            Err(e) => {
+                tracing::warn!(
+                    "raft log {}: compaction rename failed, keeping the old file: {e}",
+                    self.dir.display()
+                );
+                return Ok(());
+            }
+        };
+        self.file = Arc::new(spare);
         for p in self.positions.iter_mut() {
-            *p -= base;
+            *p = *p - base + FILE_HEADER;
         }
-        self.end = live;
-        self.filled = live;
+        self.salt = salt;
+        self.data_start = FILE_HEADER;
+        self.end = FILE_HEADER + live;
+        // The space past the copied tail is allocated: appends overwrite it.
+        self.filled = spare_len.max(self.end);
         self.generation += 1;
         if let Err(e) = sync_dir(&self.dir) {
             self.fail(&e);
             return Err(e);
         }
         tracing::info!(
-            "raft log {}: compacted, dropped {base} purged bytes, kept {live}",
-            self.dir.display()
+            "raft log {}: compacted, dropped {dropped} purged bytes, kept {live} in {} space",
+            self.dir.display(),
+            if spare_len > FILE_HEADER + live {
+                "recycled"
+            } else {
+                "new"
+            }
         );
+        if !kept_spare {
+            tracing::debug!(
+                "raft log {}: the file system cannot swap names; the next compaction starts a \
+                 new file",
+                self.dir.display()
+            );
+        }
         Ok(())
     }
 
-    fn copy_tail(&self, tmp_path: &Path, base: u64, live: u64) -> io::Result<File> {
-        let tmp = OpenOptions::new()
+    /// Writes the live entries into the spare file, after a header with a salt above every
+    /// salt its old records can have (theirs are at most its own header's, and below this
+    /// file's: the spare is the file this one replaced), synced before any record of that salt
+    /// is written; each record's CRC is checked under the old salt and recomputed under the
+    /// new one. Returns the file and its salt, everything synced.
+    fn fill_spare(&self, path: &Path) -> io::Result<(File, u32)> {
+        let spare = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
-            .truncate(true)
-            .open(tmp_path)?;
-        let mut buf = vec![0u8; IO_CHUNK];
-        let mut off = 0u64;
-        while off < live {
-            let n = (live - off).min(IO_CHUNK as u64) as usize;
-            self.file.read_exact_at(&mut buf[..n], base + off)?;
-            tmp.write_all_at(&buf[..n], off)?;
-            off += n as u64;
+            .truncate(false)
+            .open(path)?;
+        let spare_salt = read_file_header(&spare).ok().flatten().unwrap_or(0);
+        let salt = match spare_salt.max(self.salt).checked_add(1) {
+            Some(s) => s,
+            None => {
+                // Salts used up: an empty file has no old records to tell apart.
+                spare.set_len(0)?;
+                1
+            }
+        };
+        spare.write_all_at(&file_header(salt), 0)?;
+        spare.sync_data()?;
+        let mut buf = Vec::new();
+        let mut out = FILE_HEADER;
+        let n = self.positions.len();
+        let mut i = 0;
+        while i < n {
+            // A run of whole records, about IO_CHUNK bytes (at least one record).
+            let start = self.positions[i];
+            let mut j = i + 1;
+            while j < n && self.record_end(j) - start <= IO_CHUNK as u64 {
+                j += 1;
+            }
+            buf.resize((self.record_end(j - 1) - start) as usize, 0);
+            self.file.read_exact_at(&mut buf, start)?;
+            for k in i..j {
+                let at = (self.positions[k] - start) as usize;
+                let stop = (self.record_end(k) - start) as usize;
+                let body = &buf[at + HEADER..stop];
+                if record_crc(self.salt, body) != be32(&buf[at + 4..]) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "entry {} at position {} fails its CRC",
+                            self.first + k as u64,
+                            self.positions[k]
+                        ),
+                    ));
+                }
+                let crc = record_crc(salt, body);
+                buf[at + 4..at + HEADER].copy_from_slice(&crc.to_be_bytes());
+            }
+            spare.write_all_at(&buf, out)?;
+            out += buf.len() as u64;
+            i = j;
         }
-        tmp.sync_all()?;
-        Ok(tmp)
+        spare.sync_data()?;
+        Ok((spare, salt))
+    }
+}
+
+/// Puts `from` in the place of `to` atomically; `to`'s old file takes `from`'s name when the
+/// file system can swap two names (`renameat2` with `RENAME_EXCHANGE`; returns `true`),
+/// otherwise it is replaced (`false`).
+fn swap_in(from: &Path, to: &Path) -> io::Result<bool> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    use rustix::io::Errno;
+    match renameat_with(CWD, from, CWD, to, RenameFlags::EXCHANGE) {
+        Ok(()) => Ok(true),
+        Err(e) if e == Errno::INVAL || e == Errno::NOSYS || e == Errno::OPNOTSUPP => {
+            fs::rename(from, to)?;
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -902,8 +1046,16 @@ fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(a)
 }
 
-/// Appends the record of `e` to `out`.
-fn encode(e: &Entry, out: &mut Vec<u8>) -> io::Result<()> {
+/// The CRC of a record's body in a file salted with `salt` (0: the plain CRC32, as a file
+/// without a header has it).
+fn record_crc(salt: u32, body: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new_with_initial(salt);
+    h.update(body);
+    h.finalize()
+}
+
+/// Appends the record of `e` to `out`, for a file salted with `salt`.
+fn encode(e: &Entry, out: &mut Vec<u8>, salt: u32) -> io::Result<()> {
     let start = out.len();
     out.extend_from_slice(&[0u8; HEADER]);
     out.extend_from_slice(&e.log_id.leader_id.term.to_be_bytes());
@@ -928,15 +1080,16 @@ fn encode(e: &Entry, out: &mut Vec<u8>) -> io::Result<()> {
             format!("log entry {} too big ({body} bytes)", e.log_id),
         ));
     }
-    let crc = crc32fast::hash(&out[start + HEADER..]);
+    let crc = record_crc(salt, &out[start + HEADER..]);
     out[start..start + 4].copy_from_slice(&(body as u32).to_be_bytes());
     out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
     Ok(())
 }
 
-/// Checks the body of a record (after the CRC field) and returns its log id and kind.
-fn check_body(body: &[u8], crc: u32) -> Option<(LogId<NodeId>, u8)> {
-    if body.len() < FIXED || crc32fast::hash(body) != crc {
+/// Checks the body of a record (after the CRC field) in a file salted with `salt`, and returns
+/// its log id and kind.
+fn check_body(body: &[u8], crc: u32, salt: u32) -> Option<(LogId<NodeId>, u8)> {
+    if body.len() < FIXED || record_crc(salt, body) != crc {
         return None;
     }
     let kind = body[24];
@@ -950,9 +1103,9 @@ fn check_body(body: &[u8], crc: u32) -> Option<(LogId<NodeId>, u8)> {
     Some((log_id, kind))
 }
 
-/// Decodes the record at `off` of `buf`, which must hold entry `index`; returns it and the
-/// record's length.
-fn decode(buf: &Bytes, off: usize, index: u64) -> io::Result<(Entry, usize)> {
+/// Decodes the record at `off` of `buf` (of a file salted with `salt`), which must hold entry
+/// `index`; returns it and the record's length.
+fn decode(buf: &Bytes, off: usize, index: u64, salt: u32) -> io::Result<(Entry, usize)> {
     let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
     let rest = &buf[off..];
     if rest.len() < HEADER {
@@ -963,7 +1116,7 @@ fn decode(buf: &Bytes, off: usize, index: u64) -> io::Result<(Entry, usize)> {
         return Err(bad("short record"));
     }
     let body = &rest[HEADER..HEADER + len];
-    let (log_id, kind) = check_body(body, be32(&rest[4..])).ok_or_else(|| bad("corrupt record"))?;
+    let (log_id, kind) = check_body(body, be32(&rest[4..]), salt).ok_or_else(|| bad("corrupt record"))?;
     if log_id.index != index {
         return Err(bad("unexpected index"));
     }
@@ -983,6 +1136,10 @@ fn decode(buf: &Bytes, off: usize, index: u64) -> io::Result<(Entry, usize)> {
 }
 
 struct Scan {
+    /// The file's salt (0 without a header).
+    salt: u32,
+    /// Where its records start (after the header, if any).
+    data_start: u64,
     /// End of the last good record.
     end: u64,
     first: u64,
@@ -1004,11 +1161,56 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// Reads the records of `file` from the start up to the first bad one.
+/// The header of a file salted with `salt`: [`MAGIC`] · `u32 salt` · `u32` CRC32 of the 12
+/// bytes before it.
+fn file_header(salt: u32) -> [u8; FILE_HEADER as usize] {
+    let mut h = [0u8; FILE_HEADER as usize];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&salt.to_be_bytes());
+    let crc = crc32fast::hash(&h[..12]);
+    h[12..].copy_from_slice(&crc.to_be_bytes());
+    h
+}
+
+/// The salt in `file`'s header; `None` for a file without one (it does not start with
+/// [`MAGIC`], which no record can: a record starts with its length, below 2^30). An error when
+/// the header is torn or corrupt: which records are valid is then unknown.
+fn read_file_header(file: &File) -> io::Result<Option<u32>> {
+    let mut h = [0u8; FILE_HEADER as usize];
+    let n = {
+        let mut n = 0;
+        while n < h.len() {
+            match file.read_at(&mut h[n..], n as u64) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        n
+    };
+    if n < MAGIC.len() || &h[..MAGIC.len()] != MAGIC {
+        return Ok(None);
+    }
+    if n < h.len() || crc32fast::hash(&h[..12]) != be32(&h[12..]) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the raft log's file header is torn or corrupt",
+        ));
+    }
+    Ok(Some(be32(&h[8..])))
+}
+
+/// Reads the records of `file` (after its header, if any) up to the first bad one.
 fn scan(file: &File) -> io::Result<Scan> {
+    let salt = read_file_header(file)?;
+    let data_start = if salt.is_some() { FILE_HEADER } else { 0 };
     let mut r = BufReader::with_capacity(IO_CHUNK, file);
+    r.seek(io::SeekFrom::Start(data_start))?;
     let mut s = Scan {
-        end: 0,
+        salt: salt.unwrap_or(0),
+        data_start,
+        end: data_start,
         first: 0,
         positions: VecDeque::new(),
         last: None,
@@ -1027,7 +1229,7 @@ fn scan(file: &File) -> io::Result<Scan> {
         if read_full(&mut r, &mut body)? < len {
             break;
         }
-        let Some((log_id, _)) = check_body(&body, be32(&h[4..])) else {
+        let Some((log_id, _)) = check_body(&body, be32(&h[4..]), s.salt) else {
             break;
         };
         match s.last {
@@ -1464,7 +1666,7 @@ mod tests {
         let len = fs::metadata(&path).unwrap().len();
         // A well-formed record with a wrong index after them.
         let mut rec = Vec::new();
-        encode(&blank(1, 5), &mut rec).unwrap();
+        encode(&blank(1, 5), &mut rec, 0).unwrap();
         let f = OpenOptions::new().write(true).open(&path).unwrap();
         f.write_all_at(&rec, len).unwrap();
         drop(f);
@@ -1622,6 +1824,160 @@ mod tests {
             s.get_log_state().await.unwrap().last_purged_log_id,
             Some(lid(4, 20))
         );
+    }
+
+    #[test]
+    fn a_file_without_a_header_has_plain_crc32_records() {
+        // Logs written before files had headers read as salt 0.
+        let body = b"some record body";
+        assert_eq!(record_crc(0, body), crc32fast::hash(body));
+        assert_ne!(record_crc(1, body), record_crc(0, body));
+    }
+
+    fn inode(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(path).unwrap().ino()
+    }
+
+    /// A log compacted twice: 50 entries purged up to 39 (into a new file), then 70 more purged
+    /// up to 109 (into the first file's space). Returns the store and the entries it holds.
+    async fn compacted_twice(dir: &Path) -> (RaftLogStore, Vec<Entry>) {
+        let mut s = RaftLogStore::open(dir, false).unwrap();
+        s.set_compact_min(1000);
+        let entries: Vec<Entry> = (0..120).map(|i| normal(1, i, &[i as u8; 100])).collect();
+        s.blocking_append(entries[..50].to_vec()).await.unwrap();
+        s.purge(lid(1, 39)).await.unwrap();
+        s.blocking_append(entries[50..].to_vec()).await.unwrap();
+        s.purge(lid(1, 109)).await.unwrap();
+        (s, entries[110..].to_vec())
+    }
+
+    #[tokio::test]
+    async fn compaction_reuses_the_file_it_replaced_under_a_new_salt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, spare) = (dir.path().join(LOG_FILE), dir.path().join(SPARE_FILE));
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        s.set_compact_min(1000);
+        let entries: Vec<Entry> = (0..120).map(|i| normal(1, i, &[i as u8; 100])).collect();
+        s.blocking_append(entries[..50].to_vec()).await.unwrap();
+        let (first, first_len) = (inode(&path), fs::metadata(&path).unwrap().len());
+        s.purge(lid(1, 39)).await.unwrap();
+        // A new file with a header; the old one is kept as the spare.
+        assert_ne!(inode(&path), first);
+        assert_eq!((inode(&spare), fs::metadata(&spare).unwrap().len()), (first, first_len));
+        let f = File::open(&path).unwrap();
+        assert_eq!(read_file_header(&f).unwrap(), Some(1));
+        let second = inode(&path);
+
+        s.blocking_append(entries[50..].to_vec()).await.unwrap();
+        s.purge(lid(1, 109)).await.unwrap();
+        // The first file's space again, not shrunk, under salt 2; the second is the spare.
+        assert_eq!((inode(&path), inode(&spare)), (first, second));
+        assert_eq!(fs::metadata(&path).unwrap().len(), first_len);
+        assert_eq!(read_file_header(&File::open(&path).unwrap()).unwrap(), Some(2));
+        {
+            let g = s.lock().unwrap();
+            assert_eq!(g.filled, first_len, "the recycled space counts as written");
+            assert!(g.end < first_len);
+        }
+        assert_eq!(all(&mut s).await, entries[110..]);
+        s.blocking_append(vec![blank(2, 120)]).await.unwrap();
+        let mut want = entries[110..].to_vec();
+        want.push(blank(2, 120));
+        assert_eq!(all(&mut s).await, want);
+        s.flush().unwrap();
+        drop(s);
+        // Reopened: the same entries; the old records past them are cut.
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        assert_eq!(all(&mut s).await, want);
+        let end = s.lock().unwrap().end;
+        assert_eq!(fs::metadata(&path).unwrap().len(), end);
+    }
+
+    #[tokio::test]
+    async fn old_records_in_recycled_space_are_never_taken_for_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let (s, want) = compacted_twice(dir.path()).await;
+        let (end, salt) = {
+            let g = s.lock().unwrap();
+            (g.end, g.salt)
+        };
+        assert_eq!(salt, 2);
+        drop(s);
+        // Right after the last record, a well-formed record of the next index under an older
+        // salt (as the file's earlier lives wrote them), then one under the file's own salt.
+        for (old_salt, taken) in [(0, false), (1, false), (salt, true)] {
+            let mut rec = Vec::new();
+            encode(&blank(1, 120), &mut rec, old_salt).unwrap();
+            let f = OpenOptions::new().write(true).open(&path).unwrap();
+            f.write_all_at(&rec, end).unwrap();
+            f.write_all_at(&[0xAB; 64], end + rec.len() as u64).unwrap();
+            drop(f);
+            let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+            let mut expect = want.clone();
+            if taken {
+                expect.push(blank(1, 120));
+            }
+            assert_eq!(all(&mut s).await, expect, "record of salt {old_salt}");
+            if !taken {
+                assert_eq!(fs::metadata(&path).unwrap().len(), end);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_torn_spare_header_still_gets_a_salt_above_the_old_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        s.set_compact_min(1000);
+        let entries: Vec<Entry> = (0..120).map(|i| normal(1, i, &[i as u8; 100])).collect();
+        s.blocking_append(entries[..50].to_vec()).await.unwrap();
+        s.purge(lid(1, 39)).await.unwrap();
+        // The spare's old records are plain (salt 0); its header, as if a compaction that was
+        // writing it crashed, is half a header.
+        let spare = dir.path().join(SPARE_FILE);
+        let f = OpenOptions::new().write(true).open(&spare).unwrap();
+        f.write_all_at(&file_header(9)[..10], 0).unwrap();
+        drop(f);
+        assert!(read_file_header(&File::open(&spare).unwrap()).is_err());
+        s.blocking_append(entries[50..].to_vec()).await.unwrap();
+        s.purge(lid(1, 109)).await.unwrap();
+        let path = dir.path().join(LOG_FILE);
+        assert_eq!(read_file_header(&File::open(&path).unwrap()).unwrap(), Some(2));
+        assert_eq!(all(&mut s).await, entries[110..]);
+        drop(s);
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        assert_eq!(all(&mut s).await, entries[110..]);
+    }
+
+    #[tokio::test]
+    async fn a_log_with_a_corrupt_header_is_refused_not_read_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = compacted_twice(dir.path()).await;
+        drop(s);
+        let path = dir.path().join(LOG_FILE);
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&[0xFF], 9).unwrap();
+        drop(f);
+        let err = RaftLogStore::open(dir.path(), false).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_log_emptied_by_a_purge_keeps_its_header_and_salt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, left) = compacted_twice(dir.path()).await;
+        let last = left.last().unwrap().log_id;
+        s.purge(last).await.unwrap();
+        let path = dir.path().join(LOG_FILE);
+        assert_eq!(fs::metadata(&path).unwrap().len(), FILE_HEADER);
+        s.blocking_append(vec![blank(2, last.index + 1)]).await.unwrap();
+        s.flush().unwrap();
+        drop(s);
+        assert_eq!(read_file_header(&File::open(&path).unwrap()).unwrap(), Some(2));
+        let mut s = RaftLogStore::open(dir.path(), false).unwrap();
+        assert_eq!(all(&mut s).await, vec![blank(2, last.index + 1)]);
     }
 
     #[tokio::test]
