@@ -57,7 +57,10 @@
 //! compacts every few seconds, and a new file each time had to be zero-filled all over again),
 //! and the two names are swapped atomically (`renameat2` with `RENAME_EXCHANGE`; where the file
 //! system cannot, the spare replaces `raft.log` and the next compaction starts a new file). So
-//! a node keeps two files of about the log's warmed size.
+//! a node keeps two files of about the log's warmed size; with warming on, the warming thread
+//! zero-fills the spare to `warm_ahead` bytes once `raft.log` is, so that the first compaction
+//! does not start a file either (a first compaction into a new file made a 3-node group on one
+//! machine zero-fill 3 GiB under load: 20 s at about 2 k msgs/s instead of 20 k).
 //!
 //! Reused space holds the records of the file's earlier lives, some perhaps with the very
 //! indexes that come next. They must never pass for the log's continuation, hence the salt:
@@ -212,6 +215,10 @@ struct Inner {
     filled: u64,
     /// The range being zero-filled now (by the warming thread, without the lock).
     warming: Option<(u64, u64)>,
+    /// The spare file's length, as far as warming knows.
+    spare_filled: u64,
+    /// The warming thread is zero-filling the spare now (without the lock).
+    warming_spare: bool,
     /// The warming thread is topping the zeros up to `warm_ahead` (it starts once fewer than a
     /// quarter of them are left past `end`).
     topping_up: bool,
@@ -321,6 +328,8 @@ impl RaftLogStore {
             warm_ahead,
             filled: len,
             warming: None,
+            spare_filled: fs::metadata(dir.join(SPARE_FILE)).map_or(0, |m| m.len()),
+            warming_spare: false,
             topping_up: false,
             generation: 0,
         };
@@ -532,7 +541,7 @@ impl RaftLogStore {
             }
         } else if g.compaction_due() {
             // Not while the warming thread writes into the file that becomes the spare.
-            while g.warming.is_some() {
+            while g.warming.is_some() || g.warming_spare {
                 g = self
                     .shared
                     .warm_cv
@@ -732,6 +741,13 @@ impl Inner {
         Some((from, from + WARM_STEP))
     }
 
+    /// The range of the spare file the warming thread zero-fills next, if any: a step from its
+    /// end while it is shorter than `warm_ahead` (and `raft.log` needs no zeros).
+    fn next_spare_fill(&self) -> Option<(u64, u64)> {
+        (self.failed.is_none() && self.spare_filled < self.warm_ahead)
+            .then_some((self.spare_filled, self.spare_filled + WARM_STEP))
+    }
+
     /// Empties `raft.log` (all it holds is purged), keeping its header: no record of its salt
     /// is left in it.
     fn reset_file(&mut self) -> io::Result<()> {
@@ -801,6 +817,7 @@ impl Inner {
             }
         };
         let spare_len = spare.metadata().map(|m| m.len()).unwrap_or(0);
+        let old_len = self.file.metadata().map(|m| m.len()).unwrap_or(0);
         let kept_spare = match swap_in(&spare_path, &self.dir.join(LOG_FILE)) {
             Ok(kept) => kept,
             Err(e) => {
@@ -812,6 +829,7 @@ impl Inner {
             }
         };
         self.file = Arc::new(spare);
+        self.spare_filled = if kept_spare { old_len } else { 0 };
         for p in self.positions.iter_mut() {
             *p = *p - base + FILE_HEADER;
         }
@@ -1116,7 +1134,8 @@ fn decode(buf: &Bytes, off: usize, index: u64, salt: u32) -> io::Result<(Entry, 
         return Err(bad("short record"));
     }
     let body = &rest[HEADER..HEADER + len];
-    let (log_id, kind) = check_body(body, be32(&rest[4..]), salt).ok_or_else(|| bad("corrupt record"))?;
+    let (log_id, kind) =
+        check_body(body, be32(&rest[4..]), salt).ok_or_else(|| bad("corrupt record"))?;
     if log_id.index != index {
         return Err(bad("unexpected index"));
     }
@@ -1244,10 +1263,19 @@ fn scan(file: &File) -> io::Result<Scan> {
     Ok(s)
 }
 
+/// What the warming thread zero-fills next.
+enum WarmJob {
+    /// `raft.log`, from, to, as of its generation.
+    Log(Arc<File>, u64, u64, u64),
+    /// The spare, from, to.
+    Spare(PathBuf, u64, u64),
+}
+
 /// Keeps `raft.log` zero-filled [`Inner::warm_ahead`] bytes past its end, a step at a time
 /// (each synced, so that the group commit's `fdatasync` never writes zeros), topping up once
-/// fewer than a quarter are left, until the store is dropped or a write fails (warming only
-/// saves time: the log works without it).
+/// fewer than a quarter are left; once it is, zero-fills the spare file to as many bytes, so
+/// that the first compaction finds its space ready too. Until the store is dropped or a write
+/// fails (warming only saves time: the log works without it).
 fn warm(weak: Weak<Shared>) {
     loop {
         let Some(shared) = weak.upgrade() else {
@@ -1260,25 +1288,50 @@ fn warm(weak: Weak<Shared>) {
             let Ok(mut g) = shared.inner.lock() else {
                 return;
             };
-            g.next_fill().map(|(from, to)| {
+            if let Some((from, to)) = g.next_fill() {
                 g.warming = Some((from, to));
-                (g.file.clone(), from, to, g.generation)
-            })
+                Some(WarmJob::Log(g.file.clone(), from, to, g.generation))
+            } else if let Some((from, to)) = g.next_spare_fill() {
+                g.warming_spare = true;
+                Some(WarmJob::Spare(g.dir.join(SPARE_FILE), from, to))
+            } else {
+                None
+            }
         };
-        let Some((file, from, to, generation)) = job else {
+        let Some(job) = job else {
             drop(shared);
             std::thread::park_timeout(WARM_POLL);
             continue;
         };
-        let outcome =
+        let zeros = |file: &File, from: u64, to: u64| {
             crate::store::commitlog::write_zeros(from, to - from, |b, at| file.write_all_at(b, at))
-                .and_then(|()| file.sync_data());
+                .and_then(|()| file.sync_data())
+        };
+        let outcome = match &job {
+            WarmJob::Log(file, from, to, _) => zeros(file, *from, *to),
+            WarmJob::Spare(path, from, to) => OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .and_then(|f| zeros(&f, *from, *to)),
+        };
         let Ok(mut g) = shared.inner.lock() else {
             return;
         };
-        g.warming = None;
-        if outcome.is_ok() && g.generation == generation && Arc::ptr_eq(&g.file, &file) {
-            g.filled = g.filled.max(to);
+        match job {
+            WarmJob::Log(file, _, to, generation) => {
+                g.warming = None;
+                if outcome.is_ok() && g.generation == generation && Arc::ptr_eq(&g.file, &file) {
+                    g.filled = g.filled.max(to);
+                }
+            }
+            WarmJob::Spare(_, _, to) => {
+                g.warming_spare = false;
+                if outcome.is_ok() {
+                    g.spare_filled = g.spare_filled.max(to);
+                }
+            }
         }
         drop(g);
         shared.warm_cv.notify_all();
@@ -1864,7 +1917,10 @@ mod tests {
         s.purge(lid(1, 39)).await.unwrap();
         // A new file with a header; the old one is kept as the spare.
         assert_ne!(inode(&path), first);
-        assert_eq!((inode(&spare), fs::metadata(&spare).unwrap().len()), (first, first_len));
+        assert_eq!(
+            (inode(&spare), fs::metadata(&spare).unwrap().len()),
+            (first, first_len)
+        );
         let f = File::open(&path).unwrap();
         assert_eq!(read_file_header(&f).unwrap(), Some(1));
         let second = inode(&path);
@@ -1874,7 +1930,10 @@ mod tests {
         // The first file's space again, not shrunk, under salt 2; the second is the spare.
         assert_eq!((inode(&path), inode(&spare)), (first, second));
         assert_eq!(fs::metadata(&path).unwrap().len(), first_len);
-        assert_eq!(read_file_header(&File::open(&path).unwrap()).unwrap(), Some(2));
+        assert_eq!(
+            read_file_header(&File::open(&path).unwrap()).unwrap(),
+            Some(2)
+        );
         {
             let g = s.lock().unwrap();
             assert_eq!(g.filled, first_len, "the recycled space counts as written");
@@ -1892,6 +1951,38 @@ mod tests {
         assert_eq!(all(&mut s).await, want);
         let end = s.lock().unwrap().end;
         assert_eq!(fs::metadata(&path).unwrap().len(), end);
+    }
+
+    #[tokio::test]
+    async fn the_spare_is_zero_filled_ahead_so_that_the_first_compaction_reuses_it_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let ahead = 2 * WARM_STEP;
+        let mut s = RaftLogStore::open_warm(dir.path(), true, ahead).unwrap();
+        s.lock().unwrap().compact_min = 1000;
+        let spare = dir.path().join(SPARE_FILE);
+        let t0 = std::time::Instant::now();
+        while s.lock().unwrap().spare_filled < ahead {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the spare was never filled"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(fs::metadata(&spare).unwrap().len() >= ahead);
+        let ready = inode(&spare);
+        let entries: Vec<Entry> = (0..50).map(|i| normal(1, i, &[i as u8; 100])).collect();
+        s.blocking_append(entries.clone()).await.unwrap();
+        s.purge(lid(1, 39)).await.unwrap();
+        assert_eq!(inode(&dir.path().join(LOG_FILE)), ready);
+        {
+            let g = s.lock().unwrap();
+            assert!(g.filled >= ahead, "{} of {ahead}", g.filled);
+            assert!(g.end < g.filled);
+        }
+        assert_eq!(all(&mut s).await, entries[40..]);
+        drop(s);
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        assert_eq!(all(&mut s).await, entries[40..]);
     }
 
     #[tokio::test]
@@ -1944,7 +2035,10 @@ mod tests {
         s.blocking_append(entries[50..].to_vec()).await.unwrap();
         s.purge(lid(1, 109)).await.unwrap();
         let path = dir.path().join(LOG_FILE);
-        assert_eq!(read_file_header(&File::open(&path).unwrap()).unwrap(), Some(2));
+        assert_eq!(
+            read_file_header(&File::open(&path).unwrap()).unwrap(),
+            Some(2)
+        );
         assert_eq!(all(&mut s).await, entries[110..]);
         drop(s);
         let mut s = RaftLogStore::open(dir.path(), false).unwrap();
@@ -1972,10 +2066,15 @@ mod tests {
         s.purge(last).await.unwrap();
         let path = dir.path().join(LOG_FILE);
         assert_eq!(fs::metadata(&path).unwrap().len(), FILE_HEADER);
-        s.blocking_append(vec![blank(2, last.index + 1)]).await.unwrap();
+        s.blocking_append(vec![blank(2, last.index + 1)])
+            .await
+            .unwrap();
         s.flush().unwrap();
         drop(s);
-        assert_eq!(read_file_header(&File::open(&path).unwrap()).unwrap(), Some(2));
+        assert_eq!(
+            read_file_header(&File::open(&path).unwrap()).unwrap(),
+            Some(2)
+        );
         let mut s = RaftLogStore::open(dir.path(), false).unwrap();
         assert_eq!(all(&mut s).await, vec![blank(2, last.index + 1)]);
     }
