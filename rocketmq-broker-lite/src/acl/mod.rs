@@ -49,7 +49,21 @@ pub struct Account {
     pub topic_perms: HashMap<String, u8>,
     /// `groupPerms` (`group=PERM`), kept under the group's retry topic as Java keeps them.
     pub group_perms: HashMap<String, u8>,
+    /// The secret key, keyed for HMAC once.
+    signer: AccountSigner,
 }
+
+/// An account's signer: derived from its secret key, which equality compares already.
+#[derive(Debug, Clone)]
+struct AccountSigner(signature::Signer);
+
+impl PartialEq for AccountSigner {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for AccountSigner {}
 
 /// An account's settings as text, as `plain_acl.yml` and UPDATE_AND_CREATE_ACL_CONFIG give them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -116,6 +130,7 @@ impl Account {
             default_group_perm: permission::parse(c.default_group_perm.as_deref()),
             topic_perms: perm_entries(&c.topic_perms, false)?,
             group_perms: perm_entries(&c.group_perms, true)?,
+            signer: AccountSigner(signature::Signer::new(&c.secret_key)),
         })
     }
 }
@@ -163,7 +178,7 @@ impl PlainAcl {
         if req.ip.as_ref().is_some_and(|ip| account.white.matches(ip)) {
             return Ok(());
         }
-        let expected = signature::sign_parts(&account.secret_key, &[&req.content, &req.body]);
+        let expected = account.signer.0.sign_parts(&[&req.content, &req.body]);
         if req.signature.as_deref() != Some(expected.as_str()) {
             return Err(format!("Check signature failed for accessKey={ak}"));
         }

@@ -128,7 +128,14 @@ impl<'a> Scan<'a> {
                 _ => self.i += 1,
             }
         }
-        let mut out = String::from(self.s.get(start..self.i)?);
+        // Room for the string up to the next quote (all of it unless it holds an escaped
+        // quote): one allocation where pushing each run would grow it step by step.
+        let to_quote = self.b[self.i..]
+            .iter()
+            .position(|&c| c == b'"')
+            .unwrap_or(0);
+        let mut out = String::with_capacity(self.i - start + to_quote);
+        out.push_str(self.s.get(start..self.i)?);
         loop {
             let run = self.i;
             while let Some(&c) = self.b.get(self.i) {
