@@ -28,9 +28,10 @@ PROBES_SRC = os.environ.get("PROBES_DIR", os.path.join(ROOT, "..", "shared", "to
 PROBES = os.path.join(ROOT, "target", "probes")
 # Our own probe: a paced 1 KiB ping-pong (what a wake-up round trip costs at E1's rate).
 OWN_PROBES_SRC = os.path.join(ROOT, "scripts", "probes")
-BENCH = os.path.join(ROOT, "target", "release", "rocketmq-bench")
-# BENCH_LITE: another build of rocketmq-lite to measure (e.g. an older commit, for before/after);
-# BENCH_LITE_ARGS: more arguments for it (e.g. "-c some-broker.conf").
+# BENCH_BIN and BENCH_LITE: other builds of rocketmq-bench (the client) and rocketmq-lite to
+# measure (e.g. an older commit's, alternating before/after); BENCH_LITE_ARGS: more arguments for
+# rocketmq-lite (e.g. "-c some-broker.conf").
+BENCH = os.environ.get("BENCH_BIN", os.path.join(ROOT, "target", "release", "rocketmq-bench"))
 LITE = os.environ.get("BENCH_LITE", os.path.join(ROOT, "target", "release", "rocketmq-lite"))
 
 # id: (flush mode, rocketmq-bench arguments, probe, description)
