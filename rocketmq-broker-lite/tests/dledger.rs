@@ -16,6 +16,7 @@ use rocketmq_broker_lite::broker::{Broker, BrokerConfig, BrokerHandle};
 use rocketmq_broker_lite::embedded::TempDir;
 use rocketmq_broker_lite::ha::dledger::DLedgerNode;
 use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
+use rocketmq_broker_lite::store::{ManualDiskUsage, StoreEnv};
 use rocketmq_remoting::protocol::headers::SendMessageResponseHeader;
 use rocketmq_remoting::protocol::ResponseCode;
 use rocketmq_remoting::transport::RemotingClient;
@@ -29,6 +30,8 @@ struct Group {
     peers: String,
     /// More broker.conf lines for every node.
     extra: String,
+    /// A disk usage every node sees (against Java's ratios), instead of the host's.
+    disk: Option<Arc<ManualDiskUsage>>,
     nodes: Vec<Option<BrokerHandle>>,
 }
 
@@ -38,6 +41,10 @@ impl Group {
     }
 
     async fn start_with(extra: &str) -> Group {
+        Self::start_on(extra, None).await
+    }
+
+    async fn start_on(extra: &str, disk: Option<Arc<ManualDiskUsage>>) -> Group {
         let dir = TempDir::new("dledger").unwrap();
         let namesrv = NameServer::builder()
             .listen("127.0.0.1:0")
@@ -53,6 +60,7 @@ impl Group {
             namesrv,
             peers,
             extra: extra.to_string(),
+            disk,
             nodes: Vec::new(),
         };
         for i in 0..NODES {
@@ -75,6 +83,10 @@ impl Group {
             self.peers, self.extra
         ));
         cfg.apply_properties(&props).unwrap();
+        if self.disk.is_some() {
+            java_disk_ratios(&mut cfg);
+            cfg.store.disk_check_interval = Duration::from_millis(50);
+        }
         cfg
     }
 
@@ -84,7 +96,14 @@ impl Group {
     async fn start_node(&self, i: usize) -> BrokerHandle {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            match Broker::builder(self.config(i)).start().await {
+            let mut builder = Broker::builder(self.config(i));
+            if let Some(disk) = &self.disk {
+                builder = builder.env(StoreEnv {
+                    disk: disk.clone(),
+                    ..StoreEnv::default()
+                });
+            }
+            match builder.start().await {
                 Ok(b) => return b,
                 Err(e) if e.to_string().contains("Address already in use") => {
                     assert!(Instant::now() < deadline, "node n{i}: {e}");
@@ -727,6 +746,43 @@ async fn an_empty_follower_starts_at_the_leaders_oldest_segment_and_one_too_far_
     assert_eq!(g.node(f2).store().commit_log_max_offset(), f2_end);
     assert_eq!(node.snapshots_installed(), 0);
     // The group goes on without it.
+    send_ok(&c, g.node(l), "after", 0).await;
+    g.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_with_a_full_disk_refuses_sends_before_proposing_them() {
+    let disk = ManualDiskUsage::new(40);
+    let g = Group::start_on("", Some(disk.clone())).await;
+    let l = g.leader().await;
+    let c = client();
+    send_ok(&c, g.node(l), "before", 0).await;
+    let raft = g.node(l).inner().dledger().unwrap().clone();
+    let last = raft.raft().metrics().borrow().last_log_index;
+
+    // Above diskSpaceWarningLevelRatio (0.90): refused at once with Java's code and remark,
+    // not committed and then waited for until the send times out.
+    disk.set(93);
+    eventually("the leader's disk-full state", || {
+        g.node(l).store().is_disk_full()
+    })
+    .await;
+    let r = send(&c, &g.node(l).broker_addr(), TOPIC, 0, "refused").await;
+    assert_eq!(r.response_code(), ResponseCode::ServiceNotAvailable);
+    assert!(
+        r.remark_str()
+            .contains("the broker's disk is full [CL:  0.93"),
+        "{}",
+        r.remark_str()
+    );
+    assert_eq!(raft.raft().metrics().borrow().last_log_index, last);
+
+    // Space again: sends resume by themselves.
+    disk.set(40);
+    eventually("the disk-full state to clear", || {
+        !g.node(l).store().is_disk_full()
+    })
+    .await;
     send_ok(&c, g.node(l), "after", 0).await;
     g.stop().await;
 }

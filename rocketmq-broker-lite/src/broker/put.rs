@@ -71,12 +71,17 @@ impl BrokerInner {
             } else {
                 self.store.put_messages_now(&msgs)
             }),
-            Some(node) => Stored::Later(Box::pin(propose(
-                node.clone(),
-                self.store.clone(),
-                msgs,
-                self.clock.now_ms(),
-            ))),
+            // A full disk refuses the write before it is proposed: once committed, a write
+            // must be applied, and no replica could apply it until space is freed.
+            Some(node) => match self.store.disk_full_refusal() {
+                Some(full) => Stored::Now(Err(full)),
+                None => Stored::Later(Box::pin(propose(
+                    node.clone(),
+                    self.store.clone(),
+                    msgs,
+                    self.clock.now_ms(),
+                ))),
+            },
         }
     }
 
@@ -89,6 +94,9 @@ impl BrokerInner {
         let Some(node) = self.dledger.get().cloned() else {
             return Err(StoreError::NotRunning("not in DLedger mode".into()));
         };
+        if let Some(full) = self.store.disk_full_refusal() {
+            return Err(full);
+        }
         let fut = propose(node, self.store.clone(), msgs, self.clock.now_ms());
         match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {

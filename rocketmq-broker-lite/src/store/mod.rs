@@ -1569,6 +1569,14 @@ impl MessageStore {
         self.inner.log.guard.is_full()
     }
 
+    /// The error an append gets while the disk is full ([`MessageStore::is_disk_full`]), for
+    /// writes refused before they reach the store (a DLedger leader refuses a write before
+    /// proposing it, as Java's `checkStoreStatus` does before `handleAppend`).
+    pub fn disk_full_refusal(&self) -> Option<StoreError> {
+        let guard = &self.inner.log.guard;
+        guard.is_full().then(|| guard.refusal())
+    }
+
     /// Checks the used disk space now (as the store's service thread does every
     /// `diskCheckInterval`), updating the disk-full state; returns the used percentage of the
     /// fuller of the commit log's and the consume queues' file systems.
