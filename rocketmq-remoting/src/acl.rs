@@ -38,10 +38,7 @@ pub fn content<'a>(fields: impl IntoIterator<Item = (&'a str, &'a str)>, body: &
 
 /// The signature of `content` under `secret_key`.
 pub fn sign(secret_key: &str, content: &[u8]) -> String {
-    let mut mac = <Hmac<sha1::Sha1> as Mac>::new_from_slice(secret_key.as_bytes())
-        .expect("HMAC takes keys of any length");
-    mac.update(content);
-    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    sign_parts(secret_key, &[content])
 }
 
 /// [`sign`] of the concatenation of `parts` (a request's [`content`] in pieces, say the values

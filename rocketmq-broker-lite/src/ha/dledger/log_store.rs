@@ -1196,18 +1196,9 @@ fn file_header(salt: u32) -> [u8; FILE_HEADER as usize] {
 /// the header is torn or corrupt: which records are valid is then unknown.
 fn read_file_header(file: &File) -> io::Result<Option<u32>> {
     let mut h = [0u8; FILE_HEADER as usize];
-    let n = {
-        let mut n = 0;
-        while n < h.len() {
-            match file.read_at(&mut h[n..], n as u64) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        n
-    };
+    let mut r = file;
+    r.rewind()?;
+    let n = read_full(&mut r, &mut h)?;
     if n < MAGIC.len() || &h[..MAGIC.len()] != MAGIC {
         return Ok(None);
     }
