@@ -30,8 +30,9 @@ struct Group {
     peers: String,
     /// More broker.conf lines for every node.
     extra: String,
-    /// A disk usage every node sees (against Java's ratios), instead of the host's.
-    disk: Option<Arc<ManualDiskUsage>>,
+    /// The disk usage each node sees (against Java's ratios), instead of the host's: none, or
+    /// one a node.
+    disks: Vec<Arc<ManualDiskUsage>>,
     nodes: Vec<Option<BrokerHandle>>,
 }
 
@@ -44,7 +45,14 @@ impl Group {
         Self::start_on(extra, None).await
     }
 
+    /// A group whose nodes all see `disk`.
     async fn start_on(extra: &str, disk: Option<Arc<ManualDiskUsage>>) -> Group {
+        let disks = disk.map_or_else(Vec::new, |d| vec![d; NODES]);
+        Self::start_on_disks(extra, disks).await
+    }
+
+    /// A group whose node `i` sees `disks[i]` (or the host's disk when `disks` is empty).
+    async fn start_on_disks(extra: &str, disks: Vec<Arc<ManualDiskUsage>>) -> Group {
         let dir = TempDir::new("dledger").unwrap();
         let namesrv = NameServer::builder()
             .listen("127.0.0.1:0")
@@ -60,7 +68,7 @@ impl Group {
             namesrv,
             peers,
             extra: extra.to_string(),
-            disk,
+            disks,
             nodes: Vec::new(),
         };
         for i in 0..NODES {
@@ -83,7 +91,7 @@ impl Group {
             self.peers, self.extra
         ));
         cfg.apply_properties(&props).unwrap();
-        if self.disk.is_some() {
+        if !self.disks.is_empty() {
             java_disk_ratios(&mut cfg);
             cfg.store.disk_check_interval = Duration::from_millis(50);
         }
@@ -97,7 +105,7 @@ impl Group {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let mut builder = Broker::builder(self.config(i));
-            if let Some(disk) = &self.disk {
+            if let Some(disk) = self.disks.get(i) {
                 builder = builder.env(StoreEnv {
                     disk: disk.clone(),
                     ..StoreEnv::default()
@@ -747,6 +755,47 @@ async fn an_empty_follower_starts_at_the_leaders_oldest_segment_and_one_too_far_
     assert_eq!(node.snapshots_installed(), 0);
     // The group goes on without it.
     send_ok(&c, g.node(l), "after", 0).await;
+    g.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_with_a_full_disk_still_stops_and_catches_up_after_a_restart() {
+    let disks: Vec<_> = (0..NODES).map(|_| ManualDiskUsage::new(40)).collect();
+    let mut g = Group::start_on_disks("", disks.clone()).await;
+    let l = g.leader().await;
+    let f = (l + 1) % NODES;
+    let c = client();
+    send_ok(&c, g.node(l), "before", 0).await;
+    disks[f].set(93);
+    eventually("the follower's disk-full state", || {
+        g.node(f).store().is_disk_full()
+    })
+    .await;
+
+    // The leader and the other follower are a majority: sends are acknowledged, while the
+    // follower holds the entries in its Raft log and cannot apply them.
+    for i in 0..5 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    let end = g.node(l).store().commit_log_written_offset();
+    let leader_last = metrics(&g, l).last_log_index.unwrap();
+    eventually("the follower to hold the entries", || {
+        metrics(&g, f).last_log_index >= Some(leader_last)
+    })
+    .await;
+    assert!(g.node(f).store().commit_log_written_offset() < end);
+
+    // A committed write waiting for space does not hold the node's shutdown.
+    let node = g.nodes[f].take().unwrap();
+    tokio::time::timeout(Duration::from_secs(15), node.shutdown())
+        .await
+        .expect("the follower waiting for disk space did not stop")
+        .unwrap();
+
+    // With space again, it applies what it had not and holds what the others hold.
+    disks[f].set(40);
+    g.nodes[f] = Some(g.start_node(f).await);
+    replicas_identical(&g, end).await;
     g.stop().await;
 }
 

@@ -379,6 +379,8 @@ impl DLedgerNode {
     /// Stops the node (its peer port and its Raft instance).
     pub async fn shutdown(&self) {
         self.server.shutdown(Duration::from_millis(500)).await;
+        // A committed write that waits for disk space must not hold the Raft core's shutdown.
+        self.sm.stop();
         if let Err(e) = self.raft.shutdown().await {
             warn!(error = %e, "the Raft node did not stop cleanly");
         }

@@ -111,6 +111,9 @@ struct Inner {
     /// How far this node's Raft log is synced: an entry is applied only once it is (the
     /// leader's own appends count in openraft before; see the log store's documentation).
     durable: OnceLock<Durable>,
+    /// Set when the node stops: a committed write waiting for disk space is given up (it is
+    /// applied again after a restart, as `applied.idx` does not name it).
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 /// What the commit log holds: the last entry applied, the log's end after it, and the
@@ -171,6 +174,7 @@ impl StateMachine {
                 snapshot: Mutex::new(snapshot),
                 installed: std::sync::atomic::AtomicU64::new(0),
                 durable: OnceLock::new(),
+                stopping: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -178,6 +182,14 @@ impl StateMachine {
     /// Applies entries only once `durable` says this node's Raft log holds them durably.
     pub fn apply_when(&self, durable: Durable) {
         let _ = self.inner.durable.set(durable);
+    }
+
+    /// Stops waiting for disk space to apply a committed write: the node is stopping, and the
+    /// write stays unapplied (a restart applies it again from the Raft log).
+    pub fn stop(&self) {
+        self.inner
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Snapshots installed since start (a leader sent this node its commit log because the
@@ -226,7 +238,7 @@ impl StateMachine {
 
     /// Applies one write: appended with the leader's time (buffered: the caller writes the
     /// entry's writes together); a full disk is waited out (a committed write must be
-    /// applied), other refusals are the same on every replica.
+    /// applied) until the node stops, other refusals are the same on every replica.
     fn apply_write(&self, msgs: &[PutMessage], store_ts: i64) -> Result<Applied, StoreError> {
         loop {
             match self.inner.store.append_at(msgs, store_ts) {
@@ -240,7 +252,12 @@ impl StateMachine {
                         error: None,
                     })
                 }
-                Err(e @ StoreError::DiskFull { .. }) | Err(e @ StoreError::Busy) => {
+                Err(e @ StoreError::DiskFull { .. }) | Err(e @ StoreError::Busy)
+                    if !self
+                        .inner
+                        .stopping
+                        .load(std::sync::atomic::Ordering::Acquire) =>
+                {
                     warn!(error = %e, "cannot apply a committed write yet; trying again");
                     // What this entry appended so far goes out first (it may free the
                     // buffer).
