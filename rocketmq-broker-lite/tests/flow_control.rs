@@ -142,10 +142,12 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
     let b = broker.broker_addr();
     let c = client();
     assert_eq!(send(&c, &b, "Queued", 0, "first").await.code, 0);
-    // Two sends in one write: the first one's write stalls on the connection's reader, the
-    // second waits behind it, read but not processed. (The store's writer thread may take
-    // the first write instead, rarely; then the reader is not held and nothing waits: try
-    // again.)
+    // More sends in one write than the reader answers together (it appends at most 64, then
+    // writes them before it reads on): that write stalls on the connection's reader, and the
+    // sends after the 64th wait behind it, read but not processed. (The store's writer thread
+    // may take the stalled write instead, rarely, or the sends may arrive in several reads;
+    // then nothing waits: try again.)
+    const SENDS: i32 = 72;
     let mut outcome = None;
     for attempt in 0..5 {
         fs.hold_writes("/store/commitlog");
@@ -153,9 +155,11 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
         let stream = TcpStream::connect(&b).await.unwrap();
         stream.set_nodelay(true).unwrap();
         let (r, mut w) = stream.into_split();
-        let mut both = send_frame("Queued", "held", 1);
-        both.extend(send_frame("Queued", "behind", 2));
-        w.write_all(&both).await.unwrap();
+        let mut all = Vec::new();
+        for i in 1..=SENDS {
+            all.extend(send_frame("Queued", "m", i));
+        }
+        w.write_all(&all).await.unwrap();
         let deadline = std::time::Instant::now() + T;
         while !broker.store().is_os_page_cache_busy() {
             assert!(std::time::Instant::now() < deadline, "no write held");
@@ -166,7 +170,7 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
         drop(release);
         let mut responses = FramedRead::new(r, RemotingCodec::default());
         let mut by_opaque = std::collections::HashMap::new();
-        for _ in 0..2 {
+        for _ in 0..SENDS {
             let resp = tokio::time::timeout(T, responses.next())
                 .await
                 .expect("answered")
@@ -176,14 +180,22 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
             by_opaque.insert(resp.opaque, resp);
         }
         let first = &by_opaque[&1];
-        let second = &by_opaque[&2];
         assert_eq!(first.code, 0, "{:?}", first.remark);
-        if second.code == 0 {
-            eprintln!("attempt {attempt}: the writer thread took the stalled write; again");
-            continue;
+        match (1..=SENDS).find(|i| by_opaque[i].code != 0) {
+            None => {
+                eprintln!("attempt {attempt}: no send waited behind the stalled write; again");
+                continue;
+            }
+            Some(i) => {
+                assert!(
+                    i > 64,
+                    "send {i} of the first 64 refused: {:?}",
+                    by_opaque[&i]
+                );
+                outcome = Some(by_opaque[&i].clone());
+                break;
+            }
         }
-        outcome = Some(second.clone());
-        break;
     }
     let busy: RemotingCommand = outcome.expect("no send was answered SYSTEM_BUSY");
     assert_eq!(busy.response_code(), ResponseCode::SystemBusy);

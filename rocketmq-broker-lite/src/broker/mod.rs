@@ -116,6 +116,8 @@ pub struct BrokerInner {
     /// The ACL rules in force (`aclEnable`).
     acl: OnceLock<crate::acl::hook::AclRules>,
     delay_levels: Vec<i64>,
+    /// The shared work of the sends of one read: writing what they appended.
+    pub(crate) store_writes: Arc<dyn rocketmq_remoting::transport::BatchFlush>,
 }
 
 impl std::fmt::Debug for BrokerInner {
@@ -367,6 +369,7 @@ impl BrokerBuilder {
         store.set_arrival_listener(hold.clone());
         let inner = Arc::new(BrokerInner {
             delay_levels: cfg.store.delay_levels(),
+            store_writes: Arc::new(put::StoreWrites(store.clone())),
             hot_memory: crate::store::physical_memory() * 40 / 100,
             cfg: cfg.clone(),
             store: store.clone(),

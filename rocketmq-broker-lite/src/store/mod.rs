@@ -702,6 +702,21 @@ impl MessageStore {
         self.inner.log.is_os_page_cache_busy()
     }
 
+    /// Appends `msgs` (one message, or a batch of one topic and queue) to the write buffer
+    /// without writing it, for a caller that writes what it appended with
+    /// [`MessageStore::write_appended`] before it acknowledges (a connection that answers the
+    /// sends of one read after one write); the writer thread writes it within a few
+    /// milliseconds otherwise. Never waits for the disk, as [`MessageStore::put_message_now`].
+    pub fn append_buffered(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
+        self.inner.log.append_with(msgs, false, false)
+    }
+
+    /// Whether [`MessageStore::write_appended`] writes on the calling thread (ASYNC_FLUSH; under
+    /// SYNC_FLUSH the writer thread writes and syncs).
+    pub fn writes_inline(&self) -> bool {
+        self.inner.cfg.flush_disk_type != FlushDiskType::SyncFlush
+    }
+
     /// [`MessageStore::put_messages`], written on the calling thread like
     /// [`MessageStore::put_message_now`].
     pub fn put_messages_now(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {

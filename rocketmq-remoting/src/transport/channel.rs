@@ -22,7 +22,9 @@ use tracing::{debug, warn};
 use super::codec::{BodyLimit, CodecError, Inbound, RemotingCodec};
 use super::hook::RpcHook;
 use super::limits::{Held, Limits, MemoryBudget, RequestHold, UnsentCharge};
-use super::processor::{not_supported, ChannelContext, ProcessResult, RequestProcessor};
+use super::processor::{
+    not_supported, BatchEnd, BatchFlush, ChannelContext, ProcessResult, RequestProcessor,
+};
 use super::tls::{ClientTlsContext, MaybeTlsStream};
 use crate::error::RemotingError;
 use crate::protocol::{
@@ -942,6 +944,8 @@ impl Reader {
         // One timer for the idle check, re-armed when it fires (not a new one for every frame).
         let idle_check = tokio::time::sleep(check_every);
         tokio::pin!(idle_check);
+        // Requests answered at the end of their batch: the frames already buffered.
+        let mut batch: Vec<HeldAnswer> = Vec::new();
         loop {
             // Over its limits (or the shared budget used up), the connection is not read: the
             // peer is held back by TCP flow control until answers give room back.
@@ -950,6 +954,14 @@ impl Reader {
                     .budget
                     .as_ref()
                     .is_some_and(MemoryBudget::is_exhausted);
+            if !batch.is_empty()
+                && (over
+                    || batch.len() >= MAX_HELD
+                    || framed.decoder().is_skipping()
+                    || !holds_a_frame(framed.read_buffer()))
+            {
+                self.finish_batch(&mut batch).await;
+            }
             if over {
                 tokio::select! {
                     _ = self.channel.inner.closed.cancelled() => break,
@@ -1025,23 +1037,28 @@ impl Reader {
                             limits.budget.as_ref(),
                             framed.decoder().last_frame_len(),
                         );
-                        self.handle_request(&ctx, cmd, hold).await;
+                        if let Some(h) = self.handle_request(&ctx, cmd, hold).await {
+                            batch.push(h);
+                        }
                     }
                 }
             }
         }
+        self.finish_batch(&mut batch).await;
         if !stopped_gracefully {
             close_channel(&self.channel.inner, "reader stopped");
         }
     }
 
-    /// Processes one request; `hold` counts it as in flight until its answer is queued.
+    /// Processes one request; `hold` counts it as in flight until its answer is queued. A
+    /// request answered at the end of its batch is returned, to be finished by
+    /// [`Reader::finish_batch`].
     async fn handle_request(
         &self,
         ctx: &ChannelContext,
         mut cmd: RemotingCommand,
         hold: RequestHold,
-    ) {
+    ) -> Option<HeldAnswer> {
         let oneway = cmd.is_oneway();
         let opaque = cmd.opaque;
         let ser = cmd.serialize_type;
@@ -1053,7 +1070,7 @@ impl Reader {
                     let r = RemotingCommand::response(ResponseCode::SystemError, Some(reason));
                     respond(&channel, r, opaque, ser, None).await;
                 }
-                return;
+                return None;
             }
         }
         let request_copy = if !hooks.iter().any(|h| h.wants_response()) {
@@ -1072,7 +1089,7 @@ impl Reader {
                 )
                 .await;
             }
-            return;
+            return None;
         };
         let code = cmd.code;
         let outcome = AssertUnwindSafe(processor.process(ctx, cmd))
@@ -1082,17 +1099,96 @@ impl Reader {
             Ok(r) => r,
             Err(_) => {
                 warn!(remote = %channel.inner.remote, code, "request processor panicked");
-                ProcessResult::Response(RemotingCommand::response(
-                    ResponseCode::SystemError,
-                    Some(format!("processor of request {code} failed")),
-                ))
+                failed(code)
             }
         };
+        let answer = Answer {
+            code,
+            opaque,
+            ser,
+            oneway,
+            request_copy,
+            hold,
+        };
+        match result {
+            ProcessResult::AtBatchEnd(batch) => Some(HeldAnswer { batch, answer }),
+            other => {
+                self.answer(other, answer).await;
+                None
+            }
+        }
+    }
+
+    /// Ends a batch: each distinct shared flush once, then the held requests' answers, in the
+    /// order they were read.
+    async fn finish_batch(&self, held: &mut Vec<HeldAnswer>) {
+        if held.is_empty() {
+            return;
+        }
+        let mut flushed: Vec<&Arc<dyn BatchFlush>> = Vec::with_capacity(1);
+        for h in held.iter() {
+            if !flushed.iter().any(|f| Arc::ptr_eq(f, &h.batch.flush)) {
+                flushed.push(&h.batch.flush);
+            }
+        }
+        for f in flushed {
+            if std::panic::catch_unwind(AssertUnwindSafe(|| f.flush())).is_err() {
+                warn!(remote = %self.channel.inner.remote, "batch flush panicked");
+            }
+        }
+        for HeldAnswer { batch, answer } in held.drain(..) {
+            let mut next = batch.then;
+            let result = loop {
+                match std::panic::catch_unwind(AssertUnwindSafe(next)) {
+                    Ok(ProcessResult::AtBatchEnd(b)) => {
+                        b.flush.flush();
+                        next = b.then;
+                    }
+                    Ok(r) => break r,
+                    Err(_) => {
+                        warn!(remote = %self.channel.inner.remote, code = answer.code, "request processor panicked");
+                        break failed(answer.code);
+                    }
+                }
+            };
+            self.answer(result, answer).await;
+        }
+    }
+
+    /// Sends (or schedules) the answer to a processed request.
+    async fn answer(&self, result: ProcessResult, a: Answer) {
+        let Answer {
+            code,
+            opaque,
+            ser,
+            oneway,
+            request_copy,
+            hold,
+        } = a;
+        let channel = self.channel.clone();
         match result {
             ProcessResult::Response(r) if !oneway => {
                 respond(&channel, r, opaque, ser, request_copy.as_ref()).await;
             }
             ProcessResult::Response(_) | ProcessResult::NoResponse => {}
+            // Only `finish_batch` sees these, and it flushes them first.
+            ProcessResult::AtBatchEnd(b) => {
+                b.flush.flush();
+                let r = (b.then)();
+                Box::pin(self.answer(
+                    r,
+                    Answer {
+                        code,
+                        opaque,
+                        ser,
+                        oneway,
+                        request_copy,
+                        hold,
+                    },
+                ))
+                .await;
+                return;
+            }
             ProcessResult::Deferred(fut) => {
                 self.tracker.spawn(async move {
                     let r = match AssertUnwindSafe(fut).catch_unwind().await {
@@ -1110,9 +1206,45 @@ impl Reader {
                     }
                     drop(hold);
                 });
+                return;
             }
         }
+        drop(hold);
     }
+}
+
+/// What answering a processed request needs.
+struct Answer {
+    code: i32,
+    opaque: i32,
+    ser: crate::protocol::SerializeType,
+    oneway: bool,
+    request_copy: Option<RemotingCommand>,
+    hold: RequestHold,
+}
+
+/// A request answered at the end of its batch.
+struct HeldAnswer {
+    batch: BatchEnd,
+    answer: Answer,
+}
+
+/// Requests held for the end of their batch at most: past this many (a client's usual sends
+/// in flight), the batch ends even with more frames buffered, and those wait for it.
+const MAX_HELD: usize = 64;
+
+/// The answer to a request whose processor panicked.
+fn failed(code: i32) -> ProcessResult {
+    ProcessResult::Response(RemotingCommand::response(
+        ResponseCode::SystemError,
+        Some(format!("processor of request {code} failed")),
+    ))
+}
+
+/// Whether `buf` (a reader's buffered bytes) holds a whole frame: its 4-byte length and that
+/// many bytes.
+fn holds_a_frame(buf: &[u8]) -> bool {
+    buf.len() >= 4 && buf.len() - 4 >= u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize
 }
 
 async fn respond(

@@ -90,6 +90,12 @@ impl RemotingCodec {
         self.last_frame_len
     }
 
+    /// Whether the decoder is discarding the rest of a refused body (the buffered bytes are
+    /// not a frame's start).
+    pub(crate) fn is_skipping(&self) -> bool {
+        self.skip > 0
+    }
+
     /// A request over the body limit at the front of `src`, refused: what arrived of it is
     /// consumed and the rest of its body will be skipped.
     fn refuse_early(&mut self, src: &mut BytesMut) -> Result<Option<Inbound>, FrameError> {

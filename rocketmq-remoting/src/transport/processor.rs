@@ -49,6 +49,50 @@ pub enum ProcessResult {
     /// Answer later: the future runs in its own task, so the connection goes on reading and
     /// processing the next requests meanwhile (long polling, waiting for a disk flush).
     Deferred(BoxFuture<'static, Option<RemotingCommand>>),
+    /// Answer once work shared with the requests read together with this one is done: the
+    /// reader processes every request it has buffered, then calls each distinct
+    /// [`BatchEnd::flush`] once, then each request's [`BatchEnd::then`] for its answer (e.g. a
+    /// broker appends the sends of one read to its write buffer and writes them with one system
+    /// call before it answers them).
+    AtBatchEnd(BatchEnd),
+}
+
+impl ProcessResult {
+    /// The answer, waited for: a deferred one awaited, a batch's shared work done first.
+    pub async fn resolve(self) -> Option<RemotingCommand> {
+        let mut r = self;
+        loop {
+            match r {
+                ProcessResult::Response(c) => return Some(c),
+                ProcessResult::NoResponse => return None,
+                ProcessResult::Deferred(later) => return later.await,
+                ProcessResult::AtBatchEnd(b) => r = b.finish(),
+            }
+        }
+    }
+}
+
+impl BatchEnd {
+    /// Does the shared work, then gives the answer.
+    pub fn finish(self) -> ProcessResult {
+        self.flush.flush();
+        (self.then)()
+    }
+}
+
+/// Work done once for the requests of one read ([`ProcessResult::AtBatchEnd`]).
+pub trait BatchFlush: Send + Sync + 'static {
+    /// Does the shared work (called once per batch, on the connection's reader task).
+    fn flush(&self);
+}
+
+/// A request waiting for the end of its batch: the shared work, then its answer.
+pub struct BatchEnd {
+    /// The shared work. Requests whose handles are the same `Arc` share one call.
+    pub flush: Arc<dyn BatchFlush>,
+    /// The answer, once `flush` ran: any result but another `AtBatchEnd`, which is flushed and
+    /// answered at once.
+    pub then: Box<dyn FnOnce() -> ProcessResult + Send>,
 }
 
 impl From<RemotingCommand> for ProcessResult {
@@ -63,6 +107,7 @@ impl std::fmt::Debug for ProcessResult {
             ProcessResult::Response(c) => f.debug_tuple("Response").field(c).finish(),
             ProcessResult::NoResponse => f.write_str("NoResponse"),
             ProcessResult::Deferred(_) => f.write_str("Deferred"),
+            ProcessResult::AtBatchEnd(_) => f.write_str("AtBatchEnd"),
         }
     }
 }

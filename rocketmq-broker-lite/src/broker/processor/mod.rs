@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
-use rocketmq_remoting::transport::{ChannelContext, ProcessResult, RequestProcessor};
+use rocketmq_remoting::transport::{BatchEnd, ChannelContext, ProcessResult, RequestProcessor};
 
 use super::BrokerInner;
 
@@ -74,34 +74,48 @@ impl RequestProcessor for BrokerProcessor {
         let with_header = answered_with_header(code);
         let code = code.to_i32();
         let result = self.dispatch(ctx, req).await;
-        // Latency and response code: a clock read and a few atomic additions on handles
-        // allocated at start.
-        match result {
-            ProcessResult::Response(r) => {
-                self.broker
-                    .request_metrics
-                    .record(code, began.elapsed(), Some(r.code));
-                ProcessResult::Response(if with_header { with_ext_map(r) } else { r })
-            }
-            ProcessResult::Deferred(answer) => {
-                let b = self.broker.clone();
-                ProcessResult::Deferred(Box::pin(async move {
-                    let r = answer.await;
-                    b.request_metrics
-                        .record(code, began.elapsed(), r.as_ref().map(|r| r.code));
-                    if with_header {
-                        r.map(with_ext_map)
-                    } else {
-                        r
-                    }
-                }))
-            }
-            ProcessResult::NoResponse => {
-                self.broker
-                    .request_metrics
-                    .record(code, began.elapsed(), None);
-                ProcessResult::NoResponse
-            }
+        recorded(&self.broker, result, code, with_header, began)
+    }
+}
+
+/// `result` with its latency and response code recorded when it is answered: a clock read and
+/// a few atomic additions on handles allocated at start.
+fn recorded(
+    b: &Arc<BrokerInner>,
+    result: ProcessResult,
+    code: i32,
+    with_header: bool,
+    began: Instant,
+) -> ProcessResult {
+    match result {
+        ProcessResult::Response(r) => {
+            b.request_metrics
+                .record(code, began.elapsed(), Some(r.code));
+            ProcessResult::Response(if with_header { with_ext_map(r) } else { r })
+        }
+        ProcessResult::Deferred(answer) => {
+            let b = b.clone();
+            ProcessResult::Deferred(Box::pin(async move {
+                let r = answer.await;
+                b.request_metrics
+                    .record(code, began.elapsed(), r.as_ref().map(|r| r.code));
+                if with_header {
+                    r.map(with_ext_map)
+                } else {
+                    r
+                }
+            }))
+        }
+        ProcessResult::NoResponse => {
+            b.request_metrics.record(code, began.elapsed(), None);
+            ProcessResult::NoResponse
+        }
+        ProcessResult::AtBatchEnd(batch) => {
+            let b = b.clone();
+            ProcessResult::AtBatchEnd(BatchEnd {
+                flush: batch.flush,
+                then: Box::new(move || recorded(&b, (batch.then)(), code, with_header, began)),
+            })
         }
     }
 }

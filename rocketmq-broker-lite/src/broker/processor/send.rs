@@ -14,11 +14,11 @@ use rocketmq_remoting::protocol::message::{
 };
 use rocketmq_remoting::protocol::topic::{self, perm, TopicFilterType};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, StringMap};
-use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
+use rocketmq_remoting::transport::{BatchEnd, ChannelContext, ProcessResult};
 use tracing::{debug, warn};
 
 use crate::broker::processor::APPLY_TOPIC_URL;
-use crate::broker::put::Stored;
+use crate::broker::put::{Batched, Stored};
 use crate::broker::{BrokerInner, BrokerRole};
 use crate::ha::Replication;
 use crate::store::{AppendResult, FlushDiskType, PutMessage, StoreError};
@@ -211,11 +211,7 @@ pub(crate) fn answer_after_topics_saved(
             // The periodic persist tries again; the message itself is stored.
             warn!(error = %e, "cannot save the topic table");
         }
-        match answer {
-            ProcessResult::Response(r) => Some(r),
-            ProcessResult::NoResponse => None,
-            ProcessResult::Deferred(later) => later.await,
-        }
+        answer.resolve().await
     }))
 }
 
@@ -327,7 +323,14 @@ pub(crate) async fn send(
         resp
     };
     let topic = h.topic.clone();
-    let r = match b.store_messages(vec![m]) {
+    let stored = match b.store_messages_batched(vec![m]) {
+        Batched::Buffered(r) => {
+            b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
+            return answer_at_batch_end(b, r, wait, answer);
+        }
+        Batched::Other(stored) => stored,
+    };
+    let r = match stored {
         Stored::Now(Ok(r)) => r,
         Stored::Now(Err(e)) => return refused_put(b, &topic, &e).into(),
         Stored::Later(put) => {
@@ -346,6 +349,27 @@ pub(crate) async fn send(
     let resp = answer(&r);
     b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
+}
+
+/// Answers a buffered send once the sends read with it are written ([`StoreWrites`]): then as
+/// [`ack_when_stored`] does (at once when written; else when the writer thread wrote it, or a
+/// replica holds it on a SYNC_MASTER).
+///
+/// [`StoreWrites`]: crate::broker::put::StoreWrites
+fn answer_at_batch_end(
+    b: &Arc<BrokerInner>,
+    r: AppendResult,
+    wait: bool,
+    answer: impl FnOnce(&AppendResult) -> RemotingCommand + Send + 'static,
+) -> ProcessResult {
+    let b2 = b.clone();
+    ProcessResult::AtBatchEnd(BatchEnd {
+        flush: b.store_writes.clone(),
+        then: Box::new(move || {
+            let resp = answer(&r);
+            ack_when_stored(&b2, r, wait, resp)
+        }),
+    })
 }
 
 /// The answer to a send the store refused.
@@ -557,7 +581,15 @@ fn send_batch(
         resp
     };
     let topic = h.topic.clone();
-    let r = match b.store_messages(msgs) {
+    let stored = match b.store_messages_batched(msgs) {
+        Batched::Buffered(r) => {
+            b.stats
+                .record_put(&topic, count, r.end_offset - r.wrote_offset);
+            return answer_at_batch_end(b, r, wait, answer);
+        }
+        Batched::Other(stored) => stored,
+    };
+    let r = match stored {
         Stored::Now(Ok(r)) => r,
         Stored::Now(Err(e)) => {
             return send_error(b, store_error_code(&e), put_error_remark(b, &e));
