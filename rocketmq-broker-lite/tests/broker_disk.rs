@@ -146,6 +146,7 @@ async fn a_stalled_disk_times_sync_sends_out_and_everything_else_is_answered() {
     // The whole disk stops answering syncs.
     fs.hold_syncs("/store");
     let _release = ReleaseOnDrop(fs.clone());
+    let before = broker.store().commit_log_max_offset();
     let sender = {
         let c = c.clone();
         let b = b.clone();
@@ -155,6 +156,14 @@ async fn a_stalled_disk_times_sync_sends_out_and_everything_else_is_answered() {
         })
     };
     assert!(fs.wait_for_held_sync(Duration::from_secs(5)));
+    // The send is processed (appended, its answer waiting for the flush) before the requests
+    // below: the heartbeat creates the group's retry topic, and a send processed after it
+    // would wait for the topic table's save, which the held disk never finishes (the held
+    // sync above may be another file's, taken before the send arrived).
+    eventually("the stalled send to be appended", || {
+        broker.store().commit_log_max_offset() > before
+    })
+    .await;
     // Everything that does not need the disk is answered meanwhile.
     let t = Instant::now();
     let r = c
