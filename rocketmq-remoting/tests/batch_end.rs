@@ -102,7 +102,7 @@ async fn the_requests_of_one_read_share_one_flush_and_are_answered_after_it() {
         bytes.extend(frame::encode_to_vec(&r).unwrap());
     }
     s.write_all(&bytes).await.unwrap();
-    let mut answered = vec![false; N];
+    let mut answered = [false; N];
     for _ in 0..N {
         let r = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut s))
             .await
