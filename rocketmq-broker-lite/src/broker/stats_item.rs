@@ -148,7 +148,9 @@ impl StatsItem {
 /// Every statistic by name and key.
 #[derive(Debug, Default)]
 pub struct StatsItemSet {
-    items: Mutex<BTreeMap<(&'static str, String), Arc<StatsItem>>>,
+    /// By name, then by key: looked up with borrowed strings (a count costs no allocation once
+    /// its item exists).
+    items: Mutex<BTreeMap<&'static str, BTreeMap<String, Arc<StatsItem>>>>,
     /// When each window was last sampled.
     sampled: Mutex<[i64; 3]>,
 }
@@ -158,11 +160,12 @@ impl StatsItemSet {
     pub fn add(&self, name: &'static str, key: &str, value: u64, times: u64, now_ms: i64) {
         let item = {
             let mut items = lock(&self.items);
-            match items.get(&(name, key.to_string())) {
+            let by_key = items.entry(name).or_default();
+            match by_key.get(key) {
                 Some(i) => i.clone(),
                 None => {
                     let i = Arc::new(StatsItem::new(now_ms));
-                    items.insert((name, key.to_string()), i.clone());
+                    by_key.insert(key.to_string(), i.clone());
                     i
                 }
             }
@@ -172,17 +175,14 @@ impl StatsItemSet {
 
     /// The item `name`/`key`, if anything was counted under it.
     pub fn get(&self, name: &str, key: &str) -> Option<Arc<StatsItem>> {
-        lock(&self.items)
-            .iter()
-            .find(|((n, k), _)| *n == name && k == key)
-            .map(|(_, i)| i.clone())
+        lock(&self.items).get(name)?.get(key).cloned()
     }
 
     /// Every item: `(name, key, item)`.
     pub fn entries(&self) -> Vec<(&'static str, String, Arc<StatsItem>)> {
         lock(&self.items)
             .iter()
-            .map(|((n, k), i)| (*n, k.clone(), i.clone()))
+            .flat_map(|(n, by_key)| by_key.iter().map(|(k, i)| (*n, k.clone(), i.clone())))
             .collect()
     }
 
@@ -203,7 +203,10 @@ impl StatsItemSet {
         if due.is_empty() {
             return;
         }
-        let items: Vec<Arc<StatsItem>> = lock(&self.items).values().cloned().collect();
+        let items: Vec<Arc<StatsItem>> = lock(&self.items)
+            .values()
+            .flat_map(|by_key| by_key.values().cloned())
+            .collect();
         for i in items {
             for &w in &due {
                 i.sample(w, now_ms);

@@ -97,7 +97,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Java's `indexKeyHashMethod`: `abs(hashCode)`, 0 when that overflows.
 pub fn key_hash(key: &str) -> i32 {
-    let h = java_string_hash(key);
+    abs_hash(java_string_hash(key))
+}
+
+/// [`key_hash`] of `topic#key` without building that string (`hashCode` continued over the
+/// parts, as over their concatenation).
+pub fn topic_key_hash(topic: &str, key: &str) -> i32 {
+    abs_hash(
+        topic
+            .encode_utf16()
+            .chain("#".encode_utf16())
+            .chain(key.encode_utf16())
+            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c))),
+    )
+}
+
+fn abs_hash(h: i32) -> i32 {
     if h == i32::MIN {
         0
     } else {
@@ -202,7 +217,8 @@ impl IndexFile {
     }
 
     /// Adds `key` → `phys`; false if the file is full.
-    fn put(&self, key: &str, phys: i64, store_ts: i64) -> bool {
+    /// Adds an entry for a key of hash `hash` ([`key_hash`]).
+    fn put(&self, hash: i32, phys: i64, store_ts: i64) -> bool {
         let mut st = lock(&self.state);
         if st.header.index_count as u32 >= self.max_entries {
             return false;
@@ -217,7 +233,6 @@ impl IndexFile {
                     .collect(),
             );
         }
-        let hash = key_hash(key);
         let slot = (hash as u32) % self.slot_num;
         let count = st.header.index_count;
         let mut prev = st.slots.as_ref().map_or(0, |s| s[slot as usize]);
@@ -457,11 +472,11 @@ impl IndexService {
             .chain(d.keys.iter().flat_map(|k| k.split(' ')))
             .filter(|k| !k.is_empty());
         for key in keys {
-            let full = format!("{}#{}", d.topic, key);
+            let hash = topic_key_hash(&d.topic, key);
             let mut f = self.active(d.store_timestamp)?;
-            if !f.put(&full, phys, d.store_timestamp) {
+            if !f.put(hash, phys, d.store_timestamp) {
                 f = self.active(d.store_timestamp)?;
-                f.put(&full, phys, d.store_timestamp);
+                f.put(hash, phys, d.store_timestamp);
             }
         }
         Ok(())
@@ -522,5 +537,32 @@ impl IndexService {
         for f in files.drain(..) {
             let _ = self.vfs.remove_file(&f.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_topic_key_hash_is_the_hash_of_the_joined_key() {
+        for (topic, key) in [
+            ("TopicTest", "7F000001788105EEBF3993D810290000"),
+            ("T", ""),
+            ("", "k"),
+            ("主题", "键 with spaces"),
+            ("emoji🚀", "𝄞"),
+            (
+                "a-long-topic-name-that-overflows-the-hash",
+                "and-a-key-that-does-too",
+            ),
+        ] {
+            assert_eq!(
+                topic_key_hash(topic, key),
+                key_hash(&format!("{topic}#{key}")),
+                "{topic}#{key}"
+            );
+        }
+        assert!(topic_key_hash("x", "y") >= 0);
     }
 }
