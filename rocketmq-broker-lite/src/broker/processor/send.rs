@@ -228,8 +228,15 @@ pub(crate) async fn send(
             "broker is slave, can not write",
         );
     }
-    let ext = req.ext_fields.clone().unwrap_or_default();
-    let mut h = match SendMessageRequestHeader::read_for_code(req.code, &ext) {
+    let no_fields;
+    let ext = match &req.ext_fields {
+        Some(e) => e,
+        None => {
+            no_fields = StringMap::default();
+            &no_fields
+        }
+    };
+    let mut h = match SendMessageRequestHeader::read_for_code(req.code, ext) {
         Ok(h) => h,
         Err(e) => {
             return send_error(
@@ -266,7 +273,7 @@ pub(crate) async fn send(
     let wait = props.get(property::WAIT_STORE_MSG_OK) != Some("false");
     // Java leaves WAIT out of what it stores for single sends (it is still honoured)...
     let wait_prop = props.remove(property::WAIT_STORE_MSG_OK);
-    props.insert(property::CLUSTER, b.cfg.broker_cluster_name.clone());
+    props.insert(property::CLUSTER, &b.cfg.broker_cluster_name);
     let mut m = PutMessage {
         topic: h.topic.clone(),
         queue_id,
@@ -322,7 +329,7 @@ pub(crate) async fn send(
         });
         resp
     };
-    let topic = h.topic.clone();
+    let topic = h.topic;
     let stored = match b.store_messages_batched(vec![m]) {
         Batched::Buffered(r) => {
             b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
