@@ -1137,26 +1137,40 @@ impl Reader {
             }
         }
         for HeldAnswer { batch, answer } in held.drain(..) {
-            let mut next = batch.then;
-            let result = loop {
-                match std::panic::catch_unwind(AssertUnwindSafe(next)) {
-                    Ok(ProcessResult::AtBatchEnd(b)) => {
-                        b.flush.flush();
-                        next = b.then;
-                    }
-                    Ok(r) => break r,
-                    Err(_) => {
-                        warn!(remote = %self.channel.inner.remote, code = answer.code, "request processor panicked");
-                        break failed(answer.code);
-                    }
-                }
-            };
+            let result = self.settle(batch.then, answer.code);
             self.answer(result, answer).await;
+        }
+    }
+
+    /// A held request's answer, once its batch's shared work is done: a panic is an error
+    /// answer, and an answer that waits for another batch end has that work done at once.
+    fn settle(&self, then: Box<dyn FnOnce() -> ProcessResult + Send>, code: i32) -> ProcessResult {
+        let mut next = then;
+        loop {
+            match std::panic::catch_unwind(AssertUnwindSafe(next)) {
+                Ok(ProcessResult::AtBatchEnd(b)) => {
+                    b.flush.flush();
+                    next = b.then;
+                }
+                Ok(r) => return r,
+                Err(_) => {
+                    warn!(remote = %self.channel.inner.remote, code, "request processor panicked");
+                    return failed(code);
+                }
+            }
         }
     }
 
     /// Sends (or schedules) the answer to a processed request.
     async fn answer(&self, result: ProcessResult, a: Answer) {
+        let result = match result {
+            // Only `finish_batch` holds these; anything else has its shared work done now.
+            ProcessResult::AtBatchEnd(b) => {
+                b.flush.flush();
+                self.settle(b.then, a.code)
+            }
+            r => r,
+        };
         let Answer {
             code,
             opaque,
@@ -1170,25 +1184,9 @@ impl Reader {
             ProcessResult::Response(r) if !oneway => {
                 respond(&channel, r, opaque, ser, request_copy.as_ref()).await;
             }
-            ProcessResult::Response(_) | ProcessResult::NoResponse => {}
-            // Only `finish_batch` sees these, and it flushes them first.
-            ProcessResult::AtBatchEnd(b) => {
-                b.flush.flush();
-                let r = (b.then)();
-                Box::pin(self.answer(
-                    r,
-                    Answer {
-                        code,
-                        opaque,
-                        ser,
-                        oneway,
-                        request_copy,
-                        hold,
-                    },
-                ))
-                .await;
-                return;
-            }
+            ProcessResult::Response(_)
+            | ProcessResult::NoResponse
+            | ProcessResult::AtBatchEnd(_) => {}
             ProcessResult::Deferred(fut) => {
                 self.tracker.spawn(async move {
                     let r = match AssertUnwindSafe(fut).catch_unwind().await {
