@@ -111,10 +111,29 @@ impl BrokerInner {
     /// ([`Batched::Buffered`]), so that the sends of one read are written together before they
     /// are answered.
     pub(crate) fn store_messages_batched(self: &Arc<Self>, msgs: Vec<PutMessage>) -> Batched {
-        if self.dledger.get().is_some() || !self.store.writes_inline() {
+        if !self.appends_buffered() {
             return Batched::Other(self.store_messages(msgs));
         }
-        match self.store.append_buffered(&msgs) {
+        self.append_buffered(&msgs)
+    }
+
+    /// [`BrokerInner::store_messages_batched`] of one message (no vector for it when it is
+    /// buffered).
+    pub(crate) fn store_message_batched(self: &Arc<Self>, msg: PutMessage) -> Batched {
+        if !self.appends_buffered() {
+            return Batched::Other(self.store_messages(vec![msg]));
+        }
+        self.append_buffered(std::slice::from_ref(&msg))
+    }
+
+    /// Whether send requests are appended to the write buffer and written at the end of their
+    /// batch: ASYNC_FLUSH on a broker's own store.
+    fn appends_buffered(&self) -> bool {
+        self.dledger.get().is_none() && self.store.writes_inline()
+    }
+
+    fn append_buffered(&self, msgs: &[PutMessage]) -> Batched {
+        match self.store.append_buffered(msgs) {
             Ok(r) => Batched::Buffered(r),
             Err(e) => Batched::Other(Stored::Now(Err(e))),
         }

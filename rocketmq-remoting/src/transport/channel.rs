@@ -703,19 +703,28 @@ async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiv
 
 /// The parts of `f` not written yet: slices of head and body, then file regions (the first
 /// one possibly started).
-fn unwritten(f: &Frame) -> (Vec<&[u8]>, Vec<FileRegion>) {
-    let mut skip = f.written;
-    let mut slices = Vec::with_capacity(2);
-    for part in [f.head.as_slice(), f.body.as_ref()] {
-        if skip >= part.len() {
-            skip -= part.len();
-        } else {
-            slices.push(&part[skip..]);
-            skip = 0;
-        }
+fn unwritten(f: &Frame) -> ([&[u8]; 2], Vec<FileRegion>) {
+    (unwritten_bytes(f), unwritten_regions(f))
+}
+
+/// What of `f`'s head and body is not written yet (either part may be empty): no allocation,
+/// as for every answer a connection writes at once.
+fn unwritten_bytes(f: &Frame) -> [&[u8]; 2] {
+    let (head, body) = (f.head.as_slice(), f.body.as_ref());
+    match f.written.checked_sub(head.len()) {
+        None => [&head[f.written..], body],
+        Some(into_body) => [&[], &body[into_body.min(body.len())..]],
     }
+}
+
+/// What of `f`'s file regions is not written yet.
+fn unwritten_regions(f: &Frame) -> Vec<FileRegion> {
     let mut regions = Vec::new();
-    for r in f.regions.as_deref().unwrap_or(&[]) {
+    let Some(all) = f.regions.as_deref() else {
+        return regions;
+    };
+    let mut skip = f.written.saturating_sub(f.head.len() + f.body.len());
+    for r in all {
         if skip >= r.len {
             skip -= r.len;
         } else {
@@ -727,16 +736,17 @@ fn unwritten(f: &Frame) -> (Vec<&[u8]>, Vec<FileRegion>) {
             skip = 0;
         }
     }
-    (slices, regions)
+    regions
 }
 
 /// Writes as much of `f`'s head and body (it has no file regions) as the socket takes without
 /// waiting; returns the bytes of `f` written in all (its `written` included).
 fn write_now(w: &OwnedWriteHalf, f: &Frame) -> std::io::Result<usize> {
     let mut done = f.written;
-    let (slices, _) = unwritten(f);
-    let mut io: Vec<IoSlice<'_>> = slices.iter().map(|s| IoSlice::new(s)).collect();
+    let [head, body] = unwritten_bytes(f);
+    let mut io = [IoSlice::new(head), IoSlice::new(body)];
     let mut left = &mut io[..];
+    IoSlice::advance_slices(&mut left, 0);
     while !left.is_empty() {
         match w.try_write_vectored(left) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),

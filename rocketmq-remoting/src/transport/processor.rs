@@ -1,7 +1,9 @@
 //! Request processors and their registry.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -169,12 +171,24 @@ impl ProcessorRegistry {
     }
 }
 
-#[async_trait]
+// Written out rather than with `#[async_trait]`: the registry hands back its processor's own
+// boxed future instead of boxing a second one around it (one allocation less a request).
 impl RequestProcessor for ProcessorRegistry {
-    async fn process(&self, ctx: &ChannelContext, request: RemotingCommand) -> ProcessResult {
+    fn process<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        ctx: &'life1 ChannelContext,
+        request: RemotingCommand,
+    ) -> Pin<Box<dyn Future<Output = ProcessResult> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
         match self.get(request.code) {
-            Some(p) => p.process(ctx, request).await,
-            None => ProcessResult::Response(not_supported(&request)),
+            Some(p) => p.process(ctx, request),
+            None => Box::pin(std::future::ready(ProcessResult::Response(not_supported(
+                &request,
+            )))),
         }
     }
 }

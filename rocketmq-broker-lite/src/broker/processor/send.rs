@@ -330,7 +330,7 @@ pub(crate) async fn send(
         resp
     };
     let topic = h.topic;
-    let stored = match b.store_messages_batched(vec![m]) {
+    let stored = match b.store_message_batched(m) {
         Batched::Buffered(r) => {
             b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
             return answer_at_batch_end(b, r, wait, answer);
