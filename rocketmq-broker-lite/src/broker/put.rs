@@ -129,7 +129,8 @@ impl BrokerInner {
     /// Whether send requests are appended to the write buffer and written at the end of their
     /// batch: ASYNC_FLUSH on a broker's own store.
     fn appends_buffered(&self) -> bool {
-        self.dledger.get().is_none() && self.store.writes_inline()
+        self.dledger.get().is_none()
+            && self.store.config().flush_disk_type != crate::store::FlushDiskType::SyncFlush
     }
 
     fn append_buffered(&self, msgs: &[PutMessage]) -> Batched {

@@ -711,12 +711,6 @@ impl MessageStore {
         self.inner.log.append_with(msgs, false, false)
     }
 
-    /// Whether [`MessageStore::write_appended`] writes on the calling thread (ASYNC_FLUSH; under
-    /// SYNC_FLUSH the writer thread writes and syncs).
-    pub fn writes_inline(&self) -> bool {
-        self.inner.cfg.flush_disk_type != FlushDiskType::SyncFlush
-    }
-
     /// [`MessageStore::put_messages`], written on the calling thread like
     /// [`MessageStore::put_message_now`].
     pub fn put_messages_now(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {

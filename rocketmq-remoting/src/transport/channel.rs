@@ -1142,13 +1142,19 @@ impl Reader {
             }
         }
         for f in flushed {
-            if std::panic::catch_unwind(AssertUnwindSafe(|| f.flush())).is_err() {
-                warn!(remote = %self.channel.inner.remote, "batch flush panicked");
-            }
+            self.flush(f);
         }
         for HeldAnswer { batch, answer } in held.drain(..) {
             let result = self.settle(batch.then, answer.code);
             self.answer(result, answer).await;
+        }
+    }
+
+    /// Does a batch's shared work; a panic in it is logged, not the reader's end (the answers
+    /// then find their writes not done and wait for them as they would for a slow store).
+    fn flush(&self, f: &Arc<dyn BatchFlush>) {
+        if std::panic::catch_unwind(AssertUnwindSafe(|| f.flush())).is_err() {
+            warn!(remote = %self.channel.inner.remote, "batch flush panicked");
         }
     }
 
@@ -1159,7 +1165,7 @@ impl Reader {
         loop {
             match std::panic::catch_unwind(AssertUnwindSafe(next)) {
                 Ok(ProcessResult::AtBatchEnd(b)) => {
-                    b.flush.flush();
+                    self.flush(&b.flush);
                     next = b.then;
                 }
                 Ok(r) => return r,
@@ -1176,7 +1182,7 @@ impl Reader {
         let result = match result {
             // Only `finish_batch` holds these; anything else has its shared work done now.
             ProcessResult::AtBatchEnd(b) => {
-                b.flush.flush();
+                self.flush(&b.flush);
                 self.settle(b.then, a.code)
             }
             r => r,
