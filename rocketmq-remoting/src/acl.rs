@@ -152,18 +152,36 @@ fn sign_with<'a>(
     fields: impl IntoIterator<Item = (&'a str, &'a str)>,
     body: &[u8],
 ) -> Signature {
-    // One allocation for a request's fields (a send header and the signer's have about 16).
-    let mut kv: Vec<(&str, &str)> = Vec::with_capacity(24);
-    kv.extend(
-        fields
-            .into_iter()
-            .filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_KEY_QUERY),
-    );
+    // A request's fields sorted on the stack (a send header and the signer's have about 16),
+    // in a vector only past that.
+    const ON_STACK: usize = 32;
+    let mut stack = [("", ""); ON_STACK];
+    let mut n = 0;
+    let mut heap: Vec<(&str, &str)> = Vec::new();
+    for kv in fields
+        .into_iter()
+        .filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_KEY_QUERY)
+    {
+        if n < ON_STACK {
+            stack[n] = kv;
+            n += 1;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&stack);
+            }
+            heap.push(kv);
+        }
+    }
+    let kv: &mut [(&str, &str)] = if heap.is_empty() {
+        &mut stack[..n]
+    } else {
+        &mut heap
+    };
     // Often in order already (a producer's send header, after the signer's own fields).
     if !kv.is_sorted_by(|a, b| java_order(a.0, b.0).is_le()) {
         kv.sort_by(|a, b| java_order(a.0, b.0));
     }
-    for (_, v) in kv {
+    for (_, v) in kv.iter() {
         mac.update(v.as_bytes());
     }
     mac.update(body);
@@ -316,6 +334,16 @@ mod tests {
         assert_eq!(
             sign_fields("12345678", fields, b"body"),
             sign("12345678", &content(fields, b"body"))
+        );
+        // More fields than are sorted on the stack, in reverse order: sorted alike.
+        let many: Vec<(String, String)> = (0..70)
+            .rev()
+            .map(|i| (format!("k{i:02}"), format!("v{i}")))
+            .collect();
+        let many = many.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        assert_eq!(
+            sign_fields("12345678", many.clone(), b"body"),
+            sign("12345678", &content(many, b"body"))
         );
     }
 

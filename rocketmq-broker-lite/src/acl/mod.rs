@@ -163,13 +163,13 @@ impl PlainAcl {
     }
 
     /// Checks a request as `PlainPermissionManager.validate` does; the error is Java's message.
-    pub fn validate(&self, req: &AccessRequest) -> Result<(), String> {
+    pub fn validate(&self, req: &AccessRequest<'_>) -> Result<(), String> {
         if let Some(ip) = &req.ip {
             if self.global_white.iter().any(|p| p.matches(ip)) {
                 return Ok(());
             }
         }
-        let Some(ak) = req.access_key.as_deref() else {
+        let Some(ak) = req.access_key else {
             return Err("No accessKey is configured".into());
         };
         let Some(account) = self.accounts.get(ak) else {
@@ -178,8 +178,11 @@ impl PlainAcl {
         if req.ip.as_ref().is_some_and(|ip| account.white.matches(ip)) {
             return Ok(());
         }
-        let expected = account.signer.0.sign_parts(&[&req.content, &req.body]);
-        if req.signature.as_deref() != Some(expected.as_str()) {
+        let expected = account
+            .signer
+            .0
+            .sign_fields(req.fields.iter().flat_map(|f| f.iter()), req.body);
+        if req.signature != Some(expected.as_str()) {
             return Err(format!("Check signature failed for accessKey={ak}"));
         }
         if req
@@ -192,7 +195,7 @@ impl PlainAcl {
         self.check_perm(account, req)
     }
 
-    fn check_perm(&self, account: &Account, req: &AccessRequest) -> Result<(), String> {
+    fn check_perm(&self, account: &Account, req: &AccessRequest<'_>) -> Result<(), String> {
         if ADMIN_CODES.contains(&req.code) && !account.admin {
             return Err(format!(
                 "Need admin permission for request code={}, but accessKey={} is not",
@@ -208,17 +211,17 @@ impl PlainAcl {
             let group = name.starts_with(RETRY_PREFIX);
             let (explicit, default, kind, shown) = if group {
                 (
-                    account.group_perms.get(name),
+                    account.group_perms.get(name.as_ref()),
                     account.default_group_perm,
                     "group",
                     &name[RETRY_PREFIX.len()..],
                 )
             } else {
                 (
-                    account.topic_perms.get(name),
+                    account.topic_perms.get(name.as_ref()),
                     account.default_topic_perm,
                     "topic",
-                    name.as_str(),
+                    name.as_ref(),
                 )
             };
             let owned = explicit.copied().unwrap_or(default);
@@ -269,7 +272,7 @@ mod tests {
     }
 
     /// A signed request from 127.0.0.1.
-    fn signed(code: RequestCode, fields: &[(&str, &str)], ak: &str, sk: &str) -> AccessRequest {
+    fn signed(code: RequestCode, fields: &[(&str, &str)], ak: &str, sk: &str) -> RemotingCommand {
         let mut c = RemotingCommand::request(code);
         c.set_ext("AccessKey", ak);
         for (k, v) in fields {
@@ -277,19 +280,27 @@ mod tests {
         }
         let content = signature::content(c.ext_fields.as_ref().unwrap().iter(), &c.body);
         c.set_ext("Signature", signature::sign(sk, &content));
-        AccessRequest::parse(&c, Some("127.0.0.1".parse().unwrap())).unwrap()
+        c
+    }
+
+    /// [`PlainAcl::validate`] of `c` from 127.0.0.1.
+    fn check(acl: &PlainAcl, c: &RemotingCommand) -> Result<(), String> {
+        acl.validate(&AccessRequest::parse(c, Some("127.0.0.1".parse().unwrap())).unwrap())
     }
 
     #[test]
     fn checks_follow_javas_order_and_messages() {
         let acl = acl();
         let send = |topic: &str, ak: &str, sk: &str| {
-            acl.validate(&signed(
-                RequestCode::SendMessageV2,
-                &[("a", "pg"), ("b", topic)],
-                ak,
-                sk,
-            ))
+            check(
+                &acl,
+                &signed(
+                    RequestCode::SendMessageV2,
+                    &[("a", "pg"), ("b", topic)],
+                    ak,
+                    sk,
+                ),
+            )
         };
         assert_eq!(send("topicB", "RocketMQ", "12345678"), Ok(()));
         assert_eq!(
@@ -311,12 +322,15 @@ mod tests {
         assert_eq!(send(TRACE_TOPIC, "RocketMQ", "12345678"), Ok(()));
         // Groups: listed DENY, default SUB.
         let pull = |g: &str| {
-            acl.validate(&signed(
-                RequestCode::PullMessage,
-                &[("topic", "topicB"), ("consumerGroup", g)],
-                "RocketMQ",
-                "12345678",
-            ))
+            check(
+                &acl,
+                &signed(
+                    RequestCode::PullMessage,
+                    &[("topic", "topicB"), ("consumerGroup", g)],
+                    "RocketMQ",
+                    "12345678",
+                ),
+            )
         };
         assert_eq!(pull("groupB"), Ok(()));
         assert_eq!(
@@ -325,22 +339,28 @@ mod tests {
         );
         // Admin-only codes.
         assert_eq!(
-            acl.validate(&signed(
-                RequestCode::UpdateAndCreateTopic,
-                &[("topic", "t")],
-                "RocketMQ",
-                "12345678"
-            ))
+            check(
+                &acl,
+                &signed(
+                    RequestCode::UpdateAndCreateTopic,
+                    &[("topic", "t")],
+                    "RocketMQ",
+                    "12345678"
+                )
+            )
             .unwrap_err(),
             "Need admin permission for request code=17, but accessKey=RocketMQ is not"
         );
         assert_eq!(
-            acl.validate(&signed(
-                RequestCode::UpdateAndCreateTopic,
-                &[("topic", "t")],
-                "rocketmq2",
-                "12345678"
-            )),
+            check(
+                &acl,
+                &signed(
+                    RequestCode::UpdateAndCreateTopic,
+                    &[("topic", "t")],
+                    "rocketmq2",
+                    "12345678"
+                )
+            ),
             Ok(())
         );
     }

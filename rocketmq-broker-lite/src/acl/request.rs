@@ -2,10 +2,11 @@
 //! signature, the bytes the signature covers, and the topics and groups it touches with the
 //! permission each needs. A retry topic `%RETRY%group` stands for its group.
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 use rocketmq_remoting::protocol::body::{self, HeartbeatData};
-use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+use rocketmq_remoting::protocol::{ExtFields, RemotingCommand, RequestCode};
 
 use super::permission::{PUB, SUB};
 use super::signature;
@@ -13,55 +14,55 @@ use super::signature;
 /// Prefix of a group's retry topic.
 pub const RETRY_PREFIX: &str = "%RETRY%";
 
-/// A request as the ACL sees it.
+/// A request as the ACL sees it: a view of the command, nothing copied but a retry topic's
+/// name (the check runs on every request of a broker with ACL on).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccessRequest {
+pub struct AccessRequest<'a> {
     /// The client's address.
     pub ip: Option<IpAddr>,
     /// The request code.
     pub code: i32,
     /// `AccessKey`, if sent.
-    pub access_key: Option<String>,
+    pub access_key: Option<&'a str>,
     /// `Signature`, if sent.
-    pub signature: Option<String>,
-    /// The bytes the signature must cover before the body: the signed fields' values in key
-    /// order.
-    pub content: Vec<u8>,
-    /// The body (signed after `content`).
-    pub body: bytes::Bytes,
+    pub signature: Option<&'a str>,
+    /// The fields whose values the signature covers before the body (all of `extFields` but
+    /// the signature itself, in key order: [`signature::content`]).
+    pub fields: Option<&'a ExtFields>,
+    /// The body (signed after the fields).
+    pub body: &'a [u8],
     /// Topics and retry topics (groups) with the permission each needs, in request order.
-    pub resources: Vec<(String, u8)>,
+    pub resources: Vec<(Cow<'a, str>, u8)>,
 }
 
-fn retry(group: &str) -> String {
-    format!("{RETRY_PREFIX}{group}")
+fn retry(group: &str) -> Cow<'static, str> {
+    Cow::Owned(format!("{RETRY_PREFIX}{group}"))
 }
 
-impl AccessRequest {
+impl<'a> AccessRequest<'a> {
     /// Reads `cmd` from a client at `ip`. An error is what Java's `AclException` would say (a
     /// header field a request needs is missing, or its body does not parse).
-    pub fn parse(cmd: &RemotingCommand, ip: Option<IpAddr>) -> Result<Self, String> {
+    pub fn parse(cmd: &'a RemotingCommand, ip: Option<IpAddr>) -> Result<Self, String> {
         let mut req = AccessRequest {
             ip,
             code: cmd.code,
             access_key: None,
             signature: None,
-            content: Vec::new(),
-            body: cmd.body.clone(),
+            fields: None,
+            body: &cmd.body,
             resources: Vec::new(),
         };
         let Some(ext) = cmd.ext_fields.as_ref() else {
             return Ok(req);
         };
-        req.access_key = ext.get(signature::ACCESS_KEY).map(str::to_string);
-        req.signature = ext.get(signature::SIGNATURE).map(str::to_string);
-        req.content = signature::content(ext.iter(), &[]);
+        req.access_key = ext.get(signature::ACCESS_KEY);
+        req.signature = ext.get(signature::SIGNATURE);
+        req.fields = Some(ext);
         let need = |key: &str| {
             ext.get(key)
-                .map(str::to_string)
                 .ok_or_else(|| format!("the custom field <{key}> is null"))
         };
-        let mut add = |name: String, perm: u8| req.resources.push((name, perm));
+        let mut add = |name: Cow<'a, str>, perm: u8| req.resources.push((name, perm));
         match cmd.request_code() {
             RequestCode::SendMessage => {
                 let topic = need("topic")?;
@@ -71,43 +72,49 @@ impl AccessRequest {
                         add(retry(g), SUB);
                     }
                 } else {
-                    add(topic, PUB);
+                    add(Cow::Borrowed(topic), PUB);
                 }
             }
             RequestCode::SendMessageV2 => {
                 let topic = need("b")?;
                 if topic.starts_with(RETRY_PREFIX) {
-                    add(retry(&need("a")?), SUB);
+                    add(retry(need("a")?), SUB);
                 } else {
-                    add(topic, PUB);
+                    add(Cow::Borrowed(topic), PUB);
                 }
             }
-            RequestCode::ConsumerSendMsgBack => add(retry(&need("group")?), SUB),
+            RequestCode::ConsumerSendMsgBack => add(retry(need("group")?), SUB),
             RequestCode::PullMessage => {
-                add(need("topic")?, SUB);
-                add(retry(&need("consumerGroup")?), SUB);
+                add(Cow::Borrowed(need("topic")?), SUB);
+                add(retry(need("consumerGroup")?), SUB);
             }
-            RequestCode::QueryMessage => add(need("topic")?, SUB),
+            RequestCode::QueryMessage => add(Cow::Borrowed(need("topic")?), SUB),
             RequestCode::HeartBeat => {
                 let hb: HeartbeatData =
                     body::decode(&cmd.body).map_err(|e| format!("bad heartbeat body: {e}"))?;
                 for c in hb.consumer_data_set {
                     add(retry(&c.group_name), SUB);
                     for s in c.subscription_data_set {
-                        add(s.topic, SUB);
+                        add(Cow::Owned(s.topic), SUB);
                     }
                 }
             }
             RequestCode::UnregisterClient | RequestCode::GetConsumerListByGroup => {
-                add(retry(&need("consumerGroup")?), SUB)
+                add(retry(need("consumerGroup")?), SUB)
             }
             RequestCode::UpdateConsumerOffset => {
-                add(retry(&need("consumerGroup")?), SUB);
-                add(need("topic")?, SUB);
+                add(retry(need("consumerGroup")?), SUB);
+                add(Cow::Borrowed(need("topic")?), SUB);
             }
             _ => {}
         }
         Ok(req)
+    }
+
+    /// The bytes the signature covers (the fields' values in key order, then the body), as
+    /// [`signature::content`] builds them; the check signs them without building them.
+    pub fn content(&self) -> Vec<u8> {
+        signature::content(self.fields.iter().flat_map(|f| f.iter()), self.body)
     }
 }
 
@@ -125,7 +132,14 @@ mod tests {
 
     #[test]
     fn requests_map_to_the_resources_java_checks() {
-        let r = |c: &RemotingCommand| AccessRequest::parse(c, None).unwrap().resources;
+        let r = |c: &RemotingCommand| -> Vec<(String, u8)> {
+            AccessRequest::parse(c, None)
+                .unwrap()
+                .resources
+                .into_iter()
+                .map(|(n, p)| (n.into_owned(), p))
+                .collect()
+        };
         let send = cmd(RequestCode::SendMessageV2, &[("a", "pg"), ("b", "T")]);
         assert_eq!(r(&send), vec![("T".to_string(), PUB)]);
         let back = cmd(
@@ -181,17 +195,12 @@ mod tests {
         );
         c.body = bytes::Bytes::from_static(b"hi");
         let r = AccessRequest::parse(&c, None).unwrap();
-        assert_eq!((&r.content[..], &r.body[..]), (&b"akpgT"[..], &b"hi"[..]));
-        assert_eq!(
-            (r.access_key.as_deref(), r.signature.as_deref()),
-            (Some("ak"), Some("s"))
-        );
+        assert_eq!(r.content(), b"akpgThi");
+        assert_eq!(r.body, b"hi");
+        assert_eq!((r.access_key, r.signature), (Some("ak"), Some("s")));
         // No extFields at all: nothing to read.
-        let bare = AccessRequest::parse(
-            &RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo),
-            None,
-        )
-        .unwrap();
-        assert!(bare.access_key.is_none() && bare.content.is_empty());
+        let bare = RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo);
+        let bare = AccessRequest::parse(&bare, None).unwrap();
+        assert!(bare.access_key.is_none() && bare.content().is_empty());
     }
 }

@@ -4,6 +4,7 @@
 //! the send, the consumption or the transaction goes on.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -208,15 +209,18 @@ pub trait EndTransactionHook: Send + Sync + 'static {
     fn end_transaction(&self, ctx: &EndTransactionContext<'_>);
 }
 
-/// The hooks of one producer or consumer; cheap to check when empty.
+/// The hooks of one producer or consumer; cheap to check when empty (one atomic load, no
+/// lock), and cheap to take when not (a reference count, no copy of the list).
 pub(crate) struct Hooks<H: ?Sized> {
-    list: RwLock<Vec<Arc<H>>>,
+    list: RwLock<Arc<Vec<Arc<H>>>>,
+    any: AtomicBool,
 }
 
 impl<H: ?Sized> Default for Hooks<H> {
     fn default() -> Self {
         Self {
-            list: RwLock::new(Vec::new()),
+            list: RwLock::new(Arc::new(Vec::new())),
+            any: AtomicBool::new(false),
         }
     }
 }
@@ -231,16 +235,19 @@ impl<H: ?Sized> std::fmt::Debug for Hooks<H> {
 
 impl<H: ?Sized> Hooks<H> {
     pub(crate) fn add(&self, hook: Arc<H>) {
-        self.list
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(hook);
+        let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
+        let mut grown = Vec::clone(&list);
+        grown.push(hook);
+        *list = Arc::new(grown);
+        self.any.store(true, Ordering::Release);
     }
 
-    /// The hooks, or `None` when there are none (the common case: no allocation).
-    pub(crate) fn get(&self) -> Option<Vec<Arc<H>>> {
-        let l = lock_read(&self.list);
-        (!l.is_empty()).then(|| l.clone())
+    /// The hooks, or `None` when there are none (the common case: no lock, no allocation).
+    pub(crate) fn get(&self) -> Option<Arc<Vec<Arc<H>>>> {
+        if !self.any.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(lock_read(&self.list).clone())
     }
 }
 

@@ -303,7 +303,7 @@ impl PushEngine {
                     messages: msgs,
                     call_id: &call_id,
                 };
-                for h in hooks {
+                for h in hooks.iter() {
                     call_hook(h.hook_name(), || h.consume_message_before(&ctx));
                 }
                 call_id
@@ -356,7 +356,7 @@ impl PushEngine {
                 messages: msgs,
                 call_id: &call.call_id,
             };
-            for h in hooks {
+            for h in hooks.iter() {
                 call_hook(h.hook_name(), || {
                     h.consume_message_after(&ctx, outcome, elapsed)
                 });
@@ -929,7 +929,7 @@ impl PushEngine {
 struct ListenerCall {
     queue: MessageQueue,
     group: String,
-    hooks: Option<Vec<Arc<dyn ConsumeMessageHook>>>,
+    hooks: Option<Arc<Vec<Arc<dyn ConsumeMessageHook>>>>,
     /// Pairs the hooks' before and after calls (empty without hooks).
     call_id: String,
     span: tracing::Span,

@@ -810,7 +810,7 @@ impl ProducerCore {
             body_length: p.body.len(),
         });
         if let (Some(hooks), Some(ctx)) = (&hooks, &ctx) {
-            for h in hooks {
+            for h in hooks.iter() {
                 call_hook(h.hook_name(), || h.send_message_before(ctx));
             }
         }
@@ -838,7 +838,7 @@ impl ProducerCore {
             Err(_) => self.stats.send_failed.add(&plain_topic, 1),
         }
         if let (Some(hooks), Some(ctx)) = (&hooks, &ctx) {
-            for h in hooks {
+            for h in hooks.iter() {
                 call_hook(h.hook_name(), || {
                     h.send_message_after(ctx, result.as_ref().map(Option::as_ref), latency)
                 });

@@ -162,7 +162,7 @@ fn run_end_hooks(
         state,
         from_transaction_check,
     };
-    for h in hooks {
+    for h in hooks.iter() {
         call_hook(h.hook_name(), || h.end_transaction(&ctx));
     }
 }
