@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -133,6 +133,9 @@ struct Inner {
     gate: Mutex<WriteGate>,
     pending: Mutex<FastHashMap<i32, Pending>>,
     closed: CancellationToken,
+    /// Set once, just before `closed` is cancelled: what [`Channel::is_active`] reads on every
+    /// request (a token's state sits behind a mutex).
+    is_closed: AtomicBool,
     born: Instant,
     last_activity_ms: AtomicU64,
     hooks: Arc<[Arc<dyn RpcHook>]>,
@@ -354,6 +357,7 @@ impl Channel {
                 }),
                 pending: Mutex::new(FastHashMap::default()),
                 closed: CancellationToken::new(),
+                is_closed: AtomicBool::new(false),
                 born: Instant::now(),
                 last_activity_ms: AtomicU64::new(0),
                 hooks,
@@ -380,7 +384,7 @@ impl Channel {
 
     /// Whether the connection is still open.
     pub fn is_active(&self) -> bool {
-        !self.inner.closed.is_cancelled()
+        !self.inner.is_closed.load(Ordering::SeqCst)
     }
 
     /// Completes when the connection has closed.
@@ -445,7 +449,7 @@ impl Channel {
             // Frames with file regions go to the writer task: `sendfile` may read from the disk,
             // which must not happen while other senders wait for the gate.
             let calm = g.writes[1].elapsed() >= BURST_GAP && frame.regions.is_none();
-            if self.inner.direct && g.queued == 0 && calm && !self.inner.closed.is_cancelled() {
+            if self.inner.direct && g.queued == 0 && calm && !self.inner.is_closed.load(Ordering::SeqCst) {
                 let Some(socket) = g.socket.clone() else {
                     return Err(self.closed_error());
                 };
@@ -551,14 +555,21 @@ impl Channel {
             code: request.code,
             after: timeout,
         };
-        match tokio::time::timeout_at(deadline, self.enqueue(&request)).await {
-            Ok(r) => r?,
-            Err(_) => return Err(timed_out()),
+        // One timer for both waits (registered only if one of them has to wait).
+        let expiry = tokio::time::sleep_until(deadline);
+        tokio::pin!(expiry);
+        tokio::select! {
+            biased;
+            r = self.enqueue(&request) => r?,
+            _ = &mut expiry => return Err(timed_out()),
         }
-        let mut response = match tokio::time::timeout_at(deadline, rx).await {
-            Ok(Ok(r)) => r?,
-            Ok(Err(_)) => return Err(self.closed_error()),
-            Err(_) => return Err(timed_out()),
+        let mut response = tokio::select! {
+            biased;
+            r = rx => match r {
+                Ok(r) => r?,
+                Err(_) => return Err(self.closed_error()),
+            },
+            _ = &mut expiry => return Err(timed_out()),
         };
         for h in self.inner.hooks.iter() {
             h.after_response(&self.inner.remote_str, &request, &mut response)
@@ -589,7 +600,7 @@ impl Channel {
 }
 
 fn close_channel(inner: &Inner, why: &str) {
-    if inner.closed.is_cancelled() {
+    if inner.is_closed.swap(true, Ordering::SeqCst) {
         return;
     }
     inner.closed.cancel();
