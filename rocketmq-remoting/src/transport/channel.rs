@@ -449,7 +449,11 @@ impl Channel {
             // Frames with file regions go to the writer task: `sendfile` may read from the disk,
             // which must not happen while other senders wait for the gate.
             let calm = g.writes[1].elapsed() >= BURST_GAP && frame.regions.is_none();
-            if self.inner.direct && g.queued == 0 && calm && !self.inner.is_closed.load(Ordering::SeqCst) {
+            if self.inner.direct
+                && g.queued == 0
+                && calm
+                && !self.inner.is_closed.load(Ordering::SeqCst)
+            {
                 let Some(socket) = g.socket.clone() else {
                     return Err(self.closed_error());
                 };

@@ -2,8 +2,7 @@
 //! `UNIQ_KEY` (`MessageClientIDSetter`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::util::time::{civil_from_days, days_from_civil};
@@ -86,7 +85,11 @@ fn now_ms() -> i64 {
 pub struct UniqIdGenerator {
     prefix: String,
     counter: AtomicU32,
-    month: Mutex<(i64, i64)>,
+    /// Start of the current month and of the next (ms): read on every id without a lock,
+    /// replaced when the clock passes the next (as Java, racily: an id made with the old start
+    /// only shows a larger offset).
+    month_start: AtomicI64,
+    next_month: AtomicI64,
 }
 
 impl UniqIdGenerator {
@@ -109,7 +112,8 @@ impl UniqIdGenerator {
         Self {
             prefix,
             counter: AtomicU32::new(0),
-            month: Mutex::new((month_start_ms(now, 0), month_start_ms(now, 1))),
+            month_start: AtomicI64::new(month_start_ms(now, 0)),
+            next_month: AtomicI64::new(month_start_ms(now, 1)),
         }
     }
 
@@ -120,13 +124,13 @@ impl UniqIdGenerator {
 
     /// The next id, as if the clock read `now` (ms since the epoch).
     pub fn next_id_at(&self, now: i64) -> String {
-        let start = {
-            let mut m = self.month.lock().unwrap_or_else(|p| p.into_inner());
-            if now >= m.1 || now < m.0 - 86_400_000 * 31 {
-                *m = (month_start_ms(now, 0), month_start_ms(now, 1));
-            }
-            m.0
-        };
+        let mut start = self.month_start.load(Ordering::Relaxed);
+        if now >= self.next_month.load(Ordering::Relaxed) || now < start - 86_400_000 * 31 {
+            start = month_start_ms(now, 0);
+            self.month_start.store(start, Ordering::Relaxed);
+            self.next_month
+                .store(month_start_ms(now, 1), Ordering::Relaxed);
+        }
         let mut diff = (now - start) as i32;
         if diff < 0 && diff > -1_000_000 {
             diff = 0;
