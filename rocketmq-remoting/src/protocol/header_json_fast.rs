@@ -116,17 +116,19 @@ impl<'a> Scan<'a> {
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.eat(b'"')?;
         let start = self.i;
-        loop {
-            match *self.b.get(self.i)? {
-                b'"' => {
-                    let s = self.s.get(start..self.i)?;
-                    self.i += 1;
-                    return Some(Cow::Borrowed(s));
-                }
-                b'\\' => break,
-                0..=0x1F => return None,
-                _ => self.i += 1,
+        // The common case: no escape before the closing quote.
+        let stop = self.b[start..]
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        self.i = start + stop;
+        match self.b[self.i] {
+            b'"' => {
+                let s = self.s.get(start..self.i)?;
+                self.i += 1;
+                return Some(Cow::Borrowed(s));
             }
+            b'\\' => {}
+            _ => return None,
         }
         // Room for the string up to the next quote (all of it unless it holds an escaped
         // quote): one allocation where pushing each run would grow it step by step.
