@@ -140,12 +140,9 @@ impl<'a> Scan<'a> {
         out.push_str(self.s.get(start..self.i)?);
         loop {
             let run = self.i;
-            while let Some(&c) = self.b.get(self.i) {
-                if c == b'"' || c == b'\\' || c < 0x20 {
-                    break;
-                }
-                self.i += 1;
-            }
+            self.i += self.b[run..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
             out.push_str(self.s.get(run..self.i)?);
             match *self.b.get(self.i)? {
                 b'"' => {
