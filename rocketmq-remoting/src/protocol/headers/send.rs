@@ -205,22 +205,35 @@ impl SendMessageRequestHeader {
     }
 
     fn read_keys(ext: &ExtFields, k: &[&'static str; 14]) -> Result<Self, HeaderError> {
+        // The values of `k` in order, as `ext.get` finds them (the first entry of a key).
+        let v: [Option<&str>; 14] = if k == &V2_KEYS {
+            // One pass over the map: each one-letter key is its own slot.
+            let mut v = [None; 14];
+            for (key, value) in ext.iter() {
+                if let [c @ b'a'..=b'n'] = key.as_bytes() {
+                    v[usize::from(c - b'a')].get_or_insert(value);
+                }
+            }
+            v
+        } else {
+            k.map(|key| ext.get(key))
+        };
         // `properties` keeps an empty string as-is (it is a string, not a missing value).
         Ok(Self {
-            producer_group: HeaderField::decode(k[0], ext.get(k[0]))?,
-            topic: HeaderField::decode(k[1], ext.get(k[1]))?,
-            default_topic: HeaderField::decode(k[2], ext.get(k[2]))?,
-            default_topic_queue_nums: HeaderField::decode(k[3], ext.get(k[3]))?,
-            queue_id: HeaderField::decode(k[4], ext.get(k[4]))?,
-            sys_flag: HeaderField::decode(k[5], ext.get(k[5]))?,
-            born_timestamp: HeaderField::decode(k[6], ext.get(k[6]))?,
-            flag: HeaderField::decode(k[7], ext.get(k[7]))?,
-            properties: ext.get(k[8]).map(str::to_string),
-            reconsume_times: HeaderField::decode(k[9], ext.get(k[9]))?,
-            unit_mode: decode_or(k[10], ext.get(k[10]), false)?,
-            max_reconsume_times: HeaderField::decode(k[11], ext.get(k[11]))?,
-            batch: decode_or(k[12], ext.get(k[12]), false)?,
-            broker_name: HeaderField::decode(k[13], ext.get(k[13]))?,
+            producer_group: HeaderField::decode(k[0], v[0])?,
+            topic: HeaderField::decode(k[1], v[1])?,
+            default_topic: HeaderField::decode(k[2], v[2])?,
+            default_topic_queue_nums: HeaderField::decode(k[3], v[3])?,
+            queue_id: HeaderField::decode(k[4], v[4])?,
+            sys_flag: HeaderField::decode(k[5], v[5])?,
+            born_timestamp: HeaderField::decode(k[6], v[6])?,
+            flag: HeaderField::decode(k[7], v[7])?,
+            properties: v[8].map(str::to_string),
+            reconsume_times: HeaderField::decode(k[9], v[9])?,
+            unit_mode: decode_or(k[10], v[10], false)?,
+            max_reconsume_times: HeaderField::decode(k[11], v[11])?,
+            batch: decode_or(k[12], v[12], false)?,
+            broker_name: HeaderField::decode(k[13], v[13])?,
         })
     }
 
@@ -364,6 +377,50 @@ impl<'a> SendMessageResponseView<'a> {
 mod tests {
     use super::*;
     use crate::protocol::{frame, RemotingCommand, RequestCode, SerializeType};
+
+    #[test]
+    fn v2_keys_read_in_one_pass_as_lookups_read_them() {
+        // A header with an unknown key, a repeated key (the first counts, as `get` finds it)
+        // and two-letter keys that are not V2 keys.
+        let mut ext = ExtFields::default();
+        for (k, v) in [
+            ("zz", "x"),
+            ("b", "TopicA"),
+            ("a", "pg"),
+            ("c", "TBW102"),
+            ("d", "4"),
+            ("f", "0"),
+            ("h", "0"),
+            ("b", "TopicB"),
+            ("ab", "y"),
+            ("e", "3"),
+            ("g", "1700000000000"),
+            ("i", ""),
+            ("m", "true"),
+        ] {
+            ext.push(k, v);
+        }
+        let h = SendMessageRequestHeader::read_for_code(RequestCode::SendMessageV2.to_i32(), &ext)
+            .unwrap();
+        assert_eq!(
+            (h.producer_group.as_str(), h.topic.as_str()),
+            ("pg", "TopicA")
+        );
+        assert_eq!((h.queue_id, h.born_timestamp), (3, 1_700_000_000_000));
+        assert_eq!(h.properties.as_deref(), Some(""));
+        assert!(h.batch && !h.unit_mode);
+        assert_eq!((h.reconsume_times, h.broker_name), (None, None));
+        // A repeated key's later value is not read; a bad value is an error.
+        ext.push("d", "many");
+        assert!(
+            SendMessageRequestHeader::read_for_code(RequestCode::SendMessageV2.to_i32(), &ext)
+                .is_ok()
+        );
+        ext.push("j", "many");
+        let err =
+            SendMessageRequestHeader::read_for_code(RequestCode::SendMessageV2.to_i32(), &ext);
+        assert!(err.is_err());
+    }
 
     fn header(full: bool) -> SendMessageRequestHeader {
         SendMessageRequestHeader {
