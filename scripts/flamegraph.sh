@@ -20,7 +20,8 @@ if ! command -v inferno-flamegraph >/dev/null || ! command -v inferno-collapse-p
     cargo install inferno --no-default-features --features cli
 fi
 cargo build --release --bin rocketmq-bench -q
-cargo build --release -p rocketmq-broker-lite --bin rocketmq-lite -q
+# The same build as scripts/bench.py's (with TLS), so that neither rebuilds the other's binary.
+cargo build --release -p rocketmq-broker-lite --features tls --bin rocketmq-lite -q
 
 work=$(mktemp -d)
 broker=""

@@ -178,10 +178,7 @@ impl PlainAcl {
         if req.ip.as_ref().is_some_and(|ip| account.white.matches(ip)) {
             return Ok(());
         }
-        let expected = account
-            .signer
-            .0
-            .sign_fields(req.fields.iter().flat_map(|f| f.iter()), req.body);
+        let expected = account.signer.0.sign_fields(req.signed_fields(), req.body);
         if req.signature != Some(expected.as_str()) {
             return Err(format!("Check signature failed for accessKey={ak}"));
         }

@@ -111,10 +111,16 @@ impl<'a> AccessRequest<'a> {
         Ok(req)
     }
 
+    /// The header fields the signature covers before the body (in the map's order;
+    /// [`signature::content`] orders them and leaves out the signature itself).
+    pub fn signed_fields(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.fields.into_iter().flat_map(|f| f.iter())
+    }
+
     /// The bytes the signature covers (the fields' values in key order, then the body), as
     /// [`signature::content`] builds them; the check signs them without building them.
     pub fn content(&self) -> Vec<u8> {
-        signature::content(self.fields.iter().flat_map(|f| f.iter()), self.body)
+        signature::content(self.signed_fields(), self.body)
     }
 }
 
