@@ -71,6 +71,11 @@ pub struct Args {
     /// (Java 5's defaults: 10 ms linger, 32 KiB batches); `--inflight` callers share batches.
     #[arg(long)]
     pub auto_batch: bool,
+    /// Worker threads of this process's tokio runtime (0: tokio's default, one per core). The
+    /// client's CPU a message depends on it: with two workers on a machine whose other core
+    /// runs the broker, a quarter or more of it goes to waking and parking the second worker.
+    #[arg(long, default_value_t = 0)]
+    pub client_threads: usize,
     /// Fixed total rate in messages per second (latency then counts from the scheduled send
     /// time: corrected for coordinated omission).
     #[arg(long)]
