@@ -92,6 +92,25 @@ fn bench(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    // The same request with ROCKETMQ's binary header (`rocketmq.serialize.type=ROCKETMQ`).
+    let mut send_rmq = send.clone();
+    send_rmq.serialize_type = rocketmq_remoting::protocol::SerializeType::RocketMq;
+    let send_rmq_bytes = frame::encode_to_vec(&send_rmq).unwrap();
+    g.bench_function("encode_rocketmq", |b| {
+        let mut buf = BytesMut::with_capacity(4096);
+        b.iter(|| {
+            buf.clear();
+            frame::encode(black_box(&send_rmq), &mut buf).unwrap();
+        })
+    });
+    g.bench_function("decode_rocketmq", |b| {
+        b.iter(|| {
+            let cmd =
+                frame::decode_one(black_box(&send_rmq_bytes), DEFAULT_MAX_FRAME_SIZE).unwrap();
+            SendMessageRequestHeader::read_for_code(cmd.code, cmd.ext_fields.as_ref().unwrap())
+                .unwrap()
+        })
+    });
     // What a producer with credentials adds per send: its header comes encoded as JSON
     // (`ext_json`); "signed" signs it as it is, "signed_via_map" decodes it into the map first
     // (what any hook that needs the map costs).

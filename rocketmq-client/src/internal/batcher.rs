@@ -15,8 +15,29 @@ use super::producer_config::{ProducerConfig, SendResult};
 use super::send::{ProducerCore, SendMode};
 use crate::error::{ClientError, Result};
 
-/// Where one caller's result goes.
-pub(crate) type Reply = oneshot::Sender<Result<SendResult>>;
+/// Where one caller's result goes, with the id of the caller's message (its `UNIQ_KEY`), kept
+/// here for its result instead of being read back out of the message.
+pub(crate) struct Reply {
+    id: String,
+    tx: oneshot::Sender<Result<SendResult>>,
+}
+
+impl Reply {
+    pub(crate) fn new(id: String, tx: oneshot::Sender<Result<SendResult>>) -> Self {
+        Self { id, tx }
+    }
+
+    /// Answers the caller (who may have stopped waiting).
+    pub(crate) fn send(self, result: Result<SendResult>) {
+        let _ = self.tx.send(result);
+    }
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reply").field("id", &self.id).finish()
+    }
+}
 
 /// Messages of one batch with their callers.
 type Items = Vec<(Message, Reply)>;
@@ -37,9 +58,30 @@ struct Pending {
 
 #[derive(Debug, Default)]
 struct State {
-    pending: HashMap<Key, Pending>,
+    /// By topic, the batch being filled for each `WAIT` flag (index: the flag), so that adding
+    /// a message looks its topic up without building a key.
+    pending: HashMap<String, [Option<Pending>; 2]>,
     held_bytes: usize,
     next_generation: u64,
+}
+
+impl State {
+    fn slot(&mut self, topic: &str, wait_store: bool) -> Option<&mut Option<Pending>> {
+        self.pending
+            .get_mut(topic)
+            .map(|slots| &mut slots[usize::from(wait_store)])
+    }
+
+    /// Takes the batch of (`topic`, `wait_store`), dropping the topic's entry once it has none.
+    fn remove(&mut self, topic: &str, wait_store: bool) -> Option<Pending> {
+        let slots = self.pending.get_mut(topic)?;
+        let p = slots[usize::from(wait_store)].take()?;
+        if slots.iter().all(Option::is_none) {
+            self.pending.remove(topic);
+        }
+        self.held_bytes -= p.bytes;
+        Some(p)
+    }
 }
 
 /// The batches being filled, and per topic a sender of the sealed batches (one batch in flight
@@ -100,57 +142,63 @@ impl Accumulator {
                 ..Added::default()
             };
         }
-        let key = Key {
-            topic: msg.topic.clone(),
-            wait_store: msg.wait_store_msg_ok(),
-        };
+        let wait_store = msg.wait_store_msg_ok();
         let mut out = Added::default();
         // A batch that the message would overflow leaves first.
         if st
-            .pending
-            .get(&key)
+            .slot(&msg.topic, wait_store)
+            .and_then(|p| p.as_ref())
             .is_some_and(|p| p.bytes + size > self.batch_max_bytes)
         {
-            if let Some(p) = st.pending.remove(&key) {
-                st.held_bytes -= p.bytes;
+            if let Some(p) = st.remove(&msg.topic, wait_store) {
                 out.send_now = Some(Sealed {
-                    key: key.clone(),
+                    key: Key {
+                        topic: msg.topic.clone(),
+                        wait_store,
+                    },
                     items: p.items,
                 });
             }
         }
         st.held_bytes += size;
-        if !st.pending.contains_key(&key) {
-            let generation = st.next_generation;
-            st.next_generation += 1;
-            st.pending.insert(
-                key.clone(),
-                Pending {
+        let generation = st.next_generation;
+        let slot = match st.slot(&msg.topic, wait_store) {
+            Some(slot) => slot,
+            None => {
+                let slots = st.pending.entry(msg.topic.clone()).or_default();
+                &mut slots[usize::from(wait_store)]
+            }
+        };
+        let p = match slot {
+            Some(p) => p,
+            None => {
+                out.arm = Some((msg.topic.clone(), wait_store, generation));
+                st.next_generation += 1;
+                // Looked up again: `st` was borrowed by the slot.
+                let slot = st
+                    .slot(&msg.topic, wait_store)
+                    .expect("the topic's slots were just made");
+                slot.insert(Pending {
                     generation,
                     items: Vec::new(),
                     bytes: 0,
-                },
-            );
-            out.arm = Some((key.topic.clone(), key.wait_store, generation));
-        }
-        if let Some(p) = st.pending.get_mut(&key) {
-            p.items.push((msg, reply));
-            p.bytes += size;
-        }
+                })
+            }
+        };
+        p.bytes += size;
+        p.items.push((msg, reply));
         out
     }
 
     /// Takes the batch of `topic` if it is still the one of `generation` (its linger ended).
     pub(crate) fn take(&self, topic: String, wait_store: bool, generation: u64) -> Option<Sealed> {
-        let key = Key { topic, wait_store };
         let mut st = lock(&self.state);
-        if st.pending.get(&key)?.generation != generation {
+        if st.slot(&topic, wait_store)?.as_ref()?.generation != generation {
             return None;
         }
-        let p = st.pending.remove(&key)?;
-        st.held_bytes -= p.bytes;
+        let p = st.remove(&topic, wait_store)?;
         Some(Sealed {
-            key,
+            key: Key { topic, wait_store },
             items: p.items,
         })
     }
@@ -159,7 +207,10 @@ impl Accumulator {
     pub(crate) fn take_all(&self) -> Vec<Vec<(Message, Reply)>> {
         let mut st = lock(&self.state);
         st.held_bytes = 0;
-        st.pending.drain().map(|(_, p)| p.items).collect()
+        st.pending
+            .drain()
+            .flat_map(|(_, slots)| slots.into_iter().flatten().map(|p| p.items))
+            .collect()
     }
 
     /// Hands a sealed batch to its topic's sender, started if needed. The sender holds the
@@ -185,7 +236,7 @@ impl Accumulator {
         });
         if let Err(mpsc::error::SendError(items)) = tx.send(sealed.items) {
             for (_, reply) in items {
-                let _ = reply.send(Err(ClientError::NotRunning));
+                reply.send(Err(ClientError::NotRunning));
             }
         }
     }
@@ -229,7 +280,7 @@ async fn send_batches(
             }
             _ => {
                 for (_, reply) in items {
-                    let _ = reply.send(Err(ClientError::NotRunning));
+                    reply.send(Err(ClientError::NotRunning));
                 }
             }
         }
@@ -249,14 +300,10 @@ pub(crate) async fn flush(
         // Alone after all: an ordinary message (no batch encoding).
         let result = send_one(core, inst, msgs.into_iter().next()).await;
         if let Some(r) = replies.into_iter().next() {
-            let _ = r.send(result);
+            r.send(result);
         }
         return;
     }
-    let ids: Vec<String> = msgs
-        .iter()
-        .map(|m| m.uniq_key().unwrap_or_default().to_string())
-        .collect();
     let result = async {
         let p = core.prepare_batch(inst, msgs)?;
         core.send_default(inst, &p, SendMode::Async, core.settings.send_msg_timeout)
@@ -270,19 +317,19 @@ pub(crate) async fn flush(
             let joined = std::mem::take(&mut batch.offset_msg_id);
             batch.msg_id = String::new();
             let mut offset_ids = joined.split(',');
-            for (i, (reply, id)) in replies.into_iter().zip(ids).enumerate() {
+            for (i, Reply { id, tx }) in replies.into_iter().enumerate() {
                 let mut r = batch.clone();
                 r.msg_id = id;
                 r.queue_offset = batch.queue_offset + i as i64;
                 if let Some(o) = offset_ids.next() {
                     r.offset_msg_id = o.to_string();
                 }
-                let _ = reply.send(Ok(r));
+                let _ = tx.send(Ok(r));
             }
         }
         Err(e) => {
             for reply in replies {
-                let _ = reply.send(Err(e.clone()));
+                reply.send(Err(e.clone()));
             }
         }
     }

@@ -153,7 +153,9 @@ pub(crate) struct ClientInstance {
     /// The name servers: configured, or fetched over HTTP from `namesrv_domain`.
     namesrv: Mutex<Vec<String>>,
     routes: Mutex<HashMap<String, TopicRouteData>>,
-    brokers: Mutex<FastHashMap<String, BTreeMap<i64, String>>>,
+    /// Broker addresses by broker name and id, shared: a send takes its master's address with
+    /// a reference count, not a copy.
+    brokers: Mutex<FastHashMap<String, BTreeMap<i64, Arc<str>>>>,
     /// Producer engines, not owned: their handles own them.
     producers: Mutex<BTreeMap<String, Weak<ProducerCore>>>,
     /// Consumer engines, not owned: their handles own them.
@@ -553,7 +555,7 @@ impl ClientInstance {
     async fn unregister_client(&self, producer: Option<&str>, consumer: Option<&str>) {
         let addrs: Vec<String> = lock(&self.brokers)
             .values()
-            .flat_map(|m| m.values().cloned())
+            .flat_map(|m| m.values().map(|a| a.to_string()))
             .collect();
         let timeout = self.config.mq_client_api_timeout;
         let calls = addrs.iter().map(|addr| async move {
@@ -728,8 +730,13 @@ impl ClientInstance {
             new |= b
                 .broker_addrs
                 .values()
-                .any(|a| !known.is_some_and(|k| k.values().any(|x| x == a)));
-            brokers.insert(b.broker_name.clone(), b.broker_addrs.clone());
+                .any(|a| !known.is_some_and(|k| k.values().any(|x| **x == **a)));
+            let addrs = b
+                .broker_addrs
+                .iter()
+                .map(|(id, a)| (*id, Arc::from(a.as_str())))
+                .collect();
+            brokers.insert(b.broker_name.clone(), addrs);
         }
         if new && self.started.load(Ordering::Acquire) {
             self.heartbeat_wakeup.notify_one();
@@ -815,7 +822,7 @@ impl ClientInstance {
     }
 
     /// The master address of `broker_name`.
-    pub(crate) fn master_addr(&self, broker_name: &str) -> Option<String> {
+    pub(crate) fn master_addr(&self, broker_name: &str) -> Option<Arc<str>> {
         lock(&self.brokers)
             .get(broker_name)
             .and_then(|m| m.get(&MASTER_ID).cloned())
@@ -826,7 +833,7 @@ impl ClientInstance {
         &self,
         broker_name: &str,
         topic: &str,
-    ) -> Result<String> {
+    ) -> Result<Arc<str>> {
         if let Some(a) = self.master_addr(broker_name) {
             return Ok(a);
         }
@@ -842,7 +849,7 @@ impl ClientInstance {
     /// after one route refresh, a slave of the group, which keeps them meanwhile.
     pub(crate) async fn offset_addr(&self, broker_name: &str, topic: &str) -> Result<String> {
         if let Some(a) = self.master_addr(broker_name) {
-            return Ok(a);
+            return Ok(a.to_string());
         }
         let _ = self.update_route(topic).await;
         self.find_broker_in_subscribe(broker_name, MASTER_ID, false)
@@ -863,12 +870,14 @@ impl ClientInstance {
         let brokers = lock(&self.brokers);
         let m = brokers.get(broker_name)?;
         if let Some(a) = m.get(&broker_id) {
-            return Some((a.clone(), broker_id != MASTER_ID));
+            return Some((a.to_string(), broker_id != MASTER_ID));
         }
         if only_this {
             return None;
         }
-        m.iter().next().map(|(id, a)| (a.clone(), *id != MASTER_ID))
+        m.iter()
+            .next()
+            .map(|(id, a)| (a.to_string(), *id != MASTER_ID))
     }
 
     /// Where to pull `mq` from: the suggested broker id, else any address of the group,
@@ -957,7 +966,7 @@ impl ClientInstance {
             .collect();
         let mut brokers = lock(&self.brokers);
         for m in brokers.values_mut() {
-            m.retain(|_, a| live.contains(a));
+            m.retain(|_, a| live.contains(&**a));
         }
         brokers.retain(|_, m| !m.is_empty());
     }
@@ -996,7 +1005,7 @@ impl ClientInstance {
             .flat_map(|m| {
                 m.iter()
                     .filter(|(id, _)| with_consumers || **id == MASTER_ID)
-                    .map(|(_, a)| a.clone())
+                    .map(|(_, a)| a.to_string())
             })
             .collect();
         let timeout = self.config.mq_client_api_timeout;

@@ -41,7 +41,7 @@ impl MessageLookup {
             .inst
             .master_addr_or_refresh(&mq.broker_name, &mq.topic)
             .await?;
-        Ok((addr, mq))
+        Ok((addr.to_string(), mq))
     }
 
     /// The message whose offset message id (`SendResult::offset_msg_id`, `MessageExt::msg_id`

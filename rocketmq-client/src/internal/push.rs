@@ -713,7 +713,9 @@ impl PushEngine {
         let addr = if msg.broker_name.is_empty() {
             Some(msg.store_host.to_string())
         } else {
-            self.inst.master_addr(&msg.broker_name)
+            self.inst
+                .master_addr(&msg.broker_name)
+                .map(|a| a.to_string())
         };
         let header = ConsumerSendMsgBackRequestHeader {
             offset: msg.commit_log_offset,

@@ -218,9 +218,10 @@ fn not_available_duration(latency_ms: u64) -> u64 {
 }
 
 impl LatencyFault {
-    fn update(&self, broker: &str, latency_ms: u64, isolation: bool) {
+    /// Records an answer (or a failure) of `broker` that came at `now` after `latency_ms`.
+    fn update(&self, broker: &str, latency_ms: u64, isolation: bool, now: Instant) {
         let latency = if isolation { 30000 } else { latency_ms };
-        let until = Instant::now() + Duration::from_millis(not_available_duration(latency));
+        let until = now + Duration::from_millis(not_available_duration(latency));
         let mut items = lock(&self.items);
         // Every answered send lands here: no allocation for a broker already known.
         match items.get_mut(broker) {
@@ -244,10 +245,10 @@ impl LatencyFault {
         }
     }
 
-    fn is_available(&self, broker: &str) -> bool {
+    fn is_available(&self, broker: &str, now: Instant) -> bool {
         lock(&self.items)
             .get(broker)
-            .is_none_or(|(_, until)| Instant::now() >= *until)
+            .is_none_or(|(_, until)| now >= *until)
     }
 
     fn remove(&self, broker: &str) {
@@ -463,12 +464,13 @@ impl ProducerCore {
         &self,
         info: &'a TopicPublishInfo,
         last_broker: Option<&str>,
+        now: Instant,
     ) -> Cow<'a, MessageQueue> {
         if self.settings.send_latency_fault_enable {
             let n = info.queues.len();
             for _ in 0..n {
                 let q = &info.queues[info.next_index() % n];
-                if self.fault.is_available(&q.broker_name) {
+                if self.fault.is_available(&q.broker_name, now) {
                     return Cow::Borrowed(q);
                 }
             }
@@ -492,10 +494,11 @@ impl ProducerCore {
     }
 
     /// Records an attempt's latency (measured from `start`) when fault avoidance is on.
-    fn update_fault(&self, broker: &str, start: Instant, isolation: bool) {
+    /// Records how `broker` answered an attempt that took `latency` and ended at `ended`.
+    fn update_fault(&self, broker: &str, latency: Duration, ended: Instant, isolation: bool) {
         if self.settings.send_latency_fault_enable {
             self.fault
-                .update(broker, start.elapsed().as_millis() as u64, isolation);
+                .update(broker, latency.as_millis() as u64, isolation, ended);
         }
     }
 
@@ -685,36 +688,40 @@ impl ProducerCore {
         // The broker whose answer to the last attempt was "busy".
         let mut busy_broker: Option<String> = None;
         for attempt in 0..times {
-            let mq = self.select_queue(&info, last_broker.as_deref());
+            // One clock read an attempt: the first attempt starts when the send began.
+            let now = if attempt == 0 { begin } else { Instant::now() };
+            let mq = self.select_queue(&info, last_broker.as_deref(), now);
             last_broker = Some(match &mq {
                 Cow::Borrowed(q) => Cow::Borrowed(q.broker_name.as_str()),
                 Cow::Owned(q) => Cow::Owned(q.broker_name.clone()),
             });
-            if busy_broker.take().as_deref() == Some(mq.broker_name.as_str()) {
+            let busy_paused = busy_broker.take().as_deref() == Some(mq.broker_name.as_str());
+            if busy_paused {
                 // Back to the broker that is busy: give it a moment first.
                 let left = timeout.saturating_sub(begin.elapsed());
                 tokio::time::sleep((BUSY_RETRY_PAUSE * attempt).min(left / 2)).await;
             }
-            // One clock read: the time spent so far and the attempt's start.
-            let start = Instant::now();
+            let start = if busy_paused { Instant::now() } else { now };
             let spent = start.saturating_duration_since(begin);
             if spent >= timeout {
                 break;
             }
             span.record("attempts", attempt + 1);
-            match self
-                .send_kernel(
+            let (result, ended) = self
+                .send_kernel_at(
                     inst,
                     p,
                     &mq,
                     mode,
                     attempt_budget(&info, &mq, timeout - spent, attempt + 1 < times),
                     attempt,
+                    start,
                 )
-                .await
-            {
+                .await;
+            let latency = ended.saturating_duration_since(start);
+            match result {
                 Ok(r) => {
-                    self.update_fault(&mq.broker_name, start, false);
+                    self.update_fault(&mq.broker_name, latency, ended, false);
                     if let Some(res) = &r {
                         if res.status != SendStatus::SendOk
                             && mode == SendMode::Sync
@@ -742,7 +749,7 @@ impl ProducerCore {
                         }
                         busy_broker = Some(mq.broker_name.clone());
                     } else {
-                        self.update_fault(&mq.broker_name, start, isolation);
+                        self.update_fault(&mq.broker_name, latency, ended, isolation);
                     }
                     tracing::debug!(topic = %p.topic, broker = %mq.broker_name, attempt, error = %e, "send attempt failed");
                     if !e.is_retriable() {
@@ -774,9 +781,30 @@ impl ProducerCore {
         timeout: Duration,
         attempt: u32,
     ) -> Result<Option<SendResult>> {
-        let addr = inst
+        self.send_kernel_at(inst, p, mq, mode, timeout, attempt, Instant::now())
+            .await
+            .0
+    }
+
+    /// One attempt to one queue that starts at `started`; with the time its answer came.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_kernel_at(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mq: &MessageQueue,
+        mode: SendMode,
+        timeout: Duration,
+        attempt: u32,
+        started: Instant,
+    ) -> (Result<Option<SendResult>>, Instant) {
+        let addr = match inst
             .master_addr_or_refresh(&mq.broker_name, &mq.topic)
-            .await?;
+            .await
+        {
+            Ok(addr) => addr,
+            Err(e) => return (Err(e), Instant::now()),
+        };
         let header = SendMessageRequestHeaderRef {
             producer_group: &self.settings.group,
             topic: &p.topic,
@@ -814,7 +842,6 @@ impl ProducerCore {
                 call_hook(h.hook_name(), || h.send_message_before(ctx));
             }
         }
-        let started = Instant::now();
         let resp = inst
             .api
             .send(
@@ -826,7 +853,8 @@ impl ProducerCore {
             )
             .await;
         let result = resp.and_then(|resp| self.send_result(p, mq, &addr, resp));
-        let latency = started.elapsed();
+        let ended = Instant::now();
+        let latency = ended.saturating_duration_since(started);
         super::metrics::send(&plain_topic, &addr, p.count, result.is_ok(), latency);
         match &result {
             Ok(_) => {
@@ -844,7 +872,7 @@ impl ProducerCore {
                 });
             }
         }
-        result
+        (result, ended)
     }
 
     /// The result of a send's answer (`None` for a oneway send).
@@ -1062,10 +1090,11 @@ mod tests {
         assert_eq!(not_available_duration(1999), 60000);
         assert_eq!(not_available_duration(30000), 600000);
         let f = LatencyFault::default();
-        f.update("a", 10, false);
-        assert!(f.is_available("a"));
-        f.update("b", 10, true);
-        assert!(!f.is_available("b"));
+        let now = Instant::now();
+        f.update("a", 10, false, now);
+        assert!(f.is_available("a", now));
+        f.update("b", 10, true, now);
+        assert!(!f.is_available("b", now));
         assert_eq!(f.pick_one_at_least().as_deref(), Some("a"));
     }
 }

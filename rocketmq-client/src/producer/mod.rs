@@ -488,13 +488,18 @@ impl DefaultMQProducer {
             return future;
         }
         // Each caller's id is known before the batch is sent.
-        if msg.uniq_key().is_none() {
-            msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
-        }
+        let id = match msg.uniq_key() {
+            Some(id) => id.to_string(),
+            None => {
+                let id = inst.uniq.next_id();
+                msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &id);
+                id
+            }
+        };
         let Some(acc) = core.accumulator.as_ref() else {
             return future;
         };
-        let added = acc.add(msg, tx);
+        let added = acc.add(msg, batcher::Reply::new(id, tx));
         if let Some(sealed) = added.send_now {
             acc.dispatch(sealed, core, &inst);
         }
@@ -504,7 +509,7 @@ impl DefaultMQProducer {
         if let Some((msg, reply)) = added.refused {
             let this = self.clone();
             tokio::spawn(async move {
-                let _ = reply.send(this.send_async_now(msg, None).await);
+                reply.send(this.send_async_now(msg, None).await);
             });
         }
         future

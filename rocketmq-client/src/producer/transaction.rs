@@ -326,7 +326,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
         // address the offset message id carries, is the one to end it on.
         let addr = inst
             .master_addr(&result.message_queue.broker_name)
-            .unwrap_or_else(|| store_host.to_string());
+            .map_or_else(|| store_host.to_string(), |a| a.to_string());
         let header = EndTransactionRequestHeader {
             producer_group: self.producer.core().settings.group.clone(),
             tran_state_table_offset: result.queue_offset,

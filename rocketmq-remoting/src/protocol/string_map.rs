@@ -7,6 +7,11 @@
 
 use std::fmt;
 
+/// Text bytes of the first allocation of an empty map's text.
+const FIRST_TEXT: usize = 64;
+/// Entries of the first allocation of an empty map.
+const FIRST_ENTRIES: usize = 4;
+
 /// Where one entry's key and value sit in the map's text.
 #[derive(Clone, Copy, Debug)]
 struct Span {
@@ -141,6 +146,16 @@ impl StringMap {
     /// Appends an entry without looking for an existing one (decoders use this; a duplicate key
     /// keeps both entries, and `get` returns the first).
     pub fn push(&mut self, key: &str, value: &str) {
+        // Room for both strings at once, and for a few more entries on the first push (an
+        // empty map has no allocation; growing it one string at a time cost two reallocations
+        // for a message's first property).
+        let need = key.len() + value.len();
+        if self.text.capacity() - self.text.len() < need {
+            self.text.reserve(need.max(FIRST_TEXT));
+        }
+        if self.entries.capacity() == 0 {
+            self.entries.reserve(FIRST_ENTRIES);
+        }
         let (k, kl) = self.append(key);
         let (v, vl) = self.append(value);
         self.entries.push(Span {

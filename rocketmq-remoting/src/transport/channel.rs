@@ -410,7 +410,12 @@ impl Channel {
     }
 
     fn touch(&self) {
-        let ms = self.inner.born.elapsed().as_millis() as u64;
+        self.touch_at(Instant::now());
+    }
+
+    /// Records activity at `now` (a clock reading the caller already has).
+    fn touch_at(&self, now: Instant) {
+        let ms = now.saturating_duration_since(self.inner.born).as_millis() as u64;
         self.inner.last_activity_ms.store(ms, Ordering::Relaxed);
     }
 
@@ -459,9 +464,10 @@ impl Channel {
                 };
                 match write_now(&socket, &frame) {
                     Ok(n) if n == frame.len() => {
-                        g.writes = [g.writes[1], Instant::now()];
+                        let now = Instant::now();
+                        g.writes = [g.writes[1], now];
                         drop(g);
-                        self.touch();
+                        self.touch_at(now);
                         return Ok(());
                     }
                     Ok(n) => {
@@ -535,10 +541,21 @@ impl Channel {
     /// here. If the returned future is dropped early, nothing is left behind.
     pub async fn invoke(
         &self,
-        mut request: RemotingCommand,
+        request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        self.invoke_until(request, tokio::time::Instant::now() + timeout, timeout)
+            .await
+    }
+
+    /// [`invoke`](Self::invoke) with the deadline already known (`timeout`, the whole time the
+    /// caller allowed, is what a timeout error reports).
+    pub async fn invoke_until(
+        &self,
+        mut request: RemotingCommand,
+        deadline: tokio::time::Instant,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
         if !self.is_active() {
             return Err(self.closed_error());
         }
@@ -685,14 +702,15 @@ async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiv
             debug!(remote = %channel.inner.remote, error = %e, "write failed");
             break;
         }
+        let now = Instant::now();
         {
             let mut g = lock(&channel.inner.gate);
             g.queued = g.queued.saturating_sub(batch.len());
-            g.writes = [g.writes[1], Instant::now()];
+            g.writes = [g.writes[1], now];
         }
         // Written: their bytes no longer count as unsent.
         batch.clear();
-        channel.touch();
+        channel.touch_at(now);
         if closing {
             break;
         }

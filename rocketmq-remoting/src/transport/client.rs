@@ -395,8 +395,7 @@ impl RemotingClient {
                 })
             }
         };
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        ch.invoke(request, left).await
+        ch.invoke_until(request, deadline, timeout).await
     }
 
     /// Sends `request` to `addr` without waiting for a response.
