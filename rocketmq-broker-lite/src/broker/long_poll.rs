@@ -33,13 +33,21 @@ struct Waiter {
 /// Parked pulls by topic and queue.
 #[derive(Default)]
 pub struct PullHold {
-    waiting: Mutex<HashMap<(String, i32), Vec<Waiter>>>,
+    /// By topic, then queue: an arriving message looks its topic up by reference.
+    waiting: Mutex<HashMap<String, HashMap<i32, Vec<Waiter>>>>,
 }
 
 impl std::fmt::Debug for PullHold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PullHold")
-            .field("queues", &self.waiting.lock().map(|w| w.len()).unwrap_or(0))
+            .field(
+                "queues",
+                &self
+                    .waiting
+                    .lock()
+                    .map(|w| w.values().map(HashMap::len).sum::<usize>())
+                    .unwrap_or(0),
+            )
             .finish()
     }
 }
@@ -59,7 +67,11 @@ impl PullHold {
     ) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
         let mut w = lock(&self.waiting);
-        let list = w.entry((topic.to_string(), queue_id)).or_default();
+        let queues = match w.get_mut(topic) {
+            Some(q) => q,
+            None => w.entry(topic.to_string()).or_default(),
+        };
+        let list = queues.entry(queue_id).or_default();
         list.retain(|x| !x.wake.is_closed());
         list.push(Waiter {
             offset,
@@ -71,8 +83,8 @@ impl PullHold {
 
     /// Wakes every parked pull (shutdown).
     pub fn wake_all(&self) {
-        for (_, list) in lock(&self.waiting).drain() {
-            for w in list {
+        for (_, queues) in lock(&self.waiting).drain() {
+            for w in queues.into_values().flatten() {
                 let _ = w.wake.send(());
             }
         }
@@ -82,6 +94,7 @@ impl PullHold {
     pub fn parked(&self) -> usize {
         lock(&self.waiting)
             .values()
+            .flat_map(HashMap::values)
             .map(|l| l.iter().filter(|w| !w.wake.is_closed()).count())
             .sum()
     }
@@ -101,14 +114,20 @@ impl ArrivalListener for PullHold {
         record: &dyn Fn() -> Option<Vec<u8>>,
     ) {
         let mut w = lock(&self.waiting);
-        let Some(list) = w.get_mut(&(topic.to_string(), queue_id)) else {
+        let Some(queues) = w.get_mut(topic) else {
+            return;
+        };
+        let Some(list) = queues.get_mut(&queue_id) else {
             return;
         };
         // The record's properties, read once, for the first SQL92 waiter that needs them.
         let mut props = None;
-        let mut keep = Vec::with_capacity(list.len());
-        for waiter in list.drain(..) {
+        // Woken and abandoned waiters leave the list in place (their order does not matter).
+        let mut i = 0;
+        while i < list.len() {
+            let waiter = &list[i];
             if waiter.wake.is_closed() {
+                list.swap_remove(i);
                 continue;
             }
             let matches = match &waiter.filter {
@@ -125,14 +144,16 @@ impl ArrivalListener for PullHold {
                     .is_none_or(|p| f.matches(p)),
             };
             if waiter.offset <= queue_offset && matches {
-                let _ = waiter.wake.send(());
+                let _ = list.swap_remove(i).wake.send(());
             } else {
-                keep.push(waiter);
+                i += 1;
             }
         }
-        *list = keep;
         if list.is_empty() {
-            w.remove(&(topic.to_string(), queue_id));
+            queues.remove(&queue_id);
+            if queues.is_empty() {
+                w.remove(topic);
+            }
         }
     }
 }

@@ -117,6 +117,15 @@ impl TopicConfigManager {
             .cloned()
     }
 
+    /// Reads `topic`'s config where it is, without copying it.
+    pub fn with<R>(&self, topic: &str, f: impl FnOnce(&TopicConfig) -> R) -> Option<R> {
+        self.table
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(topic)
+            .map(f)
+    }
+
     /// Every topic with the data version.
     pub fn wrapper(&self) -> TopicConfigSerializeWrapper {
         TopicConfigSerializeWrapper {

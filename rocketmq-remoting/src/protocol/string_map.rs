@@ -169,14 +169,29 @@ impl StringMap {
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
         let i = self.find(key)?;
-        let e = self.entries.remove(i);
-        let old = self.value_of(&e).to_string();
+        let old = self.value_of(&self.entries[i]).to_string();
+        self.remove_at(i);
+        Some(old)
+    }
+
+    /// Removes `key` without copying its value out; whether it was there.
+    pub fn discard(&mut self, key: &str) -> bool {
+        match self.find(key) {
+            Some(i) => {
+                self.remove_at(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remove_at(&mut self, i: usize) {
+        self.entries.remove(i);
         if self.entries.is_empty() {
             self.clear();
         } else {
             self.maybe_compact();
         }
-        Some(old)
     }
 
     /// Number of entries.
@@ -278,6 +293,18 @@ impl<'a> IntoIterator for &'a StringMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn discard_removes_as_remove_does() {
+        let mut a: StringMap = [("a", "1"), ("b", "2"), ("c", "3")].into_iter().collect();
+        let mut b = a.clone();
+        assert_eq!(a.remove("b"), Some("2".into()));
+        assert!(b.discard("b"));
+        assert_eq!(a, b);
+        assert!(!b.discard("b"));
+        assert!(b.discard("a") && b.discard("c"));
+        assert!(b.is_empty());
+    }
 
     #[test]
     fn insert_replaces_in_place() {

@@ -1,16 +1,17 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and
 //! CONSUMER_SEND_MSG_BACK (36).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use rand::Rng;
 use rocketmq_remoting::protocol::headers::{
-    ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader,
+    ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageResponseView,
 };
 use rocketmq_remoting::protocol::message::{
-    decode_batch, decode_properties, decode_stored, encode_offset_msg_id, encode_properties,
-    property, push_offset_msg_id, push_properties, sys_flag, tags_hash_code, StoredDecodeOptions,
+    decode_batch, decode_properties, decode_stored, encode_properties, offset_msg_id_in, property,
+    push_offset_msg_id, push_properties, sys_flag, tags_hash_code, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::topic::{self, perm, TopicFilterType};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, StringMap};
@@ -98,6 +99,26 @@ pub(crate) fn topic_problem(topic: &str) -> Option<&'static str> {
     None
 }
 
+/// What a send needs of its topic's config (read in place: the config is not copied a send).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendTopic {
+    pub(crate) perm: i32,
+    pub(crate) read_queue_nums: i32,
+    pub(crate) write_queue_nums: i32,
+    pub(crate) topic_filter_type: TopicFilterType,
+}
+
+impl From<&rocketmq_remoting::protocol::body::TopicConfig> for SendTopic {
+    fn from(tc: &rocketmq_remoting::protocol::body::TopicConfig) -> Self {
+        Self {
+            perm: tc.perm,
+            read_queue_nums: tc.read_queue_nums,
+            write_queue_nums: tc.write_queue_nums,
+            topic_filter_type: tc.topic_filter_type,
+        }
+    }
+}
+
 /// Java's `msgCheck` plus auto-creation: the topic to write, with the queue id checked.
 // The error is the handler's finished answer, returned once per refused request: boxing it
 // would cost an allocation for nothing.
@@ -105,20 +126,18 @@ pub(crate) fn topic_problem(topic: &str) -> Option<&'static str> {
 pub(crate) fn check_topic_for_send(
     b: &BrokerInner,
     h: &SendMessageRequestHeader,
-) -> Result<rocketmq_remoting::protocol::body::TopicConfig, ProcessResult> {
-    if !perm::is_writeable(b.dynamic.broker_permission()) {
-        if let Some(tc) = b.topics.get(&h.topic) {
-            if tc.order {
-                return Err(send_error(
-                    b,
-                    ResponseCode::NoPermission,
-                    format!(
-                        "the broker[{}] sending message is forbidden",
-                        b.broker_addr()
-                    ),
-                ));
-            }
-        }
+) -> Result<SendTopic, ProcessResult> {
+    if !perm::is_writeable(b.dynamic.broker_permission())
+        && b.topics.with(&h.topic, |tc| tc.order) == Some(true)
+    {
+        return Err(send_error(
+            b,
+            ResponseCode::NoPermission,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                b.broker_addr()
+            ),
+        ));
     }
     if let Some(problem) = topic_problem(&h.topic) {
         return Err(send_error(b, ResponseCode::SystemError, problem));
@@ -130,7 +149,7 @@ pub(crate) fn check_topic_for_send(
             format!("Sending message to topic[{}] is forbidden.", h.topic),
         ));
     }
-    let tc = match b.topics.get(&h.topic) {
+    let tc = match b.topics.with(&h.topic, |tc| SendTopic::from(tc)) {
         Some(tc) => tc,
         None => {
             let sys = if h.unit_mode {
@@ -158,7 +177,7 @@ pub(crate) fn check_topic_for_send(
                     if new {
                         b.register_soon();
                     }
-                    tc
+                    SendTopic::from(&tc)
                 }
                 None => {
                     return Err(send_error(
@@ -187,7 +206,7 @@ pub(crate) fn check_topic_for_send(
             ResponseCode::SystemError,
             format!(
                 "request queueId[{}] is illegal, {} Producer: {}",
-                h.queue_id, tc.topic_name, h.producer_group
+                h.queue_id, h.topic, h.producer_group
             ),
         ));
     }
@@ -272,7 +291,13 @@ pub(crate) async fn send(
     let mut props = decode_properties(h.properties.as_deref().unwrap_or(""));
     let wait = props.get(property::WAIT_STORE_MSG_OK) != Some("false");
     // Java leaves WAIT out of what it stores for single sends (it is still honoured)...
-    let wait_prop = props.remove(property::WAIT_STORE_MSG_OK);
+    let wait_prop = match props.get(property::WAIT_STORE_MSG_OK) {
+        None => None,
+        Some("true") => Some(Cow::Borrowed("true")),
+        Some("false") => Some(Cow::Borrowed("false")),
+        Some(other) => Some(Cow::Owned(other.to_string())),
+    };
+    props.discard(property::WAIT_STORE_MSG_OK);
     props.insert(property::CLUSTER, &b.cfg.broker_cluster_name);
     let mut m = PutMessage {
         topic: h.topic.clone(),
@@ -314,20 +339,11 @@ pub(crate) async fn send(
         }
     }
     m.properties = encode_properties(&props);
-    let trace_on = b.cfg.trace_on.to_string();
-    let region = b.cfg.region_id.clone();
-    let store_host = b.store_host();
+    let broker = b.clone();
     let answer = move |r: &AppendResult| {
-        let mut resp = RemotingCommand::success();
-        resp.set_header(&SendMessageResponseHeader {
-            queue_id,
-            trace_on: Some(trace_on),
-            msg_region: Some(region),
-            msg_id: encode_offset_msg_id(store_host, r.wrote_offset as i64),
-            queue_offset: r.queue_offset,
-            transaction_id: None,
-        });
-        resp
+        let mut id = [0u8; 56];
+        let msg_id = offset_msg_id_in(broker.store_host(), r.wrote_offset as i64, &mut id);
+        stored_answer(&broker, queue_id, msg_id, r)
     };
     let topic = h.topic;
     let stored = match b.store_message_batched(m) {
@@ -356,6 +372,29 @@ pub(crate) async fn send(
     let resp = answer(&r);
     b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
+}
+
+/// The answer to a stored send: SendMessageResponseHeader's fields written straight into the
+/// header's JSON (no map, and no copy of the broker's region or trace switch a message).
+fn stored_answer(
+    b: &BrokerInner,
+    queue_id: i32,
+    msg_id: &str,
+    r: &AppendResult,
+) -> RemotingCommand {
+    let mut resp = RemotingCommand::success();
+    resp.ext_json = Some(
+        SendMessageResponseView {
+            queue_id,
+            trace_on: Some(if b.cfg.trace_on { "true" } else { "false" }),
+            msg_region: Some(&b.cfg.region_id),
+            msg_id,
+            queue_offset: r.queue_offset,
+            transaction_id: None,
+        }
+        .to_json(),
+    );
+    resp
 }
 
 /// Answers a buffered send once the sends read with it are written ([`StoreWrites`]): then as
@@ -562,10 +601,9 @@ fn send_batch(
         });
     }
     let count = msgs.len() as u64;
-    let trace_on = b.cfg.trace_on.to_string();
-    let region = b.cfg.region_id.clone();
-    let store_host = b.store_host();
+    let broker = b.clone();
     let answer = move |r: &AppendResult| {
+        let store_host = broker.store_host();
         // The offset ids, comma-separated, written straight into one string.
         let mut ids = String::with_capacity(r.sizes.len() * 33);
         let mut phys = r.wrote_offset;
@@ -576,16 +614,7 @@ fn send_batch(
             push_offset_msg_id(store_host, phys as i64, &mut ids);
             phys += u64::from(*s);
         }
-        let mut resp = RemotingCommand::success();
-        resp.set_header(&SendMessageResponseHeader {
-            queue_id,
-            trace_on: Some(trace_on),
-            msg_region: Some(region),
-            msg_id: ids,
-            queue_offset: r.queue_offset,
-            transaction_id: None,
-        });
-        resp
+        stored_answer(&broker, queue_id, &ids, r)
     };
     let topic = h.topic.clone();
     let stored = match b.store_messages_batched(msgs) {

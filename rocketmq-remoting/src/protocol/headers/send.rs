@@ -360,6 +360,27 @@ impl<'a> SendMessageResponseView<'a> {
         })
     }
 
+    /// The fields as `extFields` JSON members, the keys in the order (and the values in the
+    /// text) in which [`RemotingCommand::set_header`](crate::protocol::RemotingCommand::set_header)
+    /// writes a [`SendMessageResponseHeader`]: for a response's `ext_json`, built without a map
+    /// or a copy of any value.
+    pub fn to_json(&self) -> JsonExtFields {
+        let mut out = JsonExtFields::with_capacity(192);
+        out.push_int("queueId", i64::from(self.queue_id));
+        if let Some(t) = self.trace_on {
+            out.push("TRACE_ON", t);
+        }
+        if let Some(r) = self.msg_region {
+            out.push("MSG_REGION", r);
+        }
+        out.push("msgId", self.msg_id);
+        out.push_int("queueOffset", self.queue_offset);
+        if let Some(t) = self.transaction_id {
+            out.push("transactionId", t);
+        }
+        out
+    }
+
     /// The owned header.
     pub fn to_header(&self) -> SendMessageResponseHeader {
         SendMessageResponseHeader {
@@ -377,6 +398,53 @@ impl<'a> SendMessageResponseView<'a> {
 mod tests {
     use super::*;
     use crate::protocol::{frame, RemotingCommand, RequestCode, SerializeType};
+
+    #[test]
+    fn a_response_view_encodes_as_its_header_does() {
+        let full = SendMessageResponseHeader {
+            queue_id: 3,
+            trace_on: Some("true".into()),
+            msg_region: Some("Region \"A\"\u{1}".into()),
+            msg_id: "0A00000200002A9F00000000000004D2".into(),
+            queue_offset: -1,
+            transaction_id: Some("tx".into()),
+        };
+        let bare = SendMessageResponseHeader {
+            trace_on: None,
+            msg_region: None,
+            transaction_id: None,
+            ..full.clone()
+        };
+        for h in [full, bare] {
+            for ser in [SerializeType::Json, SerializeType::RocketMq] {
+                let mut by_map = RemotingCommand::success();
+                by_map.serialize_type = ser;
+                by_map.set_header(&h);
+                let view = SendMessageResponseView {
+                    queue_id: h.queue_id,
+                    trace_on: h.trace_on.as_deref(),
+                    msg_region: h.msg_region.as_deref(),
+                    msg_id: &h.msg_id,
+                    queue_offset: h.queue_offset,
+                    transaction_id: h.transaction_id.as_deref(),
+                };
+                let mut by_view = RemotingCommand::success();
+                by_view.serialize_type = ser;
+                by_view.ext_json = Some(view.to_json());
+                assert_eq!(
+                    frame::encode_to_vec(&by_map).unwrap(),
+                    frame::encode_to_vec(&by_view).unwrap(),
+                    "{h:?} {ser:?}"
+                );
+                assert_eq!(
+                    by_view
+                        .decode_header::<SendMessageResponseHeader>()
+                        .unwrap(),
+                    h
+                );
+            }
+        }
+    }
 
     #[test]
     fn v2_keys_read_in_one_pass_as_lookups_read_them() {

@@ -33,6 +33,32 @@ pub fn encode_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> S
     s
 }
 
+/// The offset message id of [`encode_offset_msg_id`] written into `buf` (56 bytes hold an IPv6
+/// one), without an allocation.
+pub fn offset_msg_id_in(
+    store_host: SocketAddr,
+    commit_log_offset: i64,
+    buf: &mut [u8; 56],
+) -> &str {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut n = 0;
+    let mut put = |bytes: &[u8]| {
+        for &b in bytes {
+            buf[n] = HEX[usize::from(b >> 4)];
+            buf[n + 1] = HEX[usize::from(b & 15)];
+            n += 2;
+        }
+    };
+    match store_host.ip() {
+        IpAddr::V4(ip) => put(&ip.octets()),
+        IpAddr::V6(ip) => put(&ip.octets()),
+    }
+    put(&i32::from(store_host.port()).to_be_bytes());
+    put(&commit_log_offset.to_be_bytes());
+    // Hex digits only: always UTF-8.
+    std::str::from_utf8(&buf[..n]).unwrap_or_default()
+}
+
 /// Appends the offset message id of [`encode_offset_msg_id`] to `out`.
 pub fn push_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64, out: &mut String) {
     match store_host.ip() {
@@ -207,6 +233,10 @@ mod tests {
         assert_eq!(decode_offset_msg_id(&id6), Some((v6, -1)));
         assert_eq!(decode_offset_msg_id("XYZ"), None);
         assert_eq!(decode_offset_msg_id("0A000002"), None);
+        // Written into a buffer: the same text.
+        let mut buf = [0u8; 56];
+        assert_eq!(offset_msg_id_in(host, 1234, &mut buf), id);
+        assert_eq!(offset_msg_id_in(v6, -1, &mut buf), id6);
     }
 
     #[test]

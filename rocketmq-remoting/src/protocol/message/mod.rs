@@ -12,7 +12,8 @@ mod tag;
 pub use self::batch::{decode_batch, encode_batch, BatchElement};
 pub use self::compression::{compress_zlib, decompress_body, CompressionError};
 pub use self::id::{
-    decode_offset_msg_id, encode_offset_msg_id, push_offset_msg_id, UniqIdGenerator, UniqIdInfo,
+    decode_offset_msg_id, encode_offset_msg_id, offset_msg_id_in, push_offset_msg_id,
+    UniqIdGenerator, UniqIdInfo,
 };
 pub use self::model::{Message, MessageExt, MessageQueue};
 pub use self::properties::{
