@@ -66,7 +66,7 @@ pub(crate) async fn send_reply(
     };
     debug!(topic = %h.topic, from = %ctx.remote_addr(), "reply message received");
     // `msgCheck`: topic rules, auto-creation, queue id.
-    let tc = match super::send::check_topic_for_send(b, &h) {
+    let tc = match super::send::check_topic_for_send(b, &h.borrowed()) {
         Ok(tc) => tc,
         Err(r) => return r,
     };

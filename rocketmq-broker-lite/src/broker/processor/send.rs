@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rand::Rng;
 use rocketmq_remoting::protocol::headers::{
-    ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageResponseView,
+    ConsumerSendMsgBackRequestHeader, SendMessageRequestHeaderRef, SendMessageResponseView,
 };
 use rocketmq_remoting::protocol::message::{
     decode_batch, decode_properties, decode_stored, encode_properties, offset_msg_id_in, property,
@@ -125,10 +125,10 @@ impl From<&rocketmq_remoting::protocol::body::TopicConfig> for SendTopic {
 #[allow(clippy::result_large_err)]
 pub(crate) fn check_topic_for_send(
     b: &BrokerInner,
-    h: &SendMessageRequestHeader,
+    h: &SendMessageRequestHeaderRef<'_>,
 ) -> Result<SendTopic, ProcessResult> {
     if !perm::is_writeable(b.dynamic.broker_permission())
-        && b.topics.with(&h.topic, |tc| tc.order) == Some(true)
+        && b.topics.with(h.topic, |tc| tc.order) == Some(true)
     {
         return Err(send_error(
             b,
@@ -139,17 +139,17 @@ pub(crate) fn check_topic_for_send(
             ),
         ));
     }
-    if let Some(problem) = topic_problem(&h.topic) {
+    if let Some(problem) = topic_problem(h.topic) {
         return Err(send_error(b, ResponseCode::SystemError, problem));
     }
-    if !topic::is_send_allowed(&h.topic) {
+    if !topic::is_send_allowed(h.topic) {
         return Err(send_error(
             b,
             ResponseCode::NoPermission,
             format!("Sending message to topic[{}] is forbidden.", h.topic),
         ));
     }
-    let tc = match b.topics.with(&h.topic, |tc| SendTopic::from(tc)) {
+    let tc = match b.topics.with(h.topic, |tc| SendTopic::from(tc)) {
         Some(tc) => tc,
         None => {
             let sys = if h.unit_mode {
@@ -159,16 +159,13 @@ pub(crate) fn check_topic_for_send(
             };
             // Created in memory; the send's answer waits for the table's save (off the
             // connection: `answer_after_topics_saved`).
-            let created = b.topics.create_on_send(
-                &h.topic,
-                &h.default_topic,
-                h.default_topic_queue_nums,
-                sys,
-            );
+            let created =
+                b.topics
+                    .create_on_send(h.topic, h.default_topic, h.default_topic_queue_nums, sys);
             let created = match created {
                 Some(c) => Some(c),
                 None if h.topic.starts_with(topic::RETRY_GROUP_TOPIC_PREFIX) => {
-                    Some(b.topics.ensure_unsaved(&h.topic, 1, perm::READ_WRITE))
+                    Some(b.topics.ensure_unsaved(h.topic, 1, perm::READ_WRITE))
                 }
                 None => None,
             };
@@ -255,7 +252,9 @@ pub(crate) async fn send(
             &no_fields
         }
     };
-    let mut h = match SendMessageRequestHeader::read_for_code(req.code, ext) {
+    // The header's strings are borrowed from the request (a dead-letter topic from here).
+    let dlq_topic: String;
+    let mut h = match SendMessageRequestHeaderRef::read_for_code(req.code, ext) {
         Ok(h) => h,
         Err(e) => {
             return send_error(
@@ -268,8 +267,14 @@ pub(crate) async fn send(
     // `asyncSendMessage` handles a send to a retry topic (`handleRetryAndDLQ`);
     // `asyncSendBatchMessage` does not: a batch to `%RETRY%group` is stored there as it is.
     if !h.batch {
-        if let Err(r) = handle_retry_and_dlq(b, &mut h, req.version) {
-            return r;
+        match handle_retry_and_dlq(b, &h, req.version) {
+            Ok(Some(dlq)) => {
+                dlq_topic = dlq;
+                h.topic = &dlq_topic;
+                h.queue_id = 0;
+            }
+            Ok(None) => {}
+            Err(r) => return r,
         }
     }
     let tc = match check_topic_for_send(b, &h) {
@@ -288,7 +293,7 @@ pub(crate) async fn send(
     if h.batch {
         return send_batch(b, ctx, &h, req.body, queue_id, sys);
     }
-    let mut props = decode_properties(h.properties.as_deref().unwrap_or(""));
+    let mut props = decode_properties(h.properties.unwrap_or(""));
     let wait = props.get(property::WAIT_STORE_MSG_OK) != Some("false");
     // Java leaves WAIT out of what it stores for single sends (it is still honoured)...
     let wait_prop = match props.get(property::WAIT_STORE_MSG_OK) {
@@ -300,7 +305,7 @@ pub(crate) async fn send(
     props.discard(property::WAIT_STORE_MSG_OK);
     props.insert(property::CLUSTER, &b.cfg.broker_cluster_name);
     let mut m = PutMessage {
-        topic: h.topic.clone(),
+        topic: h.topic.to_string(),
         queue_id,
         flag: h.flag,
         body: req.body.clone(),
@@ -348,16 +353,16 @@ pub(crate) async fn send(
     let topic = h.topic;
     let stored = match b.store_message_batched(m) {
         Batched::Buffered(r) => {
-            b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
+            b.stats.record_put(topic, 1, r.end_offset - r.wrote_offset);
             return answer_at_batch_end(b, r, wait, answer);
         }
         Batched::Other(stored) => stored,
     };
     let r = match stored {
         Stored::Now(Ok(r)) => r,
-        Stored::Now(Err(e)) => return refused_put(b, &topic, &e).into(),
+        Stored::Now(Err(e)) => return refused_put(b, topic, &e).into(),
         Stored::Later(put) => {
-            let b = b.clone();
+            let (b, topic) = (b.clone(), topic.to_string());
             return ProcessResult::Deferred(Box::pin(async move {
                 Some(match put.await {
                     Ok(r) => {
@@ -370,7 +375,7 @@ pub(crate) async fn send(
         }
     };
     let resp = answer(&r);
-    b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
+    b.stats.record_put(topic, 1, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
 }
 
@@ -501,7 +506,7 @@ pub(crate) fn ack_when_stored(
 fn send_batch(
     b: &Arc<BrokerInner>,
     ctx: &ChannelContext,
-    h: &SendMessageRequestHeader,
+    h: &SendMessageRequestHeaderRef<'_>,
     body: Bytes,
     queue_id: i32,
     sys: i32,
@@ -530,7 +535,7 @@ fn send_batch(
     {
         return send_error(b, ResponseCode::MessageIllegal, illegal_message_remark(b));
     }
-    let mut batch_props = decode_properties(h.properties.as_deref().unwrap_or(""));
+    let mut batch_props = decode_properties(h.properties.unwrap_or(""));
     // `MessageExtBatch.getDelayTimeLevel`: the batch's own DELAY (the request header's
     // properties), read with `Integer.parseInt`; the elements' DELAY is not looked at.
     match batch_props
@@ -586,7 +591,7 @@ fn send_batch(
             props.push_str(&batch_str);
         }
         msgs.push(PutMessage {
-            topic: h.topic.clone(),
+            topic: h.topic.to_string(),
             queue_id,
             flag: e.flag,
             body: e.body,
@@ -616,11 +621,11 @@ fn send_batch(
         }
         stored_answer(&broker, queue_id, &ids, r)
     };
-    let topic = h.topic.clone();
+    let topic = h.topic;
     let stored = match b.store_messages_batched(msgs) {
         Batched::Buffered(r) => {
             b.stats
-                .record_put(&topic, count, r.end_offset - r.wrote_offset);
+                .record_put(topic, count, r.end_offset - r.wrote_offset);
             return answer_at_batch_end(b, r, wait, answer);
         }
         Batched::Other(stored) => stored,
@@ -631,7 +636,7 @@ fn send_batch(
             return send_error(b, store_error_code(&e), put_error_remark(b, &e));
         }
         Stored::Later(put) => {
-            let b = b.clone();
+            let (b, topic) = (b.clone(), topic.to_string());
             return ProcessResult::Deferred(Box::pin(async move {
                 Some(match put.await {
                     Ok(r) => {
@@ -646,20 +651,22 @@ fn send_batch(
     };
     let resp = answer(&r);
     b.stats
-        .record_put(&topic, count, r.end_offset - r.wrote_offset);
+        .record_put(topic, count, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
 }
 
 /// A send to a `%RETRY%` topic (the client's own send-back fallback): count reconsumes and
 /// redirect to the dead-letter topic past the maximum (Java `handleRetryAndDLQ`).
 #[allow(clippy::result_large_err)] // as for `check_topic_for_send`
+/// A send to a retry topic past its group's reconsume times: the dead-letter topic to store
+/// it in (queue 0) instead.
 fn handle_retry_and_dlq(
     b: &BrokerInner,
-    h: &mut SendMessageRequestHeader,
+    h: &SendMessageRequestHeaderRef<'_>,
     version: i32,
-) -> Result<(), ProcessResult> {
+) -> Result<Option<String>, ProcessResult> {
     let Some(group) = h.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX) else {
-        return Ok(());
+        return Ok(None);
     };
     let group = group.to_string();
     let Some(sub) = b.subs.find_or_create(&group) else {
@@ -685,10 +692,9 @@ fn handle_retry_and_dlq(
             group,
             times, "message exceeded its reconsume times; sending it to the DLQ"
         );
-        h.topic = dlq;
-        h.queue_id = 0;
+        return Ok(Some(dlq));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// CONSUMER_SEND_MSG_BACK: the consumer failed a message; store it again for a later retry

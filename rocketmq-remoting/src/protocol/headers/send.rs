@@ -127,7 +127,75 @@ pub struct SendMessageRequestHeaderRef<'a> {
     pub broker_name: Option<&'a str>,
 }
 
-impl SendMessageRequestHeaderRef<'_> {
+impl<'a> SendMessageRequestHeaderRef<'a> {
+    /// Reads the header in the form the request code implies (as
+    /// [`SendMessageRequestHeader::read_for_code`] does, with the same values and errors),
+    /// its strings borrowed from `ext`: a broker reads a send without copying them.
+    pub fn read_for_code(code: i32, ext: &'a ExtFields) -> Result<Self, HeaderError> {
+        if code == crate::protocol::RequestCode::SendMessage.to_i32() {
+            Self::read_keys(ext, &V1_KEYS)
+        } else {
+            Self::read_keys(ext, &V2_KEYS)
+        }
+    }
+
+    fn read_keys(ext: &'a ExtFields, k: &[&'static str; 14]) -> Result<Self, HeaderError> {
+        // The values of `k` in order, as `ext.get` finds them (the first entry of a key).
+        let v: [Option<&'a str>; 14] = if k == &V2_KEYS {
+            // One pass over the map: each one-letter key is its own slot.
+            let mut v = [None; 14];
+            for (key, value) in ext.iter() {
+                if let [c @ b'a'..=b'n'] = key.as_bytes() {
+                    v[usize::from(c - b'a')].get_or_insert(value);
+                }
+            }
+            v
+        } else {
+            k.map(|key| ext.get(key))
+        };
+        // As `String` and `Option<String>` fields read: a required string must be present; an
+        // empty optional one is absent.
+        let required = |i: usize| v[i].ok_or(HeaderError::Missing(k[i]));
+        let optional = |i: usize| v[i].filter(|t| !t.is_empty());
+        // `properties` keeps an empty string as-is (it is a string, not a missing value).
+        Ok(Self {
+            producer_group: required(0)?,
+            topic: required(1)?,
+            default_topic: required(2)?,
+            default_topic_queue_nums: HeaderField::decode(k[3], v[3])?,
+            queue_id: HeaderField::decode(k[4], v[4])?,
+            sys_flag: HeaderField::decode(k[5], v[5])?,
+            born_timestamp: HeaderField::decode(k[6], v[6])?,
+            flag: HeaderField::decode(k[7], v[7])?,
+            properties: v[8],
+            reconsume_times: HeaderField::decode(k[9], v[9])?,
+            unit_mode: decode_or(k[10], v[10], false)?,
+            max_reconsume_times: HeaderField::decode(k[11], v[11])?,
+            batch: decode_or(k[12], v[12], false)?,
+            broker_name: optional(13),
+        })
+    }
+
+    /// The owned header.
+    pub fn to_header(&self) -> SendMessageRequestHeader {
+        SendMessageRequestHeader {
+            producer_group: self.producer_group.to_string(),
+            topic: self.topic.to_string(),
+            default_topic: self.default_topic.to_string(),
+            default_topic_queue_nums: self.default_topic_queue_nums,
+            queue_id: self.queue_id,
+            sys_flag: self.sys_flag,
+            born_timestamp: self.born_timestamp,
+            flag: self.flag,
+            properties: self.properties.map(str::to_string),
+            reconsume_times: self.reconsume_times,
+            unit_mode: self.unit_mode,
+            max_reconsume_times: self.max_reconsume_times,
+            batch: self.batch,
+            broker_name: self.broker_name.map(str::to_string),
+        }
+    }
+
     fn write_keys(&self, ext: &mut impl FieldSink, k: &[&'static str; 14]) {
         ext.text(k[0], self.producer_group);
         ext.text(k[1], self.topic);
@@ -205,36 +273,7 @@ impl SendMessageRequestHeader {
     }
 
     fn read_keys(ext: &ExtFields, k: &[&'static str; 14]) -> Result<Self, HeaderError> {
-        // The values of `k` in order, as `ext.get` finds them (the first entry of a key).
-        let v: [Option<&str>; 14] = if k == &V2_KEYS {
-            // One pass over the map: each one-letter key is its own slot.
-            let mut v = [None; 14];
-            for (key, value) in ext.iter() {
-                if let [c @ b'a'..=b'n'] = key.as_bytes() {
-                    v[usize::from(c - b'a')].get_or_insert(value);
-                }
-            }
-            v
-        } else {
-            k.map(|key| ext.get(key))
-        };
-        // `properties` keeps an empty string as-is (it is a string, not a missing value).
-        Ok(Self {
-            producer_group: HeaderField::decode(k[0], v[0])?,
-            topic: HeaderField::decode(k[1], v[1])?,
-            default_topic: HeaderField::decode(k[2], v[2])?,
-            default_topic_queue_nums: HeaderField::decode(k[3], v[3])?,
-            queue_id: HeaderField::decode(k[4], v[4])?,
-            sys_flag: HeaderField::decode(k[5], v[5])?,
-            born_timestamp: HeaderField::decode(k[6], v[6])?,
-            flag: HeaderField::decode(k[7], v[7])?,
-            properties: v[8].map(str::to_string),
-            reconsume_times: HeaderField::decode(k[9], v[9])?,
-            unit_mode: decode_or(k[10], v[10], false)?,
-            max_reconsume_times: HeaderField::decode(k[11], v[11])?,
-            batch: decode_or(k[12], v[12], false)?,
-            broker_name: HeaderField::decode(k[13], v[13])?,
-        })
+        SendMessageRequestHeaderRef::read_keys(ext, k).map(|h| h.to_header())
     }
 
     /// Writes the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`).
