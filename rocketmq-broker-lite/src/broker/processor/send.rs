@@ -10,8 +10,9 @@ use rocketmq_remoting::protocol::headers::{
     ConsumerSendMsgBackRequestHeader, SendMessageRequestHeaderRef, SendMessageResponseView,
 };
 use rocketmq_remoting::protocol::message::{
-    decode_batch, decode_properties, decode_stored, encode_properties, offset_msg_id_in, property,
-    push_offset_msg_id, push_properties, sys_flag, tags_hash_code, StoredDecodeOptions,
+    decode_batch, decode_properties, decode_stored, encode_properties, offset_msg_id_in,
+    plain_properties, property, push_offset_msg_id, push_properties, sys_flag, tags_hash_code,
+    StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::topic::{self, perm, TopicFilterType};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, StringMap};
@@ -293,24 +294,14 @@ pub(crate) async fn send(
     if h.batch {
         return send_batch(b, ctx, &h, req.body, queue_id, sys);
     }
-    let mut props = decode_properties(h.properties.unwrap_or(""));
-    let wait = props.get(property::WAIT_STORE_MSG_OK) != Some("false");
-    // Java leaves WAIT out of what it stores for single sends (it is still honoured)...
-    let wait_prop = match props.get(property::WAIT_STORE_MSG_OK) {
-        None => None,
-        Some("true") => Some(Cow::Borrowed("true")),
-        Some("false") => Some(Cow::Borrowed("false")),
-        Some(other) => Some(Cow::Owned(other.to_string())),
-    };
-    props.discard(property::WAIT_STORE_MSG_OK);
-    props.insert(property::CLUSTER, &b.cfg.broker_cluster_name);
+    let raw_props = h.properties.unwrap_or("");
     let mut m = PutMessage {
         topic: h.topic.to_string(),
         queue_id,
         flag: h.flag,
         body: req.body.clone(),
         properties: String::new(),
-        tags_code: tags_hash_code(props.get(property::TAGS)),
+        tags_code: 0,
         sys_flag: sys,
         born_timestamp: h.born_timestamp,
         born_host: ctx.remote_addr(),
@@ -318,32 +309,31 @@ pub(crate) async fn send(
         reconsume_times: h.reconsume_times.unwrap_or(0),
         prepared_transaction_offset: 0,
     };
-    if props.get(property::TRANSACTION_PREPARED) == Some("true") {
-        if b.dynamic.reject_transaction_message() {
-            return send_error(
-                b,
-                ResponseCode::NoPermission,
-                format!(
-                    "the broker[{}] sending transaction message is forbidden",
-                    b.broker_addr()
-                ),
+    // Neither a half message nor a delayed one, and properties that decode as they are: the
+    // stored properties are the request's without WAIT and with CLUSTER, written at once
+    // (what the map below gives, without building it).
+    let plain = plain_properties(raw_props).filter(|p| {
+        p.get(property::TRANSACTION_PREPARED) != Some("true")
+            && p.get(property::DELAY_TIME_LEVEL)
+                .and_then(|l| l.parse::<i32>().ok())
+                .unwrap_or(0)
+                <= 0
+    });
+    let wait = match plain {
+        Some(p) => {
+            m.tags_code = tags_hash_code(p.get(property::TAGS));
+            m.properties = p.rewritten(
+                property::WAIT_STORE_MSG_OK,
+                property::CLUSTER,
+                &b.cfg.broker_cluster_name,
             );
+            p.get(property::WAIT_STORE_MSG_OK) != Some("false")
         }
-        // ...but a half message keeps it: `TransactionalMessageBridge.parseHalfMessageInner`
-        // rebuilds the properties string from the map, into which
-        // `SendMessageProcessor.asyncSendMessage` has put WAIT back...
-        if let Some(w) = wait_prop {
-            props.insert(property::WAIT_STORE_MSG_OK, w);
-        }
-        crate::broker::transaction::to_half(&mut m, &mut props);
-    } else if b.apply_delay(&mut m, &mut props) {
-        // ...and so does a delayed message: Java's `CommitLog.asyncPutMessage` rebuilds the
-        // string from the map too.
-        if let Some(w) = wait_prop {
-            props.insert(property::WAIT_STORE_MSG_OK, w);
-        }
-    }
-    m.properties = encode_properties(&props);
+        None => match special_properties(b, &mut m, raw_props) {
+            Ok(wait) => wait,
+            Err(refused) => return refused,
+        },
+    };
     let broker = b.clone();
     let answer = move |r: &AppendResult| {
         let mut id = [0u8; 56];
@@ -377,6 +367,56 @@ pub(crate) async fn send(
     let resp = answer(&r);
     b.stats.record_put(topic, 1, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
+}
+
+/// A single send's properties through the map (a half message, a delayed one, or properties
+/// that decoding changes): sets `m`'s properties and tag code; whether the sender waits for the
+/// store (`WAIT`).
+#[allow(clippy::result_large_err)] // as for `check_topic_for_send`
+fn special_properties(
+    b: &BrokerInner,
+    m: &mut PutMessage,
+    raw: &str,
+) -> Result<bool, ProcessResult> {
+    let mut props = decode_properties(raw);
+    let wait = props.get(property::WAIT_STORE_MSG_OK) != Some("false");
+    // Java leaves WAIT out of what it stores for single sends (it is still honoured)...
+    let wait_prop = match props.get(property::WAIT_STORE_MSG_OK) {
+        None => None,
+        Some("true") => Some(Cow::Borrowed("true")),
+        Some("false") => Some(Cow::Borrowed("false")),
+        Some(other) => Some(Cow::Owned(other.to_string())),
+    };
+    props.discard(property::WAIT_STORE_MSG_OK);
+    props.insert(property::CLUSTER, &b.cfg.broker_cluster_name);
+    m.tags_code = tags_hash_code(props.get(property::TAGS));
+    if props.get(property::TRANSACTION_PREPARED) == Some("true") {
+        if b.dynamic.reject_transaction_message() {
+            return Err(send_error(
+                b,
+                ResponseCode::NoPermission,
+                format!(
+                    "the broker[{}] sending transaction message is forbidden",
+                    b.broker_addr()
+                ),
+            ));
+        }
+        // ...but a half message keeps it: `TransactionalMessageBridge.parseHalfMessageInner`
+        // rebuilds the properties string from the map, into which
+        // `SendMessageProcessor.asyncSendMessage` has put WAIT back...
+        if let Some(w) = wait_prop {
+            props.insert(property::WAIT_STORE_MSG_OK, w);
+        }
+        crate::broker::transaction::to_half(m, &mut props);
+    } else if b.apply_delay(m, &mut props) {
+        // ...and so does a delayed message: Java's `CommitLog.asyncPutMessage` rebuilds the
+        // string from the map too.
+        if let Some(w) = wait_prop {
+            props.insert(property::WAIT_STORE_MSG_OK, w);
+        }
+    }
+    m.properties = encode_properties(&props);
+    Ok(wait)
 }
 
 /// The answer to a stored send: SendMessageResponseHeader's fields written straight into the

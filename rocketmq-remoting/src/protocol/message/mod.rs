@@ -17,7 +17,8 @@ pub use self::id::{
 };
 pub use self::model::{Message, MessageExt, MessageQueue};
 pub use self::properties::{
-    decode_properties, encode_properties, push_properties, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
+    decode_properties, encode_properties, plain_properties, push_properties, PlainProperties,
+    NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
 };
 pub use self::stored::{
     body_crc, decode_stored, decode_stored_all, decode_stored_shared, encode_stored, stored_len,

@@ -44,9 +44,131 @@ pub fn decode_properties(s: &str) -> StringMap {
     map
 }
 
+/// A properties string that [`decode_properties`] reads without dropping or replacing anything:
+/// every item has a non-empty name and value, and no name comes twice. Such a string can be
+/// read and rewritten where it is, without building a map.
+#[derive(Debug, Clone, Copy)]
+pub struct PlainProperties<'a> {
+    s: &'a str,
+}
+
+/// The most items [`plain_properties`] looks at (names are compared pairwise).
+const PLAIN_MAX_ITEMS: usize = 32;
+
+/// `s` as [`PlainProperties`], or `None` when decoding it would drop or replace an item (or it
+/// has more than 32).
+pub fn plain_properties(s: &str) -> Option<PlainProperties<'_>> {
+    if s.is_empty() {
+        return Some(PlainProperties { s });
+    }
+    let mut names: [&str; PLAIN_MAX_ITEMS] = [""; PLAIN_MAX_ITEMS];
+    for (n, item) in s.split(PROPERTY_SEPARATOR).enumerate() {
+        let (k, v) = item.split_once(NAME_VALUE_SEPARATOR)?;
+        if k.is_empty() || v.is_empty() || n == PLAIN_MAX_ITEMS || names[..n].contains(&k) {
+            return None;
+        }
+        names[n] = k;
+    }
+    Some(PlainProperties { s })
+}
+
+impl<'a> PlainProperties<'a> {
+    fn items(&self) -> impl Iterator<Item = (&'a str, &'a str)> {
+        let s = self.s;
+        s.split(PROPERTY_SEPARATOR)
+            .filter_map(|item| item.split_once(NAME_VALUE_SEPARATOR))
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        self.items().find_map(|(k, v)| (k == key).then_some(v))
+    }
+
+    /// The string [`encode_properties`] gives for the decoded map after `remove(drop)` and
+    /// `insert(key, value)`: the items in order without `drop`, `key`'s value replaced where it
+    /// is or the item added last. One allocation.
+    pub fn rewritten(&self, drop: &str, key: &str, value: &str) -> String {
+        let mut out = String::with_capacity(self.s.len() + key.len() + value.len() + 2);
+        let mut set = false;
+        for (k, v) in self.items() {
+            if k == drop {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push(PROPERTY_SEPARATOR);
+            }
+            out.push_str(k);
+            out.push(NAME_VALUE_SEPARATOR);
+            if k == key {
+                out.push_str(value);
+                set = true;
+            } else {
+                out.push_str(v);
+            }
+        }
+        if !set {
+            if !out.is_empty() {
+                out.push(PROPERTY_SEPARATOR);
+            }
+            out.push_str(key);
+            out.push(NAME_VALUE_SEPARATOR);
+            out.push_str(value);
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the map does: decode, remove, insert, encode.
+    fn via_map(s: &str, drop: &str, key: &str, value: &str) -> String {
+        let mut m = decode_properties(s);
+        m.remove(drop);
+        m.insert(key, value);
+        encode_properties(&m)
+    }
+
+    #[test]
+    fn plain_properties_read_and_rewrite_as_the_map_does() {
+        for s in [
+            "",
+            "a\u{1}1",
+            "WAIT\u{1}true\u{2}TAGS\u{1}t\u{2}UNIQ_KEY\u{1}ABC",
+            "TAGS\u{1}t\u{2}CLUSTER\u{1}old\u{2}WAIT\u{1}false",
+            "c\u{1}v\u{1}w\u{2}WAIT\u{1}x",
+            "CLUSTER\u{1}c",
+        ] {
+            let p = plain_properties(s).unwrap_or_else(|| panic!("plain: {s:?}"));
+            let m = decode_properties(s);
+            for k in ["a", "WAIT", "TAGS", "UNIQ_KEY", "CLUSTER", "c", "none"] {
+                assert_eq!(p.get(k), m.get(k), "{s:?} {k}");
+            }
+            for (drop, key) in [("WAIT", "CLUSTER"), ("CLUSTER", "CLUSTER"), ("x", "a")] {
+                assert_eq!(
+                    p.rewritten(drop, key, "v"),
+                    via_map(s, drop, key, "v"),
+                    "{s:?} -{drop} +{key}"
+                );
+            }
+        }
+        // What decoding would change is not plain: an empty name or value, a name twice, an
+        // item without a separator, a trailing separator.
+        for s in [
+            "\u{1}x",
+            "a\u{1}",
+            "a\u{1}1\u{2}a\u{1}2",
+            "a",
+            "a\u{1}1\u{2}",
+            "\u{2}a\u{1}1",
+        ] {
+            assert!(plain_properties(s).is_none(), "{s:?}");
+        }
+        let many: Vec<String> = (0..40).map(|i| format!("k{i}\u{1}v")).collect();
+        assert!(plain_properties(&many.join("\u{2}")).is_none());
+        assert!(plain_properties(&many[..32].join("\u{2}")).is_some());
+    }
 
     #[test]
     fn java_rules() {
