@@ -708,7 +708,7 @@ impl ProducerCore {
             }
             span.record("attempts", attempt + 1);
             let (result, ended) = self
-                .send_kernel_at(
+                .send_kernel(
                     inst,
                     p,
                     &mq,
@@ -771,24 +771,9 @@ impl ProducerCore {
         }
     }
 
-    /// One attempt to one queue.
-    pub(crate) async fn send_kernel(
-        &self,
-        inst: &ClientInstance,
-        p: &Prepared,
-        mq: &MessageQueue,
-        mode: SendMode,
-        timeout: Duration,
-        attempt: u32,
-    ) -> Result<Option<SendResult>> {
-        self.send_kernel_at(inst, p, mq, mode, timeout, attempt, Instant::now())
-            .await
-            .0
-    }
-
-    /// One attempt to one queue that starts at `started`; with the time its answer came.
+    /// One attempt to one queue, started at `started`; with the time its answer came.
     #[allow(clippy::too_many_arguments)]
-    async fn send_kernel_at(
+    pub(crate) async fn send_kernel(
         &self,
         inst: &ClientInstance,
         p: &Prepared,

@@ -591,8 +591,9 @@ impl DefaultMQProducer {
             })?;
         self.inner
             .core
-            .send_kernel(inst, p, &mq, mode, left, 0)
+            .send_kernel(inst, p, &mq, mode, left, 0, Instant::now())
             .await
+            .0
     }
 
     /// Runs `send` in the background: the returned future resolves to its result whether or

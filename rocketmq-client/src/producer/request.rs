@@ -184,8 +184,17 @@ impl DefaultMQProducer {
         match mq {
             None => core.send_default(inst, p, SendMode::Async, left).await?,
             Some(mq) => {
-                core.send_kernel(inst, p, &mq, SendMode::Async, left, 0)
-                    .await?
+                core.send_kernel(
+                    inst,
+                    p,
+                    &mq,
+                    SendMode::Async,
+                    left,
+                    0,
+                    std::time::Instant::now(),
+                )
+                .await
+                .0?
             }
         };
         Ok(())
