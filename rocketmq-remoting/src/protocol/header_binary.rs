@@ -111,14 +111,15 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     } else {
         let area = r.take(ext_len, "extFields")?;
         let mut er = Reader { buf: area, pos: 0 };
-        let mut ext = ExtFields::with_capacity(16);
+        let mut ext = ExtFields::with_capacities(16, ext_len);
         while er.pos < area.len() {
             let kl = er.i16("key length")?;
             let kl = er.len(kl.into(), "key")?;
-            let key = er.string(kl, "key")?;
+            // Read in place (copied once, into the map), not into a String each.
+            let key = String::from_utf8_lossy(er.take(kl, "key")?);
             let vl = er.i32("value length")?;
             let vl = er.len(vl.into(), "value")?;
-            let value = er.string(vl, "value")?;
+            let value = String::from_utf8_lossy(er.take(vl, "value")?);
             ext.push(&key, &value);
         }
         Some(ext)
