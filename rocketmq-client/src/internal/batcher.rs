@@ -17,6 +17,7 @@ use crate::error::{ClientError, Result};
 
 /// Where one caller's result goes, with the id of the caller's message (its `UNIQ_KEY`), kept
 /// here for its result instead of being read back out of the message.
+#[derive(Debug)]
 pub(crate) struct Reply {
     id: String,
     tx: oneshot::Sender<Result<SendResult>>,
@@ -30,12 +31,6 @@ impl Reply {
     /// Answers the caller (who may have stopped waiting).
     pub(crate) fn send(self, result: Result<SendResult>) {
         let _ = self.tx.send(result);
-    }
-}
-
-impl std::fmt::Debug for Reply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reply").field("id", &self.id).finish()
     }
 }
 
@@ -161,30 +156,21 @@ impl Accumulator {
             }
         }
         st.held_bytes += size;
-        let generation = st.next_generation;
-        let slot = match st.slot(&msg.topic, wait_store) {
-            Some(slot) => slot,
-            None => {
-                let slots = st.pending.entry(msg.topic.clone()).or_default();
-                &mut slots[usize::from(wait_store)]
-            }
+        let st = &mut *st;
+        let slots = match st.pending.get_mut(msg.topic.as_str()) {
+            Some(slots) => slots,
+            None => st.pending.entry(msg.topic.clone()).or_default(),
         };
-        let p = match slot {
-            Some(p) => p,
-            None => {
-                out.arm = Some((msg.topic.clone(), wait_store, generation));
-                st.next_generation += 1;
-                // Looked up again: `st` was borrowed by the slot.
-                let slot = st
-                    .slot(&msg.topic, wait_store)
-                    .expect("the topic's slots were just made");
-                slot.insert(Pending {
-                    generation,
-                    items: Vec::new(),
-                    bytes: 0,
-                })
+        let p = slots[usize::from(wait_store)].get_or_insert_with(|| {
+            let generation = st.next_generation;
+            st.next_generation += 1;
+            out.arm = Some((msg.topic.clone(), wait_store, generation));
+            Pending {
+                generation,
+                items: Vec::new(),
+                bytes: 0,
             }
-        };
+        });
         p.bytes += size;
         p.items.push((msg, reply));
         out

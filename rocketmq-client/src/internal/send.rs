@@ -493,8 +493,8 @@ impl ProducerCore {
         Cow::Borrowed(info.select(last_broker))
     }
 
-    /// Records an attempt's latency (measured from `start`) when fault avoidance is on.
-    /// Records how `broker` answered an attempt that took `latency` and ended at `ended`.
+    /// Records how `broker` answered an attempt that took `latency` and ended at `ended`, when
+    /// fault avoidance is on.
     fn update_fault(&self, broker: &str, latency: Duration, ended: Instant, isolation: bool) {
         if self.settings.send_latency_fault_enable {
             self.fault
@@ -688,8 +688,9 @@ impl ProducerCore {
         // The broker whose answer to the last attempt was "busy".
         let mut busy_broker: Option<String> = None;
         for attempt in 0..times {
-            // One clock read an attempt: the first attempt starts when the send began.
-            let now = if attempt == 0 { begin } else { Instant::now() };
+            // One clock read an attempt (after the route lookup: like Java, an attempt's
+            // latency, which can isolate a broker, does not count the lookup).
+            let now = Instant::now();
             let mq = self.select_queue(&info, last_broker.as_deref(), now);
             last_broker = Some(match &mq {
                 Cow::Borrowed(q) => Cow::Borrowed(q.broker_name.as_str()),

@@ -695,11 +695,10 @@ fn send_batch(
     ack_when_stored(b, r, wait, resp)
 }
 
-/// A send to a `%RETRY%` topic (the client's own send-back fallback): count reconsumes and
-/// redirect to the dead-letter topic past the maximum (Java `handleRetryAndDLQ`).
+/// A send to a `%RETRY%` topic (the client's own send-back fallback): count reconsumes and,
+/// past the maximum, the dead-letter topic to store it in (queue 0) instead (Java
+/// `handleRetryAndDLQ`).
 #[allow(clippy::result_large_err)] // as for `check_topic_for_send`
-/// A send to a retry topic past its group's reconsume times: the dead-letter topic to store
-/// it in (queue 0) instead.
 fn handle_retry_and_dlq(
     b: &BrokerInner,
     h: &SendMessageRequestHeaderRef<'_>,

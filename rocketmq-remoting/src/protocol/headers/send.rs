@@ -301,11 +301,7 @@ impl SendMessageRequestHeader {
     /// Reads the header in the form the request code implies: long names for SEND_MESSAGE (10),
     /// one-letter names otherwise.
     pub fn read_for_code(code: i32, ext: &ExtFields) -> Result<Self, HeaderError> {
-        if code == crate::protocol::RequestCode::SendMessage.to_i32() {
-            Self::read_keys(ext, &V1_KEYS)
-        } else {
-            Self::read_keys(ext, &V2_KEYS)
-        }
+        SendMessageRequestHeaderRef::read_for_code(code, ext).map(|h| h.to_header())
     }
 }
 

@@ -61,12 +61,11 @@ pub fn offset_msg_id_in(
 
 /// Appends the offset message id of [`encode_offset_msg_id`] to `out`.
 pub fn push_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64, out: &mut String) {
-    match store_host.ip() {
-        IpAddr::V4(ip) => hex_upper(&ip.octets(), out),
-        IpAddr::V6(ip) => hex_upper(&ip.octets(), out),
-    }
-    hex_upper(&i32::from(store_host.port()).to_be_bytes(), out);
-    hex_upper(&commit_log_offset.to_be_bytes(), out);
+    out.push_str(offset_msg_id_in(
+        store_host,
+        commit_log_offset,
+        &mut [0; 56],
+    ));
 }
 
 /// Decodes an offset message id (32 hex digits for IPv4, 56 for IPv6) into the broker address
