@@ -57,7 +57,7 @@ async fn propose(
     msgs: Vec<PutMessage>,
     store_ts: i64,
 ) -> StoreResult<AppendResult> {
-    let a = node.propose(&msgs, store_ts).await.map_err(propose_error)?;
+    let a = node.propose(msgs, store_ts).await.map_err(propose_error)?;
     if let Some(e) = a.error {
         return Err(StoreError::BadBatch(e));
     }

@@ -323,7 +323,7 @@ impl DLedgerNode {
     /// time: one write an entry would cost a sync each).
     pub async fn propose(
         &self,
-        msgs: &[PutMessage],
+        msgs: Vec<PutMessage>,
         store_ts: i64,
     ) -> Result<Applied, ProposeError> {
         if !self.is_leader() {
@@ -333,7 +333,7 @@ impl DLedgerNode {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.queue
             .send(Waiting {
-                msgs: msgs.to_vec(),
+                msgs,
                 store_ts,
                 tx,
             })
