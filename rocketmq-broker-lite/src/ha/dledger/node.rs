@@ -332,11 +332,7 @@ impl DLedgerNode {
         let started = std::time::Instant::now();
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.queue
-            .send(Waiting {
-                msgs,
-                store_ts,
-                tx,
-            })
+            .send(Waiting { msgs, store_ts, tx })
             .map_err(|_| ProposeError::Failed("the node stopped".into()))?;
         let applied = rx
             .await
