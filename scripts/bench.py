@@ -117,6 +117,12 @@ def build():
     subprocess.run(["cargo", "build", "--release", "--bin", "rocketmq-bench"], cwd=ROOT, check=True)
     subprocess.run(["cargo", "build", "--release", "-p", "rocketmq-broker-lite", "--features", "tls",
                     "--bin", "rocketmq-lite"], cwd=ROOT, check=True)
+    build_probes()
+
+
+def build_probes(only_missing=False):
+    """Compiles the limit probes (with --no-build only those not compiled yet, so that A/B runs
+    of given binaries still report their ratios)."""
     os.makedirs(PROBES, exist_ok=True)
     if not shutil.which("gcc") or not os.path.isdir(PROBES_SRC):
         print("no gcc or no probes: ratios will be n/a", file=sys.stderr)
@@ -125,6 +131,8 @@ def build():
                                  ("memcpybench", [], PROBES_SRC),
                                  ("paced_pingpong", ["-lpthread"], OWN_PROBES_SRC)):
         src = os.path.join(src_dir, name + ".c")
+        if only_missing and os.path.exists(os.path.join(PROBES, name)):
+            continue
         if os.path.exists(src):
             subprocess.run(["gcc", "-O2", "-o", os.path.join(PROBES, name), src] + extra, check=True)
 
@@ -421,6 +429,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     if not a.no_build:
         build()
+    else:
+        build_probes(only_missing=True)
     results = {}
     try:
         run_all(a, results)
