@@ -110,11 +110,7 @@ impl TopicConfigManager {
 
     /// A topic's configuration.
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
-        self.table
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(topic)
-            .cloned()
+        self.with(topic, TopicConfig::clone)
     }
 
     /// Reads `topic`'s config where it is, without copying it.

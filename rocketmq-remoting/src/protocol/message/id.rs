@@ -7,8 +7,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::util::time::{civil_from_days, days_from_civil};
 
+/// Upper-case hex digits, as Java's `UtilAll.bytes2string` writes them.
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
 fn hex_upper(bytes: &[u8], out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in bytes {
         out.push(char::from(HEX[usize::from(b >> 4)]));
         out.push(char::from(HEX[usize::from(b & 15)]));
@@ -40,7 +42,6 @@ pub fn offset_msg_id_in(
     commit_log_offset: i64,
     buf: &mut [u8; 56],
 ) -> &str {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut n = 0;
     let mut put = |bytes: &[u8]| {
         for &b in bytes {
