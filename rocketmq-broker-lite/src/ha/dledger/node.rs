@@ -83,7 +83,10 @@ const REGATHER_BACKOFF: u32 = 64;
 /// arrived since the last round ended as that round answered: one round then carries the
 /// writes of both. R2 (P3's load on a 3-node group): 15 % less CPU a message and 6 % more
 /// messages a second. A wait that runs out (writers that do not come back at once: a light or
-/// open load) turns waiting off for [`REGATHER_BACKOFF`] rounds.
+/// open load) turns waiting off for [`REGATHER_BACKOFF`] rounds. What it costs: a round waits
+/// for writes that need not be the writers it answered, so an open load of a few writes a
+/// millisecond, more than one a round, can add up to the wait to each round's latency (and
+/// saves rounds in turn).
 #[derive(Debug)]
 struct Gatherer {
     queue: tokio::sync::mpsc::UnboundedReceiver<Waiting>,
