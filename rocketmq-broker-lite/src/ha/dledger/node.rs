@@ -556,16 +556,21 @@ mod tests {
         (g, tx)
     }
 
-    /// Queues a write stamped `ts` (to tell them apart), counting it as the node does.
-    fn write(g: &Gatherer, tx: &Queue, ts: i64) {
+    /// Queues a write stamped `ts` (to tell them apart), counting it in `queued` as the node
+    /// does.
+    fn queue(queued: &AtomicU64, tx: &Queue, ts: i64) {
         let (answer, _) = tokio::sync::oneshot::channel();
-        g.queued.fetch_add(1, Ordering::Relaxed);
+        queued.fetch_add(1, Ordering::Relaxed);
         let w = Waiting {
             msgs: Vec::new(),
             store_ts: ts,
             tx: answer,
         };
         assert!(tx.send(w).is_ok());
+    }
+
+    fn write(g: &Gatherer, tx: &Queue, ts: i64) {
+        queue(&g.queued, tx, ts);
     }
 
     fn stamps(batch: &[Waiting]) -> Vec<i64> {
@@ -596,14 +601,7 @@ mod tests {
                         tokio::time::sleep(REGATHER_WAIT * 5).await;
                     }
                     tokio::task::yield_now().await;
-                    let (answer, _) = tokio::sync::oneshot::channel();
-                    queued.fetch_add(1, Ordering::Relaxed);
-                    let w = Waiting {
-                        msgs: Vec::new(),
-                        store_ts: ts,
-                        tx: answer,
-                    };
-                    assert!(tx.send(w).is_ok());
+                    queue(&queued, &tx, ts);
                 }
             }
         });
