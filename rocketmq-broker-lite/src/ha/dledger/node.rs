@@ -45,7 +45,7 @@ pub struct DLedgerNode {
     role: watch::Receiver<Option<NodeId>>,
     client: RemotingClient,
     queue: tokio::sync::mpsc::UnboundedSender<Waiting>,
-    /// Writes ever queued for a proposal (see [`Regather`]).
+    /// Writes ever queued for a proposal (see [`Gatherer`]).
     queued: Arc<AtomicU64>,
     sm: StateMachine,
     service: Arc<PeerService>,
