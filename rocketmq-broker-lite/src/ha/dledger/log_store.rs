@@ -1237,9 +1237,9 @@ fn decode(buf: &Bytes, off: usize, index: u64, salt: u32) -> io::Result<(Entry, 
     let payload_at = off + HEADER + FIXED;
     let payload = match kind {
         KIND_BLANK => EntryPayload::Blank,
-        KIND_NORMAL => EntryPayload::Normal(Proposal {
-            bytes: buf.slice(payload_at..off + HEADER + len),
-        }),
+        KIND_NORMAL => EntryPayload::Normal(Proposal::from_bytes(
+            buf.slice(payload_at..off + HEADER + len),
+        )),
         _ => {
             let m: Membership<NodeId, BasicNode> =
                 serde_json::from_slice(&body[FIXED..]).map_err(io::Error::other)?;
@@ -1594,9 +1594,7 @@ mod tests {
     fn normal(term: u64, index: u64, bytes: &[u8]) -> Entry {
         Entry {
             log_id: lid(term, index),
-            payload: EntryPayload::Normal(Proposal {
-                bytes: Bytes::copy_from_slice(bytes),
-            }),
+            payload: EntryPayload::Normal(Proposal::from_bytes(Bytes::copy_from_slice(bytes))),
         }
     }
 

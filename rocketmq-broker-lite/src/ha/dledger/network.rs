@@ -171,7 +171,7 @@ pub fn decode_push(body: &Bytes) -> Result<AppendEntriesRequest<TypeConfig>, Str
                     .ok_or_else(|| "truncated entry".to_string())?;
                 let bytes = body.slice_ref(bytes);
                 at += 4 + n;
-                EntryPayload::Normal(Proposal { bytes })
+                EntryPayload::Normal(Proposal::from_bytes(bytes))
             }
             2 => EntryPayload::Membership(
                 h.membership
@@ -237,23 +237,30 @@ pub struct Network {
     partition: Arc<Partition>,
     store: MessageStore,
     durable: Durable,
+    /// How soon after an append that a peer acknowledged an append that only brings it the
+    /// leader's new commit index is answered here ([`Peer::append_entries`]).
+    commit_only_window: Duration,
 }
 
 impl Network {
     /// RPCs over `client`, cut by `partition`; snapshots are read from `store`; the commit
     /// index sent to followers is cut to what `durable` says this node's log holds durably
-    /// (see the log store's documentation).
+    /// (see the log store's documentation). Appends that only bring a peer the commit index
+    /// within `commit_only_window` of one it acknowledged are not sent (see
+    /// [`Peer::append_entries`]).
     pub fn new(
         client: RemotingClient,
         partition: Arc<Partition>,
         store: MessageStore,
         durable: Durable,
+        commit_only_window: Duration,
     ) -> Self {
         Self {
             client,
             partition,
             store,
             durable,
+            commit_only_window,
         }
     }
 }
@@ -289,6 +296,9 @@ pub struct Peer {
     net: Network,
     target: NodeId,
     addr: String,
+    /// The last append the peer acknowledged: its vote, the last log id it then held, and
+    /// when the acknowledgement came.
+    acked: Option<(Vote<NodeId>, Option<LogId<NodeId>>, std::time::Instant)>,
 }
 
 type RpcErr<E = openraft::error::Infallible> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
@@ -411,6 +421,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             net: self.clone(),
             target,
             addr: node.addr.clone(),
+            acked: None,
         }
     }
 }
@@ -421,9 +432,35 @@ impl RaftNetwork<TypeConfig> for Peer {
         mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RpcErr> {
+        // openraft 0.9 tells the followers of a new commit index at once, in an append
+        // without entries, and one append to a peer is in flight at a time: the next round's
+        // entries waited behind that append (a third of a round under R2). An append that
+        // only brings a peer the commit index, sent right after an append that it
+        // acknowledged up to the same entry under the same vote, is answered here as that
+        // one was: the peer learns the index with the next append, which carries it, or with
+        // the next heartbeat (the window is shorter than the heartbeat interval, so heartbeats
+        // still go out when the leader has nothing to send). The leader's own checks that it
+        // still leads (`Raft::is_leader`) go out on a client of their own, never answered here.
+        if rpc.entries.is_empty() {
+            if let Some((vote, last, at)) = &self.acked {
+                if *vote == rpc.vote
+                    && *last == rpc.prev_log_id
+                    && at.elapsed() < self.net.commit_only_window
+                {
+                    return Ok(AppendEntriesResponse::Success);
+                }
+            }
+        }
+        let vote = rpc.vote;
+        let last = rpc.entries.last().map(|e| e.log_id).or(rpc.prev_log_id);
         // A follower applies only what a majority holds durably.
         rpc.leader_commit = self.net.durable.clamp(rpc.leader_commit);
-        self.call(PUSH, encode_push(&rpc), option.hard_ttl()).await
+        let r = self.call(PUSH, encode_push(&rpc), option.hard_ttl()).await;
+        self.acked = match &r {
+            Ok(AppendEntriesResponse::Success) => Some((vote, last, std::time::Instant::now())),
+            _ => None,
+        };
+        r
     }
 
     async fn install_snapshot(
@@ -624,7 +661,105 @@ impl RequestProcessor for PeerService {
 
 #[cfg(test)]
 mod tests {
+    use openraft::CommittedLeaderId;
+
     use super::*;
+    use crate::store::StoreConfig;
+
+    fn lid(index: u64) -> LogId<NodeId> {
+        LogId::new(CommittedLeaderId::new(1, 0), index)
+    }
+
+    fn push(prev: u64, entries: Vec<Entry>, commit: u64) -> AppendEntriesRequest<TypeConfig> {
+        AppendEntriesRequest {
+            vote: Vote::new_committed(1, 0),
+            prev_log_id: Some(lid(prev)),
+            leader_commit: Some(lid(commit)),
+            entries,
+        }
+    }
+
+    /// An append that only brings the commit index right after the peer acknowledged the
+    /// same entry is answered without a request; any other append is sent (the peer here is
+    /// cut off, so a sent one fails).
+    #[tokio::test]
+    async fn a_commit_only_append_right_after_an_acknowledged_one_is_not_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = StoreConfig::small(dir.path().join("store"), 64 * 1024, 1000);
+        cfg.max_message_size = 8 * 1024;
+        cfg.use_scratch_disk_ratios();
+        let store = MessageStore::open(cfg).unwrap();
+        let log =
+            super::super::log_store::RaftLogStore::open(&dir.path().join("raft"), false).unwrap();
+        let partition = Arc::new(Partition::default());
+        partition.isolate(true);
+        let client = RemotingClient::builder().build();
+        let window = Duration::from_secs(60);
+        let mut net = Network::new(client, partition, store, log.durable().unwrap(), window);
+        let mut peer = net
+            .new_client(1, &BasicNode::new("127.0.0.1:1".to_string()))
+            .await;
+        let option = || RPCOption::new(Duration::from_secs(1));
+        // Nothing acknowledged yet.
+        assert!(peer
+            .append_entries(push(4, vec![], 4), option())
+            .await
+            .is_err());
+
+        peer.acked = Some((
+            Vote::new_committed(1, 0),
+            Some(lid(4)),
+            std::time::Instant::now(),
+        ));
+        let r = peer.append_entries(push(4, vec![], 4), option()).await;
+        assert!(matches!(r, Ok(AppendEntriesResponse::Success)), "{r:?}");
+        // Another entry, entries, another vote: sent, and what failed is forgotten.
+        assert!(peer
+            .append_entries(push(3, vec![], 4), option())
+            .await
+            .is_err());
+        peer.acked = Some((
+            Vote::new_committed(1, 0),
+            Some(lid(4)),
+            std::time::Instant::now(),
+        ));
+        let entry = Entry {
+            log_id: lid(5),
+            payload: EntryPayload::Blank,
+        };
+        assert!(peer
+            .append_entries(push(4, vec![entry], 4), option())
+            .await
+            .is_err());
+        assert!(peer.acked.is_none());
+        assert!(peer
+            .append_entries(push(4, vec![], 4), option())
+            .await
+            .is_err());
+        peer.acked = Some((
+            Vote::new_committed(2, 0),
+            Some(lid(4)),
+            std::time::Instant::now(),
+        ));
+        assert!(peer
+            .append_entries(push(4, vec![], 4), option())
+            .await
+            .is_err());
+        // Outside the window.
+        net.commit_only_window = Duration::ZERO;
+        let mut late = net
+            .new_client(1, &BasicNode::new("127.0.0.1:1".to_string()))
+            .await;
+        late.acked = Some((
+            Vote::new_committed(1, 0),
+            Some(lid(4)),
+            std::time::Instant::now(),
+        ));
+        assert!(late
+            .append_entries(push(4, vec![], 4), option())
+            .await
+            .is_err());
+    }
 
     #[test]
     fn snapshot_chunks_round_trip_and_garbage_is_refused() {

@@ -24,6 +24,7 @@ use openraft::{
 use tracing::warn;
 
 use super::log_store::Durable;
+use super::node::{answer, ProposeError};
 use super::snapshot::{self, SnapshotFile, SnapshotRecord};
 use super::types::{Applied, AppliedWrites, Entry, NodeId, Proposal, TypeConfig};
 use crate::store::persist::off_the_workers;
@@ -309,29 +310,55 @@ impl StateMachine {
                 tracing::error!("{why}");
                 return Err(StorageIOError::apply(e.log_id, &std::io::Error::other(why)).into());
             }
+            // The writers waiting on this node for the entry it proposed, if it leads: answered
+            // here, once the entry counts as applied.
+            let writers = match &e.payload {
+                EntryPayload::Normal(Proposal {
+                    answers: Some(a), ..
+                }) => a.take(),
+                _ => None,
+            };
             let applied = match &e.payload {
-                EntryPayload::Blank => Vec::new(),
+                EntryPayload::Blank => Ok(Vec::new()),
                 EntryPayload::Normal(p) => self
                     .apply_proposal(p)
-                    .map_err(|err| StorageIOError::apply(e.log_id, &err))?,
+                    .map_err(|err| StorageIOError::apply(e.log_id, &err)),
                 EntryPayload::Membership(m) => {
                     let sm = StoredMembership::new(Some(e.log_id), m.clone());
-                    self.save_membership(&sm)
-                        .map_err(|err| StorageIOError::apply(e.log_id, &err))?;
-                    lock(&self.inner.state).membership = sm;
-                    Vec::new()
+                    match self.save_membership(&sm) {
+                        Ok(()) => {
+                            lock(&self.inner.state).membership = sm;
+                            Ok(Vec::new())
+                        }
+                        Err(err) => Err(StorageIOError::apply(e.log_id, &err)),
+                    }
                 }
-            };
-            // The entry's writes reach the segment files (one write, one dispatch pass)
-            // before the entry counts as applied.
-            self.inner.store.write_appended();
-            let end = self.inner.store.commit_log_max_offset();
-            self.mark(e.log_id, end)
-                .map_err(|err| StorageIOError::apply(e.log_id, &err))?;
-            let mut st = lock(&self.inner.state);
-            st.last = Some(e.log_id);
-            st.end = end;
-            out.push(applied);
+            }
+            .and_then(|applied| {
+                // The entry's writes reach the segment files (one write, one dispatch pass)
+                // before the entry counts as applied.
+                self.inner.store.write_appended();
+                let end = self.inner.store.commit_log_max_offset();
+                self.mark(e.log_id, end)
+                    .map_err(|err| StorageIOError::apply(e.log_id, &err))?;
+                let mut st = lock(&self.inner.state);
+                st.last = Some(e.log_id);
+                st.end = end;
+                Ok(applied)
+            });
+            match (applied, writers) {
+                (Ok(applied), Some(writers)) => {
+                    answer(writers, Ok(applied));
+                    out.push(Vec::new());
+                }
+                (Ok(applied), None) => out.push(applied),
+                (Err(err), writers) => {
+                    if let Some(writers) = writers {
+                        answer(writers, Err(ProposeError::Failed(err.to_string())));
+                    }
+                    return Err(err.into());
+                }
+            }
         }
         Ok(out)
     }
@@ -544,5 +571,84 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             snapshot: Box::new(SnapshotFile::of_log(rec.end)),
             meta: rec.meta,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::super::node::Answers;
+    use super::*;
+    use crate::store::StoreConfig;
+
+    fn message(body: &'static [u8]) -> PutMessage {
+        PutMessage {
+            topic: "T".into(),
+            queue_id: 0,
+            flag: 0,
+            body: Bytes::from_static(body),
+            properties: String::new(),
+            tags_code: 0,
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: "127.0.0.1:1".parse().unwrap(),
+            store_host: "127.0.0.1:2".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }
+    }
+
+    fn entry(index: u64, p: Proposal) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
+            payload: EntryPayload::Normal(p),
+        }
+    }
+
+    /// The leader's writers are answered by the state machine as it applies their entry (the
+    /// proposer then finds nothing to answer); a follower's copy of an entry, which has no
+    /// writers, gives its results to Raft.
+    #[test]
+    fn the_proposers_writers_are_answered_when_their_entry_is_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = StoreConfig::small(dir.path().join("store"), 64 * 1024, 1000);
+        cfg.max_message_size = 8 * 1024;
+        cfg.use_scratch_disk_ratios();
+        let store = MessageStore::open(cfg).unwrap();
+        let sm = StateMachine::open(dir.path(), store.clone(), None).unwrap();
+        let (a, b) = (message(b"first"), message(b"second"));
+        let mut p = Proposal::encode_all(&[
+            (std::slice::from_ref(&a), 10),
+            (std::slice::from_ref(&b), 11),
+        ]);
+        let (ta, mut ra) = tokio::sync::oneshot::channel();
+        let (tb, mut rb) = tokio::sync::oneshot::channel();
+        let answers = Answers::for_test(vec![ta, tb]);
+        p.answers = Some(answers.clone());
+
+        let out = sm.apply_all(vec![entry(1, p.clone())]).unwrap();
+        assert_eq!(
+            out,
+            vec![Vec::<Applied>::new()],
+            "answered here, not through Raft"
+        );
+        assert!(answers.take().is_none(), "the proposer would answer again");
+        let (ra, rb) = (
+            ra.try_recv().unwrap().unwrap(),
+            rb.try_recv().unwrap().unwrap(),
+        );
+        assert_eq!((ra.wrote_offset, ra.queue_offset), (0, 0));
+        assert_eq!((rb.wrote_offset, rb.queue_offset), (ra.end_offset, 1));
+        assert_eq!(ra.store_timestamp, 10);
+        // Pullable once answered.
+        assert_eq!(store.commit_log_max_offset(), rb.end_offset);
+
+        // A follower's copy (decoded from the wire: no writers).
+        let copy = Proposal::from_bytes(p.bytes.clone());
+        let out = sm.apply_all(vec![entry(2, copy)]).unwrap();
+        assert_eq!(out.len(), 1);
+        let got: Vec<_> = out[0].iter().map(|a| a.queue_offset).collect();
+        assert_eq!(got, [2, 3]);
     }
 }

@@ -30,11 +30,21 @@ pub type Entry = openraft::Entry<TypeConfig>;
 /// every replica's commit log in one piece: a message, or a batch of one topic and queue. The
 /// encoding carries everything a replica needs to write the same bytes at the same offsets as
 /// the leader (store time and store host included).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Proposal {
     /// The encoded write ([`Proposal::encode`]).
     pub bytes: Bytes,
+    /// The leader's writers waiting for it (on the node that proposed it only: never encoded).
+    pub answers: Option<std::sync::Arc<super::node::Answers>>,
 }
+
+impl PartialEq for Proposal {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for Proposal {}
 
 impl std::fmt::Debug for Proposal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -51,7 +61,7 @@ impl Serialize for Proposal {
 impl<'de> Deserialize<'de> for Proposal {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v: Vec<u8> = Deserialize::deserialize(d)?;
-        Ok(Proposal { bytes: v.into() })
+        Ok(Proposal::from_bytes(v.into()))
     }
 }
 
@@ -165,7 +175,15 @@ impl Proposal {
         for (msgs, store_ts) in writes {
             encode_write(&mut out, msgs, *store_ts);
         }
-        Proposal { bytes: out.into() }
+        Proposal::from_bytes(out.into())
+    }
+
+    /// The proposal encoded as `bytes` (no writers wait for it here).
+    pub fn from_bytes(bytes: Bytes) -> Self {
+        Proposal {
+            bytes,
+            answers: None,
+        }
     }
 
     /// The writes.
@@ -304,9 +322,7 @@ mod tests {
         assert_eq!(back[1].body, m.body);
         assert_eq!(back[1].store_host, m.store_host);
         for cut in 0..p.bytes.len() {
-            let short = Proposal {
-                bytes: p.bytes.slice(..cut),
-            };
+            let short = Proposal::from_bytes(p.bytes.slice(..cut));
             assert!(short.decode().is_err(), "cut at {cut}");
         }
     }
