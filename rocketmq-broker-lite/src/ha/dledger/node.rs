@@ -70,8 +70,15 @@ const BATCH_WRITES: usize = 1024;
 const BATCH_BYTES: usize = 4 << 20;
 /// How long a proposal waits, at most, for the writers that the last one answered.
 const REGATHER_WAIT: Duration = Duration::from_millis(1);
-/// Proposals made without waiting after a wait that ran out.
+/// Proposals made without waiting after [`REGATHER_MISSES`] waits in a row ran out.
 const REGATHER_BACKOFF: u32 = 64;
+/// Waits in a row that run out before waiting is turned off. One is not enough: under a
+/// closed load a turnaround slower than the wait (a thread descheduled for a moment) runs one
+/// out now and then, and turning waiting off then split the writers into cohorts again for
+/// [`REGATHER_BACKOFF`] rounds (half the rounds of R2 were partial); the round after a miss
+/// waits for the answered writers again and takes the stragglers along. An open load runs
+/// out every wait.
+const REGATHER_MISSES: u32 = 2;
 
 /// Gathers the waiting writes into proposals, regathering the writers of the last round.
 ///
@@ -86,7 +93,7 @@ const REGATHER_BACKOFF: u32 = 64;
 /// open load) turns waiting off for [`REGATHER_BACKOFF`] rounds. What it costs: a round waits
 /// for writes that need not be the writers it answered, so an open load of a few writes a
 /// millisecond, more than one a round, can add up to the wait to each round's latency (and
-/// saves rounds in turn).
+/// saves rounds in turn), [`REGATHER_MISSES`] rounds every [`REGATHER_BACKOFF`].
 #[derive(Debug)]
 struct Gatherer {
     queue: tokio::sync::mpsc::UnboundedReceiver<Waiting>,
@@ -96,6 +103,8 @@ struct Gatherer {
     last: Arc<std::sync::Mutex<Option<(usize, u64)>>>,
     /// Rounds left without waiting.
     backoff: u32,
+    /// Waits in a row that ran out.
+    misses: u32,
 }
 
 impl Gatherer {
@@ -132,13 +141,18 @@ impl Gatherer {
                     };
                     if self.queued.load(Ordering::Relaxed).saturating_sub(mark) >= answered {
                         wait = None;
+                        self.misses = 0;
                         continue;
                     }
                     match tokio::time::timeout_at(deadline, self.queue.recv()).await {
                         Ok(Some(w)) => w,
                         Ok(None) => break,
                         Err(_) => {
-                            self.backoff = REGATHER_BACKOFF;
+                            self.misses += 1;
+                            if self.misses >= REGATHER_MISSES {
+                                self.misses = 0;
+                                self.backoff = REGATHER_BACKOFF;
+                            }
                             break;
                         }
                     }
@@ -259,6 +273,7 @@ async fn propose_batches(
         queued,
         last: Arc::default(),
         backoff: 0,
+        misses: 0,
     };
     loop {
         // A slot first: what arrives meanwhile joins this round.
@@ -636,6 +651,7 @@ mod tests {
             queued: Arc::default(),
             last: Arc::default(),
             backoff: 0,
+            misses: 0,
         };
         (g, tx)
     }
@@ -739,6 +755,13 @@ mod tests {
         let started = tokio::time::Instant::now();
         assert_eq!(stamps(&g.next().await.unwrap()), [1, 2]);
         assert_eq!(started.elapsed(), REGATHER_WAIT);
+        // One miss: the next round waits again, and misses too.
+        assert_eq!(g.backoff, 0);
+        Gatherer::ended(&g.last, &g.queued, 2);
+        write(&g, &tx, 10);
+        let started = tokio::time::Instant::now();
+        assert_eq!(stamps(&g.next().await.unwrap()), [10]);
+        assert_eq!(started.elapsed(), REGATHER_WAIT);
         assert_eq!(g.backoff, REGATHER_BACKOFF);
         // The next rounds do not wait, and count down.
         Gatherer::ended(&g.last, &g.queued, 2);
@@ -747,6 +770,24 @@ mod tests {
         assert_eq!(stamps(&g.next().await.unwrap()), [3]);
         assert_eq!(started.elapsed(), Duration::ZERO);
         assert_eq!(g.backoff, REGATHER_BACKOFF - 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_that_is_met_forgets_a_miss() {
+        let (mut g, tx) = gatherer();
+        Gatherer::ended(&g.last, &g.queued, 2);
+        write(&g, &tx, 1);
+        assert_eq!(stamps(&g.next().await.unwrap()), [1]);
+        assert_eq!(g.misses, 1);
+        Gatherer::ended(&g.last, &g.queued, 1);
+        write(&g, &tx, 2);
+        write(&g, &tx, 3);
+        assert_eq!(stamps(&g.next().await.unwrap()), [2, 3]);
+        Gatherer::ended(&g.last, &g.queued, 2);
+        write(&g, &tx, 4);
+        write(&g, &tx, 5);
+        assert_eq!(stamps(&g.next().await.unwrap()), [4, 5]);
+        assert_eq!((g.misses, g.backoff), (0, 0));
     }
 
     #[tokio::test(start_paused = true)]
