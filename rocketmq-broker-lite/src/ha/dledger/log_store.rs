@@ -79,7 +79,7 @@ use std::io::{self, BufReader, Read, Seek};
 use std::ops::{Bound, RangeBounds};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::thread::Thread;
 use std::time::Duration;
@@ -160,6 +160,8 @@ struct Shared {
     /// signal appenders wait on while it writes where they are about to.
     warmer: OnceLock<Thread>,
     warm_cv: std::sync::Condvar,
+    /// One past the index of the last entry appended (0: none), for [`Durable::settle`].
+    appended: Arc<AtomicU64>,
 }
 
 /// What the group commit has to do.
@@ -445,6 +447,7 @@ impl RaftLogStore {
             closing: AtomicBool::new(false),
             warmer: OnceLock::new(),
             warm_cv: std::sync::Condvar::new(),
+            appended: Arc::new(AtomicU64::new(0)),
         });
         if warm_ahead > 0 {
             let weak = Arc::downgrade(&shared);
@@ -494,6 +497,7 @@ impl RaftLogStore {
         let g = self.lock()?;
         Ok(Durable {
             synced: g.sync.then(|| g.synced.subscribe()),
+            appended: self.shared.appended.clone(),
         })
     }
 
@@ -572,6 +576,9 @@ impl RaftLogStore {
         g.end = base + buf.len() as u64;
         g.filled = g.filled.max(g.end);
         g.last = Some(last);
+        self.shared
+            .appended
+            .store(last.index + 1, Ordering::Release);
         Ok(own)
     }
 
@@ -608,6 +615,9 @@ impl RaftLogStore {
                 }
             }
         }
+        self.shared
+            .appended
+            .store(g.last.map_or(0, |l| l.index + 1), Ordering::Release);
         // All that is left was synced with the truncation.
         let upto = g.last.or(g.purged);
         g.synced.send_modify(|s| s.upto = upto);
@@ -734,6 +744,8 @@ impl RaftLogStore {
 pub struct Durable {
     /// `None` in ASYNC_FLUSH mode.
     synced: Option<watch::Receiver<Synced>>,
+    /// One past the last entry appended (0: none).
+    appended: Arc<AtomicU64>,
 }
 
 impl Durable {
@@ -754,6 +766,18 @@ impl Durable {
             ));
         }
         Ok(())
+    }
+
+    /// Waits, `limit` at most, until what was appended when it was called is synced: a
+    /// follower applies the entries the leader's last append committed once it has synced
+    /// (and answered) that append's own, instead of while it does. Only a hint: nothing
+    /// needs it, an error ends it as the limit does.
+    pub async fn settle(&self, limit: Duration) {
+        let last = self.appended.load(Ordering::Acquire);
+        if self.synced.is_none() || last == 0 {
+            return;
+        }
+        let _ = tokio::time::timeout(limit, self.wait(last - 1)).await;
     }
 
     /// `commit` (the leader's commit index, for a follower) cut to the last synced entry.
@@ -1962,6 +1986,53 @@ mod tests {
         let ad = a.durable().unwrap();
         assert_eq!(ad.clamp(Some(lid(9, 9))), Some(lid(9, 9)));
         ad.wait(9).await.unwrap();
+    }
+
+    #[tokio::test]
+    // The gate is held to stop the group-commit thread, not this task.
+    #[allow(clippy::await_holding_lock)]
+    async fn settle_waits_for_what_was_appended_to_be_synced_within_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = RaftLogStore::open(dir.path(), true).unwrap();
+        s.lead_before_sync(1).unwrap();
+        let durable = s.durable().unwrap();
+        let shared = s.shared.clone();
+        let mut v = Vote::new(1, 1);
+        v.commit();
+        s.save_vote(&v).await.unwrap();
+        s.blocking_append(vec![blank(1, 0)]).await.unwrap();
+        durable.wait(0).await.unwrap();
+        // Everything appended is synced: nothing to wait for.
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            durable.settle(Duration::from_secs(60)),
+        )
+        .await
+        .expect("settle waited with nothing to sync");
+
+        // The leader's append is reported before its sync, which is held.
+        let gate = shared.sync_gate.lock().unwrap();
+        s.blocking_append(vec![normal(1, 1, b"a")]).await.unwrap();
+        let started = std::time::Instant::now();
+        durable.settle(Duration::from_millis(30)).await;
+        assert!(
+            started.elapsed() >= Duration::from_millis(30),
+            "did not wait"
+        );
+        assert_eq!(durable.clamp(Some(lid(1, 1))), Some(lid(1, 0)));
+        let settling = {
+            let d = durable.clone();
+            tokio::spawn(async move {
+                d.settle(Duration::from_secs(60)).await;
+                d.clamp(Some(lid(1, 1)))
+            })
+        };
+        drop(gate);
+        let synced = tokio::time::timeout(Duration::from_secs(10), settling)
+            .await
+            .expect("settle did not end with the sync")
+            .unwrap();
+        assert_eq!(synced, Some(lid(1, 1)));
     }
 
     #[tokio::test]

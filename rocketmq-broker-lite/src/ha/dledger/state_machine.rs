@@ -364,6 +364,10 @@ impl StateMachine {
     }
 }
 
+/// How long a follower's apply waits, at most, for the append it is storing (see
+/// [`Durable::settle`]).
+const SETTLE_LIMIT: Duration = Duration::from_millis(5);
+
 fn snapshot_err(e: impl std::fmt::Display) -> StorageError<NodeId> {
     StorageIOError::write_snapshot(None, &std::io::Error::other(e.to_string())).into()
 }
@@ -524,6 +528,22 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I: IntoIterator<Item = Entry> + Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
+        let proposed_here = entries.iter().any(|e| {
+            matches!(
+                &e.payload,
+                EntryPayload::Normal(Proposal {
+                    answers: Some(_),
+                    ..
+                })
+            )
+        });
+        if let (Some(d), false) = (self.inner.durable.get(), proposed_here) {
+            // A follower learns that entries are committed with the leader's next append, and
+            // would apply them while it stores that append, the leader waiting on it: it
+            // applies them once that append is synced instead, while the leader commits and
+            // answers. The leader's own writers are not kept waiting.
+            d.settle(SETTLE_LIMIT).await;
+        }
         if let (Some(d), Some(last)) = (self.inner.durable.get(), entries.last()) {
             d.wait(last.log_id.index)
                 .await
