@@ -15,7 +15,7 @@ use rocketmq_remoting::transport::{
 use rocketmq_remoting::RemotingError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -27,6 +27,22 @@ const CALL_BACK: i32 = 1003;
 const RECORD: i32 = 1004;
 const PANIC: i32 = 1005;
 const FILE: i32 = 1006;
+const GATED: i32 = 1007;
+
+/// The gates GATED requests wait at, by their `ext id`: each is answered (and recorded) once
+/// its gate is opened.
+static GATES: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<String, Arc<Notify>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+fn gate(id: &str) -> Arc<Notify> {
+    GATES
+        .lock()
+        .unwrap()
+        .entry(id.to_string())
+        .or_default()
+        .clone()
+}
 
 /// The file FILE answers with: 3 MiB of varied bytes.
 fn file_content() -> Vec<u8> {
@@ -75,6 +91,15 @@ impl RequestProcessor for TestProcessor {
                 let _ = self.recorded.send(req);
                 RemotingCommand::success().into()
             }
+            GATED => {
+                let id = req.ext("id").unwrap_or("").to_string();
+                let recorded = self.recorded.clone();
+                ProcessResult::Deferred(Box::pin(async move {
+                    gate(&id).notified().await;
+                    let _ = recorded.send(req);
+                    Some(RemotingCommand::success().with_remark(id))
+                }))
+            }
             PANIC => panic!("processor bug"),
             FILE => {
                 let path = std::env::temp_dir().join(format!(
@@ -113,7 +138,7 @@ async fn start_server(
     let mut b = RemotingServer::builder("127.0.0.1:0")
         .max_frame_size(max_frame)
         .max_connections(max_conns);
-    for code in [ECHO, SILENT, SLOW, CALL_BACK, RECORD, PANIC, FILE] {
+    for code in [ECHO, SILENT, SLOW, CALL_BACK, RECORD, PANIC, FILE, GATED] {
         b = b.processor(code, p.clone());
     }
     (b.start().await.unwrap(), rx)
@@ -171,6 +196,65 @@ async fn concurrent_callers_each_get_their_own_response() {
     }
     assert_eq!(server.connection_count(), 1, "one shared connection");
     assert_eq!(client.pending_requests(), 0);
+    server.shutdown(Duration::from_secs(1)).await;
+}
+
+fn gated(id: &str) -> RemotingCommand {
+    let mut r = request(GATED);
+    r.set_ext("id", id);
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_answers_complete_in_any_order_while_the_connection_reads_on() {
+    let (server, mut recorded) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    let call = |id: &'static str| {
+        let (client, addr) = (client.clone(), addr.clone());
+        tokio::spawn(async move {
+            client
+                .invoke(&addr, gated(id), Duration::from_secs(10))
+                .await
+        })
+    };
+    let (first, second) = (call("order-1"), call("order-2"));
+    eventually("both to be pending", || client.pending_requests() == 2).await;
+    // Requests read after them are answered while they wait.
+    let mut r = request(ECHO);
+    r.set_ext("id", "between");
+    let resp = client
+        .invoke(&addr, r, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(resp.remark_str(), "between");
+    // The later one first.
+    gate("order-2").notify_one();
+    assert_eq!(second.await.unwrap().unwrap().remark_str(), "order-2");
+    assert_eq!(recorded.recv().await.unwrap().ext("id"), Some("order-2"));
+    assert_eq!(client.pending_requests(), 1);
+    gate("order-1").notify_one();
+    assert_eq!(first.await.unwrap().unwrap().remark_str(), "order-1");
+    assert_eq!(recorded.recv().await.unwrap().ext("id"), Some("order-1"));
+    assert_eq!(server.connection_count(), 1, "one connection throughout");
+
+    // An answer still waiting when its connection goes is finished all the same (its work is
+    // done; only the response has nowhere to go).
+    let orphan = call("orphan");
+    eventually("the orphan to be pending", || {
+        client.pending_requests() == 1
+    })
+    .await;
+    for ch in server.channels() {
+        ch.close();
+    }
+    assert!(orphan.await.unwrap().is_err(), "its connection closed");
+    gate("orphan").notify_one();
+    let done = tokio::time::timeout(Duration::from_secs(10), recorded.recv())
+        .await
+        .expect("the orphaned answer must still run")
+        .unwrap();
+    assert_eq!(done.ext("id"), Some("orphan"));
     server.shutdown(Duration::from_secs(1)).await;
 }
 

@@ -20,7 +20,7 @@ use rocketmq_remoting::protocol::message::{
     decode_stored, property, MessageExt, MessageQueue, StoredDecodeOptions, UniqIdGenerator,
 };
 use rocketmq_remoting::protocol::topic::{perm, CLIENT_INNER_PRODUCER_GROUP};
-use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::{
     not_supported, ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
 };
@@ -232,9 +232,21 @@ impl RequestProcessor for ClientProcessor {
                 });
                 ProcessResult::NoResponse
             }
-            RequestCode::ConsumeMessageDirectly => ProcessResult::Deferred(Box::pin(async move {
-                Some(super::admin_requests::consume_directly(&inst, request).await)
-            })),
+            RequestCode::ConsumeMessageDirectly => {
+                // The listener is the application's code: in a task of its own, not on the
+                // connection's reader.
+                let consumed = tokio::spawn(async move {
+                    super::admin_requests::consume_directly(&inst, request).await
+                });
+                ProcessResult::Deferred(Box::pin(async move {
+                    Some(consumed.await.unwrap_or_else(|_| {
+                        RemotingCommand::response(
+                            ResponseCode::SystemError,
+                            Some("the listener failed".into()),
+                        )
+                    }))
+                }))
+            }
             _ => ProcessResult::Response(not_supported(&request)),
         }
     }

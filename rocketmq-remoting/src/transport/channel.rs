@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use std::io::IoSlice;
 
@@ -989,6 +991,10 @@ impl Reader {
         tokio::pin!(idle_check);
         // Requests answered at the end of their batch: the frames already buffered.
         let mut batch: Vec<HeldAnswer> = Vec::new();
+        // Answers that wait for the store or the group (a sync flush, a replica, a long poll),
+        // polled by this task: one wake-up of the reader for any number of them that complete
+        // together, not a task spawned and woken for each.
+        let mut deferred = Deferred::new();
         loop {
             // Over its limits (or the shared budget used up), the connection is not read: the
             // peer is held back by TCP flow control until answers give room back.
@@ -1003,7 +1009,7 @@ impl Reader {
                     || framed.decoder().is_skipping()
                     || !holds_a_frame(framed.read_buffer()))
             {
-                self.finish_batch(&mut batch).await;
+                self.finish_batch(&mut batch, &mut deferred).await;
             }
             if over {
                 tokio::select! {
@@ -1016,6 +1022,7 @@ impl Reader {
                         }
                         continue;
                     }
+                    Some(()) = deferred.next(), if !deferred.is_empty() => continue,
                     _ = held.wait_for_room(limits) => {}
                 }
             }
@@ -1029,6 +1036,7 @@ impl Reader {
                     }
                     continue;
                 }
+                Some(()) = deferred.next(), if !deferred.is_empty() => continue,
                 item = framed.next() => item,
             };
             match item {
@@ -1080,14 +1088,20 @@ impl Reader {
                             limits.budget.as_ref(),
                             framed.decoder().last_frame_len(),
                         );
-                        if let Some(h) = self.handle_request(&ctx, cmd, hold).await {
+                        if let Some(h) = self.handle_request(&ctx, cmd, hold, &mut deferred).await {
                             batch.push(h);
                         }
                     }
                 }
             }
         }
-        self.finish_batch(&mut batch).await;
+        self.finish_batch(&mut batch, &mut deferred).await;
+        // The answers still pending are finished without the reader (their writes are done or
+        // under way; a graceful stop waits for them through the tracker).
+        if !deferred.is_empty() {
+            self.tracker
+                .spawn(async move { while deferred.next().await.is_some() {} });
+        }
         if !stopped_gracefully {
             close_channel(&self.channel.inner, "reader stopped");
         }
@@ -1101,6 +1115,7 @@ impl Reader {
         ctx: &ChannelContext,
         mut cmd: RemotingCommand,
         hold: RequestHold,
+        deferred: &mut Deferred,
     ) -> Option<HeldAnswer> {
         let oneway = cmd.is_oneway();
         let opaque = cmd.opaque;
@@ -1156,7 +1171,7 @@ impl Reader {
         match result {
             ProcessResult::AtBatchEnd(batch) => Some(HeldAnswer { batch, answer }),
             other => {
-                self.answer(other, answer).await;
+                self.answer(other, answer, deferred).await;
                 None
             }
         }
@@ -1164,7 +1179,7 @@ impl Reader {
 
     /// Ends a batch: each distinct shared flush once, then the held requests' answers, in the
     /// order they were read.
-    async fn finish_batch(&self, held: &mut Vec<HeldAnswer>) {
+    async fn finish_batch(&self, held: &mut Vec<HeldAnswer>, deferred: &mut Deferred) {
         if held.is_empty() {
             return;
         }
@@ -1179,7 +1194,7 @@ impl Reader {
         }
         for HeldAnswer { batch, answer } in held.drain(..) {
             let result = self.settle(batch.then, answer.code);
-            self.answer(result, answer).await;
+            self.answer(result, answer, deferred).await;
         }
     }
 
@@ -1210,8 +1225,8 @@ impl Reader {
         }
     }
 
-    /// Sends (or schedules) the answer to a processed request.
-    async fn answer(&self, result: ProcessResult, a: Answer) {
+    /// Sends the answer to a processed request, or adds it to `deferred` when it waits.
+    async fn answer(&self, result: ProcessResult, a: Answer, deferred: &mut Deferred) {
         let result = match result {
             // Only `finish_batch` holds these; anything else has its shared work done now.
             ProcessResult::AtBatchEnd(b) => {
@@ -1237,7 +1252,7 @@ impl Reader {
             | ProcessResult::NoResponse
             | ProcessResult::AtBatchEnd(_) => {}
             ProcessResult::Deferred(fut) => {
-                self.tracker.spawn(async move {
+                deferred.push(Box::pin(async move {
                     let r = match AssertUnwindSafe(fut).catch_unwind().await {
                         Ok(r) => r,
                         Err(_) => {
@@ -1252,13 +1267,16 @@ impl Reader {
                         respond(&channel, r, opaque, ser, request_copy.as_ref()).await;
                     }
                     drop(hold);
-                });
+                }));
                 return;
             }
         }
         drop(hold);
     }
 }
+
+/// The answers a reader finishes as they become ready.
+type Deferred = FuturesUnordered<BoxFuture<'static, ()>>;
 
 /// What answering a processed request needs.
 struct Answer {

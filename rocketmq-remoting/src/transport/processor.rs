@@ -48,8 +48,13 @@ pub enum ProcessResult {
     Response(RemotingCommand),
     /// Send nothing (oneway requests, or deliberately unanswered ones).
     NoResponse,
-    /// Answer later: the future runs in its own task, so the connection goes on reading and
-    /// processing the next requests meanwhile (long polling, waiting for a disk flush).
+    /// Answer later: the connection goes on reading and processing the next requests while
+    /// the future waits (long polling, waiting for a disk flush or a replica). The connection's
+    /// reader polls it, with the connection's other deferred answers (one wake-up of the reader
+    /// for any number of them that complete together, not a task each), so it must only wait:
+    /// blocking work goes to `spawn_blocking`, and long work or user code to a task of its own,
+    /// or the connection is not read meanwhile. A future still waiting when its connection
+    /// closes runs to its end (its answer goes nowhere).
     Deferred(BoxFuture<'static, Option<RemotingCommand>>),
     /// Answer once work shared with the requests read together with this one is done: the
     /// reader processes every request it has buffered, then calls each distinct

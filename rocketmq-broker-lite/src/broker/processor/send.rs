@@ -213,8 +213,8 @@ pub(crate) fn check_topic_for_send(
 
 /// The answer of a request that created topics (on send, or a retry or dead-letter topic on
 /// send-back), given once the topic table is saved, synced, as Java saves it before it
-/// answers. The save runs in the answer's own task, so the connection goes on with its next
-/// requests while the disk is slow.
+/// answers. The save runs on a blocking thread while the answer waits for it, so the connection
+/// goes on with its next requests while the disk is slow.
 pub(crate) fn answer_after_topics_saved(
     b: &Arc<BrokerInner>,
     answer: ProcessResult,
@@ -224,9 +224,12 @@ pub(crate) fn answer_after_topics_saved(
     }
     let b = b.clone();
     ProcessResult::Deferred(Box::pin(async move {
-        if let Err(e) = b.topics.persist_if_unsaved() {
+        let saved = tokio::task::spawn_blocking(move || b.topics.persist_if_unsaved()).await;
+        match saved {
+            Ok(Ok(())) => {}
             // The periodic persist tries again; the message itself is stored.
-            warn!(error = %e, "cannot save the topic table");
+            Ok(Err(e)) => warn!(error = %e, "cannot save the topic table"),
+            Err(e) => warn!(error = %e, "the topic table save failed"),
         }
         answer.resolve().await
     }))
