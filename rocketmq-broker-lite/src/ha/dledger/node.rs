@@ -46,7 +46,7 @@ pub struct DLedgerNode {
     client: RemotingClient,
     queue: tokio::sync::mpsc::UnboundedSender<Waiting>,
     /// Writes ever queued for a proposal (see [`Gatherer`]).
-    queued: Arc<AtomicU64>,
+    queued: Arc<Arrivals>,
     sm: StateMachine,
     service: Arc<PeerService>,
     /// Time from a proposal to its answer (a majority holds it and this node applied it).
@@ -98,7 +98,7 @@ const REGATHER_MISSES: u32 = 2;
 struct Gatherer {
     queue: tokio::sync::mpsc::UnboundedReceiver<Waiting>,
     /// Writes ever queued (the node counts them).
-    queued: Arc<AtomicU64>,
+    queued: Arc<Arrivals>,
     /// Set by a round when it ends: the writes it answered, and `queued` then.
     last: Arc<std::sync::Mutex<Option<(usize, u64)>>>,
     /// Rounds left without waiting.
@@ -135,18 +135,21 @@ impl Gatherer {
         while batch.len() < BATCH_WRITES && bytes < BATCH_BYTES {
             let w = match self.queue.try_recv() {
                 Ok(w) => w,
-                Err(_) => {
+                Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
+                Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
                     let Some((answered, mark, deadline)) = wait else {
                         break;
                     };
-                    if self.queued.load(Ordering::Relaxed).saturating_sub(mark) >= answered {
+                    if self.queued.count().saturating_sub(mark) >= answered {
                         wait = None;
                         self.misses = 0;
                         continue;
                     }
-                    match tokio::time::timeout_at(deadline, self.queue.recv()).await {
-                        Ok(Some(w)) => w,
-                        Ok(None) => break,
+                    // Woken once, when the count is reached, not by every write before it.
+                    match tokio::time::timeout_at(deadline, self.queued.reach(mark + answered))
+                        .await
+                    {
+                        Ok(()) => continue,
                         Err(_) => {
                             self.misses += 1;
                             if self.misses >= REGATHER_MISSES {
@@ -165,9 +168,58 @@ impl Gatherer {
     }
 
     /// What the round of `answered` writes tells the next one when it ends.
-    fn ended(last: &std::sync::Mutex<Option<(usize, u64)>>, queued: &AtomicU64, answered: usize) {
-        *last.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((answered, queued.load(Ordering::Relaxed)));
+    fn ended(last: &std::sync::Mutex<Option<(usize, u64)>>, queued: &Arrivals, answered: usize) {
+        *last.lock().unwrap_or_else(|p| p.into_inner()) = Some((answered, queued.count()));
+    }
+}
+
+/// The writes queued for a proposal, counted, and the wake-up of a round that waits for a
+/// count of them.
+#[derive(Debug)]
+pub(crate) struct Arrivals {
+    /// Writes ever queued.
+    queued: AtomicU64,
+    /// The count a waiting round wants to be woken at (`u64::MAX`: none waits).
+    wake_at: AtomicU64,
+    reached: tokio::sync::Notify,
+}
+
+impl Default for Arrivals {
+    fn default() -> Self {
+        Self {
+            queued: AtomicU64::new(0),
+            wake_at: AtomicU64::new(u64::MAX),
+            reached: tokio::sync::Notify::new(),
+        }
+    }
+}
+
+impl Arrivals {
+    /// Writes ever queued.
+    fn count(&self) -> u64 {
+        self.queued.load(Ordering::SeqCst)
+    }
+
+    /// Counts a write, once it is in the queue; wakes the round that waits for this count.
+    fn arrived(&self) {
+        let n = self.queued.fetch_add(1, Ordering::SeqCst) + 1;
+        if n >= self.wake_at.load(Ordering::SeqCst) {
+            self.wake_at.store(u64::MAX, Ordering::SeqCst);
+            self.reached.notify_one();
+        }
+    }
+
+    /// Returns once `target` writes were ever queued.
+    async fn reach(&self, target: u64) {
+        let reached = self.reached.notified();
+        tokio::pin!(reached);
+        reached.as_mut().enable();
+        self.wake_at.store(target, Ordering::SeqCst);
+        // A write counted before the target was set did not look for it.
+        if self.count() < target {
+            reached.await;
+        }
+        self.wake_at.store(u64::MAX, Ordering::SeqCst);
     }
 }
 
@@ -186,7 +238,7 @@ struct Round {
     writers: Vec<Answer>,
     /// Told the round's size when it ends (see [`Gatherer`]).
     last: Arc<std::sync::Mutex<Option<(usize, u64)>>>,
-    queued: Arc<AtomicU64>,
+    queued: Arc<Arrivals>,
     /// The round's slot of [`IN_FLIGHT`].
     slot: tokio::sync::OwnedSemaphorePermit,
 }
@@ -264,7 +316,7 @@ pub(super) fn answer(writers: Vec<Answer>, outcome: Result<Vec<Applied>, Propose
 async fn propose_batches(
     raft: Raft,
     queue: tokio::sync::mpsc::UnboundedReceiver<Waiting>,
-    queued: Arc<AtomicU64>,
+    queued: Arc<Arrivals>,
     timeout: Duration,
 ) {
     let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
@@ -440,7 +492,7 @@ impl DLedgerNode {
             cfg.election_timeout,
         ));
         let (queue, waiting) = tokio::sync::mpsc::unbounded_channel();
-        let queued = Arc::new(AtomicU64::new(0));
+        let queued = Arc::new(Arrivals::default());
         tokio::spawn(propose_batches(
             raft.clone(),
             waiting,
@@ -530,10 +582,10 @@ impl DLedgerNode {
         }
         let started = std::time::Instant::now();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.queued.fetch_add(1, Ordering::Relaxed);
         self.queue
             .send(Waiting { msgs, store_ts, tx })
             .map_err(|_| ProposeError::Failed("the node stopped".into()))?;
+        self.queued.arrived();
         let applied = rx
             .await
             .unwrap_or_else(|_| Err(ProposeError::Failed("the node stopped".into())));
@@ -658,15 +710,15 @@ mod tests {
 
     /// Queues a write stamped `ts` (to tell them apart), counting it in `queued` as the node
     /// does.
-    fn queue(queued: &AtomicU64, tx: &Queue, ts: i64) {
+    fn queue(queued: &Arrivals, tx: &Queue, ts: i64) {
         let (answer, _) = tokio::sync::oneshot::channel();
-        queued.fetch_add(1, Ordering::Relaxed);
         let w = Waiting {
             msgs: Vec::new(),
             store_ts: ts,
             tx: answer,
         };
         assert!(tx.send(w).is_ok());
+        queued.arrived();
     }
 
     fn write(g: &Gatherer, tx: &Queue, ts: i64) {
@@ -798,6 +850,42 @@ mod tests {
         let started = tokio::time::Instant::now();
         assert_eq!(stamps(&g.next().await.unwrap()), [1]);
         assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    /// Counts the wake-ups of the future it wakes.
+    struct CountWakes(std::sync::atomic::AtomicUsize);
+
+    impl futures::task::ArcWake for CountWakes {
+        fn wake_by_ref(me: &Arc<Self>) {
+            me.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_waiting_round_is_woken_once_when_its_count_is_reached() {
+        use std::future::Future;
+        let arrivals = Arrivals::default();
+        arrivals.arrived();
+        let wakes = Arc::new(CountWakes(Default::default()));
+        let waker = futures::task::waker(wakes.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut reach = Box::pin(arrivals.reach(5));
+        assert!(reach.as_mut().poll(&mut cx).is_pending());
+        for _ in 2..5 {
+            arrivals.arrived();
+        }
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 0, "woken before the count");
+        arrivals.arrived();
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        assert!(reach.as_mut().poll(&mut cx).is_ready());
+        drop(reach);
+        // A count reached already returns at once; later writes wake nobody.
+        assert!(Box::pin(arrivals.reach(3))
+            .as_mut()
+            .poll(&mut cx)
+            .is_ready());
+        arrivals.arrived();
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test(start_paused = true)]
