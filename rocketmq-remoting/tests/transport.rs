@@ -199,6 +199,15 @@ async fn concurrent_callers_each_get_their_own_response() {
     server.shutdown(Duration::from_secs(1)).await;
 }
 
+/// The remark of the answer to an ECHO of `id` (which is `id`).
+async fn echoed(client: &RemotingClient, addr: &str, id: &str) -> String {
+    let resp = client
+        .invoke(addr, echo(id), Duration::from_secs(5))
+        .await
+        .unwrap();
+    resp.remark_str().to_string()
+}
+
 fn gated(id: &str) -> RemotingCommand {
     let mut r = request(GATED);
     r.set_ext("id", id);
@@ -221,13 +230,7 @@ async fn waiting_answers_complete_in_any_order_while_the_connection_reads_on() {
     let (first, second) = (call("order-1"), call("order-2"));
     eventually("both to be pending", || client.pending_requests() == 2).await;
     // Requests read after them are answered while they wait.
-    let mut r = request(ECHO);
-    r.set_ext("id", "between");
-    let resp = client
-        .invoke(&addr, r, Duration::from_secs(5))
-        .await
-        .unwrap();
-    assert_eq!(resp.remark_str(), "between");
+    assert_eq!(echoed(&client, &addr, "between").await, "between");
     // The later one first.
     gate("order-2").notify_one();
     assert_eq!(second.await.unwrap().unwrap().remark_str(), "order-2");
@@ -281,13 +284,7 @@ async fn timeouts_and_cancellations_leave_nothing_pending() {
     }
     assert_eq!(client.pending_requests(), 0);
     // The connection still works.
-    let mut r = request(ECHO);
-    r.set_ext("id", "after");
-    let resp = client
-        .invoke(&addr, r, Duration::from_secs(5))
-        .await
-        .unwrap();
-    assert_eq!(resp.remark_str(), "after");
+    assert_eq!(echoed(&client, &addr, "after").await, "after");
     server.shutdown(Duration::from_millis(100)).await;
 }
 
@@ -319,13 +316,7 @@ async fn a_dying_connection_fails_pending_calls_at_once() {
     );
     assert_eq!(client.pending_requests(), 0);
     // Reconnects on next use.
-    let mut r = request(ECHO);
-    r.set_ext("id", "again");
-    let resp = client
-        .invoke(&addr, r, Duration::from_secs(5))
-        .await
-        .unwrap();
-    assert_eq!(resp.remark_str(), "again");
+    assert_eq!(echoed(&client, &addr, "again").await, "again");
     server.shutdown(Duration::from_millis(100)).await;
 }
 
@@ -464,13 +455,7 @@ async fn malformed_and_oversized_frames_close_only_their_connection() {
     );
 
     // The first connection is unaffected.
-    let mut r = request(ECHO);
-    r.set_ext("id", "after");
-    let resp = client
-        .invoke(&addr, r, Duration::from_secs(5))
-        .await
-        .unwrap();
-    assert_eq!(resp.remark_str(), "after");
+    assert_eq!(echoed(&client, &addr, "after").await, "after");
     server.shutdown(Duration::from_millis(100)).await;
 }
 
