@@ -1155,9 +1155,19 @@ impl CommitLog {
             }
             // Appenders that found the turn taken rely on its holder looking again.
             self.write_inline(sink);
-            seg.file
-                .sync_data()
-                .map_err(|e| StoreError::io("syncing the zero-filled segment", e))?;
+            // One sync at a time, as flushes take them. This one covers what was written to the
+            // segment too: if it fails, those writes may never reach the disk while a later
+            // sync succeeds (Linux reports a write-back error once), so the store fails as it
+            // does for a failed flush, before any flush can count them durable.
+            let _one = lock(&self.sync_lock);
+            if self.failure().is_some() {
+                return Ok(());
+            }
+            if let Err(e) = seg.file.sync_data() {
+                let e = StoreError::sync("syncing the zero-filled segment", e);
+                self.fail(e.to_string());
+                return Err(e);
+            }
         }
         debug!(path = %seg.path.display(), "zero-filled the active segment");
         Ok(())
