@@ -1155,18 +1155,16 @@ impl CommitLog {
             }
             // Appenders that found the turn taken rely on its holder looking again.
             self.write_inline(sink);
-            // One sync at a time, as flushes take them. This one covers what was written to the
-            // segment too: if it fails, those writes may never reach the disk while a later
-            // sync succeeds (Linux reports a write-back error once), so the store fails as it
-            // does for a failed flush, before any flush can count them durable.
-            let _one = lock(&self.sync_lock);
-            if self.failure().is_some() {
-                return Ok(());
-            }
-            if let Err(e) = seg.file.sync_data() {
-                let e = StoreError::sync("syncing the zero-filled segment", e);
-                self.fail(e.to_string());
-                return Err(e);
+            // This sync covers what was written to the segment too: it is one of the log's
+            // syncs (see `one_sync`), and a store that failed meanwhile stops the fill.
+            match self.one_sync(|| {
+                seg.file
+                    .sync_data()
+                    .map_err(|e| StoreError::sync("syncing the zero-filled segment", e))
+            }) {
+                Ok(()) => {}
+                Err(StoreError::NotRunning(_)) => return Ok(()),
+                Err(e) => return Err(e),
             }
         }
         debug!(path = %seg.path.display(), "zero-filled the active segment");
@@ -1415,28 +1413,32 @@ impl CommitLog {
         Ok(done)
     }
 
-    /// Makes everything written so far durable without waking anyone.
-    fn sync_written(&self) -> StoreResult<u64> {
-        // One sync at a time, and none after one failed: a sync that follows a failed one on
-        // the same file may succeed without the lost writes ever reaching the disk (Linux
-        // reports a write-back error once), and must not advance the durable offset over them.
+    /// Runs `sync`, a sync of the log's segments, as the only one at a time and none after one
+    /// failed: a sync that follows a failed one on the same file may succeed without the lost
+    /// writes ever reaching the disk (Linux reports a write-back error once), and must not
+    /// count them durable. So a failed sync fails the store before the next one can run.
+    fn one_sync<T>(&self, sync: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
         let _one = lock(&self.sync_lock);
         if let Some(why) = self.failure() {
             return Err(StoreError::NotRunning(why));
         }
-        let target = self.written_offset();
-        let flushed = self.flushed_offset();
-        if target > flushed {
-            let began = std::time::Instant::now();
-            if let Err(e) = self.sync_range(flushed, target) {
-                self.fail(e.to_string());
-                return Err(e);
+        sync().inspect_err(|e| self.fail(e.to_string()))
+    }
+
+    /// Makes everything written so far durable without waking anyone.
+    fn sync_written(&self) -> StoreResult<u64> {
+        self.one_sync(|| {
+            let target = self.written_offset();
+            let flushed = self.flushed_offset();
+            if target > flushed {
+                let began = std::time::Instant::now();
+                self.sync_range(flushed, target)?;
+                self.flush_latency.observe(began.elapsed());
+                self.flush_count.fetch_add(1, Ordering::Relaxed);
+                self.flushed.fetch_max(target, Ordering::AcqRel);
             }
-            self.flush_latency.observe(began.elapsed());
-            self.flush_count.fetch_add(1, Ordering::Relaxed);
-            self.flushed.fetch_max(target, Ordering::AcqRel);
-        }
-        Ok(self.flushed_offset())
+            Ok(self.flushed_offset())
+        })
     }
 
     /// The flusher thread's loop: ASYNC_FLUSH flushes every `flush_interval`. Under SYNC_FLUSH
