@@ -389,3 +389,67 @@ fn every_header_and_body_decodes() {
         assert!(n >= min, "only {n} {what} bodies checked");
     }
 }
+
+/// The pulls and successful answers of every capture read their `extFields` where they arrived;
+/// the map decoder and the in-place reader give the same command, the same fields and the same
+/// typed header (issue 23: the traffic's headers read without an intermediate map).
+#[test]
+fn pulls_and_answers_read_in_place_as_the_map_reads_them() {
+    let mut in_place = 0;
+    for file in FILES {
+        for f in load(file) {
+            let cmd = frame::decode_one(&f.bytes, DEFAULT_MAX_FRAME_SIZE).unwrap();
+            if cmd.serialize_type != SerializeType::Json {
+                continue;
+            }
+            let mapped =
+                rocketmq_remoting::protocol::header_json::decode(header_bytes(&f.bytes)).unwrap();
+            let at = format!("{file}:{}", f.line);
+            assert_eq!(cmd.ext_fields, mapped.ext_fields, "{at}");
+            assert_eq!(
+                (cmd.code, cmd.opaque, cmd.flag),
+                (mapped.code, mapped.opaque, mapped.flag)
+            );
+            let (Some(ext), Some(map)) = (&cmd.ext_fields, &mapped.ext_fields) else {
+                continue;
+            };
+            assert!(!map.is_in_place(), "{at}: the map decoder copies");
+            let traffic = cmd.code == ResponseCode::Success.to_i32()
+                || cmd.code == RequestCode::PullMessage.to_i32();
+            // Every captured header writes its code before its fields.
+            assert_eq!(ext.is_in_place(), traffic, "{at}");
+            if !traffic {
+                continue;
+            }
+            in_place += 1;
+            for (k, v) in map.iter() {
+                assert_eq!(ext.get(k), Some(v), "{at}: {k}");
+            }
+            if cmd.is_response() {
+                // Whatever the answer was to, its typed headers read alike.
+                assert_eq!(
+                    SendMessageResponseHeader::read_from(ext),
+                    SendMessageResponseHeader::read_from(map),
+                    "{at}"
+                );
+                assert_eq!(
+                    SendMessageResponseView::read(ext),
+                    SendMessageResponseView::read(map),
+                    "{at}"
+                );
+                assert_eq!(
+                    PullMessageResponseHeader::read_from(ext),
+                    PullMessageResponseHeader::read_from(map),
+                    "{at}"
+                );
+            } else {
+                assert_eq!(
+                    PullMessageRequestHeader::read_from(ext),
+                    PullMessageRequestHeader::read_from(map),
+                    "{at}"
+                );
+            }
+        }
+    }
+    assert!(in_place > 200, "{in_place} pulls and answers read in place");
+}

@@ -55,12 +55,29 @@ impl<'a> AccessRequest<'a> {
         let Some(ext) = cmd.ext_fields.as_ref() else {
             return Ok(req);
         };
-        req.access_key = ext.get(signature::ACCESS_KEY);
-        req.signature = ext.get(signature::SIGNATURE);
+        // The fields the request's resources come from (the traffic's), read in the same pass
+        // as the keys (a send's fields may be read where they arrived, where each lookup
+        // scans them).
+        let (first, second) = match cmd.request_code() {
+            RequestCode::SendMessage => ("topic", "group"),
+            RequestCode::SendMessageV2 => ("b", "a"),
+            RequestCode::PullMessage => ("topic", "consumerGroup"),
+            _ => ("", ""),
+        };
+        let [access_key, sig, first_value, second_value] =
+            ext.get_many([signature::ACCESS_KEY, signature::SIGNATURE, first, second]);
+        req.access_key = access_key;
+        req.signature = sig;
         req.fields = Some(ext);
         let need = |key: &str| {
-            ext.get(key)
-                .ok_or_else(|| format!("the custom field <{key}> is null"))
+            let found = if key == first {
+                first_value
+            } else if key == second {
+                second_value
+            } else {
+                ext.get(key)
+            };
+            found.ok_or_else(|| format!("the custom field <{key}> is null"))
         };
         let mut add = |name: Cow<'a, str>, perm: u8| req.resources.push((name, perm));
         match cmd.request_code() {
@@ -68,7 +85,7 @@ impl<'a> AccessRequest<'a> {
                 let topic = need("topic")?;
                 if topic.starts_with(RETRY_PREFIX) {
                     // Java reads a `group` field this header does not have: nothing to check.
-                    if let Some(g) = ext.get("group") {
+                    if let Some(g) = second_value {
                         add(retry(g), SUB);
                     }
                 } else {

@@ -201,9 +201,9 @@ pub fn decode(
     let word = frame.get_u32();
     let header_len = (word & 0x00FF_FFFF) as usize;
     let ser = SerializeType::from_code((word >> 24) as u8).unwrap_or_default();
-    let header = frame.split_to(header_len);
+    let header = frame.split_to(header_len).freeze();
     let mut cmd = match ser {
-        SerializeType::Json => header_json::decode(&header)?,
+        SerializeType::Json => header_json::decode_shared(&header)?,
         SerializeType::RocketMq => header_binary::decode(&header)?,
     };
     cmd.serialize_type = ser;

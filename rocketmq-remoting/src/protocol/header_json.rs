@@ -180,6 +180,16 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     }
 }
 
+/// [`decode`] of a header held in `header`, whose sends and pulls keep their `extFields`
+/// where they are (read in place; see [`ExtFields::in_place`](super::StringMap)): the same
+/// command, without copying the fields.
+pub fn decode_shared(header: &bytes::Bytes) -> Result<RemotingCommand, FrameError> {
+    match super::header_json_fast::decode_in_place(header) {
+        Some(cmd) => Ok(cmd),
+        None => decode_general(header),
+    }
+}
+
 /// The general, lenient reader (serde), for every header the direct reader leaves to it.
 pub(crate) fn decode_general(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     let h: JsonHeader = serde_json::from_slice(bytes).map_err(|e| FrameError::BadHeader {

@@ -10,6 +10,8 @@
 
 use std::borrow::Cow;
 
+use bytes::Bytes;
+
 use super::codes::LanguageCode;
 use super::command::{ExtFields, RemotingCommand};
 use super::json::escape::short_unescape;
@@ -231,10 +233,81 @@ impl<'a> Scan<'a> {
         })?;
         Some(Some(ext))
     }
+
+    /// [`Scan::ext_fields`], the entries left where they are in `header` (the bytes this scan
+    /// reads): no copy; the only allocation holds the unescaped text of escaped keys and
+    /// strings, if there are any (see [`ExtFields::in_place`]).
+    fn ext_fields_in_place(&mut self, header: &Bytes) -> Option<Option<ExtFields>> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(None);
+        }
+        let open = self.i;
+        let mut count = 0u32;
+        let mut unescaped = String::new();
+        let remaining = self.b.len() - self.i;
+        self.members(|s, key| {
+            let value = match s.peek()? {
+                b'"' => Some(s.string()?),
+                b't' => {
+                    s.literal(b"true")?;
+                    None
+                }
+                b'f' => {
+                    s.literal(b"false")?;
+                    None
+                }
+                b'n' => {
+                    s.literal(b"null")?;
+                    return Some(());
+                }
+                _ => {
+                    s.int()?;
+                    None
+                }
+            };
+            for token in [Some(key), value].into_iter().flatten() {
+                if let Cow::Owned(text) = token {
+                    if unescaped.capacity() == 0 {
+                        // Once: unescaping never lengthens the rest of the header.
+                        unescaped.reserve(remaining);
+                    }
+                    unescaped.push_str(&text);
+                }
+            }
+            count += 1;
+            Some(())
+        })?;
+        // Between the braces.
+        let members = header.slice(open + 1..self.i - 1);
+        Some(Some(ExtFields::in_place(members, count, unescaped)))
+    }
+}
+
+/// Whether a command's `extFields` are read where they arrived (see [`decode_in_place`]): the
+/// successful answers (no request has code 0), which a client reads once, in one pass, and
+/// pulls. A send's header is not: its thirteen fields, their properties escaped, cost more to
+/// scan again in place than to copy once (P2 measured 5 % slower that way).
+fn read_in_place(code: Option<i32>) -> bool {
+    use crate::protocol::{RequestCode, ResponseCode};
+    code.is_some_and(|c| {
+        c == ResponseCode::Success.to_i32() || c == RequestCode::PullMessage.to_i32()
+    })
 }
 
 /// Reads `bytes` if it is a header of the common shape (see the module documentation).
 pub(crate) fn decode(bytes: &[u8]) -> Option<RemotingCommand> {
+    decode_in(bytes, None)
+}
+
+/// [`decode`] of a header held in `header`: the `extFields` of a successful answer or a pull
+/// whose `code` comes before them (as Java's fastjson orders the keys) are left where they are
+/// (see [`ExtFields::in_place`]).
+pub(crate) fn decode_in_place(header: &Bytes) -> Option<RemotingCommand> {
+    decode_in(header, Some(header))
+}
+
+fn decode_in(bytes: &[u8], header: Option<&Bytes>) -> Option<RemotingCommand> {
     // One UTF-8 check for the whole header (the general reader refuses what fails it too).
     let text = std::str::from_utf8(bytes).ok()?;
     let mut s = Scan {
@@ -283,7 +356,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<RemotingCommand> {
                 }
             }
             "remark" => cmd.remark = s.string_or_null()?.map(Cow::into_owned),
-            "extFields" => cmd.ext_fields = s.ext_fields()?,
+            "extFields" => {
+                cmd.ext_fields = match header {
+                    Some(h) if read_in_place(code) => s.ext_fields_in_place(h)?,
+                    _ => s.ext_fields()?,
+                }
+            }
             "serializeTypeCurrentRPC" => {
                 s.string_or_null()?;
             }
@@ -307,11 +385,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<RemotingCommand> {
 mod tests {
     use rand::{Rng, SeedableRng};
 
-    use super::decode;
+    use super::{decode, decode_in_place};
     use crate::protocol::header_json::{decode_general, encode};
     use crate::protocol::RemotingCommand;
 
-    /// Whatever the direct reader accepts, the general reader reads the same way.
+    /// Whatever the direct reader accepts, the general reader reads the same way, and so does
+    /// the direct reader that leaves a send's or pull's fields in place.
     fn agree(json: &str) -> bool {
         let fast = decode(json.as_bytes());
         if let Some(cmd) = &fast {
@@ -321,7 +400,60 @@ mod tests {
                 "{json}"
             );
         }
+        let in_place = decode_in_place(&bytes::Bytes::copy_from_slice(json.as_bytes()));
+        assert_eq!(in_place, fast, "{json}");
+        if let Some(ext) = in_place.as_ref().and_then(|c| c.ext_fields.as_ref()) {
+            let expected = fast.as_ref().and_then(|c| c.ext_fields.as_ref()).unwrap();
+            assert_eq!(ext.len(), expected.len(), "{json}");
+            for (k, _) in expected.iter() {
+                assert_eq!(ext.get(k), expected.get(k), "{json}: {k}");
+            }
+        }
         fast.is_some()
+    }
+
+    #[test]
+    fn answers_and_pulls_are_read_in_place() {
+        let in_place = |json: &str| {
+            decode_in_place(&bytes::Bytes::copy_from_slice(json.as_bytes()))
+                .and_then(|c| c.ext_fields)
+                .map(|e| e.is_in_place())
+        };
+        let answer =
+            r#"{"code":0,"extFields":{"msgId":"7F","queueId":4,"k":false,"n":null},"flag":1}"#;
+        assert_eq!(in_place(answer), Some(true));
+        let pull = r#"{ "code" : 11, "extFields" : { "topic" : "T", "queueId" : 3 } }"#;
+        assert_eq!(in_place(pull), Some(true));
+        // Escapes are read in place too, their unescaped text kept aside (a null member's
+        // escaped key is left out of it).
+        let escaped =
+            r#"{"code":0,"extFields":{"a":"G\u0041\"","\u0062":"x","n\n":null,"c":"\u4e16\\"}}"#;
+        assert_eq!(in_place(escaped), Some(true));
+        let cmd = decode_in_place(&bytes::Bytes::copy_from_slice(escaped.as_bytes())).unwrap();
+        assert_eq!(
+            cmd.ext_fields.unwrap().iter().collect::<Vec<_>>(),
+            vec![("a", "GA\""), ("b", "x"), ("c", "\u{4e16}\\")]
+        );
+        // Any other code (a send among them), or fields before the code: copied.
+        assert_eq!(
+            in_place(r#"{"code":310,"extFields":{"a":"G"}}"#),
+            Some(false)
+        );
+        assert_eq!(
+            in_place(r#"{"code":34,"extFields":{"a":"G"}}"#),
+            Some(false)
+        );
+        assert_eq!(in_place(r#"{"extFields":{"a":"G"},"code":0}"#), Some(false));
+        assert_eq!(in_place(r#"{"code":0,"extFields":null}"#), None);
+        // Empty and all-null objects are in place and empty.
+        let empty = decode_in_place(&bytes::Bytes::from_static(
+            br#"{"code":11,"extFields":{ }}"#,
+        ));
+        assert!(empty.unwrap().ext_fields.unwrap().is_empty());
+        let nulls = decode_in_place(&bytes::Bytes::from_static(
+            br#"{"code":11,"extFields":{"a":null}}"#,
+        ));
+        assert!(nulls.unwrap().ext_fields.unwrap().is_empty());
     }
 
     #[test]
@@ -403,7 +535,9 @@ mod tests {
         };
         for _ in 0..2000 {
             let mut cmd = RemotingCommand {
-                code: rng.gen(),
+                // Half of them an answer or a pull, whose fields are read in place.
+                code: [0, 11, 0, 310, rng.gen(), rng.gen(), rng.gen(), rng.gen()]
+                    [rng.gen_range(0..8)],
                 flag: rng.gen(),
                 opaque: rng.gen(),
                 version: rng.gen(),

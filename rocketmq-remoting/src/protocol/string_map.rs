@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use bytes::Bytes;
+
 /// Text bytes of the first allocation of an empty map's text.
 const FIRST_TEXT: usize = 64;
 /// Entries of the first allocation of an empty map.
@@ -26,10 +28,154 @@ struct Span {
 /// Keys and values live back to back in one string, so that decoding a properties string or a
 /// header costs two allocations however many entries it has (a decoded message used to cost two
 /// per property, a large part of a consumer's time).
+///
+/// A header's `extFields` may also be read where it arrived: the JSON decoder hands over the
+/// object's members as they are in the frame (see [`StringMap::in_place`]), and the map reads
+/// them there, with no allocation, until it is first changed.
 #[derive(Clone, Default)]
 pub struct StringMap {
     text: String,
     entries: Vec<Span>,
+    /// The entries still in the frame's JSON (`text` and `entries` are empty then).
+    json: Option<JsonMembers>,
+}
+
+/// The members of a JSON object, between its braces, as a frame carried them: `"key":value`
+/// pairs separated by commas, white space allowed around the tokens, where every value is a
+/// string, an integer, `true`, `false` or `null` (skipped, as a decoded map leaves it out). The
+/// decoder checked all this; reading them again only looks for the delimiters.
+///
+/// A key or string with escapes (Java's fastjson writes the properties' separators `\u0001`
+/// and `\u0002` so) is read from the map's `text`, which then holds the unescaped text of each
+/// such token of a non-null member, in order.
+#[derive(Clone)]
+struct JsonMembers {
+    text: Bytes,
+    /// Members whose value is not `null`.
+    count: u32,
+}
+
+/// Where a reading of [`JsonMembers`] stands: the next member's offset in the JSON text, and
+/// the next escaped token's in the unescaped text.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cursor {
+    json: usize,
+    unescaped: usize,
+}
+
+/// The string token whose opening quote is at `i`: its contents' range, whether it holds an
+/// escape, and the offset after its closing quote.
+fn string_token(b: &[u8], i: usize) -> Option<(usize, usize, bool, usize)> {
+    let start = i + 1;
+    let mut at = start;
+    let mut escaped = false;
+    loop {
+        at += b[at..].iter().position(|&c| c == b'"' || c == b'\\')?;
+        if b[at] == b'"' {
+            return Some((start, at, escaped, at + 1));
+        }
+        // `\x` or `\uXXXX`: neither the escaped letter nor hex digits are quotes.
+        escaped = true;
+        at += 2;
+    }
+}
+
+/// The length of an escaped token's text once unescaped (the decoder refused surrogate
+/// escapes, so each `\uXXXX` is one character).
+fn unescaped_len(raw: &[u8]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < raw.len() {
+        if raw[i] != b'\\' {
+            i += 1;
+            n += 1;
+            continue;
+        }
+        if raw.get(i + 1) == Some(&b'u') {
+            let hex = raw
+                .get(i + 2..i + 6)
+                .and_then(|h| std::str::from_utf8(h).ok());
+            let c = hex
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .and_then(char::from_u32);
+            n += c.map_or(1, char::len_utf8);
+            i += 6;
+        } else {
+            n += 1;
+            i += 2;
+        }
+    }
+    n
+}
+
+impl JsonMembers {
+    fn skip(b: &[u8], i: &mut usize, also: u8) {
+        while let Some(&c) = b.get(*i) {
+            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') && c != also {
+                break;
+            }
+            *i += 1;
+        }
+    }
+
+    /// The text of the string token `start..end`: in place, or the next unescaped one at
+    /// `*unescaped` (then moved past it).
+    fn token<'a>(
+        &'a self,
+        unescaped: &'a str,
+        (start, end, escaped): (usize, usize, bool),
+        at: &mut usize,
+    ) -> &'a str {
+        let text = if escaped {
+            let len = unescaped_len(&self.text[start..end]);
+            let from = *at;
+            *at += len;
+            unescaped.get(from..from + len)
+        } else {
+            // Every delimiter is ASCII, so the range is a character boundary of text the
+            // decoder checked as UTF-8.
+            std::str::from_utf8(&self.text[start..end]).ok()
+        };
+        text.unwrap_or_default()
+    }
+
+    /// The next member with a value that is not `null`, from `at` on (moved past it);
+    /// `unescaped` is the map's text.
+    fn next<'a>(&'a self, unescaped: &'a str, at: &mut Cursor) -> Option<(&'a str, &'a str)> {
+        let b = &self.text[..];
+        loop {
+            let mut i = at.json;
+            Self::skip(b, &mut i, b',');
+            if b.get(i)? != &b'"' {
+                return None;
+            }
+            let (key, key_end, key_escaped, after) = string_token(b, i)?;
+            i = after;
+            Self::skip(b, &mut i, b':');
+            let value = if b.get(i)? == &b'"' {
+                let (v, end, escaped, after) = string_token(b, i)?;
+                i = after;
+                Some((v, end, escaped))
+            } else {
+                let v = i;
+                while let Some(c) = b.get(i) {
+                    if matches!(c, b',' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    i += 1;
+                }
+                (&b[v..i] != b"null").then_some((v, i, false))
+            };
+            at.json = i;
+            let Some((value, value_end, value_escaped)) = value else {
+                continue;
+            };
+            let mut u = at.unescaped;
+            let k = self.token(unescaped, (key, key_end, key_escaped), &mut u);
+            let v = self.token(unescaped, (value, value_end, value_escaped), &mut u);
+            at.unescaped = u;
+            return Some((k, v));
+        }
+    }
 }
 
 impl StringMap {
@@ -38,6 +184,7 @@ impl StringMap {
         Self {
             text: String::new(),
             entries: Vec::new(),
+            json: None,
         }
     }
 
@@ -46,6 +193,7 @@ impl StringMap {
         Self {
             text: String::with_capacity(n * 24),
             entries: Vec::with_capacity(n),
+            json: None,
         }
     }
 
@@ -54,7 +202,55 @@ impl StringMap {
         Self {
             text: String::with_capacity(text),
             entries: Vec::with_capacity(n),
+            json: None,
         }
+    }
+
+    /// The map of a JSON object's members read where they are (see [`JsonMembers`] for what
+    /// `members` must hold; the JSON header decoder checks it): lookups and iteration scan the
+    /// text, the first change copies the entries out. `unescaped` holds the unescaped text of
+    /// every key and string value with an escape, in order (members whose value is `null` left
+    /// out).
+    pub(crate) fn in_place(members: Bytes, count: u32, unescaped: String) -> Self {
+        Self {
+            text: unescaped,
+            entries: Vec::new(),
+            json: Some(JsonMembers {
+                text: members,
+                count,
+            }),
+        }
+    }
+
+    /// Whether the entries are still read in place from a frame's JSON.
+    pub fn is_in_place(&self) -> bool {
+        self.json.is_some()
+    }
+
+    /// Copies entries read in place into the map's own text, before a change.
+    fn own(&mut self) {
+        let Some(json) = self.json.take() else {
+            return;
+        };
+        let unescaped = std::mem::take(&mut self.text);
+        self.text.reserve(json.text.len());
+        self.entries.reserve(json.count as usize);
+        let mut at = Cursor::default();
+        while let Some((k, v)) = json.next(&unescaped, &mut at) {
+            self.push(k, v);
+        }
+    }
+
+    /// The values of `keys`, found in one pass (the first entry of a key, as [`StringMap::get`]
+    /// finds it): what a typed header reads.
+    pub fn get_many<const N: usize>(&self, keys: [&str; N]) -> [Option<&str>; N] {
+        let mut out = [None; N];
+        for (k, v) in self.iter() {
+            if let Some(i) = keys.iter().position(|key| *key == k) {
+                out[i].get_or_insert(v);
+            }
+        }
+        out
     }
 
     fn key_of(&self, e: &Span) -> &str {
@@ -112,17 +308,27 @@ impl StringMap {
 
     /// The value stored under `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
+        if let Some(json) = &self.json {
+            let mut at = Cursor::default();
+            while let Some((k, v)) = json.next(&self.text, &mut at) {
+                if k == key {
+                    return Some(v);
+                }
+            }
+            return None;
+        }
         self.find(key).map(|i| self.value_of(&self.entries[i]))
     }
 
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.find(key).is_some()
+        self.get(key).is_some()
     }
 
     /// Sets `key` to `value`, keeping the position of an existing entry. Returns the old value.
     pub fn insert(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) -> Option<String> {
         let (key, value) = (key.as_ref(), value.as_ref());
+        self.own();
         if let Some(i) = self.find(key) {
             let e = self.entries[i];
             let old = self.value_of(&e).to_string();
@@ -146,6 +352,7 @@ impl StringMap {
     /// Appends an entry without looking for an existing one (decoders use this; a duplicate key
     /// keeps both entries, and `get` returns the first).
     pub fn push(&mut self, key: &str, value: &str) {
+        self.own();
         // Room for both strings at once, and for a few more entries on the first push (an
         // empty map has no allocation; growing it one string at a time cost two reallocations
         // for a message's first property).
@@ -168,6 +375,7 @@ impl StringMap {
 
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
+        self.own();
         let i = self.find(key)?;
         let old = self.value_of(&self.entries[i]).to_string();
         self.remove_at(i);
@@ -176,6 +384,7 @@ impl StringMap {
 
     /// Removes `key` without copying its value out; whether it was there.
     pub fn discard(&mut self, key: &str) -> bool {
+        self.own();
         match self.find(key) {
             Some(i) => {
                 self.remove_at(i);
@@ -196,12 +405,15 @@ impl StringMap {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        match &self.json {
+            Some(json) => json.count as usize,
+            None => self.entries.len(),
+        }
     }
 
     /// Whether the map is empty.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// Entries in order.
@@ -209,17 +421,21 @@ impl StringMap {
         Iter {
             map: self,
             inner: self.entries.iter(),
+            json_at: Cursor::default(),
+            left: self.len(),
         }
     }
 
     /// Removes every entry.
     pub fn clear(&mut self) {
+        self.json = None;
         self.text.clear();
         self.entries.clear();
     }
 
     /// Keeps only the entries for which `f` returns true.
     pub fn retain(&mut self, mut f: impl FnMut(&str, &str) -> bool) {
+        self.own();
         let entries = std::mem::take(&mut self.entries);
         let mut kept = Vec::with_capacity(entries.len());
         for e in entries {
@@ -242,16 +458,26 @@ impl StringMap {
 pub struct Iter<'a> {
     map: &'a StringMap,
     inner: std::slice::Iter<'a, Span>,
+    /// Where the next member starts, for entries read in place.
+    json_at: Cursor,
+    left: usize,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a str, &'a str);
     fn next(&mut self) -> Option<Self::Item> {
-        let e = self.inner.next()?;
-        Some((self.map.key_of(e), self.map.value_of(e)))
+        let item = match &self.map.json {
+            Some(json) => json.next(&self.map.text, &mut self.json_at)?,
+            None => {
+                let e = self.inner.next()?;
+                (self.map.key_of(e), self.map.value_of(e))
+            }
+        };
+        self.left = self.left.saturating_sub(1);
+        Some(item)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.inner.size_hint()
+        (self.left, Some(self.left))
     }
 }
 
@@ -353,6 +579,69 @@ mod tests {
         assert_eq!(m.get(""), Some("empty key"));
         assert_eq!(m.get("d"), Some("one letter"));
         assert_eq!(m.get("du"), None);
+    }
+
+    fn in_place(members: &str) -> StringMap {
+        let count = members.matches(':').count()
+            - members.matches(":null").count()
+            - members.matches(": null").count();
+        StringMap::in_place(
+            Bytes::copy_from_slice(members.as_bytes()),
+            count as u32,
+            String::new(),
+        )
+    }
+
+    #[test]
+    fn entries_read_in_place_behave_as_copied_ones() {
+        let members = r#""a":"G", "b" : "Topic" ,"n":null,"q":-12,"t":true,"e":"","a":"again""#;
+        let m = in_place(members);
+        let owned: StringMap = {
+            let mut o = StringMap::new();
+            for (k, v) in [
+                ("a", "G"),
+                ("b", "Topic"),
+                ("q", "-12"),
+                ("t", "true"),
+                ("e", ""),
+                ("a", "again"),
+            ] {
+                o.push(k, v);
+            }
+            o
+        };
+        assert!(m.is_in_place() && !owned.is_in_place());
+        assert_eq!(m, owned);
+        assert_eq!(m.len(), 6);
+        assert_eq!(m.iter().len(), 6);
+        assert_eq!(m.get("a"), Some("G"), "the first entry of a key");
+        assert_eq!(m.get("n"), None, "null is no entry");
+        assert_eq!(m.get("e"), Some(""));
+        assert_eq!(m.get("x"), None);
+        assert_eq!(
+            m.get_many(["q", "x", "a", "t"]),
+            [Some("-12"), None, Some("G"), Some("true")]
+        );
+        assert_eq!(m.get_many(["q", "x", "a"]), owned.get_many(["q", "x", "a"]));
+        assert_eq!(format!("{m:?}"), format!("{owned:?}"));
+        // The first change copies the entries out, then changes them as a copied map.
+        let mut changed = m.clone();
+        assert_eq!(changed.insert("b", "Other"), Some("Topic".to_string()));
+        assert!(!changed.is_in_place());
+        let mut expected = owned.clone();
+        expected.insert("b", "Other");
+        assert_eq!(changed, expected);
+        let mut removed = m.clone();
+        assert_eq!(removed.remove("q"), Some("-12".into()));
+        assert_eq!(removed.len(), 5);
+        let mut cleared = m.clone();
+        cleared.clear();
+        assert!(cleared.is_empty() && cleared.get("a").is_none());
+        let mut kept = m;
+        kept.retain(|k, _| k == "t");
+        assert_eq!(kept.iter().collect::<Vec<_>>(), vec![("t", "true")]);
+        assert!(in_place("").is_empty());
+        assert_eq!(in_place("").iter().next(), None);
     }
 
     #[test]

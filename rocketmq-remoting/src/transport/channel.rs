@@ -1059,7 +1059,7 @@ impl Reader {
                     if !request.is_oneway() {
                         respond(
                             &self.channel,
-                            answer,
+                            *answer,
                             request.opaque,
                             request.serialize_type,
                             None,

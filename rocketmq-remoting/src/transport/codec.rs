@@ -36,12 +36,12 @@ pub enum Inbound {
     /// A whole frame.
     Command(RemotingCommand),
     /// A request over its [`BodyLimit`]: its header, and the answer to send (the body is being
-    /// discarded).
+    /// discarded). Boxed: a rare case that would double the size of every frame read.
     Refused {
         /// The request, without its body.
-        request: RemotingCommand,
+        request: Box<RemotingCommand>,
         /// The answer.
-        answer: RemotingCommand,
+        answer: Box<RemotingCommand>,
     },
 }
 
@@ -50,7 +50,7 @@ impl Inbound {
     pub fn into_command(self) -> RemotingCommand {
         match self {
             Inbound::Command(c) => c,
-            Inbound::Refused { request, .. } => request,
+            Inbound::Refused { request, .. } => *request,
         }
     }
 }
@@ -123,7 +123,10 @@ impl RemotingCodec {
         src.advance(have);
         self.skip = frame_len - have;
         self.last_frame_len = have;
-        Ok(Some(Inbound::Refused { request, answer }))
+        Ok(Some(Inbound::Refused {
+            request: Box::new(request),
+            answer: Box::new(answer),
+        }))
     }
 }
 

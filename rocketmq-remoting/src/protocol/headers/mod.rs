@@ -203,17 +203,20 @@ macro_rules! header {
             fn read_from(
                 ext: &$crate::protocol::command::ExtFields,
             ) -> Result<Self, $crate::protocol::headers::HeaderError> {
+                // Every key's value in one pass over the map (fields are initialized in the
+                // order they are written, the order of the keys).
+                let mut values = ext.get_many([$($key),*]).into_iter();
                 Ok(Self {
-                    $($field: header!(@read ext, $key, $ty $(, $default)?),)*
+                    $($field: header!(@read values.next().flatten(), $key, $ty $(, $default)?),)*
                 })
             }
         }
     };
-    (@read $ext:ident, $key:literal, $ty:ty) => {
-        <$ty as $crate::protocol::headers::HeaderField>::decode($key, $ext.get($key))?
+    (@read $text:expr, $key:literal, $ty:ty) => {
+        <$ty as $crate::protocol::headers::HeaderField>::decode($key, $text)?
     };
-    (@read $ext:ident, $key:literal, $ty:ty, $default:expr) => {
-        $crate::protocol::headers::decode_or::<$ty>($key, $ext.get($key), $default)?
+    (@read $text:expr, $key:literal, $ty:ty, $default:expr) => {
+        $crate::protocol::headers::decode_or::<$ty>($key, $text, $default)?
     };
 }
 pub(crate) use header;

@@ -151,7 +151,7 @@ impl<'a> SendMessageRequestHeaderRef<'a> {
             }
             v
         } else {
-            k.map(|key| ext.get(key))
+            ext.get_many(*k)
         };
         // As `String` and `Option<String>` fields read: a required string must be present; an
         // empty optional one is absent.
