@@ -15,6 +15,7 @@ use bytes::Bytes;
 use super::codes::LanguageCode;
 use super::command::{ExtFields, RemotingCommand};
 use super::json::escape::short_unescape;
+use super::json::find::string_stop;
 
 /// The members of an object of strings without its braces (`"k":"v","k2":"v2"`, no white
 /// space), as [`JsonExtFields`](super::header_json::JsonExtFields) holds them: the pairs,
@@ -116,13 +117,11 @@ impl<'a> Scan<'a> {
 
     /// A string, borrowed when it has no escapes.
     fn string(&mut self) -> Option<Cow<'a, str>> {
+        let open = self.i;
         self.eat(b'"')?;
         let start = self.i;
         // The common case: no escape before the closing quote.
-        let stop = self.b[start..]
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
-        self.i = start + stop;
+        self.i = string_stop(self.b, start)?;
         match self.b[self.i] {
             b'"' => {
                 let s = self.s.get(start..self.i)?;
@@ -139,17 +138,23 @@ impl<'a> Scan<'a> {
             .position(|&c| c == b'"')
             .unwrap_or(0);
         let mut out = String::with_capacity(self.i - start + to_quote);
-        out.push_str(self.s.get(start..self.i)?);
+        self.i = open;
+        self.string_into(&mut out)?;
+        Some(Cow::Owned(out))
+    }
+
+    /// Appends the string at the cursor to `out`, unescaped (a map's decoder writes a value
+    /// with escapes straight into the map's text, with no string of its own).
+    fn string_into(&mut self, out: &mut String) -> Option<()> {
+        self.eat(b'"')?;
         loop {
             let run = self.i;
-            self.i += self.b[run..]
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+            self.i = string_stop(self.b, run)?;
             out.push_str(self.s.get(run..self.i)?);
             match *self.b.get(self.i)? {
                 b'"' => {
                     self.i += 1;
-                    return Some(Cow::Owned(out));
+                    return Some(());
                 }
                 b'\\' => {
                     self.i += 1;
@@ -210,10 +215,11 @@ impl<'a> Scan<'a> {
             self.literal(b"null")?;
             return Some(None);
         }
-        let mut ext = ExtFields::with_capacities(16, 256);
+        // The rest of the header is more than its keys and values take.
+        let mut ext = ExtFields::with_capacities(16, self.b.len() - self.i);
         self.members(|s, key| {
             match s.peek()? {
-                b'"' => ext.push(&key, &s.string()?),
+                b'"' => ext.push_with(&key, |text| s.string_into(text))?,
                 b't' => {
                     s.literal(b"true")?;
                     ext.push(&key, "true");

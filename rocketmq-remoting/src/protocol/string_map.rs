@@ -70,13 +70,17 @@ fn string_token(b: &[u8], i: usize) -> Option<(usize, usize, bool, usize)> {
     let mut at = start;
     let mut escaped = false;
     loop {
-        at += b[at..].iter().position(|&c| c == b'"' || c == b'\\')?;
-        if b[at] == b'"' {
-            return Some((start, at, escaped, at + 1));
+        at = crate::protocol::json::find::string_stop(b, at)?;
+        match b[at] {
+            b'"' => return Some((start, at, escaped, at + 1)),
+            // `\x` or `\uXXXX`: neither the escaped letter nor hex digits are quotes.
+            b'\\' => {
+                escaped = true;
+                at += 2;
+            }
+            // A control character (the decoder refuses them in strings; never here).
+            _ => at += 1,
         }
-        // `\x` or `\uXXXX`: neither the escaped letter nor hex digits are quotes.
-        escaped = true;
-        at += 2;
     }
 }
 
@@ -371,6 +375,34 @@ impl StringMap {
             value: v,
             value_len: vl,
         });
+    }
+
+    /// Appends an entry whose value `write` appends to the text it is given (a decoder
+    /// unescaping a value into the map, without a string of its own). When `write` returns
+    /// `None` nothing is added and `None` is returned.
+    pub(crate) fn push_with(
+        &mut self,
+        key: &str,
+        write: impl FnOnce(&mut String) -> Option<()>,
+    ) -> Option<()> {
+        self.own();
+        if self.entries.capacity() == 0 {
+            self.entries.reserve(FIRST_ENTRIES);
+        }
+        let mark = self.text.len();
+        let (k, kl) = self.append(key);
+        let value = self.text.len();
+        if write(&mut self.text).is_none() {
+            self.text.truncate(mark);
+            return None;
+        }
+        self.entries.push(Span {
+            key: k,
+            key_len: kl,
+            value: value as u32,
+            value_len: (self.text.len() - value) as u32,
+        });
+        Some(())
     }
 
     /// Removes `key`, returning its value.

@@ -78,12 +78,11 @@ fn write_fastjson_body(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if !FASTJSON_SPECIAL[usize::from(b)] {
-            i += 1;
-            continue;
-        }
+    loop {
+        i = super::find::fastjson_stop(bytes, i, |c| FASTJSON_SPECIAL[usize::from(c)]);
+        let Some(&b) = bytes.get(i) else {
+            break;
+        };
         let short: Option<&[u8]> = match b {
             b'"' => Some(b"\\\""),
             b'\\' => Some(b"\\\\"),
