@@ -149,7 +149,7 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
     // then nothing waits: try again.)
     const SENDS: i32 = 72;
     let mut outcome = None;
-    for attempt in 0..5 {
+    for attempt in 0..10 {
         fs.hold_writes("/store/commitlog");
         let release = Release(&fs);
         let stream = TcpStream::connect(&b).await.unwrap();
@@ -181,7 +181,19 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
         }
         let first = &by_opaque[&1];
         assert_eq!(first.code, 0, "{:?}", first.remark);
-        match (1..=SENDS).find(|i| by_opaque[i].code != 0) {
+        // Sends the broker took while a write was slow are refused with `[PC_SYNCHRONIZED]`
+        // (SYSTEM_ERROR, as in Java): with a 1 ms threshold a loaded machine's ordinary write
+        // can be that slow, and sends read after the release (or while the writer thread held
+        // the stalled write) meet it. They are right, but not what is tested here.
+        for i in 1..=SENDS {
+            let r = &by_opaque[&i];
+            if r.code != 0 && r.response_code() != ResponseCode::SystemBusy {
+                assert_eq!(r.response_code(), ResponseCode::SystemError, "{r:?}");
+                assert!(r.remark_str().starts_with("[PC_SYNCHRONIZED]"), "{r:?}");
+            }
+        }
+        let busy = (1..=SENDS).find(|i| by_opaque[i].response_code() == ResponseCode::SystemBusy);
+        match busy {
             None => {
                 eprintln!("attempt {attempt}: no send waited behind the stalled write; again");
                 continue;
