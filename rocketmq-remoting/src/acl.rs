@@ -7,6 +7,7 @@
 use base64::Engine;
 use hmac::{Hmac, Mac};
 
+use crate::protocol::header_json_fast::{raw_string_members, unescape_pieces};
 use crate::protocol::RemotingCommand;
 use crate::transport::RpcHook;
 
@@ -140,52 +141,93 @@ fn keyed(secret_key: &str) -> HmacSha1 {
 /// Whether a key comes before another as Java's `String.compareTo` orders them (by UTF-16
 /// code units; the same as by bytes for ASCII keys, which is what requests have).
 fn java_order(a: &str, b: &str) -> std::cmp::Ordering {
-    if a.is_ascii() && b.is_ascii() {
-        a.cmp(b)
-    } else {
-        a.encode_utf16().cmp(b.encode_utf16())
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    // The first byte that differs decides when both are ASCII (the bytes before it are whole
+    // characters, equal in both); where one is not, UTF-8's order may not be UTF-16's.
+    match x.iter().zip(y).position(|(p, q)| p != q) {
+        None => x.len().cmp(&y.len()),
+        Some(i) if x[i] < 0x80 && y[i] < 0x80 => x[i].cmp(&y[i]),
+        Some(_) => a.encode_utf16().cmp(b.encode_utf16()),
     }
 }
 
 fn sign_with<'a>(
-    mut mac: HmacSha1,
+    mac: HmacSha1,
     fields: impl IntoIterator<Item = (&'a str, &'a str)>,
     body: &[u8],
 ) -> Signature {
-    // A request's fields sorted on the stack (a send header and the signer's have about 16),
-    // in a vector only past that.
-    const ON_STACK: usize = 32;
-    let mut stack = [("", ""); ON_STACK];
-    let mut n = 0;
-    let mut heap: Vec<(&str, &str)> = Vec::new();
-    for kv in fields
-        .into_iter()
-        .filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_KEY_QUERY)
-    {
-        if n < ON_STACK {
-            stack[n] = kv;
-            n += 1;
-        } else {
-            if heap.is_empty() {
-                heap.extend_from_slice(&stack);
-            }
-            heap.push(kv);
+    let mut signed = SignedFields::default();
+    for (k, v) in fields {
+        signed.push(k, Value::Text(v));
+    }
+    signed.sign(mac, body)
+}
+
+/// A signed field's value: text, or the body of a JSON string with escapes, unescaped as it is
+/// signed.
+#[derive(Debug, Clone, Copy)]
+enum Value<'a> {
+    Text(&'a str),
+    Json(&'a str),
+}
+
+/// A request's signed fields, gathered to be sorted: on the stack (a send header and the
+/// signer's have about 16), in a vector only past that.
+struct SignedFields<'a> {
+    stack: [(&'a str, Value<'a>); SignedFields::ON_STACK],
+    n: usize,
+    heap: Vec<(&'a str, Value<'a>)>,
+}
+
+impl Default for SignedFields<'_> {
+    fn default() -> Self {
+        Self {
+            stack: [("", Value::Text("")); Self::ON_STACK],
+            n: 0,
+            heap: Vec::new(),
         }
     }
-    let kv: &mut [(&str, &str)] = if heap.is_empty() {
-        &mut stack[..n]
-    } else {
-        &mut heap
-    };
-    // Often in order already (a producer's send header, after the signer's own fields).
-    if !kv.is_sorted_by(|a, b| java_order(a.0, b.0).is_le()) {
-        kv.sort_by(|a, b| java_order(a.0, b.0));
+}
+
+impl<'a> SignedFields<'a> {
+    const ON_STACK: usize = 24;
+
+    /// Adds a field (the signature and `_UNIQUE_KEY_QUERY` are left out).
+    fn push(&mut self, k: &'a str, v: Value<'a>) {
+        if k == SIGNATURE || k == UNIQUE_KEY_QUERY {
+            return;
+        }
+        if self.n < Self::ON_STACK {
+            self.stack[self.n] = (k, v);
+            self.n += 1;
+        } else {
+            if self.heap.is_empty() {
+                self.heap.extend_from_slice(&self.stack);
+            }
+            self.heap.push((k, v));
+        }
     }
-    for (_, v) in kv.iter() {
-        mac.update(v.as_bytes());
+
+    /// The MAC of the values in key order, then `body`.
+    fn sign(&mut self, mut mac: HmacSha1, body: &[u8]) -> Signature {
+        let kv: &mut [(&str, Value<'_>)] = if self.heap.is_empty() {
+            &mut self.stack[..self.n]
+        } else {
+            &mut self.heap
+        };
+        // Often in order already (a producer's send header, after the signer's own fields).
+        if !kv.is_sorted_by(|a, b| java_order(a.0, b.0).is_le()) {
+            kv.sort_by(|a, b| java_order(a.0, b.0));
+        }
+        for (_, v) in kv.iter() {
+            match v {
+                Value::Text(t) => mac.update(t.as_bytes()),
+                Value::Json(j) => unescape_pieces(j, |piece| mac.update(piece)),
+            }
+        }
+        mac.update(body);
+        Signature::of(mac)
     }
-    mac.update(body);
-    Signature::of(mac)
 }
 
 /// Signs every request with an account's keys, as Java's `AclClientRPCHook` does: adds
@@ -249,18 +291,36 @@ impl AclClientHook {
     fn sign_encoded(&self, request: &mut RemotingCommand) -> bool {
         let signing = |k: &str| k == ACCESS_KEY || k == SIGNATURE || k == SECURITY_TOKEN;
         let signature = {
-            let Some(encoded) = request.ext_json.as_ref().and_then(|j| j.entries()) else {
+            let Some(members) = request.ext_json.as_ref().map(|j| j.as_bytes()) else {
                 return false;
             };
-            let encoded = encoded.iter().map(|(k, v)| (k.as_ref(), v.as_ref()));
-            let map = request.ext_fields.iter().flatten();
-            if encoded.clone().any(|(k, _)| signing(k)) || map.clone().any(|(k, _)| signing(k)) {
+            // Written from `&str`s by `JsonExtFields`: always UTF-8.
+            let Ok(members) = std::str::from_utf8(members) else {
+                return false;
+            };
+            let mut fields = SignedFields::default();
+            fields.push(ACCESS_KEY, Value::Text(&self.access_key));
+            if let Some(t) = &self.security_token {
+                fields.push(SECURITY_TOKEN, Value::Text(t));
+            }
+            let mut signed_already = false;
+            for (k, v) in request.ext_fields.iter().flatten() {
+                signed_already |= signing(k);
+                fields.push(k, Value::Text(v));
+            }
+            let read = raw_string_members(members, |k, v| {
+                signed_already |= signing(k);
+                let v = if v.escaped {
+                    Value::Json(v.body)
+                } else {
+                    Value::Text(v.body)
+                };
+                fields.push(k, v);
+            });
+            if read.is_none() || signed_already {
                 return false;
             }
-            let own = std::iter::once((ACCESS_KEY, self.access_key.as_str()))
-                .chain(self.security_token.as_deref().map(|t| (SECURITY_TOKEN, t)));
-            self.signer
-                .sign_fields(own.chain(map).chain(encoded), &request.body)
+            fields.sign(self.signer.mac.clone(), &request.body)
         };
         let Some(json) = request.ext_json.as_mut() else {
             return false;
@@ -345,6 +405,42 @@ mod tests {
             sign_fields("12345678", many.clone(), b"body"),
             sign("12345678", &content(many, b"body"))
         );
+    }
+
+    #[test]
+    fn keys_are_ordered_as_java_orders_strings() {
+        use rand::{Rng, SeedableRng};
+        // UTF-16 puts U+E000..U+FFFF after the surrogates of U+10000 and up; UTF-8 before.
+        let alphabet = [
+            'a',
+            'b',
+            'Z',
+            '_',
+            '\u{e9}',
+            '\u{e000}',
+            '\u{ffff}',
+            '\u{1f600}',
+        ];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let text = |rng: &mut rand::rngs::StdRng| -> String {
+            (0..rng.gen_range(0..4))
+                .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                .collect()
+        };
+        for _ in 0..5000 {
+            let (a, b) = (text(&mut rng), text(&mut rng));
+            assert_eq!(
+                java_order(&a, &b),
+                a.encode_utf16().cmp(b.encode_utf16()),
+                "{a:?} {b:?}"
+            );
+        }
+        assert_eq!(
+            java_order("\u{ffff}", "\u{1f600}"),
+            std::cmp::Ordering::Greater
+        );
+        assert_eq!(java_order("AccessKey", "a"), std::cmp::Ordering::Less);
+        assert_eq!(java_order("ab", "a"), std::cmp::Ordering::Greater);
     }
 
     #[test]

@@ -122,9 +122,10 @@ impl AclRules {
     /// Checks a request from `remote` (`ip:port`).
     pub fn check(&self, remote: &str, cmd: &RemotingCommand) -> Result<(), String> {
         let req = AccessRequest::parse(cmd, client_ip(remote)).map_err(|e| refusal_remark(&e))?;
-        self.current()
-            .validate(&req)
-            .map_err(|e| refusal_remark(&e))
+        // Checked under the read lock, without taking a reference to the rules (a reload
+        // waits for the checks in progress).
+        let acl = self.0.acl.read().unwrap_or_else(|p| p.into_inner());
+        acl.validate(&req).map_err(|e| refusal_remark(&e))
     }
 }
 

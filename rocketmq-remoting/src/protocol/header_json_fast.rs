@@ -38,6 +38,86 @@ pub(crate) fn string_members(m: &str) -> Option<Vec<(Cow<'_, str>, Cow<'_, str>)
     Some(out)
 }
 
+/// A string member's value as encoded: the text between its quotes, and whether it holds
+/// escapes (then [`unescape_pieces`] gives its value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawString<'a> {
+    /// The text between the quotes.
+    pub body: &'a str,
+    /// Whether `body` holds escapes.
+    pub escaped: bool,
+}
+
+/// Calls `f` with each member of an object of strings without its braces (as
+/// [`JsonExtFields`](super::header_json::JsonExtFields) holds them), the key unescaped and the
+/// value as encoded, without copying either. `None` when they do not read so, when a key has
+/// an escape, or when a value holds one that [`string_members`] leaves to the general reader
+/// (a surrogate pair); `f` may have seen some members then.
+pub(crate) fn raw_string_members<'a>(
+    m: &'a str,
+    mut f: impl FnMut(&'a str, RawString<'a>),
+) -> Option<()> {
+    let mut scan = Scan {
+        s: m,
+        b: m.as_bytes(),
+        i: 0,
+    };
+    let mut first = true;
+    while scan.i < m.len() {
+        if !first {
+            scan.eat(b',')?;
+        }
+        first = false;
+        let k = scan.raw_string()?;
+        if k.escaped {
+            return None;
+        }
+        scan.eat(b':')?;
+        f(k.body, scan.raw_string()?);
+    }
+    Some(())
+}
+
+/// Gives the value of a string body that [`raw_string_members`] accepted to `sink`, in pieces:
+/// the runs between escapes as they are, each escape as its character's UTF-8 (it stops at an
+/// escape that [`raw_string_members`] would have refused).
+pub(crate) fn unescape_pieces(body: &str, mut sink: impl FnMut(&[u8])) {
+    let b = body.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        // Only backslashes stop a run in an accepted body.
+        let stop = string_stop(b, i).unwrap_or(b.len());
+        if stop > i {
+            sink(&b[i..stop]);
+        }
+        if stop >= b.len() {
+            return;
+        }
+        let Some((c, next)) = escape_at(b, stop) else {
+            // Never for an accepted body.
+            return;
+        };
+        sink(c.encode_utf8(&mut [0; 4]).as_bytes());
+        i = next;
+    }
+}
+
+/// The character of the escape whose backslash is at `at`, and the index after it. `None` for
+/// an escape the fast reader does not take (unknown, truncated, or half a surrogate pair).
+fn escape_at(b: &[u8], at: usize) -> Option<(char, usize)> {
+    match *b.get(at + 1)? {
+        b'u' => {
+            let digits = b.get(at + 2..at + 6)?;
+            let mut v = 0;
+            for d in digits {
+                v = v * 16 + char::from(*d).to_digit(16)?;
+            }
+            Some((char::from_u32(v)?, at + 6))
+        }
+        letter => Some((short_unescape(letter)?, at + 2)),
+    }
+}
+
 struct Scan<'a> {
     /// The header, checked as UTF-8 once: strings are slices of it (their ends are ASCII
     /// quotes, backslashes or control characters, so always character boundaries).
@@ -113,6 +193,29 @@ impl<'a> Scan<'a> {
             v = v * 16 + char::from(*d).to_digit(16)?;
         }
         Some(v)
+    }
+
+    /// A string as encoded, its escapes checked (as [`Scan::string_into`] takes them) but
+    /// not replaced.
+    fn raw_string(&mut self) -> Option<RawString<'a>> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let mut escaped = false;
+        loop {
+            self.i = string_stop(self.b, self.i)?;
+            match self.b[self.i] {
+                b'"' => {
+                    let body = self.s.get(start..self.i)?;
+                    self.i += 1;
+                    return Some(RawString { body, escaped });
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.i = escape_at(self.b, self.i)?.1;
+                }
+                _ => return None,
+            }
+        }
     }
 
     /// A string, borrowed when it has no escapes.
@@ -391,7 +494,7 @@ fn decode_in(bytes: &[u8], header: Option<&Bytes>) -> Option<RemotingCommand> {
 mod tests {
     use rand::{Rng, SeedableRng};
 
-    use super::{decode, decode_in_place};
+    use super::{decode, decode_in_place, raw_string_members, string_members, unescape_pieces};
     use crate::protocol::header_json::{decode_general, encode};
     use crate::protocol::RemotingCommand;
 
@@ -569,6 +672,70 @@ mod tests {
                 (cmd.code, cmd.opaque, &cmd.remark)
             );
             assert_eq!(back.ext_fields, cmd.ext_fields);
+        }
+    }
+
+    /// What `raw_string_members` and `unescape_pieces` give, as owned pairs.
+    fn raw_pairs(m: &str) -> Option<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        raw_string_members(m, |k, v| {
+            let mut value = Vec::new();
+            if v.escaped {
+                unescape_pieces(v.body, |p| value.extend_from_slice(p));
+            } else {
+                value.extend_from_slice(v.body.as_bytes());
+            }
+            out.push((k.to_string(), String::from_utf8(value).unwrap()));
+        })?;
+        Some(out)
+    }
+
+    #[test]
+    fn raw_members_unescape_to_what_the_reader_reads() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let alphabet: Vec<char> = "ab\"\\/é世\u{1}\u{2}\u{7f}\u{85}\u{2028}\n 09😀"
+            .chars()
+            .collect();
+        for _ in 0..2000 {
+            let mut json = crate::protocol::JsonExtFields::with_capacity(64);
+            let mut expected = Vec::new();
+            for _ in 0..rng.gen_range(0..6) {
+                let key: String = (0..rng.gen_range(1..4))
+                    .map(|_| ['a', 'B', 'é', '_'][rng.gen_range(0..4)])
+                    .collect();
+                let value: String = (0..rng.gen_range(0..40))
+                    .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                    .collect();
+                json.push(&key, &value);
+                expected.push((key, value));
+            }
+            let m = std::str::from_utf8(json.as_bytes()).unwrap();
+            assert_eq!(raw_pairs(m), Some(expected), "{m}");
+        }
+        // Escaped bodies are marked; plain ones are not.
+        let mut escaped = Vec::new();
+        raw_string_members(r#""a":"x\u0001y","b":"plain""#, |k, v| {
+            escaped.push((k, v.escaped))
+        })
+        .unwrap();
+        assert_eq!(escaped, [("a", true), ("b", false)]);
+        // What the fast reader leaves to the general one, and what does not read: refused.
+        for bad in [
+            r#""a":"\ud83d\ude00""#,
+            r#""k\n":"v""#,
+            r#""a":"\x""#,
+            r#""a":"\u00"#,
+            r#""a":"v""#.trim_end_matches('"'),
+            r#""a":"v"x"#,
+            r#""a""#,
+            "\"a\":\"\u{1}\"",
+        ] {
+            assert_eq!(raw_pairs(bad), None, "{bad}");
+            assert_eq!(
+                string_members(bad).filter(|_| !bad.contains("k\\n")),
+                None,
+                "{bad}"
+            );
         }
     }
 }

@@ -13,7 +13,7 @@ pub mod command;
 pub mod frame;
 pub mod header_binary;
 pub mod header_json;
-mod header_json_fast;
+pub(crate) mod header_json_fast;
 pub mod headers;
 pub mod json;
 pub mod message;
