@@ -907,7 +907,8 @@ impl CommitLog {
             let (keys, uniq_key) = if with_keys {
                 (
                     super::record::find_property(&m.properties, "KEYS").map(str::to_string),
-                    super::record::find_property(&m.properties, "UNIQ_KEY").map(str::to_string),
+                    super::record::find_property(&m.properties, "UNIQ_KEY")
+                        .map(super::record::RecordKey::new),
                 )
             } else {
                 (None, None)

@@ -468,7 +468,7 @@ impl IndexService {
         let keys = d
             .uniq_key
             .iter()
-            .map(String::as_str)
+            .map(|k| k.as_str())
             .chain(d.keys.iter().flat_map(|k| k.split(' ')))
             .filter(|k| !k.is_empty());
         for key in keys {

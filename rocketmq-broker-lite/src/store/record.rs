@@ -46,6 +46,63 @@ pub struct PutMessage {
     pub prepared_transaction_offset: i64,
 }
 
+/// A record's `UNIQ_KEY`, held inline when it is short (a client's message id is 32 hex
+/// characters), so that dispatching a message allocates nothing for it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RecordKey(KeyText);
+
+#[derive(Clone, PartialEq, Eq)]
+enum KeyText {
+    Inline {
+        len: u8,
+        bytes: [u8; RecordKey::INLINE],
+    },
+    Heap(Box<str>),
+}
+
+impl RecordKey {
+    /// Longest key held inline.
+    pub const INLINE: usize = 46;
+
+    /// The key `s`.
+    pub fn new(s: &str) -> Self {
+        if s.len() <= Self::INLINE {
+            let mut bytes = [0; Self::INLINE];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            RecordKey(KeyText::Inline {
+                len: s.len() as u8,
+                bytes,
+            })
+        } else {
+            RecordKey(KeyText::Heap(s.into()))
+        }
+    }
+
+    /// The key.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // Copied whole from a `&str`: always UTF-8.
+            KeyText::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            KeyText::Heap(s) => s,
+        }
+    }
+}
+
+impl std::ops::Deref for RecordKey {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Debug for RecordKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 /// What a consume queue and the index need to know about a stored record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatchRequest {
@@ -65,8 +122,8 @@ pub struct DispatchRequest {
     pub queue_offset: i64,
     /// `KEYS` property.
     pub keys: Option<String>,
-    /// `UNIQ_KEY` property.
-    pub uniq_key: Option<String>,
+    /// `UNIQ_KEY` property (inline: no allocation a message).
+    pub uniq_key: Option<RecordKey>,
     /// Sys flag.
     pub sys_flag: i32,
 }
@@ -357,7 +414,7 @@ pub fn check_record(
         queue_offset: be_i64(rec, QUEUE_OFFSET_POS),
         keys: find_property(&props, property::KEYS).map(str::to_string),
         uniq_key: find_property(&props, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            .map(str::to_string),
+            .map(RecordKey::new),
         sys_flag: sys,
         topic,
     })
@@ -385,6 +442,20 @@ mod tests {
     use rocketmq_remoting::protocol::message::{decode_stored, StoredDecodeOptions};
 
     use super::*;
+
+    #[test]
+    fn record_keys_read_as_given_inline_or_not() {
+        let long = "k".repeat(RecordKey::INLINE + 1);
+        let edge = "\u{e9}".repeat(RecordKey::INLINE / 2);
+        for s in ["", "7F000001788105EEBF3993D810290000", &edge, &long] {
+            let k = RecordKey::new(s);
+            assert_eq!(k.as_str(), s);
+            assert_eq!(&*k, s);
+            assert_eq!(format!("{k:?}"), format!("{s:?}"));
+            assert_eq!(k.clone(), k);
+        }
+        assert_ne!(RecordKey::new("a"), RecordKey::new("b"));
+    }
 
     fn msg() -> PutMessage {
         PutMessage {
