@@ -13,8 +13,9 @@ use rocketmq_remoting::protocol::headers::{
     CommandHeader, EndTransactionRequestHeader, PullMessageRequestHeader, SendMessageRequestHeader,
 };
 use rocketmq_remoting::protocol::message::{
-    decode_batch, decode_properties, decode_stored, decode_stored_all, decompress_body,
-    encode_batch, encode_properties, encode_stored, Message, MessageExt, StoredDecodeOptions,
+    decode_batch, decode_batch_shared, decode_properties, decode_stored, decode_stored_all,
+    decompress_body, encode_batch, encode_properties, encode_stored, Message, MessageExt,
+    StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
     frame, header_binary, header_json, json, ExtFields, JsonStyle, LanguageCode, RemotingCommand,
@@ -341,6 +342,14 @@ proptest! {
             prop_assert_eq!(&b.properties, &m.properties);
             prop_assert_eq!(b.flag, m.flag);
         }
+        // The shared decoder reads the same, each body a slice of the batch's buffer.
+        let shared = Bytes::from(body.clone());
+        let sliced = decode_batch_shared(&shared).unwrap();
+        prop_assert_eq!(&sliced, &back);
+        let range = shared.as_ptr_range();
+        for e in sliced.iter().filter(|e| !e.body.is_empty()) {
+            prop_assert!(range.contains(&e.body.as_ptr()));
+        }
     }
 
     #[test]
@@ -393,6 +402,7 @@ proptest! {
         let _ = header_binary::decode(&data);
         let _ = decode_stored(&data, StoredDecodeOptions { check_crc: true, decompress: true, ..Default::default() });
         let _ = decode_batch(&data);
+        let _ = decode_batch_shared(&Bytes::from(data.clone()));
         let _ = json::lenient::parse(&data);
         let _ = body::decode::<HeartbeatData>(&data);
         let _ = body::decode::<TopicRouteData>(&data);

@@ -10,7 +10,7 @@ use rocketmq_remoting::protocol::headers::{
     ConsumerSendMsgBackRequestHeader, SendMessageRequestHeaderRef, SendMessageResponseView,
 };
 use rocketmq_remoting::protocol::message::{
-    decode_batch, decode_properties, decode_stored, encode_properties, offset_msg_id_in,
+    batch_records, decode_properties, decode_stored, encode_properties, offset_msg_id_in,
     plain_properties, property, push_offset_msg_id, push_properties, sys_flag, tags_hash_code,
     StoredDecodeOptions,
 };
@@ -546,6 +546,32 @@ pub(crate) fn ack_when_stored(
     }))
 }
 
+/// The stored properties of a batch element (its own, then the batch's, `0x02` between) and
+/// its tag code. Properties that decode as they are are copied without a map (the same bytes
+/// as the decoded map's encoding); others are decoded and encoded again, and what decoding
+/// drops stays out.
+fn batch_element_properties(own: &str, batch: &str) -> (String, i64) {
+    let mut props = String::with_capacity(own.len() + 1 + batch.len());
+    let tags_code = match plain_properties(own) {
+        Some(plain) => {
+            props.push_str(own);
+            tags_hash_code(plain.get(property::TAGS))
+        }
+        None => {
+            let map = decode_properties(own);
+            push_properties(&map, &mut props);
+            tags_hash_code(map.get(property::TAGS))
+        }
+    };
+    if !batch.is_empty() {
+        if !props.is_empty() {
+            props.push('\u{2}');
+        }
+        props.push_str(batch);
+    }
+    (props, tags_code)
+}
+
 fn send_batch(
     b: &Arc<BrokerInner>,
     ctx: &ChannelContext,
@@ -604,7 +630,7 @@ fn send_batch(
     }
     // A body Java's batch encoder cannot walk throws (BufferUnderflowException and the like):
     // SYSTEM_ERROR from the remoting layer.
-    let elements = match decode_batch(&body) {
+    let elements = match batch_records(&body) {
         Ok(e) if !e.is_empty() => e,
         Ok(_) => return send_error(b, ResponseCode::SystemError, "bad batch body: no message"),
         Err(e) => {
@@ -617,29 +643,17 @@ fn send_batch(
     let mut msgs = Vec::with_capacity(elements.len());
     // Each element keeps its own properties as they came, DELAY included (it is stored in the
     // batch's topic, not scheduled: `MessageExtEncoder.encode(MessageExtBatch)` copies the
-    // element's bytes).
+    // element's bytes), then the batch's. Properties that decode as they are are copied as
+    // they are; others are decoded and encoded again (what decoding drops stays out).
     for e in elements {
-        let mut props = String::with_capacity(
-            e.properties
-                .iter()
-                .map(|(k, v)| k.len() + v.len() + 2)
-                .sum::<usize>()
-                + batch_str.len(),
-        );
-        push_properties(&e.properties, &mut props);
-        if !batch_str.is_empty() {
-            if !props.is_empty() {
-                props.push('\u{2}');
-            }
-            props.push_str(&batch_str);
-        }
+        let (props, tags_code) = batch_element_properties(&e.properties, &batch_str);
         msgs.push(PutMessage {
             topic: h.topic.to_string(),
             queue_id,
             flag: e.flag,
             body: e.body,
             properties: props,
-            tags_code: tags_hash_code(e.properties.get(property::TAGS)),
+            tags_code,
             sys_flag: sys,
             born_timestamp: h.born_timestamp,
             born_host: ctx.remote_addr(),
@@ -876,5 +890,49 @@ pub(crate) async fn send_back(
                 ),
             })
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    /// What a batch element's properties were before they were copied: decoded, encoded.
+    fn via_map(own: &str, batch: &str) -> (String, i64) {
+        let map = decode_properties(own);
+        let mut props = encode_properties(&map);
+        if !batch.is_empty() {
+            if !props.is_empty() {
+                props.push('\u{2}');
+            }
+            props.push_str(batch);
+        }
+        (props, tags_hash_code(map.get(property::TAGS)))
+    }
+
+    #[test]
+    fn batch_element_properties_are_what_decoding_and_encoding_give() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let pieces = [
+            "TAGS", "KEYS", "a", "b", "", "\u{1}", "\u{2}", "x y", "\u{e9}",
+        ];
+        for _ in 0..5000 {
+            let own: String = (0..rng.gen_range(0..8))
+                .map(|_| pieces[rng.gen_range(0..pieces.len())])
+                .collect();
+            let batch =
+                ["", "CLUSTER\u{1}c", "WAIT\u{1}true\u{2}CLUSTER\u{1}c"][rng.gen_range(0..3)];
+            assert_eq!(
+                batch_element_properties(&own, batch),
+                via_map(&own, batch),
+                "{own:?}"
+            );
+        }
+        let plain = "TAGS\u{1}TagA\u{2}UNIQ_KEY\u{1}id";
+        let (props, tags) = batch_element_properties(plain, "CLUSTER\u{1}c");
+        assert_eq!(props, format!("{plain}\u{2}CLUSTER\u{1}c"));
+        assert_eq!(tags, tags_hash_code(Some("TagA")));
     }
 }

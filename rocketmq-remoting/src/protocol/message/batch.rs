@@ -56,11 +56,45 @@ fn be_i32(b: &[u8], at: usize) -> i32 {
     i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+/// One element of a batch body as it came: its flag, its body (a slice of the batch's buffer)
+/// and its properties' text, not decoded (invalid UTF-8 replaced, as
+/// `String::from_utf8_lossy` does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchRecord<'a> {
+    /// User flag.
+    pub flag: i32,
+    /// Body.
+    pub body: Bytes,
+    /// The element's own properties, encoded.
+    pub properties: std::borrow::Cow<'a, str>,
+}
+
 /// Decodes a batch body. Every record must be complete and exactly fill its stated size.
 pub fn decode_batch(body: &[u8]) -> Result<Vec<BatchElement>, StoredDecodeError> {
+    decode_batch_shared(&Bytes::copy_from_slice(body))
+}
+
+/// [`decode_batch`] of a body held in `Bytes`: each element's body is a slice of it, not a
+/// copy.
+pub fn decode_batch_shared(body: &Bytes) -> Result<Vec<BatchElement>, StoredDecodeError> {
+    Ok(batch_records(body)?
+        .into_iter()
+        .map(|r| BatchElement {
+            flag: r.flag,
+            body: r.body,
+            properties: decode_properties(&r.properties),
+        })
+        .collect())
+}
+
+/// The records of a batch body, their properties left encoded (a broker that stores a batch
+/// copies each element's properties as they are when they decode as they are, as Java's
+/// `MessageExtBatchEncoder` copies their bytes). The same checks as [`decode_batch`].
+pub fn batch_records(body: &Bytes) -> Result<Vec<BatchRecord<'_>>, StoredDecodeError> {
     let mut out = Vec::new();
-    let mut rest = body;
-    while !rest.is_empty() {
+    let mut at = 0;
+    while at < body.len() {
+        let rest = &body[at..];
         if rest.len() < 4 {
             return Err(StoredDecodeError::Truncated {
                 need: 4,
@@ -84,20 +118,17 @@ pub fn decode_batch(body: &[u8]) -> Result<Vec<BatchElement>, StoredDecodeError>
             .ok()
             .filter(|&l| 20 + l + 2 <= n)
             .ok_or(StoredDecodeError::FieldOverrun("BODYLENGTH"))?;
-        let body = Bytes::copy_from_slice(&rec[20..20 + body_len]);
         let p = 20 + body_len;
         let props_len = usize::try_from(i16::from_be_bytes([rec[p], rec[p + 1]]))
             .ok()
             .filter(|&l| p + 2 + l == n)
             .ok_or(StoredDecodeError::FieldOverrun("PROPERTIESLENGTH"))?;
-        let properties =
-            decode_properties(&String::from_utf8_lossy(&rec[p + 2..p + 2 + props_len]));
-        out.push(BatchElement {
+        out.push(BatchRecord {
             flag,
-            body,
-            properties,
+            body: body.slice(at + 20..at + 20 + body_len),
+            properties: String::from_utf8_lossy(&rec[p + 2..p + 2 + props_len]),
         });
-        rest = &rest[n..];
+        at += n;
     }
     Ok(out)
 }

@@ -9,7 +9,9 @@ mod properties;
 mod stored;
 mod tag;
 
-pub use self::batch::{decode_batch, encode_batch, BatchElement};
+pub use self::batch::{
+    batch_records, decode_batch, decode_batch_shared, encode_batch, BatchElement, BatchRecord,
+};
 pub use self::compression::{compress_zlib, decompress_body, CompressionError};
 pub use self::id::{
     decode_offset_msg_id, encode_offset_msg_id, offset_msg_id_in, push_offset_msg_id,
