@@ -14,8 +14,8 @@ use rocketmq_remoting::protocol::headers::{
 };
 use rocketmq_remoting::protocol::message::{
     decode_batch, decode_batch_shared, decode_properties, decode_stored, decode_stored_all,
-    decompress_body, encode_batch, encode_properties, encode_stored, Message, MessageExt,
-    StoredDecodeOptions,
+    decompress_body, encode_batch, encode_batch_with_ids, encode_properties, encode_stored,
+    Message, MessageExt, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
     frame, header_binary, header_json, json, ExtFields, JsonStyle, LanguageCode, RemotingCommand,
@@ -342,6 +342,20 @@ proptest! {
             prop_assert_eq!(&b.properties, &m.properties);
             prop_assert_eq!(b.flag, m.flag);
         }
+        // Ids encoded into the batch: the bytes of ids put into the messages' properties.
+        let ids: Vec<String> = (0..msgs.len()).map(|i| format!("ID{i}")).collect();
+        let with_ids = encode_batch_with_ids(
+            msgs.iter()
+                .zip(&ids)
+                .map(|(m, id)| (m, m.uniq_key().is_none().then_some(id.as_str()))),
+        );
+        let mut put = msgs.clone();
+        for (m, id) in put.iter_mut().zip(&ids) {
+            if m.uniq_key().is_none() {
+                m.put_property(rocketmq_remoting::protocol::message::property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, id);
+            }
+        }
+        prop_assert_eq!(with_ids, encode_batch(put.iter()));
         // The shared decoder reads the same, each body a slice of the batch's buffer.
         let shared = Bytes::from(body.clone());
         let sliced = decode_batch_shared(&shared).unwrap();

@@ -28,6 +28,11 @@ impl Reply {
         Self { id, tx }
     }
 
+    /// The caller's message id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
     /// Answers the caller (who may have stopped waiting).
     pub(crate) fn send(self, result: Result<SendResult>) {
         let _ = self.tx.send(result);
@@ -283,15 +288,22 @@ pub(crate) async fn flush(
 ) {
     let (msgs, replies): (Vec<Message>, Vec<Reply>) = items.into_iter().unzip();
     if msgs.len() == 1 {
-        // Alone after all: an ordinary message (no batch encoding).
-        let result = send_one(core, inst, msgs.into_iter().next()).await;
+        // Alone after all: an ordinary message (no batch encoding), with its caller's id.
+        let mut msg = msgs.into_iter().next();
+        if let (Some(m), Some(r)) = (msg.as_mut(), replies.first()) {
+            if m.uniq_key().is_none() {
+                m.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &r.id);
+            }
+        }
+        let result = send_one(core, inst, msg).await;
         if let Some(r) = replies.into_iter().next() {
             r.send(result);
         }
         return;
     }
     let result = async {
-        let p = core.prepare_batch(inst, msgs)?;
+        let ids: Vec<&str> = replies.iter().map(|r| r.id.as_str()).collect();
+        let p = core.prepare_batch_with_ids(inst, msgs, &ids)?;
         core.send_default(inst, &p, SendMode::Async, core.settings.send_msg_timeout)
             .await?
             .ok_or_else(no_result)

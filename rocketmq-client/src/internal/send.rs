@@ -15,8 +15,8 @@ use rocketmq_remoting::protocol::headers::{
     CheckTransactionStateRequestHeader, SendMessageRequestHeaderRef,
 };
 use rocketmq_remoting::protocol::message::{
-    compress_zlib, encode_batch, encode_properties, property, push_properties, sys_flag, Message,
-    MessageExt, MessageQueue, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
+    compress_zlib, encode_batch_with_ids, encode_properties, property, push_properties, sys_flag,
+    Message, MessageExt, MessageQueue, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
 };
 use rocketmq_remoting::protocol::topic::{
     self, perm, CLIENT_INNER_PRODUCER_GROUP, RETRY_GROUP_TOPIC_PREFIX,
@@ -559,14 +559,26 @@ impl ProducerCore {
     pub(crate) fn prepare_batch(
         &self,
         inst: &ClientInstance,
-        mut msgs: Vec<Message>,
+        msgs: Vec<Message>,
+    ) -> Result<Prepared> {
+        self.prepare_batch_with_ids(inst, msgs, &[])
+    }
+
+    /// [`ProducerCore::prepare_batch`] of messages whose ids were chosen already: `ids[i]` is
+    /// the `UNIQ_KEY` of `msgs[i]` when it has none (encoded into the batch, not put into the
+    /// message); a message beyond `ids` without one gets a new id.
+    pub(crate) fn prepare_batch_with_ids(
+        &self,
+        inst: &ClientInstance,
+        msgs: Vec<Message>,
+        given: &[&str],
     ) -> Result<Prepared> {
         let Some(first) = msgs.first() else {
             return Err(ClientError::InvalidMessage("the batch is empty".into()));
         };
         let topic = first.topic.clone();
         let wait = first.wait_store_msg_ok();
-        for m in &mut msgs {
+        for m in &msgs {
             if m.delay_level() > 0 {
                 return Err(ClientError::InvalidMessage(
                     "a delay level is not supported for batching".into(),
@@ -588,12 +600,24 @@ impl ProducerCore {
                 ));
             }
             check_message(m, self.settings.max_message_size)?;
-            if m.uniq_key().is_none() {
-                m.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, inst.uniq.next_id());
-            }
         }
+        // A message's own UNIQ_KEY wins; the others are encoded with the id given or a new one.
+        let ids: Vec<std::borrow::Cow<'_, str>> = msgs
+            .iter()
+            .enumerate()
+            .map(|(i, m)| match (m.uniq_key(), given.get(i)) {
+                (Some(own), _) => own.into(),
+                (None, Some(id)) => (*id).into(),
+                (None, None) => inst.uniq.next_id().into(),
+            })
+            .collect();
+        let added: Vec<Option<&str>> = msgs
+            .iter()
+            .zip(&ids)
+            .map(|(m, id)| m.uniq_key().is_none().then_some(id.as_ref()))
+            .collect();
         let topic = self.ns.wrap(&topic);
-        let body = encode_batch(msgs.iter());
+        let body = encode_batch_with_ids(msgs.iter().zip(added));
         if body.len() > self.settings.max_message_size {
             return Err(ClientError::MessageTooLarge {
                 size: body.len(),
@@ -602,7 +626,7 @@ impl ProducerCore {
         }
         let mut batch = Message::new(topic, Bytes::new());
         batch.set_wait_store_msg_ok(wait);
-        let ids: Vec<&str> = msgs.iter().filter_map(|m| m.uniq_key()).collect();
+        let ids: Vec<&str> = ids.iter().map(|id| id.as_ref()).collect();
         Ok(Prepared {
             original: None,
             count: msgs.len(),

@@ -470,7 +470,7 @@ impl DefaultMQProducer {
     }
 
     /// Puts `msg` in an automatic batch of its topic.
-    fn send_batched(&self, mut msg: Message) -> SendFuture {
+    fn send_batched(&self, msg: Message) -> SendFuture {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let future = SendFuture {
             inner: SendFutureInner::Batched(rx),
@@ -487,14 +487,11 @@ impl DefaultMQProducer {
             let _ = tx.send(Err(e));
             return future;
         }
-        // Each caller's id is known before the batch is sent.
+        // Each caller's id is known before the batch is sent; one the message lacks is encoded
+        // into the batch with it (`prepare_batch_with_ids`), not put into its properties.
         let id = match msg.uniq_key() {
             Some(id) => id.to_string(),
-            None => {
-                let id = inst.uniq.next_id();
-                msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, &id);
-                id
-            }
+            None => inst.uniq.next_id(),
         };
         let Some(acc) = core.accumulator.as_ref() else {
             return future;
@@ -506,7 +503,10 @@ impl DefaultMQProducer {
         if let Some((topic, wait, generation)) = added.arm {
             batcher::arm_linger(core.clone(), inst.clone(), topic, wait, generation);
         }
-        if let Some((msg, reply)) = added.refused {
+        if let Some((mut msg, reply)) = added.refused {
+            if msg.uniq_key().is_none() {
+                msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, reply.id());
+            }
             let this = self.clone();
             tokio::spawn(async move {
                 reply.send(this.send_async_now(msg, None).await);

@@ -22,23 +22,42 @@ pub struct BatchElement {
 
 /// Encodes the messages' flag, body and properties as a batch body.
 pub fn encode_batch<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<u8> {
-    let messages: Vec<&Message> = messages.into_iter().collect();
-    let props_len = |m: &Message| -> usize {
+    encode_batch_with_ids(messages.into_iter().map(|m| (m, None)))
+}
+
+/// [`encode_batch`] with a `UNIQ_KEY` added to the properties of the messages given one, as
+/// if it had been put into their properties last (a producer that has each message's id
+/// encodes it without growing the message's map).
+pub fn encode_batch_with_ids<'a>(
+    messages: impl IntoIterator<Item = (&'a Message, Option<&'a str>)>,
+) -> Vec<u8> {
+    let messages: Vec<(&Message, Option<&str>)> = messages.into_iter().collect();
+    let key = super::property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX;
+    let props_len = |m: &Message, id: Option<&str>| -> usize {
         m.properties
             .iter()
             .map(|(k, v)| k.len() + v.len() + 2)
-            .sum()
+            .sum::<usize>()
+            + id.map_or(0, |id| key.len() + id.len() + 2)
     };
     let mut out = Vec::with_capacity(
         messages
             .iter()
-            .map(|m| 22 + m.body.len() + props_len(m))
+            .map(|(m, id)| 22 + m.body.len() + props_len(m, *id))
             .sum(),
     );
     let mut props = String::new();
-    for m in messages {
+    for (m, id) in messages {
         props.clear();
         push_properties(&m.properties, &mut props);
+        if let Some(id) = id {
+            if !props.is_empty() {
+                props.push(super::properties::PROPERTY_SEPARATOR);
+            }
+            props.push_str(key);
+            props.push(super::properties::NAME_VALUE_SEPARATOR);
+            props.push_str(id);
+        }
         let size = 4 + 4 + 4 + 4 + 4 + m.body.len() + 2 + props.len();
         out.extend_from_slice(&(size as i32).to_be_bytes());
         out.extend_from_slice(&0i32.to_be_bytes());

@@ -10,7 +10,8 @@ mod stored;
 mod tag;
 
 pub use self::batch::{
-    batch_records, decode_batch, decode_batch_shared, encode_batch, BatchElement, BatchRecord,
+    batch_records, decode_batch, decode_batch_shared, encode_batch, encode_batch_with_ids,
+    BatchElement, BatchRecord,
 };
 pub use self::compression::{compress_zlib, decompress_body, CompressionError};
 pub use self::id::{
