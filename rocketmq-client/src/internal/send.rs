@@ -564,9 +564,9 @@ impl ProducerCore {
         self.prepare_batch_with_ids(inst, msgs, &[])
     }
 
-    /// [`ProducerCore::prepare_batch`] of messages whose ids were chosen already: `ids[i]` is
-    /// the `UNIQ_KEY` of `msgs[i]` when it has none (encoded into the batch, not put into the
-    /// message); a message beyond `ids` without one gets a new id.
+    /// [`ProducerCore::prepare_batch`] of messages whose ids were chosen already: `given[i]`
+    /// is the `UNIQ_KEY` of `msgs[i]` when it has none (encoded into the batch, not put into
+    /// the message); a message beyond `given` without one gets a new id.
     pub(crate) fn prepare_batch_with_ids(
         &self,
         inst: &ClientInstance,
