@@ -1,6 +1,7 @@
 //! Requests answered at the end of their batch (`ProcessResult::AtBatchEnd`): the frames of one
 //! read share one flush, every answer comes after the flush that covers its request, and a
-//! panicking answer is an error response, not a lost one.
+//! panicking answer is an error response, not a lost one. Requests answered at once
+//! (`process_now`) and by the flush from their note (`BatchThen::Note`) are too.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,13 +10,16 @@ use async_trait::async_trait;
 use bytes::BytesMut;
 use rocketmq_remoting::protocol::{frame, RemotingCommand, ResponseCode};
 use rocketmq_remoting::transport::{
-    BatchEnd, BatchFlush, ChannelContext, ProcessResult, RemotingServer, RequestProcessor,
+    BatchEnd, BatchFlush, BatchNote, BatchThen, ChannelContext, ProcessResult, Processed,
+    RemotingServer, RequestProcessor,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const BATCHED: i32 = 2000;
 const PANIC_LATER: i32 = 2001;
+/// Answered by `process_now`, from a note the flush reads.
+const NOTED: i32 = 2002;
 
 /// What the processor has taken and what the flushes have made "written".
 #[derive(Default)]
@@ -34,6 +38,17 @@ impl BatchFlush for Flush {
         log.written.extend(taken);
         log.flushes += 1;
     }
+
+    fn answer(&self, note: BatchNote) -> ProcessResult {
+        let id = note.0[0].to_string();
+        let written = self.0.lock().unwrap().written.contains(&id);
+        RemotingCommand::success()
+            .with_remark(format!(
+                "{id}:noted:{}",
+                if written { "written" } else { "not" }
+            ))
+            .into()
+    }
 }
 
 struct Batcher {
@@ -43,21 +58,34 @@ struct Batcher {
 
 #[async_trait]
 impl RequestProcessor for Batcher {
+    fn process_now(&self, _ctx: &ChannelContext, req: RemotingCommand) -> Processed {
+        if req.code != NOTED {
+            return Processed::Later(req);
+        }
+        let id: u64 = req
+            .ext("id")
+            .and_then(|i| i.parse().ok())
+            .unwrap_or(u64::MAX);
+        self.log.lock().unwrap().appended.push(id.to_string());
+        Processed::Now(ProcessResult::AtBatchEnd(BatchEnd {
+            flush: self.flush.clone(),
+            then: BatchThen::Note(BatchNote([id, 0, 0, 0, 0, 0, 0, 0])),
+        }))
+    }
+
     async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        assert_ne!(req.code, NOTED, "NOTED is processed at once");
         let id = req.ext("id").unwrap_or_default().to_string();
         self.log.lock().unwrap().appended.push(id.clone());
         let log = self.log.clone();
         let panics = req.code == PANIC_LATER;
-        ProcessResult::AtBatchEnd(BatchEnd {
-            flush: self.flush.clone(),
-            then: Box::new(move || {
-                assert!(!panics, "answer bug");
-                let written = log.lock().unwrap().written.contains(&id);
-                RemotingCommand::success()
-                    .with_remark(format!("{id}:{}", if written { "written" } else { "not" }))
-                    .into()
-            }),
-        })
+        ProcessResult::AtBatchEnd(BatchEnd::call(self.flush.clone(), move || {
+            assert!(!panics, "answer bug");
+            let written = log.lock().unwrap().written.contains(&id);
+            RemotingCommand::success()
+                .with_remark(format!("{id}:{}", if written { "written" } else { "not" }))
+                .into()
+        }))
     }
 }
 
@@ -86,17 +114,23 @@ async fn the_requests_of_one_read_share_one_flush_and_are_answered_after_it() {
     });
     let server = RemotingServer::builder("127.0.0.1:0")
         .processor(BATCHED, p.clone())
+        .processor(NOTED, p.clone())
         .processor(PANIC_LATER, p)
         .start()
         .await
         .unwrap();
     let mut s = TcpStream::connect(server.local_addr()).await.unwrap();
 
-    // Twenty requests in one write, the eleventh of which fails when it is answered.
+    // Twenty requests in one write, the eleventh of which fails when it is answered; every
+    // third is answered from its note.
     const N: usize = 20;
     let mut bytes = Vec::new();
     for i in 0..N {
-        let mut r = request(if i == 10 { PANIC_LATER } else { BATCHED });
+        let mut r = request(match i {
+            10 => PANIC_LATER,
+            i if i % 3 == 0 => NOTED,
+            _ => BATCHED,
+        });
         r.opaque = i as i32;
         r.set_ext("id", i.to_string());
         bytes.extend(frame::encode_to_vec(&r).unwrap());
@@ -112,6 +146,9 @@ async fn the_requests_of_one_read_share_one_flush_and_are_answered_after_it() {
         if i == 10 {
             assert_eq!(r.response_code(), ResponseCode::SystemError);
             assert!(r.remark_str().contains("failed"), "{}", r.remark_str());
+        } else if i % 3 == 0 {
+            assert_eq!(r.response_code(), ResponseCode::Success);
+            assert_eq!(r.remark_str(), format!("{i}:noted:written"));
         } else {
             assert_eq!(r.response_code(), ResponseCode::Success);
             assert_eq!(r.remark_str(), format!("{i}:written"));

@@ -117,7 +117,7 @@ pub struct BrokerInner {
     acl: OnceLock<crate::acl::hook::AclRules>,
     delay_levels: Vec<i64>,
     /// The shared work of the sends of one read: writing what they appended.
-    pub(crate) store_writes: Arc<dyn rocketmq_remoting::transport::BatchFlush>,
+    pub(crate) store_writes: Arc<put::StoreWrites>,
 }
 
 impl std::fmt::Debug for BrokerInner {
@@ -219,7 +219,7 @@ impl BrokerInner {
         props.insert(property::DELAY_TIME_LEVEL, level.to_string());
         props.insert(property::REAL_TOPIC, m.topic.clone());
         props.insert(property::REAL_QUEUE_ID, m.queue_id.to_string());
-        m.topic = rocketmq_remoting::protocol::topic::SCHEDULE_TOPIC.to_string();
+        m.topic = rocketmq_remoting::protocol::topic::SCHEDULE_TOPIC.into();
         m.queue_id = level - 1;
         true
     }
@@ -367,9 +367,10 @@ impl BrokerBuilder {
         };
         let hold = Arc::new(PullHold::default());
         store.set_arrival_listener(hold.clone());
+        let store_writes = Arc::new(put::StoreWrites::new(store.clone()));
         let inner = Arc::new(BrokerInner {
             delay_levels: cfg.store.delay_levels(),
-            store_writes: Arc::new(put::StoreWrites(store.clone())),
+            store_writes: store_writes.clone(),
             hot_memory: crate::store::physical_memory() * 40 / 100,
             cfg: cfg.clone(),
             store: store.clone(),
@@ -403,6 +404,7 @@ impl BrokerBuilder {
             addr: OnceLock::new(),
             acl: OnceLock::new(),
         });
+        let _ = store_writes.broker.set(Arc::downgrade(&inner));
         if let Some(node) = dledger {
             let _ = inner.dledger.set(node);
         }

@@ -2,12 +2,14 @@
 //! group (every write of a DLedger replica goes through the group, so that all replicas hold
 //! the same commit log).
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::transport::{BatchFlush, BatchNote, ProcessResult};
 
-use super::BrokerInner;
+use super::{processor, BrokerInner};
 use crate::ha::dledger::{DLedgerNode, ProposeError};
 use crate::store::{AppendResult, MessageStore, PutMessage, RecordSizes, StoreError, StoreResult};
 
@@ -31,12 +33,45 @@ pub(crate) enum Batched {
 /// one system call and one dispatch pass for all of them, instead of one each.
 ///
 /// [`ProcessResult::AtBatchEnd`]: rocketmq_remoting::transport::ProcessResult::AtBatchEnd
+/// It also answers the single sends that left a note ([`SendNote`]).
+///
+/// [`SendNote`]: crate::broker::processor::SendNote
 #[derive(Debug)]
-pub(crate) struct StoreWrites(pub(crate) MessageStore);
+pub(crate) struct StoreWrites {
+    store: MessageStore,
+    /// The broker, once it exists (it holds this).
+    pub(crate) broker: OnceLock<Weak<BrokerInner>>,
+    /// The origin of the notes' times.
+    pub(crate) epoch: Instant,
+}
 
-impl rocketmq_remoting::transport::BatchFlush for StoreWrites {
+impl StoreWrites {
+    /// The writes of `store`.
+    pub(crate) fn new(store: MessageStore) -> Self {
+        StoreWrites {
+            store,
+            broker: OnceLock::new(),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+impl BatchFlush for StoreWrites {
     fn flush(&self) {
-        self.0.write_appended();
+        self.store.write_appended();
+    }
+
+    fn answer(&self, note: BatchNote) -> ProcessResult {
+        match self.broker.get().and_then(Weak::upgrade) {
+            Some(b) => {
+                processor::answer_noted_send(&b, processor::SendNote::read(note, self.epoch))
+            }
+            None => RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some("the broker is shutting down".into()),
+            )
+            .into(),
+        }
     }
 }
 

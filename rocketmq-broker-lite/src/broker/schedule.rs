@@ -163,7 +163,7 @@ impl ScheduleService {
         // included.
         let props = &msg.properties;
         let m = PutMessage {
-            topic: real_topic,
+            topic: real_topic.into(),
             queue_id: real_qid,
             flag: msg.flag,
             body: msg.body.clone(),

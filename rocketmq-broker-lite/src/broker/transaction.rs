@@ -32,7 +32,7 @@ pub(crate) fn to_half(m: &mut PutMessage, props: &mut StringMap) {
     props.insert(property::REAL_TOPIC, m.topic.clone());
     props.insert(property::REAL_QUEUE_ID, m.queue_id.to_string());
     m.sys_flag = sys_flag::reset_transaction_value(m.sys_flag, sys_flag::TRANSACTION_NOT_TYPE);
-    m.topic = topic::TRANS_HALF_TOPIC.to_string();
+    m.topic = topic::TRANS_HALF_TOPIC.into();
     m.queue_id = 0;
 }
 
@@ -45,7 +45,7 @@ pub(crate) fn put_op_record(b: &BrokerInner, half_queue_offset: i64) -> Result<(
     props.insert(property::TAGS, REMOVE_TAG);
     props.insert(property::WAIT_STORE_MSG_OK, "true");
     let m = PutMessage {
-        topic: topic::TRANS_OP_HALF_TOPIC.to_string(),
+        topic: topic::TRANS_OP_HALF_TOPIC.into(),
         queue_id: 0,
         flag: 0,
         body: half_queue_offset.to_string().into_bytes().into(),
@@ -88,7 +88,7 @@ pub(crate) fn committed_message(b: &BrokerInner, half: &MessageExt) -> Option<Pu
     let real_qid: i32 = half.property(property::REAL_QUEUE_ID)?.parse().ok()?;
     let mut props = half.properties.clone();
     let mut m = PutMessage {
-        topic: real_topic,
+        topic: real_topic.into(),
         queue_id: real_qid,
         flag: half.flag,
         body: half.body.clone(),
@@ -538,7 +538,7 @@ fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -
         );
     }
     let m = PutMessage {
-        topic: half.topic.clone(),
+        topic: half.topic.as_str().into(),
         queue_id: half.queue_id,
         flag: half.flag,
         body: half.body.clone(),
@@ -567,7 +567,7 @@ fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -
 fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<PendingCheck> {
     let link = original_of(&b.store, half).map_or(half.commit_log_offset, |m| m.commit_log_offset);
     let m = PutMessage {
-        topic: half.topic.clone(),
+        topic: half.topic.as_str().into(),
         queue_id: half.queue_id,
         flag: half.flag,
         body: half.body.clone(),
@@ -649,7 +649,7 @@ fn discard(b: &BrokerInner, half: &MessageExt, props: StringMap) {
         }
     }
     let m = PutMessage {
-        topic: dest.to_string(),
+        topic: dest.into(),
         queue_id: 0,
         flag: half.flag,
         body: half.body.clone(),

@@ -756,7 +756,7 @@ impl CommitLog {
 
     fn check_message(&self, m: &PutMessage) -> StoreResult<usize> {
         if m.topic.is_empty() || m.topic.len() > 127 {
-            return Err(StoreError::BadTopic(m.topic.clone()));
+            return Err(StoreError::BadTopic(m.topic.to_string()));
         }
         if m.properties.len() > i16::MAX as usize {
             return Err(StoreError::PropertiesTooLarge(m.properties.len()));

@@ -43,7 +43,7 @@ pub use self::config::{FlushDiskType, StoreConfig};
 use self::consume_queue::{ConsumeQueue, CqEntry};
 pub use self::error::{StoreError, StoreResult};
 use self::index::IndexService;
-pub use self::record::{DispatchRequest, PutMessage};
+pub use self::record::{DispatchRequest, PutMessage, TopicName};
 pub use self::vfs::StdFs;
 use self::vfs::Vfs;
 

@@ -21,7 +21,7 @@ pub const BLANK_LEN: usize = 8;
 #[derive(Debug, Clone)]
 pub struct PutMessage {
     /// Topic (at most 127 bytes).
-    pub topic: String,
+    pub topic: TopicName,
     /// Queue id.
     pub queue_id: i32,
     /// User flag.
@@ -46,19 +46,42 @@ pub struct PutMessage {
     pub prepared_transaction_offset: i64,
 }
 
+/// Text held inline up to `N` bytes, on the heap beyond.
+#[derive(Clone, PartialEq, Eq)]
+enum InlineText<const N: usize> {
+    Inline { len: u8, bytes: [u8; N] },
+    Heap(Box<str>),
+}
+
+impl<const N: usize> InlineText<N> {
+    fn new(s: &str) -> Self {
+        if s.len() <= N {
+            let mut bytes = [0; N];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            InlineText::Inline {
+                len: s.len() as u8,
+                bytes,
+            }
+        } else {
+            InlineText::Heap(s.into())
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Copied whole from a `&str`: always UTF-8.
+            InlineText::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            InlineText::Heap(s) => s,
+        }
+    }
+}
+
 /// A record's `UNIQ_KEY`, held inline when it is short (a client's message id is 32 hex
 /// characters), so that dispatching a message allocates nothing for it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RecordKey(KeyText);
-
-#[derive(Clone, PartialEq, Eq)]
-enum KeyText {
-    Inline {
-        len: u8,
-        bytes: [u8; RecordKey::INLINE],
-    },
-    Heap(Box<str>),
-}
+pub struct RecordKey(InlineText<{ RecordKey::INLINE }>);
 
 impl RecordKey {
     /// Longest key held inline.
@@ -66,27 +89,12 @@ impl RecordKey {
 
     /// The key `s`.
     pub fn new(s: &str) -> Self {
-        if s.len() <= Self::INLINE {
-            let mut bytes = [0; Self::INLINE];
-            bytes[..s.len()].copy_from_slice(s.as_bytes());
-            RecordKey(KeyText::Inline {
-                len: s.len() as u8,
-                bytes,
-            })
-        } else {
-            RecordKey(KeyText::Heap(s.into()))
-        }
+        RecordKey(InlineText::new(s))
     }
 
     /// The key.
     pub fn as_str(&self) -> &str {
-        match &self.0 {
-            // Copied whole from a `&str`: always UTF-8.
-            KeyText::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            KeyText::Heap(s) => s,
-        }
+        self.0.as_str()
     }
 }
 
@@ -100,6 +108,110 @@ impl std::ops::Deref for RecordKey {
 impl std::fmt::Debug for RecordKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// The topic of a message to append, held inline when it is at most
+/// [`TopicName::INLINE`] bytes long (no allocation a message), on the heap beyond (a topic
+/// has at most 127 bytes in a record of version 1, 32,767 in version 2).
+#[derive(Clone, PartialEq, Eq)]
+pub struct TopicName(InlineText<{ TopicName::INLINE }>);
+
+impl TopicName {
+    /// Longest name held inline.
+    pub const INLINE: usize = 62;
+
+    /// The name `s`.
+    pub fn new(s: &str) -> Self {
+        TopicName(InlineText::new(s))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl Default for TopicName {
+    fn default() -> Self {
+        TopicName::new("")
+    }
+}
+
+impl std::ops::Deref for TopicName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for TopicName {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for TopicName {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Debug for TopicName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for TopicName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for TopicName {
+    fn from(s: &str) -> Self {
+        TopicName::new(s)
+    }
+}
+
+impl From<&String> for TopicName {
+    fn from(s: &String) -> Self {
+        TopicName::new(s)
+    }
+}
+
+impl From<String> for TopicName {
+    fn from(s: String) -> Self {
+        if s.len() <= TopicName::INLINE {
+            TopicName::new(&s)
+        } else {
+            TopicName(InlineText::Heap(s.into_boxed_str()))
+        }
+    }
+}
+
+impl From<TopicName> for String {
+    fn from(t: TopicName) -> Self {
+        t.as_str().to_string()
+    }
+}
+
+impl PartialEq<str> for TopicName {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for TopicName {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for TopicName {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
     }
 }
 

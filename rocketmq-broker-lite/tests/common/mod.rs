@@ -32,7 +32,7 @@ pub fn msg_with(
         m.put_property("KEYS", k);
     }
     PutMessage {
-        topic: topic.to_string(),
+        topic: topic.into(),
         queue_id: queue,
         flag: 0,
         body: m.body.clone(),

@@ -25,7 +25,7 @@ use super::codec::{BodyLimit, CodecError, Inbound, RemotingCodec};
 use super::hook::RpcHook;
 use super::limits::{Held, Limits, MemoryBudget, RequestHold, UnsentCharge};
 use super::processor::{
-    not_supported, BatchEnd, BatchFlush, ChannelContext, ProcessResult, RequestProcessor,
+    not_supported, BatchEnd, BatchFlush, ChannelContext, ProcessResult, Processed, RequestProcessor,
 };
 use super::tls::{ClientTlsContext, MaybeTlsStream};
 use crate::error::RemotingError;
@@ -1150,9 +1150,16 @@ impl Reader {
             return None;
         };
         let code = cmd.code;
-        let outcome = AssertUnwindSafe(processor.process(ctx, cmd))
-            .catch_unwind()
-            .await;
+        let outcome =
+            match std::panic::catch_unwind(AssertUnwindSafe(|| processor.process_now(ctx, cmd))) {
+                Ok(Processed::Now(result)) => Ok(result),
+                Ok(Processed::Later(cmd)) => {
+                    AssertUnwindSafe(processor.process(ctx, cmd))
+                        .catch_unwind()
+                        .await
+                }
+                Err(panic) => Err(panic),
+            };
         let result = match outcome {
             Ok(r) => r,
             Err(_) => {
@@ -1193,7 +1200,7 @@ impl Reader {
             self.flush(f);
         }
         for HeldAnswer { batch, answer } in held.drain(..) {
-            let result = self.settle(batch.then, answer.code);
+            let result = self.settle(batch, answer.code);
             self.answer(result, answer, deferred).await;
         }
     }
@@ -1208,13 +1215,14 @@ impl Reader {
 
     /// A held request's answer, once its batch's shared work is done: a panic is an error
     /// answer, and an answer that waits for another batch end has that work done at once.
-    fn settle(&self, then: Box<dyn FnOnce() -> ProcessResult + Send>, code: i32) -> ProcessResult {
-        let mut next = then;
+    fn settle(&self, batch: BatchEnd, code: i32) -> ProcessResult {
+        let mut next = batch;
         loop {
-            match std::panic::catch_unwind(AssertUnwindSafe(next)) {
+            let BatchEnd { flush, then } = next;
+            match std::panic::catch_unwind(AssertUnwindSafe(move || then.run(&flush))) {
                 Ok(ProcessResult::AtBatchEnd(b)) => {
                     self.flush(&b.flush);
-                    next = b.then;
+                    next = b;
                 }
                 Ok(r) => return r,
                 Err(_) => {
@@ -1231,7 +1239,7 @@ impl Reader {
             // Only `finish_batch` holds these; anything else has its shared work done now.
             ProcessResult::AtBatchEnd(b) => {
                 self.flush(&b.flush);
-                self.settle(b.then, a.code)
+                self.settle(b, a.code)
             }
             r => r,
         };

@@ -21,8 +21,8 @@ pub use self::codec::{BodyLimit, CodecError, Inbound, RemotingCodec};
 pub use self::hook::RpcHook;
 pub use self::limits::MemoryBudget;
 pub use self::processor::{
-    not_supported, BatchEnd, BatchFlush, ChannelContext, ProcessResult, ProcessorRegistry,
-    RequestProcessor,
+    not_supported, BatchEnd, BatchFlush, BatchNote, BatchThen, ChannelContext, ProcessResult,
+    Processed, ProcessorRegistry, RequestProcessor,
 };
 pub use self::server::{RemotingServer, RemotingServerBuilder, ServerHandle};
 pub use self::stream::{MaybeTlsStream, StreamReadHalf, StreamWriteHalf};

@@ -80,17 +80,66 @@ impl ProcessResult {
 }
 
 impl BatchEnd {
+    /// Answers with `then` once `flush` ran.
+    pub fn call(
+        flush: Arc<dyn BatchFlush>,
+        then: impl FnOnce() -> ProcessResult + Send + 'static,
+    ) -> Self {
+        BatchEnd {
+            flush,
+            then: BatchThen::Call(Box::new(then)),
+        }
+    }
+
     /// Does the shared work, then gives the answer.
     pub fn finish(self) -> ProcessResult {
         self.flush.flush();
-        (self.then)()
+        self.then.run(&self.flush)
     }
 }
+
+/// How a request waiting for its batch's end is answered once the shared work is done.
+pub enum BatchThen {
+    /// By a closure (one allocation a request).
+    Call(Box<dyn FnOnce() -> ProcessResult + Send>),
+    /// By the flush itself, from what the request noted ([`BatchFlush::answer`]): no
+    /// allocation a request, for the traffic a processor answers this way.
+    Note(BatchNote),
+}
+
+impl BatchThen {
+    /// The answer, once `flush` (the request's [`BatchEnd::flush`]) ran.
+    pub fn run(self, flush: &Arc<dyn BatchFlush>) -> ProcessResult {
+        match self {
+            BatchThen::Call(then) => then(),
+            BatchThen::Note(note) => flush.answer(note),
+        }
+    }
+}
+
+/// What a request answered by its batch's flush ([`BatchThen::Note`]) leaves for
+/// [`BatchFlush::answer`]: 64 bytes whose meaning the processor and its flush agree on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchNote(pub [u64; 8]);
 
 /// Work done once for the requests of one read ([`ProcessResult::AtBatchEnd`]).
 pub trait BatchFlush: Send + Sync + 'static {
     /// Does the shared work (called once per batch, on the connection's reader task).
     fn flush(&self);
+
+    /// The answer to a request that left `note` ([`BatchThen::Note`]), once [`flush`] ran.
+    /// A flush whose processor leaves no notes keeps this default, which answers
+    /// SYSTEM_ERROR.
+    ///
+    /// [`flush`]: BatchFlush::flush
+    fn answer(&self, note: BatchNote) -> ProcessResult {
+        let _ = note;
+        RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some("no answer for a noted request".into()),
+        )
+        .into()
+    }
 }
 
 /// A request waiting for the end of its batch: the shared work, then its answer.
@@ -99,7 +148,7 @@ pub struct BatchEnd {
     pub flush: Arc<dyn BatchFlush>,
     /// The answer, once `flush` ran: any result but another `AtBatchEnd`, which is flushed and
     /// answered at once.
-    pub then: Box<dyn FnOnce() -> ProcessResult + Send>,
+    pub then: BatchThen,
 }
 
 impl From<RemotingCommand> for ProcessResult {
@@ -129,6 +178,23 @@ impl std::fmt::Debug for ProcessResult {
 pub trait RequestProcessor: Send + Sync + 'static {
     /// Processes one request.
     async fn process(&self, ctx: &ChannelContext, request: RemotingCommand) -> ProcessResult;
+
+    /// Processes a request without waiting, when this processor can: its result, or the
+    /// request given back for [`RequestProcessor::process`]. The reader tries this first; a
+    /// processor answers its busiest requests here to spare each the boxed future of
+    /// `process`. The default gives every request back.
+    fn process_now(&self, ctx: &ChannelContext, request: RemotingCommand) -> Processed {
+        let _ = ctx;
+        Processed::Later(request)
+    }
+}
+
+/// What [`RequestProcessor::process_now`] did with a request.
+pub enum Processed {
+    /// Processed: the result.
+    Now(ProcessResult),
+    /// Given back, for [`RequestProcessor::process`].
+    Later(RemotingCommand),
 }
 
 /// Processors by request code, with an optional fallback for the rest.
@@ -194,6 +260,13 @@ impl RequestProcessor for ProcessorRegistry {
             None => Box::pin(std::future::ready(ProcessResult::Response(not_supported(
                 &request,
             )))),
+        }
+    }
+
+    fn process_now(&self, ctx: &ChannelContext, request: RemotingCommand) -> Processed {
+        match self.get(request.code) {
+            Some(p) => p.process_now(ctx, request),
+            None => Processed::Later(request),
         }
     }
 }

@@ -17,11 +17,15 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
-use rocketmq_remoting::transport::{BatchEnd, ChannelContext, ProcessResult, RequestProcessor};
+use rocketmq_remoting::transport::{
+    BatchEnd, BatchThen, ChannelContext, ProcessResult, Processed, RequestProcessor,
+};
 
 use super::BrokerInner;
 
-pub(crate) use self::send::{ack_when_stored, illegal_message_remark_for, store_error_code};
+pub(crate) use self::send::{
+    ack_when_stored, answer_noted_send, illegal_message_remark_for, store_error_code, SendNote,
+};
 
 /// FAQ link Java appends to some remarks.
 pub const APPLY_TOPIC_URL: &str = "http://rocketmq.apache.org/docs/faq/";
@@ -73,14 +77,29 @@ impl RequestProcessor for BrokerProcessor {
         let code = req.request_code();
         let with_header = answered_with_header(code);
         let code = code.to_i32();
-        let result = self.dispatch(ctx, req).await;
+        let result = self.dispatch(ctx, req, began).await;
         recorded(&self.broker, result, code, with_header, began)
+    }
+
+    /// Sends, which never wait before they are answered or deferred.
+    fn process_now(&self, ctx: &ChannelContext, req: RemotingCommand) -> Processed {
+        if !matches!(
+            req.request_code(),
+            RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage
+        ) {
+            return Processed::Later(req);
+        }
+        let began = Instant::now();
+        let code = req.code;
+        let result = self.send_now(ctx, req, began);
+        Processed::Now(recorded(&self.broker, result, code, true, began))
     }
 }
 
 /// `result` with its latency and response code recorded when it is answered: a clock read and
-/// a few atomic additions on handles allocated at start.
-fn recorded(
+/// a few atomic additions on handles allocated at start. A send answered from its note
+/// ([`BatchThen::Note`]) records itself.
+pub(crate) fn recorded(
     b: &Arc<BrokerInner>,
     result: ProcessResult,
     code: i32,
@@ -110,18 +129,41 @@ fn recorded(
             b.request_metrics.record(code, began.elapsed(), None);
             ProcessResult::NoResponse
         }
-        ProcessResult::AtBatchEnd(batch) => {
+        ProcessResult::AtBatchEnd(BatchEnd {
+            flush,
+            then: BatchThen::Call(then),
+        }) => {
             let b = b.clone();
-            ProcessResult::AtBatchEnd(BatchEnd {
-                flush: batch.flush,
-                then: Box::new(move || recorded(&b, (batch.then)(), code, with_header, began)),
-            })
+            ProcessResult::AtBatchEnd(BatchEnd::call(flush, move || {
+                recorded(&b, then(), code, with_header, began)
+            }))
         }
+        noted @ ProcessResult::AtBatchEnd(_) => noted,
     }
 }
 
 impl BrokerProcessor {
-    async fn dispatch(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+    /// SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, read at `began`.
+    fn send_now(
+        &self,
+        ctx: &ChannelContext,
+        req: RemotingCommand,
+        began: Instant,
+    ) -> ProcessResult {
+        let b = &self.broker;
+        b.stats.record_request();
+        if let Some(busy) = b.cfg.flow.expired(ctx, req.request_code()) {
+            return busy.into();
+        }
+        send::answer_after_topics_saved(b, send::send(b, ctx, req, began))
+    }
+
+    async fn dispatch(
+        &self,
+        ctx: &ChannelContext,
+        req: RemotingCommand,
+        began: Instant,
+    ) -> ProcessResult {
         let b = &self.broker;
         b.stats.record_request();
         let code = req.request_code();
@@ -134,7 +176,7 @@ impl BrokerProcessor {
             RequestCode::SendMessage
             | RequestCode::SendMessageV2
             | RequestCode::SendBatchMessage => {
-                send::answer_after_topics_saved(b, send::send(b, ctx, req).await)
+                send::answer_after_topics_saved(b, send::send(b, ctx, req, began))
             }
             RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
                 reply::send_reply(b, ctx, req).await

@@ -380,7 +380,7 @@ fn offset_moved_event(b: &BrokerInner, h: &PullMessageRequestHeader, next: i64) 
     props.insert(property::DELAY_TIME_LEVEL, "0");
     props.insert(property::KEYS, &h.consumer_group);
     let m = PutMessage {
-        topic: topic::OFFSET_MOVED_EVENT.to_string(),
+        topic: topic::OFFSET_MOVED_EVENT.into(),
         queue_id: 0,
         flag: 0,
         body: body::encode_fastjson(&event).into(),

@@ -81,7 +81,7 @@ pub(crate) async fn send_reply(
     // PUSH_REPLY_TIME). Java also leaves the sys flag out of the stored record; it is kept
     // here, so that a compressed reply read from the reply topic can be inflated.
     let stored = PutMessage {
-        topic: h.topic.clone(),
+        topic: h.topic.as_str().into(),
         queue_id,
         flag: h.flag,
         body: req.body.clone(),
@@ -96,7 +96,7 @@ pub(crate) async fn send_reply(
     };
     let mut push_header = ReplyMessageRequestHeader {
         producer_group: h.producer_group.clone(),
-        topic: h.topic.clone(),
+        topic: h.topic.as_str().into(),
         default_topic: h.default_topic.clone(),
         default_topic_queue_nums: h.default_topic_queue_nums,
         queue_id: h.queue_id,
@@ -214,6 +214,6 @@ async fn store(b: &Arc<BrokerInner>, m: PutMessage, queue_id: i32, resp: &mut Re
                 transaction_id: None,
             });
         }
-        Err(e) => warn!(topic, error = %e, "cannot store a reply message"),
+        Err(e) => warn!(topic = %topic, error = %e, "cannot store a reply message"),
     }
 }

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rand::Rng;
@@ -16,14 +17,14 @@ use rocketmq_remoting::protocol::message::{
 };
 use rocketmq_remoting::protocol::topic::{self, perm, TopicFilterType};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, StringMap};
-use rocketmq_remoting::transport::{BatchEnd, ChannelContext, ProcessResult};
+use rocketmq_remoting::transport::{BatchEnd, BatchNote, BatchThen, ChannelContext, ProcessResult};
 use tracing::{debug, warn};
 
 use crate::broker::processor::APPLY_TOPIC_URL;
 use crate::broker::put::{Batched, Stored};
 use crate::broker::{BrokerInner, BrokerRole};
 use crate::ha::Replication;
-use crate::store::{AppendResult, FlushDiskType, PutMessage, StoreError};
+use crate::store::{AppendResult, FlushDiskType, PutMessage, RecordSizes, StoreError};
 
 fn send_error(b: &BrokerInner, code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
     let mut r = RemotingCommand::response(code, Some(remark.into()));
@@ -235,11 +236,13 @@ pub(crate) fn answer_after_topics_saved(
     }))
 }
 
-/// SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE.
-pub(crate) async fn send(
+/// SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE, read at `began` (for the request
+/// metrics of a send answered from its note).
+pub(crate) fn send(
     b: &Arc<BrokerInner>,
     ctx: &ChannelContext,
     req: RemotingCommand,
+    began: Instant,
 ) -> ProcessResult {
     if b.is_slave() {
         return send_error(
@@ -299,7 +302,7 @@ pub(crate) async fn send(
     }
     let raw_props = h.properties.unwrap_or("");
     let mut m = PutMessage {
-        topic: h.topic.to_string(),
+        topic: h.topic.into(),
         queue_id,
         flag: h.flag,
         body: req.body.clone(),
@@ -338,16 +341,24 @@ pub(crate) async fn send(
         },
     };
     let broker = b.clone();
-    let answer = move |r: &AppendResult| {
-        let mut id = [0u8; 56];
-        let msg_id = offset_msg_id_in(broker.store_host(), r.wrote_offset as i64, &mut id);
-        stored_answer(&broker, queue_id, msg_id, r)
-    };
+    let answer = move |r: &AppendResult| single_answer(&broker, queue_id, r);
     let topic = h.topic;
     let stored = match b.store_message_batched(m) {
         Batched::Buffered(r) => {
             b.stats.record_put(topic, 1, r.end_offset - r.wrote_offset);
-            return answer_at_batch_end(b, r, wait, answer);
+            return ProcessResult::AtBatchEnd(BatchEnd {
+                flush: b.store_writes.clone(),
+                then: BatchThen::Note(
+                    SendNote {
+                        code: req.code,
+                        queue_id,
+                        wait,
+                        began,
+                        r,
+                    }
+                    .write(b.store_writes.epoch),
+                ),
+            });
         }
         Batched::Other(stored) => stored,
     };
@@ -422,6 +433,76 @@ fn special_properties(
     Ok(wait)
 }
 
+/// The answer to a stored single send.
+fn single_answer(b: &BrokerInner, queue_id: i32, r: &AppendResult) -> RemotingCommand {
+    let mut id = [0u8; 56];
+    let msg_id = offset_msg_id_in(b.store_host(), r.wrote_offset as i64, &mut id);
+    stored_answer(b, queue_id, msg_id, r)
+}
+
+/// What a single send buffered for its batch's write leaves to be answered by it
+/// ([`BatchThen::Note`], no allocation a send): what [`answer_noted_send`] needs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SendNote {
+    /// The request code (for the request metrics).
+    pub(crate) code: i32,
+    /// The queue the message went to.
+    pub(crate) queue_id: i32,
+    /// `WAIT`: whether the answer waits for the store as the flush mode and role require.
+    pub(crate) wait: bool,
+    /// When the request was read.
+    pub(crate) began: Instant,
+    /// The append (a single record).
+    pub(crate) r: AppendResult,
+}
+
+impl SendNote {
+    /// The note, its time counted from `epoch`.
+    pub(crate) fn write(&self, epoch: Instant) -> BatchNote {
+        let r = &self.r;
+        let size = match r.sizes {
+            RecordSizes::One(s) => s,
+            RecordSizes::Many(ref s) => s.first().copied().unwrap_or(0),
+        };
+        BatchNote([
+            u64::from(self.code as u32) | u64::from(self.queue_id as u32) << 32,
+            u64::from(self.wait),
+            self.began.saturating_duration_since(epoch).as_nanos() as u64,
+            r.wrote_offset,
+            r.queue_offset as u64,
+            r.store_timestamp as u64,
+            r.end_offset,
+            u64::from(size),
+        ])
+    }
+
+    /// The note `n` wrote with `epoch`.
+    pub(crate) fn read(n: BatchNote, epoch: Instant) -> Self {
+        let [codes, wait, began, wrote, queue, stamp, end, size] = n.0;
+        SendNote {
+            code: codes as u32 as i32,
+            queue_id: (codes >> 32) as u32 as i32,
+            wait: wait != 0,
+            began: epoch + Duration::from_nanos(began),
+            r: AppendResult {
+                wrote_offset: wrote,
+                sizes: RecordSizes::One(size as u32),
+                queue_offset: queue as i64,
+                store_timestamp: stamp as i64,
+                end_offset: end,
+            },
+        }
+    }
+}
+
+/// The answer to a single send buffered for its batch's write, once written: as
+/// [`ack_when_stored`], recorded in the request metrics.
+pub(crate) fn answer_noted_send(b: &Arc<BrokerInner>, n: SendNote) -> ProcessResult {
+    let resp = single_answer(b, n.queue_id, &n.r);
+    let result = ack_when_stored(b, n.r, n.wait, resp);
+    super::recorded(b, result, n.code, true, n.began)
+}
+
 /// The answer to a stored send: SendMessageResponseHeader's fields written straight into the
 /// header's JSON (no map, and no copy of the broker's region or trace switch a message).
 fn stored_answer(
@@ -457,13 +538,10 @@ fn answer_at_batch_end(
     answer: impl FnOnce(&AppendResult) -> RemotingCommand + Send + 'static,
 ) -> ProcessResult {
     let b2 = b.clone();
-    ProcessResult::AtBatchEnd(BatchEnd {
-        flush: b.store_writes.clone(),
-        then: Box::new(move || {
-            let resp = answer(&r);
-            ack_when_stored(&b2, r, wait, resp)
-        }),
-    })
+    ProcessResult::AtBatchEnd(BatchEnd::call(b.store_writes.clone(), move || {
+        let resp = answer(&r);
+        ack_when_stored(&b2, r, wait, resp)
+    }))
 }
 
 /// The answer to a send the store refused.
@@ -648,7 +726,7 @@ fn send_batch(
     for e in elements {
         let (props, tags_code) = batch_element_properties(&e.properties, &batch_str);
         msgs.push(PutMessage {
-            topic: h.topic.to_string(),
+            topic: h.topic.into(),
             queue_id,
             flag: e.flag,
             body: e.body,
@@ -862,7 +940,7 @@ pub(crate) async fn send_back(
         .unwrap_or_else(|| msg.offset_msg_id.clone());
     props.insert(property::ORIGIN_MESSAGE_ID, origin);
     let mut m = PutMessage {
-        topic: topic_name,
+        topic: topic_name.into(),
         queue_id: queue,
         flag: msg.flag,
         body: msg.body.clone(),
@@ -898,6 +976,28 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+
+    #[test]
+    fn a_send_note_reads_back_what_was_written() {
+        let epoch = Instant::now();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(23);
+        for _ in 0..2_000 {
+            let n = SendNote {
+                code: rng.gen(),
+                queue_id: rng.gen(),
+                wait: rng.gen(),
+                began: epoch + Duration::from_nanos(rng.gen_range(0..u64::MAX / 2)),
+                r: AppendResult {
+                    wrote_offset: rng.gen(),
+                    sizes: RecordSizes::One(rng.gen()),
+                    queue_offset: rng.gen(),
+                    store_timestamp: rng.gen(),
+                    end_offset: rng.gen(),
+                },
+            };
+            assert_eq!(SendNote::read(n.write(epoch), epoch), n);
+        }
+    }
 
     /// What a batch element's properties were before they were copied: decoded, encoded.
     fn via_map(own: &str, batch: &str) -> (String, i64) {

@@ -103,8 +103,11 @@ impl<'a> Reader<'a> {
         let n = usize::try_from(n).map_err(|_| ProposalError("negative length"))?;
         self.take(n)
     }
+    fn str(&mut self) -> Result<&'a str, ProposalError> {
+        std::str::from_utf8(self.bytes()?).map_err(|_| ProposalError("not UTF-8"))
+    }
     fn string(&mut self) -> Result<String, ProposalError> {
-        String::from_utf8(self.bytes()?.to_vec()).map_err(|_| ProposalError("not UTF-8"))
+        self.str().map(str::to_string)
     }
     fn addr(&mut self) -> Result<SocketAddr, ProposalError> {
         let ip: std::net::IpAddr = match self.u8()? {
@@ -237,7 +240,7 @@ fn decode_write(r: &mut Reader<'_>) -> Result<Write, ProposalError> {
     }
     let mut msgs = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        let topic = r.string()?;
+        let topic = r.str()?;
         let queue_id = r.i32()?;
         let flag = r.i32()?;
         let body = r.shared_bytes()?;
@@ -250,7 +253,7 @@ fn decode_write(r: &mut Reader<'_>) -> Result<Write, ProposalError> {
         let reconsume_times = r.i32()?;
         let prepared_transaction_offset = r.i64()?;
         msgs.push(PutMessage {
-            topic,
+            topic: topic.into(),
             queue_id,
             flag,
             body,
