@@ -158,7 +158,10 @@ impl BrokerInner {
         if !self.appends_buffered() {
             return Batched::Other(self.store_messages(vec![msg]));
         }
-        self.append_buffered(std::slice::from_ref(&msg))
+        let appended = self.append_buffered(std::slice::from_ref(&msg));
+        // Its properties' buffer serves the next send this thread reads.
+        rocketmq_remoting::util::spare::keep_string(msg.properties);
+        appended
     }
 
     /// Whether send requests are appended to the write buffer and written at the end of their

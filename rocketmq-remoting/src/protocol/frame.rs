@@ -68,10 +68,17 @@ pub enum FrameError {
 pub fn encode_head(cmd: &RemotingCommand) -> Result<Vec<u8>, FrameError> {
     // Room for a send's header (~350 bytes with its properties) without regrowing.
     let mut out = Vec::with_capacity(512);
+    encode_head_into(cmd, &mut out)?;
+    Ok(out)
+}
+
+/// [`encode_head`] into `out`, whose bytes it replaces (a buffer reused from frame to frame).
+pub fn encode_head_into(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), FrameError> {
+    out.clear();
     out.extend_from_slice(&[0u8; 8]);
     match cmd.serialize_type {
-        SerializeType::Json => header_json::encode(cmd, &mut out),
-        SerializeType::RocketMq => header_binary::encode(cmd, &mut out),
+        SerializeType::Json => header_json::encode(cmd, out),
+        SerializeType::RocketMq => header_binary::encode(cmd, out),
     }
     let header_len = out.len() - 8;
     if header_len > MAX_HEADER_LEN {
@@ -85,7 +92,7 @@ pub fn encode_head(cmd: &RemotingCommand) -> Result<Vec<u8>, FrameError> {
     out[0..4].copy_from_slice(&total.to_be_bytes());
     let word = (u32::from(cmd.serialize_type.code()) << 24) | header_len as u32;
     out[4..8].copy_from_slice(&word.to_be_bytes());
-    Ok(out)
+    Ok(())
 }
 
 /// Encodes the whole frame of `cmd` into `dst`.

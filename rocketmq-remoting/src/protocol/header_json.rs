@@ -34,10 +34,11 @@ pub struct JsonExtFields {
 }
 
 impl JsonExtFields {
-    /// No entries, with room for `bytes` bytes of encoded members.
+    /// No entries, with room for `bytes` bytes of encoded members (in a buffer this thread
+    /// kept from a dropped one, if it has one: see [`crate::util::spare`]).
     pub fn with_capacity(bytes: usize) -> Self {
         Self {
-            members: Vec::with_capacity(bytes),
+            members: crate::util::spare::bytes(bytes),
             len: 0,
         }
     }
@@ -109,6 +110,13 @@ impl JsonExtFields {
             .ok()
             .and_then(|cmd| cmd.ext_fields)
             .unwrap_or_default()
+    }
+}
+
+impl Drop for JsonExtFields {
+    /// The buffer serves this thread's next [`JsonExtFields::with_capacity`].
+    fn drop(&mut self) {
+        crate::util::spare::keep_bytes(std::mem::take(&mut self.members));
     }
 }
 

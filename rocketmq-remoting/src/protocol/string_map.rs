@@ -5,14 +5,48 @@
 //! The maps are small (a handful to a few dozen entries), so a vector with linear lookup beats
 //! hashing.
 
+use std::cell::RefCell;
 use std::fmt;
 
 use bytes::Bytes;
+
+use crate::util::spare::{self, Kept};
 
 /// Text bytes of the first allocation of an empty map's text.
 const FIRST_TEXT: usize = 64;
 /// Entries of the first allocation of an empty map.
 const FIRST_ENTRIES: usize = 4;
+
+thread_local! {
+    static KEPT_BUFFERS: RefCell<Vec<(String, Vec<Span>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Buffers of dropped maps, for the next [`StringMap::with_capacities`] of the thread: a
+/// request's header is decoded into a map and dropped on the connection's reader, whose next
+/// request then costs no allocation for it.
+static KEPT: Kept<(String, Vec<Span>)> = Kept(&KEPT_BUFFERS);
+
+/// Entries above which a dropped map's buffers are freed rather than kept.
+const KEPT_ENTRIES_MAX: usize = 256;
+
+impl Drop for StringMap {
+    fn drop(&mut self) {
+        let (text, entries) = (
+            std::mem::take(&mut self.text),
+            std::mem::take(&mut self.entries),
+        );
+        if text.capacity() > 0
+            && entries.capacity() > 0
+            && text.capacity() <= spare::MAX_BYTES
+            && entries.capacity() <= KEPT_ENTRIES_MAX
+        {
+            let (mut text, mut entries) = (text, entries);
+            text.clear();
+            entries.clear();
+            KEPT.keep((text, entries));
+        }
+    }
+}
 
 /// Where one entry's key and value sit in the map's text.
 #[derive(Clone, Copy, Debug)]
@@ -203,9 +237,13 @@ impl StringMap {
 
     /// An empty map with room for `n` entries holding `text` bytes of keys and values.
     pub fn with_capacities(n: usize, text: usize) -> Self {
+        // The buffers of a map this thread dropped, if it kept any (see `Drop`).
+        let (mut t, mut e) = KEPT.take().unwrap_or_default();
+        t.reserve(text);
+        e.reserve(n);
         Self {
-            text: String::with_capacity(text),
-            entries: Vec::with_capacity(n),
+            text: t,
+            entries: e,
             json: None,
         }
     }
@@ -622,6 +660,31 @@ mod tests {
             count as u32,
             String::new(),
         )
+    }
+
+    #[test]
+    fn a_dropped_maps_buffers_serve_the_threads_next_map() {
+        let mut m = StringMap::with_capacities(8, 200);
+        m.insert("topic", "T");
+        m.insert("queueId", "3");
+        let text = m.text.as_ptr() as usize;
+        drop(m);
+        let again = StringMap::with_capacities(4, 100);
+        assert!(again.is_empty());
+        assert_eq!(again.get("topic"), None);
+        assert_eq!(
+            again.text.as_ptr() as usize,
+            text,
+            "the dropped map's text buffer"
+        );
+        assert!(again.text.capacity() >= 200 && again.entries.capacity() >= 8);
+        // On another thread, a new map.
+        std::thread::spawn(move || {
+            let other = StringMap::with_capacities(4, 100);
+            assert_ne!(other.text.as_ptr() as usize, text);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

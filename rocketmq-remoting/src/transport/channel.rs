@@ -147,6 +147,35 @@ struct Inner {
     /// What the connection holds in memory, and its limits.
     held: Arc<Held>,
     limits: Limits,
+    /// Head buffers of written frames, for the next frames' heads (no allocation a frame).
+    spare_heads: Mutex<Vec<Vec<u8>>>,
+}
+
+/// Written frames' head buffers a connection keeps for its next frames.
+const SPARE_HEADS: usize = 64;
+/// Head buffers larger than this are not kept.
+const SPARE_HEAD_MAX: usize = 4096;
+
+impl Inner {
+    /// A head buffer: a written frame's, or a new one.
+    fn head_buffer(&self) -> Vec<u8> {
+        lock(&self.spare_heads)
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(512))
+    }
+
+    /// Keeps the head buffers of written frames for the next frames.
+    fn keep_heads(&self, heads: impl Iterator<Item = Vec<u8>>) {
+        let mut spare = lock(&self.spare_heads);
+        for head in heads {
+            if spare.len() >= SPARE_HEADS {
+                break;
+            }
+            if head.capacity() <= SPARE_HEAD_MAX {
+                spare.push(head);
+            }
+        }
+    }
 }
 
 /// A connection to a peer, shared by everyone who talks over it. Cloning is cheap.
@@ -365,6 +394,7 @@ impl Channel {
                 hooks,
                 held: Arc::default(),
                 limits,
+                spare_heads: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -440,7 +470,8 @@ impl Channel {
     /// (a wake-up, which here may cost waking another worker thread); in a burst (a flush
     /// completing a dozen sends) the writer task gathers the frames into one `writev`.
     async fn enqueue(&self, cmd: &RemotingCommand) -> Result<(), RemotingError> {
-        let head = frame::encode_head(cmd).map_err(|source| RemotingError::Encode {
+        let mut head = self.inner.head_buffer();
+        frame::encode_head_into(cmd, &mut head).map_err(|source| RemotingError::Encode {
             addr: self.inner.remote_str.clone(),
             source,
         })?;
@@ -469,6 +500,7 @@ impl Channel {
                         let now = Instant::now();
                         g.writes = [g.writes[1], now];
                         drop(g);
+                        self.inner.keep_heads(std::iter::once(frame.head));
                         self.touch_at(now);
                         return Ok(());
                     }
@@ -710,8 +742,10 @@ async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiv
             g.queued = g.queued.saturating_sub(batch.len());
             g.writes = [g.writes[1], now];
         }
-        // Written: their bytes no longer count as unsent.
-        batch.clear();
+        // Written: their bytes no longer count as unsent, their heads' buffers serve again.
+        channel
+            .inner
+            .keep_heads(batch.drain(..).map(|frame| frame.head));
         channel.touch_at(now);
         if closing {
             break;

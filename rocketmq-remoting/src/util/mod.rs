@@ -2,4 +2,5 @@
 
 pub mod hash;
 pub mod net;
+pub mod spare;
 pub mod time;

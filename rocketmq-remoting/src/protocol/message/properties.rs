@@ -86,9 +86,10 @@ impl<'a> PlainProperties<'a> {
 
     /// The string [`encode_properties`] gives for the decoded map after `remove(drop)` and
     /// `insert(key, value)`: the items in order without `drop`, `key`'s value replaced where it
-    /// is or the item added last. One allocation.
+    /// is or the item added last. One allocation, or none when this thread kept a buffer
+    /// ([`crate::util::spare`]).
     pub fn rewritten(&self, drop: &str, key: &str, value: &str) -> String {
-        let mut out = String::with_capacity(self.s.len() + key.len() + value.len() + 2);
+        let mut out = crate::util::spare::string(self.s.len() + key.len() + value.len() + 2);
         let mut set = false;
         for (k, v) in self.items() {
             if k == drop {
