@@ -289,6 +289,56 @@ async fn timeouts_and_cancellations_leave_nothing_pending() {
 }
 
 #[tokio::test]
+async fn each_request_times_out_at_its_own_deadline_on_a_shared_connection() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::default();
+    assert_eq!(echoed(&client, &addr, "connect").await, "connect");
+    let started = std::time::Instant::now();
+    let short = client.invoke(&addr, request(SILENT), Duration::from_millis(60));
+    let long = client.invoke(&addr, request(SILENT), Duration::from_millis(400));
+    tokio::pin!(long);
+    // The short one fails first, not before its deadline, while the long one still waits.
+    let err = tokio::select! {
+        r = short => r.unwrap_err(),
+        _ = &mut long => panic!("the longer timeout cannot end first"),
+        _ = tokio::time::sleep(Duration::from_secs(10)) => panic!("no timeout fired"),
+    };
+    assert!(
+        matches!(err, RemotingError::Timeout { code: SILENT, .. }),
+        "{err}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(60));
+    assert_eq!(client.pending_requests(), 1);
+    // Answered requests go on meanwhile.
+    assert_eq!(echoed(&client, &addr, "between").await, "between");
+    let err = tokio::time::timeout(Duration::from_secs(10), long)
+        .await
+        .expect("the longer timeout fires too")
+        .unwrap_err();
+    assert!(
+        matches!(err, RemotingError::Timeout { code: SILENT, .. }),
+        "{err}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    assert_eq!(client.pending_requests(), 0);
+    // Nothing pending stops the connection's sweep; the next request's timeout starts another.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.invoke(&addr, request(SILENT), Duration::from_millis(30)),
+    )
+    .await
+    .expect("a timeout after an idle spell still fires")
+    .unwrap_err();
+    assert!(
+        matches!(err, RemotingError::Timeout { code: SILENT, .. }),
+        "{err}"
+    );
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
 async fn a_dying_connection_fails_pending_calls_at_once() {
     let (server, _) = start_server(1 << 24, 100).await;
     let addr = server.local_addr().to_string();

@@ -124,7 +124,24 @@ enum Outbound {
     Close,
 }
 
-type Pending = oneshot::Sender<Result<RemotingCommand, RemotingError>>;
+/// A request waiting for its response: where the response goes, and when the request times
+/// out (the connection's sweeper fails it then: see [`sweep`]).
+struct Pending {
+    tx: oneshot::Sender<Result<RemotingCommand, RemotingError>>,
+    deadline: tokio::time::Instant,
+    code: i32,
+    after: Duration,
+}
+
+impl Pending {
+    fn answer(self, r: Result<RemotingCommand, RemotingError>) {
+        let _ = self.tx.send(r);
+    }
+}
+
+/// How often a connection with requests waiting looks for those that timed out (Java's client
+/// scans its response table every second; a timeout here comes at most this late).
+const SWEEP_EVERY: Duration = Duration::from_millis(10);
 
 struct Inner {
     id: u64,
@@ -134,6 +151,9 @@ struct Inner {
     tx: mpsc::Sender<Outbound>,
     gate: Mutex<WriteGate>,
     pending: Mutex<FastHashMap<i32, Pending>>,
+    /// Whether a task fails the pending requests that time out ([`sweep`]): one timer a
+    /// connection instead of one a request.
+    sweeping: AtomicBool,
     closed: CancellationToken,
     /// Set once, just before `closed` is cancelled: what [`Channel::is_active`] reads on every
     /// request (a token's state sits behind a mutex).
@@ -387,6 +407,7 @@ impl Channel {
                     socket,
                 }),
                 pending: Mutex::new(FastHashMap::default()),
+                sweeping: AtomicBool::new(false),
                 closed: CancellationToken::new(),
                 is_closed: AtomicBool::new(false),
                 born: Instant::now(),
@@ -597,34 +618,46 @@ impl Channel {
         request.flag &= !FLAG_RESPONSE;
         self.run_before_hooks(&mut request)?;
         let (tx, rx) = oneshot::channel();
-        lock(&self.inner.pending).insert(request.opaque, tx);
+        lock(&self.inner.pending).insert(
+            request.opaque,
+            Pending {
+                tx,
+                deadline,
+                code: request.code,
+                after: timeout,
+            },
+        );
         let _guard = PendingGuard {
             inner: &self.inner,
             opaque: request.opaque,
         };
+        // The response's wait is bounded by the connection's sweep, not a timer of its own.
+        if !self.inner.sweeping.swap(true, Ordering::AcqRel) {
+            tokio::spawn(sweep(Arc::downgrade(&self.inner)));
+        }
         if !self.is_active() {
             return Err(self.closed_error());
         }
-        let timed_out = || RemotingError::Timeout {
-            addr: self.inner.remote_str.clone(),
-            code: request.code,
-            after: timeout,
-        };
-        // One timer for both waits (registered only if one of them has to wait).
-        let expiry = tokio::time::sleep_until(deadline);
-        tokio::pin!(expiry);
-        tokio::select! {
-            biased;
-            r = self.enqueue(&request) => r?,
-            _ = &mut expiry => return Err(timed_out()),
-        }
-        let mut response = tokio::select! {
-            biased;
-            r = rx => match r {
-                Ok(r) => r?,
-                Err(_) => return Err(self.closed_error()),
+        // Queued at once, as a rule; a timer only when the queue is full.
+        let enqueued = self.enqueue(&request);
+        tokio::pin!(enqueued);
+        match futures::poll!(enqueued.as_mut()) {
+            std::task::Poll::Ready(r) => r?,
+            std::task::Poll::Pending => tokio::select! {
+                biased;
+                r = enqueued => r?,
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(RemotingError::Timeout {
+                        addr: self.inner.remote_str.clone(),
+                        code: request.code,
+                        after: timeout,
+                    })
+                }
             },
-            _ = &mut expiry => return Err(timed_out()),
+        }
+        let mut response = match rx.await {
+            Ok(r) => r?,
+            Err(_) => return Err(self.closed_error()),
         };
         for h in self.inner.hooks.iter() {
             h.after_response(&self.inner.remote_str, &request, &mut response)
@@ -664,9 +697,64 @@ fn close_channel(inner: &Inner, why: &str) {
         debug!(remote = %inner.remote, pending = drained.len(), why, "failing pending requests");
     }
     for p in drained {
-        let _ = p.send(Err(RemotingError::ConnectionClosed {
+        p.answer(Err(RemotingError::ConnectionClosed {
             addr: inner.remote_str.clone(),
         }));
+    }
+}
+
+/// Fails the connection's pending requests as they time out, every [`SWEEP_EVERY`], until
+/// none is left (a request then starts another sweep).
+async fn sweep(inner: std::sync::Weak<Inner>) {
+    /// Clears the flag if the task ends without doing it (its runtime stopped), so that the
+    /// next request starts a sweep again.
+    struct Sweeping {
+        inner: std::sync::Weak<Inner>,
+        done: bool,
+    }
+    impl Drop for Sweeping {
+        fn drop(&mut self) {
+            if let (false, Some(inner)) = (self.done, self.inner.upgrade()) {
+                inner.sweeping.store(false, Ordering::Release);
+            }
+        }
+    }
+    let mut guard = Sweeping { inner, done: false };
+    let mut expired = Vec::new();
+    loop {
+        tokio::time::sleep(SWEEP_EVERY).await;
+        let Some(inner) = guard.inner.upgrade() else {
+            return;
+        };
+        let now = tokio::time::Instant::now();
+        {
+            let mut pending = lock(&inner.pending);
+            if pending.is_empty() {
+                // Under the lock: a request added after this starts a sweep of its own.
+                inner.sweeping.store(false, Ordering::Release);
+                guard.done = true;
+                return;
+            }
+            expired.extend(
+                pending
+                    .iter()
+                    .filter(|(_, p)| p.deadline <= now)
+                    .map(|(opaque, _)| *opaque),
+            );
+            let timed_out: Vec<Pending> = expired
+                .drain(..)
+                .filter_map(|opaque| pending.remove(&opaque))
+                .collect();
+            drop(pending);
+            for p in timed_out {
+                let (code, after) = (p.code, p.after);
+                p.answer(Err(RemotingError::Timeout {
+                    addr: inner.remote_str.clone(),
+                    code,
+                    after,
+                }));
+            }
+        }
     }
 }
 
@@ -1106,9 +1194,7 @@ impl Reader {
                     if cmd.is_response() {
                         let waiter = lock(&self.channel.inner.pending).remove(&cmd.opaque);
                         match waiter {
-                            Some(w) => {
-                                let _ = w.send(Ok(cmd));
-                            }
+                            Some(w) => w.answer(Ok(cmd)),
                             None => debug!(
                                 remote = %self.channel.inner.remote,
                                 opaque = cmd.opaque,

@@ -386,14 +386,20 @@ impl RemotingClient {
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let ch = match tokio::time::timeout_at(deadline, self.channel(addr)).await {
-            Ok(r) => r?,
-            Err(_) => {
-                return Err(RemotingError::ConnectTimeout {
-                    addr: addr.to_string(),
-                    after: timeout,
-                })
-            }
+        // A connected address answers at once: a timer only when it has to connect.
+        let channel = self.channel(addr);
+        tokio::pin!(channel);
+        let ch = match futures::poll!(channel.as_mut()) {
+            std::task::Poll::Ready(r) => r?,
+            std::task::Poll::Pending => match tokio::time::timeout_at(deadline, channel).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(RemotingError::ConnectTimeout {
+                        addr: addr.to_string(),
+                        after: timeout,
+                    })
+                }
+            },
         };
         ch.invoke_until(request, deadline, timeout).await
     }
