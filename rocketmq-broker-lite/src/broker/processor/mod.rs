@@ -83,10 +83,7 @@ impl RequestProcessor for BrokerProcessor {
 
     /// Sends, which never wait before they are answered or deferred.
     fn process_now(&self, ctx: &ChannelContext, req: RemotingCommand) -> Processed {
-        if !matches!(
-            req.request_code(),
-            RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage
-        ) {
+        if !is_send(req.request_code()) {
             return Processed::Later(req);
         }
         let began = Instant::now();
@@ -94,6 +91,14 @@ impl RequestProcessor for BrokerProcessor {
         let result = self.send_now(ctx, req, began);
         Processed::Now(recorded(&self.broker, result, code, true, began))
     }
+}
+
+/// The send requests ([`RequestProcessor::process_now`] takes them).
+fn is_send(code: RequestCode) -> bool {
+    matches!(
+        code,
+        RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage
+    )
 }
 
 /// `result` with its latency and response code recorded when it is answered: a clock read and
@@ -143,7 +148,8 @@ pub(crate) fn recorded(
 }
 
 impl BrokerProcessor {
-    /// SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, read at `began`.
+    /// SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, read at `began` (the preamble
+    /// of [`BrokerProcessor::dispatch`], then the send).
     fn send_now(
         &self,
         ctx: &ChannelContext,
@@ -164,20 +170,18 @@ impl BrokerProcessor {
         req: RemotingCommand,
         began: Instant,
     ) -> ProcessResult {
+        let code = req.request_code();
+        if is_send(code) {
+            return self.send_now(ctx, req, began);
+        }
         let b = &self.broker;
         b.stats.record_request();
-        let code = req.request_code();
         // Java's BrokerFastFailure: a request that waited too long since it was read is
         // answered SYSTEM_BUSY, not processed late (its client has likely given up on it).
         if let Some(busy) = b.cfg.flow.expired(ctx, code) {
             return busy.into();
         }
         match code {
-            RequestCode::SendMessage
-            | RequestCode::SendMessageV2
-            | RequestCode::SendBatchMessage => {
-                send::answer_after_topics_saved(b, send::send(b, ctx, req, began))
-            }
             RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
                 reply::send_reply(b, ctx, req).await
             }
