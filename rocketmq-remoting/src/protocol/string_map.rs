@@ -31,16 +31,13 @@ const KEPT_ENTRIES_MAX: usize = 256;
 
 impl Drop for StringMap {
     fn drop(&mut self) {
-        let (text, entries) = (
-            std::mem::take(&mut self.text),
-            std::mem::take(&mut self.entries),
-        );
+        let mut text = std::mem::take(&mut self.text);
+        let mut entries = std::mem::take(&mut self.entries);
         if text.capacity() > 0
             && entries.capacity() > 0
             && text.capacity() <= spare::MAX_BYTES
             && entries.capacity() <= KEPT_ENTRIES_MAX
         {
-            let (mut text, mut entries) = (text, entries);
             text.clear();
             entries.clear();
             KEPT.keep((text, entries));

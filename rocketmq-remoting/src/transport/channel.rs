@@ -720,14 +720,13 @@ async fn sweep(inner: std::sync::Weak<Inner>) {
         }
     }
     let mut guard = Sweeping { inner, done: false };
-    let mut expired = Vec::new();
     loop {
         tokio::time::sleep(SWEEP_EVERY).await;
         let Some(inner) = guard.inner.upgrade() else {
             return;
         };
         let now = tokio::time::Instant::now();
-        {
+        let timed_out: Vec<Pending> = {
             let mut pending = lock(&inner.pending);
             if pending.is_empty() {
                 // Under the lock: a request added after this starts a sweep of its own.
@@ -735,25 +734,23 @@ async fn sweep(inner: std::sync::Weak<Inner>) {
                 guard.done = true;
                 return;
             }
-            expired.extend(
-                pending
-                    .iter()
-                    .filter(|(_, p)| p.deadline <= now)
-                    .map(|(opaque, _)| *opaque),
-            );
-            let timed_out: Vec<Pending> = expired
-                .drain(..)
-                .filter_map(|opaque| pending.remove(&opaque))
+            let expired: Vec<i32> = pending
+                .iter()
+                .filter(|(_, p)| p.deadline <= now)
+                .map(|(opaque, _)| *opaque)
                 .collect();
-            drop(pending);
-            for p in timed_out {
-                let (code, after) = (p.code, p.after);
-                p.answer(Err(RemotingError::Timeout {
-                    addr: inner.remote_str.clone(),
-                    code,
-                    after,
-                }));
-            }
+            expired
+                .iter()
+                .filter_map(|opaque| pending.remove(opaque))
+                .collect()
+        };
+        for p in timed_out {
+            let (code, after) = (p.code, p.after);
+            p.answer(Err(RemotingError::Timeout {
+                addr: inner.remote_str.clone(),
+                code,
+                after,
+            }));
         }
     }
 }

@@ -17,13 +17,12 @@ thread_local! {
     static BYTES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Buffers this thread kept ([`keep_bytes`]).
+static KEPT_BYTES: Kept<Vec<u8>> = Kept(&BYTES);
+
 /// An empty buffer with room for at least `capacity` bytes: one this thread kept, or a new one.
 pub fn bytes(capacity: usize) -> Vec<u8> {
-    let kept = BYTES
-        .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.pop()))
-        .ok()
-        .flatten();
-    match kept {
+    match KEPT_BYTES.take() {
         Some(mut v) => {
             v.reserve(capacity);
             v
@@ -39,13 +38,7 @@ pub fn keep_bytes(mut v: Vec<u8>) {
         return;
     }
     v.clear();
-    let _ = BYTES.try_with(|b| {
-        if let Ok(mut b) = b.try_borrow_mut() {
-            if b.len() < KEPT {
-                b.push(v);
-            }
-        }
-    });
+    KEPT_BYTES.keep(v);
 }
 
 /// An empty string with room for at least `capacity` bytes, in a kept buffer if this thread

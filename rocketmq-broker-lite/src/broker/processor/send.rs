@@ -460,10 +460,8 @@ impl SendNote {
     /// The note, its time counted from `epoch`.
     pub(crate) fn write(&self, epoch: Instant) -> BatchNote {
         let r = &self.r;
-        let size = match r.sizes {
-            RecordSizes::One(s) => s,
-            RecordSizes::Many(ref s) => s.first().copied().unwrap_or(0),
-        };
+        // A single send's append: one record.
+        let size = r.sizes.first().copied().unwrap_or(0);
         BatchNote([
             u64::from(self.code as u32) | u64::from(self.queue_id as u32) << 32,
             u64::from(self.wait),
