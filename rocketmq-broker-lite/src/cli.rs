@@ -25,25 +25,40 @@ pub fn init_logging() {
         .try_init();
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub async fn stop_signal() {
+/// Listens for SIGINT and SIGTERM from the moment it is called; the returned future completes
+/// on the first. Call it before the program says it is ready: a signal that arrives before
+/// anything listens takes its default action (the process dies, no graceful stop).
+pub fn stop_signal() -> futures::future::BoxFuture<'static, ()> {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        async fn first(s: Option<Signal>) {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        let (term, int) = (
+            signal(SignalKind::terminate()).ok(),
+            signal(SignalKind::interrupt()).ok(),
+        );
+        Box::pin(async move {
+            if term.is_none() && int.is_none() {
                 let _ = tokio::signal::ctrl_c().await;
                 return;
             }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+            tokio::select! {
+                _ = first(term) => {}
+                _ = first(int) => {}
+            }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        Box::pin(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }

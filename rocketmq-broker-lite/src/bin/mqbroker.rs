@@ -87,6 +87,8 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    // Listening before it says it is ready (see `stop_signal`).
+    let stop = stop_signal();
     if let Err(e) = rocketmq_broker_lite::log_file::init("mqbroker", &args.log) {
         eprintln!("{e}");
         return std::process::ExitCode::from(2);
@@ -109,7 +111,7 @@ async fn main() -> std::process::ExitCode {
         "The broker[{}] boot success. serializeType=JSON",
         broker.broker_addr()
     );
-    stop_signal().await;
+    stop.await;
     if let Err(e) = broker.shutdown().await {
         eprintln!("broker shutdown failed: {e}");
         return std::process::ExitCode::from(1);

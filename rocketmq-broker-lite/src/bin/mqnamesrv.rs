@@ -35,6 +35,8 @@ struct Args {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    // Listening before it says it is ready (see `stop_signal`).
+    let stop = stop_signal();
     if let Err(e) = rocketmq_broker_lite::log_file::init("mqnamesrv", &args.log) {
         eprintln!("{e}");
         return std::process::ExitCode::from(2);
@@ -119,7 +121,7 @@ async fn main() -> std::process::ExitCode {
         "The Name Server boot success. serializeType=JSON, address {}",
         ns.local_addr()
     );
-    stop_signal().await;
+    stop.await;
     ns.shutdown().await;
     std::process::ExitCode::SUCCESS
 }

@@ -58,6 +58,8 @@ struct Args {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    // Listening before it says it is ready (see `stop_signal`).
+    let stop = stop_signal();
     if let Err(e) = rocketmq_broker_lite::log_file::init("rocketmq-lite", &args.log) {
         eprintln!("{e}");
         return std::process::ExitCode::from(2);
@@ -172,7 +174,7 @@ async fn main() -> std::process::ExitCode {
     );
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    stop_signal().await;
+    stop.await;
     if let Some(m) = &metrics {
         m.shutdown().await;
     }
