@@ -690,18 +690,32 @@ async fn operations_commands_read_and_change_the_cluster() {
     let broker_name = list[0]["Broker Name"].as_str().unwrap().to_string();
     create_topic(&ns, "CliOps", 4).await;
     let p = producer(&ns, "cli-ops-p").await;
+    // Two messages a queue, each sent to its queue (a send retried under load would move on
+    // to the next queue and break the round-robin's even spread).
     for i in 0..8 {
-        p.send(rocketmq_client::Message::new("CliOps", format!("m{i}")).with_tags("T"))
-            .await
-            .unwrap();
+        let mq = rocketmq_client::MessageQueue::new("CliOps", &broker_name, i % 4);
+        p.send_to_queue(
+            rocketmq_client::Message::new("CliOps", format!("m{i}")).with_tags("T"),
+            &mq,
+        )
+        .await
+        .unwrap();
     }
-    // A group that consumed half: its committed offsets (2 per queue).
     let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
-    for q in 0..4 {
-        let mq = rocketmq_client::MessageQueue::new("CliOps", &broker_name, q);
-        let m = admin.lookup().max_offset(&mq).await.unwrap();
-        assert_eq!(m, 2);
-    }
+    wait_until(Duration::from_secs(30), "two entries in each queue", || {
+        let admin = admin.clone();
+        let broker_name = broker_name.clone();
+        async move {
+            for q in 0..4 {
+                let mq = rocketmq_client::MessageQueue::new("CliOps", &broker_name, q);
+                if admin.lookup().max_offset(&mq).await.ok() != Some(2) {
+                    return false;
+                }
+            }
+            true
+        }
+    })
+    .await;
     let cons = push_builder(&ns, "cli-ops-c")
         .consume_from_where(rocketmq_client::consumer::ConsumeFromWhere::ConsumeFromFirstOffset)
         .subscribe("CliOps", "*")

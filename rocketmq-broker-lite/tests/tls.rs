@@ -123,6 +123,30 @@ async fn master_and_slave_replicate_over_tls_and_the_ha_port_refuses_plain_peers
     namesrv.shutdown().await;
 }
 
+/// Waits (20 s at most) until exactly one node of a DLedger group leads and every node knows it.
+async fn single_leader(nodes: &[rocketmq_broker_lite::broker::BrokerHandle]) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let leaders: Vec<usize> = (0..nodes.len())
+            .filter(|&i| nodes[i].inner().dledger().unwrap().is_leader())
+            .collect();
+        if let [l] = leaders[..] {
+            let id = nodes[l].inner().dledger().unwrap().id();
+            if nodes
+                .iter()
+                .all(|n| n.inner().dledger().unwrap().leader() == Some(id))
+            {
+                return l;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no single leader over TLS: {leaders:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dledger_group_replicates_over_tls_and_its_peer_port_refuses_plain_peers() {
     let pki = TestPki::new("broker-dledger");
@@ -162,39 +186,39 @@ async fn a_dledger_group_replicates_over_tls_and_its_peer_port_refuses_plain_pee
         apply(&mut cfg, &props);
         nodes.push(Broker::builder(cfg).start().await.unwrap());
     }
-    let leader = {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(l) = nodes
-                .iter()
-                .position(|n| n.inner().dledger().unwrap().is_leader())
-            {
-                break l;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "no leader elected over TLS"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    // A loaded host can delay a heartbeat past the election timeout, so the group may change
+    // leader while the test runs: every send goes to whichever node leads now.
     let c = tls_client(&pki);
     for i in 0..50 {
-        let r = send(
-            &c,
-            &nodes[leader].broker_addr(),
-            "TlsRaftTopic",
-            i % 4,
-            &format!("message {i}"),
-        )
-        .await;
-        assert_eq!(
-            r.response_code(),
-            ResponseCode::Success,
-            "{}",
-            r.remark_str()
-        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let leader = single_leader(&nodes).await;
+            let r = send(
+                &c,
+                &nodes[leader].broker_addr(),
+                "TlsRaftTopic",
+                i % 4,
+                &format!("message {i}"),
+            )
+            .await;
+            if r.response_code() == ResponseCode::Success {
+                break;
+            }
+            // Only a lost leadership may refuse the write.
+            assert_eq!(
+                r.response_code(),
+                ResponseCode::ServiceNotAvailable,
+                "{}",
+                r.remark_str()
+            );
+            assert!(
+                std::time::Instant::now() < deadline,
+                "message {i} refused for 30 s: {}",
+                r.remark_str()
+            );
+        }
     }
+    let leader = single_leader(&nodes).await;
     let end = nodes[leader].store().commit_log_written_offset();
     let stores: Vec<_> = nodes.iter().map(|n| n.store().clone()).collect();
     eventually("every node to apply the writes", move || {
