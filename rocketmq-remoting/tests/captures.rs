@@ -190,7 +190,16 @@ fn request_header_decodes(cmd: &RemotingCommand) {
         RequestCode::SendMessage | RequestCode::SendMessageV2 | RequestCode::SendBatchMessage => {
             SendMessageRequestHeader::read_for_code(cmd.code, &ext).map(|_| ())
         }
-        RequestCode::PullMessage => PullMessageRequestHeader::read_from(&ext).map(|_| ()),
+        RequestCode::PullMessage => {
+            // The broker reads pulls borrowed: the same header as the owned decode.
+            let owned = PullMessageRequestHeader::read_from(&ext);
+            let borrowed = PullMessageRequestHeaderRef::read(&ext).map(|h| h.to_header());
+            assert_eq!(
+                borrowed.as_ref().map_err(|e| e.to_string()),
+                owned.as_ref().map_err(|e| e.to_string())
+            );
+            owned.map(|_| ())
+        }
         RequestCode::QueryConsumerOffset => {
             QueryConsumerOffsetRequestHeader::read_from(&ext).map(|_| ())
         }

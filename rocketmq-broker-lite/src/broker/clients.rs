@@ -223,6 +223,15 @@ impl ClientManager {
         lock(&self.consumers).get(group).cloned()
     }
 
+    /// What `f` reads of a consumer group's info, without copying it (`None`: no such group).
+    pub fn with_consumer_group<R>(
+        &self,
+        group: &str,
+        f: impl FnOnce(&ConsumerGroupInfo) -> R,
+    ) -> Option<R> {
+        lock(&self.consumers).get(group).map(f)
+    }
+
     /// The subscription of a group to a topic.
     pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
         lock(&self.consumers)

@@ -81,20 +81,30 @@ impl SubscriptionGroupManager {
     /// An auto-created group is saved by the broker's periodic persist (and at shutdown), not
     /// here: heartbeats and pulls, which call this, never wait for the disk.
     pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        self.find_or_create_with(group, SubscriptionGroupConfig::clone)
+    }
+
+    /// What `f` reads of a group's config, found or created as [`Self::find_or_create`] does,
+    /// without copying the config (a pull reads four of its fields).
+    pub fn find_or_create_with<R>(
+        &self,
+        group: &str,
+        f: impl FnOnce(&SubscriptionGroupConfig) -> R,
+    ) -> Option<R> {
         let mut st = lock(&self.state);
         if let Some(c) = st.subscription_group_table.get(group) {
-            return Some(c.clone());
+            return Some(f(c));
         }
         if !self.auto_create || topic::name_problem(group, topic::GROUP_MAX_LENGTH).is_some() {
             return None;
         }
         let c = SubscriptionGroupConfig::new(group);
-        st.subscription_group_table
-            .insert(group.to_string(), c.clone());
+        let r = f(&c);
+        st.subscription_group_table.insert(group.to_string(), c);
         st.data_version.next_version(self.clock.now_ms());
         drop(st);
         self.dirty.store(true, Ordering::Release);
-        Some(c)
+        Some(r)
     }
 
     /// Creates or replaces a group.

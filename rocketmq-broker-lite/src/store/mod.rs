@@ -1093,6 +1093,8 @@ impl MessageStore {
             return r;
         }
         r.status = GetStatus::NoMatchedMessage;
+        // One allocation for the offsets of what is found, not one at each doubling.
+        r.queue_offsets = Vec::with_capacity(max_msgs.min(entries.len()));
         let cl_max = self.inner.log.max_offset();
         let cl_min = self.inner.log.min_offset();
         let mem = self.inner.memory_bytes * 40 / 100;

@@ -855,12 +855,6 @@ async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiv
     close_channel(&channel.inner, "writer stopped");
 }
 
-/// The parts of `f` not written yet: slices of head and body, then file regions (the first
-/// one possibly started).
-fn unwritten(f: &Frame) -> ([&[u8]; 2], Vec<FileRegion>) {
-    (unwritten_bytes(f), unwritten_regions(f))
-}
-
 /// What of `f`'s head and body is not written yet (either part may be empty): no allocation,
 /// as for every answer a connection writes at once.
 fn unwritten_bytes(f: &Frame) -> [&[u8]; 2] {
@@ -871,26 +865,25 @@ fn unwritten_bytes(f: &Frame) -> [&[u8]; 2] {
     }
 }
 
-/// What of `f`'s file regions is not written yet.
-fn unwritten_regions(f: &Frame) -> Vec<FileRegion> {
-    let mut regions = Vec::new();
-    let Some(all) = f.regions.as_deref() else {
-        return regions;
-    };
+/// What of `f`'s file regions is not written yet (the first one possibly started).
+fn unwritten_regions(f: &Frame) -> impl Iterator<Item = FileRegion> + '_ {
     let mut skip = f.written.saturating_sub(f.head.len() + f.body.len());
-    for r in all {
-        if skip >= r.len {
-            skip -= r.len;
-        } else {
-            regions.push(FileRegion {
+    f.regions
+        .iter()
+        .flat_map(|all| all.iter())
+        .filter_map(move |r| {
+            if skip >= r.len {
+                skip -= r.len;
+                return None;
+            }
+            let region = FileRegion {
                 file: r.file.clone(),
                 offset: r.offset + skip as u64,
                 len: r.len - skip,
-            });
+            };
             skip = 0;
-        }
-    }
-    regions
+            Some(region)
+        })
 }
 
 /// Writes as much of `f`'s head and body (it has no file regions) as the socket takes without
@@ -920,13 +913,13 @@ fn write_now(w: &OwnedWriteHalf, f: &Frame) -> std::io::Result<usize> {
 async fn write_frames(w: &OwnedWriteHalf, batch: &[Frame]) -> std::io::Result<()> {
     let mut parts: Vec<&[u8]> = Vec::with_capacity(batch.len() * 2);
     for f in batch {
-        let (slices, regions) = unwritten(f);
-        parts.extend(slices.into_iter().filter(|p| !p.is_empty()));
-        if !regions.is_empty() {
+        parts.extend(unwritten_bytes(f).into_iter().filter(|p| !p.is_empty()));
+        let mut regions = unwritten_regions(f).peekable();
+        if regions.peek().is_some() {
             write_slices(w, &parts).await?;
             parts.clear();
-            for r in &regions {
-                send_file_region(w, r).await?;
+            for r in regions {
+                send_file_region(w, &r).await?;
             }
         }
     }
@@ -990,12 +983,11 @@ async fn send_file_region(w: &OwnedWriteHalf, r: &FileRegion) -> std::io::Result
 #[cfg(feature = "tls")]
 async fn write_frames_tls(w: &mut TlsWriter, batch: &[Frame]) -> std::io::Result<()> {
     for f in batch {
-        let (slices, regions) = unwritten(f);
-        for s in slices {
+        for s in unwritten_bytes(f) {
             w.write_all(s).await?;
         }
-        for r in &regions {
-            copy_file_region(w, r).await?;
+        for r in unwritten_regions(f) {
+            copy_file_region(w, &r).await?;
         }
     }
     w.flush().await

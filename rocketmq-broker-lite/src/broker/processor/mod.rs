@@ -81,14 +81,20 @@ impl RequestProcessor for BrokerProcessor {
         recorded(&self.broker, result, code, with_header, began)
     }
 
-    /// Sends, which never wait before they are answered or deferred.
+    /// Sends and pulls, which never wait before they are answered or deferred.
     fn process_now(&self, ctx: &ChannelContext, req: RemotingCommand) -> Processed {
-        if !is_send(req.request_code()) {
+        let code = req.request_code();
+        let pull = code == RequestCode::PullMessage && !self.vip;
+        if !pull && !is_send(code) {
             return Processed::Later(req);
         }
         let began = Instant::now();
         let code = req.code;
-        let result = self.send_now(ctx, req, began);
+        let result = if pull {
+            self.pull_now(ctx, req)
+        } else {
+            self.send_now(ctx, req, began)
+        };
         Processed::Now(recorded(&self.broker, result, code, true, began))
     }
 }
@@ -164,6 +170,16 @@ impl BrokerProcessor {
         send::answer_after_topics_saved(b, send::send(b, ctx, req, began))
     }
 
+    /// PULL_MESSAGE (the preamble of [`BrokerProcessor::dispatch`], then the pull).
+    fn pull_now(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        let b = &self.broker;
+        b.stats.record_request();
+        if let Some(busy) = b.cfg.flow.expired(ctx, req.request_code()) {
+            return busy.into();
+        }
+        pull::pull(b, ctx, req)
+    }
+
     async fn dispatch(
         &self,
         ctx: &ChannelContext,
@@ -188,7 +204,7 @@ impl BrokerProcessor {
             RequestCode::ConsumerSendMsgBack => {
                 send::answer_after_topics_saved(b, send::send_back(b, ctx, req).await)
             }
-            RequestCode::PullMessage if !self.vip => pull::pull(b, ctx, req).await,
+            RequestCode::PullMessage if !self.vip => pull::pull(b, ctx, req),
             RequestCode::HeartBeat => client::heartbeat(b, ctx, req).await,
             RequestCode::UnregisterClient => client::unregister(b, ctx, req).await,
             RequestCode::CheckClientConfig => client::check_client_config(b, req).await,

@@ -1,12 +1,14 @@
 //! PULL_MESSAGE (11) with tag filtering and long polling.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::body;
-use rocketmq_remoting::protocol::body::{MessageModel, SubscriptionData, SubscriptionGroupConfig};
+use rocketmq_remoting::protocol::body::{
+    MessageModel, SubscriptionData, SubscriptionGroupConfig, SUB_ALL,
+};
 use rocketmq_remoting::protocol::headers::{
-    pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
+    pull_sys_flag, PullMessageRequestHeaderRef, PullMessageResponseHeader,
 };
 use rocketmq_remoting::protocol::message::{
     encode_properties, property, tags_hash_code, MessageQueue,
@@ -25,13 +27,68 @@ fn error(code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
     ProcessResult::Response(RemotingCommand::response(code, Some(remark.into())))
 }
 
-/// PULL_MESSAGE.
-pub(crate) async fn pull(
+/// What a pull reads of its group's config (read in place: the config is not copied a pull).
+#[derive(Debug, Clone, Copy)]
+struct PullGroup {
+    consume_enable: bool,
+    consume_broadcast_enable: bool,
+    which_broker_when_consume_slowly: i64,
+    broker_id: i64,
+}
+
+impl From<&SubscriptionGroupConfig> for PullGroup {
+    fn from(c: &SubscriptionGroupConfig) -> Self {
+        Self {
+            consume_enable: c.consume_enable,
+            consume_broadcast_enable: c.consume_broadcast_enable,
+            which_broker_when_consume_slowly: c.which_broker_when_consume_slowly,
+            broker_id: c.broker_id,
+        }
+    }
+}
+
+/// The filter of a pull that takes every message, shared by all of them.
+fn every_message() -> Arc<PullFilter> {
+    static ALL: LazyLock<Arc<PullFilter>> = LazyLock::new(|| Arc::new(PullFilter::All));
+    ALL.clone()
+}
+
+/// A subscription as a pull uses it.
+struct PullSubscription {
+    /// The expression type when it is not TAG (SQL92): the broker must filter by properties.
+    non_tag_type: Option<String>,
+    /// The TAG subscription to filter by; `None` for one that takes every tag (and for SQL92).
+    tags: Option<SubscriptionData>,
+}
+
+/// What a group's registered subscription to a topic says to a pull (read under the clients'
+/// lock: the subscription is copied only when its tags filter).
+enum Registered {
+    NoGroup,
+    NoBroadcast,
+    NoSubscription,
+    Found {
+        sub_version: i64,
+        sub: PullSubscription,
+    },
+}
+
+/// PULL_MESSAGE, read and answered (or parked) at once: nothing in it waits.
+pub(crate) fn pull(
     b: &Arc<BrokerInner>,
     ctx: &ChannelContext,
     req: RemotingCommand,
 ) -> ProcessResult {
-    let h: PullMessageRequestHeader = match req.decode_header() {
+    let no_fields;
+    let ext = match &req.ext_fields {
+        Some(e) => e,
+        None => {
+            no_fields = StringMap::default();
+            &no_fields
+        }
+    };
+    // The header's strings are borrowed from the request.
+    let h = match PullMessageRequestHeaderRef::read(ext) {
         Ok(h) => h,
         Err(e) => return error(ResponseCode::SystemError, format!("bad pull header: {e}")),
     };
@@ -44,7 +101,10 @@ pub(crate) async fn pull(
             ),
         );
     }
-    let Some(group) = b.subs.find_or_create(&h.consumer_group) else {
+    let Some(group) = b
+        .subs
+        .find_or_create_with(h.consumer_group, |c| PullGroup::from(c))
+    else {
         return error(
             ResponseCode::SubscriptionGroupNotExist,
             format!(
@@ -59,7 +119,9 @@ pub(crate) async fn pull(
             format!("subscription group no permission, {}", h.consumer_group),
         );
     }
-    let Some(tc) = b.topics.get(&h.topic) else {
+    let Some((topic_perm, read_queue_nums)) =
+        b.topics.with(h.topic, |tc| (tc.perm, tc.read_queue_nums))
+    else {
         return error(
             ResponseCode::TopicNotExist,
             format!(
@@ -68,20 +130,20 @@ pub(crate) async fn pull(
             ),
         );
     };
-    if !perm::is_readable(tc.perm) {
+    if !perm::is_readable(topic_perm) {
         return error(
             ResponseCode::NoPermission,
             format!("the topic[{}] pulling message is forbidden", h.topic),
         );
     }
-    if h.queue_id < 0 || h.queue_id >= tc.read_queue_nums {
+    if h.queue_id < 0 || h.queue_id >= read_queue_nums {
         return error(
             ResponseCode::SystemError,
             format!(
                 "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
                 h.queue_id,
                 h.topic,
-                tc.read_queue_nums,
+                read_queue_nums,
                 ctx.remote_addr()
             ),
         );
@@ -90,23 +152,25 @@ pub(crate) async fn pull(
     // The compiled SQL92 expression of a non-TAG subscription (Java `ConsumerFilterData`).
     let mut sql: Option<Arc<SqlFilter>> = None;
     let sub = if has_subscription {
-        let ty = h.expression_type.as_deref();
+        let ty = h.expression_type;
         if is_tag_type(ty) {
-            SubscriptionData::from_tag_expression(
-                h.topic.clone(),
-                h.subscription.as_deref().unwrap_or("*"),
-                h.sub_version,
-            )
+            // Java `FilterAPI.buildSubscriptionData`: null, empty or `*` takes every tag.
+            let expr = h.subscription.unwrap_or(SUB_ALL).trim();
+            PullSubscription {
+                non_tag_type: None,
+                tags: (!expr.is_empty() && expr != SUB_ALL)
+                    .then(|| SubscriptionData::from_tag_expression(h.topic, expr, h.sub_version)),
+            }
         } else {
             // Java `FilterAPI.build` + `ConsumerFilterManager.build`: an empty expression or
             // one that does not compile is SUBSCRIPTION_PARSE_FAILED, whether or not the
             // broker filters by SQL92.
-            let expr = h.subscription.as_deref().unwrap_or_default();
+            let expr = h.subscription.unwrap_or_default();
             let built = (!expr.is_empty())
                 .then(|| {
                     ConsumerFilterData::build(
-                        &h.topic,
-                        &h.consumer_group,
+                        h.topic,
+                        h.consumer_group,
                         expr,
                         ty,
                         h.sub_version,
@@ -130,44 +194,66 @@ pub(crate) async fn pull(
                     )
                 }
             }
-            SubscriptionData {
-                topic: h.topic.clone(),
-                sub_string: expr.to_string(),
-                expression_type: h.expression_type.clone(),
-                sub_version: h.sub_version,
-                ..Default::default()
+            PullSubscription {
+                non_tag_type: ty.map(str::to_string),
+                tags: None,
             }
         }
     } else {
-        let Some(info) = b.clients.consumer_group(&h.consumer_group) else {
-            return error(
-                ResponseCode::SubscriptionNotExist,
-                format!("the consumer's group info not exist {APPLY_TOPIC_URL}"),
-            );
+        let registered = b
+            .clients
+            .with_consumer_group(h.consumer_group, |info| {
+                if !group.consume_broadcast_enable
+                    && info.message_model == MessageModel::Broadcasting
+                {
+                    return Registered::NoBroadcast;
+                }
+                let Some(s) = info.subscriptions.get(h.topic) else {
+                    return Registered::NoSubscription;
+                };
+                let tag_type = is_tag_type(s.expression_type.as_deref());
+                Registered::Found {
+                    sub_version: s.sub_version,
+                    sub: PullSubscription {
+                        non_tag_type: (!tag_type)
+                            .then(|| s.expression_type.clone().unwrap_or_default()),
+                        tags: (tag_type && !s.is_all()).then(|| s.clone()),
+                    },
+                }
+            })
+            .unwrap_or(Registered::NoGroup);
+        let (sub_version, s) = match registered {
+            Registered::Found { sub_version, sub } => (sub_version, sub),
+            Registered::NoGroup => {
+                return error(
+                    ResponseCode::SubscriptionNotExist,
+                    format!("the consumer's group info not exist {APPLY_TOPIC_URL}"),
+                )
+            }
+            Registered::NoBroadcast => {
+                return error(
+                    ResponseCode::NoPermission,
+                    format!(
+                        "the consumer group[{}] can not consume by broadcast way",
+                        h.consumer_group
+                    ),
+                )
+            }
+            Registered::NoSubscription => {
+                return error(
+                    ResponseCode::SubscriptionNotExist,
+                    format!("the consumer's subscription not exist {APPLY_TOPIC_URL}"),
+                )
+            }
         };
-        if !group.consume_broadcast_enable && info.message_model == MessageModel::Broadcasting {
-            return error(
-                ResponseCode::NoPermission,
-                format!(
-                    "the consumer group[{}] can not consume by broadcast way",
-                    h.consumer_group
-                ),
-            );
-        }
-        let Some(s) = info.subscriptions.get(&h.topic).cloned() else {
-            return error(
-                ResponseCode::SubscriptionNotExist,
-                format!("the consumer's subscription not exist {APPLY_TOPIC_URL}"),
-            );
-        };
-        if s.sub_version < h.sub_version {
+        if sub_version < h.sub_version {
             return error(
                 ResponseCode::SubscriptionNotLatest,
                 "the consumer's subscription not latest",
             );
         }
-        if !is_tag_type(s.expression_type.as_deref()) {
-            let Some(d) = b.filters.get(&h.topic, &h.consumer_group) else {
+        if s.non_tag_type.is_some() {
+            let Some(d) = b.filters.get(h.topic, h.consumer_group) else {
                 return error(
                     ResponseCode::FilterDataNotExist,
                     "The broker's consumer filter data is not exist!Your expression may be wrong!",
@@ -183,32 +269,31 @@ pub(crate) async fn pull(
         }
         s
     };
-    if !is_tag_type(sub.expression_type.as_deref()) && !b.cfg.enable_property_filter {
-        return error(
-            ResponseCode::SystemError,
-            format!(
-                "The broker does not support consumer to filter message by {}",
-                sub.expression_type.as_deref().unwrap_or_default()
-            ),
-        );
+    if let Some(ty) = &sub.non_tag_type {
+        if !b.cfg.enable_property_filter {
+            return error(
+                ResponseCode::SystemError,
+                format!("The broker does not support consumer to filter message by {ty}"),
+            );
+        }
     }
-    let tags = (sql.is_none() && !sub.is_all()).then(|| Arc::new(sub));
+    let tags = sub.tags.filter(|_| sql.is_none()).map(Arc::new);
     let retry = if b.cfg.filter_support_retry {
-        PullFilter::for_retry(&h.topic, tags.clone(), b.filters.clone())
+        PullFilter::for_retry(h.topic, tags.clone(), b.filters.clone())
     } else {
         None
     };
-    let filter = Arc::new(match (retry, sql, tags) {
-        (Some(retry), _, _) => retry,
-        (None, Some(sql), _) => PullFilter::Sql(sql),
-        (None, None, Some(tags)) => PullFilter::Tags(tags),
-        (None, None, None) => PullFilter::All,
-    });
+    let filter = match (retry, sql, tags) {
+        (Some(retry), _, _) => Arc::new(retry),
+        (None, Some(sql), _) => Arc::new(PullFilter::Sql(sql)),
+        (None, None, Some(tags)) => Arc::new(PullFilter::Tags(tags)),
+        (None, None, None) => every_message(),
+    };
     let suspend = h.sys_flag & pull_sys_flag::SUSPEND != 0;
     // Commit the offset the consumer piggy-backs (first execution only, masters only).
     if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && !b.is_slave() {
         b.offsets
-            .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+            .commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset);
     }
     let first = read(b, &h, &filter, &group);
     match first {
@@ -222,13 +307,16 @@ pub(crate) async fn pull(
             };
             let wake = b
                 .hold
-                .park(&h.topic, h.queue_id, h.queue_offset, filter.wake_filter());
+                .park(h.topic, h.queue_id, h.queue_offset, filter.wake_filter());
+            // The parked pull owns its header.
+            let h = h.to_header();
             let b = b.clone();
             let stop = b.shutdown.clone();
             let channel = ctx.channel.clone();
             let opaque = req.opaque;
             ProcessResult::Deferred(Box::pin(async move {
                 // A message may have arrived between the read and parking: check again.
+                let h = h.as_ref();
                 let resp = match read(&b, &h, &filter, &group) {
                     ReadOutcome::Done(resp) => resp,
                     ReadOutcome::NotFound(_) => {
@@ -266,18 +354,18 @@ enum ReadOutcome {
 
 fn read(
     b: &BrokerInner,
-    h: &PullMessageRequestHeader,
+    h: &PullMessageRequestHeaderRef<'_>,
     filter: &PullFilter,
-    group: &SubscriptionGroupConfig,
+    group: &PullGroup,
 ) -> ReadOutcome {
     let max = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
     // A SQL92 filter reads each record's properties: those pulls cannot send from the files.
     let r = if filter.reads_records() {
         b.store
-            .get_messages(&h.topic, h.queue_id, h.queue_offset, max, filter)
+            .get_messages(h.topic, h.queue_id, h.queue_offset, max, filter)
     } else {
         b.store
-            .get_messages_for_transfer(&h.topic, h.queue_id, h.queue_offset, max, filter)
+            .get_messages_for_transfer(h.topic, h.queue_id, h.queue_offset, max, filter)
     };
     // Java `DefaultMessageStore.nextOffsetCorrection`: a slave (unless `offsetCheckInSlave`)
     // does not correct the offset of a request that found no entry to read.
@@ -334,8 +422,8 @@ fn read(
     });
     if code == ResponseCode::Success {
         b.stats.record_get(
-            &h.topic,
-            &h.consumer_group,
+            h.topic,
+            h.consumer_group,
             r.count() as u64,
             r.total_size() as u64,
         );
@@ -368,24 +456,24 @@ struct OffsetMovedEvent<'a> {
 /// `PullMessageProcessor.generateOffsetMovedEvent` does: tags and keys are the group, DELAY=0
 /// (no WAIT: the message is built with no properties), body the event as JSON, born and store
 /// host the broker's address, queue 0.
-fn offset_moved_event(b: &BrokerInner, h: &PullMessageRequestHeader, next: i64) {
+fn offset_moved_event(b: &BrokerInner, h: &PullMessageRequestHeaderRef<'_>, next: i64) {
     let event = OffsetMovedEvent {
-        consumer_group: &h.consumer_group,
-        message_queue: MessageQueue::new(h.topic.clone(), b.cfg.broker_name.clone(), h.queue_id),
+        consumer_group: h.consumer_group,
+        message_queue: MessageQueue::new(h.topic, b.cfg.broker_name.clone(), h.queue_id),
         offset_new: next,
         offset_request: h.queue_offset,
     };
     let mut props = StringMap::new();
-    props.insert(property::TAGS, &h.consumer_group);
+    props.insert(property::TAGS, h.consumer_group);
     props.insert(property::DELAY_TIME_LEVEL, "0");
-    props.insert(property::KEYS, &h.consumer_group);
+    props.insert(property::KEYS, h.consumer_group);
     let m = PutMessage {
         topic: topic::OFFSET_MOVED_EVENT.into(),
         queue_id: 0,
         flag: 0,
         body: body::encode_fastjson(&event).into(),
         properties: encode_properties(&props),
-        tags_code: tags_hash_code(Some(&h.consumer_group)),
+        tags_code: tags_hash_code(Some(h.consumer_group)),
         sys_flag: 0,
         born_timestamp: b.clock.now_ms(),
         born_host: b.store_host(),
