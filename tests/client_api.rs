@@ -467,7 +467,7 @@ async fn a_namespace_wraps_names_on_the_wire_only() {
             let body = String::from_utf8_lossy(&m.body).to_string();
             s.lock()
                 .unwrap()
-                .push((m.topic.clone(), q.topic.clone(), m.reconsume_times));
+                .push((m.topic.clone(), q.topic.to_string(), m.reconsume_times));
             if body == "hello" && m.reconsume_times == 0 {
                 ConsumeConcurrentlyStatus::ReconsumeLater
             } else {
@@ -492,7 +492,7 @@ async fn a_namespace_wraps_names_on_the_wire_only() {
     let owned: BTreeSet<String> = cons
         .owned_queues()
         .iter()
-        .map(|q| q.topic.clone())
+        .map(|q| q.topic.to_string())
         .collect();
     assert_eq!(
         owned,

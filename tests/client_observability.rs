@@ -171,7 +171,7 @@ impl ConsumeMessageHook for RecordingConsumeHook {
     ) {
         self.calls.lock().unwrap().push((
             ctx.consumer_group.to_string(),
-            ctx.queue.topic.clone(),
+            ctx.queue.topic.to_string(),
             ctx.messages
                 .iter()
                 .map(|m| String::from_utf8_lossy(&m.body).to_string())

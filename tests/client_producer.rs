@@ -444,7 +444,7 @@ async fn a_failed_broker_leaves_the_route_at_once() {
             let p = p2.clone();
             async move {
                 let qs = p.fetch_publish_message_queues("Failover").await.unwrap();
-                brokers(qs) == BTreeSet::from(["broker-a".to_string()])
+                brokers(qs) == BTreeSet::from(["broker-a".into()])
             }
         },
     )

@@ -100,7 +100,11 @@ async fn real_lag(
         .iter()
         .map(|(mq, o)| {
             (
-                (mq.topic.clone(), mq.broker_name.clone(), mq.queue_id),
+                (
+                    mq.topic.to_string(),
+                    mq.broker_name.to_string(),
+                    mq.queue_id,
+                ),
                 (
                     o.broker_offset,
                     o.consumer_offset,

@@ -88,7 +88,7 @@ async fn messages_are_read_by_pulling_per_topic_queue_offset_and_time() {
             )
             .await
             .unwrap();
-        broker = r.message_queue.broker_name.clone();
+        broker = r.message_queue.broker_name.to_string();
     }
     // The newest store time so far, read through the admin's own pull API.
     let admin = MQAdmin::connect(&ns).unwrap();

@@ -24,7 +24,7 @@ pub use config::{ClientConfig, Credentials, TlsClientConfig, TraceConfig};
 pub use error::{ClientError, Result};
 pub use internal::api::{PullResult, PullStatus};
 pub use internal::lookup::{MessageLookup, QueryResult};
-pub use rocketmq_remoting::protocol::message::{Message, MessageExt, MessageQueue};
+pub use rocketmq_remoting::protocol::message::{Message, MessageExt, MessageQueue, SharedStr};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

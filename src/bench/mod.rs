@@ -621,7 +621,7 @@ async fn start_consumer(
     while c
         .owned_queues()
         .iter()
-        .filter(|q| topics.contains(&q.topic))
+        .filter(|q| topics.iter().any(|t| q.topic == *t))
         .count()
         < want
         && Instant::now() < deadline

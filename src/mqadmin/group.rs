@@ -173,8 +173,8 @@ pub(crate) async fn consumer_progress(admin: &MQAdmin, group: &Option<String>) -
         let diff = o.broker_offset - o.consumer_offset.max(0);
         total += diff;
         t.row(vec![
-            mq.topic.clone(),
-            mq.broker_name.clone(),
+            mq.topic.to_string(),
+            mq.broker_name.to_string(),
             mq.queue_id.to_string(),
             o.broker_offset.to_string(),
             o.consumer_offset.to_string(),
@@ -441,8 +441,8 @@ fn running_info_output(info: &rocketmq_remoting::protocol::body::ConsumerRunning
     ]);
     for (mq, q) in &info.mq_table {
         queues.row(vec![
-            mq.topic.clone(),
-            mq.broker_name.clone(),
+            mq.topic.to_string(),
+            mq.broker_name.to_string(),
             mq.queue_id.to_string(),
             q.commit_offset.to_string(),
             q.cached_msg_count.to_string(),
@@ -543,7 +543,11 @@ async fn reset(
         ResetOutcome::Online(table) => {
             let mut t = Table::new(&["Broker Name", "QID", "Offset"]);
             for (mq, o) in table {
-                t.row(vec![mq.broker_name, mq.queue_id.to_string(), o.to_string()]);
+                t.row(vec![
+                    mq.broker_name.into(),
+                    mq.queue_id.to_string(),
+                    o.to_string(),
+                ]);
             }
             Output::Table(t)
         }
@@ -551,7 +555,7 @@ async fn reset(
             let mut t = Table::new(&["Broker Name", "QID", "Consumer Offset", "Rollback Offset"]);
             for (mq, (before, after)) in table {
                 t.row(vec![
-                    mq.broker_name,
+                    mq.broker_name.into(),
                     mq.queue_id.to_string(),
                     before.to_string(),
                     after.to_string(),

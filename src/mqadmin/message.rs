@@ -248,7 +248,7 @@ impl SendMessage {
         let r = sent.map_err(no_topic(&self.topic))?;
         let mut t = Table::new(&["Broker Name", "QID", "Send Result", "MsgId"]);
         t.row(vec![
-            r.message_queue.broker_name.clone(),
+            r.message_queue.broker_name.to_string(),
             r.message_queue.queue_id.to_string(),
             format!("{:?}", r.status),
             r.msg_id.clone(),

@@ -92,9 +92,9 @@ impl BrokerConsumeStats {
                             continue;
                         }
                         t.row(vec![
-                            mq.topic.clone(),
+                            mq.topic.to_string(),
                             group.clone(),
-                            mq.broker_name.clone(),
+                            mq.broker_name.to_string(),
                             mq.queue_id.to_string(),
                             o.broker_offset.to_string(),
                             o.consumer_offset.to_string(),

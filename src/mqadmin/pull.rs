@@ -290,7 +290,7 @@ impl PrintMsg {
             bar.inc(1);
             let r = read_queue(admin, mq, &span, None, usize::MAX).await?;
             qt.row(vec![
-                mq.broker_name.clone(),
+                mq.broker_name.to_string(),
                 mq.queue_id.to_string(),
                 r.from.to_string(),
                 r.to.to_string(),
@@ -356,7 +356,7 @@ impl PrintMsgByQueue {
         let r = read_queue(admin, &mq, &span, None, usize::MAX).await?;
         let mut qt = queue_table();
         qt.row(vec![
-            mq.broker_name.clone(),
+            mq.broker_name.to_string(),
             mq.queue_id.to_string(),
             r.from.to_string(),
             r.to.to_string(),
@@ -511,7 +511,7 @@ impl ConsumeMessage {
             left -= r.messages.len();
             bar.inc(r.messages.len() as u64);
             qt.row(vec![
-                mq.broker_name.clone(),
+                mq.broker_name.to_string(),
                 mq.queue_id.to_string(),
                 r.from.to_string(),
                 r.to.to_string(),

@@ -223,7 +223,7 @@ pub(crate) async fn topic_status(admin: &MQAdmin, topic: &str) -> CmdResult {
     ]);
     for (mq, o) in &stats.offset_table {
         t.row(vec![
-            mq.broker_name.clone(),
+            mq.broker_name.to_string(),
             mq.queue_id.to_string(),
             o.min_offset.to_string(),
             o.max_offset.to_string(),

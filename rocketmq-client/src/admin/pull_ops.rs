@@ -67,7 +67,7 @@ impl MQAdmin {
         let (addr, _slave) = self.inst.pull_addr(mq, MASTER_ID).await?;
         let header = PullMessageRequestHeader {
             consumer_group: group.to_string(),
-            topic: mq.topic.clone(),
+            topic: mq.topic.to_string(),
             queue_id: mq.queue_id,
             queue_offset: offset,
             max_msg_nums: max_nums,
@@ -77,7 +77,7 @@ impl MQAdmin {
             subscription: Some(sd.sub_string.clone()),
             sub_version: 0,
             expression_type: sd.expression_type.clone(),
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(mq.broker_name.to_string()),
         };
         let mut r = self
             .inst
@@ -92,7 +92,7 @@ impl MQAdmin {
             for m in &mut r.messages {
                 m.message.put_property(property::MIN_OFFSET, &min);
                 m.message.put_property(property::MAX_OFFSET, &max);
-                m.broker_name = mq.broker_name.clone();
+                m.broker_name = mq.broker_name.to_string();
             }
         }
         Ok(r)

@@ -320,9 +320,9 @@ impl Api {
             RequestCode::QueryConsumerOffset,
             &QueryConsumerOffsetRequestHeader {
                 consumer_group: group.to_string(),
-                topic: mq.topic.clone(),
+                topic: mq.topic.to_string(),
                 queue_id: mq.queue_id,
-                broker_name: Some(mq.broker_name.clone()),
+                broker_name: Some(mq.broker_name.to_string()),
             },
         );
         let resp = self.invoke(addr, req, timeout).await?;
@@ -349,10 +349,10 @@ impl Api {
             RequestCode::UpdateConsumerOffset,
             &UpdateConsumerOffsetRequestHeader {
                 consumer_group: group.to_string(),
-                topic: mq.topic.clone(),
+                topic: mq.topic.to_string(),
                 queue_id: mq.queue_id,
                 commit_offset: offset,
-                broker_name: Some(mq.broker_name.clone()),
+                broker_name: Some(mq.broker_name.to_string()),
             },
         );
         if oneway {
@@ -379,9 +379,9 @@ impl Api {
         let req = self.request(
             code,
             &QueueOffsetRequestHeader {
-                topic: mq.topic.clone(),
+                topic: mq.topic.to_string(),
                 queue_id: mq.queue_id,
-                broker_name: Some(mq.broker_name.clone()),
+                broker_name: Some(mq.broker_name.to_string()),
             },
         );
         let resp = self.expect_success(addr, req, timeout).await?;
@@ -404,10 +404,10 @@ impl Api {
         let req = self.request(
             RequestCode::SearchOffsetByTimestamp,
             &SearchOffsetRequestHeader {
-                topic: mq.topic.clone(),
+                topic: mq.topic.to_string(),
                 queue_id: mq.queue_id,
                 timestamp,
-                broker_name: Some(mq.broker_name.clone()),
+                broker_name: Some(mq.broker_name.to_string()),
             },
         );
         let resp = self.expect_success(addr, req, timeout).await?;
@@ -429,9 +429,9 @@ impl Api {
         let req = self.request(
             RequestCode::GetEarliestMsgStoretime,
             &QueueOffsetRequestHeader {
-                topic: mq.topic.clone(),
+                topic: mq.topic.to_string(),
                 queue_id: mq.queue_id,
-                broker_name: Some(mq.broker_name.clone()),
+                broker_name: Some(mq.broker_name.to_string()),
             },
         );
         let resp = self.expect_success(addr, req, timeout).await?;

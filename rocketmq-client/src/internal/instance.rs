@@ -905,7 +905,7 @@ impl ClientInstance {
         let _ = self.update_route(&mq.topic).await;
         self.find_broker_in_subscribe(&mq.broker_name, broker_id, false)
             .ok_or_else(|| ClientError::BrokerNotFound {
-                broker: mq.broker_name.clone(),
+                broker: mq.broker_name.to_string(),
             })
     }
 

@@ -219,7 +219,7 @@ impl LiteEngine {
         {
             let mut subs = lock(&self.rebalance.subscriptions);
             for mq in &mqs {
-                subs.entry(mq.topic.clone()).or_insert_with(|| {
+                subs.entry(mq.topic.to_string()).or_insert_with(|| {
                     SubscriptionData::from_tag_expression(mq.topic.clone(), "*", now_ms())
                 });
             }
@@ -364,7 +364,7 @@ impl LiteEngine {
         let (addr, _slave) = self.inst.pull_addr(mq, which).await?;
         let header = PullMessageRequestHeader {
             consumer_group: self.cfg.group.clone(),
-            topic: mq.topic.clone(),
+            topic: mq.topic.to_string(),
             queue_id: mq.queue_id,
             queue_offset: next,
             max_msg_nums: self.cfg.pull_batch_size,

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rocketmq_remoting::protocol::body::SubscriptionData;
-use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
+use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue, SharedStr};
 use rocketmq_remoting::protocol::topic::{
     DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPICS, SYSTEM_TOPIC_PREFIX,
 };
@@ -98,14 +98,38 @@ impl Namespace {
         }
     }
 
+    /// [`Namespace::unwrap`] of a shared string: the same one (no copy) when it stays as it is.
+    pub(crate) fn unwrap_shared(&self, resource: &SharedStr) -> SharedStr {
+        match self.unwrap_cow(resource) {
+            Cow::Borrowed(_) => resource.clone(),
+            Cow::Owned(plain) => plain.into(),
+        }
+    }
+
+    /// [`Namespace::wrap`] of a shared string: the same one (no copy) when it stays as it is.
+    pub(crate) fn wrap_shared(&self, resource: &SharedStr) -> SharedStr {
+        match self.wrap_cow(resource) {
+            Cow::Borrowed(_) => resource.clone(),
+            Cow::Owned(wrapped) => wrapped.into(),
+        }
+    }
+
     /// The queue as sent.
     pub(crate) fn wrap_mq(&self, mq: &MessageQueue) -> MessageQueue {
-        MessageQueue::new(self.wrap(&mq.topic), mq.broker_name.clone(), mq.queue_id)
+        MessageQueue::new(
+            self.wrap_shared(&mq.topic),
+            mq.broker_name.clone(),
+            mq.queue_id,
+        )
     }
 
     /// The queue as shown.
     pub(crate) fn unwrap_mq(&self, mq: &MessageQueue) -> MessageQueue {
-        MessageQueue::new(self.unwrap(&mq.topic), mq.broker_name.clone(), mq.queue_id)
+        MessageQueue::new(
+            self.unwrap_shared(&mq.topic),
+            mq.broker_name.clone(),
+            mq.queue_id,
+        )
     }
 
     /// Subscriptions (by topic) as sent: topics wrapped, keys too.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rocketmq_remoting::protocol::message::MessageQueue;
+use rocketmq_remoting::protocol::message::{MessageQueue, SharedStr};
 use rocketmq_remoting::protocol::topic::{AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_PRODUCER_GROUP};
 
 use crate::config::TraceConfig;
@@ -120,8 +120,8 @@ pub struct SendResult {
     pub transaction_id: Option<String>,
     /// The broker's offset message id (store host + commit-log offset; comma-joined for a batch).
     pub offset_msg_id: String,
-    /// Broker region (`DefaultRegion`).
-    pub region_id: String,
+    /// Broker region (`DefaultRegion`), shared: copying a result copies no text.
+    pub region_id: SharedStr,
     /// Whether the broker has tracing on.
     pub trace_on: bool,
 }

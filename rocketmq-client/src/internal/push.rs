@@ -467,7 +467,7 @@ impl PushEngine {
         }
         let header = PullMessageRequestHeader {
             consumer_group: self.cfg.group.clone(),
-            topic: mq.topic.clone(),
+            topic: mq.topic.to_string(),
             queue_id: mq.queue_id,
             queue_offset: next,
             max_msg_nums: self.cfg.pull_batch_size,
@@ -961,7 +961,7 @@ pub(crate) fn post_process(
             }
             m.put_property(property::MIN_OFFSET, &min);
             m.put_property(property::MAX_OFFSET, &max);
-            m.broker_name = mq.broker_name.clone();
+            m.broker_name = mq.broker_name.to_string();
             m
         })
         .collect()

@@ -185,7 +185,7 @@ impl RebalanceCore {
         // Queues of topics no longer subscribed.
         let stale: Vec<(MessageQueue, Arc<ProcessQueue>)> = lock(&self.process_queues)
             .iter()
-            .filter(|(mq, _)| !topics.contains(&mq.topic))
+            .filter(|(mq, _)| !topics.iter().any(|t| mq.topic == *t))
             .map(|(m, p)| (m.clone(), p.clone()))
             .collect();
         for (mq, pq) in stale {
@@ -356,7 +356,7 @@ impl RebalanceCore {
     fn by_broker(&self) -> BTreeMap<String, BTreeSet<MessageQueue>> {
         let mut out: BTreeMap<String, BTreeSet<MessageQueue>> = BTreeMap::new();
         for mq in lock(&self.process_queues).keys() {
-            out.entry(mq.broker_name.clone())
+            out.entry(mq.broker_name.to_string())
                 .or_default()
                 .insert(mq.clone());
         }

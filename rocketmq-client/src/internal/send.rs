@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
@@ -16,7 +16,7 @@ use rocketmq_remoting::protocol::headers::{
 };
 use rocketmq_remoting::protocol::message::{
     compress_zlib, encode_batch_with_ids, encode_properties, property, push_properties, sys_flag,
-    Message, MessageExt, MessageQueue, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
+    Message, MessageExt, MessageQueue, SharedStr, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
 };
 use rocketmq_remoting::protocol::topic::{
     self, perm, CLIENT_INNER_PRODUCER_GROUP, RETRY_GROUP_TOPIC_PREFIX,
@@ -483,7 +483,7 @@ impl ProducerCore {
                 if nums > 0 {
                     let mut q = info.select(None).clone();
                     q.queue_id = (info.next_index() % nums) as i32;
-                    q.broker_name = broker;
+                    q.broker_name = broker.into();
                     return Cow::Owned(q);
                 }
                 self.fault.remove(&broker);
@@ -718,7 +718,7 @@ impl ProducerCore {
             let mq = self.select_queue(&info, last_broker.as_deref(), now);
             last_broker = Some(match &mq {
                 Cow::Borrowed(q) => Cow::Borrowed(q.broker_name.as_str()),
-                Cow::Owned(q) => Cow::Owned(q.broker_name.clone()),
+                Cow::Owned(q) => Cow::Owned(q.broker_name.to_string()),
             });
             let busy_paused = busy_broker.take().as_deref() == Some(mq.broker_name.as_str());
             if busy_paused {
@@ -772,7 +772,7 @@ impl ProducerCore {
                         if self.settings.send_latency_fault_enable {
                             self.fault.busy(&mq.broker_name);
                         }
-                        busy_broker = Some(mq.broker_name.clone());
+                        busy_broker = Some(mq.broker_name.to_string());
                     } else {
                         self.update_fault(&mq.broker_name, latency, ended, isolation);
                     }
@@ -907,7 +907,7 @@ impl ProducerCore {
             status,
             msg_id: p.msg_id.clone(),
             message_queue: MessageQueue::new(
-                self.ns.unwrap(&mq.topic),
+                self.ns.unwrap_shared(&mq.topic),
                 mq.broker_name.clone(),
                 h.queue_id,
             ),
@@ -917,9 +917,20 @@ impl ProducerCore {
                 .map(str::to_string)
                 .or_else(|| p.transaction_id.clone()),
             offset_msg_id: h.msg_id.to_string(),
-            region_id: h.msg_region.unwrap_or("DefaultRegion").to_string(),
+            region_id: region(h.msg_region),
             trace_on: h.trace_on != Some("false"),
         }))
+    }
+}
+
+/// A send result's region: Java's default region (`DefaultRegion`, what a broker without
+/// `regionId` reports, or an answer without one) shared by every result, another made once a
+/// result.
+fn region(reported: Option<&str>) -> SharedStr {
+    static DEFAULT: LazyLock<SharedStr> = LazyLock::new(|| SharedStr::from("DefaultRegion"));
+    match reported {
+        None | Some("DefaultRegion") => DEFAULT.clone(),
+        Some(r) => r.into(),
     }
 }
 
@@ -1058,7 +1069,7 @@ mod tests {
         let got: Vec<(String, i32)> = info
             .queues
             .iter()
-            .map(|q| (q.broker_name.clone(), q.queue_id))
+            .map(|q| (q.broker_name.to_string(), q.queue_id))
             .collect();
         assert_eq!(
             got,

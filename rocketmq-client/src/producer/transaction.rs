@@ -318,7 +318,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
         let inst = self.producer.instance()?;
         let (store_host, commit_log_offset) = decode_offset_msg_id(&result.offset_msg_id)
             .ok_or_else(|| ClientError::Protocol {
-                addr: result.message_queue.broker_name.clone(),
+                addr: result.message_queue.broker_name.to_string(),
                 reason: format!("bad offset message id {:?}", result.offset_msg_id),
             })?;
         // Java ends the transaction on the broker's master address as the client knows it; when

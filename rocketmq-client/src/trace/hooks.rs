@@ -74,7 +74,7 @@ impl SendMessageHook for SendMessageTraceHook {
         let timestamp = now_ms() - i64::from(cost);
         self.0.append(TraceContext {
             timestamp,
-            region_id: Some(r.region_id.clone()),
+            region_id: Some(r.region_id.to_string()),
             group_name: ctx.producer_group.to_string(),
             cost_time: cost,
             success: r.status == SendStatus::SendOk,

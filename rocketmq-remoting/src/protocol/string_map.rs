@@ -280,6 +280,13 @@ impl StringMap {
         }
     }
 
+    /// `map`, or an empty map when there is none (a command's `ext_fields`, which a header
+    /// borrowing its fields from the request reads while the request's body moves on).
+    pub fn or_empty(map: &Option<StringMap>) -> &StringMap {
+        static EMPTY: std::sync::LazyLock<StringMap> = std::sync::LazyLock::new(StringMap::new);
+        map.as_ref().unwrap_or(&EMPTY)
+    }
+
     /// The values of `keys`, found in one pass (the first entry of a key, as [`StringMap::get`]
     /// finds it): what a typed header reads.
     pub fn get_many<const N: usize>(&self, keys: [&str; N]) -> [Option<&str>; N] {

@@ -235,7 +235,11 @@ pub(crate) async fn group(st: &AppState, name: &Option<String>, notice: Option<H
 
     // Connected clients.
     h.raw("<h2>Connected clients</h2>");
-    let mut topics: BTreeSet<String> = stats.offset_table.keys().map(|q| q.topic.clone()).collect();
+    let mut topics: BTreeSet<String> = stats
+        .offset_table
+        .keys()
+        .map(|q| q.topic.to_string())
+        .collect();
     match &conn {
         Ok(Some(c)) => {
             h.pairs(

@@ -124,7 +124,7 @@ fn result(r: &SendResult, f: &SendForm) -> Html {
             ("Status", status.to_string()),
             ("Message id", r.msg_id.clone()),
             ("Offset message id", r.offset_msg_id.clone()),
-            ("Broker", r.message_queue.broker_name.clone()),
+            ("Broker", r.message_queue.broker_name.to_string()),
             ("Queue", qid.clone()),
             ("Queue offset", qoff.clone()),
         ],

@@ -79,14 +79,7 @@ pub(crate) fn pull(
     ctx: &ChannelContext,
     req: RemotingCommand,
 ) -> ProcessResult {
-    let no_fields;
-    let ext = match &req.ext_fields {
-        Some(e) => e,
-        None => {
-            no_fields = StringMap::default();
-            &no_fields
-        }
-    };
+    let ext = StringMap::or_empty(&req.ext_fields);
     // The header's strings are borrowed from the request.
     let h = match PullMessageRequestHeaderRef::read(ext) {
         Ok(h) => h,

@@ -251,14 +251,7 @@ pub(crate) fn send(
             "broker is slave, can not write",
         );
     }
-    let no_fields;
-    let ext = match &req.ext_fields {
-        Some(e) => e,
-        None => {
-            no_fields = StringMap::default();
-            &no_fields
-        }
-    };
+    let ext = StringMap::or_empty(&req.ext_fields);
     // The header's strings are borrowed from the request (a dead-letter topic from here).
     let dlq_topic: String;
     let mut h = match SendMessageRequestHeaderRef::read_for_code(req.code, ext) {

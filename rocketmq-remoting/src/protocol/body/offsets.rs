@@ -63,10 +63,10 @@ impl From<&ResetOffsetBody> for ResetOffsetBodyForC {
                 .offset_table
                 .iter()
                 .map(|(mq, o)| ResetOffsetEntry {
-                    broker_name: mq.broker_name.clone(),
+                    broker_name: mq.broker_name.to_string(),
                     offset: *o,
                     queue_id: mq.queue_id,
-                    topic: mq.topic.clone(),
+                    topic: mq.topic.to_string(),
                 })
                 .collect(),
         }

@@ -6,6 +6,7 @@ mod compression;
 mod id;
 mod model;
 mod properties;
+mod shared_str;
 mod stored;
 mod tag;
 
@@ -23,6 +24,7 @@ pub use self::properties::{
     decode_properties, encode_properties, plain_properties, push_properties, PlainProperties,
     NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
 };
+pub use self::shared_str::SharedStr;
 pub use self::stored::{
     body_crc, decode_stored, decode_stored_all, decode_stored_shared, encode_stored, stored_len,
     StoredDecodeError, StoredDecodeOptions, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,

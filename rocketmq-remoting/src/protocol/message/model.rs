@@ -7,7 +7,7 @@ use std::ops::{Deref, DerefMut};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::property;
+use super::{property, SharedStr};
 use crate::protocol::string_map::StringMap;
 
 /// A message as a producer builds it: topic, user flag, properties and body.
@@ -246,13 +246,13 @@ impl DerefMut for MessageExt {
 pub struct MessageQueue {
     /// Broker name.
     #[serde(default)]
-    pub broker_name: String,
+    pub broker_name: SharedStr,
     /// Queue id.
     #[serde(default)]
     pub queue_id: i32,
     /// Topic.
     #[serde(default)]
-    pub topic: String,
+    pub topic: SharedStr,
 }
 
 impl Ord for MessageQueue {
@@ -272,7 +272,11 @@ impl PartialOrd for MessageQueue {
 
 impl MessageQueue {
     /// A queue.
-    pub fn new(topic: impl Into<String>, broker_name: impl Into<String>, queue_id: i32) -> Self {
+    pub fn new(
+        topic: impl Into<SharedStr>,
+        broker_name: impl Into<SharedStr>,
+        queue_id: i32,
+    ) -> Self {
         Self {
             topic: topic.into(),
             broker_name: broker_name.into(),
