@@ -346,3 +346,57 @@ fn a_request_over_its_body_limit_is_refused_from_its_header() {
         }
     }
 }
+
+/// Requests to a peer that reads nothing: once the socket and the write queue (one frame here)
+/// are full, each request waits for room only until its deadline and fails with a timeout; a
+/// request whose frame was queued waits for its answer until its deadline too. None hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_to_a_full_write_queue_time_out_at_their_deadlines() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    // Accepts and holds the connection, reading nothing.
+    let (held_tx, mut held_rx) = mpsc::channel(1);
+    tokio::spawn(async move {
+        let (socket, _) = listener.accept().await.unwrap();
+        let _ = held_tx.send(socket).await;
+    });
+    let config = rocketmq_remoting::transport::ChannelConfig {
+        write_queue_capacity: 1,
+        ..Default::default()
+    };
+    let ch = rocketmq_remoting::transport::Channel::connect(
+        &addr,
+        Duration::from_secs(5),
+        &config,
+        None,
+        Arc::from(Vec::new()),
+    )
+    .await
+    .unwrap();
+    let _socket = held_rx.recv().await.unwrap();
+    // 64 x 256 KiB: far more than the socket's buffers hold.
+    let body = bytes::Bytes::from(vec![7u8; 256 * 1024]);
+    let timeout = Duration::from_millis(800);
+    let started = tokio::time::Instant::now();
+    let calls: Vec<_> = (0..64)
+        .map(|_| {
+            let ch = ch.clone();
+            let mut req =
+                RemotingCommand::request(rocketmq_remoting::protocol::RequestCode::SendMessageV2);
+            req.body = body.clone();
+            tokio::spawn(async move { ch.invoke(req, timeout).await })
+        })
+        .collect();
+    let results = tokio::time::timeout(Duration::from_secs(20), futures::future::join_all(calls))
+        .await
+        .expect("a request outlived its deadline by far");
+    for r in results {
+        match r.unwrap() {
+            Err(rocketmq_remoting::RemotingError::Timeout { after, .. }) => {
+                assert_eq!(after, timeout)
+            }
+            other => panic!("not a timeout: {other:?}"),
+        }
+    }
+    assert!(started.elapsed() >= timeout);
+}

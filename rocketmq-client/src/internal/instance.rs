@@ -849,7 +849,8 @@ impl ClientInstance {
         if let Some(a) = self.master_addr(broker_name) {
             return Ok(a);
         }
-        let _ = self.update_route(topic).await;
+        // Boxed: a send's future carries a pointer for the route fetch, not its state.
+        let _ = Box::pin(self.update_route(topic)).await;
         self.master_addr(broker_name)
             .ok_or_else(|| ClientError::BrokerNotFound {
                 broker: broker_name.to_string(),

@@ -432,6 +432,16 @@ impl ProducerCore {
         if let Some(i) = lock(&self.publish).get(topic).filter(|i| i.ok()) {
             return Ok(i.clone());
         }
+        // Boxed: a send's future carries a pointer for the route fetch, not its state.
+        Box::pin(self.fetch_publish_info(inst, topic)).await
+    }
+
+    /// [`Self::publish_info`] of a topic without a usable route yet: fetched.
+    async fn fetch_publish_info(
+        &self,
+        inst: &ClientInstance,
+        topic: &str,
+    ) -> Result<Arc<TopicPublishInfo>> {
         lock(&self.publish)
             .entry(topic.to_string())
             .or_insert_with(|| Arc::new(TopicPublishInfo::empty()));

@@ -491,6 +491,16 @@ impl Channel {
     /// (a wake-up, which here may cost waking another worker thread); in a burst (a flush
     /// completing a dozen sends) the writer task gathers the frames into one `writev`.
     async fn enqueue(&self, cmd: &RemotingCommand) -> Result<(), RemotingError> {
+        match self.try_enqueue(cmd)? {
+            None => Ok(()),
+            Some(frame) => self.enqueue_waiting(frame).await,
+        }
+    }
+
+    /// Writes `cmd` at once or queues it for the writer task, if that needs no wait: `None`
+    /// when done, else the frame to queue once the queue has room ([`Self::enqueue_waiting`]).
+    /// Synchronous, so that a request's future holds no queueing state for the common case.
+    fn try_enqueue(&self, cmd: &RemotingCommand) -> Result<Option<Frame>, RemotingError> {
         let mut head = self.inner.head_buffer();
         frame::encode_head_into(cmd, &mut head).map_err(|source| RemotingError::Encode {
             addr: self.inner.remote_str.clone(),
@@ -523,7 +533,7 @@ impl Channel {
                         drop(g);
                         self.inner.keep_heads(std::iter::once(frame.head));
                         self.touch_at(now);
-                        return Ok(());
+                        return Ok(None);
                     }
                     Ok(n) => {
                         // The socket is full: the writer task writes the rest, before anything
@@ -537,7 +547,7 @@ impl Channel {
                             close_channel(&self.inner, "write queue closed");
                             return Err(self.closed_error());
                         }
-                        return Ok(());
+                        return Ok(None);
                     }
                     Err(e) => {
                         drop(g);
@@ -550,6 +560,19 @@ impl Channel {
             g.queued += 1;
         }
         self.charge(&mut frame);
+        match self.inner.tx.try_send(Outbound::Frame(frame)) {
+            Ok(()) => Ok(None),
+            Err(mpsc::error::TrySendError::Full(Outbound::Frame(frame))) => Ok(Some(frame)),
+            Err(_) => {
+                lock(&self.inner.gate).queued -= 1;
+                Err(self.closed_error())
+            }
+        }
+    }
+
+    /// Queues a frame [`Self::try_enqueue`] could not queue at once (counted in `queued`
+    /// already), waiting for room.
+    async fn enqueue_waiting(&self, frame: Frame) -> Result<(), RemotingError> {
         if self.inner.tx.send(Outbound::Frame(frame)).await.is_err() {
             lock(&self.inner.gate).queued -= 1;
             return Err(self.closed_error());
@@ -638,22 +661,22 @@ impl Channel {
         if !self.is_active() {
             return Err(self.closed_error());
         }
-        // Queued at once, as a rule; a timer only when the queue is full.
-        let enqueued = self.enqueue(&request);
-        tokio::pin!(enqueued);
-        match futures::poll!(enqueued.as_mut()) {
-            std::task::Poll::Ready(r) => r?,
-            std::task::Poll::Pending => tokio::select! {
-                biased;
-                r = enqueued => r?,
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Err(RemotingError::Timeout {
+        // Queued at once, as a rule; a timer only when the queue is full (boxed: the request's
+        // future does not carry the wait's state for the common case).
+        if let Some(frame) = self.try_enqueue(&request)? {
+            let code = request.code;
+            Box::pin(async move {
+                tokio::select! {
+                    biased;
+                    r = self.enqueue_waiting(frame) => r,
+                    _ = tokio::time::sleep_until(deadline) => Err(RemotingError::Timeout {
                         addr: self.inner.remote_str.clone(),
-                        code: request.code,
+                        code,
                         after: timeout,
-                    })
+                    }),
                 }
-            },
+            })
+            .await?;
         }
         let mut response = match rx.await {
             Ok(r) => r?,
@@ -678,7 +701,11 @@ impl Channel {
         request.flag &= !FLAG_RESPONSE;
         request.mark_oneway();
         self.run_before_hooks(&mut request)?;
-        self.enqueue(&request).await
+        match self.try_enqueue(&request)? {
+            None => Ok(()),
+            // Boxed: the future does not carry the wait's state for the common case.
+            Some(frame) => Box::pin(self.enqueue_waiting(frame)).await,
+        }
     }
 
     /// Sends a response (its opaque must already match the request's).

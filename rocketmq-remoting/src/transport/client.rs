@@ -337,6 +337,17 @@ impl RemotingClient {
         }
     }
 
+    /// The open connection to `addr`, if there is one (what [`Self::channel`] answers at once).
+    fn connected(&self, addr: &str) -> Option<Channel> {
+        if self.check_running().is_err() {
+            return None;
+        }
+        match lock(&self.inner.peers).get(addr)?.channel.as_ref() {
+            Some(ch) if ch.is_active() => Some(ch.clone()),
+            _ => None,
+        }
+    }
+
     /// The open connection to `addr`, connecting if there is none.
     ///
     /// Callers that arrive while a connect to `addr` is in flight wait for that connect and get
@@ -386,20 +397,22 @@ impl RemotingClient {
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
         let deadline = tokio::time::Instant::now() + timeout;
-        // A connected address answers at once: a timer only when it has to connect.
-        let channel = self.channel(addr);
-        tokio::pin!(channel);
-        let ch = match futures::poll!(channel.as_mut()) {
-            std::task::Poll::Ready(r) => r?,
-            std::task::Poll::Pending => match tokio::time::timeout_at(deadline, channel).await {
-                Ok(r) => r?,
-                Err(_) => {
-                    return Err(RemotingError::ConnectTimeout {
-                        addr: addr.to_string(),
-                        after: timeout,
-                    })
-                }
-            },
+        // A connected address answers at once: a timer only when it has to connect (boxed:
+        // the request's future does not carry the connect's state for the common case).
+        let ch = match self.connected(addr) {
+            Some(ch) => ch,
+            None => {
+                Box::pin(async {
+                    match tokio::time::timeout_at(deadline, self.channel(addr)).await {
+                        Ok(r) => r,
+                        Err(_) => Err(RemotingError::ConnectTimeout {
+                            addr: addr.to_string(),
+                            after: timeout,
+                        }),
+                    }
+                })
+                .await?
+            }
         };
         ch.invoke_until(request, deadline, timeout).await
     }
