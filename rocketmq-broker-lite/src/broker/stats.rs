@@ -11,8 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rocketmq_remoting::util::spare;
 
 use super::stats_item::{
-    group_key, StatsItemSet, BROKER_GET_NUMS, BROKER_PUT_NUMS, GROUP_GET_NUMS, GROUP_GET_SIZE,
-    TOPIC_PUT_NUMS, TOPIC_PUT_SIZE,
+    group_key, push_group_key, StatsItemSet, BROKER_GET_NUMS, BROKER_PUT_NUMS, GROUP_GET_NUMS,
+    GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE,
 };
 
 /// Samples of the rate counters kept (one a second: 10 minutes), as Java's.
@@ -139,9 +139,7 @@ impl BrokerStats {
         let now = now_ms();
         // `group_key`'s text, in a buffer this thread keeps for the next pull.
         let mut key = spare::string(topic.len() + 1 + group.len());
-        key.push_str(topic);
-        key.push('@');
-        key.push_str(group);
+        push_group_key(&mut key, topic, group);
         self.items.add(GROUP_GET_NUMS, &key, msgs, 1, now);
         self.items.add(GROUP_GET_SIZE, &key, bytes, 1, now);
         spare::keep_string(key);

@@ -37,7 +37,16 @@ pub const STATS_NAMES: [&str; 6] = [
 
 /// Java's key of the group statistics (`BrokerStatsManager.buildStatsKey`).
 pub fn group_key(topic: &str, group: &str) -> String {
-    format!("{topic}@{group}")
+    let mut key = String::with_capacity(topic.len() + 1 + group.len());
+    push_group_key(&mut key, topic, group);
+    key
+}
+
+/// Appends [`group_key`]'s text to `out` (into a buffer kept for the next key).
+pub fn push_group_key(out: &mut String, topic: &str, group: &str) {
+    out.push_str(topic);
+    out.push('@');
+    out.push_str(group);
 }
 
 /// The three windows: (sampling period ms, samples kept).

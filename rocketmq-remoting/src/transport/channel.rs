@@ -571,12 +571,22 @@ impl Channel {
     }
 
     /// Queues a frame [`Self::try_enqueue`] could not queue at once (counted in `queued`
-    /// already), waiting for room.
+    /// already), waiting for room. The count is taken back unless the frame goes in the queue:
+    /// on an error, and when this future is dropped while it waits (a request's deadline).
     async fn enqueue_waiting(&self, frame: Frame) -> Result<(), RemotingError> {
+        struct Uncount<'a>(Option<&'a Inner>);
+        impl Drop for Uncount<'_> {
+            fn drop(&mut self) {
+                if let Some(inner) = self.0 {
+                    lock(&inner.gate).queued -= 1;
+                }
+            }
+        }
+        let mut uncount = Uncount(Some(&self.inner));
         if self.inner.tx.send(Outbound::Frame(frame)).await.is_err() {
-            lock(&self.inner.gate).queued -= 1;
             return Err(self.closed_error());
         }
+        uncount.0 = None;
         Ok(())
     }
 

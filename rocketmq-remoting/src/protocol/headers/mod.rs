@@ -161,6 +161,19 @@ impl<T: HeaderValue> HeaderField for Option<T> {
     }
 }
 
+/// A required text field read borrowed, as a `String` field reads: present (empty or not).
+pub(crate) fn required_text<'a>(
+    field: &'static str,
+    text: Option<&'a str>,
+) -> Result<&'a str, HeaderError> {
+    text.ok_or(HeaderError::Missing(field))
+}
+
+/// An optional text field read borrowed, as an `Option<String>` field reads: empty is absent.
+pub(crate) fn optional_text(text: Option<&str>) -> Option<&str> {
+    text.filter(|t| !t.is_empty())
+}
+
 /// Reads a field that has a default when absent or empty.
 pub(crate) fn decode_or<T: HeaderValue>(
     field: &'static str,

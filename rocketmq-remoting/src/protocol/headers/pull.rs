@@ -1,6 +1,6 @@
 //! PULL_MESSAGE (11).
 
-use super::{header, HeaderError, HeaderField};
+use super::{header, optional_text, required_text, HeaderError, HeaderField};
 use crate::protocol::command::ExtFields;
 
 header! {
@@ -88,8 +88,8 @@ impl<'a> PullMessageRequestHeaderRef<'a> {
         let k = PULL_KEYS;
         // As `String` and `Option<String>` fields read: a required string must be present; an
         // empty optional one is absent.
-        let required = |i: usize| v[i].ok_or(HeaderError::Missing(k[i]));
-        let optional = |i: usize| v[i].filter(|t| !t.is_empty());
+        let required = |i: usize| required_text(k[i], v[i]);
+        let optional = |i: usize| optional_text(v[i]);
         Ok(Self {
             consumer_group: required(0)?,
             topic: required(1)?,

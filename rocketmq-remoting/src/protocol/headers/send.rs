@@ -1,6 +1,9 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and their response.
 
-use super::{decode_or, header, int_text, CommandHeader, HeaderError, HeaderField};
+use super::{
+    decode_or, header, int_text, optional_text, required_text, CommandHeader, HeaderError,
+    HeaderField,
+};
 use crate::protocol::command::ExtFields;
 use crate::protocol::header_json::JsonExtFields;
 
@@ -155,8 +158,8 @@ impl<'a> SendMessageRequestHeaderRef<'a> {
         };
         // As `String` and `Option<String>` fields read: a required string must be present; an
         // empty optional one is absent.
-        let required = |i: usize| v[i].ok_or(HeaderError::Missing(k[i]));
-        let optional = |i: usize| v[i].filter(|t| !t.is_empty());
+        let required = |i: usize| required_text(k[i], v[i]);
+        let optional = |i: usize| optional_text(v[i]);
         // `properties` keeps an empty string as-is (it is a string, not a missing value).
         Ok(Self {
             producer_group: required(0)?,
@@ -384,14 +387,13 @@ impl<'a> SendMessageResponseView<'a> {
                 }
             }
         }
-        let optional = |t: Option<&'a str>| t.filter(|t| !t.is_empty());
         Ok(Self {
             queue_id: HeaderField::decode(KEYS[0], text[0])?,
-            trace_on: optional(text[1]),
-            msg_region: optional(text[2]),
-            msg_id: text[3].ok_or(HeaderError::Missing(KEYS[3]))?,
+            trace_on: optional_text(text[1]),
+            msg_region: optional_text(text[2]),
+            msg_id: required_text(KEYS[3], text[3])?,
             queue_offset: HeaderField::decode(KEYS[4], text[4])?,
-            transaction_id: optional(text[5]),
+            transaction_id: optional_text(text[5]),
         })
     }
 
