@@ -25,6 +25,7 @@ use rocketmq_remoting::transport::{
     not_supported, ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
 };
 use rocketmq_remoting::util::hash::FastHashMap;
+use rocketmq_remoting::util::thread_copies::ThreadCopies;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -156,6 +157,10 @@ pub(crate) struct ClientInstance {
     /// Broker addresses by broker name and id, shared: a send takes its master's address with
     /// a reference count, not a copy.
     brokers: Mutex<FastHashMap<String, BTreeMap<i64, Arc<str>>>>,
+    /// Each thread's copies of the master addresses it looked up, dropped when `brokers`
+    /// changes: a send finds its broker without the shared lock, and the address it holds is
+    /// counted on a line of this thread's.
+    masters_seen: ThreadCopies<Arc<str>>,
     /// Producer engines, not owned: their handles own them.
     producers: Mutex<BTreeMap<String, Weak<ProducerCore>>>,
     /// Consumer engines, not owned: their handles own them.
@@ -168,6 +173,8 @@ pub(crate) struct ClientInstance {
     me: Weak<ClientInstance>,
     heartbeat_gate: tokio::sync::Mutex<()>,
     cancel: CancellationToken,
+    /// Set with `cancel`: read on every send, where the token's check would take its lock.
+    shut: AtomicBool,
     started: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     inner_producer: Arc<ProducerCore>,
@@ -314,6 +321,7 @@ impl ClientInstance {
                 namesrv: Mutex::new(config.namesrv_addr.clone()),
                 routes: Mutex::default(),
                 brokers: Mutex::default(),
+                masters_seen: ThreadCopies::new(),
                 producers: Mutex::default(),
                 consumers: Mutex::default(),
                 rebalance_wakeup: Arc::new(Notify::new()),
@@ -323,6 +331,7 @@ impl ClientInstance {
                 me: weak.clone(),
                 heartbeat_gate: tokio::sync::Mutex::new(()),
                 cancel: CancellationToken::new(),
+                shut: AtomicBool::new(false),
                 started: AtomicBool::new(false),
                 tasks: Mutex::default(),
                 inner_producer: Arc::new(ProducerCore::new(
@@ -594,6 +603,7 @@ impl ClientInstance {
     /// Stops the tasks and closes every connection.
     pub(crate) fn shutdown_now(&self) {
         {
+            self.shut.store(true, Ordering::Release);
             self.cancel.cancel();
             for t in lock(&self.tasks).drain(..) {
                 t.abort();
@@ -611,7 +621,7 @@ impl ClientInstance {
 
     /// Whether the instance was shut down.
     pub(crate) fn is_shut_down(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.shut.load(Ordering::Acquire)
     }
 
     /// The producer used for fallback send-back.
@@ -743,12 +753,15 @@ impl ClientInstance {
                 .broker_addrs
                 .values()
                 .any(|a| !known.is_some_and(|k| k.values().any(|x| **x == **a)));
-            let addrs = b
+            let addrs: BTreeMap<i64, Arc<str>> = b
                 .broker_addrs
                 .iter()
                 .map(|(id, a)| (*id, Arc::from(a.as_str())))
                 .collect();
-            brokers.insert(b.broker_name.clone(), addrs);
+            if known != Some(&addrs) {
+                brokers.insert(b.broker_name.clone(), addrs);
+                self.masters_seen.invalidate();
+            }
         }
         if new && self.started.load(Ordering::Acquire) {
             self.heartbeat_wakeup.notify_one();
@@ -835,9 +848,16 @@ impl ClientInstance {
 
     /// The master address of `broker_name`.
     pub(crate) fn master_addr(&self, broker_name: &str) -> Option<Arc<str>> {
-        lock(&self.brokers)
-            .get(broker_name)
-            .and_then(|m| m.get(&MASTER_ID).cloned())
+        // A copy of the text, not of the table's reference: its count is this thread's.
+        self.masters_seen.get_or_load(
+            broker_name,
+            |_| true,
+            || {
+                let brokers = lock(&self.brokers);
+                let addr = brokers.get(broker_name)?.get(&MASTER_ID)?;
+                Some(Arc::from(&**addr))
+            },
+        )
     }
 
     /// The master address of `broker_name`, refreshing `topic`'s route once if unknown.
@@ -982,6 +1002,7 @@ impl ClientInstance {
             m.retain(|_, a| live.contains(&**a));
         }
         brokers.retain(|_, m| !m.is_empty());
+        self.masters_seen.invalidate();
     }
 
     // ---- heartbeats ----
@@ -1099,4 +1120,59 @@ pub(crate) fn subscribe_queues(topic: &str, route: &TopicRouteData) -> BTreeSet<
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocketmq_remoting::protocol::body::BrokerData;
+
+    fn route(master: Option<&str>) -> TopicRouteData {
+        TopicRouteData {
+            broker_datas: vec![BrokerData {
+                broker_name: "b".into(),
+                cluster: "c".into(),
+                broker_addrs: master
+                    .map(|a| BTreeMap::from([(MASTER_ID, a.to_string())]))
+                    .unwrap_or_default(),
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// Each thread keeps the master addresses it read: a change of the table must reach every
+    /// thread's next read, including threads that read the old address before.
+    #[test]
+    fn master_addresses_read_by_threads_follow_every_change() {
+        let config = ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "masters-seen-test").unwrap();
+        let read = |inst: &ClientInstance| inst.master_addr("b").map(|a| a.to_string());
+        assert_eq!(read(&inst), None);
+        inst.merge_brokers(&route(Some("10.0.0.1:10911")));
+        let other = |inst: &Arc<ClientInstance>| {
+            let inst = inst.clone();
+            std::thread::spawn(move || read(&inst)).join().unwrap()
+        };
+        assert_eq!(read(&inst).as_deref(), Some("10.0.0.1:10911"));
+        assert_eq!(other(&inst).as_deref(), Some("10.0.0.1:10911"));
+        // The master moves: both this thread's copy and the other threads' are replaced.
+        inst.merge_brokers(&route(Some("10.0.0.2:10911")));
+        assert_eq!(read(&inst).as_deref(), Some("10.0.0.2:10911"));
+        assert_eq!(other(&inst).as_deref(), Some("10.0.0.2:10911"));
+        // The same route again changes nothing, and is read the same.
+        inst.merge_brokers(&route(Some("10.0.0.2:10911")));
+        assert_eq!(read(&inst).as_deref(), Some("10.0.0.2:10911"));
+        // The master is gone from the route: no address, not the copy read before.
+        inst.merge_brokers(&route(None));
+        assert_eq!(read(&inst), None);
+        inst.merge_brokers(&route(Some("10.0.0.3:10911")));
+        assert_eq!(read(&inst).as_deref(), Some("10.0.0.3:10911"));
+        // No route names the broker any more: cleaned, and no longer read.
+        inst.clean_offline_brokers();
+        assert_eq!(read(&inst), None);
+        inst.shutdown_now();
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
@@ -24,6 +24,7 @@ use rocketmq_remoting::protocol::topic::{
 use rocketmq_remoting::protocol::ResponseCode;
 use rocketmq_remoting::protocol::StringMap;
 use rocketmq_remoting::util::hash::FastHashMap;
+use rocketmq_remoting::util::thread_copies::ThreadCopies;
 
 use super::batcher::Accumulator;
 use super::hooks::{
@@ -120,7 +121,8 @@ impl AsyncRoom {
 pub(crate) struct TopicPublishInfo {
     pub(crate) order_topic: bool,
     pub(crate) queues: Vec<MessageQueue>,
-    next: AtomicU32,
+    /// The round robin's position, shared by the threads' copies of this info.
+    next: Arc<AtomicU32>,
 }
 
 impl TopicPublishInfo {
@@ -128,8 +130,34 @@ impl TopicPublishInfo {
         Self {
             order_topic: false,
             queues: Vec::new(),
-            next: AtomicU32::new(rand::random::<u32>() >> 1),
+            next: Arc::new(AtomicU32::new(rand::random::<u32>() >> 1)),
         }
+    }
+
+    /// A copy for one thread's cache: the same queues and round robin, with texts of its own,
+    /// so that the results of this thread's sends count their references to the topic and
+    /// broker names on lines of this thread's.
+    fn thread_copy(&self) -> Self {
+        let mut queues: Vec<MessageQueue> = Vec::with_capacity(self.queues.len());
+        for q in &self.queues {
+            let same = |s: &SharedStr, f: fn(&MessageQueue) -> &SharedStr| {
+                queues.iter().map(f).find(|t| **t == **s).cloned()
+            };
+            let topic = same(&q.topic, |m| &m.topic).unwrap_or_else(|| q.topic.as_str().into());
+            let broker = same(&q.broker_name, |m| &m.broker_name)
+                .unwrap_or_else(|| q.broker_name.as_str().into());
+            queues.push(MessageQueue::new(topic, broker, q.queue_id));
+        }
+        Self {
+            order_topic: self.order_topic,
+            queues,
+            next: self.next.clone(),
+        }
+    }
+
+    /// Whether `other` lists the same queues the same way.
+    fn same_queues(&self, other: &Self) -> bool {
+        self.order_topic == other.order_topic && self.queues == other.queues
     }
 
     /// Java `topicRouteData2TopicPublishInfo`.
@@ -313,6 +341,10 @@ pub(crate) struct ProducerCore {
     /// Batches being filled (with automatic batching on).
     pub(crate) accumulator: Option<Accumulator>,
     publish: Mutex<FastHashMap<String, Arc<TopicPublishInfo>>>,
+    /// Each thread's copies of the usable publish infos it read, dropped when one changes: a
+    /// send finds its topic's queues without the shared lock, and the reference it holds is
+    /// counted on a line of this thread's.
+    publish_seen: ThreadCopies<Arc<TopicPublishInfo>>,
     fault: LatencyFault,
     /// The transaction check-back handler, set by a transactional producer's start.
     pub(crate) transaction: Mutex<Option<Arc<dyn TransactionChecker>>>,
@@ -375,6 +407,7 @@ impl ProducerCore {
             stats: ProducerStats::default(),
             async_room,
             publish: Mutex::default(),
+            publish_seen: ThreadCopies::new(),
             fault: LatencyFault::default(),
             transaction: Mutex::new(None),
         }
@@ -389,7 +422,11 @@ impl ProducerCore {
     pub(crate) fn update_publish_info(&self, topic: &str, route: &TopicRouteData) {
         let mut p = lock(&self.publish);
         if let Some(slot) = p.get_mut(topic) {
-            *slot = Arc::new(TopicPublishInfo::from_route(topic, route));
+            let info = TopicPublishInfo::from_route(topic, route);
+            if !slot.same_queues(&info) {
+                *slot = Arc::new(info);
+                self.publish_seen.invalidate();
+            }
         }
     }
 
@@ -429,8 +466,16 @@ impl ProducerCore {
         inst: &ClientInstance,
         topic: &str,
     ) -> Result<Arc<TopicPublishInfo>> {
-        if let Some(i) = lock(&self.publish).get(topic).filter(|i| i.ok()) {
-            return Ok(i.clone());
+        let seen = self.publish_seen.get_or_load(
+            topic,
+            |_| true,
+            || {
+                let shared = lock(&self.publish).get(topic).filter(|i| i.ok()).cloned()?;
+                Some(Arc::new(shared.thread_copy()))
+            },
+        );
+        if let Some(i) = seen {
+            return Ok(i);
         }
         // Boxed: a send's future carries a pointer for the route fetch, not its state.
         Box::pin(self.fetch_publish_info(inst, topic)).await
@@ -460,6 +505,7 @@ impl ProducerCore {
             let info = Arc::new(TopicPublishInfo::from_route(topic, &route));
             if info.ok() {
                 lock(&self.publish).insert(topic.to_string(), info.clone());
+                self.publish_seen.invalidate();
                 return Ok(info);
             }
         }
@@ -532,7 +578,9 @@ impl ProducerCore {
             msg.topic = wrapped;
         }
         let mut sys = 0;
-        let mut body = msg.body.clone();
+        // Moved, not cloned: a clone writes the body's reference count, which other sends of
+        // the same body (another core's) may be writing too.
+        let mut body = std::mem::take(&mut msg.body);
         if body.len() >= self.settings.compress_msg_body_over_howmuch {
             body = Bytes::from(compress_zlib(&body, self.settings.compress_level));
             sys |= sys_flag::COMPRESSED;
@@ -937,9 +985,12 @@ impl ProducerCore {
 /// `regionId` reports, or an answer without one) shared by every result, another made once a
 /// result.
 fn region(reported: Option<&str>) -> SharedStr {
-    static DEFAULT: LazyLock<SharedStr> = LazyLock::new(|| SharedStr::from("DefaultRegion"));
+    thread_local! {
+        /// One a thread: cores sending at once do not take turns writing its count.
+        static DEFAULT: SharedStr = SharedStr::from("DefaultRegion");
+    }
     match reported {
-        None | Some("DefaultRegion") => DEFAULT.clone(),
+        None | Some("DefaultRegion") => DEFAULT.with(SharedStr::clone),
         Some(r) => r.into(),
     }
 }
@@ -1111,6 +1162,67 @@ mod tests {
             seen.insert((q.broker_name.clone(), q.queue_id));
         }
         assert_eq!(seen.len(), 5, "round robin covers every queue");
+    }
+
+    /// Each thread keeps copies of the publish infos it used: a route change must reach every
+    /// thread's next send, and the copies share one round robin.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn publish_infos_read_by_threads_follow_every_route_change() {
+        let config = crate::ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..crate::ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "publish-seen-test").unwrap();
+        let core = Arc::new(ProducerCore::new(
+            ProducerConfig::inner(),
+            Namespace::none(),
+        ));
+        lock(&core.publish).insert("T".into(), Arc::new(TopicPublishInfo::empty()));
+        core.update_publish_info("T", &route());
+        let queues = |i: &TopicPublishInfo| {
+            i.queues
+                .iter()
+                .map(|q| format!("{}:{}", q.broker_name, q.queue_id))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let here = core.publish_info(&inst, "T").await.unwrap();
+        assert_eq!(queues(&here), "a:0,a:1,a:2,b:0,b:1");
+        // Another thread's copy: the same queues, the same round robin.
+        let there = {
+            let (core, inst) = (core.clone(), inst.clone());
+            std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap()
+                    .block_on(async { core.publish_info(&inst, "T").await.unwrap() })
+            })
+            .join()
+            .unwrap()
+        };
+        assert_eq!(queues(&there), queues(&here));
+        let a = here.next_index();
+        assert_eq!(there.next_index(), a.wrapping_add(1) & 0x7fff_ffff);
+        // The route changes (b loses its queues, a has two): every thread reads the new one.
+        let mut changed = route();
+        changed.queue_datas.retain(|q| q.broker_name == "a");
+        changed.queue_datas[0].write_queue_nums = 2;
+        core.update_publish_info("T", &changed);
+        assert_eq!(
+            queues(&core.publish_info(&inst, "T").await.unwrap()),
+            "a:0,a:1"
+        );
+        let (core2, inst2) = (core.clone(), inst.clone());
+        let there = tokio::task::spawn_blocking(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(async { core2.publish_info(&inst2, "T").await.unwrap() })
+        })
+        .await
+        .unwrap();
+        assert_eq!(queues(&there), "a:0,a:1");
+        inst.shutdown_now();
     }
 
     #[test]

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rocketmq_remoting::util::hash::FastHashMap;
+use rocketmq_remoting::util::thread_copies::ThreadCopies;
+use thread_local::ThreadLocal;
 
 use super::instance::{lock, lock_read};
 
@@ -27,10 +29,20 @@ struct Sample {
 /// One counter: a sum of values (messages, or milliseconds) and how many were added.
 #[derive(Debug)]
 pub(crate) struct StatsItem {
-    value: AtomicU64,
-    times: AtomicU64,
+    /// The sum and count, kept by each thread on a line of its own and summed when read (as
+    /// Java's `LongAdder`): the sends of two cores add without taking turns owning a line.
+    counts: ThreadLocal<Counts>,
     minute: Mutex<VecDeque<Sample>>,
     hour: Mutex<VecDeque<Sample>>,
+}
+
+/// One thread's share of an item's counters, on cache lines of its own (the threads' shares
+/// lie side by side).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Counts {
+    value: AtomicU64,
+    times: AtomicU64,
 }
 
 /// A window's figures (Java `StatsSnapshot`).
@@ -52,23 +64,24 @@ impl StatsItem {
             times: 0,
         };
         Self {
-            value: AtomicU64::new(0),
-            times: AtomicU64::new(0),
+            counts: ThreadLocal::new(),
             minute: Mutex::new(VecDeque::from([first])),
             hour: Mutex::new(VecDeque::from([first])),
         }
     }
 
     fn add(&self, value: u64, times: u64) {
-        self.value.fetch_add(value, Ordering::Relaxed);
-        self.times.fetch_add(times, Ordering::Relaxed);
+        let c = self.counts.get_or_default();
+        c.value.fetch_add(value, Ordering::Relaxed);
+        c.times.fetch_add(times, Ordering::Relaxed);
     }
 
     fn now(&self) -> Sample {
+        let (value, times) = self.total();
         Sample {
             at: Instant::now(),
-            value: self.value.load(Ordering::Relaxed),
-            times: self.times.load(Ordering::Relaxed),
+            value,
+            times,
         }
     }
 
@@ -110,28 +123,30 @@ impl StatsItem {
 
     /// Everything since the item was created: (sum, times).
     pub(crate) fn total(&self) -> (u64, u64) {
-        (
-            self.value.load(Ordering::Relaxed),
-            self.times.load(Ordering::Relaxed),
-        )
+        self.counts.iter().fold((0, 0), |(v, t), s| {
+            (
+                v + s.value.load(Ordering::Relaxed),
+                t + s.times.load(Ordering::Relaxed),
+            )
+        })
     }
 }
 
 /// The items of one kind, by key. Read-mostly: every send or listener call adds to an item
-/// that exists under a shared lock.
+/// that exists. Items are never removed, so each thread keeps the items it used in a map of
+/// its own and finds them there without the shared lock (whose every reader writes its line).
 #[derive(Debug, Default)]
 pub(crate) struct StatsSet {
     items: RwLock<FastHashMap<String, Arc<StatsItem>>>,
+    seen: ThreadCopies<Arc<StatsItem>>,
 }
 
 impl StatsSet {
     /// Adds `value` (once) under `key`.
     pub(crate) fn add(&self, key: &str, value: u64) {
-        if let Some(i) = lock_read(&self.items).get(key) {
-            i.add(value, 1);
-            return;
-        }
-        self.item(key).add(value, 1);
+        // Borrowed: a clone of the shared item would write its reference count.
+        self.seen
+            .with(key, |_| true, || Some(self.item(key)), |i| i.add(value, 1));
     }
 
     /// The item of `key`, created empty if new.
@@ -336,5 +351,32 @@ mod tests {
         assert_eq!(i.minute().sum, 0, "older samples left the window");
         assert_eq!(i.hour().sum, 45);
         assert!(set.get("other").is_none());
+    }
+
+    /// Threads add to counters of their own (striped) and find items in maps of their own:
+    /// what is read is still everything every thread added, under every key.
+    #[test]
+    fn additions_from_many_threads_all_count() {
+        let set = Arc::new(StatsSet::default());
+        let threads: Vec<_> = (0..6u64)
+            .map(|t| {
+                let set = set.clone();
+                std::thread::spawn(move || {
+                    for n in 0..1000u64 {
+                        set.add(if n % 2 == 0 { "even" } else { "odd" }, t + 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // 6 threads, 500 additions under each key, of 1..=6.
+        assert_eq!(set.get("even").unwrap().total(), (500 * 21, 3000));
+        assert_eq!(set.get("odd").unwrap().total(), (500 * 21, 3000));
+        assert_eq!(set.get("even").unwrap().minute().sum, 500 * 21);
+        let mut keys = set.keys();
+        keys.sort();
+        assert_eq!(keys, ["even", "odd"]);
     }
 }

@@ -22,7 +22,8 @@ mod transaction;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -64,6 +65,11 @@ struct Inner {
     group: String,
     core: Arc<ProducerCore>,
     state: Mutex<State>,
+    /// The instance once started (it is started once): what a send reads, without the state's
+    /// lock or a reference count, which both cores of a busy producer would take turns writing.
+    running: OnceLock<Arc<ClientInstance>>,
+    /// Set when the state leaves `Running`.
+    stopped: AtomicBool,
     /// The message-trace dispatcher (with `enable_msg_trace`); dropped with the producer,
     /// which stops it.
     trace: Option<TraceDispatcher>,
@@ -292,6 +298,8 @@ impl ProducerBuilder {
                 group: self.producer.group,
                 core,
                 state: Mutex::new(State::Created),
+                running: OnceLock::new(),
+                stopped: AtomicBool::new(false),
                 trace,
             }),
         })
@@ -403,6 +411,7 @@ impl DefaultMQProducer {
             let _ = core.learn_brokers(&bg).await;
         });
         tracing::info!(group = %self.group(), client = %inst.client_id, "producer started");
+        let _ = self.inner.running.set(inst.clone());
         *state = State::Running(inst);
         // Java starts the trace dispatcher once the producer runs.
         if let Some(t) = &self.inner.trace {
@@ -412,8 +421,13 @@ impl DefaultMQProducer {
     }
 
     pub(crate) fn instance(&self) -> Result<Arc<ClientInstance>> {
-        match &*lock(&self.inner.state) {
-            State::Running(i) if !i.is_shut_down() => Ok(i.clone()),
+        self.running().cloned()
+    }
+
+    /// The running instance, borrowed (what [`Self::instance`] clones).
+    pub(crate) fn running(&self) -> Result<&Arc<ClientInstance>> {
+        match self.inner.running.get() {
+            Some(i) if !self.inner.stopped.load(Ordering::Acquire) && !i.is_shut_down() => Ok(i),
             _ => Err(ClientError::NotRunning),
         }
     }
@@ -431,10 +445,10 @@ impl DefaultMQProducer {
 
     /// [`send`](Self::send) with its own timeout.
     pub async fn send_timeout(&self, msg: Message, timeout: Duration) -> Result<SendResult> {
-        let inst = self.instance()?;
+        let inst = self.running()?;
         let core = &self.inner.core;
-        let p = core.prepare(&inst, msg)?;
-        core.send_default(&inst, &p, SendMode::Sync, timeout)
+        let p = core.prepare(inst, msg)?;
+        core.send_default(inst, &p, SendMode::Sync, timeout)
             .await?
             .ok_or_else(unreachable_oneway)
     }
@@ -523,10 +537,10 @@ impl DefaultMQProducer {
 
     async fn send_async_now(&self, msg: Message, slot: Option<AsyncSlot>) -> Result<SendResult> {
         let _slot = slot;
-        let inst = self.instance()?;
+        let inst = self.running()?;
         let core = &self.inner.core;
-        let p = core.prepare(&inst, msg)?;
-        core.send_default(&inst, &p, SendMode::Async, core.settings.send_msg_timeout)
+        let p = core.prepare(inst, msg)?;
+        core.send_default(inst, &p, SendMode::Async, core.settings.send_msg_timeout)
             .await?
             .ok_or_else(unreachable_oneway)
     }
@@ -543,21 +557,21 @@ impl DefaultMQProducer {
 
     /// Sends `msg` without waiting for the broker (one attempt; no result).
     pub async fn send_oneway(&self, msg: Message) -> Result<()> {
-        let inst = self.instance()?;
+        let inst = self.running()?;
         let core = &self.inner.core;
-        let p = core.prepare(&inst, msg)?;
-        core.send_default(&inst, &p, SendMode::Oneway, core.settings.send_msg_timeout)
+        let p = core.prepare(inst, msg)?;
+        core.send_default(inst, &p, SendMode::Oneway, core.settings.send_msg_timeout)
             .await
             .map(|_| ())
     }
 
     /// Sends `msg` to the queue `mq` (one attempt).
     pub async fn send_to_queue(&self, msg: Message, mq: &MessageQueue) -> Result<SendResult> {
-        let inst = self.instance()?;
+        let inst = self.running()?;
         check_queue_topic(&msg, mq)?;
         let core = &self.inner.core;
-        let p = core.prepare(&inst, msg)?;
-        self.send_one(&inst, &p, core.ns.wrap_mq(mq), Instant::now())
+        let p = core.prepare(inst, msg)?;
+        self.send_one(inst, &p, core.ns.wrap_mq(mq), Instant::now())
             .await
     }
 
@@ -636,11 +650,11 @@ impl DefaultMQProducer {
 
     /// Sends `msg` to the queue `mq` without waiting for the broker.
     pub async fn send_oneway_to_queue(&self, msg: Message, mq: &MessageQueue) -> Result<()> {
-        let inst = self.instance()?;
+        let inst = self.running()?;
         check_queue_topic(&msg, mq)?;
-        let p = self.inner.core.prepare(&inst, msg)?;
+        let p = self.inner.core.prepare(inst, msg)?;
         let mq = self.inner.core.ns.wrap_mq(mq);
-        self.send_one_mode(&inst, &p, mq, Instant::now(), SendMode::Oneway)
+        self.send_one_mode(inst, &p, mq, Instant::now(), SendMode::Oneway)
             .await
             .map(|_| ())
     }
@@ -657,10 +671,10 @@ impl DefaultMQProducer {
         S: MessageQueueSelector<A> + ?Sized,
     {
         let begin = Instant::now();
-        let inst = self.instance()?;
-        let mq = self.select(&inst, &msg, selector, arg).await?;
-        let p = self.inner.core.prepare(&inst, msg)?;
-        self.send_one_mode(&inst, &p, mq, begin, SendMode::Oneway)
+        let inst = self.running()?;
+        let mq = self.select(inst, &msg, selector, arg).await?;
+        let p = self.inner.core.prepare(inst, msg)?;
+        self.send_one_mode(inst, &p, mq, begin, SendMode::Oneway)
             .await
             .map(|_| ())
     }
@@ -712,19 +726,19 @@ impl DefaultMQProducer {
         S: MessageQueueSelector<A> + ?Sized,
     {
         let begin = Instant::now();
-        let inst = self.instance()?;
-        let mq = self.select(&inst, &msg, selector, arg).await?;
-        let p = self.inner.core.prepare(&inst, msg)?;
-        self.send_one(&inst, &p, mq, begin).await
+        let inst = self.running()?;
+        let mq = self.select(inst, &msg, selector, arg).await?;
+        let p = self.inner.core.prepare(inst, msg)?;
+        self.send_one(inst, &p, mq, begin).await
     }
 
     /// Sends messages of one topic as one batch (at most `max_message_size` encoded; no delay
     /// levels, no retry topics). The result's `msg_id` joins the ids with commas.
     pub async fn send_batch(&self, msgs: Vec<Message>) -> Result<SendResult> {
-        let inst = self.instance()?;
+        let inst = self.running()?;
         let core = &self.inner.core;
-        let p = core.prepare_batch(&inst, msgs)?;
-        core.send_default(&inst, &p, SendMode::Sync, core.settings.send_msg_timeout)
+        let p = core.prepare_batch(inst, msgs)?;
+        core.send_default(inst, &p, SendMode::Sync, core.settings.send_msg_timeout)
             .await?
             .ok_or_else(unreachable_oneway)
     }
@@ -735,25 +749,25 @@ impl DefaultMQProducer {
         msgs: Vec<Message>,
         mq: &MessageQueue,
     ) -> Result<SendResult> {
-        let inst = self.instance()?;
-        let p = self.inner.core.prepare_batch(&inst, msgs)?;
+        let inst = self.running()?;
+        let p = self.inner.core.prepare_batch(inst, msgs)?;
         let mq = self.inner.core.ns.wrap_mq(mq);
         if p.topic != mq.topic {
             return Err(ClientError::InvalidMessage(
                 "the batch's topic is not the queue's topic".into(),
             ));
         }
-        self.send_one(&inst, &p, mq, Instant::now()).await
+        self.send_one(inst, &p, mq, Instant::now()).await
     }
 
     /// The writable queues of `topic`.
     pub async fn fetch_publish_message_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
-        let inst = self.instance()?;
+        let inst = self.running()?;
         let ns = &self.inner.core.ns;
         Ok(self
             .inner
             .core
-            .publish_info(&inst, &ns.wrap(topic))
+            .publish_info(inst, &ns.wrap(topic))
             .await?
             .queues
             .iter()
@@ -785,6 +799,7 @@ impl DefaultMQProducer {
                         },
                         move || inst2.forget_producer(&core2),
                     );
+                    self.inner.stopped.store(true, Ordering::Release);
                     *state = State::Stopping(stop.clone());
                     stop
                 }

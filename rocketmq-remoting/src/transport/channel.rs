@@ -1,5 +1,6 @@
 //! One connection: a reader task, a writer task, and a table of requests awaiting responses.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -34,8 +35,27 @@ use crate::protocol::{
 };
 use crate::util::hash::FastHashMap;
 
-/// Request ids: one counter per process, as in Java.
+/// Request ids: one counter per process, as in Java, handed to threads in blocks of
+/// [`OPAQUE_BLOCK`] so that threads sending at once do not take turns writing its line.
 static NEXT_OPAQUE: AtomicI32 = AtomicI32::new(0);
+const OPAQUE_BLOCK: i32 = 64;
+
+/// The next request id: unique in the process until the counter wraps (as Java's).
+fn next_opaque() -> i32 {
+    thread_local! {
+        /// The next id of this thread's block and the end of the block.
+        static BLOCK: Cell<(i32, i32)> = const { Cell::new((0, 0)) };
+    }
+    BLOCK.with(|b| {
+        let (mut next, mut end) = b.get();
+        if next == end {
+            next = NEXT_OPAQUE.fetch_add(OPAQUE_BLOCK, Ordering::Relaxed);
+            end = next.wrapping_add(OPAQUE_BLOCK);
+        }
+        b.set((next.wrapping_add(1), end));
+        next
+    })
+}
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Settings of a connection.
@@ -647,7 +667,7 @@ impl Channel {
         if !self.is_active() {
             return Err(self.closed_error());
         }
-        request.opaque = NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed);
+        request.opaque = next_opaque();
         request.flag &= !FLAG_RESPONSE;
         self.run_before_hooks(&mut request)?;
         let (tx, rx) = oneshot::channel();
@@ -665,7 +685,11 @@ impl Channel {
             opaque: request.opaque,
         };
         // The response's wait is bounded by the connection's sweep, not a timer of its own.
-        if !self.inner.sweeping.swap(true, Ordering::AcqRel) {
+        // Read first: a swap writes the flag's cache line on every request, though it is set
+        // whenever requests keep coming (the cores would take turns owning it).
+        if !self.inner.sweeping.load(Ordering::Acquire)
+            && !self.inner.sweeping.swap(true, Ordering::AcqRel)
+        {
             tokio::spawn(sweep(Arc::downgrade(&self.inner)));
         }
         if !self.is_active() {
@@ -707,7 +731,7 @@ impl Channel {
         if !self.is_active() {
             return Err(self.closed_error());
         }
-        request.opaque = NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed);
+        request.opaque = next_opaque();
         request.flag &= !FLAG_RESPONSE;
         request.mark_oneway();
         self.run_before_hooks(&mut request)?;
@@ -1488,5 +1512,27 @@ async fn respond(
     }
     if let Err(e) = channel.send_response(&response).await {
         debug!(remote = %channel.inner.remote, error = %e, "could not send response");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Threads take request ids in blocks: no id is given twice, within a block and across
+    /// blocks and threads.
+    #[test]
+    fn request_ids_are_unique_across_threads() {
+        let threads: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(|| (0..1000).map(|_| next_opaque()).collect::<Vec<_>>()))
+            .collect();
+        let mut all: Vec<i32> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "an id was given twice");
     }
 }

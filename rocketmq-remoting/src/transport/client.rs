@@ -29,6 +29,7 @@ use super::processor::RequestProcessor;
 use crate::error::RemotingError;
 use crate::protocol::RemotingCommand;
 use crate::util::hash::FastHashMap;
+use crate::util::thread_copies::ThreadCopies;
 
 /// Default first backoff window after a failed connect.
 const DEFAULT_RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(100);
@@ -133,6 +134,7 @@ impl RemotingClientBuilder {
                 processor: self.processor,
                 hooks: self.hooks.into(),
                 peers: Mutex::new(FastHashMap::default()),
+                channels_seen: ThreadCopies::new(),
                 next_connect_id: AtomicU64::new(0),
                 connect_attempts: AtomicU64::new(0),
                 shut_down: AtomicBool::new(false),
@@ -172,6 +174,10 @@ struct ClientInner {
     processor: Option<Arc<dyn RequestProcessor>>,
     hooks: Arc<[Arc<dyn RpcHook>]>,
     peers: Mutex<FastHashMap<String, Peer>>,
+    /// Each thread's copies of the open connections it used, dropped when a connection is
+    /// added to or taken from `peers` (a closed one is never used: it says so): a request
+    /// finds its connection without the shared lock.
+    channels_seen: ThreadCopies<Channel>,
     next_connect_id: AtomicU64,
     connect_attempts: AtomicU64,
     shut_down: AtomicBool,
@@ -280,6 +286,7 @@ fn finish_connect(
             if let Some(old) = peer.channel.replace(ch.clone()) {
                 old.close();
             }
+            inner.channels_seen.invalidate();
             tracing::debug!(addr, "connected");
             Ok(ch)
         }
@@ -342,10 +349,15 @@ impl RemotingClient {
         if self.check_running().is_err() {
             return None;
         }
-        match lock(&self.inner.peers).get(addr)?.channel.as_ref() {
-            Some(ch) if ch.is_active() => Some(ch.clone()),
-            _ => None,
-        }
+        self.inner
+            .channels_seen
+            .get_or_load(addr, Channel::is_active, || {
+                lock(&self.inner.peers)
+                    .get(addr)?
+                    .channel
+                    .clone()
+                    .filter(Channel::is_active)
+            })
     }
 
     /// The open connection to `addr`, connecting if there is none.
@@ -448,6 +460,7 @@ impl RemotingClient {
         if let Some(peer) = peers.get_mut(addr) {
             if let Some(ch) = peer.channel.take() {
                 ch.close();
+                self.inner.channels_seen.invalidate();
             }
             if peer.is_empty() {
                 peers.remove(addr);
@@ -488,6 +501,7 @@ impl RemotingClient {
             .drain()
             .filter_map(|(_, p)| p.channel)
             .collect();
+        self.inner.channels_seen.invalidate();
         for ch in channels {
             ch.close();
         }

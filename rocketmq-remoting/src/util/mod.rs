@@ -3,4 +3,5 @@
 pub mod hash;
 pub mod net;
 pub mod spare;
+pub mod thread_copies;
 pub mod time;
