@@ -3,7 +3,7 @@
 //! compression, unique ids.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -121,9 +121,17 @@ impl AsyncRoom {
 pub(crate) struct TopicPublishInfo {
     pub(crate) order_topic: bool,
     pub(crate) queues: Vec<MessageQueue>,
-    /// The round robin's position, shared by the threads' copies of this info.
+    /// The round robin's next position, shared by the threads' copies of this info.
     next: Arc<AtomicU32>,
+    /// Positions this copy took from `next` and has not used yet: the next one (low half)
+    /// and the end (high half). Taken [`ROUND_ROBIN_BLOCK`] at a time, so that the threads'
+    /// sends do not take turns writing `next`'s line; every position is still used once, and
+    /// one thread's sends go to consecutive queues.
+    block: AtomicU64,
 }
+
+/// How many round-robin positions a copy of a publish info takes at a time.
+const ROUND_ROBIN_BLOCK: u32 = 16;
 
 impl TopicPublishInfo {
     fn empty() -> Self {
@@ -131,6 +139,7 @@ impl TopicPublishInfo {
             order_topic: false,
             queues: Vec::new(),
             next: Arc::new(AtomicU32::new(rand::random::<u32>() >> 1)),
+            block: AtomicU64::new(0),
         }
     }
 
@@ -152,6 +161,7 @@ impl TopicPublishInfo {
             order_topic: self.order_topic,
             queues,
             next: self.next.clone(),
+            block: AtomicU64::new(0),
         }
     }
 
@@ -199,7 +209,30 @@ impl TopicPublishInfo {
     }
 
     fn next_index(&self) -> usize {
-        (self.next.fetch_add(1, Ordering::Relaxed) & 0x7fff_ffff) as usize
+        let block = self.block.load(Ordering::Relaxed);
+        let (at, end) = (block as u32, (block >> 32) as u32);
+        let pack = |at: u32, end: u32| u64::from(at) | (u64::from(end) << 32);
+        let taken = at != end
+            && self
+                .block
+                .compare_exchange(
+                    block,
+                    pack(at.wrapping_add(1), end),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        let pos = if taken {
+            at
+        } else {
+            // Used up (or used by another thread just now, which may skip a few positions).
+            let start = self.next.fetch_add(ROUND_ROBIN_BLOCK, Ordering::Relaxed);
+            let end = start.wrapping_add(ROUND_ROBIN_BLOCK);
+            self.block
+                .store(pack(start.wrapping_add(1), end), Ordering::Relaxed);
+            start
+        };
+        (pos & 0x7fff_ffff) as usize
     }
 
     /// Round robin, skipping `last_broker` when another broker has a queue.
@@ -1201,8 +1234,27 @@ mod tests {
             .unwrap()
         };
         assert_eq!(queues(&there), queues(&here));
+        // Each copy takes its positions from the shared round robin a block at a time.
         let a = here.next_index();
-        assert_eq!(there.next_index(), a.wrapping_add(1) & 0x7fff_ffff);
+        assert_eq!(
+            here.next_index(),
+            (a + 1) & 0x7fff_ffff,
+            "consecutive in a block"
+        );
+        let b = there.next_index();
+        assert_eq!(
+            b,
+            (a + ROUND_ROBIN_BLOCK as usize) & 0x7fff_ffff,
+            "the next block"
+        );
+        for i in 2..ROUND_ROBIN_BLOCK as usize {
+            assert_eq!(here.next_index(), (a + i) & 0x7fff_ffff);
+        }
+        assert_eq!(
+            here.next_index(),
+            (b + ROUND_ROBIN_BLOCK as usize) & 0x7fff_ffff,
+            "a used-up block is followed by the next one free"
+        );
         // The route changes (b loses its queues, a has two): every thread reads the new one.
         let mut changed = route();
         changed.queue_datas.retain(|q| q.broker_name == "a");

@@ -537,11 +537,12 @@ impl Channel {
             let mut g = lock(&self.inner.gate);
             // Frames with file regions go to the writer task: `sendfile` may read from the disk,
             // which must not happen while other senders wait for the gate.
-            let calm = g.writes[1].elapsed() >= BURST_GAP && frame.regions.is_none();
+            // The clock is read last: under load frames are queued, and no reading is needed.
             if self.inner.direct
                 && g.queued == 0
-                && calm
+                && frame.regions.is_none()
                 && !self.inner.is_closed.load(Ordering::SeqCst)
+                && g.writes[1].elapsed() >= BURST_GAP
             {
                 let Some(socket) = g.socket.clone() else {
                     return Err(self.closed_error());
