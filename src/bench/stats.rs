@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
+use thread_local::ThreadLocal;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -33,50 +34,69 @@ fn percentiles_of(h: &Histogram<u64>) -> Value {
 }
 
 /// What a run measured so far.
+///
+/// Each thread records into a share of its own (its own lock, on cache lines of its own),
+/// merged when read: the benchmark's own counting must not make the client's cores take turns
+/// owning its lines, which would be counted as the client's CPU.
+#[derive(Default)]
 pub struct Recorder {
-    msgs: AtomicU64,
-    bytes: AtomicU64,
+    shards: ThreadLocal<Shard>,
     errors: AtomicU64,
-    total: Mutex<Histogram<u64>>,
-    interval: Mutex<Histogram<u64>>,
 }
 
-impl Default for Recorder {
-    fn default() -> Self {
-        Self {
-            msgs: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-            total: Mutex::new(new_hist()),
-            interval: Mutex::new(new_hist()),
-        }
+/// One thread's share of a [`Recorder`].
+#[repr(align(128))]
+struct Shard(Mutex<ShardData>);
+
+struct ShardData {
+    msgs: u64,
+    bytes: u64,
+    total: Histogram<u64>,
+    interval: Histogram<u64>,
+}
+
+impl Shard {
+    fn new() -> Self {
+        Self(Mutex::new(ShardData {
+            msgs: 0,
+            bytes: 0,
+            total: new_hist(),
+            interval: new_hist(),
+        }))
     }
 }
 
 impl Recorder {
     /// `n` messages of `bytes` in all, done with `latency` (none for throughput-only modes).
     pub fn record(&self, n: u64, bytes: u64, latency: Option<Duration>) {
-        let Some(l) = latency else {
-            self.msgs.fetch_add(n, Ordering::Relaxed);
-            self.bytes.fetch_add(bytes, Ordering::Relaxed);
-            return;
-        };
-        let us = (l.as_nanos() as u64 / 1000).clamp(1, 100_000_000);
-        {
-            // Counted under the histogram's lock, so that a snapshot's message count and its
-            // percentiles cover the same messages.
-            let mut total = lock(&self.total);
-            self.msgs.fetch_add(n, Ordering::Relaxed);
-            self.bytes.fetch_add(bytes, Ordering::Relaxed);
-            let _ = total.record_n(us, n);
+        // Counted with the histogram, under one lock, so that a snapshot's message count and
+        // its percentiles cover the same messages.
+        let mut d = lock(&self.shards.get_or(Shard::new).0);
+        d.msgs += n;
+        d.bytes += bytes;
+        if let Some(l) = latency {
+            let us = (l.as_nanos() as u64 / 1000).clamp(1, 100_000_000);
+            let _ = d.total.record_n(us, n);
+            let _ = d.interval.record_n(us, n);
         }
-        let _ = lock(&self.interval).record_n(us, n);
+    }
+
+    /// Every share's data in turn.
+    fn each(&self, mut f: impl FnMut(&mut ShardData)) {
+        for shard in self.shards.iter() {
+            f(&mut lock(&shard.0));
+        }
     }
 
     /// Messages, bytes and the run's percentiles (µs), taken together.
     pub fn snapshot(&self) -> (u64, u64, Value) {
-        let total = lock(&self.total);
-        (self.msgs(), self.bytes(), percentiles_of(&total))
+        let (mut msgs, mut bytes, mut total) = (0, 0, new_hist());
+        self.each(|d| {
+            msgs += d.msgs;
+            bytes += d.bytes;
+            let _ = total.add(&d.total);
+        });
+        (msgs, bytes, percentiles_of(&total))
     }
 
     /// A failed operation.
@@ -86,12 +106,16 @@ impl Recorder {
 
     /// Messages so far.
     pub fn msgs(&self) -> u64 {
-        self.msgs.load(Ordering::Relaxed)
+        let mut n = 0;
+        self.each(|d| n += d.msgs);
+        n
     }
 
     /// Bytes so far.
     pub fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
+        let mut n = 0;
+        self.each(|d| n += d.bytes);
+        n
     }
 
     /// Errors so far.
@@ -101,24 +125,28 @@ impl Recorder {
 
     /// The interval histogram's p50 and p99 (µs), resetting it.
     pub fn take_interval(&self) -> (u64, u64) {
-        let mut h = lock(&self.interval);
-        let r = (h.value_at_quantile(0.5), h.value_at_quantile(0.99));
-        h.reset();
-        r
+        let mut h = new_hist();
+        self.each(|d| {
+            let _ = h.add(&d.interval);
+            d.interval.reset();
+        });
+        (h.value_at_quantile(0.5), h.value_at_quantile(0.99))
     }
 
     /// Percentiles of the whole run (µs).
     pub fn percentiles(&self) -> Value {
-        percentiles_of(&lock(&self.total))
+        self.snapshot().2
     }
 
     /// Resets everything (after a warm-up).
     pub fn reset(&self) {
-        self.msgs.store(0, Ordering::Relaxed);
-        self.bytes.store(0, Ordering::Relaxed);
         self.errors.store(0, Ordering::Relaxed);
-        lock(&self.total).reset();
-        lock(&self.interval).reset();
+        self.each(|d| {
+            d.msgs = 0;
+            d.bytes = 0;
+            d.total.reset();
+            d.interval.reset();
+        });
     }
 }
 
