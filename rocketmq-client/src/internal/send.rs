@@ -499,19 +499,24 @@ impl ProducerCore {
         inst: &ClientInstance,
         topic: &str,
     ) -> Result<Arc<TopicPublishInfo>> {
-        let seen = self.publish_seen.get_or_load(
+        if let Some(i) = self.cached_publish_info(topic) {
+            return Ok(i);
+        }
+        // Boxed: a send's future carries a pointer for the route fetch, not its state.
+        Box::pin(self.fetch_publish_info(inst, topic)).await
+    }
+
+    /// The usable publish info of `topic` this producer has, without asking the name server:
+    /// this thread's copy.
+    fn cached_publish_info(&self, topic: &str) -> Option<Arc<TopicPublishInfo>> {
+        self.publish_seen.get_or_load(
             topic,
             |_| true,
             || {
                 let shared = lock(&self.publish).get(topic).filter(|i| i.ok()).cloned()?;
                 Some(Arc::new(shared.thread_copy()))
             },
-        );
-        if let Some(i) = seen {
-            return Ok(i);
-        }
-        // Boxed: a send's future carries a pointer for the route fetch, not its state.
-        Box::pin(self.fetch_publish_info(inst, topic)).await
+        )
     }
 
     /// [`Self::publish_info`] of a topic without a usable route yet: fetched.
@@ -788,7 +793,12 @@ impl ProducerCore {
         span: &tracing::Span,
     ) -> Result<Option<SendResult>> {
         let begin = Instant::now();
-        let info = self.publish_info(inst, &p.topic).await?;
+        // A route this thread has takes no time to find: the first attempt starts at `begin`
+        // (one clock reading fewer); a route fetched counts for the send, not for the attempt.
+        let (info, mut first_start) = match self.cached_publish_info(&p.topic) {
+            Some(info) => (info, Some(begin)),
+            None => (self.publish_info(inst, &p.topic).await?, None),
+        };
         let times = match mode {
             SendMode::Sync => 1 + self.settings.retry_times_when_send_failed,
             SendMode::Async => 1 + self.settings.retry_times_when_send_async_failed,
@@ -805,7 +815,7 @@ impl ProducerCore {
         for attempt in 0..times {
             // One clock read an attempt (after the route lookup: like Java, an attempt's
             // latency, which can isolate a broker, does not count the lookup).
-            let now = Instant::now();
+            let now = first_start.take().unwrap_or_else(Instant::now);
             let mq = self.select_queue(&info, last_broker.as_deref(), now);
             last_broker = Some(match &mq {
                 Cow::Borrowed(q) => Cow::Borrowed(q.broker_name.as_str()),

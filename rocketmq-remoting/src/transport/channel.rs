@@ -482,10 +482,6 @@ impl Channel {
         }
     }
 
-    fn touch(&self) {
-        self.touch_at(Instant::now());
-    }
-
     /// Records activity at `now` (a clock reading the caller already has).
     fn touch_at(&self, now: Instant) {
         let ms = now.saturating_duration_since(self.inner.born).as_millis() as u64;
@@ -1223,7 +1219,7 @@ impl Reader {
                     break;
                 }
                 Some(Ok(Inbound::Refused { request, answer })) => {
-                    self.channel.touch();
+                    self.channel.touch_at(framed.get_ref().last_read);
                     debug!(
                         remote = %self.channel.inner.remote,
                         code = request.code,
@@ -1241,7 +1237,8 @@ impl Reader {
                     }
                 }
                 Some(Ok(Inbound::Command(cmd))) => {
-                    self.channel.touch();
+                    // When the read that completed the frame was done: no clock read a frame.
+                    self.channel.touch_at(framed.get_ref().last_read);
                     if cmd.is_response() {
                         let waiter = lock(&self.channel.inner.pending).remove(&cmd.opaque);
                         match waiter {
