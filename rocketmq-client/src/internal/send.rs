@@ -147,14 +147,17 @@ impl TopicPublishInfo {
     /// so that the results of this thread's sends count their references to the topic and
     /// broker names on lines of this thread's.
     fn thread_copy(&self) -> Self {
+        // A broker's queues are listed together (and every queue has the topic): each text is
+        // copied once and shared with the queue before when it is the same.
         let mut queues: Vec<MessageQueue> = Vec::with_capacity(self.queues.len());
         for q in &self.queues {
-            let same = |s: &SharedStr, f: fn(&MessageQueue) -> &SharedStr| {
-                queues.iter().map(f).find(|t| **t == **s).cloned()
+            let own = |prev: Option<&SharedStr>, text: &SharedStr| match prev {
+                Some(p) if p == text => p.clone(),
+                _ => SharedStr::from(text.as_str()),
             };
-            let topic = same(&q.topic, |m| &m.topic).unwrap_or_else(|| q.topic.as_str().into());
-            let broker = same(&q.broker_name, |m| &m.broker_name)
-                .unwrap_or_else(|| q.broker_name.as_str().into());
+            let prev = queues.last();
+            let topic = own(prev.map(|p| &p.topic), &q.topic);
+            let broker = own(prev.map(|p| &p.broker_name), &q.broker_name);
             queues.push(MessageQueue::new(topic, broker, q.queue_id));
         }
         Self {
@@ -797,7 +800,11 @@ impl ProducerCore {
         // (one clock reading fewer); a route fetched counts for the send, not for the attempt.
         let (info, mut first_start) = match self.cached_publish_info(&p.topic) {
             Some(info) => (info, Some(begin)),
-            None => (self.publish_info(inst, &p.topic).await?, None),
+            // Boxed: a send's future carries a pointer for the route fetch, not its state.
+            None => (
+                Box::pin(self.fetch_publish_info(inst, &p.topic)).await?,
+                None,
+            ),
         };
         let times = match mode {
             SendMode::Sync => 1 + self.settings.retry_times_when_send_failed,

@@ -353,7 +353,7 @@ mod tests {
         assert!(set.get("other").is_none());
     }
 
-    /// Threads add to counters of their own (striped) and find items in maps of their own:
+    /// Threads add to counters of their own and find items in maps of their own:
     /// what is read is still everything every thread added, under every key.
     #[test]
     fn additions_from_many_threads_all_count() {
