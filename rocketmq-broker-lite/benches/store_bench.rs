@@ -141,6 +141,7 @@ fn s2(args: &[String], dir: &std::path::Path) {
     let stop = Arc::new(AtomicBool::new(false));
     let acked = Arc::new(AtomicU64::new(0));
     let flushes_before = store.flush_count();
+    let (slow_before, sync_s_before) = store.flush_latency().snapshot();
     let bytes_before = store.commit_log_flushed_offset();
     let start = Instant::now();
     let mut pool = futures::executor::LocalPool::new();
@@ -168,17 +169,32 @@ fn s2(args: &[String], dir: &std::path::Path) {
     timer.join().unwrap();
     let elapsed = start.elapsed().as_secs_f64();
     let flushes = store.flush_count() - flushes_before;
+    let (slow_after, sync_s_after) = store.flush_latency().snapshot();
+    let sync_s = sync_s_after - sync_s_before;
+    // Flushes that took longer than 10 ms and than 100 ms (cumulative histogram buckets).
+    let over = |bound_us: u64| {
+        let i = rocketmq_broker_lite::metrics::LATENCY_BUCKETS_US
+            .iter()
+            .position(|&b| b == bound_us)
+            .expect("a bucket bound");
+        let total = |c: &[u64]| c.last().copied().unwrap_or(0);
+        (total(&slow_after) - slow_after[i]) - (total(&slow_before) - slow_before[i])
+    };
     let bytes = store.commit_log_flushed_offset() - bytes_before;
     let n = acked.load(Ordering::Relaxed);
     store.shutdown().expect("shutdown");
     let _ = std::fs::remove_dir_all(dir);
     println!(
-        "S2 {appenders} appenders x {size}B SYNC_FLUSH: {:.0} acks/s, {:.1} MB/s durable, {flushes} flushes ({:.0}/s), {:.1} appends/flush, {:.0} bytes/flush",
+        "S2 {appenders} appenders x {size}B SYNC_FLUSH: {:.0} acks/s, {:.1} MB/s durable, {flushes} flushes ({:.0}/s), {:.1} appends/flush, {:.0} bytes/flush; a flush round every {:.1} us, {:.1} us of it in fdatasync; {} flushes over 10 ms, {} over 100 ms",
         n as f64 / elapsed,
         bytes as f64 / elapsed / 1e6,
         flushes as f64 / elapsed,
         n as f64 / flushes.max(1) as f64,
-        bytes as f64 / flushes.max(1) as f64
+        bytes as f64 / flushes.max(1) as f64,
+        elapsed * 1e6 / flushes.max(1) as f64,
+        sync_s * 1e6 / flushes.max(1) as f64,
+        over(10_000),
+        over(100_000)
     );
 }
 
