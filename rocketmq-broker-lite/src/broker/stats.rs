@@ -5,14 +5,16 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rocketmq_remoting::util::spare;
+use rocketmq_remoting::util::thread_copies::{own_add, ThreadCopies};
+use thread_local::ThreadLocal;
 
 use super::stats_item::{
-    group_key, push_group_key, StatsItemSet, BROKER_GET_NUMS, BROKER_PUT_NUMS, GROUP_GET_NUMS,
-    GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE,
+    group_key, push_group_key, StatsItem, StatsItemSet, BROKER_GET_NUMS, BROKER_PUT_NUMS,
+    GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE,
 };
 
 /// Samples of the rate counters kept (one a second: 10 minutes), as Java's.
@@ -45,18 +47,35 @@ struct Daily {
     get_today_morning: u64,
 }
 
-/// Counters since start.
-#[derive(Debug)]
-pub struct BrokerStats {
-    boot_ms: i64,
-    cluster: String,
+/// One thread's share of the totals since start.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Totals {
     requests: AtomicU64,
     put_messages: AtomicU64,
     put_bytes: AtomicU64,
     got_messages: AtomicU64,
     pulls_found: AtomicU64,
     pulls_missed: AtomicU64,
+}
+
+/// Counters since start.
+#[derive(Debug)]
+pub struct BrokerStats {
+    boot_ms: i64,
+    cluster: String,
+    /// The totals, each thread's on lines of its own, summed when read: every request counts,
+    /// and the request workers on two cores would otherwise take turns owning one line.
+    totals: ThreadLocal<Totals>,
     items: StatsItemSet,
+    /// Each thread's copies of a topic's put items (`TOPIC_PUT_NUMS`, `TOPIC_PUT_SIZE`) and of a
+    /// `topic@group`'s get items (`GROUP_GET_NUMS`, `GROUP_GET_SIZE`): a count finds both with
+    /// one lookup of its own, not two through the shared table's lock and string comparisons.
+    put_items: ThreadCopies<[Arc<StatsItem>; 2]>,
+    get_items: ThreadCopies<[Arc<StatsItem>; 2]>,
+    /// The broker-wide items (`BROKER_PUT_NUMS`, `BROKER_GET_NUMS`), once used.
+    broker_put: OnceLock<Arc<StatsItem>>,
+    broker_get: OnceLock<Arc<StatsItem>>,
     rates: Mutex<VecDeque<RateSample>>,
     daily: Mutex<Daily>,
 }
@@ -103,13 +122,12 @@ impl BrokerStats {
         Self {
             boot_ms,
             cluster: cluster.to_string(),
-            requests: AtomicU64::new(0),
-            put_messages: AtomicU64::new(0),
-            put_bytes: AtomicU64::new(0),
-            got_messages: AtomicU64::new(0),
-            pulls_found: AtomicU64::new(0),
-            pulls_missed: AtomicU64::new(0),
+            totals: ThreadLocal::new(),
             items: StatsItemSet::default(),
+            put_items: ThreadCopies::new(),
+            get_items: ThreadCopies::new(),
+            broker_put: OnceLock::new(),
+            broker_get: OnceLock::new(),
             rates: Mutex::new(VecDeque::new()),
             daily: Mutex::new(Daily {
                 day: boot_ms.div_euclid(DAY_MS),
@@ -118,62 +136,105 @@ impl BrokerStats {
         }
     }
 
+    /// This thread's share of the totals.
+    fn mine(&self) -> &Totals {
+        self.totals.get_or_default()
+    }
+
+    /// A total: the sum of the threads' shares.
+    fn sum(&self, counter: impl Fn(&Totals) -> &AtomicU64) -> u64 {
+        self.totals
+            .iter()
+            .map(|t| counter(t).load(Ordering::Relaxed))
+            .sum()
+    }
+
     pub(crate) fn record_request(&self) {
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        own_add(&self.mine().requests, 1);
     }
 
     /// A send stored `msgs` messages of `bytes` bytes in `topic`.
     pub(crate) fn record_put(&self, topic: &str, msgs: u64, bytes: u64) {
-        self.put_messages.fetch_add(msgs, Ordering::Relaxed);
-        self.put_bytes.fetch_add(bytes, Ordering::Relaxed);
-        let now = now_ms();
-        self.items.add(TOPIC_PUT_NUMS, topic, msgs, 1, now);
-        self.items.add(TOPIC_PUT_SIZE, topic, bytes, 1, now);
-        self.items.add(BROKER_PUT_NUMS, &self.cluster, msgs, 0, now);
+        let mine = self.mine();
+        own_add(&mine.put_messages, msgs);
+        own_add(&mine.put_bytes, bytes);
+        let items = || {
+            Some([
+                self.items.item(TOPIC_PUT_NUMS, topic, now_ms),
+                self.items.item(TOPIC_PUT_SIZE, topic, now_ms),
+            ])
+        };
+        self.put_items.with(
+            topic,
+            |_| true,
+            items,
+            |[n, size]| {
+                n.add(msgs, 1);
+                size.add(bytes, 1);
+            },
+        );
+        self.broker_put
+            .get_or_init(|| self.items.item(BROKER_PUT_NUMS, &self.cluster, now_ms))
+            .add(msgs, 0);
     }
 
     /// A pull of `group` found `msgs` messages of `bytes` bytes in `topic`.
     pub(crate) fn record_get(&self, topic: &str, group: &str, msgs: u64, bytes: u64) {
-        self.got_messages.fetch_add(msgs, Ordering::Relaxed);
-        self.pulls_found.fetch_add(1, Ordering::Relaxed);
-        let now = now_ms();
+        let mine = self.mine();
+        own_add(&mine.got_messages, msgs);
+        own_add(&mine.pulls_found, 1);
         // `group_key`'s text, in a buffer this thread keeps for the next pull.
         let mut key = spare::string(topic.len() + 1 + group.len());
         push_group_key(&mut key, topic, group);
-        self.items.add(GROUP_GET_NUMS, &key, msgs, 1, now);
-        self.items.add(GROUP_GET_SIZE, &key, bytes, 1, now);
+        let items = || {
+            Some([
+                self.items.item(GROUP_GET_NUMS, &key, now_ms),
+                self.items.item(GROUP_GET_SIZE, &key, now_ms),
+            ])
+        };
+        self.get_items.with(
+            &key,
+            |_| true,
+            items,
+            |[n, size]| {
+                n.add(msgs, 1);
+                size.add(bytes, 1);
+            },
+        );
         spare::keep_string(key);
-        self.items.add(BROKER_GET_NUMS, &self.cluster, msgs, 0, now);
+        self.broker_get
+            .get_or_init(|| self.items.item(BROKER_GET_NUMS, &self.cluster, now_ms))
+            .add(msgs, 0);
     }
 
     /// A pull found nothing.
     pub(crate) fn record_pull_miss(&self) {
-        self.pulls_missed.fetch_add(1, Ordering::Relaxed);
+        own_add(&self.mine().pulls_missed, 1);
     }
 
     /// Requests processed.
     pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
+        self.sum(|t| &t.requests)
     }
     /// Messages stored by sends.
     pub fn put_messages(&self) -> u64 {
-        self.put_messages.load(Ordering::Relaxed)
+        self.sum(|t| &t.put_messages)
     }
     /// Bytes stored by sends.
     pub fn put_bytes(&self) -> u64 {
-        self.put_bytes.load(Ordering::Relaxed)
+        self.sum(|t| &t.put_bytes)
     }
     /// Messages returned by pulls.
     pub fn got_messages(&self) -> u64 {
-        self.got_messages.load(Ordering::Relaxed)
+        self.sum(|t| &t.got_messages)
     }
     /// Pulls that found messages.
     pub fn pulls_found(&self) -> u64 {
-        self.pulls_found.load(Ordering::Relaxed)
+        self.sum(|t| &t.pulls_found)
     }
     /// Pulls that found none.
     pub fn pulls_missed(&self) -> u64 {
-        self.pulls_missed.load(Ordering::Relaxed)
+        self.sum(|t| &t.pulls_missed)
     }
     /// When the broker started (ms since the epoch).
     pub fn boot_timestamp(&self) -> i64 {
@@ -282,6 +343,37 @@ impl BrokerStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn puts_and_gets_of_many_threads_add_up() {
+        let stats = Arc::new(BrokerStats::new("C"));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let stats = stats.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..500 {
+                        stats.record_request();
+                        stats.record_put("t", 2, 100);
+                        stats.record_get("t", "g", 3, 30);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(stats.requests(), 2000);
+        assert_eq!((stats.put_messages(), stats.put_bytes()), (4000, 200_000));
+        assert_eq!((stats.got_messages(), stats.pulls_found()), (6000, 2000));
+        let sum = |name, key| stats.view(name, key).unwrap().stats_minute.sum;
+        assert_eq!(sum(TOPIC_PUT_NUMS, "t"), 4000);
+        assert_eq!(sum(TOPIC_PUT_SIZE, "t"), 200_000);
+        assert_eq!(sum(BROKER_PUT_NUMS, "C"), 4000);
+        assert_eq!(sum(GROUP_GET_NUMS, "t@g"), 6000);
+        assert_eq!(sum(GROUP_GET_SIZE, "t@g"), 60_000);
+        assert_eq!(sum(BROKER_GET_NUMS, "C"), 6000);
+        assert_eq!(stats.group_get_tps("t", "h"), 0.0, "nothing pulled by h");
+    }
 
     #[test]
     fn doubles_print_as_java_prints_them() {

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rocketmq_remoting::protocol::body::{BrokerStatsData, BrokerStatsItem};
+use rocketmq_remoting::util::thread_copies::own_add;
+use thread_local::ThreadLocal;
 
 /// Messages put per topic (key: topic; one event per send).
 pub const TOPIC_PUT_NUMS: &str = "TOPIC_PUT_NUMS";
@@ -62,9 +64,19 @@ struct Sample {
 /// One counter and its sampled windows.
 #[derive(Debug)]
 pub struct StatsItem {
+    /// The sum and count, kept by each thread on a line of its own and summed when read (as
+    /// Java's `LongAdder`): the sends of two request workers add without taking turns owning
+    /// one line.
+    counts: ThreadLocal<Counts>,
+    windows: Mutex<[VecDeque<Sample>; 3]>,
+}
+
+/// One thread's share of an item's counters, on cache lines of its own.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Counts {
     value: AtomicU64,
     times: AtomicU64,
-    windows: Mutex<[VecDeque<Sample>; 3]>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -81,8 +93,7 @@ impl StatsItem {
             }])
         };
         Self {
-            value: AtomicU64::new(0),
-            times: AtomicU64::new(0),
+            counts: ThreadLocal::new(),
             windows: Mutex::new([
                 start(WINDOWS[0].0),
                 start(WINDOWS[1].0),
@@ -91,16 +102,29 @@ impl StatsItem {
         }
     }
 
-    fn add(&self, value: u64, times: u64) {
-        self.value.fetch_add(value, Ordering::Relaxed);
-        self.times.fetch_add(times, Ordering::Relaxed);
+    /// Adds `value` and `times` events.
+    pub fn add(&self, value: u64, times: u64) {
+        let c = self.counts.get_or_default();
+        own_add(&c.value, value);
+        own_add(&c.times, times);
+    }
+
+    /// Everything added so far: (value, times).
+    fn totals(&self) -> (u64, u64) {
+        self.counts.iter().fold((0, 0), |(v, t), c| {
+            (
+                v + c.value.load(Ordering::Relaxed),
+                t + c.times.load(Ordering::Relaxed),
+            )
+        })
     }
 
     fn now_sample(&self, now_ms: i64) -> Sample {
+        let (value, times) = self.totals();
         Sample {
             at_ms: now_ms,
-            times: self.times.load(Ordering::Relaxed),
-            value: self.value.load(Ordering::Relaxed),
+            times,
+            value,
         }
     }
 
@@ -141,7 +165,7 @@ impl StatsItem {
 
     /// The value counted since the item was created.
     pub fn value(&self) -> u64 {
-        self.value.load(Ordering::Relaxed)
+        self.totals().0
     }
 
     /// The last minute, hour and day.
@@ -167,19 +191,27 @@ pub struct StatsItemSet {
 impl StatsItemSet {
     /// Adds `value` and `times` events to `name`/`key` (created on first use).
     pub fn add(&self, name: &'static str, key: &str, value: u64, times: u64, now_ms: i64) {
-        let item = {
-            let mut items = lock(&self.items);
-            let by_key = items.entry(name).or_default();
-            match by_key.get(key) {
-                Some(i) => i.clone(),
-                None => {
-                    let i = Arc::new(StatsItem::new(now_ms));
-                    by_key.insert(key.to_string(), i.clone());
-                    i
-                }
+        self.item(name, key, || now_ms).add(value, times);
+    }
+
+    /// The item `name`/`key`, created (starting at `now_ms`) if new. Items are never removed:
+    /// a caller may keep it and count into it (`StatsItem::add`) without this lookup.
+    pub fn item(
+        &self,
+        name: &'static str,
+        key: &str,
+        now_ms: impl FnOnce() -> i64,
+    ) -> Arc<StatsItem> {
+        let mut items = lock(&self.items);
+        let by_key = items.entry(name).or_default();
+        match by_key.get(key) {
+            Some(i) => i.clone(),
+            None => {
+                let i = Arc::new(StatsItem::new(now_ms()));
+                by_key.insert(key.to_string(), i.clone());
+                i
             }
-        };
-        item.add(value, times);
+        }
     }
 
     /// The item `name`/`key`, if anything was counted under it.
@@ -249,5 +281,27 @@ mod tests {
         let d = set.get(TOPIC_PUT_NUMS, "t").unwrap().data(t0 + 80_000);
         assert_eq!(d.stats_minute.sum, 1);
         assert_eq!(d.stats_hour.sum, 6);
+    }
+
+    #[test]
+    fn counts_of_many_threads_add_up_in_one_item() {
+        let set = Arc::new(StatsItemSet::default());
+        let threads: Vec<_> = (0..6)
+            .map(|_| {
+                let set = set.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        set.add(TOPIC_PUT_SIZE, "t", 3, 1, 1_000_000);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(set.entries().len(), 1, "one item for the key");
+        let d = set.get(TOPIC_PUT_SIZE, "t").unwrap().data(1_000_000);
+        assert_eq!(d.stats_minute.sum, 18_000);
+        assert_eq!(d.stats_minute.avgpt, 3.0);
     }
 }

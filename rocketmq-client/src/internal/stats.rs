@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rocketmq_remoting::util::hash::FastHashMap;
-use rocketmq_remoting::util::thread_copies::ThreadCopies;
+use rocketmq_remoting::util::thread_copies::{own_add, ThreadCopies};
 use thread_local::ThreadLocal;
 
 use super::instance::{lock, lock_read};
@@ -72,8 +72,8 @@ impl StatsItem {
 
     fn add(&self, value: u64, times: u64) {
         let c = self.counts.get_or_default();
-        c.value.fetch_add(value, Ordering::Relaxed);
-        c.times.fetch_add(times, Ordering::Relaxed);
+        own_add(&c.value, value);
+        own_add(&c.times, times);
     }
 
     fn now(&self) -> Sample {
