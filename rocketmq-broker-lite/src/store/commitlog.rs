@@ -920,10 +920,11 @@ impl CommitLog {
                 RecordSizes::Many(v) => v.push(size),
             }
             let (keys, uniq_key) = if with_keys {
+                let [keys, uniq] =
+                    super::record::find_properties(&m.properties, ["KEYS", "UNIQ_KEY"]);
                 (
-                    super::record::find_property(&m.properties, "KEYS").map(str::to_string),
-                    super::record::find_property(&m.properties, "UNIQ_KEY")
-                        .map(super::record::RecordKey::new),
+                    keys.map(str::to_string),
+                    uniq.map(super::record::RecordKey::new),
                 )
             } else {
                 (None, None)

@@ -250,12 +250,44 @@ impl DispatchRequest {
     }
 }
 
-/// Finds one property in an encoded properties string without decoding the rest.
+/// Finds one property in an encoded properties string without decoding the rest: the value of
+/// the first item named `key` that has one.
 pub fn find_property<'a>(props: &'a str, key: &str) -> Option<&'a str> {
-    props.split('\u{2}').find_map(|item| {
-        let (k, v) = item.split_once('\u{1}')?;
-        (k == key && !v.is_empty()).then_some(v)
-    })
+    let [v] = find_properties(props, [key]);
+    v
+}
+
+/// [`find_property`] for several keys in one pass over the string (an append looks up the keys
+/// and the unique key of every message it indexes).
+pub fn find_properties<'a, const N: usize>(
+    props: &'a str,
+    keys: [&str; N],
+) -> [Option<&'a str>; N] {
+    let mut found = [None; N];
+    let mut missing = N;
+    let bytes = props.as_bytes();
+    let mut start = 0;
+    while missing > 0 && start <= bytes.len() {
+        // The separators are ASCII, so every cut falls between characters.
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == 2)
+            .map_or(bytes.len(), |p| start + p);
+        let item = &bytes[start..end];
+        if let Some(eq) = item.iter().position(|&b| b == 1) {
+            let (k, v) = (&props[start..start + eq], &props[start + eq + 1..end]);
+            if !v.is_empty() {
+                if let Some(i) = keys.iter().position(|key| *key == k) {
+                    if found[i].is_none() {
+                        found[i] = Some(v);
+                        missing -= 1;
+                    }
+                }
+            }
+        }
+        start = end + 1;
+    }
+    found
 }
 
 /// Length of the record `m` will produce.
@@ -517,6 +549,10 @@ pub fn check_record(
         String::from_utf8_lossy(&rec[topic_start..topic_start + topic_len]).into();
     let props = String::from_utf8_lossy(&rec[props_len_pos + 2..size]);
     let tags_code = tags_code_for(&topic, &props, store_timestamp, delay_levels);
+    let [keys, uniq_key] = find_properties(
+        &props,
+        [property::KEYS, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX],
+    );
     RecordCheck::Message(DispatchRequest {
         queue_id: be_i32(rec, 12),
         commit_log_offset: phys,
@@ -524,9 +560,8 @@ pub fn check_record(
         tags_code,
         store_timestamp,
         queue_offset: be_i64(rec, QUEUE_OFFSET_POS),
-        keys: find_property(&props, property::KEYS).map(str::to_string),
-        uniq_key: find_property(&props, property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            .map(RecordKey::new),
+        keys: keys.map(str::to_string),
+        uniq_key: uniq_key.map(RecordKey::new),
         sys_flag: sys,
         topic,
     })
@@ -683,5 +718,28 @@ mod tests {
         assert_eq!(find_property(p, "TAGS"), Some("x"));
         assert_eq!(find_property(p, "B"), None);
         assert_eq!(find_property(p, "C"), None);
+    }
+
+    #[test]
+    fn properties_found_in_one_pass_as_one_at_a_time() {
+        let keys = ["KEYS", "UNIQ_KEY", "TAGS", "", "A"];
+        for p in [
+            "",
+            "KEYS\u{1}k1 k2\u{2}UNIQ_KEY\u{1}ABC",
+            "UNIQ_KEY\u{1}\u{2}UNIQ_KEY\u{1}second\u{2}KEYS\u{1}k",
+            "KEYS\u{1}a\u{2}KEYS\u{1}b",
+            "noseparator\u{2}\u{2}\u{1}v\u{2}A\u{1}x\u{1}y\u{2}",
+            "TAGS\u{1}t\u{2}KEYS",
+            "\u{2}",
+            "A\u{1}é\u{2}TAGS\u{1}ü",
+        ] {
+            let one_at_a_time = keys.map(|k| {
+                p.split('\u{2}').find_map(|item| {
+                    let (name, v) = item.split_once('\u{1}')?;
+                    (name == k && !v.is_empty()).then_some(v)
+                })
+            });
+            assert_eq!(find_properties(p, keys), one_at_a_time, "{p:?}");
+        }
     }
 }
