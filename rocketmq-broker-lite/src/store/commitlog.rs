@@ -299,13 +299,14 @@ const MAX_BUFFERED: usize = 64 * 1024 * 1024;
 pub(crate) const ZERO_FILL_WRITE: usize = 64 << 10;
 
 /// How many zero bytes a new segment's fill writes between syncs (Java syncs a warmed mapped file
-/// every `flushLeastPagesWhenWarmMapedFile`, 4,096 pages). A segment's zeros then reach the disk
-/// as they are written, a step at a time, instead of all at once when the fill ends. On this
-/// development machine (ext4 on virtio), with a writer syncing 40 KB appends back to back into
-/// the segment before, filling the next 1 GiB segment and syncing it once stalled one of the
-/// writer's syncs 590-750 ms; synced every 16 MiB the slowest took 13 ms, at the same throughput
-/// (8,000-8,400 syncs a second either way). Smaller steps delay more of the writer's syncs by a
-/// little (4 MiB: p99 2.3 ms against 0.14 ms).
+/// every `flushLeastPagesWhenWarmMapedFile`, 4,096 pages, under SYNC_FLUSH; here under both
+/// flush modes, as ASYNC_FLUSH's periodic flush would wait too). A segment's zeros then reach
+/// the disk as they are written, a step at a time, instead of all at once when the fill ends.
+/// On this development machine (ext4 on virtio), with a writer syncing 40 KB appends back to
+/// back into the segment before, filling the next 1 GiB segment and syncing it once stalled one
+/// of the writer's syncs 590-750 ms; synced every 16 MiB the slowest took 13 ms, at the same
+/// throughput (8,000-8,400 syncs a second either way). Smaller steps delay more of the writer's
+/// syncs by a little (4 MiB: p99 2.3 ms against 0.14 ms).
 pub(crate) const ZERO_FILL_SYNC_STEP: u64 = 16 << 20;
 
 /// Writes `len` zero bytes from `pos` on with `write_at(bytes, position)`, in
