@@ -46,10 +46,15 @@ pub fn decode_properties(s: &str) -> StringMap {
 
 /// A properties string that [`decode_properties`] reads without dropping or replacing anything:
 /// every item has a non-empty name and value, and no name comes twice. Such a string can be
-/// read and rewritten where it is, without building a map.
-#[derive(Debug, Clone, Copy)]
+/// read and rewritten where it is, without building a map. Its items are found once, when it
+/// is checked: reading a property compares names, without scanning the string again.
+#[derive(Debug, Clone)]
 pub struct PlainProperties<'a> {
     s: &'a str,
+    /// Per item, where its name ends (its `0x01`) and where its value ends (the next `0x02`,
+    /// or the end of the string).
+    bounds: [(u32, u32); PLAIN_MAX_ITEMS],
+    n: usize,
 }
 
 /// The most items [`plain_properties`] looks at (names are compared pairwise).
@@ -58,25 +63,58 @@ const PLAIN_MAX_ITEMS: usize = 32;
 /// `s` as [`PlainProperties`], or `None` when decoding it would drop or replace an item (or it
 /// has more than 32).
 pub fn plain_properties(s: &str) -> Option<PlainProperties<'_>> {
+    let mut p = PlainProperties {
+        s,
+        bounds: [(0, 0); PLAIN_MAX_ITEMS],
+        n: 0,
+    };
     if s.is_empty() {
-        return Some(PlainProperties { s });
+        return Some(p);
     }
-    let mut names: [&str; PLAIN_MAX_ITEMS] = [""; PLAIN_MAX_ITEMS];
-    for (n, item) in s.split(PROPERTY_SEPARATOR).enumerate() {
-        let (k, v) = item.split_once(NAME_VALUE_SEPARATOR)?;
-        if k.is_empty() || v.is_empty() || n == PLAIN_MAX_ITEMS || names[..n].contains(&k) {
+    let b = s.as_bytes();
+    u32::try_from(b.len()).ok()?;
+    let mut start = 0;
+    loop {
+        // The separators are ASCII, so every cut falls between characters.
+        let end = b[start..]
+            .iter()
+            .position(|&c| c == PROPERTY_SEPARATOR as u8)
+            .map_or(b.len(), |i| start + i);
+        let eq = start
+            + b[start..end]
+                .iter()
+                .position(|&c| c == NAME_VALUE_SEPARATOR as u8)?;
+        let name = &s[start..eq];
+        if name.is_empty()
+            || eq + 1 == end
+            || p.n == PLAIN_MAX_ITEMS
+            || p.names().any(|k| k == name)
+        {
             return None;
         }
-        names[n] = k;
+        p.bounds[p.n] = (eq as u32, end as u32);
+        p.n += 1;
+        if end == b.len() {
+            return Some(p);
+        }
+        start = end + 1;
     }
-    Some(PlainProperties { s })
 }
 
 impl<'a> PlainProperties<'a> {
-    fn items(&self) -> impl Iterator<Item = (&'a str, &'a str)> {
+    fn items(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
         let s = self.s;
-        s.split(PROPERTY_SEPARATOR)
-            .filter_map(|item| item.split_once(NAME_VALUE_SEPARATOR))
+        let mut start = 0;
+        self.bounds[..self.n].iter().map(move |&(eq, end)| {
+            let (eq, end) = (eq as usize, end as usize);
+            let item = (&s[start..eq], &s[eq + 1..end]);
+            start = end + 1;
+            item
+        })
+    }
+
+    fn names(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.items().map(|(k, _)| k)
     }
 
     /// The value of `key`.
@@ -140,6 +178,7 @@ mod tests {
             "TAGS\u{1}t\u{2}CLUSTER\u{1}old\u{2}WAIT\u{1}false",
             "c\u{1}v\u{1}w\u{2}WAIT\u{1}x",
             "CLUSTER\u{1}c",
+            "é\u{1}ü\u{2}TAGS\u{1}标签\u{2}a\u{1}\u{1}",
         ] {
             let p = plain_properties(s).unwrap_or_else(|| panic!("plain: {s:?}"));
             let m = decode_properties(s);
@@ -168,7 +207,11 @@ mod tests {
         }
         let many: Vec<String> = (0..40).map(|i| format!("k{i}\u{1}v")).collect();
         assert!(plain_properties(&many.join("\u{2}")).is_none());
-        assert!(plain_properties(&many[..32].join("\u{2}")).is_some());
+        assert!(plain_properties(&many[..33].join("\u{2}")).is_none());
+        let most = many[..32].join("\u{2}");
+        let p = plain_properties(&most).expect("32 items");
+        assert_eq!(p.get("k31"), Some("v"));
+        assert_eq!(p.get("k32"), None);
     }
 
     #[test]
