@@ -153,19 +153,21 @@ impl BrokerStats {
         own_add(&self.mine().requests, 1);
     }
 
-    /// A send stored `msgs` messages of `bytes` bytes in `topic`.
-    pub(crate) fn record_put(&self, topic: &str, msgs: u64, bytes: u64) {
-        let mine = self.mine();
-        own_add(&mine.put_messages, msgs);
-        own_add(&mine.put_bytes, bytes);
-        let items = || {
-            Some([
-                self.items.item(TOPIC_PUT_NUMS, topic, now_ms),
-                self.items.item(TOPIC_PUT_SIZE, topic, now_ms),
-            ])
-        };
-        self.put_items.with(
-            topic,
+    /// Counts `msgs` messages of `bytes` bytes (one event) under `key` in the two items `names`
+    /// (messages, bytes), found through this thread's `copies`, and the messages in the
+    /// broker-wide item `broker` (no event).
+    fn count(
+        &self,
+        copies: &ThreadCopies<[Arc<StatsItem>; 2]>,
+        names: [&'static str; 2],
+        key: &str,
+        (broker, broker_name): (&OnceLock<Arc<StatsItem>>, &'static str),
+        msgs: u64,
+        bytes: u64,
+    ) {
+        let items = || Some(names.map(|name| self.items.item(name, key, now_ms)));
+        copies.with(
+            key,
             |_| true,
             items,
             |[n, size]| {
@@ -173,9 +175,24 @@ impl BrokerStats {
                 size.add(bytes, 1);
             },
         );
-        self.broker_put
-            .get_or_init(|| self.items.item(BROKER_PUT_NUMS, &self.cluster, now_ms))
+        broker
+            .get_or_init(|| self.items.item(broker_name, &self.cluster, now_ms))
             .add(msgs, 0);
+    }
+
+    /// A send stored `msgs` messages of `bytes` bytes in `topic`.
+    pub(crate) fn record_put(&self, topic: &str, msgs: u64, bytes: u64) {
+        let mine = self.mine();
+        own_add(&mine.put_messages, msgs);
+        own_add(&mine.put_bytes, bytes);
+        self.count(
+            &self.put_items,
+            [TOPIC_PUT_NUMS, TOPIC_PUT_SIZE],
+            topic,
+            (&self.broker_put, BROKER_PUT_NUMS),
+            msgs,
+            bytes,
+        );
     }
 
     /// A pull of `group` found `msgs` messages of `bytes` bytes in `topic`.
@@ -186,25 +203,15 @@ impl BrokerStats {
         // `group_key`'s text, in a buffer this thread keeps for the next pull.
         let mut key = spare::string(topic.len() + 1 + group.len());
         push_group_key(&mut key, topic, group);
-        let items = || {
-            Some([
-                self.items.item(GROUP_GET_NUMS, &key, now_ms),
-                self.items.item(GROUP_GET_SIZE, &key, now_ms),
-            ])
-        };
-        self.get_items.with(
+        self.count(
+            &self.get_items,
+            [GROUP_GET_NUMS, GROUP_GET_SIZE],
             &key,
-            |_| true,
-            items,
-            |[n, size]| {
-                n.add(msgs, 1);
-                size.add(bytes, 1);
-            },
+            (&self.broker_get, BROKER_GET_NUMS),
+            msgs,
+            bytes,
         );
         spare::keep_string(key);
-        self.broker_get
-            .get_or_init(|| self.items.item(BROKER_GET_NUMS, &self.cluster, now_ms))
-            .add(msgs, 0);
     }
 
     /// A pull found nothing.
