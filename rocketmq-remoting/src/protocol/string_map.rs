@@ -58,7 +58,9 @@ struct Span {
 ///
 /// Keys and values live back to back in one string, so that decoding a properties string or a
 /// header costs two allocations however many entries it has (a decoded message used to cost two
-/// per property, a large part of a consumer's time).
+/// per property, a large part of a consumer's time). A header's `extFields` decoded into a map
+/// keep the JSON text as it arrived, copied once, and their entries point into it (escaped
+/// tokens, unescaped, follow it): see [`StringMap::for_json`].
 ///
 /// A header's `extFields` may also be read where it arrived: the JSON decoder hands over the
 /// object's members as they are in the frame (see [`StringMap::in_place`]), and the map reads
@@ -299,6 +301,33 @@ impl StringMap {
         out
     }
 
+    /// The values of the one-letter keys `a`, `b`, ... (`N` of them), found in one pass (the
+    /// first entry of a key, as [`StringMap::get`] finds it): what a SEND_MESSAGE_V2 header
+    /// reads, without comparing keys as strings.
+    pub fn get_letters<const N: usize>(&self) -> [Option<&str>; N] {
+        let mut out = [None; N];
+        if self.json.is_some() {
+            for (k, v) in self.iter() {
+                if let [c] = k.as_bytes() {
+                    if let Some(slot) = out.get_mut(usize::from(c.wrapping_sub(b'a'))) {
+                        slot.get_or_insert(v);
+                    }
+                }
+            }
+            return out;
+        }
+        let text = self.text.as_bytes();
+        for e in &self.entries {
+            if e.key_len == 1 {
+                let c = text[e.key as usize].wrapping_sub(b'a');
+                if let Some(slot @ None) = out.get_mut(usize::from(c)) {
+                    *slot = Some(self.value_of(e));
+                }
+            }
+        }
+        out
+    }
+
     fn key_of(&self, e: &Span) -> &str {
         &self.text[e.key as usize..(e.key + e.key_len) as usize]
     }
@@ -419,32 +448,44 @@ impl StringMap {
         });
     }
 
-    /// Appends an entry whose value `write` appends to the text it is given (a decoder
-    /// unescaping a value into the map, without a string of its own). When `write` returns
-    /// `None` nothing is added and `None` is returned.
-    pub(crate) fn push_with(
+    /// A map for the members of a JSON object that start `json` (the rest of a header from the
+    /// object's opening brace on): the text is copied once, as it is, and the decoder adds each
+    /// member with [`StringMap::push_spans`], its tokens where they are in the copy, or where
+    /// [`StringMap::append_with`] put an escaped token's unescaped text. One copy of the header
+    /// instead of one per key and value.
+    pub(crate) fn for_json(json: &str, entries: usize) -> Self {
+        let mut m = Self::with_capacities(entries, json.len() + json.len() / 2);
+        m.text.push_str(json);
+        m
+    }
+
+    /// Adds an entry whose key and value are the text at the given (offset, length) spans (a
+    /// decoder's, see [`StringMap::for_json`]; the spans must be within the text).
+    pub(crate) fn push_spans(
         &mut self,
-        key: &str,
+        (key, key_len): (u32, u32),
+        (value, value_len): (u32, u32),
+    ) {
+        self.entries.push(Span {
+            key,
+            key_len,
+            value,
+            value_len,
+        });
+    }
+
+    /// Appends what `write` appends to the map's text, without adding an entry: the span it
+    /// takes, for [`StringMap::push_spans`]. `None` (the text unchanged) when `write` fails.
+    pub(crate) fn append_with(
+        &mut self,
         write: impl FnOnce(&mut String) -> Option<()>,
-    ) -> Option<()> {
-        self.own();
-        if self.entries.capacity() == 0 {
-            self.entries.reserve(FIRST_ENTRIES);
-        }
-        let mark = self.text.len();
-        let (k, kl) = self.append(key);
-        let value = self.text.len();
+    ) -> Option<(u32, u32)> {
+        let at = self.text.len();
         if write(&mut self.text).is_none() {
-            self.text.truncate(mark);
+            self.text.truncate(at);
             return None;
         }
-        self.entries.push(Span {
-            key: k,
-            key_len: kl,
-            value: value as u32,
-            value_len: (self.text.len() - value) as u32,
-        });
-        Some(())
+        Some((at as u32, (self.text.len() - at) as u32))
     }
 
     /// Removes `key`, returning its value.
@@ -593,6 +634,77 @@ impl<'a> IntoIterator for &'a StringMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn letters_are_found_as_get_finds_them() {
+        let mut m = StringMap::new();
+        for (k, v) in [
+            ("b", "B"),
+            ("ab", "x"),
+            ("a", "A"),
+            ("b", "second"),
+            ("z", "Z"),
+            ("`", "before a"),
+            ("é", "e"),
+            ("c", ""),
+        ] {
+            m.push(k, v);
+        }
+        fn want(m: &StringMap) -> [Option<&str>; 4] {
+            ["a", "b", "c", "d"].map(|k| m.get(k))
+        }
+        assert_eq!(m.get_letters::<4>(), want(&m));
+        assert_eq!(m.get_letters::<4>(), [Some("A"), Some("B"), Some(""), None]);
+        // Read in place (a decoded pull's fields) the same way.
+        let json = r#"{"code":11,"extFields":{"b":"B","a":"\u0041","b":"2","n":null}}"#;
+        let cmd = crate::protocol::header_json::decode_shared(&Bytes::from(json)).unwrap();
+        let ext = cmd.ext_fields.unwrap();
+        assert!(ext.is_in_place());
+        assert_eq!(ext.get_letters::<4>(), want(&ext));
+        assert_eq!(ext.get_letters::<2>(), [Some("A"), Some("B")]);
+    }
+
+    #[test]
+    fn a_decoded_map_changes_as_a_built_one_does() {
+        // A send's fields are read where they are in the map's copy of the header, escaped
+        // ones unescaped after it; changes then work on both kinds of entries.
+        let json = r#"{"code":310,"extFields":{"a":"G","i":"K\u0001V\u0002","d":4,"k":true,"n":null,"\u0062":"x"},"flag":0}"#;
+        let mut decoded = crate::protocol::header_json::decode(json.as_bytes())
+            .unwrap()
+            .ext_fields
+            .unwrap();
+        assert!(!decoded.is_in_place());
+        let mut built: StringMap = [
+            ("a", "G"),
+            ("i", "K\u{1}V\u{2}"),
+            ("d", "4"),
+            ("k", "true"),
+            ("b", "x"),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(decoded, built);
+        for m in [&mut decoded, &mut built] {
+            assert_eq!(m.insert("a", "a longer group"), Some("G".into()));
+            assert_eq!(m.insert("d", "5"), Some("4".into()));
+            assert_eq!(m.remove("i"), Some("K\u{1}V\u{2}".into()));
+            m.insert("new", "value");
+            m.retain(|k, _| k != "k");
+            for i in 0..300 {
+                m.insert("b", format!("replaced {i}"));
+            }
+        }
+        assert_eq!(decoded, built);
+        assert_eq!(
+            decoded.iter().collect::<Vec<_>>(),
+            vec![
+                ("a", "a longer group"),
+                ("d", "5"),
+                ("b", "replaced 299"),
+                ("new", "value")
+            ]
+        );
+    }
 
     #[test]
     fn discard_removes_as_remove_does() {

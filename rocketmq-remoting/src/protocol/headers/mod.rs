@@ -98,6 +98,28 @@ pub fn int_text(n: i64, buf: &mut [u8; 20]) -> &str {
     std::str::from_utf8(&buf[at..]).unwrap_or_default()
 }
 
+/// `text` as an integer when it is nothing but ASCII digits after an optional `-`, at most 18
+/// of them (no overflow): how headers carry numbers, read without trimming or the general
+/// parser (which reads such text the same way, and decides everything else).
+fn plain_int(text: &str) -> Option<i64> {
+    let (neg, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        all => (false, all),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut v = 0i64;
+    for &d in digits {
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+    }
+    Some(if neg { -v } else { v })
+}
+
 macro_rules! numeric_header_value {
     ($($t:ty),*) => {$(
         impl HeaderValue for $t {
@@ -105,6 +127,9 @@ macro_rules! numeric_header_value {
                 f(int_text(i64::from(*self), &mut [0; 20]))
             }
             fn parse_text(field: &'static str, text: &str) -> Result<Self, HeaderError> {
+                if let Some(v) = plain_int(text).and_then(|v| <$t>::try_from(v).ok()) {
+                    return Ok(v);
+                }
                 text.trim().parse().map_err(|_| HeaderError::Invalid {
                     field,
                     value: text.to_string(),
@@ -279,6 +304,43 @@ mod tests {
             ext.iter().collect::<Vec<_>>(),
             vec![("i", "-42"), ("l", "-9223372036854775808"), ("b", "true")]
         );
+    }
+
+    #[test]
+    fn plain_integers_parse_as_the_general_parser_parses_them() {
+        for text in [
+            "0",
+            "7",
+            "-1",
+            "007",
+            "-0",
+            "2147483647",
+            "2147483648",
+            "-2147483648",
+            "-2147483649",
+            "999999999999999999",
+            "9999999999999999999",
+            "-",
+            "",
+            " 5",
+            "5 ",
+            "+5",
+            "5x",
+            "1.0",
+            "１",
+            "--1",
+        ] {
+            assert_eq!(
+                i32::parse_text("f", text).ok(),
+                text.trim().parse::<i32>().ok(),
+                "{text:?}"
+            );
+            assert_eq!(
+                i64::parse_text("f", text).ok(),
+                text.trim().parse::<i64>().ok(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -145,14 +145,7 @@ impl<'a> SendMessageRequestHeaderRef<'a> {
     fn read_keys(ext: &'a ExtFields, k: &[&'static str; 14]) -> Result<Self, HeaderError> {
         // The values of `k` in order, as `ext.get` finds them (the first entry of a key).
         let v: [Option<&'a str>; 14] = if k == &V2_KEYS {
-            // One pass over the map: each one-letter key is its own slot.
-            let mut v = [None; 14];
-            for (key, value) in ext.iter() {
-                if let [c @ b'a'..=b'n'] = key.as_bytes() {
-                    v[usize::from(c - b'a')].get_or_insert(value);
-                }
-            }
-            v
+            ext.get_letters()
         } else {
             ext.get_many(*k)
         };

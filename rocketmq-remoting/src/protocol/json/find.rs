@@ -49,6 +49,7 @@ fn find_by(
 
 /// The first `"`, `\` or control character (below 0x20) at or after `from`: where a JSON
 /// string's plain run ends.
+#[inline]
 pub(crate) fn string_stop(b: &[u8], from: usize) -> Option<usize> {
     find_by(
         b,
