@@ -2,7 +2,7 @@
 //! began processing them are answered SYSTEM_BUSY instead of being processed late), and the
 //! limits of the broker's connections (how many, and what each may hold in memory).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::{BodyLimit, ChannelContext, RemotingServerBuilder};
@@ -138,17 +138,19 @@ impl FlowControlConfig {
 
     /// Java's `BrokerFastFailure.cleanExpiredRequestInQueue`: the SYSTEM_BUSY answer to a
     /// request that waited at least its family's limit since it was read, or `None`. The
-    /// "size of queue" is the connection's requests read and not answered yet.
+    /// "size of queue" is the connection's requests read and not answered yet. `now`: when its
+    /// processing began (the clock read its latency is measured from).
     pub(crate) fn expired(
         &self,
         ctx: &ChannelContext,
         code: RequestCode,
+        now: Instant,
     ) -> Option<RemotingCommand> {
         if !self.broker_fast_failure_enable {
             return None;
         }
         let limit = self.wait_limit(code)?;
-        let behind = ctx.received_at().elapsed();
+        let behind = now.saturating_duration_since(ctx.received_at());
         if behind < limit {
             return None;
         }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::codes::LanguageCode;
 use super::command::{ExtFields, RemotingCommand};
-use super::headers::int_text;
+use super::headers::int_bytes;
 use super::json::escape::{write_json_string, EscapeMode};
 use super::FrameError;
 
@@ -58,12 +58,13 @@ impl JsonExtFields {
         write_json_string(&mut self.members, value, EscapeMode::Fastjson);
     }
 
-    /// Appends `key` = the decimal text of `value` (as [`int_text`] writes it), quoted.
+    /// Appends `key` = the decimal text of `value` (as
+    /// [`int_text`](super::headers::int_text) writes it), quoted.
     pub fn push_int(&mut self, key: &str, value: i64) {
         self.key(key);
         self.members.push(b'"');
         self.members
-            .extend_from_slice(int_text(value, &mut [0; 20]).as_bytes());
+            .extend_from_slice(int_bytes(value, &mut [0; 20]));
         self.members.push(b'"');
     }
 
@@ -138,7 +139,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     let esc = EscapeMode::Fastjson;
     let mut num = [0u8; 20];
     let mut int = |out: &mut Vec<u8>, v: i32| {
-        out.extend_from_slice(int_text(i64::from(v), &mut num).as_bytes());
+        out.extend_from_slice(int_bytes(i64::from(v), &mut num));
     };
     out.extend_from_slice(b"{\"code\":");
     int(out, cmd.code);

@@ -91,7 +91,7 @@ impl RequestProcessor for BrokerProcessor {
         let began = Instant::now();
         let code = req.code;
         let result = if pull {
-            self.pull_now(ctx, req)
+            self.pull_now(ctx, req, began)
         } else {
             self.send_now(ctx, req, began)
         };
@@ -164,17 +164,22 @@ impl BrokerProcessor {
     ) -> ProcessResult {
         let b = &self.broker;
         b.stats.record_request();
-        if let Some(busy) = b.cfg.flow.expired(ctx, req.request_code()) {
+        if let Some(busy) = b.cfg.flow.expired(ctx, req.request_code(), began) {
             return busy.into();
         }
         send::answer_after_topics_saved(b, send::send(b, ctx, req, began))
     }
 
     /// PULL_MESSAGE (the preamble of [`BrokerProcessor::dispatch`], then the pull).
-    fn pull_now(&self, ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+    fn pull_now(
+        &self,
+        ctx: &ChannelContext,
+        req: RemotingCommand,
+        began: Instant,
+    ) -> ProcessResult {
         let b = &self.broker;
         b.stats.record_request();
-        if let Some(busy) = b.cfg.flow.expired(ctx, req.request_code()) {
+        if let Some(busy) = b.cfg.flow.expired(ctx, req.request_code(), began) {
             return busy.into();
         }
         pull::pull(b, ctx, req)
@@ -194,7 +199,7 @@ impl BrokerProcessor {
         b.stats.record_request();
         // Java's BrokerFastFailure: a request that waited too long since it was read is
         // answered SYSTEM_BUSY, not processed late (its client has likely given up on it).
-        if let Some(busy) = b.cfg.flow.expired(ctx, code) {
+        if let Some(busy) = b.cfg.flow.expired(ctx, code, began) {
             return busy.into();
         }
         match code {

@@ -80,6 +80,12 @@ impl HeaderValue for String {
 
 /// Decimal text of `n` in `buf` (the form `i64::to_string` gives).
 pub fn int_text(n: i64, buf: &mut [u8; 20]) -> &str {
+    // Only ASCII digits and '-' are written.
+    std::str::from_utf8(int_bytes(n, buf)).unwrap_or_default()
+}
+
+/// [`int_text`] as bytes, for encoders that write bytes (no UTF-8 check of the digits).
+pub fn int_bytes(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut at = buf.len();
     let mut v = n.unsigned_abs();
     loop {
@@ -94,8 +100,7 @@ pub fn int_text(n: i64, buf: &mut [u8; 20]) -> &str {
         at -= 1;
         buf[at] = b'-';
     }
-    // Only ASCII digits and '-' were written.
-    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+    &buf[at..]
 }
 
 /// `text` as an integer when it is nothing but ASCII digits after an optional `-`, at most 18
@@ -294,6 +299,7 @@ mod tests {
             i64::MAX,
         ] {
             assert_eq!(int_text(n, &mut [0; 20]), n.to_string());
+            assert_eq!(int_bytes(n, &mut [0; 20]), n.to_string().as_bytes());
         }
         let mut ext = ExtFields::new();
         (-42i32).encode_into("i", &mut ext);
