@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rocketmq_remoting::util::spare;
-use rocketmq_remoting::util::thread_copies::{own_add, ThreadCopies};
+use rocketmq_remoting::util::thread_copies::ThreadCopies;
+use rocketmq_remoting::util::thread_sums::own_add;
 use thread_local::ThreadLocal;
 
 use super::stats_item::{

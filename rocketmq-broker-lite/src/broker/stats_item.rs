@@ -7,12 +7,10 @@
 //! to the sampling period). A new item starts with a zero sample one period back, as Java's.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rocketmq_remoting::protocol::body::{BrokerStatsData, BrokerStatsItem};
-use rocketmq_remoting::util::thread_copies::own_add;
-use thread_local::ThreadLocal;
+use rocketmq_remoting::util::thread_sums::ThreadSums;
 
 /// Messages put per topic (key: topic; one event per send).
 pub const TOPIC_PUT_NUMS: &str = "TOPIC_PUT_NUMS";
@@ -67,16 +65,8 @@ pub struct StatsItem {
     /// The sum and count, kept by each thread on a line of its own and summed when read (as
     /// Java's `LongAdder`): the sends of two request workers add without taking turns owning
     /// one line.
-    counts: ThreadLocal<Counts>,
+    counts: ThreadSums,
     windows: Mutex<[VecDeque<Sample>; 3]>,
-}
-
-/// One thread's share of an item's counters, on cache lines of its own.
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct Counts {
-    value: AtomicU64,
-    times: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -93,7 +83,7 @@ impl StatsItem {
             }])
         };
         Self {
-            counts: ThreadLocal::new(),
+            counts: ThreadSums::new(),
             windows: Mutex::new([
                 start(WINDOWS[0].0),
                 start(WINDOWS[1].0),
@@ -104,19 +94,12 @@ impl StatsItem {
 
     /// Adds `value` and `times` events.
     pub fn add(&self, value: u64, times: u64) {
-        let c = self.counts.get_or_default();
-        own_add(&c.value, value);
-        own_add(&c.times, times);
+        self.counts.add(value, times);
     }
 
     /// Everything added so far: (value, times).
     fn totals(&self) -> (u64, u64) {
-        self.counts.iter().fold((0, 0), |(v, t), c| {
-            (
-                v + c.value.load(Ordering::Relaxed),
-                t + c.times.load(Ordering::Relaxed),
-            )
-        })
+        self.counts.totals()
     }
 
     fn now_sample(&self, now_ms: i64) -> Sample {

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use rocketmq_remoting::protocol::message::{
-    body_crc, property, stored_len, sys_flag, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
+    body_crc, property, property_items, stored_len, sys_flag, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
 };
 
 /// Offset of QUEUEOFFSET in a record.
@@ -265,27 +265,20 @@ pub fn find_properties<'a, const N: usize>(
 ) -> [Option<&'a str>; N] {
     let mut found = [None; N];
     let mut missing = N;
-    let bytes = props.as_bytes();
-    let mut start = 0;
-    while missing > 0 && start <= bytes.len() {
-        // The separators are ASCII, so every cut falls between characters.
-        let end = bytes[start..]
-            .iter()
-            .position(|&b| b == 2)
-            .map_or(bytes.len(), |p| start + p);
-        let item = &bytes[start..end];
-        if let Some(eq) = item.iter().position(|&b| b == 1) {
-            let (k, v) = (&props[start..start + eq], &props[start + eq + 1..end]);
-            if !v.is_empty() {
-                if let Some(i) = keys.iter().position(|key| *key == k) {
-                    if found[i].is_none() {
-                        found[i] = Some(v);
-                        missing -= 1;
+    for (start, eq, end) in property_items(props) {
+        let Some(eq) = eq else { continue };
+        let (k, v) = (&props[start..eq], &props[eq + 1..end]);
+        if !v.is_empty() {
+            if let Some(i) = keys.iter().position(|key| *key == k) {
+                if found[i].is_none() {
+                    found[i] = Some(v);
+                    missing -= 1;
+                    if missing == 0 {
+                        break;
                     }
                 }
             }
         }
-        start = end + 1;
     }
     found
 }

@@ -3,13 +3,12 @@
 //! window; a window's rate and average are the difference between its oldest sample and now.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rocketmq_remoting::util::hash::FastHashMap;
-use rocketmq_remoting::util::thread_copies::{own_add, ThreadCopies};
-use thread_local::ThreadLocal;
+use rocketmq_remoting::util::thread_copies::ThreadCopies;
+use rocketmq_remoting::util::thread_sums::ThreadSums;
 
 use super::instance::{lock, lock_read};
 
@@ -31,18 +30,9 @@ struct Sample {
 pub(crate) struct StatsItem {
     /// The sum and count, kept by each thread on a line of its own and summed when read (as
     /// Java's `LongAdder`): the sends of two cores add without taking turns owning a line.
-    counts: ThreadLocal<Counts>,
+    counts: ThreadSums,
     minute: Mutex<VecDeque<Sample>>,
     hour: Mutex<VecDeque<Sample>>,
-}
-
-/// One thread's share of an item's counters, on cache lines of its own (the threads' shares
-/// lie side by side).
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct Counts {
-    value: AtomicU64,
-    times: AtomicU64,
 }
 
 /// A window's figures (Java `StatsSnapshot`).
@@ -64,16 +54,14 @@ impl StatsItem {
             times: 0,
         };
         Self {
-            counts: ThreadLocal::new(),
+            counts: ThreadSums::new(),
             minute: Mutex::new(VecDeque::from([first])),
             hour: Mutex::new(VecDeque::from([first])),
         }
     }
 
     fn add(&self, value: u64, times: u64) {
-        let c = self.counts.get_or_default();
-        own_add(&c.value, value);
-        own_add(&c.times, times);
+        self.counts.add(value, times);
     }
 
     fn now(&self) -> Sample {
@@ -123,12 +111,7 @@ impl StatsItem {
 
     /// Everything since the item was created: (sum, times).
     pub(crate) fn total(&self) -> (u64, u64) {
-        self.counts.iter().fold((0, 0), |(v, t), s| {
-            (
-                v + s.value.load(Ordering::Relaxed),
-                t + s.times.load(Ordering::Relaxed),
-            )
-        })
+        self.counts.totals()
     }
 }
 

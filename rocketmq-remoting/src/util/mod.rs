@@ -4,4 +4,5 @@ pub mod hash;
 pub mod net;
 pub mod spare;
 pub mod thread_copies;
+pub mod thread_sums;
 pub mod time;

@@ -12,16 +12,6 @@ use thread_local::ThreadLocal;
 
 use super::hash::FastHashMap;
 
-/// Adds `n` to a counter that only the calling thread writes (its share of a total kept per
-/// thread, which other threads only read and sum): a load and a store, without the locked
-/// instruction of `fetch_add`.
-pub fn own_add(counter: &AtomicU64, n: u64) {
-    counter.store(
-        counter.load(Ordering::Relaxed).wrapping_add(n),
-        Ordering::Relaxed,
-    );
-}
-
 /// One generation of a thread's copies, on cache lines of its own: the threads' entries lie
 /// side by side, and each read writes its entry's borrow flag.
 #[derive(Debug)]

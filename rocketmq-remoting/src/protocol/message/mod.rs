@@ -21,8 +21,8 @@ pub use self::id::{
 };
 pub use self::model::{Message, MessageExt, MessageQueue};
 pub use self::properties::{
-    decode_properties, encode_properties, plain_properties, push_properties, PlainProperties,
-    NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
+    decode_properties, encode_properties, plain_properties, property_items, push_properties,
+    PlainProperties, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
 };
 pub use self::shared_str::SharedStr;
 pub use self::stored::{

@@ -44,6 +44,28 @@ pub fn decode_properties(s: &str) -> StringMap {
     map
 }
 
+/// The items of a properties string in order, as `str::split` on `0x02` gives them (an empty
+/// string has one empty item, a trailing separator makes one): each as the byte offsets of its
+/// start, of its first `0x01` (`None` when it has none) and of its end. The separators are
+/// ASCII, so each offset falls between characters. Byte scans, not char searchers.
+pub fn property_items(s: &str) -> impl Iterator<Item = (usize, Option<usize>, usize)> + '_ {
+    let b = s.as_bytes();
+    let mut next = Some(0);
+    std::iter::from_fn(move || {
+        let start = next?;
+        let end = b[start..]
+            .iter()
+            .position(|&c| c == PROPERTY_SEPARATOR as u8)
+            .map_or(b.len(), |p| start + p);
+        let eq = b[start..end]
+            .iter()
+            .position(|&c| c == NAME_VALUE_SEPARATOR as u8)
+            .map(|p| start + p);
+        next = (end < b.len()).then_some(end + 1);
+        Some((start, eq, end))
+    })
+}
+
 /// A properties string that [`decode_properties`] reads without dropping or replacing anything:
 /// every item has a non-empty name and value, and no name comes twice. Such a string can be
 /// read and rewritten where it is, without building a map. Its items are found once, when it
@@ -71,19 +93,9 @@ pub fn plain_properties(s: &str) -> Option<PlainProperties<'_>> {
     if s.is_empty() {
         return Some(p);
     }
-    let b = s.as_bytes();
-    u32::try_from(b.len()).ok()?;
-    let mut start = 0;
-    loop {
-        // The separators are ASCII, so every cut falls between characters.
-        let end = b[start..]
-            .iter()
-            .position(|&c| c == PROPERTY_SEPARATOR as u8)
-            .map_or(b.len(), |i| start + i);
-        let eq = start
-            + b[start..end]
-                .iter()
-                .position(|&c| c == NAME_VALUE_SEPARATOR as u8)?;
+    u32::try_from(s.len()).ok()?;
+    for (start, eq, end) in property_items(s) {
+        let eq = eq?;
         let name = &s[start..eq];
         if name.is_empty()
             || eq + 1 == end
@@ -94,11 +106,8 @@ pub fn plain_properties(s: &str) -> Option<PlainProperties<'_>> {
         }
         p.bounds[p.n] = (eq as u32, end as u32);
         p.n += 1;
-        if end == b.len() {
-            return Some(p);
-        }
-        start = end + 1;
     }
+    Some(p)
 }
 
 impl<'a> PlainProperties<'a> {
@@ -212,6 +221,33 @@ mod tests {
         let p = plain_properties(&most).expect("32 items");
         assert_eq!(p.get("k31"), Some("v"));
         assert_eq!(p.get("k32"), None);
+    }
+
+    #[test]
+    fn items_are_what_split_gives() {
+        for s in [
+            "",
+            "a",
+            "a\u{1}1",
+            "a\u{1}1\u{2}",
+            "\u{2}\u{2}",
+            "é\u{1}ü\u{1}x\u{2}\u{1}\u{2}TAGS\u{1}标签",
+        ] {
+            let items: Vec<_> = property_items(s)
+                .map(|(start, eq, end)| match eq {
+                    Some(eq) => (&s[start..eq], Some(&s[eq + 1..end])),
+                    None => (&s[start..end], None),
+                })
+                .collect();
+            let split: Vec<_> = s
+                .split(PROPERTY_SEPARATOR)
+                .map(|item| match item.split_once(NAME_VALUE_SEPARATOR) {
+                    Some((k, v)) => (k, Some(v)),
+                    None => (item, None),
+                })
+                .collect();
+            assert_eq!(items, split, "{s:?}");
+        }
     }
 
     #[test]
