@@ -290,6 +290,39 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// A member's key: one of a header's own keys, as it is written (no escape), without a
+    /// string scan; any other key as [`Scan::string`] reads it.
+    fn key(&mut self) -> Option<Cow<'a, str>> {
+        let known = match self.b.get(self.i + 1) {
+            Some(b'c') => self.quoted(b"\"code\"", "code"),
+            Some(b'e') => self.quoted(b"\"extFields\"", "extFields"),
+            Some(b'f') => self.quoted(b"\"flag\"", "flag"),
+            Some(b'l') => self.quoted(b"\"language\"", "language"),
+            Some(b'o') => self.quoted(b"\"opaque\"", "opaque"),
+            Some(b'r') => self.quoted(b"\"remark\"", "remark"),
+            Some(b's') => self.quoted(b"\"serializeTypeCurrentRPC\"", "serializeTypeCurrentRPC"),
+            Some(b'v') => self.quoted(b"\"version\"", "version"),
+            _ => None,
+        };
+        match known {
+            Some(name) => Some(Cow::Borrowed(name)),
+            None => self.string(),
+        }
+    }
+
+    /// `name` when the cursor is at `quoted` (`name` in quotes), then moved past it.
+    fn quoted<const N: usize>(
+        &mut self,
+        quoted: &[u8; N],
+        name: &'static str,
+    ) -> Option<&'static str> {
+        let at = self.b.get(self.i..self.i + N)?;
+        (at == quoted).then(|| {
+            self.i += N;
+            name
+        })
+    }
+
     fn string_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
         if self.peek()? == b'n' {
             self.literal(b"null")?;
@@ -307,7 +340,7 @@ impl<'a> Scan<'a> {
         }
         loop {
             self.ws();
-            let key = self.string()?;
+            let key = self.key()?;
             self.ws();
             self.eat(b':')?;
             self.ws();
@@ -650,6 +683,8 @@ mod tests {
             r#"{"extFields":{"i":"A\u00011\u00022\u00E9\u007F\u0000\u00Ff\u0100"}}"#,
             r#"{}"#,
             r#"{"code":1,"language":null}"#,
+            // A header's own key written with an escape is still that key.
+            r#"{"\u0063ode":310,"fla\u0067":0,"extFields":{"a":"G"}}"#,
         ] {
             assert!(agree(json), "read directly: {json}");
         }
@@ -664,6 +699,10 @@ mod tests {
             r#"{"code":01}"#,
             r#"{"code":2147483648}"#,
             r#"{"code":1,"code":2}"#,
+            r#"{"code":1,"\u0063ode":2}"#,
+            r#"{"codex":1}"#,
+            r#"{"cod":1}"#,
+            r#"{"versio"#,
             r#"{"code":1,"other":{"a":[1,2]}}"#,
             r#"{"extFields":{"a":1.25}}"#,
             r#"{"extFields":{"a":-0}}"#,
