@@ -48,8 +48,16 @@ impl JsonExtFields {
             self.members.push(b',');
         }
         self.len += 1;
-        write_json_string(&mut self.members, key, EscapeMode::Fastjson);
-        self.members.push(b':');
+        // Header keys are names (`a`, `msgId`, `MSG_REGION`): nothing to escape, written as
+        // they are without the escaper's scan.
+        if key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            self.members.push(b'"');
+            self.members.extend_from_slice(key.as_bytes());
+            self.members.extend_from_slice(b"\":");
+        } else {
+            write_json_string(&mut self.members, key, EscapeMode::Fastjson);
+            self.members.push(b':');
+        }
     }
 
     /// Appends the entry `key` = `value` (both escaped as the encoder escapes a map's).
