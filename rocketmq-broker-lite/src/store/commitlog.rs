@@ -122,6 +122,15 @@ impl FromIterator<(String, Vec<i64>)> for TopicTable {
     }
 }
 
+/// What the write turn holds: the vectors its holder swaps with the appender's each round, so
+/// that both keep their capacity (an inline writer that brought new, empty ones left the
+/// appender growing its dispatch list from nothing every round, a reallocation or two a send).
+#[derive(Default)]
+struct WriteTurn {
+    chunks: Vec<Chunk>,
+    dispatch: Vec<DispatchRequest>,
+}
+
 struct Appender {
     pos: u64,
     active: Arc<Segment>,
@@ -199,7 +208,7 @@ pub struct CommitLog {
     spin_rounds: u32,
     /// The write turn: whoever holds it takes the buffered chunks, writes and dispatches them
     /// (the writer thread, or under ASYNC_FLUSH an appender that finds it free).
-    io: Mutex<()>,
+    io: Mutex<WriteTurn>,
     segments: RwLock<Vec<Arc<Segment>>>,
     appender: Mutex<Appender>,
     appender_cv: Condvar,
@@ -415,7 +424,7 @@ impl CommitLog {
             } else {
                 64
             },
-            io: Mutex::new(()),
+            io: Mutex::new(WriteTurn::default()),
             segments: RwLock::new(segments.clone()),
             appender: Mutex::new(Appender {
                 pos: active.base,
@@ -1303,7 +1312,6 @@ impl CommitLog {
         if self.cfg.flush_disk_type == FlushDiskType::SyncFlush {
             return false;
         }
-        let (mut chunks, mut dispatch) = (Vec::new(), Vec::new());
         let mut wrote = false;
         // Whoever holds the turn writes everything buffered, and looks again after letting go:
         // an append that found the turn taken relies on that second look.
@@ -1312,12 +1320,16 @@ impl CommitLog {
             fence(Ordering::SeqCst);
             self.unwritten.load(Ordering::SeqCst) > 0
         } {
-            let Ok(_turn) = self.io.try_lock() else {
+            let Ok(mut turn) = self.io.try_lock() else {
                 return wrote;
             };
-            while self.take_buffered(&mut chunks, &mut dispatch) {
-                if self.write_round(sink, &mut chunks, &mut dispatch) != Round::Done {
-                    // Failed, or no space: the writer thread tries again.
+            let WriteTurn { chunks, dispatch } = &mut *turn;
+            while self.take_buffered(chunks, dispatch) {
+                if self.write_round(sink, chunks, dispatch) != Round::Done {
+                    // Failed, or no space (the records went back to the appender): the writer
+                    // thread tries again.
+                    chunks.clear();
+                    dispatch.clear();
                     return wrote;
                 }
                 wrote = true;
@@ -1326,7 +1338,9 @@ impl CommitLog {
         wrote
     }
 
-    /// Takes the buffered chunks and dispatch requests; `false` if there were none.
+    /// Takes the buffered chunks and dispatch requests; `false` if there were none. `chunks` and
+    /// `dispatch` (empty) take their place, so that the appender keeps appending into vectors
+    /// that have their capacity.
     fn take_buffered(&self, chunks: &mut Vec<Chunk>, dispatch: &mut Vec<DispatchRequest>) -> bool {
         let mut a = lock(&self.appender);
         if a.chunks.is_empty() || self.failure().is_some() {
