@@ -246,6 +246,38 @@ async fn a_peer_that_never_reads_its_responses_stops_being_read() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_does_not_wait_for_a_peer_that_never_reads() {
+    const BODY: usize = 32 << 10;
+    // A short write queue: it fills as soon as the socket buffers do.
+    let s = start(|b| b.write_queue_capacity(4)).await;
+    let addr = s.handle.local_addr().to_string();
+    let raw = TcpStream::connect(&addr).await.unwrap();
+    let (_read_half, mut write_half) = raw.into_split();
+    let one = request(ECHO, 1, BODY);
+    // Writes until the server stops reading (its answers wait for room in the full queue).
+    let mut written = 0usize;
+    while tokio::time::timeout(Duration::from_secs(2), write_half.write_all(&one))
+        .await
+        .is_ok()
+    {
+        written += one.len();
+        assert!(written < 1 << 30, "the server never stopped reading");
+    }
+    // A graceful close queues behind the answers the peer will never read: the server
+    // closes such a connection at once instead of waiting for room.
+    let stopped = tokio::time::timeout(
+        Duration::from_secs(10),
+        s.handle.shutdown(Duration::from_millis(100)),
+    )
+    .await;
+    assert!(
+        stopped.is_ok(),
+        "shutdown waited for a peer that never reads"
+    );
+    assert_eq!(s.handle.connection_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_limit_are_closed_and_room_comes_back() {
     let s = start(|b| b.max_connections(2)).await;
     let addr = s.handle.local_addr().to_string();

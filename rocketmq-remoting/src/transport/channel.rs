@@ -475,9 +475,10 @@ impl Channel {
         close_channel(&self.inner, "closed locally");
     }
 
-    /// Closes the connection after everything queued so far has been written.
+    /// Closes the connection after everything queued so far has been written; at once when
+    /// the write queue is full (its peer is not reading: waiting for room could wait forever).
     pub async fn close_gracefully(&self) {
-        if self.inner.tx.send(Outbound::Close).await.is_err() {
+        if self.inner.tx.try_send(Outbound::Close).is_err() {
             self.close();
         }
     }

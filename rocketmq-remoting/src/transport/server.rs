@@ -119,6 +119,12 @@ impl RemotingServerBuilder {
         self
     }
 
+    /// Frames queued for one peer's writer before their senders wait for room (4,096).
+    pub fn write_queue_capacity(mut self, n: usize) -> Self {
+        self.channel.write_queue_capacity = n;
+        self
+    }
+
     /// Bytes queued for one peer and not written yet before its connection is no longer read
     /// (8 MiB): a peer that does not read its responses stops being served.
     pub fn max_unsent_bytes(mut self, n: usize) -> Self {
