@@ -1166,6 +1166,16 @@ impl Reader {
         // together, not a task spawned and woken for each.
         let mut deferred = Deferred::new();
         loop {
+            // A turn of the runtime's: each frame costs a unit of the task's budget (a frame
+            // taken from the read buffer costs none of the socket's), and once it is spent the
+            // held answers are finished and the reader yields. A connection whose buffer always
+            // holds another frame kept its worker for thousands of requests a turn: timers and
+            // the other connections of that worker waited, tens of seconds in the flood test
+            // on a loaded machine.
+            if !tokio::task::coop::has_budget_remaining() {
+                self.finish_batch(&mut batch, &mut deferred).await;
+                tokio::task::coop::consume_budget().await;
+            }
             // Over its limits (or the shared budget used up), the connection is not read: the
             // peer is held back by TCP flow control until answers give room back.
             let over = held.over(limits)
@@ -1261,6 +1271,7 @@ impl Reader {
                             batch.push(h);
                         }
                     }
+                    tokio::task::coop::consume_budget().await;
                 }
             }
         }
