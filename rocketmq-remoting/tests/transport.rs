@@ -74,10 +74,15 @@ impl RequestProcessor for TestProcessor {
                 r.into()
             }
             SILENT => ProcessResult::Deferred(Box::pin(futures::future::pending())),
-            SLOW => ProcessResult::Deferred(Box::pin(async {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                Some(RemotingCommand::success().with_remark("slow done"))
-            })),
+            SLOW => {
+                // Reported when processing starts: a request the client sent may still be
+                // unread when a test shuts the server down.
+                let _ = self.recorded.send(request(SLOW));
+                ProcessResult::Deferred(Box::pin(async {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    Some(RemotingCommand::success().with_remark("slow done"))
+                }))
+            }
             CALL_BACK => {
                 let ch = ctx.channel.clone();
                 ProcessResult::Deferred(Box::pin(async move {
@@ -534,17 +539,19 @@ async fn connection_limit() {
 
 #[tokio::test]
 async fn graceful_shutdown_answers_requests_in_progress() {
-    let (server, _) = start_server(1 << 24, 100).await;
+    let (server, mut started) = start_server(1 << 24, 100).await;
     let addr = server.local_addr().to_string();
     let client = RemotingClient::default();
     let c = client.clone();
     let a = addr.clone();
     let slow =
         tokio::spawn(async move { c.invoke(&a, request(SLOW), Duration::from_secs(10)).await });
-    eventually("the slow request to be pending", || {
-        client.pending_requests() == 1
-    })
-    .await;
+    // In progress on the server (pending on the client is not enough: its bytes may not have
+    // been read yet, and a stopping server reads no more).
+    let begun = tokio::time::timeout(Duration::from_secs(10), started.recv())
+        .await
+        .expect("the slow request was not processed");
+    assert_eq!(begun.map(|r| r.code), Some(SLOW));
     server.shutdown(Duration::from_secs(5)).await;
     let resp = slow.await.unwrap().unwrap();
     assert_eq!(resp.remark_str(), "slow done");
