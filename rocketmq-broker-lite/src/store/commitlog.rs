@@ -1217,8 +1217,6 @@ impl CommitLog {
     /// them. Returns when the log is closed and everything buffered has been written.
     pub fn run_writer(&self, sink: &dyn DispatchSink) {
         let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
-        let mut chunks: Vec<Chunk> = Vec::new();
-        let mut dispatch: Vec<DispatchRequest> = Vec::new();
         loop {
             // Under a stream of batched appends (`put_message`) the next one comes within
             // microseconds: look a few times before sleeping, so appenders rarely have to wake
@@ -1249,16 +1247,16 @@ impl CommitLog {
                     return;
                 }
             }
-            let _turn = lock(&self.io);
-            if !self.take_buffered(&mut chunks, &mut dispatch) {
+            let mut turn = lock(&self.io);
+            let Some(round) = self.turn_round(&mut turn, sink) else {
                 // Written inline meanwhile.
                 continue;
-            }
-            match self.write_round(sink, &mut chunks, &mut dispatch) {
+            };
+            match round {
                 Round::Done => {}
                 Round::Failed => return,
                 Round::NoSpace => {
-                    drop(_turn);
+                    drop(turn);
                     if self.is_closed() {
                         self.fail(
                             "shut down while the disk was full: appends were left unwritten".into(),
@@ -1323,19 +1321,32 @@ impl CommitLog {
             let Ok(mut turn) = self.io.try_lock() else {
                 return wrote;
             };
-            let WriteTurn { chunks, dispatch } = &mut *turn;
-            while self.take_buffered(chunks, dispatch) {
-                if self.write_round(sink, chunks, dispatch) != Round::Done {
+            while let Some(round) = self.turn_round(&mut turn, sink) {
+                if round != Round::Done {
                     // Failed, or no space (the records went back to the appender): the writer
                     // thread tries again.
-                    chunks.clear();
-                    dispatch.clear();
                     return wrote;
                 }
                 wrote = true;
             }
         }
         wrote
+    }
+
+    /// One round of the write turn's holder: takes what is buffered and writes it
+    /// ([`CommitLog::write_round`]); `None` when nothing was buffered. The turn's vectors are
+    /// empty again afterwards, whatever the outcome.
+    fn turn_round(&self, turn: &mut WriteTurn, sink: &dyn DispatchSink) -> Option<Round> {
+        let WriteTurn { chunks, dispatch } = turn;
+        if !self.take_buffered(chunks, dispatch) {
+            return None;
+        }
+        let round = self.write_round(sink, chunks, dispatch);
+        if round != Round::Done {
+            chunks.clear();
+            dispatch.clear();
+        }
+        Some(round)
     }
 
     /// Takes the buffered chunks and dispatch requests; `false` if there were none. `chunks` and
