@@ -34,8 +34,9 @@ pub fn decode_properties(s: &str) -> StringMap {
     // Room for a few more properties: a consumer adds MIN_OFFSET, MAX_OFFSET and
     // CONSUME_START_TIME to every message it pulls (about 75 bytes).
     let mut map = StringMap::with_capacities(8, s.len() + 96);
-    for item in s.split(PROPERTY_SEPARATOR) {
-        if let Some((k, v)) = item.split_once(NAME_VALUE_SEPARATOR) {
+    for (start, eq, end) in property_items(s) {
+        if let Some(eq) = eq {
+            let (k, v) = (&s[start..eq], &s[eq + 1..end]);
             if !k.is_empty() && !v.is_empty() {
                 map.insert(k, v);
             }
