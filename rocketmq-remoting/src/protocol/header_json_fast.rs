@@ -107,11 +107,7 @@ pub(crate) fn unescape_pieces(body: &str, mut sink: impl FnMut(&[u8])) {
 fn escape_at(b: &[u8], at: usize) -> Option<(char, usize)> {
     match *b.get(at + 1)? {
         b'u' => {
-            let digits = b.get(at + 2..at + 6)?;
-            let mut v = 0;
-            for d in digits {
-                v = v * 16 + char::from(*d).to_digit(16)?;
-            }
+            let v = hex_value(b.get(at + 2..at + 6)?)?;
             Some((char::from_u32(v)?, at + 6))
         }
         letter => Some((short_unescape(letter)?, at + 2)),
@@ -188,11 +184,7 @@ impl<'a> Scan<'a> {
     fn hex4(&mut self) -> Option<u32> {
         let digits = self.b.get(self.i..self.i + 4)?;
         self.i += 4;
-        let mut v = 0;
-        for d in digits {
-            v = v * 16 + char::from(*d).to_digit(16)?;
-        }
-        Some(v)
+        hex_value(digits)
     }
 
     /// A string as encoded, its escapes checked (as [`Scan::string_into`] takes them) but
@@ -585,6 +577,13 @@ fn decode_in(bytes: &[u8], header: Option<&Bytes>) -> Option<RemotingCommand> {
     cmd.version = version.unwrap_or(0);
     cmd.language = language.unwrap_or(LanguageCode::Java);
     Some(cmd)
+}
+
+/// The value of hexadecimal digits (either case), or `None` if one is not a digit.
+fn hex_value(digits: &[u8]) -> Option<u32> {
+    digits
+        .iter()
+        .try_fold(0, |v, &d| Some(v * 16 + u32::from(hex_digit(d)?)))
 }
 
 /// The value of a hexadecimal digit (either case).
