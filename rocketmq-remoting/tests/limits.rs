@@ -245,6 +245,40 @@ async fn a_peer_that_never_reads_its_responses_stops_being_read() {
     s.handle.shutdown(Duration::from_millis(100)).await;
 }
 
+/// A client with more of its own requests queued than the unsent-bytes limit keeps reading
+/// the answers. It used to count its requests against the limit and stop reading; the server,
+/// its answers unread, then stopped reading the requests, and neither side moved until the
+/// requests timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_many_requests_queued_still_reads_the_answers() {
+    const BODY: usize = 64 << 10;
+    const REQUESTS: usize = 600; // 37.5 MiB each way, several times the 8 MiB limit
+    let s = start(|b| b).await;
+    let addr = s.handle.local_addr().to_string();
+    let client = RemotingClient::default();
+    let calls = (0..REQUESTS).map(|_| {
+        let client = client.clone();
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            let mut r = RemotingCommand {
+                code: ECHO,
+                ..Default::default()
+            };
+            r.body = vec![7u8; BODY].into();
+            client.invoke(&addr, r, Duration::from_secs(20)).await
+        })
+    });
+    let results = futures::future::join_all(calls).await;
+    let mut answered = 0;
+    for r in results {
+        let r = r.unwrap().expect("echo answered");
+        assert_eq!(r.body.len(), BODY);
+        answered += 1;
+    }
+    assert_eq!(answered, REQUESTS);
+    s.handle.shutdown(Duration::from_millis(100)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_does_not_wait_for_a_peer_that_never_reads() {
     const BODY: usize = 32 << 10;

@@ -74,9 +74,10 @@ pub struct ChannelConfig {
     /// Bytes of the peer's requests (whole frames) being processed or waiting for their
     /// answer (64 MiB): at this many the connection is not read.
     pub max_request_bytes_in_flight: usize,
-    /// Bytes queued for the peer and not yet written (8 MiB; file regions not counted, they
-    /// are not in memory): at this many the connection is not read, so a peer that does not
-    /// read its responses stops being served instead of filling memory.
+    /// Bytes of answers queued for the peer and not yet written (8 MiB; file regions not
+    /// counted, they are not in memory; this side's requests not counted): at this many the
+    /// connection is not read, so a peer that does not read its responses stops being served
+    /// instead of filling memory.
     pub max_unsent_bytes: usize,
     /// A budget of request bytes in flight shared with other connections (a server's); no
     /// connection sharing it reads while it is used up.
@@ -557,7 +558,9 @@ impl Channel {
                         // The socket is full: the writer task writes the rest, before anything
                         // queued after (the queue is empty: nothing was promised to it).
                         frame.written = n;
-                        self.charge(&mut frame);
+                        if cmd.is_response() {
+                            self.charge(&mut frame);
+                        }
                         g.queued += 1;
                         if self.inner.tx.try_send(Outbound::Frame(frame)).is_err() {
                             g.queued -= 1;
@@ -577,7 +580,9 @@ impl Channel {
             }
             g.queued += 1;
         }
-        self.charge(&mut frame);
+        if cmd.is_response() {
+            self.charge(&mut frame);
+        }
         match self.inner.tx.try_send(Outbound::Frame(frame)) {
             Ok(()) => Ok(None),
             Err(mpsc::error::TrySendError::Full(Outbound::Frame(frame))) => Ok(Some(frame)),
@@ -608,7 +613,11 @@ impl Channel {
         Ok(())
     }
 
-    /// Counts a frame going to the queue against the connection's unsent bytes.
+    /// Counts an answer going to the queue against the connection's unsent bytes. Only
+    /// answers: what the limit guards against is a peer that does not read what it asked for.
+    /// This side's own requests are held back by the write queue's bound; were they counted,
+    /// a client with more than the limit of requests queued would stop reading the answers
+    /// that make room, while the peer, its answers unread, stops reading those requests.
     fn charge(&self, frame: &mut Frame) {
         let bytes = (frame.head.len() + frame.body.len()).saturating_sub(frame.written);
         self.inner.held.add_unsent(bytes);
@@ -623,7 +632,8 @@ impl Channel {
         self.inner.held.requests.load(Ordering::Relaxed)
     }
 
-    /// Bytes queued for the peer and not written yet (file regions not counted).
+    /// Bytes of answers queued for the peer and not written yet (file regions not counted;
+    /// this side's own requests not counted).
     pub fn unsent_bytes(&self) -> usize {
         self.inner.held.unsent_bytes.load(Ordering::Relaxed)
     }
