@@ -322,6 +322,79 @@ async fn backpressure_bounds_the_async_sends_in_flight() {
     c.shutdown().await.unwrap();
 }
 
+/// Automatic batching with backpressure: a flood of `send_async` calls never has more
+/// messages in flight than the bound (a batched send holds its room until its batch is
+/// answered; batching used to take none), and a shutdown right after the flood waits for the
+/// batches: a caller gets an error only for a message that was not sent (one still waiting
+/// for room), never for one the broker stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn automatic_batching_keeps_to_the_backpressure_bound_and_shutdown_waits_for_batches() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "BatchFlood", 4).await;
+    let p = DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .group("p-batch-flood")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
+        .auto_batch(Duration::from_millis(20), 4096)
+        .backpressure_for_async_mode(16, 1 << 20)
+        .build()
+        .unwrap();
+    /// Messages in requests not answered yet, and the most seen.
+    struct InFlight {
+        now: AtomicUsize,
+        max: AtomicUsize,
+    }
+    struct Gauge(Arc<InFlight>);
+    impl SendMessageHook for Gauge {
+        fn hook_name(&self) -> &str {
+            "gauge"
+        }
+        fn send_message_before(&self, ctx: &SendMessageContext<'_>) {
+            let n = self.0.now.fetch_add(ctx.batch_size, Ordering::SeqCst) + ctx.batch_size;
+            self.0.max.fetch_max(n, Ordering::SeqCst);
+        }
+        fn send_message_after(
+            &self,
+            ctx: &SendMessageContext<'_>,
+            _r: Result<Option<&SendResult>, &ClientError>,
+            _l: Duration,
+        ) {
+            self.0.now.fetch_sub(ctx.batch_size, Ordering::SeqCst);
+        }
+    }
+    let gauge = Arc::new(InFlight {
+        now: AtomicUsize::new(0),
+        max: AtomicUsize::new(0),
+    });
+    p.register_send_message_hook(Gauge(gauge.clone()));
+    p.start().await.unwrap();
+    p.send(Message::new("BatchFlood", "warm-up")).await.unwrap();
+    let futures: Vec<_> = (0..400)
+        .map(|i| p.send_async(Message::new("BatchFlood", format!("{i:0>300}"))))
+        .collect();
+    // Stopped while most of them wait for room or sit in batches.
+    p.shutdown().await;
+    let mut ok = 0i64;
+    for f in futures {
+        match f.await {
+            Ok(_) => ok += 1,
+            Err(ClientError::NotRunning) => {}
+            Err(e) => panic!("a batched send failed across the shutdown: {e}"),
+        }
+    }
+    assert!(ok >= 16, "those in batches when it stopped were sent: {ok}");
+    let max = gauge.max.load(Ordering::SeqCst);
+    assert!(max <= 16, "{max} messages in flight at once, bound 16");
+    // What the callers were told is what the broker stored (and the warm-up).
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+    let stats = admin.topic_stats("BatchFlood").await.unwrap();
+    let stored: i64 = stats.offset_table.values().map(|o| o.max_offset).sum();
+    assert_eq!(stored, ok + 1, "stored against answered");
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
 /// Counts the send requests a producer got an answer to and their sizes (an attempt that
 /// failed and was retried, e.g. a broker busy on a loaded machine, is not counted).
 struct Requests(Arc<Mutex<Vec<(usize, bool)>>>);

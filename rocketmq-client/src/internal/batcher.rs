@@ -12,20 +12,31 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::instance::{lock, ClientInstance};
 use super::producer_config::{ProducerConfig, SendResult};
-use super::send::{ProducerCore, SendMode};
+use super::send::{AsyncSlot, ProducerCore, SendMode};
 use crate::error::{ClientError, Result};
 
 /// Where one caller's result goes, with the id of the caller's message (its `UNIQ_KEY`), kept
-/// here for its result instead of being read back out of the message.
+/// here for its result instead of being read back out of the message, and the room the send
+/// took among the asynchronous sends in flight (backpressure), given back with the result.
 #[derive(Debug)]
 pub(crate) struct Reply {
     id: String,
     tx: oneshot::Sender<Result<SendResult>>,
+    slot: Option<AsyncSlot>,
 }
 
 impl Reply {
-    pub(crate) fn new(id: String, tx: oneshot::Sender<Result<SendResult>>) -> Self {
-        Self { id, tx }
+    pub(crate) fn new(
+        id: String,
+        tx: oneshot::Sender<Result<SendResult>>,
+        slot: Option<AsyncSlot>,
+    ) -> Self {
+        Self { id, tx, slot }
+    }
+
+    /// The room the send holds (taken back by a send that leaves the batch).
+    pub(crate) fn take_slot(&mut self) -> Option<AsyncSlot> {
+        self.slot.take()
     }
 
     /// The caller's message id.
@@ -73,32 +84,43 @@ impl State {
     }
 
     /// Takes the batch of (`topic`, `wait_store`), dropping the topic's entry once it has none.
+    /// Its bytes stay held until it is sent ([`Accumulator::release`]).
     fn remove(&mut self, topic: &str, wait_store: bool) -> Option<Pending> {
         let slots = self.pending.get_mut(topic)?;
         let p = slots[usize::from(wait_store)].take()?;
         if slots.iter().all(Option::is_none) {
             self.pending.remove(topic);
         }
-        self.held_bytes -= p.bytes;
         Some(p)
     }
 }
 
 /// The batches being filled, and per topic a sender of the sealed batches (one batch in flight
 /// per queue, so that a queue stores them in the order their callers sent them).
+///
+/// `total_max_bytes` bounds the messages it holds until they are sent: batches being filled,
+/// sealed and waiting for their sender, and in flight.
 #[derive(Debug)]
 pub(crate) struct Accumulator {
     linger: Duration,
     batch_max_bytes: usize,
     total_max_bytes: usize,
     state: Mutex<State>,
-    senders: Mutex<HashMap<Key, mpsc::UnboundedSender<Items>>>,
+    senders: Mutex<HashMap<Key, Sender>>,
 }
 
-/// A sealed batch of one topic.
+/// A topic's sender task and the channel of its sealed batches.
+#[derive(Debug)]
+struct Sender {
+    tx: mpsc::UnboundedSender<(Items, usize)>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// A sealed batch of one topic, and the bytes it holds of the accumulator's bound.
 pub(crate) struct Sealed {
     key: Key,
     items: Vec<(Message, Reply)>,
+    bytes: usize,
 }
 
 /// What the caller of [`Accumulator::add`] must do next.
@@ -157,6 +179,7 @@ impl Accumulator {
                         wait_store,
                     },
                     items: p.items,
+                    bytes: p.bytes,
                 });
             }
         }
@@ -191,16 +214,52 @@ impl Accumulator {
         Some(Sealed {
             key: Key { topic, wait_store },
             items: p.items,
+            bytes: p.bytes,
         })
     }
 
-    /// Takes every batch (shutdown).
-    pub(crate) fn take_all(&self) -> Vec<Vec<(Message, Reply)>> {
+    /// Takes every batch being filled (shutdown).
+    pub(crate) fn take_all(&self) -> Vec<Sealed> {
         let mut st = lock(&self.state);
-        st.held_bytes = 0;
         st.pending
             .drain()
-            .flat_map(|(_, slots)| slots.into_iter().flatten().map(|p| p.items))
+            .flat_map(|(topic, slots)| {
+                slots
+                    .into_iter()
+                    .zip([false, true])
+                    .filter_map(move |(p, wait_store)| {
+                        let p = p?;
+                        Some(Sealed {
+                            key: Key {
+                                topic: topic.clone(),
+                                wait_store,
+                            },
+                            items: p.items,
+                            bytes: p.bytes,
+                        })
+                    })
+            })
+            .collect()
+    }
+
+    /// Gives back the bytes of a batch that was sent (or failed).
+    pub(crate) fn release(&self, bytes: usize) {
+        let mut st = lock(&self.state);
+        st.held_bytes = st.held_bytes.saturating_sub(bytes);
+    }
+
+    /// Bytes of messages held until they are sent.
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
+        lock(&self.state).held_bytes
+    }
+
+    /// Closes every topic's sender (shutdown): each sends the batches it has and ends. The
+    /// returned tasks end when their batches are answered.
+    pub(crate) fn close_senders(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        lock(&self.senders)
+            .drain()
+            .map(|(_, sender)| sender.task)
             .collect()
     }
 
@@ -219,13 +278,17 @@ impl Accumulator {
     ) {
         let mut senders = lock(&self.senders);
         let topic = sealed.key.topic.clone();
-        let tx = senders.entry(sealed.key).or_insert_with(|| {
-            let (tx, rx) = mpsc::unbounded_channel::<Vec<(Message, Reply)>>();
+        let sender = senders.entry(sealed.key).or_insert_with(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
             let (core, inst) = (Arc::downgrade(core), Arc::downgrade(inst));
-            tokio::spawn(send_batches(rx, core, inst, topic));
-            tx
+            let task = tokio::spawn(send_batches(rx, core, inst, topic));
+            Sender { tx, task }
         });
-        if let Err(mpsc::error::SendError(items)) = tx.send(sealed.items) {
+        if let Err(mpsc::error::SendError((items, bytes))) =
+            sender.tx.send((sealed.items, sealed.bytes))
+        {
+            drop(senders);
+            self.release(bytes);
             for (_, reply) in items {
                 reply.send(Err(ClientError::NotRunning));
             }
@@ -244,7 +307,7 @@ const MAX_IN_FLIGHT: usize = 16;
 /// A topic's sender: sends the sealed batches in order, as many at once as the topic has
 /// queues (see [`Accumulator::dispatch`]), until the producer is gone.
 async fn send_batches(
-    mut rx: mpsc::UnboundedReceiver<Items>,
+    mut rx: mpsc::UnboundedReceiver<(Items, usize)>,
     core: std::sync::Weak<ProducerCore>,
     inst: std::sync::Weak<ClientInstance>,
     topic: String,
@@ -253,11 +316,11 @@ async fn send_batches(
     let mut flying = FuturesUnordered::new();
     let mut limit = 1;
     loop {
-        let items = tokio::select! {
+        let (items, bytes) = tokio::select! {
             biased;
             Some(()) = flying.next(), if !flying.is_empty() => continue,
             next = rx.recv(), if flying.len() < limit => match next {
-                Some(items) => items,
+                Some(next) => next,
                 None => break,
             },
         };
@@ -267,7 +330,12 @@ async fn send_batches(
                 if let Ok(info) = core.publish_info(&inst, &wrapped).await {
                     limit = info.queues.len().clamp(1, MAX_IN_FLIGHT);
                 }
-                flying.push(async move { flush(&core, &inst, items).await });
+                flying.push(async move {
+                    flush(&core, &inst, items).await;
+                    if let Some(acc) = core.accumulator.as_ref() {
+                        acc.release(bytes);
+                    }
+                });
             }
             _ => {
                 for (_, reply) in items {
@@ -315,7 +383,7 @@ pub(crate) async fn flush(
             let joined = std::mem::take(&mut batch.offset_msg_id);
             batch.msg_id = String::new();
             let mut offset_ids = joined.split(',');
-            for (i, Reply { id, tx }) in replies.into_iter().enumerate() {
+            for (i, Reply { id, tx, .. }) in replies.into_iter().enumerate() {
                 let mut r = batch.clone();
                 r.msg_id = id;
                 r.queue_offset = batch.queue_offset + i as i64;
@@ -376,4 +444,42 @@ pub(crate) fn arm_linger(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply() -> Reply {
+        Reply::new("id".into(), oneshot::channel().0, None)
+    }
+
+    /// The bound covers a batch until it is sent: sealing it gives nothing back.
+    #[test]
+    fn sealed_batches_count_until_released() {
+        let cfg = ProducerConfig {
+            batch_max_bytes: 4096,
+            total_batch_max_bytes: 8192,
+            ..ProducerConfig::default()
+        };
+        let acc = Accumulator::new(&cfg);
+        let msg = || Message::new("T", vec![b'x'; 1000]);
+        let mut sealed = Vec::new();
+        let mut refused = 0;
+        for _ in 0..20 {
+            let added = acc.add(msg(), reply());
+            sealed.extend(added.send_now);
+            refused += usize::from(added.refused.is_some());
+        }
+        assert!(!sealed.is_empty(), "full batches were sealed");
+        assert!(refused > 0, "the bound was reached");
+        assert!(acc.held_bytes() <= 8192);
+        // Sealed and not yet sent: still no room.
+        assert!(acc.add(msg(), reply()).refused.is_some());
+        // Sent: room again.
+        for s in &sealed {
+            acc.release(s.bytes);
+        }
+        assert!(acc.add(msg(), reply()).refused.is_none());
+    }
 }

@@ -107,6 +107,17 @@ impl AsyncRoom {
         })
     }
 
+    /// Takes room for one send of `size` body bytes if there is room now.
+    pub(crate) fn try_take(&self, size: usize) -> Option<AsyncSlot> {
+        let n = size.clamp(1, self.max_bytes) as u32;
+        let count = self.count.clone().try_acquire_owned().ok()?;
+        let bytes = self.bytes.clone().try_acquire_many_owned(n).ok()?;
+        Some(AsyncSlot {
+            _count: count,
+            _bytes: bytes,
+        })
+    }
+
     /// Sends and bytes that may still start.
     pub(crate) fn available(&self) -> (usize, usize) {
         (

@@ -35,6 +35,7 @@ pub use self::selector::{
 };
 pub use self::transaction::{
     LocalTransactionState, TransactionListener, TransactionMQProducer, TransactionSendResult,
+    CHECK_REQUEST_HOLD_MAX,
 };
 use crate::config::{check_group, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
@@ -458,7 +459,29 @@ impl DefaultMQProducer {
     /// flight at once.
     pub fn send_async(&self, msg: Message) -> SendFuture {
         if self.inner.core.accumulator.is_some() && Accumulator::batchable(&msg) {
-            return self.send_batched(msg);
+            // With backpressure on, a batched send holds its room until its batch is answered;
+            // without room now, it waits for it in the background, as an unbatched one does.
+            let slot = match &self.inner.core.async_room {
+                None => None,
+                Some(room) => match room.try_take(msg.body.len()) {
+                    Some(slot) => Some(slot),
+                    None => {
+                        let this = self.clone();
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        tokio::spawn(async move {
+                            let slot = match &this.inner.core.async_room {
+                                Some(room) => room.take(msg.body.len()).await,
+                                None => None,
+                            };
+                            let _ = tx.send(this.send_batched(msg, slot).await);
+                        });
+                        return SendFuture {
+                            inner: SendFutureInner::Batched(rx),
+                        };
+                    }
+                },
+            };
+            return self.send_batched(msg, slot);
         }
         self.spawn_send(|this| async move {
             // With backpressure on, the request waits here for room (the message is held).
@@ -480,11 +503,15 @@ impl DefaultMQProducer {
             Some(room) => room.take(msg.body.len()).await,
             None => None,
         };
+        if self.inner.core.accumulator.is_some() && Accumulator::batchable(&msg) {
+            return self.send_batched(msg, slot);
+        }
         self.spawn_send(move |this| async move { this.send_async_now(msg, slot).await })
     }
 
-    /// Puts `msg` in an automatic batch of its topic.
-    fn send_batched(&self, msg: Message) -> SendFuture {
+    /// Puts `msg` in an automatic batch of its topic; `slot`, its room among the asynchronous
+    /// sends in flight, is held until its result is given.
+    fn send_batched(&self, msg: Message, slot: Option<AsyncSlot>) -> SendFuture {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let future = SendFuture {
             inner: SendFutureInner::Batched(rx),
@@ -510,20 +537,21 @@ impl DefaultMQProducer {
         let Some(acc) = core.accumulator.as_ref() else {
             return future;
         };
-        let added = acc.add(msg, batcher::Reply::new(id, tx));
+        let added = acc.add(msg, batcher::Reply::new(id, tx, slot));
         if let Some(sealed) = added.send_now {
             acc.dispatch(sealed, core, &inst);
         }
         if let Some((topic, wait, generation)) = added.arm {
             batcher::arm_linger(core.clone(), inst.clone(), topic, wait, generation);
         }
-        if let Some((mut msg, reply)) = added.refused {
+        if let Some((mut msg, mut reply)) = added.refused {
             if msg.uniq_key().is_none() {
                 msg.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, reply.id());
             }
             let this = self.clone();
+            let slot = reply.take_slot();
             tokio::spawn(async move {
-                reply.send(this.send_async_now(msg, None).await);
+                reply.send(this.send_async_now(msg, slot).await);
             });
         }
         future
@@ -788,10 +816,15 @@ impl DefaultMQProducer {
                     let (core, core2) = (self.inner.core.clone(), self.inner.core.clone());
                     let stop = spawn_stop(
                         async move {
-                            // Messages still waiting in automatic batches are sent first.
+                            // Messages still in automatic batches are sent first: the batches
+                            // being filled go after those sealed before them, and the stop
+                            // waits until every batch is answered.
                             if let Some(acc) = core.accumulator.as_ref() {
-                                for items in acc.take_all() {
-                                    batcher::flush(&core, &inst, items).await;
+                                for sealed in acc.take_all() {
+                                    acc.dispatch(sealed, &core, &inst);
+                                }
+                                for task in acc.close_senders() {
+                                    let _ = task.await;
                                 }
                             }
                             inst.unregister_producer(&core).await;
