@@ -326,3 +326,105 @@ async fn half_messages_survive_a_broker_restart() {
     heir.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// Asks the test to stop the broker while the local transaction runs, then commits: the
+/// decision cannot reach the broker.
+struct StopsTheBroker {
+    ask: tokio::sync::mpsc::Sender<tokio::sync::oneshot::Sender<()>>,
+    checked: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl TransactionListener for StopsTheBroker {
+    type Arg = ();
+
+    async fn execute_local_transaction(&self, _msg: &Message, _arg: &()) -> LocalTransactionState {
+        let (done, stopped) = tokio::sync::oneshot::channel();
+        self.ask.send(done).await.unwrap();
+        stopped.await.unwrap();
+        LocalTransactionState::CommitMessage
+    }
+
+    async fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
+        self.checked
+            .lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(&msg.body).to_string());
+        LocalTransactionState::CommitMessage
+    }
+}
+
+/// Once the local transaction has run, the send's result is returned even when its decision
+/// cannot be sent (an error would invite the application to run the transaction again); the
+/// broker's check-back then settles it, and the message is delivered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_that_cannot_be_sent_is_settled_by_the_check_back() {
+    let dir = TempDir::new("rmq-tx").unwrap();
+    let mut c = start_cluster_with(dir.path(), checks_after_two_seconds).await;
+    let ns = c.namesrv_addr();
+    let (ask, mut asked) = tokio::sync::mpsc::channel(1);
+    let checked = Arc::new(Mutex::new(Vec::new()));
+    let p = DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .group("tx-g5")
+        .build()
+        .unwrap();
+    let tx = Arc::new(TransactionMQProducer::new(
+        p,
+        StopsTheBroker {
+            ask,
+            checked: checked.clone(),
+        },
+    ));
+    tx.start().await.unwrap();
+    let sending = tokio::spawn({
+        let tx = tx.clone();
+        async move {
+            tx.send_message_in_transaction(Message::new("TxEndLost", "settled-by-check"), &())
+                .await
+        }
+    });
+    // The half message is stored and the local transaction runs: the broker goes away.
+    let done = tokio::time::timeout(LIMIT, asked.recv())
+        .await
+        .expect("the local transaction ran")
+        .unwrap();
+    c.broker().shutdown().await.unwrap();
+    done.send(()).unwrap();
+    let r = tokio::time::timeout(LIMIT, sending)
+        .await
+        .expect("the send returned")
+        .unwrap()
+        .expect("the local transaction ran: the send's result, not an error");
+    assert_eq!(
+        r.local_transaction_state,
+        LocalTransactionState::CommitMessage
+    );
+    assert!(
+        r.end_transaction_error.is_some(),
+        "the decision was not sent, and the result says so"
+    );
+    // The broker returns with the half message and asks the group.
+    c.restart_master().await.unwrap();
+    let rec = Recorder::default();
+    let cons = consumer(&ns, "tx-c5", "TxEndLost", &rec).await;
+    wait_all(
+        &rec,
+        &["settled-by-check".to_string()].into_iter().collect(),
+        LIMIT,
+    )
+    .await;
+    {
+        let checked = checked.lock().unwrap();
+        assert!(
+            !checked.is_empty() && checked.iter().all(|b| b == "settled-by-check"),
+            "settled by a check-back: {checked:?}"
+        );
+    }
+    let broker = c.broker().inner().clone();
+    assert_eq!(broker.check_transactions_now().await, 0, "settled");
+    cons.shutdown().await;
+    assert_eq!(rec.all().len(), 1, "delivered once");
+    tx.shutdown().await;
+    c.shutdown().await.unwrap();
+}

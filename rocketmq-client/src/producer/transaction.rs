@@ -34,6 +34,7 @@
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -90,8 +91,14 @@ pub trait TransactionListener: Send + Sync + 'static {
 pub struct TransactionSendResult {
     /// The half message's send result.
     pub send_result: SendResult,
-    /// What the local transaction decided (sent to the broker).
+    /// What the local transaction decided (sent to the broker, unless
+    /// `end_transaction_error` says otherwise).
     pub local_transaction_state: LocalTransactionState,
+    /// Why the decision could not be sent to the broker (END_TRANSACTION failed), when it could
+    /// not: the half message is stored and the local transaction has run, so the broker will
+    /// ask the group's [`TransactionListener::check_local_transaction`] for the outcome later.
+    /// `None` when the decision was sent.
+    pub end_transaction_error: Option<String>,
 }
 
 /// A producer of transactional messages: a [`DefaultMQProducer`] plus a
@@ -119,11 +126,38 @@ impl<L: TransactionListener> std::fmt::Debug for TransactionMQProducer<L> {
     }
 }
 
+/// Transaction checks that may wait for the listener at once (Java's `checkRequestHoldMax`,
+/// the bound of its check executor's queue).
+pub const CHECK_REQUEST_HOLD_MAX: usize = 2000;
+
+/// Counts a transaction check as held until it is finished (or dropped unrun).
+struct HeldCheck(Arc<AtomicUsize>);
+
+impl HeldCheck {
+    /// Counts one more check in `held`, unless [`CHECK_REQUEST_HOLD_MAX`] are held already.
+    fn take(held: &Arc<AtomicUsize>) -> Option<Self> {
+        held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < CHECK_REQUEST_HOLD_MAX).then_some(n + 1)
+        })
+        .ok()?;
+        Some(Self(held.clone()))
+    }
+}
+
+impl Drop for HeldCheck {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 struct Checker<L: TransactionListener> {
     listener: Arc<L>,
     group: String,
     /// Java checks with one thread by default (`checkThreadPoolMinSize` = 1).
     permits: Arc<Semaphore>,
+    /// Checks received and not finished (running or waiting for the permit): at
+    /// [`CHECK_REQUEST_HOLD_MAX`] more are dropped.
+    held: Arc<AtomicUsize>,
     /// The producer's end-transaction hooks, and its namespace (hooks see plain names).
     end_hooks: Arc<Hooks<dyn EndTransactionHook>>,
     ns: Namespace,
@@ -185,7 +219,19 @@ impl<L: TransactionListener> TransactionChecker for Checker<L> {
             inst.api.clone(),
         );
         let (end_hooks, ns) = (self.end_hooks.clone(), self.ns.clone());
+        // Each waiting check holds its message: a slow listener and a broker checking a large
+        // backlog would otherwise pile them up without bound. Dropped checks are asked again
+        // at the broker's next check round.
+        let Some(held) = HeldCheck::take(&self.held) else {
+            tracing::warn!(
+                addr = %broker_addr,
+                held = CHECK_REQUEST_HOLD_MAX,
+                "too many transaction checks waiting for the listener: this one is dropped (the broker asks again)"
+            );
+            return;
+        };
         tokio::spawn(async move {
+            let _held = held;
             let Ok(_permit) = permits.acquire_owned().await else {
                 return;
             };
@@ -254,6 +300,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             listener: self.listener.clone(),
             group: self.producer.core().settings.group.clone(),
             permits: Arc::new(Semaphore::new(1)),
+            held: Arc::new(AtomicUsize::new(0)),
             end_hooks: self.producer.core().end_transaction_hooks.clone(),
             ns: self.producer.core().ns.clone(),
         };
@@ -265,6 +312,10 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
 
     /// Sends `msg` as a half message, runs the local transaction with `arg`, and commits or
     /// rolls back according to its answer (`Unknown` leaves the decision to a later check-back).
+    ///
+    /// An error means the half message was not stored and the local transaction did not run.
+    /// Once it ran, the result is returned even if its decision could not be sent
+    /// ([`TransactionSendResult::end_transaction_error`]).
     pub async fn send_message_in_transaction(
         &self,
         mut msg: Message,
@@ -302,10 +353,26 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             }
             _ => LocalTransactionState::RollbackMessage,
         };
-        self.end_transaction(&msg, &result, state).await?;
+        // The half message is stored and the local transaction has run: the result says so
+        // even when the decision cannot be sent (an error here would invite running the
+        // local transaction again). The broker checks the transaction back later (Java logs
+        // the failure and returns the result too).
+        let end_transaction_error = match self.end_transaction(&msg, &result, state).await {
+            Ok(()) => None,
+            Err(e) => {
+                tracing::warn!(
+                    msg_id = %result.msg_id,
+                    state = ?state,
+                    error = %e,
+                    "the local transaction ended, but telling the broker failed: it will check back"
+                );
+                Some(e.to_string())
+            }
+        };
         Ok(TransactionSendResult {
             send_result: result,
             local_transaction_state: state,
+            end_transaction_error,
         })
     }
 
@@ -361,5 +428,25 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
     /// Shuts the producer down.
     pub async fn shutdown(&self) {
         self.producer.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_held_at_once_are_bounded() {
+        let held = Arc::new(AtomicUsize::new(0));
+        let mut taken: Vec<HeldCheck> = (0..CHECK_REQUEST_HOLD_MAX)
+            .map(|_| HeldCheck::take(&held).expect("under the bound"))
+            .collect();
+        assert!(HeldCheck::take(&held).is_none(), "one past the bound");
+        assert_eq!(held.load(Ordering::Acquire), CHECK_REQUEST_HOLD_MAX);
+        // A finished check makes room for one more.
+        taken.pop();
+        assert!(HeldCheck::take(&held).is_some());
+        drop(taken);
+        assert_eq!(held.load(Ordering::Acquire), 0);
     }
 }
