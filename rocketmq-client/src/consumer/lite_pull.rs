@@ -13,7 +13,7 @@ use super::{LitePullConsumerConfig, MessageSelector, MIN_AUTO_COMMIT_INTERVAL};
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
 use crate::internal::lifecycle::{Lifecycle, Phase};
-use crate::internal::lite_pull::LiteEngine;
+use crate::internal::lite_pull::{Batch, LiteEngine};
 use crate::internal::lookup::MessageLookup;
 use crate::internal::namespace::Namespace;
 use crate::internal::send::now_ms;
@@ -485,16 +485,27 @@ impl DefaultLitePullConsumer {
         self.inner.life.stop_in_background();
     }
 
-    /// Moves the consume position of each queue back to the given offset (messages returned by
-    /// `poll` but not consumed); no broker round trip.
-    pub(crate) fn rewind(&self, positions: &BTreeMap<MessageQueue, i64>) {
-        if let Ok(e) = self.engine() {
-            let wire = positions
-                .iter()
-                .map(|(q, o)| (self.inner.ns.wrap_mq(q), *o))
-                .collect();
-            e.rewind(&wire);
+    /// Waits up to `timeout` for a batch whose messages count as consumed only as each is
+    /// handed out with [`hand_out`](Self::hand_out) (a [`LitePullStream`]'s buffer).
+    ///
+    /// [`LitePullStream`]: super::LitePullStream
+    pub(crate) async fn poll_held(&self, timeout: Duration) -> Result<Option<Batch>> {
+        let mut batch = self.engine()?.poll_held(timeout).await;
+        if let Some(b) = &mut batch {
+            for m in &mut b.msgs {
+                self.inner.ns.unwrap_msg(m);
+            }
         }
+        Ok(batch)
+    }
+
+    /// Hands out the message at `offset` of `batch` (from [`poll_held`](Self::poll_held)): it
+    /// now counts as consumed. `false` when the batch is stale or the consumer stopped: its
+    /// messages are not to be handed out (the queue is delivered again from its committed
+    /// offset, here or to another member).
+    pub(crate) fn hand_out(&self, batch: &Batch, offset: i64) -> bool {
+        self.engine()
+            .is_ok_and(|e| e.hand_out(&batch.mq, batch.generation, offset))
     }
 
     /// Commits (with auto-commit), stops pulling and leaves the group. Idempotent and

@@ -39,6 +39,7 @@ use crate::error::{ClientError, Result};
 use crate::internal::listener::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently,
 };
+use crate::internal::lite_pull::Batch;
 
 /// One listener call's messages, handed to the application through a [`PushStream`].
 ///
@@ -176,22 +177,26 @@ const STREAM_POLL: Duration = Duration::from_secs(1);
 
 /// A lite pull consumer's messages, one at a time (from [`DefaultLitePullConsumer::stream`]).
 ///
-/// A message counts as consumed (for the next commit) once the stream has returned it:
-/// messages pulled in the same batch but not yet returned when the stream is dropped are
-/// delivered again. Dropping the stream stops the consumer, as
-/// [`DefaultLitePullConsumer::shutdown`] does, in the background. The stream ends when the
-/// consumer is shut down.
+/// A message counts as consumed (for the next commit, automatic or not) once the stream has
+/// returned it: the messages of a pulled batch that the stream holds but has not returned yet
+/// are never committed, so they are delivered again after a crash, or when the stream is
+/// dropped. Dropping the stream stops the consumer, as [`DefaultLitePullConsumer::shutdown`]
+/// does, in the background. The stream ends when the consumer is shut down.
 pub struct LitePullStream {
     consumer: DefaultLitePullConsumer,
-    buffered: VecDeque<MessageExt>,
-    polling: Option<BoxFuture<'static, Result<Vec<MessageExt>>>>,
+    /// The batch being returned: its messages not returned yet.
+    held: Option<(Batch, VecDeque<MessageExt>)>,
+    polling: Option<BoxFuture<'static, Result<Option<Batch>>>>,
 }
 
 impl std::fmt::Debug for LitePullStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LitePullStream")
             .field("consumer", &self.consumer)
-            .field("buffered", &self.buffered.len())
+            .field(
+                "buffered",
+                &self.held.as_ref().map_or(0, |(_, rest)| rest.len()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -199,19 +204,32 @@ impl std::fmt::Debug for LitePullStream {
 impl Stream for LitePullStream {
     type Item = Result<MessageExt>;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
         loop {
-            if let Some(m) = self.buffered.pop_front() {
-                return Poll::Ready(Some(Ok(m)));
+            if let Some((batch, rest)) = &mut this.held {
+                if let Some(m) = rest.pop_front() {
+                    if this.consumer.hand_out(batch, m.queue_offset) {
+                        return Poll::Ready(Some(Ok(m)));
+                    }
+                    // Stale (its queue was sought or moved to another member since): the rest
+                    // of the batch is too.
+                    rest.clear();
+                }
+                this.held = None;
             }
-            let consumer = self.consumer.clone();
-            let polling = self.polling.get_or_insert_with(|| {
-                async move { consumer.poll_timeout(STREAM_POLL).await }.boxed()
+            let consumer = this.consumer.clone();
+            let polling = this.polling.get_or_insert_with(|| {
+                async move { consumer.poll_held(STREAM_POLL).await }.boxed()
             });
             let polled = futures::ready!(polling.as_mut().poll(cx));
-            self.polling = None;
+            this.polling = None;
             match polled {
-                Ok(msgs) => self.buffered.extend(msgs),
+                Ok(Some(mut batch)) => {
+                    let rest = VecDeque::from(std::mem::take(&mut batch.msgs));
+                    this.held = Some((batch, rest));
+                }
+                Ok(None) => {}
                 Err(ClientError::NotRunning) => return Poll::Ready(None),
                 Err(e) => return Poll::Ready(Some(Err(e))),
             }
@@ -221,15 +239,8 @@ impl Stream for LitePullStream {
 
 impl Drop for LitePullStream {
     fn drop(&mut self) {
-        // Give back what was pulled and not returned: each queue continues from its first
-        // message still buffered.
-        let mut rewind: BTreeMap<MessageQueue, i64> = BTreeMap::new();
-        for m in &self.buffered {
-            let mq = MessageQueue::new(m.topic.clone(), m.broker_name.clone(), m.queue_id);
-            let slot = rewind.entry(mq).or_insert(m.queue_offset);
-            *slot = (*slot).min(m.queue_offset);
-        }
-        self.consumer.rewind(&rewind);
+        // The messages still held were never counted as consumed: the stop commits the
+        // position of the first of them, and they are delivered again.
         self.consumer.stop_in_background();
     }
 }
@@ -239,7 +250,7 @@ impl DefaultLitePullConsumer {
     pub fn stream(&self) -> LitePullStream {
         LitePullStream {
             consumer: self.clone(),
-            buffered: VecDeque::new(),
+            held: None,
             polling: None,
         }
     }

@@ -10,7 +10,7 @@ use rocketmq_remoting::protocol::body::{
 use rocketmq_remoting::protocol::codes::VERSION_4_9_8;
 use rocketmq_remoting::protocol::headers::*;
 use rocketmq_remoting::protocol::message::{
-    decode_stored_all, MessageExt, MessageQueue, StoredDecodeOptions,
+    decode_stored_all, decode_stored_each, MessageExt, MessageQueue, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
     CommandHeader, ExtFields, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
@@ -200,17 +200,7 @@ impl Api {
                 reason: format!("bad pull response header: {e}"),
             })?;
         let messages = if status == PullStatus::Found {
-            decode_stored_all(
-                &resp.body,
-                StoredDecodeOptions {
-                    decompress: true,
-                    ..StoredDecodeOptions::default()
-                },
-            )
-            .map_err(|e| ClientError::Protocol {
-                addr: addr.to_string(),
-                reason: format!("bad pull body: {e}"),
-            })?
+            decode_pulled(addr, header, &resp.body)?
         } else {
             Vec::new()
         };
@@ -307,8 +297,12 @@ impl Api {
         Ok(b.consumer_id_list)
     }
 
-    /// QUERY_CONSUMER_OFFSET: `Ok(Some(offset))`, `Ok(None)` when the broker has none (any
-    /// error code, as Java maps them all to "no offset").
+    /// QUERY_CONSUMER_OFFSET: `Ok(Some(offset))`, or `Ok(None)` when the broker has none for
+    /// the group (QUERY_NOT_FOUND). Any other answer (SYSTEM_BUSY, NO_PERMISSION, a success
+    /// without a readable offset) is an error: taken for "no offset", it would start a
+    /// `ConsumeFromLastOffset` queue at its end and skip the backlog. Java 4.9.8 read every
+    /// error code as "no offset"; Java 5 reads only QUERY_NOT_FOUND so
+    /// (`OffsetNotFoundException`).
     pub(crate) async fn query_consumer_offset(
         &self,
         addr: &str,
@@ -326,13 +320,17 @@ impl Api {
             },
         );
         let resp = self.invoke(addr, req, timeout).await?;
-        if resp.response_code() != ResponseCode::Success {
-            return Ok(None);
+        match resp.response_code() {
+            ResponseCode::Success => resp
+                .decode_header::<OffsetResponseHeader>()
+                .map(|h| Some(h.offset))
+                .map_err(|e| ClientError::Protocol {
+                    addr: addr.to_string(),
+                    reason: format!("bad QUERY_CONSUMER_OFFSET response header: {e}"),
+                }),
+            ResponseCode::QueryNotFound => Ok(None),
+            _ => Err(ClientError::server(addr, &resp)),
         }
-        Ok(resp
-            .decode_header::<OffsetResponseHeader>()
-            .ok()
-            .map(|h| h.offset))
     }
 
     /// UPDATE_CONSUMER_OFFSET.
@@ -609,6 +607,45 @@ impl Api {
         req.language = self.language;
         self.expect_success(addr, req, timeout).await
     }
+}
+
+/// The messages of a PULL_MESSAGE body, inflated. A message whose body cannot be inflated (an
+/// LZ4 or ZSTD body from a Java 5 producer, a corrupt zlib stream, more than 64 MiB inflated)
+/// is skipped with a warning naming it, and the others are kept: the queue moves past it, as
+/// in Java, whose decoder drops it (and, in 4.9.8, every message after it in the response).
+/// Only a body whose records cannot be told apart fails the whole pull.
+fn decode_pulled(
+    addr: &str,
+    header: &PullMessageRequestHeader,
+    body: &Bytes,
+) -> Result<Vec<MessageExt>> {
+    let records = decode_stored_each(
+        body,
+        StoredDecodeOptions {
+            decompress: true,
+            ..StoredDecodeOptions::default()
+        },
+    )
+    .map_err(|e| ClientError::Protocol {
+        addr: addr.to_string(),
+        reason: format!("bad pull body: {e}"),
+    })?;
+    let mut messages = Vec::with_capacity(records.len());
+    for r in records {
+        match r {
+            Ok(m) => messages.push(m),
+            Err(bad) => tracing::warn!(
+                broker = addr,
+                topic = %header.topic,
+                queue = header.queue_id,
+                offset = bad.message.queue_offset,
+                msg_id = %bad.message.msg_id,
+                error = %bad.error,
+                "skipping a message whose body cannot be decoded"
+            ),
+        }
+    }
+    Ok(messages)
 }
 
 /// The send response header of `resp` (an answer [`Api::send`] returned), borrowed from it.

@@ -1,6 +1,6 @@
 //! The lite pull consumer's engine (Java `DefaultLitePullConsumerImpl`): background pull tasks
-//! per assigned queue fill a channel that `poll` drains; offsets advance on poll and are
-//! committed automatically or on demand.
+//! per assigned queue fill a channel that `poll` drains; offsets advance on poll (on each
+//! message a stream hands out) and are committed automatically or on demand.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
@@ -40,10 +40,14 @@ const DELAY_PAUSED: Duration = Duration::from_millis(100);
 pub(crate) type QueueChangeCallback = Arc<dyn Fn(&str, &BTreeSet<MessageQueue>) + Send + Sync>;
 
 /// One pull's messages.
-struct Batch {
-    mq: MessageQueue,
-    generation: u64,
-    msgs: Vec<MessageExt>,
+#[derive(Debug)]
+pub(crate) struct Batch {
+    /// The queue (as sent).
+    pub(crate) mq: MessageQueue,
+    /// The queue's generation when they were pulled (a seek starts a new one).
+    pub(crate) generation: u64,
+    /// The messages, in offset order.
+    pub(crate) msgs: Vec<MessageExt>,
 }
 
 #[derive(Debug)]
@@ -342,7 +346,12 @@ impl LiteEngine {
                 }
                 Ok(None) => return,
                 Err(e) => {
-                    tracing::debug!(queue = %mq, error = %e, "pull failed");
+                    if matches!(e, ClientError::Protocol { .. }) {
+                        // The same answer is likely to come again: say so where it shows.
+                        tracing::warn!(queue = %mq, offset = next, error = %e, "pull failed: the broker's answer cannot be read");
+                    } else {
+                        tracing::debug!(queue = %mq, error = %e, "pull failed");
+                    }
                     if !self.pause_for(DELAY_ON_ERROR).await {
                         return;
                     }
@@ -399,6 +408,41 @@ impl LiteEngine {
 
     /// Waits up to `timeout` for pulled messages; they count as consumed.
     pub(crate) async fn poll(&self, timeout: Duration) -> Vec<MessageExt> {
+        self.next_batch(timeout, true)
+            .await
+            .map(|b| b.msgs)
+            .unwrap_or_default()
+    }
+
+    /// Waits up to `timeout` for pulled messages that count as consumed only as each is handed
+    /// out ([`hand_out`](Self::hand_out)): until then they stay cached, and the queue's
+    /// consumed position (what a commit writes) stays before them.
+    pub(crate) async fn poll_held(&self, timeout: Duration) -> Option<Batch> {
+        self.next_batch(timeout, false).await
+    }
+
+    /// Hands out the message at `offset` of a batch from [`poll_held`](Self::poll_held): it
+    /// counts as consumed, and the queue's consumed position moves to the first message still
+    /// cached. `false` when the batch is stale (its queue was sought, released or dropped
+    /// since): its messages are not to be handed out, their queue continues elsewhere.
+    pub(crate) fn hand_out(&self, mq: &MessageQueue, generation: u64, offset: i64) -> bool {
+        let mut q = lock(&self.queues);
+        let Some(st) = q.get_mut(mq) else {
+            return false;
+        };
+        if st.generation != generation || st.pq.is_dropped() {
+            return false;
+        }
+        let off = st.pq.remove([offset]);
+        if off >= 0 {
+            st.consumed = off;
+        }
+        true
+    }
+
+    /// The next current batch within `timeout`; with `consume`, its messages count as consumed
+    /// at once.
+    async fn next_batch(&self, timeout: Duration, consume: bool) -> Option<Batch> {
         if self.cfg.auto_commit
             && lock(&self.last_commit).elapsed() >= self.cfg.auto_commit_interval
         {
@@ -409,10 +453,10 @@ impl LiteEngine {
         let mut rx = self.rx.lock().await;
         loop {
             let batch = tokio::select! {
-                _ = self.stopping.cancelled() => return Vec::new(),
+                _ = self.stopping.cancelled() => return None,
                 b = tokio::time::timeout_at(deadline, rx.recv()) => match b {
                     Ok(Some(b)) => b,
-                    _ => return Vec::new(),
+                    _ => return None,
                 },
             };
             let mut q = lock(&self.queues);
@@ -422,11 +466,13 @@ impl LiteEngine {
             if st.generation != batch.generation || st.pq.is_dropped() {
                 continue;
             }
-            let off = st.pq.remove(batch.msgs.iter().map(|m| m.queue_offset));
-            if off >= 0 {
-                st.consumed = off;
+            if consume {
+                let off = st.pq.remove(batch.msgs.iter().map(|m| m.queue_offset));
+                if off >= 0 {
+                    st.consumed = off;
+                }
             }
-            return batch.msgs;
+            return Some(batch);
         }
     }
 
@@ -459,23 +505,6 @@ impl LiteEngine {
         st.pq.clear();
         st.wake.notify_one();
         Ok(())
-    }
-
-    /// Moves each queue's consume position back to the given offset (never forward), dropping
-    /// what was pulled since: the queue is pulled again from there.
-    pub(crate) fn rewind(&self, positions: &BTreeMap<MessageQueue, i64>) {
-        let mut q = lock(&self.queues);
-        for (mq, offset) in positions {
-            let Some(st) = q.get_mut(mq) else { continue };
-            if st.consumed >= 0 && st.consumed <= *offset {
-                continue;
-            }
-            st.generation += 1;
-            st.seek = Some(*offset);
-            st.consumed = *offset;
-            st.pq.clear();
-            st.wake.notify_one();
-        }
     }
 
     /// The queue's min or max offset.

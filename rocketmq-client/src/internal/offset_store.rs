@@ -83,7 +83,9 @@ impl OffsetStore {
         }
     }
 
-    /// The offset of `mq`: -1 if there is none, -2 if the store could not be read.
+    /// The offset of `mq`: -1 if there is none, -2 if the store could not be read (for the
+    /// broker: no answer, or any answer but the offset or QUERY_NOT_FOUND; a rebalance then
+    /// leaves the queue for the next one rather than guess where to start).
     pub(crate) async fn read(
         &self,
         inst: &ClientInstance,

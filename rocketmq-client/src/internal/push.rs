@@ -2,7 +2,7 @@
 //! consume services (Java `DefaultMQPushConsumerImpl`, `ConsumeMessageConcurrentlyService`,
 //! `ConsumeMessageOrderlyService`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ use super::rebalance::{start_offset_or_retry, RebalanceCore, RebalanceTarget};
 use super::send::{now_ms, SendMode};
 use super::stats::ConsumerStats;
 use crate::config::ClientConfig;
-use crate::error::Result;
+use crate::error::{ClientError, Result};
 use futures::future::BoxFuture;
 use tracing::Instrument;
 
@@ -417,7 +417,12 @@ impl PushEngine {
                 Ok(PullStep::Next(n)) => next = n,
                 Ok(PullStep::Stop) => return,
                 Err(e) => {
-                    tracing::debug!(queue = %mq, error = %e, "pull failed");
+                    if matches!(e, ClientError::Protocol { .. }) {
+                        // The same answer is likely to come again: say so where it shows.
+                        tracing::warn!(queue = %mq, offset = next, error = %e, "pull failed: the broker's answer cannot be read");
+                    } else {
+                        tracing::debug!(queue = %mq, error = %e, "pull failed");
+                    }
                     if super::send::broker_failed(&e) {
                         self.inst.refresh_route_soon(&mq.topic);
                     }
@@ -604,62 +609,47 @@ impl PushEngine {
             return;
         }
         self.reset_retry_topic(&mut msgs);
-        let mut ctx = ConsumeConcurrentlyContext {
+        let ctx = ConsumeConcurrentlyContext {
             message_queue: self.ns.unwrap_mq(&mq),
             delay_level_when_next_consume: 0,
             ack_index: i32::MAX,
         };
         let call = self.call_begin(&mq, &msgs);
-        let outcome = {
-            let run = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
-                .catch_unwind()
-                .instrument(call.span.clone());
+        let (outcome, ctx) = {
+            let batch = &msgs;
+            // The call owns its context and gives it back with its status, so that a late
+            // outcome (after `consume_timeout`) can still be read.
+            let run = async move {
+                let mut ctx = ctx;
+                let r = AssertUnwindSafe(listener.consume_message(batch, &mut ctx))
+                    .catch_unwind()
+                    .await;
+                (r, ctx)
+            }
+            .instrument(call.span.clone());
             tokio::pin!(run);
-            let finished = if self.clustering() {
+            if self.clustering() {
                 tokio::select! {
-                    r = &mut run => Some(r),
-                    _ = tokio::time::sleep(self.cfg.consume_timeout) => None,
-                }
-            } else {
-                Some(run.as_mut().await)
-            };
-            if finished.is_none() {
-                // Held past `consume_timeout`: sent back for a later retry and released from
-                // the cache now (Java `ProcessQueue.cleanExpiredMsg`, delay level 3), so the
-                // queue's offset moves on; the listener call finishes in its own time, its
-                // outcome ignored.
-                tracing::warn!(queue = %mq, after = ?self.cfg.consume_timeout, "the listener exceeded consume_timeout; the messages are sent back for retry");
-                let mut sent_back = Vec::new();
-                for m in msgs.iter() {
-                    if self.send_back(m, 3).await {
-                        sent_back.push(m.queue_offset);
+                    r = &mut run => r,
+                    _ = tokio::time::sleep(self.cfg.consume_timeout) => {
+                        self.consume_timed_out(batch, call, run, &pq, &mq).await;
+                        return;
                     }
                 }
-                let offset = pq.remove(sent_back);
-                if offset >= 0 && !pq.is_dropped() {
-                    self.offsets.update(&mq, offset, true);
-                }
-                self.call_end(call, &msgs, ConsumeOutcome::TimedOut, 0);
-                let _ = run.await;
-                return;
+            } else {
+                run.await
             }
-            finished
-        };
-        let Some(outcome) = outcome else {
-            return;
         };
         let status = outcome.unwrap_or_else(|_| {
             tracing::warn!(queue = %mq, "the listener panicked; consuming later");
             ConsumeConcurrentlyStatus::ReconsumeLater
         });
-        let (observed, ok) = match status {
-            ConsumeConcurrentlyStatus::ConsumeSuccess => (
-                ConsumeOutcome::ConsumeSuccess,
-                (ctx.ack_index.min(msgs.len() as i32 - 1) + 1).max(0) as usize,
-            ),
-            ConsumeConcurrentlyStatus::ReconsumeLater => (ConsumeOutcome::ReconsumeLater, 0),
+        let observed = match status {
+            ConsumeConcurrentlyStatus::ConsumeSuccess => ConsumeOutcome::ConsumeSuccess,
+            ConsumeConcurrentlyStatus::ReconsumeLater => ConsumeOutcome::ReconsumeLater,
         };
-        self.call_end(call, &msgs, observed, ok);
+        let consumed = consumed_count(status, &ctx, msgs.len());
+        self.call_end(call, &msgs, observed, consumed);
         drop(permit);
         if pq.is_dropped() {
             tracing::debug!(queue = %mq, "queue dropped during consumption; result discarded");
@@ -672,38 +662,116 @@ impl PushEngine {
             tracing::debug!(queue = %mq, "not consumed at shutdown; delivered again later");
             return;
         }
-        let ack = match status {
-            ConsumeConcurrentlyStatus::ConsumeSuccess => ctx.ack_index.min(msgs.len() as i32 - 1),
-            ConsumeConcurrentlyStatus::ReconsumeLater => -1,
-        };
-        let mut retry_local = Vec::new();
-        let failed_from = (ack + 1).max(0) as usize;
-        if failed_from < msgs.len() {
-            if self.clustering() {
-                for m in &msgs[failed_from..] {
-                    if !self.send_back(m, ctx.delay_level_when_next_consume).await {
-                        let mut again = m.clone();
-                        again.reconsume_times += 1;
-                        retry_local.push(again);
+        let results = msgs.iter().enumerate().map(|(i, m)| (m, i < consumed));
+        self.settle(results, ctx.delay_level_when_next_consume, &pq, &mq)
+            .await;
+    }
+
+    /// A listener call held past `consume_timeout` (Java `ProcessQueue.cleanExpiredMsg`): its
+    /// messages are sent back for a later retry (delay level 3) and released from the cache, so
+    /// the queue's offset moves on. Those that cannot be sent back (the broker failing over,
+    /// say) stay cached and are sent back again every `consume_timeout`, as Java's periodic
+    /// clean-up does, until they are sent, the call ends (its outcome then settles them as for
+    /// any call: consumed, or sent back, or consumed again later) or the queue is dropped. The
+    /// call finishes in its own time; its outcome is ignored for the messages already sent.
+    async fn consume_timed_out<F>(
+        &self,
+        msgs: &[MessageExt],
+        call: ListenerCall,
+        mut run: std::pin::Pin<&mut F>,
+        pq: &Arc<ProcessQueue>,
+        mq: &MessageQueue,
+    ) where
+        F: std::future::Future<Output = (ListenerResult, ConsumeConcurrentlyContext)>,
+    {
+        tracing::warn!(queue = %mq, after = ?self.cfg.consume_timeout, "the listener exceeded consume_timeout; the messages are sent back for retry");
+        let mut pending = self
+            .send_back_expired(msgs.iter().enumerate().collect(), pq, mq)
+            .await;
+        self.call_end(call, msgs, ConsumeOutcome::TimedOut, 0);
+        while !pending.is_empty() && !pq.is_dropped() {
+            tokio::select! {
+                (outcome, ctx) = &mut run => {
+                    let status = outcome.unwrap_or(ConsumeConcurrentlyStatus::ReconsumeLater);
+                    if status == ConsumeConcurrentlyStatus::ReconsumeLater
+                        && self.stopping.is_cancelled()
+                    {
+                        return;
                     }
+                    let consumed = consumed_count(status, &ctx, msgs.len());
+                    let results = pending.into_iter().map(|(i, m)| (m, i < consumed));
+                    self.settle(results, ctx.delay_level_when_next_consume, pq, mq).await;
+                    return;
                 }
-            } else {
-                for m in &msgs[failed_from..] {
-                    tracing::warn!(msg_id = %m.msg_id, "broadcasting: consumption failed, the message is dropped");
+                _ = self.stopping.cancelled() => break,
+                _ = tokio::time::sleep(self.cfg.consume_timeout) => {
+                    tracing::warn!(queue = %mq, messages = pending.len(), "sending back again the messages held past consume_timeout");
+                    pending = self.send_back_expired(pending, pq, mq).await;
                 }
             }
         }
-        let local: BTreeSet<i64> = retry_local.iter().map(|m| m.queue_offset).collect();
-        let offset = pq.remove(
-            msgs.iter()
-                .map(|m| m.queue_offset)
-                .filter(|o| !local.contains(o)),
-        );
+        let _ = run.await;
+    }
+
+    /// Sends back messages held past `consume_timeout` (delay level 3, as Java) and releases
+    /// those sent from the cache, moving the queue's offset; returns the others.
+    async fn send_back_expired<'m>(
+        &self,
+        msgs: Vec<(usize, &'m MessageExt)>,
+        pq: &ProcessQueue,
+        mq: &MessageQueue,
+    ) -> Vec<(usize, &'m MessageExt)> {
+        let mut sent = Vec::new();
+        let mut left = Vec::new();
+        for (i, m) in msgs {
+            if self.send_back(m, 3).await {
+                sent.push(m.queue_offset);
+            } else {
+                left.push((i, m));
+            }
+        }
+        if !sent.is_empty() {
+            let offset = pq.remove(sent);
+            if offset >= 0 && !pq.is_dropped() {
+                self.offsets.update(mq, offset, true);
+            }
+        }
+        left
+    }
+
+    /// Settles the messages of a listener call (Java `processConsumeResult`): each is paired
+    /// with whether it was consumed. Clustering sends the others back for a later retry, and
+    /// consumes again here, 5 s later, those that cannot be sent back (Java
+    /// `submitConsumeRequestLater`); broadcasting drops them. The rest leave the cache and
+    /// the queue's offset moves past them.
+    async fn settle<'m>(
+        &self,
+        results: impl Iterator<Item = (&'m MessageExt, bool)>,
+        delay_level: i32,
+        pq: &Arc<ProcessQueue>,
+        mq: &MessageQueue,
+    ) {
+        let mut released = Vec::new();
+        let mut retry_local = Vec::new();
+        for (m, consumed) in results {
+            if !consumed {
+                if !self.clustering() {
+                    tracing::warn!(msg_id = %m.msg_id, "broadcasting: consumption failed, the message is dropped");
+                } else if !self.send_back(m, delay_level).await {
+                    let mut again = m.clone();
+                    again.reconsume_times += 1;
+                    retry_local.push(again);
+                    continue;
+                }
+            }
+            released.push(m.queue_offset);
+        }
+        let offset = pq.remove(released);
         if offset >= 0 && !pq.is_dropped() {
-            self.offsets.update(&mq, offset, true);
+            self.offsets.update(mq, offset, true);
         }
         if !retry_local.is_empty() {
-            self.submit_concurrently(retry_local, pq, mq, Duration::from_secs(5));
+            self.submit_concurrently(retry_local, pq.clone(), mq.clone(), Duration::from_secs(5));
         }
     }
 
@@ -936,6 +1004,23 @@ struct ListenerCall {
     call_id: String,
     span: tracing::Span,
     started: Instant,
+}
+
+/// What a concurrent listener call ended with (`Err`: it panicked).
+type ListenerResult = std::thread::Result<ConsumeConcurrentlyStatus>;
+
+/// How many of a call's `len` messages, from the first, were consumed (Java's `ackIndex`).
+fn consumed_count(
+    status: ConsumeConcurrentlyStatus,
+    ctx: &ConsumeConcurrentlyContext,
+    len: usize,
+) -> usize {
+    match status {
+        ConsumeConcurrentlyStatus::ConsumeSuccess => {
+            (ctx.ack_index.min(len as i32 - 1) + 1).max(0) as usize
+        }
+        ConsumeConcurrentlyStatus::ReconsumeLater => 0,
+    }
 }
 
 enum PullStep {

@@ -26,8 +26,9 @@ pub use self::properties::{
 };
 pub use self::shared_str::SharedStr;
 pub use self::stored::{
-    body_crc, decode_stored, decode_stored_all, decode_stored_shared, encode_stored, stored_len,
-    StoredDecodeError, StoredDecodeOptions, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
+    body_crc, decode_stored, decode_stored_all, decode_stored_each, decode_stored_shared,
+    encode_stored, stored_len, StoredDecodeError, StoredDecodeOptions, UndecodableRecord,
+    BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
 };
 pub use self::tag::{java_string_hash, tags_hash_code};
 

@@ -316,6 +316,59 @@ pub fn decode_stored_all(
     Ok(out)
 }
 
+/// A record of a PULL or QUERY body that is well delimited but whose body cannot be inflated
+/// (an unsupported compression type, a corrupt stream, or more than the size limit once
+/// inflated): see [`decode_stored_each`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UndecodableRecord {
+    /// The message with its body as stored (still compressed): its queue offset, commit-log
+    /// offset and ids say which message it is.
+    pub message: MessageExt,
+    /// Why its body could not be inflated.
+    pub error: StoredDecodeError,
+}
+
+/// Decodes every record of a PULL or QUERY body, one result per record: a record whose body
+/// cannot be inflated is reported on its own ([`UndecodableRecord`]) and the records after it
+/// are still read. Fails only when the records cannot be told apart (truncated, bad magic or
+/// size, a field overrunning its record) or, with [`StoredDecodeOptions::check_crc`], a body
+/// CRC does not match. Bodies share `buf`'s memory unless inflated.
+///
+/// Java 4.9.8's `MessageDecoder.decodes` stops at such a record and drops it together with
+/// every record after it; a consumer then moves past all of them.
+pub fn decode_stored_each(
+    buf: &Bytes,
+    opts: StoredDecodeOptions,
+) -> Result<Vec<Result<MessageExt, UndecodableRecord>>, StoredDecodeError> {
+    let inflate = opts.decompress && opts.read_body;
+    let raw = StoredDecodeOptions {
+        decompress: false,
+        ..opts
+    };
+    let mut out = Vec::with_capacity(32);
+    let mut pos = 0;
+    while pos < buf.len() {
+        let rest = buf.slice(pos..);
+        let (mut m, n) = decode_stored_shared(&rest, raw)?;
+        pos += n;
+        if inflate && m.sys_flag & sys_flag::COMPRESSED != 0 {
+            match decompress_body(&m.body, m.sys_flag, opts.max_decompressed_len) {
+                Ok(body) => m.body = body,
+                Err(e) => {
+                    out.push(Err(UndecodableRecord {
+                        message: m,
+                        error: e.into(),
+                    }));
+                    continue;
+                }
+            }
+        }
+        out.push(Ok(m));
+    }
+    Ok(out)
+}
+
 fn put_host(out: &mut Vec<u8>, host: SocketAddr) {
     match host.ip() {
         IpAddr::V4(ip) => out.extend_from_slice(&ip.octets()),
@@ -368,4 +421,90 @@ pub fn encode_stored(msg: &MessageExt) -> Vec<u8> {
     out.extend_from_slice(props.as_bytes());
     debug_assert_eq!(out.len(), len);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::compression::compress_zlib;
+    use super::*;
+
+    fn record(offset: i64, sys: i32, body: Vec<u8>) -> Vec<u8> {
+        encode_stored(&MessageExt {
+            message: Message::new("T", body),
+            queue_offset: offset,
+            commit_log_offset: 1000 + offset,
+            sys_flag: sys,
+            ..MessageExt::default()
+        })
+    }
+
+    #[test]
+    fn a_body_that_cannot_be_inflated_spoils_only_its_own_record() {
+        let zlib = sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB;
+        let lz4 = sys_flag::COMPRESSED | sys_flag::COMPRESSION_LZ4;
+        let mut buf = record(0, 0, b"plain".to_vec());
+        buf.extend(record(1, lz4, b"lz4 frame".to_vec()));
+        buf.extend(record(2, zlib, compress_zlib(b"inflated", 5)));
+        buf.extend(record(3, zlib, b"not zlib at all".to_vec()));
+        buf.extend(record(4, zlib, compress_zlib(&[b'x'; 4096], 5)));
+        buf.extend(record(5, 0, b"last".to_vec()));
+        let buf = Bytes::from(buf);
+        let opts = StoredDecodeOptions {
+            decompress: true,
+            max_decompressed_len: 1024,
+            ..StoredDecodeOptions::default()
+        };
+        let each = decode_stored_each(&buf, opts).unwrap();
+        assert_eq!(each.len(), 6);
+        let good: Vec<(i64, &[u8])> = each
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .map(|m| (m.queue_offset, &m.body[..]))
+            .collect();
+        assert_eq!(
+            good,
+            [(0, &b"plain"[..]), (2, b"inflated"), (5, b"last")],
+            "the records around the bad ones are read"
+        );
+        let bad: Vec<(i64, &StoredDecodeError)> = each
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .map(|u| (u.message.queue_offset, &u.error))
+            .collect();
+        assert_eq!(bad.len(), 3);
+        assert_eq!(
+            bad[0],
+            (
+                1,
+                &StoredDecodeError::Decompress(CompressionError::Unsupported(
+                    sys_flag::COMPRESSION_LZ4
+                ))
+            )
+        );
+        assert!(matches!(
+            bad[1],
+            (
+                3,
+                StoredDecodeError::Decompress(CompressionError::Corrupt(_))
+            )
+        ));
+        assert_eq!(
+            bad[2],
+            (
+                4,
+                &StoredDecodeError::Decompress(CompressionError::TooLarge(1024))
+            )
+        );
+        let Err(u) = &each[1] else { unreachable!() };
+        assert_eq!(&u.message.body[..], b"lz4 frame", "the body as stored");
+        assert_eq!(u.message.commit_log_offset, 1001);
+        // The all-or-nothing decoder still fails the whole body.
+        assert!(decode_stored_all(&buf, opts).is_err());
+        // A record that cannot be delimited still fails the whole body.
+        let cut = buf.slice(..buf.len() - 3);
+        assert!(matches!(
+            decode_stored_each(&cut, opts),
+            Err(StoredDecodeError::Truncated { .. })
+        ));
+    }
 }
