@@ -429,3 +429,44 @@ async fn filter_support_retry_filters_the_retry_topic_by_the_original_expression
         cl.stop().await;
     }
 }
+
+/// Expressions as long as the broker accepts (16 KiB) whose `<>` chain nests one level per
+/// operator. Such a chain used to compile to a tree about 10,000 levels deep: showing it in
+/// the error of the `>` that refuses it, or evaluating it for each message, overflowed the
+/// stack, which kills the broker process (a stack overflow is not a panic that can be caught).
+#[tokio::test]
+async fn an_expression_nested_too_deep_is_refused_and_the_broker_stays_up() {
+    let cl = Cluster::start_with(on).await;
+    let b = cl.broker_addr();
+    let c = client();
+    put_six(&c, &b, TOPIC).await;
+    let limit = rocketmq_broker_lite::filter::MAX_EXPRESSION_LEN;
+    let n = (limit - "(a)>1".len()) / "<>a".len();
+    let refused_by_gt = format!("(a{})>1", "<>a".repeat(n));
+    let valid_in_java = format!("a{}", "<>a".repeat(n));
+    for expr in [&refused_by_gt, &valid_in_java] {
+        let r = c
+            .invoke(&b, sql_pull("g", TOPIC, 0, Some(expr), 1), T)
+            .await
+            .unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SubscriptionParseFailed);
+        assert_eq!(r.remark_str(), "parse the consumer's subscription failed");
+        // As the group's subscription: the heartbeat is answered, the expression not kept.
+        let hb = sql_heartbeat("deep", vec![sql_sub(TOPIC, expr, 1)]);
+        assert_eq!(c.invoke(&b, hb, T).await.unwrap().code, 0);
+        let r = c
+            .invoke(&b, sql_pull("deep", TOPIC, 0, None, 1), T)
+            .await
+            .unwrap();
+        assert_ne!(r.response_code(), ResponseCode::Success);
+        assert!(bodies(&r).is_empty());
+    }
+    // The broker still serves.
+    put(&c, &b, TOPIC, "m7", &[("a", "7")]).await;
+    let r = c
+        .invoke(&b, sql_pull("g", TOPIC, 0, Some("a > 4"), 1), T)
+        .await
+        .unwrap();
+    assert_eq!(bodies(&r), ["m5", "m7"]);
+    cl.stop().await;
+}

@@ -17,10 +17,11 @@
 //! read as the number it meets fails the whole expression. The message's tag is the `TAGS`
 //! property.
 //!
-//! Differences from Java, on purpose: an expression longer than [`MAX_EXPRESSION_LEN`] bytes or
-//! nesting deeper than [`MAX_DEPTH`] is refused (Java has no bound); Java's hexadecimal
-//! floating-point strings (`0x1p3`) are not read as numbers. Like Java, the parser stops after
-//! a complete expression: `a = 1 b` is `a = 1` ([`SqlFilter::ignored_from`] tells).
+//! Differences from Java, on purpose: an expression longer than [`MAX_EXPRESSION_LEN`] bytes,
+//! nesting deeper than [`MAX_DEPTH`] or compiling to more than [`MAX_NODES`] nodes is refused
+//! (Java has no bound); Java's hexadecimal floating-point strings (`0x1p3`) are not read as
+//! numbers. Like Java, the parser stops after a complete expression: `a = 1 b` is `a = 1`
+//! ([`SqlFilter::ignored_from`] tells).
 
 mod eval;
 mod lexer;
@@ -33,8 +34,16 @@ pub use self::eval::{EvalError, Properties};
 /// The longest expression [`SqlFilter::compile`] accepts, in bytes.
 pub const MAX_EXPRESSION_LEN: usize = 16 * 1024;
 
-/// The deepest nesting (parentheses and prefix operators) [`SqlFilter::compile`] accepts.
+/// The deepest nesting [`SqlFilter::compile`] accepts: parentheses, and the levels of the
+/// compiled tree (each operator is one, `<>` and `IS NOT NULL` are two: `NOT` of `=`), with
+/// left-nested chains such as `a = b = c` counted in full.
 pub const MAX_DEPTH: usize = 64;
+
+/// The most nodes a compiled expression may have. `BETWEEN` copies its value operand into both
+/// of its comparisons, so without a bound each nested `BETWEEN` would double the tree (a
+/// 400-byte expression made millions of nodes); an expression without such copies has fewer
+/// nodes than twice its length.
+pub const MAX_NODES: usize = 2 * MAX_EXPRESSION_LEN;
 
 /// Why an expression does not compile.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +60,12 @@ pub enum FilterError {
     /// Nests deeper than [`MAX_DEPTH`].
     #[error("the expression nests deeper than {max} levels")]
     TooDeep {
+        /// The limit.
+        max: usize,
+    },
+    /// Compiles to more than [`MAX_NODES`] nodes.
+    #[error("the expression compiles to more than {max} nodes")]
+    TooLarge {
         /// The limit.
         max: usize,
     },
@@ -87,7 +102,8 @@ pub struct SqlFilter {
 }
 
 impl SqlFilter {
-    /// Compiles `expression` with the bounds [`MAX_EXPRESSION_LEN`] and [`MAX_DEPTH`].
+    /// Compiles `expression` with the bounds [`MAX_EXPRESSION_LEN`], [`MAX_DEPTH`] and
+    /// [`MAX_NODES`].
     pub fn compile(expression: &str) -> Result<Self, FilterError> {
         if expression.len() > MAX_EXPRESSION_LEN {
             return Err(FilterError::TooLong {
@@ -95,7 +111,8 @@ impl SqlFilter {
                 max: MAX_EXPRESSION_LEN,
             });
         }
-        let (expr, ignored_from) = parser::Parser::new(expression, MAX_DEPTH).selector()?;
+        let (expr, ignored_from) =
+            parser::Parser::new(expression, MAX_DEPTH, MAX_NODES).selector()?;
         Ok(SqlFilter {
             source: expression.to_string(),
             expr,
@@ -121,6 +138,12 @@ impl SqlFilter {
             eval::Value::Bool(b) => Some(b),
             _ => None,
         })
+    }
+
+    /// How many levels deep the compiled tree is (a constant or a property: 0).
+    #[cfg(test)]
+    pub(crate) fn height(&self) -> usize {
+        self.expr.height()
     }
 
     /// Whether a message with these properties matches: the expression is TRUE (NULL and

@@ -100,6 +100,21 @@ impl Expr {
     }
 }
 
+#[cfg(test)]
+impl Expr {
+    /// How many levels deep the tree is (0 for a constant or a property).
+    pub(crate) fn height(&self) -> usize {
+        let below = match self {
+            Expr::Const(_) | Expr::Prop(_) => return 0,
+            Expr::In { .. } => 0,
+            Expr::Neg(e) | Expr::Not(e) | Expr::BoolCast(e) => e.height(),
+            Expr::And(items) | Expr::Or(items) => items.iter().map(Expr::height).max().unwrap_or(0),
+            Expr::Cmp(_, l, r) | Expr::Eq(l, r) => l.height().max(r.height()),
+        };
+        below + 1
+    }
+}
+
 impl fmt::Display for Const {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -154,13 +169,79 @@ fn invalid(message: String) -> FilterError {
     FilterError::Invalid { message }
 }
 
+/// The most bytes of an expression an error message shows.
+const MAX_SHOWN: usize = 256;
+
+/// A `fmt::Write` that keeps the first [`MAX_SHOWN`] bytes and then stops the formatting.
+struct Capped {
+    out: String,
+    truncated: bool,
+}
+
+impl fmt::Write for Capped {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = MAX_SHOWN - self.out.len();
+        if s.len() <= room {
+            self.out.push_str(s);
+            return Ok(());
+        }
+        let mut cut = room;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.out.push_str(&s[..cut]);
+        self.truncated = true;
+        Err(fmt::Error)
+    }
+}
+
+/// `e` as an error message shows it: at most [`MAX_SHOWN`] bytes, then `...`.
+fn shown(e: &dyn fmt::Display) -> String {
+    let mut w = Capped {
+        out: String::new(),
+        truncated: false,
+    };
+    // An error here only means that the writer stopped the formatting.
+    let _ = fmt::write(&mut w, format_args!("{e}"));
+    if w.truncated {
+        w.out.push_str("...");
+    }
+    w.out
+}
+
+/// An expression while it is built, with its height (how many nodes deep it is below its
+/// root: 0 for a constant or a property) and its size (how many nodes it has). The parser
+/// refuses to build a node whose height, plus the nesting around it, or whose size passes
+/// the bounds, so that the finished tree is never deeper or larger: formatting, evaluating
+/// and dropping it recurse once for each level and visit every node.
+struct Node {
+    expr: Expr,
+    height: usize,
+    size: usize,
+}
+
+impl Node {
+    fn leaf(expr: Expr) -> Self {
+        Node {
+            expr,
+            height: 0,
+            size: 1,
+        }
+    }
+}
+
 /// Java `asBooleanExpression`: a boolean expression as is, a property as a boolean cast.
-fn as_boolean(e: Expr) -> Result<Expr, FilterError> {
-    match e {
-        Expr::Prop(_) => Ok(Expr::BoolCast(Box::new(e))),
-        e if e.is_boolean() => Ok(e),
+fn as_boolean(n: Node) -> Result<Node, FilterError> {
+    match n.expr {
+        Expr::Prop(_) => Ok(Node {
+            expr: Expr::BoolCast(Box::new(n.expr)),
+            height: n.height + 1,
+            size: n.size + 1,
+        }),
+        ref e if e.is_boolean() => Ok(n),
         e => Err(invalid(format!(
-            "Expression will not result in a boolean value: {e}"
+            "Expression will not result in a boolean value: {}",
+            shown(&e)
         ))),
     }
 }
@@ -174,7 +255,7 @@ fn check_less_than_operand(e: &Expr) -> Result<(), FilterError> {
     if ok {
         Ok(())
     } else {
-        Err(invalid(format!("Value '{e}' cannot be compared.")))
+        Err(invalid(format!("Value '{}' cannot be compared.", shown(e))))
     }
 }
 
@@ -193,7 +274,11 @@ fn equal(l: Expr, r: Expr) -> Result<Expr, FilterError> {
     }
     if let (Expr::Const(_), Expr::Const(_)) = (&l, &r) {
         if l.is_boolean() && !r.is_boolean() {
-            return Err(invalid(format!("'{l}' cannot be compared with '{r}'")));
+            return Err(invalid(format!(
+                "'{}' cannot be compared with '{}'",
+                shown(&l),
+                shown(&r)
+            )));
         }
     }
     Ok(Expr::Eq(Box::new(l), Box::new(r)))
@@ -210,7 +295,9 @@ fn between(value: Expr, low: Expr, high: Expr) -> Result<Expr, FilterError> {
         let order = super::eval::compare_consts(hv, lv).map_err(|e| invalid(e.to_string()))?;
         if order.is_lt() {
             return Err(invalid(format!(
-                "Illegal values of between, left value({lv}) must less than or equal to right value({hv})"
+                "Illegal values of between, left value({}) must less than or equal to right value({})",
+                shown(lv),
+                shown(hv)
             )));
         }
     }
@@ -260,15 +347,17 @@ pub(crate) struct Parser<'a> {
     ahead: VecDeque<(Tok<'a>, usize)>,
     depth: usize,
     max_depth: usize,
+    max_nodes: usize,
 }
 
 impl<'a> Parser<'a> {
-    pub(crate) fn new(src: &'a str, max_depth: usize) -> Self {
+    pub(crate) fn new(src: &'a str, max_depth: usize, max_nodes: usize) -> Self {
         Parser {
             lexer: Lexer::new(src),
             ahead: VecDeque::with_capacity(2),
             depth: 0,
             max_depth,
+            max_nodes,
         }
     }
 
@@ -314,74 +403,113 @@ impl<'a> Parser<'a> {
         }
     }
 
+    fn too_deep(&self) -> FilterError {
+        FilterError::TooDeep {
+            max: self.max_depth,
+        }
+    }
+
+    /// One more level of parentheses or prefix operators (the parser's recursion).
     fn enter(&mut self) -> Result<(), FilterError> {
         self.depth += 1;
         if self.depth > self.max_depth {
-            return Err(FilterError::TooDeep {
-                max: self.max_depth,
+            return Err(self.too_deep());
+        }
+        Ok(())
+    }
+
+    /// Whether a node `height` levels deep with `size` nodes fits in the bounds, with the
+    /// nesting around it.
+    ///
+    /// Every node is checked, so a left-nested chain (`a = b = c ...`, whose loop builds one
+    /// level per operator without recursing) counts toward the bound like parentheses.
+    fn fits(&self, height: usize, size: usize) -> Result<(), FilterError> {
+        if self.depth + height > self.max_depth {
+            return Err(self.too_deep());
+        }
+        if size > self.max_nodes {
+            return Err(FilterError::TooLarge {
+                max: self.max_nodes,
             });
         }
         Ok(())
     }
 
+    /// `expr`, if it fits in the bounds ([`Parser::fits`]).
+    fn node(&self, expr: Expr, height: usize, size: usize) -> Result<Node, FilterError> {
+        self.fits(height, size)?;
+        Ok(Node { expr, height, size })
+    }
+
+    /// [`as_boolean`] within the bounds.
+    fn boolean(&self, n: Node) -> Result<Node, FilterError> {
+        let n = as_boolean(n)?;
+        self.node(n.expr, n.height, n.size)
+    }
+
     /// The selector; returns it and the position of ignored trailing text, if any.
     pub(crate) fn selector(mut self) -> Result<(Expr, Option<usize>), FilterError> {
         let e = self.or_expr()?;
-        let e = as_boolean(e)?;
+        let e = self.boolean(e)?;
         self.fill(1)?;
         let trailing = match &self.ahead[0] {
             (Tok::Eof, _) => None,
             (_, pos) => Some(*pos),
         };
-        Ok((e, trailing))
+        Ok((e.expr, trailing))
     }
 
-    fn or_expr(&mut self) -> Result<Expr, FilterError> {
+    /// `left AND right` (`and`) or `left OR right`: a left operand that is already such a
+    /// list takes `right` as one more item, as Java's left-nested tree would.
+    fn logic(&self, left: Node, right: Node, and: bool) -> Result<Node, FilterError> {
+        let left = self.boolean(left)?;
+        let right = self.boolean(right)?;
+        let size = left.size + right.size;
+        let (items, height, size) = match (left.expr, and) {
+            (Expr::And(mut items), true) | (Expr::Or(mut items), false) => {
+                items.push(right.expr);
+                (items, left.height.max(right.height + 1), size)
+            }
+            (l, _) => (
+                vec![l, right.expr],
+                left.height.max(right.height) + 1,
+                size + 1,
+            ),
+        };
+        let expr = if and {
+            Expr::And(items)
+        } else {
+            Expr::Or(items)
+        };
+        self.node(expr, height, size)
+    }
+
+    fn or_expr(&mut self) -> Result<Node, FilterError> {
         let mut left = self.and_expr()?;
         while *self.peek()? == Tok::Or {
             self.bump()?;
-            let right = as_boolean(self.and_expr()?)?;
-            left = match as_boolean(left)? {
-                Expr::Or(mut items) => {
-                    items.push(right);
-                    Expr::Or(items)
-                }
-                l => Expr::Or(vec![l, right]),
-            };
+            let right = self.and_expr()?;
+            left = self.logic(left, right, false)?;
         }
         Ok(left)
     }
 
-    fn and_expr(&mut self) -> Result<Expr, FilterError> {
+    fn and_expr(&mut self) -> Result<Node, FilterError> {
         let mut left = self.equality_expr()?;
         while *self.peek()? == Tok::And {
             self.bump()?;
-            let right = as_boolean(self.equality_expr()?)?;
-            left = match as_boolean(left)? {
-                Expr::And(mut items) => {
-                    items.push(right);
-                    Expr::And(items)
-                }
-                l => Expr::And(vec![l, right]),
-            };
+            let right = self.equality_expr()?;
+            left = self.logic(left, right, true)?;
         }
         Ok(left)
     }
 
-    fn equality_expr(&mut self) -> Result<Expr, FilterError> {
+    fn equality_expr(&mut self) -> Result<Node, FilterError> {
         let mut left = self.comparison_expr()?;
         loop {
-            match self.peek()? {
-                Tok::Eq => {
-                    self.bump()?;
-                    let right = self.comparison_expr()?;
-                    left = equal(left, right)?;
-                }
-                Tok::Ne => {
-                    self.bump()?;
-                    let right = self.comparison_expr()?;
-                    left = Expr::Not(Box::new(equal(left, right)?));
-                }
+            let not = match self.peek()? {
+                Tok::Eq => false,
+                Tok::Ne => true,
                 Tok::Is => {
                     self.bump()?;
                     let not = *self.peek()? == Tok::Not;
@@ -389,14 +517,22 @@ impl<'a> Parser<'a> {
                         self.bump()?;
                     }
                     self.expect(Tok::Null)?;
-                    let is_null = Expr::Eq(Box::new(left), Box::new(Expr::Const(Const::Null)));
-                    left = if not {
-                        Expr::Not(Box::new(is_null))
-                    } else {
-                        is_null
-                    };
+                    let is_null = Expr::Eq(Box::new(left.expr), Box::new(Expr::Const(Const::Null)));
+                    left = self.node(is_null, left.height + 1, left.size + 2)?;
+                    if not {
+                        left = self.not(left)?;
+                    }
+                    continue;
                 }
                 _ => return Ok(left),
+            };
+            self.bump()?;
+            let right = self.comparison_expr()?;
+            let height = left.height.max(right.height) + 1;
+            let size = left.size + right.size + 1;
+            left = self.node(equal(left.expr, right.expr)?, height, size)?;
+            if not {
+                left = self.not(left)?;
             }
         }
     }
@@ -422,17 +558,36 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn in_list(&mut self, left: Expr, not: bool) -> Result<Expr, FilterError> {
+    fn in_list(&mut self, left: Node, not: bool) -> Result<Node, FilterError> {
         let list = self.string_list()?;
-        match left {
-            Expr::Prop(prop) => Ok(Expr::In { prop, list, not }),
+        match left.expr {
+            Expr::Prop(prop) => self.node(Expr::In { prop, list, not }, 1, 1),
             other => Err(invalid(format!(
-                "Expected a property for In expression, got: {other}"
+                "Expected a property for In expression, got: {}",
+                shown(&other)
             ))),
         }
     }
 
-    fn comparison_expr(&mut self) -> Result<Expr, FilterError> {
+    /// `[NOT] BETWEEN low AND high` after `value` (the `BETWEEN` is read).
+    fn between_rest(&mut self, value: Node, not: bool) -> Result<Node, FilterError> {
+        let low = self.unary_expr()?;
+        self.expect(Tok::And)?;
+        let high = self.unary_expr()?;
+        // An AND (OR) of two comparisons, each with its own copy of `value`: checked before
+        // the copy is made.
+        let height = value.height.max(low.height).max(high.height) + 2;
+        let size = 2 * value.size + low.size + high.size + 3;
+        self.fits(height, size)?;
+        let expr = if not {
+            not_between(value.expr, low.expr, high.expr)?
+        } else {
+            between(value.expr, low.expr, high.expr)?
+        };
+        Ok(Node { expr, height, size })
+    }
+
+    fn comparison_expr(&mut self) -> Result<Node, FilterError> {
         let mut left = self.unary_expr()?;
         loop {
             let op = match self.peek()? {
@@ -445,16 +600,15 @@ impl<'a> Parser<'a> {
             if let Some(op) = op {
                 self.bump()?;
                 let right = self.unary_expr()?;
-                left = ordered(op, left, right)?;
+                let height = left.height.max(right.height) + 1;
+                let size = left.size + right.size + 1;
+                left = self.node(ordered(op, left.expr, right.expr)?, height, size)?;
                 continue;
             }
             match self.peek()?.clone() {
                 Tok::Between => {
                     self.bump()?;
-                    let low = self.unary_expr()?;
-                    self.expect(Tok::And)?;
-                    let high = self.unary_expr()?;
-                    left = between(left, low, high)?;
+                    left = self.between_rest(left, false)?;
                 }
                 Tok::In => {
                     self.bump()?;
@@ -464,12 +618,7 @@ impl<'a> Parser<'a> {
                     // Java enters this loop on NOT and then needs NOT BETWEEN or NOT IN.
                     self.bump()?;
                     match self.bump()? {
-                        (Tok::Between, _) => {
-                            let low = self.unary_expr()?;
-                            self.expect(Tok::And)?;
-                            let high = self.unary_expr()?;
-                            left = not_between(left, low, high)?;
-                        }
+                        (Tok::Between, _) => left = self.between_rest(left, true)?,
                         (Tok::In, _) => left = self.in_list(left, true)?,
                         (t, pos) => {
                             return Err(FilterError::Syntax {
@@ -487,7 +636,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn unary_expr(&mut self) -> Result<Expr, FilterError> {
+    fn unary_expr(&mut self) -> Result<Node, FilterError> {
         let prefix = self.peek()?.clone();
         if !matches!(prefix, Tok::Plus | Tok::Minus | Tok::Not) {
             return self.primary_expr();
@@ -495,18 +644,29 @@ impl<'a> Parser<'a> {
         self.enter()?;
         self.bump()?;
         let operand = self.unary_expr()?;
-        let e = match prefix {
-            Tok::Minus => Expr::Neg(Box::new(operand)),
-            Tok::Not => Expr::Not(Box::new(as_boolean(operand)?)),
-            _ => operand,
-        };
         self.depth -= 1;
-        Ok(e)
+        match prefix {
+            Tok::Minus => self.node(
+                Expr::Neg(Box::new(operand.expr)),
+                operand.height + 1,
+                operand.size + 1,
+            ),
+            Tok::Not => {
+                let operand = self.boolean(operand)?;
+                self.not(operand)
+            }
+            _ => Ok(operand),
+        }
     }
 
-    fn primary_expr(&mut self) -> Result<Expr, FilterError> {
+    /// `NOT n` within the bounds.
+    fn not(&self, n: Node) -> Result<Node, FilterError> {
+        self.node(Expr::Not(Box::new(n.expr)), n.height + 1, n.size + 1)
+    }
+
+    fn primary_expr(&mut self) -> Result<Node, FilterError> {
         let (t, pos) = self.bump()?;
-        Ok(match t {
+        Ok(Node::leaf(match t {
             Tok::Str(s) => Expr::Const(Const::Str(s.into_boxed_str())),
             Tok::Decimal(text) => Expr::Const(decimal(text)?),
             Tok::Float(text) => Expr::Const(float(text)?),
@@ -519,9 +679,9 @@ impl<'a> Parser<'a> {
                 let e = self.or_expr()?;
                 self.expect(Tok::RParen)?;
                 self.depth -= 1;
-                e
+                return Ok(e);
             }
             t => return Err(Self::unexpected(t, pos)),
-        })
+        }))
     }
 }

@@ -490,6 +490,7 @@ proptest! {
     #[test]
     fn arbitrary_text_never_panics(s in ".{0,80}", p in arb_props()) {
         if let Ok(f) = SqlFilter::compile(&s) {
+            prop_assert!(f.height() <= MAX_DEPTH);
             let _ = f.evaluate(&p);
             let _ = f.to_string();
         }
@@ -498,6 +499,7 @@ proptest! {
     #[test]
     fn grammar_shaped_text_never_panics(s in arb_expr(), p in arb_props()) {
         if let Ok(f) = SqlFilter::compile(&s) {
+            prop_assert!(f.height() <= MAX_DEPTH);
             let r = f.evaluate(&p);
             // NOT flips TRUE and FALSE and keeps NULL and errors.
             let neg = SqlFilter::compile(&format!("NOT ({s})")).map(|n| n.evaluate(&p));
@@ -526,7 +528,127 @@ proptest! {
     ) {
         let s = parts.join(" ");
         if let Ok(f) = SqlFilter::compile(&s) {
+            prop_assert!(f.height() <= MAX_DEPTH);
             let _ = f.evaluate(&p);
         }
     }
+}
+
+/// Compiles `expr` on a thread with a small stack, formats the outcome, evaluates it and
+/// drops it there. Before chains counted toward [`MAX_DEPTH`], a chain as long as the
+/// expression allows built a tree about 10,000 levels deep, and formatting, evaluating or
+/// dropping it recursed once per level: a stack overflow, which aborts the whole broker.
+/// (A debug build's parser takes about 17 KiB of stack per level of parentheses, so this
+/// stack is only for expressions with few of them.)
+fn compile_on_small_stack(expr: String) -> Result<usize, FilterError> {
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let compiled = SqlFilter::compile(&expr);
+            match &compiled {
+                Ok(f) => {
+                    let _ = f.to_string();
+                    let _ = f.evaluate(&props(&[("a", "1")]));
+                }
+                Err(e) => {
+                    let message = e.to_string();
+                    assert!(message.len() < 1024, "{} bytes of error", message.len());
+                }
+            }
+            compiled.map(|f| f.height())
+        })
+        .expect("spawn")
+        .join()
+        .expect("the compile thread panicked")
+}
+
+#[test]
+fn left_nested_chains_count_toward_the_depth_bound() {
+    let too_deep = Err(FilterError::TooDeep { max: MAX_DEPTH });
+    let longest = |unit: &str, fixed: usize| (MAX_EXPRESSION_LEN - fixed) / unit.len();
+    // The review's case: `>` refuses the `<>` chain, and its error message showed the tree.
+    let ne_then_gt = format!("(a{})>1", "<>a".repeat(longest("<>a", "(a)>1".len())));
+    assert!(ne_then_gt.len() > 16_000);
+    assert_eq!(compile_on_small_stack(ne_then_gt), too_deep);
+    // Valid chains, which would be evaluated for every message.
+    for unit in ["<>a", "=a", " IS NULL", " IS NOT NULL", ">a"] {
+        let chain = format!("a{}", unit.repeat(longest(unit, 1)));
+        let got = compile_on_small_stack(chain);
+        if unit == ">a" {
+            // Java's operand checks end an ordering chain at once.
+            assert!(matches!(got, Err(FilterError::Invalid { .. })), "{got:?}");
+        } else {
+            assert_eq!(got, too_deep, "{unit}");
+        }
+    }
+    // The bound is exact: each `=` is one level, each `<>` two (NOT of `=`).
+    let eq = |n: usize| format!("a{}", "=a".repeat(n));
+    assert_eq!(compile_on_small_stack(eq(MAX_DEPTH)), Ok(MAX_DEPTH));
+    assert_eq!(compile_on_small_stack(eq(MAX_DEPTH + 1)), too_deep);
+    let ne = |n: usize| format!("a{}", "<>a".repeat(n));
+    assert_eq!(compile_on_small_stack(ne(MAX_DEPTH / 2)), Ok(MAX_DEPTH));
+    assert_eq!(compile_on_small_stack(ne(MAX_DEPTH / 2 + 1)), too_deep);
+    // Chains in parentheses in chains add up (on this thread's larger stack: the parser
+    // recurses once per level of parentheses).
+    let height = |e: String| SqlFilter::compile(&e).map(|f| f.height());
+    let nested =
+        |levels: usize| (0..levels).fold("a".to_string(), |e, _| format!("({e}<>a<>a<>a) = a"));
+    assert_eq!(height(nested(9)), Ok(63));
+    assert_eq!(height(nested(10)), too_deep);
+    // So do AND and OR lists, BETWEEN and prefixes (each level here: an OR and an AND).
+    let lists =
+        |levels: usize| (0..levels).fold("a".to_string(), |e, _| format!("({e} OR b) AND c"));
+    assert_eq!(height(lists(20)), Ok(41));
+    // 40 levels of parentheses are within the bound, the 81 levels of the tree are not.
+    assert_eq!(height(lists(40)), too_deep);
+    let prefixed_between = |levels: usize| {
+        let low = (0..levels).fold("1".to_string(), |e, _| format!("-{e}"));
+        format!("a BETWEEN {low} AND 2")
+    };
+    assert_eq!(height(prefixed_between(MAX_DEPTH - 2)), Ok(MAX_DEPTH));
+    assert_eq!(height(prefixed_between(MAX_DEPTH - 1)), too_deep);
+    // A chain within the bound evaluates as Java's left-nested tree.
+    check("a = 1 = TRUE", &[("a", "1")], Some(true));
+    check("a = 1 = TRUE", &[("a", "2")], Some(false));
+    check("a IS NULL IS NULL", &[], Some(false));
+}
+
+#[test]
+fn error_messages_are_bounded() {
+    // A wide tree (a flat OR) in an error message is cut short.
+    let wide = format!("({}) > 1", vec!["a = 'x'"; 1000].join(" OR "));
+    let e = SqlFilter::compile(&wide).unwrap_err();
+    let message = e.to_string();
+    assert!(message.len() < 1024, "{} bytes", message.len());
+    assert!(
+        message.starts_with("Value '((a = 'x') OR (a = 'x')") && message.contains("...'"),
+        "{message}"
+    );
+}
+
+#[test]
+fn copies_of_between_operands_count_toward_the_size_bound() {
+    // `BETWEEN` puts its value operand in both of its comparisons: nested ones double the
+    // tree, and 400 bytes made 2^21 nodes (seconds to compile, 50 MB to show).
+    let doubling = |levels: usize| {
+        let e = (0..levels).fold("a".to_string(), |e, _| format!("-({e} BETWEEN 1 AND 2)"));
+        format!("{e} > 0")
+    };
+    let f = compile(&doubling(12));
+    assert_eq!(f.height(), 37);
+    assert!(f.to_string().len() > 100_000);
+    for levels in [13, 21] {
+        assert_eq!(
+            SqlFilter::compile(&doubling(levels)).unwrap_err(),
+            FilterError::TooLarge { max: MAX_NODES },
+            "{levels}"
+        );
+    }
+    // Wide expressions as long as allowed stay well within the bound.
+    let wide = vec!["a = 'x'"; MAX_EXPRESSION_LEN / 12].join(" OR ");
+    compile(&wide);
+    let wide = vec!["a <> 1"; MAX_EXPRESSION_LEN / 11].join(" AND ");
+    compile(&wide);
+    let wide = vec!["a IS NOT NULL"; MAX_EXPRESSION_LEN / 18].join(" OR ");
+    compile(&wide);
 }
