@@ -751,6 +751,58 @@ async fn query_by_key_and_view_by_id() {
     cl.stop().await;
 }
 
+/// QUERY_MESSAGE answers at most `maxMsgsNumBatch` (64) messages whatever its `maxNum`, as
+/// Java's `IndexService.queryOffset` caps it.
+#[tokio::test]
+async fn query_by_key_returns_at_most_max_msgs_num_batch() {
+    for batch in [None, Some(5)] {
+        let cl = Cluster::start_with(|c| {
+            if let Some(n) = batch {
+                c.max_msgs_num_batch = n;
+            }
+        })
+        .await;
+        let b = cl.broker_addr();
+        let c = client();
+        create_topic(&c, &b, "Many", 1).await;
+        for i in 0..70 {
+            let keys = if i == 69 {
+                vec!["same", "last"]
+            } else {
+                vec!["same"]
+            };
+            let m = Message::new("Many", Bytes::from(format!("m{i}"))).with_keys(keys);
+            let r = c.invoke(&b, send_request("Many", 0, &m), T).await.unwrap();
+            assert_eq!(r.response_code(), ResponseCode::Success);
+        }
+        let query = |key: &str| {
+            RemotingCommand::request_with_header(
+                RequestCode::QueryMessage,
+                &QueryMessageRequestHeader {
+                    topic: "Many".into(),
+                    key: key.into(),
+                    max_num: 1000,
+                    begin_timestamp: 0,
+                    end_timestamp: i64::MAX,
+                },
+            )
+        };
+        // The index is written in commit-log order: once the last message is found, all are.
+        eventually_async(|| {
+            let c = c.clone();
+            let b = b.clone();
+            let q = query("last");
+            async move { c.invoke(&b, q, T).await.unwrap().code == 0 }
+        })
+        .await;
+        let r = c.invoke(&b, query("same"), T).await.unwrap();
+        assert_eq!(r.response_code(), ResponseCode::Success);
+        let msgs = decode_stored_all(&r.body, StoredDecodeOptions::default()).unwrap();
+        assert_eq!(msgs.len(), batch.unwrap_or(64) as usize);
+        cl.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn restart_keeps_messages_offsets_and_topics() {
     let mut cl = Cluster::start_with(sync_flush).await;

@@ -104,6 +104,9 @@ pub struct BrokerConfig {
     pub transaction_check_interval: Duration,
     /// `defaultQueryMaxNum` (32).
     pub default_query_max_num: i32,
+    /// `maxMsgsNumBatch` (64, a key of Java's `MessageStoreConfig`): the most messages one
+    /// QUERY_MESSAGE returns, whatever its `maxNum`.
+    pub max_msgs_num_batch: i32,
     /// `slaveReadEnable` (false).
     pub slave_read_enable: bool,
     /// `enablePropertyFilter` (false, as in Java): serve SQL92 subscriptions. Off, a pull or
@@ -185,6 +188,7 @@ impl Default for BrokerConfig {
             transaction_check_max: 15,
             transaction_check_interval: Duration::from_secs(60),
             default_query_max_num: 32,
+            max_msgs_num_batch: 64,
             slave_read_enable: false,
             enable_property_filter: false,
             filter_support_retry: false,
@@ -339,6 +343,7 @@ impl BrokerConfig {
                 "transactionCheckMax" => self.transaction_check_max = parse(key, v)?,
                 "transactionCheckInterval" => self.transaction_check_interval = millis(key, v)?,
                 "defaultQueryMaxNum" => self.default_query_max_num = parse(key, v)?,
+                "maxMsgsNumBatch" => self.max_msgs_num_batch = parse(key, v)?,
                 "slaveReadEnable" => self.slave_read_enable = parse_bool(key, v)?,
                 "enablePropertyFilter" => self.enable_property_filter = parse_bool(key, v)?,
                 "filterSupportRetry" => self.filter_support_retry = parse_bool(key, v)?,
@@ -455,7 +460,15 @@ impl BrokerConfig {
                 self.broker_permission
             ));
         }
-        if self.default_topic_queue_nums <= 0 || self.default_topic_queue_nums > 1024 {
+        if self.max_msgs_num_batch <= 0 {
+            return Err(format!(
+                "invalid value {} for key `maxMsgsNumBatch`",
+                self.max_msgs_num_batch
+            ));
+        }
+        if self.default_topic_queue_nums <= 0
+            || self.default_topic_queue_nums > super::topic::MAX_QUEUE_NUMS
+        {
             return Err(format!(
                 "invalid value {} for key `defaultTopicQueueNums`",
                 self.default_topic_queue_nums

@@ -10,7 +10,7 @@
 //! slot pages are written at each [`IndexService::flush`]. A query walks the chains comparing
 //! hashes and times only, so collisions are returned and the caller re-checks keys.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -328,7 +328,19 @@ impl IndexFile {
         Ok(())
     }
 
-    fn query(&self, hash: i32, max: usize, begin: i64, end: i64, out: &mut Vec<i64>) {
+    /// Walks the chain of `hash` newest first, adding to `out` (and `seen`) the offsets of
+    /// the entries stored in `[begin, end]` until `out` holds `max`. Like Java's
+    /// `IndexFile.selectPhyOffset`, the walk stops at the first entry older than `begin`: the
+    /// older ones cannot match.
+    fn query(
+        &self,
+        hash: i32,
+        max: usize,
+        begin: i64,
+        end: i64,
+        out: &mut Vec<i64>,
+        seen: &mut HashSet<i64>,
+    ) {
         let st = lock(&self.state);
         let h = st.header;
         if h.index_count <= 1 || h.end_ts < begin || h.begin_ts > end {
@@ -343,10 +355,10 @@ impl IndexFile {
                 break;
             };
             let ts = h.begin_ts + i64::from(diff) * 1000;
-            if key_hash == hash && ts >= begin && ts <= end && !out.contains(&phys) {
+            if key_hash == hash && ts >= begin && ts <= end && seen.insert(phys) {
                 out.push(phys);
             }
-            if prev <= 0 || prev >= n {
+            if prev <= 0 || prev >= n || ts < begin {
                 break;
             }
             n = prev;
@@ -498,16 +510,18 @@ impl IndexService {
     }
 
     /// Commit-log offsets of messages indexed under `topic#key` with a store time in
-    /// `[begin, end]`, newest first, at most `max`.
+    /// `[begin, end]`, newest first, at most `max` (the broker caps a request's `maxNum` at
+    /// `maxMsgsNumBatch` first, as Java's `IndexService.queryOffset` does).
     pub fn query(&self, topic: &str, key: &str, max: usize, begin: i64, end: i64) -> Vec<i64> {
         let hash = key_hash(&format!("{topic}#{key}"));
         let files: Vec<Arc<IndexFile>> = lock(&self.files).clone();
         let mut out = Vec::new();
+        let mut seen = HashSet::new();
         for f in files.iter().rev() {
             if out.len() >= max {
                 break;
             }
-            f.query(hash, max, begin, end, &mut out);
+            f.query(hash, max, begin, end, &mut out, &mut seen);
         }
         out
     }

@@ -27,6 +27,8 @@ pub(crate) fn query_message(b: &BrokerInner, req: &RemotingCommand) -> ProcessRe
     } else {
         h.max_num
     };
+    // Java's `IndexService.queryOffset` answers at most `maxMsgsNumBatch` offsets.
+    let max = max.min(b.cfg.max_msgs_num_batch);
     let found = b.store.query_by_key(
         &h.topic,
         &h.key,
