@@ -718,3 +718,99 @@ async fn the_system_topic_list_is_javas() {
     assert_eq!(got, want);
     cl.stop().await;
 }
+
+/// Queue numbers are bounded (Java 4.9.8 bounds none, its queues being map entries; here a
+/// queue id costs memory up to its value): UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with
+/// retryQueueNums 2000000000 used to be taken, the group's retry topic then had that many
+/// queues, and a send to its queue 1999999999 made the store allocate 16 GB.
+#[tokio::test]
+async fn huge_queue_numbers_are_refused_and_the_broker_stays_up() {
+    const HUGE: i32 = 2_000_000_000;
+    let mut cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    let update = |group: &str, retry_queue_nums: i32| {
+        let g = SubscriptionGroupConfig {
+            group_name: group.into(),
+            retry_queue_nums,
+            ..SubscriptionGroupConfig::default()
+        };
+        RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup)
+            .with_body(body::encode_fastjson(&g))
+    };
+    let r = call(&c, &b, update("huge-g", HUGE)).await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert_eq!(
+        r.remark_str(),
+        "retryQueueNums 2000000000 is out of range: at most 1024"
+    );
+    let r = call(&c, &b, update("huge-g", 1024)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let r = call(&c, &b, create_topic_request_with_perm("HugeTopic", HUGE, 6)).await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    // The group's retry topic, created by its heartbeat, has the queues asked for; a send past
+    // them gets Java's answer (`AbstractSendMessageProcessor.msgCheck`).
+    let r = call(&c, &b, heartbeat("10.0.0.9@huge", "huge-g", "T", "*")).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let retry = "%RETRY%huge-g";
+    let r = send(&c, &b, retry, 1_999_999_999, "x").await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert!(
+        r.remark_str()
+            .starts_with("request queueId[1999999999] is illegal"),
+        "{}",
+        r.remark_str()
+    );
+    let r = send(&c, &b, retry, 1023, "x").await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+
+    // A store written before the bounds: a group with a huge retryQueueNums and a topic with
+    // a huge queue count in the configuration files.
+    cl.restart_broker(|cfg| {
+        let dir = cfg.store.config_dir();
+        let groups = dir.join("subscriptionGroup.json");
+        let mut saved: body::SubscriptionGroupWrapper =
+            body::decode(&std::fs::read(&groups).unwrap()).unwrap();
+        let old = SubscriptionGroupConfig {
+            group_name: "old-g".into(),
+            retry_queue_nums: HUGE,
+            ..SubscriptionGroupConfig::default()
+        };
+        saved.subscription_group_table.insert("old-g".into(), old);
+        std::fs::write(&groups, body::encode_fastjson(&saved)).unwrap();
+        let topics = dir.join("topics.json");
+        let mut saved: body::TopicConfigSerializeWrapper =
+            body::decode(&std::fs::read(&topics).unwrap()).unwrap();
+        let mut huge = body::TopicConfig::new("HugeTopic", HUGE);
+        huge.perm = 6;
+        saved.topic_config_table.insert("HugeTopic".into(), huge);
+        std::fs::write(&topics, body::encode_fastjson(&saved)).unwrap();
+    })
+    .await;
+    let b = cl.broker_addr();
+    let r = call(&c, &b, heartbeat("10.0.0.9@old", "old-g", "T", "*")).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    for topic in ["%RETRY%old-g", "HugeTopic"] {
+        let r = send(&c, &b, topic, 1_999_999_999, "x").await;
+        assert_eq!(r.response_code(), ResponseCode::SystemError, "{topic}");
+        assert!(r
+            .remark_str()
+            .starts_with("request queueId[1999999999] is illegal"));
+        let r = send(&c, &b, topic, 1023, "x").await;
+        assert_eq!(r.response_code(), ResponseCode::Success, "{topic}");
+    }
+    // The retry topic was created with 1024 queues, the loaded topic keeps as many as the
+    // store holds.
+    let r = send(&c, &b, "%RETRY%old-g", 1024, "x").await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    let r = send(&c, &b, "HugeTopic", 65_535, "x").await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let r = send(&c, &b, "HugeTopic", 65_536, "x").await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    cl.stop().await;
+}

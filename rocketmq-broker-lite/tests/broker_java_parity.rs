@@ -1608,3 +1608,71 @@ async fn a_message_inside_its_immunity_time_does_not_block_the_check() {
     assert_eq!(cl.broker.store().max_offset("TxI", 0), 1);
     cl.stop().await;
 }
+
+/// A SEND_MESSAGE_V2 of `body` to queue 0 of `topic` with the header's `reconsumeTimes`.
+fn send_with_reconsume_times(topic: &str, body: &'static str, times: i32) -> RemotingCommand {
+    let h = SendMessageRequestHeader {
+        producer_group: "test_pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        flag: 0,
+        properties: Some(String::new()),
+        reconsume_times: Some(times),
+        unit_mode: false,
+        max_reconsume_times: None,
+        batch: false,
+        broker_name: Some("broker-a".into()),
+    };
+    let mut req = RemotingCommand::request(RequestCode::SendMessageV2);
+    h.write_v2(req.ext_fields.get_or_insert_with(Default::default));
+    req.with_body(Bytes::from_static(body.as_bytes()))
+}
+
+/// A producer may store any reconsumeTimes, up to `Integer.MAX_VALUE`. Sent back, Java's int
+/// arithmetic wraps (`3 + reconsumeTimes` becomes a negative level, `reconsumeTimes + 1` a
+/// negative count); here both saturate: the retry waits the highest level, and the count
+/// stays at the largest.
+#[tokio::test]
+async fn send_back_at_the_largest_reconsume_times_saturates() {
+    let cl = Cluster::start().await; // delay levels "1s 2s 3s": the highest is 3
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Sat", 1).await;
+    for (i, times) in [i32::MAX - 1, i32::MAX].into_iter().enumerate() {
+        let r = c
+            .invoke(&b, send_with_reconsume_times("Sat", "s", times), T)
+            .await
+            .unwrap();
+        assert_eq!(r.code, 0, "{}", r.remark_str());
+        let stored = pull_one(&cl, &c, "Sat", i as i64).await;
+        assert_eq!(stored.reconsume_times, times);
+        let r = c
+            .invoke(
+                &b,
+                send_back(stored.commit_log_offset, "pg", 0, i32::MAX),
+                T,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            r.response_code(),
+            ResponseCode::Success,
+            "{}",
+            r.remark_str()
+        );
+    }
+    // MAX - 1 is below the maximum: a retry at the highest level, counted MAX.
+    cl.clock.advance(3_500);
+    let retried = pull_one(&cl, &c, "%RETRY%pg", 0).await;
+    assert_eq!(retried.property("DELAY"), Some("3"));
+    assert_eq!(retried.reconsume_times, i32::MAX);
+    // MAX reached the maximum: the DLQ, still counted MAX.
+    let dead = pull_one(&cl, &c, "%DLQ%pg", 0).await;
+    assert_eq!(dead.property("DELAY"), Some("0"));
+    assert_eq!(dead.reconsume_times, i32::MAX);
+    cl.stop().await;
+}

@@ -91,6 +91,14 @@ fn pull_limits_and_tag_filter() {
     let none = |_: i64| false;
     let r = store.get_messages("T", 0, 0, 10, &none);
     assert_eq!(r.status, GetStatus::NoMatchedMessage);
+    // Java scans the rest of the consume-queue file holding the offset (`getIndexBuffer`; 64
+    // entries a file here), then the next pull goes on from the next file.
+    assert_eq!(
+        r.next_begin_offset, 64,
+        "the rest of the file scanned, none matched"
+    );
+    let r = store.get_messages("T", 0, 64, 10, &none);
+    assert_eq!(r.status, GetStatus::NoMatchedMessage);
     assert_eq!(
         r.next_begin_offset, 100,
         "every entry scanned, none matched"

@@ -273,6 +273,97 @@ fn stray_files_do_not_break_open() {
     store.shutdown().unwrap();
 }
 
+/// Every commit-log file with its bytes.
+fn commit_log_files(sim: &SimEnv) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new("/store/commitlog");
+    sim.fs
+        .list_dir(dir)
+        .unwrap()
+        .into_iter()
+        .map(|name| {
+            let f = sim.fs.open(&dir.join(&name), false).unwrap();
+            let mut bytes = vec![0u8; f.len().unwrap() as usize];
+            f.read_exact_at(&mut bytes, 0).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// A store reopened with another `mappedFileSizeCommitLog` refuses to start, as Java's
+/// `MappedFileQueue.load` does ("length not matched message store config value, please check
+/// it manually"), and leaves the files as they are: resizing the segments to the new size cut
+/// committed data off, and segments not aligned to it were dropped from the log.
+#[test]
+fn a_changed_segment_size_is_refused_and_the_files_stay_as_they_are() {
+    let sim = SimEnv::new(29);
+    let store = MessageStore::open_with(small_config(SEG), sim.env()).unwrap();
+    let expected = fill(&store, 300, 1);
+    assert!(store.commit_log_max_offset() > 2 * SEG);
+    store.shutdown().unwrap();
+    drop(store);
+    let before = commit_log_files(&sim);
+    assert!(before.len() >= 3);
+    for size in [2 * SEG, SEG / 2, 3 * SEG] {
+        let err = match MessageStore::open_with(small_config(size), sim.env()) {
+            Ok(store) => {
+                store.shutdown().unwrap();
+                panic!("opened {SEG}-byte segments with mappedFileSizeCommitLog={size}");
+            }
+            Err(e) => e.to_string(),
+        };
+        for part in [
+            "/store/commitlog/00000000000000000000".to_string(),
+            SEG.to_string(),
+            size.to_string(),
+        ] {
+            assert!(err.contains(&part), "{err:?} does not name {part}");
+        }
+        assert!(
+            commit_log_files(&sim) == before,
+            "size {size} changed files"
+        );
+    }
+    let store = MessageStore::open_with(small_config(SEG), sim.env()).unwrap();
+    assert_eq!(read_queue(&store, "T", 0), expected[0]);
+    store.shutdown().unwrap();
+}
+
+/// A segment missing in the middle of the log (deleted by hand) stops the store from starting
+/// instead of dropping every segment before the gap from the log.
+#[test]
+fn a_gap_between_segments_holding_data_is_refused() {
+    let sim = SimEnv::new(30);
+    let store = MessageStore::open_with(small_config(SEG), sim.env()).unwrap();
+    let expected = fill(&store, 400, 1);
+    assert!(store.commit_log_max_offset() > 3 * SEG);
+    store.shutdown().unwrap();
+    drop(store);
+    let all = commit_log_files(&sim);
+    let (name, bytes) = all[1].clone();
+    sim.fs.remove_file(&seg_path(SEG)).unwrap();
+    let before = commit_log_files(&sim);
+    match MessageStore::open_with(small_config(SEG), sim.env()) {
+        Ok(store) => {
+            store.shutdown().unwrap();
+            panic!("opened a log with a missing segment");
+        }
+        Err(e) => {
+            let err = e.to_string();
+            assert!(err.contains("not contiguous"), "{err}");
+            assert!(err.contains(&format!("{:020}", 2 * SEG)), "{err}");
+        }
+    }
+    assert!(commit_log_files(&sim) == before);
+    // Put back, the log opens whole.
+    let f = sim.fs.open(&seg_path(SEG), true).unwrap();
+    f.write_all_at(&bytes, 0).unwrap();
+    f.sync_all().unwrap();
+    assert_eq!(name, format!("{SEG:020}"));
+    let store = MessageStore::open_with(small_config(SEG), sim.env()).unwrap();
+    assert_eq!(read_queue(&store, "T", 0), expected[0]);
+    store.shutdown().unwrap();
+}
+
 const HOUR: i64 = 3_600_000;
 
 /// 2023-11-15 02:00 UTC.

@@ -7,12 +7,37 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rocketmq_remoting::protocol::body::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 use rocketmq_remoting::protocol::topic::{self, perm, TopicFilterType};
-use tracing::info;
+use tracing::{info, warn};
 
 use super::config::BrokerConfig;
 use crate::store::persist::{load_json, save_json};
 use crate::store::vfs::Vfs;
 use crate::store::{Clock, StoreError};
+
+/// The most read or write queues UPDATE_AND_CREATE_TOPIC may give a topic, the most retry
+/// queues UPDATE_AND_CREATE_SUBSCRIPTIONGROUP may give a group, and the most queues a retry
+/// topic is created with. Java 4.9.8 bounds none of these (its queues are map entries); here a
+/// queue costs memory up to its id in the store, which bounds queue ids at
+/// [`MAX_QUEUE_ID`](crate::store::commitlog::MAX_QUEUE_ID).
+pub const MAX_QUEUE_NUMS: i32 = 1024;
+
+/// The most queues a topic read from `topics.json` keeps (a table written by Java may hold
+/// topics with more than [`MAX_QUEUE_NUMS`] queues; the store holds no queue beyond this).
+const MAX_STORED_QUEUE_NUMS: i32 = crate::store::commitlog::MAX_QUEUE_ID + 1;
+
+/// `queues` for a retry or dead-letter topic, at most [`MAX_QUEUE_NUMS`] (a group saved
+/// before the bound was checked may ask for more).
+fn retry_queue_nums(topic: &str, queues: i32) -> i32 {
+    if queues > MAX_QUEUE_NUMS {
+        warn!(
+            topic,
+            queues,
+            max = MAX_QUEUE_NUMS,
+            "creating the topic with fewer queues than its group asks for"
+        );
+    }
+    queues.min(MAX_QUEUE_NUMS)
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -90,6 +115,19 @@ impl TopicConfigManager {
         if let Some(saved) = load_json::<TopicConfigSerializeWrapper>(&*vfs, &path)? {
             table.extend(saved.topic_config_table);
             data_version = saved.data_version;
+        }
+        for t in table.values_mut() {
+            if t.read_queue_nums.max(t.write_queue_nums) > MAX_STORED_QUEUE_NUMS {
+                warn!(
+                    topic = %t.topic_name,
+                    read = t.read_queue_nums,
+                    write = t.write_queue_nums,
+                    max = MAX_STORED_QUEUE_NUMS,
+                    "topics.json gives a topic more queues than the store holds; keeping the first"
+                );
+                t.read_queue_nums = t.read_queue_nums.min(MAX_STORED_QUEUE_NUMS);
+                t.write_queue_nums = t.write_queue_nums.min(MAX_STORED_QUEUE_NUMS);
+            }
         }
         if !cfg.auto_create_topic_enable {
             if let Some(t) = table.get_mut(topic::AUTO_CREATE_TOPIC_KEY_TOPIC) {
@@ -250,13 +288,15 @@ impl TopicConfigManager {
     }
 
     /// Creates a retry or dead-letter topic if missing (Java
-    /// `createTopicInSendMessageBackMethod`); returns it and whether it was created.
+    /// `createTopicInSendMessageBackMethod`) with `queues` queues, at most
+    /// [`MAX_QUEUE_NUMS`]; returns it and whether it was created.
     pub fn ensure(
         &self,
         topic: &str,
         queues: i32,
         perm: i32,
     ) -> Result<(TopicConfig, bool), StoreError> {
+        let queues = retry_queue_nums(topic, queues);
         let made = self.create_then_save(topic, || {
             Some(TopicConfig {
                 topic_name: topic.to_string(),
@@ -281,6 +321,7 @@ impl TopicConfigManager {
         if let Some(t) = self.get(topic) {
             return (t, false);
         }
+        let queues = retry_queue_nums(topic, queues);
         let tc = TopicConfig {
             topic_name: topic.to_string(),
             read_queue_nums: queues,

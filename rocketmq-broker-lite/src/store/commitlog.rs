@@ -14,7 +14,9 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::channel::oneshot;
-use rocketmq_remoting::protocol::message::{body_crc, sys_flag};
+use rocketmq_remoting::protocol::message::{
+    body_crc, stored_len, sys_flag, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
+};
 use tracing::{debug, error, info, warn};
 
 use super::clock::{Clock, DiskUsage};
@@ -23,10 +25,10 @@ use super::disk::{DiskGuard, Site};
 use super::error::{StoreError, StoreResult};
 use super::record::{
     check_record, encode_blank, encode_record, record_len, DispatchRequest, PutMessage,
-    RecordCheck, BLANK_LEN,
+    RecordCheck, BLANK_LEN, PHYSICAL_OFFSET_POS,
 };
 use super::segment::{file_name, parse_file_name, Segment};
-use super::vfs::{is_no_space, Vfs};
+use super::vfs::{is_no_space, Vfs, VfsFile};
 
 mod replica;
 
@@ -77,6 +79,11 @@ struct Chunk {
     file_pos: u64,
     data: Vec<u8>,
 }
+
+/// The largest queue id the store accepts: the appender keeps a topic's next queue offsets in
+/// a vector indexed by queue id, so an unbounded id (a send to queue 1999999999) would
+/// allocate gigabytes. Brokers refuse topics with more than 1024 queues long before this.
+pub const MAX_QUEUE_ID: i32 = 65_535;
 
 struct TopicOffsets {
     name: Arc<str>,
@@ -352,7 +359,7 @@ impl CommitLog {
         vfs.create_dir_all(&dir)
             .map_err(|e| StoreError::io("creating the commit-log directory", e))?;
         let seg_size = cfg.mapped_file_size_commit_log;
-        let mut segments = Vec::new();
+        let mut found = Vec::new();
         for name in vfs
             .list_dir(&dir)
             .map_err(|e| StoreError::io("listing the commit log", e))?
@@ -361,10 +368,6 @@ impl CommitLog {
                 warn!(file = %name, "ignoring a stray file in the commit-log directory");
                 continue;
             };
-            if base % seg_size != 0 {
-                warn!(file = %name, seg_size, "ignoring a commit-log file not aligned to the segment size");
-                continue;
-            }
             let path = dir.join(&name);
             let file = vfs
                 .open(&path, false)
@@ -372,29 +375,89 @@ impl CommitLog {
             let len = file
                 .len()
                 .map_err(|e| StoreError::io("reading a segment's size", e))?;
-            if len != seg_size {
-                // A segment whose creation did not complete (it never held acknowledged
-                // data: segments are synced before use) or a shortened file: restore its size;
-                // missing bytes read as zeros, which the scan treats as the end of the log.
-                warn!(file = %name, len, seg_size, "commit-log segment has the wrong size; resizing");
-                file.set_len(seg_size)
-                    .and_then(|_| file.sync_all())
-                    .map_err(|e| StoreError::io("resizing a segment", e))?;
-            }
-            segments.push(Arc::new(Segment::new(base, &dir, file)));
+            found.push(FoundSegment {
+                base,
+                path,
+                file,
+                len,
+            });
         }
-        // Keep only a contiguous run ending at the newest segment.
+        found.sort_by_key(|s| s.base);
+        // Every segment must have the configured size (Java's `MappedFileQueue.load` refuses to
+        // start otherwise): resizing one to another size cuts committed data off, or makes the
+        // scan read a gap of zeros as the end of the log. The one exception is the newest
+        // segment when it holds nothing: one whose creation did not complete (segments are
+        // synced at full size before they hold data), resized below.
+        let newest = found.iter().rposition(|s| s.base % seg_size == 0);
+        let mut kept = Vec::with_capacity(found.len());
+        for (i, s) in found.into_iter().enumerate() {
+            if s.base % seg_size != 0 {
+                // A segment of another segment size holds records from its first byte on; a
+                // file that does not is not ours.
+                if head_is_record(&file_head(&*s.file)?) {
+                    return Err(StoreError::Config(format!(
+                        "commit-log file {} ({} bytes) starts at offset {}, which is not a \
+                         multiple of mappedFileSizeCommitLog ({seg_size} bytes), and holds \
+                         records: was mappedFileSizeCommitLog changed? Please check it manually",
+                        s.path.display(),
+                        s.len,
+                        s.base
+                    )));
+                }
+                warn!(file = %s.path.display(), seg_size, "ignoring a commit-log file not aligned to the segment size");
+                continue;
+            }
+            if s.len == seg_size
+                || (Some(i) == newest && s.len < seg_size && file_head(&*s.file)? == [0; 8])
+            {
+                kept.push(s);
+                continue;
+            }
+            return Err(StoreError::Config(format!(
+                "commit-log segment {} is {} bytes long, but mappedFileSizeCommitLog is {seg_size} \
+                 bytes: length not matched message store config value (was \
+                 mappedFileSizeCommitLog changed?), please check it manually",
+                s.path.display(),
+                s.len
+            )));
+        }
+        let mut found = kept;
+        // Keep only a contiguous run ending at the newest segment. What a gap cuts off may only
+        // be empty segments: a slave moving its empty log to its master's offset
+        // (`restart_empty_at`) leaves its old segment behind if it crashes before removing it.
         let mut start = 0;
-        for i in 1..segments.len() {
-            if segments[i].base != segments[i - 1].base + seg_size {
+        for i in 1..found.len() {
+            if found[i].base != found[i - 1].base + seg_size {
+                for s in &found[start..i] {
+                    if file_head(&*s.file)? != [0; 8] {
+                        return Err(StoreError::Corrupt(format!(
+                            "commit-log segments are not contiguous: {} follows {}, and {} \
+                             holds data that would be dropped from the log; please check it \
+                             manually",
+                            found[i].path.display(),
+                            found[i - 1].path.display(),
+                            s.path.display()
+                        )));
+                    }
+                }
                 warn!(
-                    gap_after = %file_name(segments[i - 1].base),
-                    "commit-log segments are not contiguous; ignoring the older ones"
+                    gap_after = %file_name(found[i - 1].base),
+                    "commit-log segments are not contiguous; ignoring the empty older ones"
                 );
                 start = i;
             }
         }
-        let segments = segments.split_off(start);
+        let mut segments = Vec::with_capacity(found.len() - start);
+        for s in found.split_off(start) {
+            if s.len != seg_size {
+                warn!(file = %s.path.display(), len = s.len, seg_size, "the newest commit-log segment is short and empty (its creation did not complete); resizing it");
+                s.file
+                    .set_len(seg_size)
+                    .and_then(|_| s.file.sync_all())
+                    .map_err(|e| StoreError::io("resizing a segment", e))?;
+            }
+            segments.push(Arc::new(Segment::new(s.base, &dir, s.file)));
+        }
         let active = match segments.last() {
             Some(s) => s.clone(),
             // The very first segment is not zero-filled: start-up stays fast (the allocator
@@ -782,6 +845,12 @@ impl CommitLog {
     fn check_message(&self, m: &PutMessage) -> StoreResult<usize> {
         if m.topic.is_empty() || m.topic.len() > 127 {
             return Err(StoreError::BadTopic(m.topic.to_string()));
+        }
+        if m.queue_id > MAX_QUEUE_ID {
+            return Err(StoreError::BadBatch(format!(
+                "queue id {} is beyond the store's bound of {MAX_QUEUE_ID}",
+                m.queue_id
+            )));
         }
         if m.properties.len() > i16::MAX as usize {
             return Err(StoreError::PropertiesTooLarge(m.properties.len()));
@@ -1613,17 +1682,28 @@ impl CommitLog {
 
     /// [`CommitLog::read`], telling a read error (`Err`, logged) from bytes that are not
     /// (or no longer) stored (`Ok(None)`).
+    ///
+    /// Bytes appended but not yet written are waited for (up to 1 s: the writer thread writes
+    /// them within milliseconds); bytes past the end of the log are not, as no append in
+    /// progress will write them: such a read fails at once (an offset from a request, such as
+    /// a message id, may point anywhere).
     pub fn read_checked(&self, offset: u64, size: usize) -> std::io::Result<Option<Vec<u8>>> {
-        let end = offset + size as u64;
-        if end > self.written_offset() && !self.wait_written(end, Duration::from_secs(1)) {
+        let Some(end) = offset.checked_add(size as u64) else {
+            return Ok(None);
+        };
+        if end > self.written_offset()
+            && (end > self.max_offset() || !self.wait_written(end, Duration::from_secs(1)))
+        {
             return Ok(None);
         }
         let Some(seg) = self.segment_for(offset) else {
             return Ok(None);
         };
-        if offset + size as u64 > seg.base + self.seg_size {
+        if end > seg.base + self.seg_size {
             return Ok(None);
         }
+        #[cfg(test)]
+        tests::LARGEST_READ.with(|l| l.set(l.get().max(size)));
         let mut buf = vec![0u8; size];
         match seg.file.read_exact_at(&mut buf, offset - seg.base) {
             Ok(()) => Ok(Some(buf)),
@@ -1634,19 +1714,42 @@ impl CommitLog {
         }
     }
 
-    /// Reads the record at `offset` (its size taken from its first four bytes).
+    /// The largest record this log may hold: the configured maximum message size (which
+    /// bounds a whole record when it is appended) plus the most a record adds to its body
+    /// (header, IPv6 hosts, topic, properties), as a replicated record was checked against its
+    /// master's configuration.
+    fn max_record_len(&self) -> usize {
+        let overhead = stored_len(0, i16::MAX as usize, i16::MAX as usize, true, true);
+        self.cfg.max_message_size.saturating_add(overhead)
+    }
+
+    /// Reads the record at `offset`; `None` unless a whole message record starts there.
+    ///
+    /// The offset may come from a request (a message id, a send-back or end-transaction
+    /// header) and point anywhere, such as into a body its sender chose: the header is checked
+    /// (magic code, a size that a record can have and that fits its segment, the offset the
+    /// record says it is stored at) before the size it claims is read.
     pub fn read_record(&self, offset: u64) -> Option<Vec<u8>> {
-        let head = self.read(offset, 4)?;
+        const HEAD: usize = PHYSICAL_OFFSET_POS + 8;
+        let head = self.read(offset, HEAD)?;
         let size = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-        let size = usize::try_from(size).ok().filter(|s| *s > 8)?;
+        let magic = i32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        if magic != MAGIC_V1 && magic != MAGIC_V2 {
+            return None;
+        }
+        let space_left = self.seg_size - offset % self.seg_size;
+        let size = usize::try_from(size).ok().filter(|&s| {
+            s >= stored_len(0, 0, 0, false, false)
+                && s <= self.max_record_len()
+                && s as u64 + BLANK_LEN as u64 <= space_left
+        })?;
+        let mut stored_at = [0u8; 8];
+        stored_at.copy_from_slice(&head[PHYSICAL_OFFSET_POS..HEAD]);
+        if u64::from_be_bytes(stored_at) != offset {
+            return None;
+        }
         let rec = self.read(offset, size)?;
-        match check_record(
-            &rec,
-            offset,
-            self.seg_size - offset % self.seg_size,
-            false,
-            &self.delay_levels,
-        ) {
+        match check_record(&rec, offset, space_left, false, &self.delay_levels) {
             RecordCheck::Message(_) => Some(rec),
             _ => None,
         }
@@ -1670,6 +1773,35 @@ impl CommitLog {
         info!(file = %seg.path.display(), "deleted commit-log segment");
         Some(seg.base)
     }
+}
+
+/// A segment file found when the log is opened.
+struct FoundSegment {
+    base: u64,
+    path: PathBuf,
+    file: Arc<dyn VfsFile>,
+    len: u64,
+}
+
+/// The first 8 bytes of a segment file (a record's size and magic code), zeros past its end.
+fn file_head(file: &dyn VfsFile) -> StoreResult<[u8; 8]> {
+    let mut head = [0u8; 8];
+    let mut n = 0;
+    while n < head.len() {
+        match file.read_at(&mut head[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(StoreError::io("reading a commit-log segment's head", e)),
+        }
+    }
+    Ok(head)
+}
+
+/// Whether a segment's head is a record (a message, or the end-of-segment marker).
+fn head_is_record(head: &[u8; 8]) -> bool {
+    let magic = i32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+    matches!(magic, MAGIC_V1 | MAGIC_V2 | BLANK_MAGIC)
 }
 
 /// Creates a segment file: full size, zero-filled when `warm` (so later writes overwrite cached,
@@ -1759,6 +1891,70 @@ impl Drop for Blocked<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// The largest buffer [`CommitLog::read_checked`] allocated on this thread.
+        pub(super) static LARGEST_READ: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn put_message(body: Vec<u8>) -> PutMessage {
+        PutMessage {
+            topic: "T".into(),
+            queue_id: 0,
+            flag: 0,
+            body: body.into(),
+            properties: String::new(),
+            tags_code: 0,
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: "127.0.0.1:5000".parse().expect("address"),
+            store_host: "127.0.0.1:10911".parse().expect("address"),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }
+    }
+
+    /// An offset inside a body, whose bytes claim a record of 512 KiB (written, inside the
+    /// segment): the read is refused on its header, without allocating and reading 512 KiB.
+    #[test]
+    fn a_read_inside_a_body_is_refused_before_the_size_it_claims_is_read() {
+        use crate::store::simfs::SimFs;
+        use crate::store::{ManualClock, ManualDiskUsage, MessageStore, StoreEnv};
+        let mut cfg = StoreConfig::small("/store", 1 << 20, 1024);
+        cfg.max_message_size = 16 * 1024;
+        let env = StoreEnv {
+            vfs: Arc::new(SimFs::new(1)),
+            clock: ManualClock::new(1_700_000_000_000),
+            disk: ManualDiskUsage::new(10),
+        };
+        let store = MessageStore::open_with(cfg, env).expect("open");
+        let claimed: i32 = 512 * 1024;
+        let mut fake = claimed.to_be_bytes().to_vec();
+        fake.extend_from_slice(&MAGIC_V1.to_be_bytes());
+        let mut body = b"body:".to_vec();
+        body.extend_from_slice(&fake);
+        body.extend_from_slice(&[0u8; 64]);
+        let r = store.put_message_blocking(&put_message(body)).expect("put");
+        for _ in 0..70 {
+            store
+                .put_message_blocking(&put_message(vec![b'x'; 12 * 1024]))
+                .expect("put");
+        }
+        assert!(store.wait_dispatched(Duration::from_secs(10)));
+        let rec = store.read_record(r.wrote_offset).expect("the record");
+        let at = rec
+            .windows(fake.len())
+            .position(|w| w == fake)
+            .expect("the body");
+        let inside = r.wrote_offset + at as u64;
+        assert!(store.commit_log_max_offset() > inside + claimed as u64);
+        assert!(inside + (claimed as u64) < 1 << 20, "in the first segment");
+        LARGEST_READ.with(|l| l.set(0));
+        assert!(store.read_record(inside).is_none());
+        let largest = LARGEST_READ.with(|l| l.get());
+        assert!(largest <= 64, "read {largest} bytes");
+        store.shutdown().expect("shutdown");
+    }
 
     /// What a waiter's receiver holds now: `None` while it waits, else whether it succeeded.
     fn state(rx: &mut oneshot::Receiver<StoreResult<()>>) -> Option<bool> {

@@ -79,6 +79,56 @@ struct State {
     new_files: bool,
     /// Bytes written to the files and not yet synced.
     unsynced: u64,
+    /// Changes whenever entries already in the files change or files go (overwrites during
+    /// a rebuild, truncation, deletion): a read done without the lock is kept only if it did
+    /// not change meanwhile. Appends do not change it (they write past the written index).
+    epoch: u64,
+}
+
+/// A read of consume-queue entries planned under the queue's lock, done without it.
+struct ReadPlan {
+    /// [`State::epoch`] when it was planned.
+    epoch: u64,
+    parts: Vec<FilePart>,
+    /// The in-memory entries after the files' (copied).
+    tail: Vec<u8>,
+}
+
+/// Entries of one file to read.
+struct FilePart {
+    file: Arc<dyn VfsFile>,
+    /// The file's first entry.
+    base: u64,
+    /// Byte position of the first entry to read.
+    pos: u64,
+    entries: usize,
+}
+
+impl ReadPlan {
+    fn read(&self, q: &ConsumeQueue) -> Result<Vec<CqEntry>, (Vec<CqEntry>, std::io::Error)> {
+        let total = self.parts.iter().map(|p| p.entries).sum::<usize>()
+            + self.tail.len() / CQ_ENTRY_SIZE as usize;
+        let mut out = Vec::with_capacity(total);
+        let mut buf = Vec::new();
+        for p in &self.parts {
+            buf.clear();
+            buf.resize(p.entries * CQ_ENTRY_SIZE as usize, 0);
+            if let Err(e) = p.file.read_exact_at(&mut buf, p.pos) {
+                warn!(topic = %q.topic, queue = q.queue_id, file_base = p.base, error = %e, "cannot read a consume queue");
+                return Err((out, e));
+            }
+            out.extend(
+                buf.chunks_exact(CQ_ENTRY_SIZE as usize)
+                    .map(CqEntry::decode),
+            );
+        }
+        out.extend(
+            self.tail
+                .chunks_exact(CQ_ENTRY_SIZE as usize)
+                .map(CqEntry::decode),
+        );
+        Ok(out)
+    }
 }
 
 /// Zeroes `[from, to)` of `file`, writing only the pages that are not zero already: the rest
@@ -150,6 +200,7 @@ impl ConsumeQueue {
                 tail: Vec::new(),
                 new_files: false,
                 unsynced: 0,
+                epoch: 0,
             }),
         }
     }
@@ -212,6 +263,7 @@ impl ConsumeQueue {
                 tail: Vec::new(),
                 new_files: false,
                 unsynced: 0,
+                epoch: 0,
             }),
         };
         cq.load_bounds()?;
@@ -337,6 +389,7 @@ impl ConsumeQueue {
             {
                 f.dirty = true;
             }
+            st.epoch += 1;
         }
     }
 
@@ -465,18 +518,41 @@ impl ConsumeQueue {
 
     /// [`ConsumeQueue::get_range`], with a read error reported (with the entries read before
     /// it) rather than taken for the end of the entries.
+    ///
+    /// The files are read without the queue's lock (appends and other reads need it for every
+    /// message): what to read is planned under the lock, read, and kept if no entry already in
+    /// the files changed meanwhile (a truncation, a rebuild, a deletion), else read again.
     #[allow(clippy::type_complexity)]
     pub fn get_range_checked(
         &self,
         index: u64,
         max: usize,
     ) -> Result<Vec<CqEntry>, (Vec<CqEntry>, std::io::Error)> {
-        let st = lock(&self.state);
-        if index < st.min_index || index >= st.max_index || max == 0 {
-            return Ok(Vec::new());
+        const UNLOCKED_ATTEMPTS: usize = 3;
+        for _ in 0..UNLOCKED_ATTEMPTS {
+            let plan = self.plan_read(&lock(&self.state), index, max);
+            let read = plan.read(self);
+            if lock(&self.state).epoch == plan.epoch {
+                return read;
+            }
         }
-        let end = st.max_index.min(index + max as u64);
-        let mut out = Vec::with_capacity((end - index) as usize);
+        // The files keep changing under the reads: read under the lock.
+        let st = lock(&self.state);
+        self.plan_read(&st, index, max).read(self)
+    }
+
+    /// What reading up to `max` entries from `index` takes: parts of files (below the written
+    /// index) and a copy of the in-memory entries after them.
+    fn plan_read(&self, st: &State, index: u64, max: usize) -> ReadPlan {
+        let mut plan = ReadPlan {
+            epoch: st.epoch,
+            parts: Vec::new(),
+            tail: Vec::new(),
+        };
+        if index < st.min_index || index >= st.max_index || max == 0 {
+            return plan;
+        }
+        let end = st.max_index.min(index.saturating_add(max as u64));
         let mut i = index;
         while i < end && i < st.written_index {
             let Some(f) = st
@@ -485,23 +561,24 @@ impl ConsumeQueue {
                 .rev()
                 .find(|f| f.base <= i && i < f.base + self.per_file)
             else {
-                return Ok(out);
+                // A missing file ends the entries.
+                return plan;
             };
             let n = (st.written_index.min(end).min(f.base + self.per_file) - i) as usize;
-            let mut buf = vec![0u8; n * CQ_ENTRY_SIZE as usize];
-            if let Err(e) = f.file.read_exact_at(&mut buf, (i - f.base) * CQ_ENTRY_SIZE) {
-                warn!(file = %f.path.display(), error = %e, "cannot read a consume queue");
-                return Err((out, e));
-            }
-            out.extend(buf.chunks_exact(20).map(CqEntry::decode));
+            plan.parts.push(FilePart {
+                file: f.file.clone(),
+                base: f.base,
+                pos: (i - f.base) * CQ_ENTRY_SIZE,
+                entries: n,
+            });
             i += n as u64;
         }
-        while i < end {
-            let at = ((i - st.written_index) * CQ_ENTRY_SIZE) as usize;
-            out.push(CqEntry::decode(&st.tail[at..at + 20]));
-            i += 1;
+        if i < end {
+            let from = ((i - st.written_index) * CQ_ENTRY_SIZE) as usize;
+            let to = ((end - st.written_index) * CQ_ENTRY_SIZE) as usize;
+            plan.tail.extend_from_slice(&st.tail[from..to]);
         }
-        Ok(out)
+        plan
     }
 
     /// Drops every entry at and after `index`: the files are zeroed past it and later files
@@ -519,6 +596,7 @@ impl ConsumeQueue {
             return Ok(());
         }
         st.tail.clear();
+        st.epoch += 1;
         let per_file = self.per_file;
         let mut removed = false;
         let mut kept = Vec::new();
@@ -615,6 +693,7 @@ impl ConsumeQueue {
             match last_entry {
                 Some(e) if e.is_real() && (e.phys as u64 + e.size as u64) <= cl_min => {
                     let mut st = lock(&self.state);
+                    st.epoch += 1;
                     let f = st.files.remove(0);
                     let _ = self.vfs.remove_file(&f.path);
                     st.min_index = st.min_index.max(f.base + self.per_file);
@@ -648,6 +727,7 @@ impl ConsumeQueue {
     /// Removes the queue's files.
     pub fn destroy(&self) {
         let mut st = lock(&self.state);
+        st.epoch += 1;
         st.files.clear();
         st.tail.clear();
         st.min_index = 0;

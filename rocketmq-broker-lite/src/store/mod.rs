@@ -140,6 +140,12 @@ impl GetStatus {
 /// `sendfile` (measured at 10k single-message pulls/s: broker CPU 69 → 64 µs per message).
 pub const SENDFILE_MIN_BYTES: usize = 16 * 1024;
 
+/// The most consume-queue entries one pull reads (320 KB of entries): a pull stops there even
+/// when its filter matched none of them, and answers with the offset to go on from. Java stops
+/// at the end of the consume-queue file holding the pull's offset (300,000 entries by default),
+/// which it only slices from a mapped file; here each entry is read and copied.
+pub const MAX_PULL_SCAN_ENTRIES: usize = 16_000;
+
 /// Result of [`MessageStore::get_messages`].
 #[derive(Debug, Clone)]
 pub struct GetResult {
@@ -307,6 +313,18 @@ fn read_regions(regions: &[FileRegion], total: usize) -> Option<Bytes> {
         r.read_into(&mut body).ok()?;
     }
     Some(Bytes::from(body))
+}
+
+/// The store time in the first bytes of a record; `None` when they end before it (its place
+/// depends on the born host's address family).
+fn record_store_time(rec: &[u8]) -> Option<i64> {
+    let sys = i32::from_be_bytes(rec.get(36..40)?.try_into().ok()?);
+    let at = if sys & rocketmq_remoting::protocol::message::sys_flag::BORNHOST_V6 != 0 {
+        68
+    } else {
+        56
+    };
+    Some(i64::from_be_bytes(rec.get(at..at + 8)?.try_into().ok()?))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -967,23 +985,14 @@ impl MessageStore {
         self.inner.log.read_record(phys).map(Bytes::from)
     }
 
-    /// Store time of the record at `phys` (-1 if not readable).
+    /// Store time of the record at `phys` (-1 if not readable, or if `size`, taken from a
+    /// consume-queue entry, is too short to hold it).
     fn store_time_at(&self, phys: u64, size: usize) -> i64 {
-        let Some(rec) = self.inner.log.read(phys, size.min(128)) else {
-            return -1;
-        };
-        if rec.len() < 72 {
-            return -1;
-        }
-        let sys = i32::from_be_bytes([rec[36], rec[37], rec[38], rec[39]]);
-        let at = if sys & rocketmq_remoting::protocol::message::sys_flag::BORNHOST_V6 != 0 {
-            68
-        } else {
-            56
-        };
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&rec[at..at + 8]);
-        i64::from_be_bytes(b)
+        self.inner
+            .log
+            .read(phys, size.min(128))
+            .and_then(|rec| record_store_time(&rec))
+            .unwrap_or(-1)
     }
 
     /// Messages of a queue from `offset`, at most `max_msgs`, filtered, within Java's per-pull
@@ -1072,8 +1081,19 @@ impl MessageStore {
             return r;
         }
         let max_msgs = max_msgs.max(1);
-        // Java scans at most max(16000, maxMsgNums * 20) bytes of consume queue.
-        let scan = 16_000.max(max_msgs * 20) / 20;
+        let cfg = &self.inner.cfg;
+        // Java scans at most max(16000, maxMsgNums * 20) bytes of consume queue, and never past
+        // the file holding `offset` (`getIndexBuffer` slices that one mapped file). Reading
+        // entries here costs a read and a copy of each: a window of at most
+        // `MAX_PULL_SCAN_ENTRIES` (or the transfer count, if configured larger) bounds what a
+        // pull for `i32::MAX` messages reads. A pull that filters out the whole window answers
+        // with the offset where it stopped, and the consumer goes on from there.
+        let per_file = cfg.consume_queue_entries_per_file.max(1);
+        let left_in_file = per_file - offset as u64 % per_file;
+        let scan = max_msgs
+            .max(800)
+            .min(MAX_PULL_SCAN_ENTRIES.max(cfg.max_transfer_count_on_message_in_memory))
+            .min(usize::try_from(left_in_file).unwrap_or(usize::MAX));
         let entries = match q.get_range_checked(offset as u64, scan) {
             Ok(entries) => entries,
             Err((entries, _)) if !entries.is_empty() => entries,
@@ -1087,7 +1107,7 @@ impl MessageStore {
         if entries.is_empty() {
             // The consume-queue file is missing: Java skips to the start of the next file
             // (`ConsumeQueue.rollNextFile`).
-            let per_file = self.inner.cfg.consume_queue_entries_per_file.max(1) as i64;
+            let per_file = per_file as i64;
             r.status = GetStatus::OffsetFoundNull;
             r.next_begin_offset = offset + per_file - offset % per_file;
             return r;
@@ -1098,7 +1118,6 @@ impl MessageStore {
         let cl_max = self.inner.log.max_offset();
         let cl_min = self.inner.log.min_offset();
         let mem = self.inner.memory_bytes * 40 / 100;
-        let cfg = &self.inner.cfg;
         let mut total = 0usize;
         let mut scanned = 0i64;
         let mut last_phys = 0u64;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tracing::{info, warn};
 
 use super::checkpoint::CheckpointFile;
-use super::commitlog::CommitLog;
+use super::commitlog::{CommitLog, MAX_QUEUE_ID};
 use super::config::StoreConfig;
 use super::consume_queue::ConsumeQueue;
 use super::error::{StoreError, StoreResult};
@@ -299,10 +299,22 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         );
     }
 
-    // 4. Position the log and the queue-offset table.
+    // 4. Position the log and the queue-offset table. The table is a vector per topic indexed
+    //    by queue id: a queue beyond the store's bound (from a store written before the bound
+    //    was checked) keeps its data for reading but gets no next offset, so new messages for
+    //    it are refused.
     let mut offsets: HashMap<String, Vec<i64>> = HashMap::new();
     for q in inner.queues.read().unwrap_or_else(|p| p.into_inner()).all() {
         q.correct_min(cl_min);
+        if q.queue_id > MAX_QUEUE_ID {
+            warn!(
+                topic = %q.topic,
+                queue = q.queue_id,
+                max = MAX_QUEUE_ID,
+                "a consume queue's id is beyond the store's bound; no message will be added to it"
+            );
+            continue;
+        }
         let t = offsets.entry(q.topic.clone()).or_default();
         let i = q.queue_id.max(0) as usize;
         if t.len() <= i {
@@ -312,6 +324,9 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
     }
     for (topic, qs) in &registry {
         for (qid, (_, max)) in qs {
+            if *qid > MAX_QUEUE_ID {
+                continue;
+            }
             let t = offsets.entry(topic.clone()).or_default();
             let i = (*qid).max(0) as usize;
             if t.len() <= i {

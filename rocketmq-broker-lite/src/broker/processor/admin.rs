@@ -18,6 +18,7 @@ use rocketmq_remoting::protocol::topic::{self, TopicFilterType};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use rocketmq_remoting::transport::ProcessResult;
 
+use crate::broker::topic::MAX_QUEUE_NUMS;
 use crate::broker::{register, BrokerInner};
 
 fn bad(e: impl std::fmt::Display) -> ProcessResult {
@@ -59,12 +60,12 @@ pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
     }
     if h.read_queue_nums <= 0
         || h.write_queue_nums <= 0
-        || h.read_queue_nums > 1024
-        || h.write_queue_nums > 1024
+        || h.read_queue_nums > MAX_QUEUE_NUMS
+        || h.write_queue_nums > MAX_QUEUE_NUMS
     {
         return RemotingCommand::response(
             ResponseCode::SystemError,
-            Some("queue numbers must be 1..1024".into()),
+            Some(format!("queue numbers must be 1..{MAX_QUEUE_NUMS}")),
         )
         .into();
     }
@@ -174,6 +175,18 @@ pub(crate) fn update_subscription_group(b: &BrokerInner, req: &RemotingCommand) 
         return RemotingCommand::response(
             ResponseCode::SystemError,
             Some(format!("invalid group name: {p}")),
+        )
+        .into();
+    }
+    // Java takes any number; the group's retry topic gets that many queues (0 or less: no
+    // retries, as Java).
+    if c.retry_queue_nums > MAX_QUEUE_NUMS {
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some(format!(
+                "retryQueueNums {} is out of range: at most {MAX_QUEUE_NUMS}",
+                c.retry_queue_nums
+            )),
         )
         .into();
     }

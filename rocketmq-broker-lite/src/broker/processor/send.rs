@@ -22,6 +22,7 @@ use tracing::{debug, warn};
 
 use crate::broker::processor::APPLY_TOPIC_URL;
 use crate::broker::put::{Batched, Stored};
+use crate::broker::topic::MAX_QUEUE_NUMS;
 use crate::broker::{BrokerInner, BrokerRole};
 use crate::ha::Replication;
 use crate::store::{AppendResult, FlushDiskType, PutMessage, RecordSizes, StoreError};
@@ -864,10 +865,13 @@ pub(crate) async fn send_back(
         return RemotingCommand::success().into();
     }
     let retry_topic = topic::retry_topic(&h.group);
-    let queue_id = rand::thread_rng().gen_range(0..sub.retry_queue_nums.max(1));
+    // Java picks among the group's retryQueueNums; a group saved before that number was
+    // bounded may have more than its retry topic is created with.
+    let retry_queues = sub.retry_queue_nums.min(MAX_QUEUE_NUMS);
+    let queue_id = rand::thread_rng().gen_range(0..retry_queues);
     match b
         .topics
-        .ensure(&retry_topic, sub.retry_queue_nums, perm::READ_WRITE)
+        .ensure(&retry_topic, retry_queues, perm::READ_WRITE)
     {
         Ok((tc, new)) => {
             if new {
@@ -919,7 +923,9 @@ pub(crate) async fn send_back(
         }
         delay = 0;
     } else if delay == 0 {
-        delay = 3 + msg.reconsume_times;
+        // Java's int arithmetic would wrap to a negative level (no delay); the level is
+        // capped at the highest one anyway.
+        delay = msg.reconsume_times.saturating_add(3);
     }
     props.insert(property::DELAY_TIME_LEVEL, delay.to_string());
     // The header's originMsgId is not used: the stored ORIGIN_MESSAGE_ID, else the stored
@@ -941,7 +947,8 @@ pub(crate) async fn send_back(
         born_timestamp: msg.born_timestamp,
         born_host: msg.born_host,
         store_host: msg.store_host,
-        reconsume_times: msg.reconsume_times + 1,
+        // Saturating: Java's int would wrap to a negative count.
+        reconsume_times: msg.reconsume_times.saturating_add(1),
         prepared_transaction_offset: 0,
     };
     b.apply_delay(&mut m, &mut props);

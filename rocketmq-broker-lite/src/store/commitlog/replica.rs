@@ -86,7 +86,10 @@ impl CommitLog {
                     }
                     let t = a.topics.get_or_insert(&d.topic);
                     d.topic = t.name.clone();
-                    if d.goes_to_queue() && d.queue_id >= 0 {
+                    // A queue id beyond the store's bound (which a master of another
+                    // implementation may have accepted) is stored as received, but its next
+                    // offset is not tracked: the table is indexed by queue id.
+                    if d.goes_to_queue() && (0..=super::MAX_QUEUE_ID).contains(&d.queue_id) {
                         let q = d.queue_id as usize;
                         if t.next.len() <= q {
                             t.next.resize(q + 1, 0);
