@@ -255,14 +255,21 @@ impl std::hash::Hash for Channel {
 }
 
 /// Removes a pending entry however the waiting future ends (response, timeout, cancellation).
+/// Removes a request's entry from the pending map if the request's future is dropped before
+/// its answer came (once it came, whoever answered had removed the entry: the guard is
+/// disarmed, and the map's lock, which the reader on another core takes for every response,
+/// is not taken a second time).
 struct PendingGuard<'a> {
     inner: &'a Inner,
     opaque: i32,
+    armed: bool,
 }
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        lock(&self.inner.pending).remove(&self.opaque);
+        if self.armed {
+            lock(&self.inner.pending).remove(&self.opaque);
+        }
     }
 }
 
@@ -688,9 +695,10 @@ impl Channel {
                 after: timeout,
             },
         );
-        let _guard = PendingGuard {
+        let mut guard = PendingGuard {
             inner: &self.inner,
             opaque: request.opaque,
+            armed: true,
         };
         // The response's wait is bounded by the connection's sweep, not a timer of its own.
         // Read first: a swap writes the flag's cache line on every request, though it is set
@@ -720,7 +728,10 @@ impl Channel {
             })
             .await?;
         }
-        let mut response = match rx.await {
+        // Answered or dropped: either way the entry was taken out of the map.
+        let answered = rx.await;
+        guard.armed = false;
+        let mut response = match answered {
             Ok(r) => r?,
             Err(_) => return Err(self.closed_error()),
         };
@@ -1216,7 +1227,24 @@ impl Reader {
                     _ = held.wait_for_room(limits) => {}
                 }
             }
-            let item = tokio::select! {
+            // A whole frame already in the read buffer is taken without the select below: it
+            // would poll the two cancellation tokens (each poll and drop takes its waiter
+            // list's lock) and the idle timer for every frame. With answers deferred the select
+            // is kept, so that they are polled between frames as before.
+            let buffered = if deferred.is_empty()
+                && !framed.decoder().is_skipping()
+                && holds_a_frame(framed.read_buffer())
+                && !self.channel.inner.closed.is_cancelled()
+                && !self.stop_reading.is_cancelled()
+            {
+                framed.next().now_or_never()
+            } else {
+                None
+            };
+            let item = if let Some(item) = buffered {
+                item
+            } else {
+                tokio::select! {
                 _ = self.channel.inner.closed.cancelled() => break,
                 _ = self.stop_reading.cancelled() => { stopped_gracefully = true; break }
                 _ = &mut idle_check => {
@@ -1228,6 +1256,7 @@ impl Reader {
                 }
                 Some(()) = deferred.next(), if !deferred.is_empty() => continue,
                 item = framed.next() => item,
+                }
             };
             match item {
                 None => break,
