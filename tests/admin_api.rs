@@ -178,3 +178,44 @@ async fn admin_broker_and_namesrv_operations() {
     admin.shutdown();
     c.shutdown().await.unwrap();
 }
+
+/// `delete_topic(cluster, topic)` sends the cluster name to the name servers (Java's
+/// `DeleteTopicFromNamesrvRequestHeader.clusterName`): another cluster serving the same topic
+/// keeps its route.
+#[tokio::test]
+async fn deleting_a_topic_in_one_cluster_keeps_another_clusters_route() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let admin = MQAdmin::connect(&ns).unwrap();
+    admin
+        .create_topic("DefaultCluster", "SharedByClusters", 2)
+        .await
+        .unwrap();
+    // A master of another cluster serving the same topic (its connection stays open).
+    let _other = register_broker_in(
+        &ns,
+        "OtherCluster",
+        "broker-other",
+        "127.0.0.1:1",
+        "SharedByClusters",
+    )
+    .await;
+    let brokers = || async {
+        let mut names: Vec<String> = admin
+            .topic_route("SharedByClusters")
+            .await
+            .unwrap()
+            .map(|r| r.queue_datas.into_iter().map(|q| q.broker_name).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    assert_eq!(brokers().await, ["broker-a", "broker-other"]);
+    admin
+        .delete_topic("DefaultCluster", "SharedByClusters")
+        .await
+        .unwrap();
+    assert_eq!(brokers().await, ["broker-other"]);
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}

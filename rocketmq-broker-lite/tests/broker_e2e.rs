@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 use common::*;
+use rocketmq_broker_lite::broker::BrokerRole;
 use rocketmq_remoting::protocol::body::{
-    self, ConsumeStats, ConsumerListBody, LockBatchRequestBody, LockBatchResponseBody,
-    TopicRouteData,
+    self, ConsumeStats, ConsumerData, ConsumerListBody, GroupList, HeartbeatData,
+    LockBatchRequestBody, LockBatchResponseBody, SubscriptionData, TopicRouteData,
 };
 use rocketmq_remoting::protocol::headers::*;
 use rocketmq_remoting::protocol::message::{
@@ -523,6 +524,81 @@ async fn heartbeats_membership_notifications_and_expiry() {
     cl.stop().await;
 }
 
+/// The next NOTIFY_CONSUMER_IDS_CHANGED's group, within [`T`].
+async fn notified(rx: &mut mpsc::UnboundedReceiver<String>) -> Option<String> {
+    tokio::time::timeout(T, rx.recv())
+        .await
+        .expect("a NOTIFY_CONSUMER_IDS_CHANGED")
+}
+
+/// A heartbeat replaces the group's subscriptions as Java's
+/// `ConsumerGroupInfo.updateSubscription` does: a topic it no longer lists is removed (no
+/// longer "consumed by" the group), and the change is notified to the members.
+#[tokio::test]
+async fn a_topic_missing_from_a_heartbeat_is_unsubscribed() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let c = client_with(Arc::new(Notified(tx)));
+    let beat = |topics: &[&str]| {
+        let hb = HeartbeatData {
+            client_id: "10.0.0.1@subs".into(),
+            consumer_data_set: vec![ConsumerData {
+                group_name: "subs-cg".into(),
+                subscription_data_set: topics
+                    .iter()
+                    .map(|t| SubscriptionData::from_tag_expression(*t, "*", 1))
+                    .collect(),
+                ..Default::default()
+            }],
+            producer_data_set: Vec::new(),
+        };
+        RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb))
+    };
+    let consumed_by = |topic: &str| {
+        let (c, b, topic) = (c.clone(), b.clone(), topic.to_string());
+        async move {
+            let r = c
+                .invoke(
+                    &b,
+                    RemotingCommand::request_with_header(
+                        RequestCode::QueryTopicConsumeByWho,
+                        &TopicRequestHeader { topic },
+                    ),
+                    T,
+                )
+                .await
+                .unwrap();
+            assert_eq!(r.response_code(), ResponseCode::Success);
+            body::decode::<GroupList>(&r.body)
+                .unwrap()
+                .group_list
+                .into_iter()
+                .collect::<Vec<_>>()
+        }
+    };
+    let r = c.invoke(&b, beat(&["SubA", "SubB"]), T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(notified(&mut rx).await.as_deref(), Some("subs-cg"));
+    assert_eq!(consumed_by("SubA").await, ["subs-cg"]);
+    assert_eq!(consumed_by("SubB").await, ["subs-cg"]);
+    // The same member, now subscribed to SubA only.
+    let r = c.invoke(&b, beat(&["SubA"]), T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(consumed_by("SubB").await, Vec::<String>::new());
+    assert_eq!(consumed_by("SubA").await, ["subs-cg"]);
+    assert_eq!(
+        notified(&mut rx).await.as_deref(),
+        Some("subs-cg"),
+        "a removed topic notifies the group"
+    );
+    // A topic added back notifies too.
+    c.invoke(&b, beat(&["SubA", "SubB"]), T).await.unwrap();
+    assert_eq!(notified(&mut rx).await.as_deref(), Some("subs-cg"));
+    assert_eq!(consumed_by("SubB").await, ["subs-cg"]);
+    cl.stop().await;
+}
+
 #[tokio::test]
 async fn queue_locks_expire_after_60_seconds() {
     let cl = Cluster::start().await;
@@ -637,6 +713,88 @@ async fn send_back_retries_with_delay_then_dead_letters() {
     .await;
     let (_, dead) = pull(&c, &b, "fg", "%DLQ%fg", 0, 0).await;
     assert_eq!(dead[0].body, Bytes::from_static(b"poison"));
+    cl.stop().await;
+}
+
+/// DELETE_TOPIC_IN_BROKER refuses what Java's `AdminBrokerProcessor.deleteTopic` refuses: a
+/// system topic (`TopicValidator.isSystemTopic`: deleting SCHEDULE_TOPIC_XXXX would lose the
+/// pending delayed messages) and any deletion on a slave (`validateSlave`).
+#[tokio::test]
+async fn deleting_a_system_topic_or_on_a_slave_is_refused() {
+    let mut cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Later", 1).await;
+    let m = Message::new("Later", Bytes::from_static(b"in 2 s")).with_delay_level(2);
+    let r = c.invoke(&b, send_request("Later", 0, &m), T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    eventually("scheduled", || {
+        cl.broker.store().max_offset("SCHEDULE_TOPIC_XXXX", 1) == 1
+    })
+    .await;
+    let delete = |topic: &str| {
+        RemotingCommand::request_with_header(
+            RequestCode::DeleteTopicInBroker,
+            &TopicRequestHeader {
+                topic: topic.into(),
+            },
+        )
+    };
+    for topic in [
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "OFFSET_MOVED_EVENT",
+        "TBW102",
+        "rmq_sys_anything",
+        "DefaultCluster",
+        "broker-a",
+        "DefaultCluster_REPLY_TOPIC",
+    ] {
+        let r = c.invoke(&b, delete(topic), T).await.unwrap();
+        assert_eq!(
+            (r.response_code(), r.remark_str()),
+            (
+                ResponseCode::SystemError,
+                format!("The topic[{topic}] is conflict with system topic.").as_str()
+            )
+        );
+    }
+    let r = c.invoke(&b, delete("bad topic"), T).await.unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (
+            ResponseCode::SystemError,
+            "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+        )
+    );
+    assert!(cl.broker.inner().topic_exists("SCHEDULE_TOPIC_XXXX"));
+    // The delayed message is still delivered.
+    cl.clock.advance(2_500);
+    eventually("the delayed message delivered", || {
+        cl.broker.inner().deliver_due_now();
+        cl.broker.store().max_offset("Later", 0) == 1
+    })
+    .await;
+    let (_, got) = pull(&c, &b, "g", "Later", 0, 0).await;
+    assert_eq!(got[0].body, Bytes::from_static(b"in 2 s"));
+    // A slave refuses any deletion.
+    cl.restart_broker(|c| {
+        c.broker_role = BrokerRole::Slave;
+        c.broker_id = 1;
+    })
+    .await;
+    let b = cl.broker_addr();
+    let r = c.invoke(&b, delete("Later"), T).await.unwrap();
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (
+            ResponseCode::SystemError,
+            "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+        )
+    );
+    assert!(cl.broker.inner().topic_exists("Later"));
+    assert_eq!(cl.broker.store().max_offset("Later", 0), 1);
     cl.stop().await;
 }
 

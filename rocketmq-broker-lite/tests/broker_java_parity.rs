@@ -1274,10 +1274,10 @@ async fn end_transaction_on_a_slave_answers_like_java() {
     cl.stop().await;
 }
 
-/// `PullMessageProcessor.generateOffsetMovedEvent`: every PULL_OFFSET_MOVED answer (a master,
-/// or a slave with `offsetCheckInSlave`) is recorded in `OFFSET_MOVED_EVENT` queue 0: tags and
-/// keys the group, DELAY=0, the `OffsetMovedEvent` as fastjson body, the broker as born and
-/// store host.
+/// `PullMessageProcessor.generateOffsetMovedEvent`: every PULL_OFFSET_MOVED answer of a master
+/// is recorded in `OFFSET_MOVED_EVENT` queue 0: tags and keys the group, DELAY=0, the
+/// `OffsetMovedEvent` as fastjson body, the broker as born and store host. (A slave with
+/// `offsetCheckInSlave` answers OFFSET_MOVED too, but its store refuses the put: see `ha.rs`.)
 #[tokio::test]
 async fn a_moved_pull_offset_is_recorded_like_java() {
     let cl = Cluster::start().await;
@@ -1611,6 +1611,16 @@ async fn a_message_inside_its_immunity_time_does_not_block_the_check() {
 
 /// A SEND_MESSAGE_V2 of `body` to queue 0 of `topic` with the header's `reconsumeTimes`.
 fn send_with_reconsume_times(topic: &str, body: &'static str, times: i32) -> RemotingCommand {
+    send_with_properties(topic, body, times, "")
+}
+
+/// [`send_with_reconsume_times`] with the header's `properties`.
+fn send_with_properties(
+    topic: &str,
+    body: &'static str,
+    times: i32,
+    properties: &str,
+) -> RemotingCommand {
     let h = SendMessageRequestHeader {
         producer_group: "test_pg".into(),
         topic: topic.into(),
@@ -1620,7 +1630,7 @@ fn send_with_reconsume_times(topic: &str, body: &'static str, times: i32) -> Rem
         sys_flag: 0,
         born_timestamp: 1_700_000_000_000,
         flag: 0,
-        properties: Some(String::new()),
+        properties: Some(properties.into()),
         reconsume_times: Some(times),
         unit_mode: false,
         max_reconsume_times: None,
@@ -1674,5 +1684,36 @@ async fn send_back_at_the_largest_reconsume_times_saturates() {
     let dead = pull_one(&cl, &c, "%DLQ%pg", 0).await;
     assert_eq!(dead.property("DELAY"), Some("0"));
     assert_eq!(dead.reconsume_times, i32::MAX);
+    cl.stop().await;
+}
+
+/// A SEND_MESSAGE to `%RETRY%group` past the maximum reconsume times (the Java consumer's
+/// fallback when CONSUMER_SEND_MSG_BACK fails, with DELAY = 3 + reconsumeTimes) goes to the
+/// DLQ through the delay queue in Java 4.9.8: `handleRetryAndDLQ` sets DELAY=0 in a property
+/// map that `asyncSendMessage` then replaces with the client's (`MessageAccessor.setProperties`),
+/// so the client's DELAY survives and `CommitLog.asyncPutMessage` schedules the message with
+/// REAL_TOPIC=%DLQ%group, REAL_QID=0.
+#[tokio::test]
+async fn a_retry_send_past_the_maximum_keeps_its_delay_like_java() {
+    let cl = Cluster::start().await; // delay levels "1s 2s 3s"
+    let b = cl.broker_addr();
+    let c = client();
+    let req = send_with_properties("%RETRY%dg", "dead", 16, "DELAY\u{1}3\u{2}");
+    let r = c.invoke(&b, req, T).await.unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    let scheduled = stored(&cl, SCHEDULE_TOPIC, 2, 0);
+    assert_eq!(scheduled.property("REAL_TOPIC"), Some("%DLQ%dg"));
+    assert_eq!(scheduled.property("REAL_QID"), Some("0"));
+    assert_eq!(scheduled.property("DELAY"), Some("3"));
+    assert_eq!(cl.broker.store().max_offset("%DLQ%dg", 0), 0);
+    cl.clock.advance(3_500);
+    let dead = pull_one(&cl, &c, "%DLQ%dg", 0).await;
+    assert_eq!(dead.body.as_ref(), b"dead");
+    assert_eq!(dead.reconsume_times, 16);
     cl.stop().await;
 }

@@ -14,12 +14,23 @@ use rocketmq_remoting::protocol::body::{
 };
 use rocketmq_remoting::protocol::headers::{
     GetRouteInfoRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
-    UnregisterBrokerRequestHeader,
+    TopicRequestHeader, UnregisterBrokerRequestHeader,
 };
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::RemotingError;
 
 fn register(
+    broker_addr: &str,
+    name: &str,
+    id: i64,
+    topics: &[(&str, i32)],
+    crc_ok: bool,
+) -> RemotingCommand {
+    register_in("C1", broker_addr, name, id, topics, crc_ok)
+}
+
+fn register_in(
+    cluster: &str,
     broker_addr: &str,
     name: &str,
     id: i64,
@@ -42,7 +53,7 @@ fn register(
     let h = RegisterBrokerRequestHeader {
         broker_name: name.into(),
         broker_addr: broker_addr.into(),
-        cluster_name: "C1".into(),
+        cluster_name: cluster.into(),
         ha_server_addr: format!("{broker_addr}1"),
         broker_id: id,
         compressed: false,
@@ -175,6 +186,131 @@ async fn registration_routes_and_cluster_info() {
     assert_eq!(route.broker_datas[0].broker_addrs.len(), 1);
     c.invoke(&addr, un("10.0.0.2:10911", 1), T).await.unwrap();
     let r = c.invoke(&addr, route_request("T1", 409), T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::TopicNotExist);
+    ns.shutdown().await;
+}
+
+/// DELETE_TOPIC_IN_NAMESRV with a `clusterName` (Java `DeleteTopicFromNamesrvRequestHeader`)
+/// removes only that cluster's queues of the topic (`RouteInfoManager.deleteTopic(topic,
+/// clusterName)`); without one, the whole topic.
+#[tokio::test]
+async fn deleting_a_topic_in_one_cluster_keeps_the_other_clusters_route() {
+    let ns = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .start()
+        .await
+        .unwrap();
+    let addr = ns.local_addr().to_string();
+    let c = client();
+    let shared = [("Shared", 4), ("Other", 2)];
+    for (cluster, broker, name) in [
+        ("CA", "10.0.1.1:10911", "broker-a"),
+        ("CA", "10.0.1.2:10911", "broker-a2"),
+        ("CB", "10.0.2.1:10911", "broker-b"),
+    ] {
+        let r = c
+            .invoke(
+                &addr,
+                register_in(cluster, broker, name, 0, &shared, true),
+                T,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.response_code(), ResponseCode::Success);
+    }
+    let delete = |topic: &str, cluster: Option<&str>| {
+        let mut r = RemotingCommand::request_with_header(
+            RequestCode::DeleteTopicInNamesrv,
+            &TopicRequestHeader {
+                topic: topic.into(),
+            },
+        );
+        if let Some(cluster) = cluster {
+            r.set_ext("clusterName", cluster);
+        }
+        r
+    };
+    let brokers_of = |r: &RemotingCommand| -> Vec<String> {
+        assert_eq!(
+            r.response_code(),
+            ResponseCode::Success,
+            "{}",
+            r.remark_str()
+        );
+        let route: TopicRouteData = body::decode(&r.body).unwrap();
+        let mut names: Vec<String> = route
+            .queue_datas
+            .iter()
+            .map(|q| q.broker_name.clone())
+            .collect();
+        names.sort();
+        names
+    };
+    let r = c
+        .invoke(&addr, delete("Shared", Some("CA")), T)
+        .await
+        .unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let r = c
+        .invoke(&addr, route_request("Shared", 409), T)
+        .await
+        .unwrap();
+    assert_eq!(brokers_of(&r), vec!["broker-b".to_string()]);
+    // CB's unchanged re-registration keeps its route; CA's does not bring its queues back
+    // (its data version did not change, as in Java).
+    for (cluster, broker, name) in [
+        ("CA", "10.0.1.1:10911", "broker-a"),
+        ("CB", "10.0.2.1:10911", "broker-b"),
+    ] {
+        c.invoke(
+            &addr,
+            register_in(cluster, broker, name, 0, &shared, true),
+            T,
+        )
+        .await
+        .unwrap();
+    }
+    let r = c
+        .invoke(&addr, route_request("Shared", 409), T)
+        .await
+        .unwrap();
+    assert_eq!(brokers_of(&r), vec!["broker-b".to_string()]);
+    // An unknown cluster removes nothing; the other topic is untouched.
+    c.invoke(&addr, delete("Shared", Some("Nowhere")), T)
+        .await
+        .unwrap();
+    let r = c
+        .invoke(&addr, route_request("Shared", 409), T)
+        .await
+        .unwrap();
+    assert_eq!(brokers_of(&r), vec!["broker-b".to_string()]);
+    let r = c
+        .invoke(&addr, route_request("Other", 409), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        brokers_of(&r),
+        vec![
+            "broker-a".to_string(),
+            "broker-a2".to_string(),
+            "broker-b".to_string()
+        ]
+    );
+    // The last cluster's deletion removes the topic.
+    c.invoke(&addr, delete("Shared", Some("CB")), T)
+        .await
+        .unwrap();
+    let r = c
+        .invoke(&addr, route_request("Shared", 409), T)
+        .await
+        .unwrap();
+    assert_eq!(r.response_code(), ResponseCode::TopicNotExist);
+    // No cluster name (an empty one counts as none): the topic everywhere.
+    c.invoke(&addr, delete("Other", Some("")), T).await.unwrap();
+    let r = c
+        .invoke(&addr, route_request("Other", 409), T)
+        .await
+        .unwrap();
     assert_eq!(r.response_code(), ResponseCode::TopicNotExist);
     ns.shutdown().await;
 }

@@ -720,3 +720,44 @@ async fn a_slave_of_an_acl_master_copies_its_metadata_once_white_listed() {
     g.master.shutdown().await.unwrap();
     g.namesrv.shutdown().await;
 }
+
+/// A slave with `offsetCheckInSlave` answers a pull past the queue's end with OFFSET_MOVED,
+/// as a master does, but does not store the OFFSET_MOVED_EVENT (Java's store refuses every put
+/// on a SLAVE): its log stays the master's, and it keeps replicating.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_checking_offsets_records_no_event_and_keeps_replicating() {
+    let g = group(|_| {}).await;
+    let s = slave(&g, 1, |c| c.offset_check_in_slave = true).await;
+    let c = client();
+    let m = g.master.broker_addr();
+    for i in 0..5 {
+        send_ok(&c, &m, "MovedOnSlave", 0, &format!("before {i}")).await;
+    }
+    caught_up(&g.master, &s).await;
+    s.inner().sync_from_master_now().await;
+    assert!(s.inner().topic_exists("MovedOnSlave"));
+    // A stale offset, far past the queue's end.
+    let (resp, _) = pull(&c, &s.broker_addr(), "g", "MovedOnSlave", 0, 100).await;
+    assert_eq!(
+        resp.response_code(),
+        ResponseCode::PullOffsetMoved,
+        "{}",
+        resp.remark_str()
+    );
+    for i in 0..5 {
+        send_ok(&c, &m, "MovedOnSlave", 0, &format!("after {i}")).await;
+    }
+    caught_up(&g.master, &s).await;
+    assert!(s.inner().ha().last_refusal().is_none());
+    let end = g.master.store().commit_log_written_offset();
+    assert_eq!(s.store().commit_log_written_offset(), end);
+    assert_eq!(
+        commit_log_bytes(&g.master, 0, end),
+        commit_log_bytes(&s, 0, end)
+    );
+    assert_eq!(s.store().max_offset("OFFSET_MOVED_EVENT", 0), 0);
+    assert_eq!(s.store().max_offset("MovedOnSlave", 0), 10);
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}

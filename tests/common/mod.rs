@@ -256,6 +256,17 @@ use rocketmq_remoting::transport::RemotingClient;
 /// Registers a broker `name` at `addr` serving `topic` (4 queues) with the name server, as a
 /// broker would; the returned client keeps the registration's connection open.
 pub async fn register_broker(ns: &str, name: &str, addr: &str, topic: &str) -> RemotingClient {
+    register_broker_in(ns, "DefaultCluster", name, addr, topic).await
+}
+
+/// [`register_broker`] in `cluster`.
+pub async fn register_broker_in(
+    ns: &str,
+    cluster: &str,
+    name: &str,
+    addr: &str,
+    topic: &str,
+) -> RemotingClient {
     let tc = TopicConfig {
         topic_name: topic.to_string(),
         read_queue_nums: 4,
@@ -276,7 +287,7 @@ pub async fn register_broker(ns: &str, name: &str, addr: &str, topic: &str) -> R
     let header = RegisterBrokerRequestHeader {
         broker_name: name.to_string(),
         broker_addr: addr.to_string(),
-        cluster_name: "DefaultCluster".into(),
+        cluster_name: cluster.into(),
         ha_server_addr: addr.to_string(),
         broker_id: 0,
         compressed: false,

@@ -62,6 +62,16 @@ impl ConsumerGroupInfo {
 pub struct Registered {
     /// A connection joined the group.
     pub new_member: bool,
+    /// The group's subscriptions gained or lost a topic.
+    pub subscriptions_changed: bool,
+}
+
+impl Registered {
+    /// Whether the group changed, so that its members are told (Java `registerConsumer`
+    /// notifies CHANGE on `r1 || r2`: a new member, or a topic added or removed).
+    pub fn changed(&self) -> bool {
+        self.new_member || self.subscriptions_changed
+    }
 }
 
 /// All producer and consumer groups.
@@ -100,7 +110,10 @@ impl ClientManager {
         }
     }
 
-    /// Records (or refreshes) a consumer connection and its group's subscriptions.
+    /// Records (or refreshes) a consumer connection and its group's subscriptions. The
+    /// heartbeat's subscriptions replace the group's as Java's
+    /// `ConsumerGroupInfo.updateSubscription` does: a new topic is added, a newer version
+    /// replaces an older one, and a topic the heartbeat no longer lists is removed.
     #[allow(clippy::too_many_arguments)]
     pub fn register_consumer(
         &self,
@@ -131,15 +144,32 @@ impl ClientManager {
         if new_member {
             info!(group, %client, %remote, members = g.channels.len(), "consumer joined its group");
         }
+        let mut subscriptions_changed = false;
+        g.subscriptions.retain(|topic, _| {
+            let keep = subscriptions.iter().any(|s| s.topic == *topic);
+            if !keep {
+                info!(group, topic, "subscription changed: topic removed");
+                subscriptions_changed = true;
+            }
+            keep
+        });
         for s in subscriptions {
             match g.subscriptions.get(&s.topic) {
                 Some(old) if old.sub_version > s.sub_version => {}
-                _ => {
+                Some(_) => {
+                    g.subscriptions.insert(s.topic.clone(), s);
+                }
+                None => {
+                    info!(group, topic = %s.topic, "subscription changed: topic added");
+                    subscriptions_changed = true;
                     g.subscriptions.insert(s.topic.clone(), s);
                 }
             }
         }
-        Registered { new_member }
+        Registered {
+            new_member,
+            subscriptions_changed,
+        }
     }
 
     /// Removes a consumer connection from a group; returns whether it was a member.

@@ -205,11 +205,21 @@ impl BrokerInner {
     /// Appends one message for the broker's own services (delayed deliveries, transaction
     /// records, offset-moved events): with `direct` (the store call a single broker makes), or,
     /// in DLedger mode, through the group, blocking the calling thread.
+    ///
+    /// A slave (in DLedger mode: a follower) refuses, as Java's `DefaultMessageStore.putMessage`
+    /// does on a SLAVE ("broke role is slave, so putMessage is forbidden"): its commit log must
+    /// stay a byte-for-byte copy of its master's, and one local record would make the master's
+    /// next replicated chunk unusable.
     pub(crate) fn put_internal(
         &self,
         m: &PutMessage,
         direct: impl FnOnce(&MessageStore, &PutMessage) -> StoreResult<AppendResult>,
     ) -> StoreResult<AppendResult> {
+        if self.is_slave() {
+            return Err(StoreError::NotRunning(
+                "broke role is slave, so putMessage is forbidden".into(),
+            ));
+        }
         if self.is_dledger() {
             self.store_replicated_blocking(vec![m.clone()])
         } else {

@@ -261,9 +261,15 @@ impl RequestProcessor for NameServerProcessor {
                 }
             }
             RequestCode::GetSystemTopicListFromNs => self.system_topics(),
+            // Java's `DeleteTopicFromNamesrvRequestHeader`: `topic`, and an optional
+            // `clusterName` that limits the deletion to that cluster's brokers.
             RequestCode::DeleteTopicInNamesrv => match req.decode_header::<TopicRequestHeader>() {
                 Ok(h) => {
-                    lock(&st.routes).delete_topic(&h.topic);
+                    let mut routes = lock(&st.routes);
+                    match req.ext("clusterName").filter(|c| !c.is_empty()) {
+                        Some(cluster) => routes.delete_topic_in_cluster(&h.topic, cluster),
+                        None => routes.delete_topic(&h.topic),
+                    }
                     RemotingCommand::success().into()
                 }
                 Err(e) => bad_header(e),

@@ -296,9 +296,33 @@ impl RouteTable {
         }
     }
 
-    /// Removes a topic everywhere.
+    /// Removes a topic everywhere (DELETE_TOPIC_IN_NAMESRV without a cluster name).
     pub fn delete_topic(&mut self, topic: &str) {
         self.topic_queue_table.remove(topic);
+    }
+
+    /// Removes the queues of `topic` that the brokers of `cluster` serve, and the topic once
+    /// no broker serves it (Java `RouteInfoManager.deleteTopic(topic, clusterName)`): the
+    /// other clusters' routes of a shared topic stay. An unknown cluster removes nothing.
+    pub fn delete_topic_in_cluster(&mut self, topic: &str, cluster: &str) {
+        let Some(names) = self.cluster_addr_table.get(cluster) else {
+            return;
+        };
+        let Some(queues) = self.topic_queue_table.get_mut(topic) else {
+            return;
+        };
+        for name in names {
+            if queues.remove(name).is_some() {
+                info!(broker_name = %name, topic, "deleteTopic, removed one broker's queues");
+            }
+        }
+        if queues.is_empty() {
+            info!(
+                cluster,
+                topic, "deleteTopic, removed the topic's last queues"
+            );
+            self.topic_queue_table.remove(topic);
+        }
     }
 
     /// Clears (or restores) the write permission of a broker name's topics; returns how many

@@ -214,7 +214,8 @@ impl MQAdmin {
             .map(|_| ())
     }
 
-    /// Deletes `topic` from every master of `cluster` and from every name server.
+    /// Deletes `topic` from every master of `cluster`, and its routes through `cluster`'s
+    /// brokers from every name server (other clusters' routes of the topic stay).
     pub async fn delete_topic(&self, cluster: &str, topic: &str) -> Result<()> {
         let header = TopicRequestHeader {
             topic: topic.to_string(),
@@ -225,8 +226,11 @@ impl MQAdmin {
             self.inst.api.call(&addr, req, self.timeout()).await?;
         }
         for addr in &self.inst.namesrv_addrs() {
-            let req =
+            let mut req =
                 RemotingCommand::request_with_header(RequestCode::DeleteTopicInNamesrv, &header);
+            // Java's `DeleteTopicFromNamesrvRequestHeader.clusterName`: the name server removes
+            // only this cluster's queues of the topic, not those other clusters serve.
+            req.set_ext("clusterName", cluster);
             self.inst.api.call(addr, req, self.timeout()).await?;
         }
         Ok(())

@@ -38,11 +38,7 @@ pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
         Err(e) => return bad(e),
     };
     if b.is_slave() {
-        return RemotingCommand::response(
-            ResponseCode::SystemError,
-            Some("Can't modify topic or subscription group from slave broker, please execute it from master broker.".into()),
-        )
-        .into();
+        return slave_refusal();
     }
     // `TopicValidator.validateTopic`, as for a send.
     if let Some(p) = super::send::topic_problem(&h.topic) {
@@ -95,12 +91,41 @@ pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
     }))
 }
 
-/// DELETE_TOPIC_IN_BROKER.
+/// Java's `AdminBrokerProcessor.validateSlave` answer: a slave refuses topic and subscription
+/// group changes.
+fn slave_refusal() -> ProcessResult {
+    RemotingCommand::response(
+        ResponseCode::SystemError,
+        Some("Can't modify topic or subscription group from slave broker, please execute it from master broker.".into()),
+    )
+    .into()
+}
+
+/// DELETE_TOPIC_IN_BROKER (Java `AdminBrokerProcessor.deleteTopic`): refused on a slave
+/// (`validateSlave`), for a malformed name (`TopicValidator.validateTopic`) and for a system
+/// topic (`TopicValidator.isSystemTopic`): deleting `SCHEDULE_TOPIC_XXXX` or the transaction
+/// topics would lose every pending delayed message or half message.
 pub(crate) fn delete_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
+    if b.is_slave() {
+        return slave_refusal();
+    }
     let h: TopicRequestHeader = match req.decode_header() {
         Ok(h) => h,
         Err(e) => return bad(e),
     };
+    if let Some(p) = super::send::topic_problem(&h.topic) {
+        return RemotingCommand::response(ResponseCode::SystemError, Some(p.into())).into();
+    }
+    if is_system_topic(b, &h.topic) {
+        return RemotingCommand::response(
+            ResponseCode::SystemError,
+            Some(format!(
+                "The topic[{}] is conflict with system topic.",
+                h.topic
+            )),
+        )
+        .into();
+    }
     if let Err(e) = b.topics.delete(&h.topic) {
         return RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into();
     }
@@ -346,6 +371,19 @@ pub(crate) fn consumer_connections(b: &BrokerInner, req: &RemotingCommand) -> Pr
 /// added when it was built (cluster name, broker name, the trace topic when `traceTopicEnable`,
 /// the cluster's reply topic).
 pub(crate) fn system_topics(b: &BrokerInner) -> ProcessResult {
+    let list = TopicList {
+        broker_addr: None,
+        topic_list: system_topic_set(b).into_iter().collect(),
+    };
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&list))
+        .into()
+}
+
+/// Java's `TopicValidator.getSystemTopicSet()` on this broker: the fixed set, plus what its
+/// `TopicConfigManager` adds (cluster name, broker name, the trace topic when
+/// `traceTopicEnable`, the cluster's reply topic).
+fn system_topic_set(b: &BrokerInner) -> std::collections::BTreeSet<String> {
     let mut set: std::collections::BTreeSet<String> =
         topic::SYSTEM_TOPICS.iter().map(|t| t.to_string()).collect();
     set.insert(b.cfg.broker_cluster_name.clone());
@@ -354,13 +392,13 @@ pub(crate) fn system_topics(b: &BrokerInner) -> ProcessResult {
         set.insert(b.cfg.msg_trace_topic_name.clone());
     }
     set.insert(format!("{}_REPLY_TOPIC", b.cfg.broker_cluster_name));
-    let list = TopicList {
-        broker_addr: None,
-        topic_list: set.into_iter().collect(),
-    };
-    RemotingCommand::success()
-        .with_body(body::encode_fastjson(&list))
-        .into()
+    set
+}
+
+/// Java's `TopicValidator.isSystemTopic` on this broker: one of [`system_topic_set`], or a
+/// name starting with `rmq_sys_`.
+fn is_system_topic(b: &BrokerInner, name: &str) -> bool {
+    name.starts_with(topic::SYSTEM_TOPIC_PREFIX) || system_topic_set(b).contains(name)
 }
 
 /// GET_BROKER_RUNTIME_INFO: a `KVTable` of counters.

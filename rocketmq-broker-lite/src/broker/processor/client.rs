@@ -64,8 +64,8 @@ pub(crate) async fn heartbeat(
             c.consume_from_where,
             subs,
         );
-        if reg.new_member {
-            debug!(group = %c.group_name, client = %hb.client_id, "consumer joined");
+        if reg.changed() {
+            debug!(group = %c.group_name, client = %hb.client_id, new_member = reg.new_member, "consumer group changed");
             if group.notify_consumer_ids_changed_enable {
                 b.notify_consumer_ids_changed(&c.group_name);
             }

@@ -448,7 +448,8 @@ struct OffsetMovedEvent<'a> {
 /// Records a corrected pull offset in `OFFSET_MOVED_EVENT` as Java's
 /// `PullMessageProcessor.generateOffsetMovedEvent` does: tags and keys are the group, DELAY=0
 /// (no WAIT: the message is built with no properties), body the event as JSON, born and store
-/// host the broker's address, queue 0.
+/// host the broker's address, queue 0. A slave's store refuses it (Java's `putMessage` on a
+/// SLAVE answers SERVICE_NOT_AVAILABLE), so only a master records it.
 fn offset_moved_event(b: &BrokerInner, h: &PullMessageRequestHeaderRef<'_>, next: i64) {
     let event = OffsetMovedEvent {
         consumer_group: h.consumer_group,
@@ -474,7 +475,13 @@ fn offset_moved_event(b: &BrokerInner, h: &PullMessageRequestHeaderRef<'_>, next
         reconsume_times: 0,
         prepared_transaction_offset: 0,
     };
-    if let Err(e) = b.put_internal(&m, MessageStore::put_message) {
-        tracing::warn!(error = %e, "cannot record an offset-moved event");
+    // A slave (`offsetCheckInSlave`) answers OFFSET_MOVED but cannot store the event: its
+    // store refuses local writes (`put_internal`), as Java's does.
+    match b.put_internal(&m, MessageStore::put_message) {
+        Ok(_) => {}
+        Err(e) if b.is_slave() => {
+            tracing::debug!(error = %e, "a slave does not record offset-moved events");
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot record an offset-moved event"),
     }
 }

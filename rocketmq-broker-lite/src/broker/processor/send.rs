@@ -784,7 +784,10 @@ fn send_batch(
 
 /// A send to a `%RETRY%` topic (the client's own send-back fallback): count reconsumes and,
 /// past the maximum, the dead-letter topic to store it in (queue 0) instead (Java
-/// `handleRetryAndDLQ`).
+/// `handleRetryAndDLQ`). The client's DELAY is kept, as Java 4.9.8 keeps it: its
+/// `handleRetryAndDLQ` sets DELAY=0 in a property map that `asyncSendMessage` then replaces with
+/// the client's, so a dead letter sent with a delay level reaches the DLQ through
+/// SCHEDULE_TOPIC_XXXX (test `a_retry_send_past_the_maximum_keeps_its_delay_like_java`).
 #[allow(clippy::result_large_err)] // as for `check_topic_for_send`
 fn handle_retry_and_dlq(
     b: &BrokerInner,
