@@ -835,3 +835,176 @@ async fn a_leader_with_a_full_disk_refuses_sends_before_proposing_them() {
     send_ok(&c, g.node(l), "after", 0).await;
     g.stop().await;
 }
+
+const TX_GROUP: &str = "raft_tx_pg";
+
+/// Sends the request `req` makes to the group's leader, again (for at most 20 s) while the node
+/// answers that it does not lead: a leader's lease can lapse for a moment on a loaded machine.
+/// The answer, asserted SUCCESS.
+async fn to_leader(
+    g: &Group,
+    c: &RemotingClient,
+    req: impl Fn() -> rocketmq_remoting::protocol::RemotingCommand,
+) -> rocketmq_remoting::protocol::RemotingCommand {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let l = g.leader().await;
+        let r = c.invoke(&g.node(l).broker_addr(), req(), T).await.unwrap();
+        let not_leading = matches!(
+            r.response_code(),
+            ResponseCode::ServiceNotAvailable | ResponseCode::SlaveNotAvailable
+        ) || (r.response_code() == ResponseCode::SystemError
+            && r.remark_str().contains("leader"));
+        if !not_leading || Instant::now() >= deadline {
+            assert_eq!(r.code, 0, "{}", r.remark_str());
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A transaction's half message on queue 1 of [`TOPIC`], sent to the group's leader: its
+/// commit-log offset, half-queue offset and unique key.
+async fn send_half(g: &Group, c: &RemotingClient, uniq: &str) -> (i64, i64, String) {
+    use rocketmq_remoting::protocol::headers::SendMessageRequestHeader;
+    use rocketmq_remoting::protocol::message::{
+        decode_offset_msg_id, encode_properties, sys_flag, Message,
+    };
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+    let m = Message::new(TOPIC, bytes::Bytes::from(uniq.to_string()))
+        .with_property("UNIQ_KEY", uniq)
+        .with_property("WAIT", "true")
+        .with_property("TRAN_MSG", "true")
+        .with_property("PGROUP", TX_GROUP);
+    let h = SendMessageRequestHeader {
+        producer_group: TX_GROUP.into(),
+        topic: TOPIC.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 1,
+        sys_flag: sys_flag::TRANSACTION_PREPARED_TYPE,
+        born_timestamp: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64,
+        flag: 0,
+        properties: Some(encode_properties(&m.properties)),
+        reconsume_times: Some(0),
+        unit_mode: false,
+        max_reconsume_times: None,
+        batch: false,
+        broker_name: None,
+    };
+    let r = to_leader(g, c, || {
+        let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2);
+        h.write_v2(cmd.ext_fields.get_or_insert_with(Default::default));
+        cmd.with_body(m.body.clone())
+    })
+    .await;
+    let h: SendMessageResponseHeader = r.decode_header().unwrap();
+    let (_, phys) = decode_offset_msg_id(&h.msg_id).unwrap();
+    (phys, h.queue_offset, uniq.to_string())
+}
+
+/// Ends the transaction of `half` (commit or rollback) on the group's leader.
+async fn end_transaction(g: &Group, c: &RemotingClient, half: &(i64, i64, String), commit: bool) {
+    use rocketmq_remoting::protocol::headers::EndTransactionRequestHeader;
+    use rocketmq_remoting::protocol::message::sys_flag;
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+    to_leader(g, c, || {
+        RemotingCommand::request_with_header(
+            RequestCode::EndTransaction,
+            &EndTransactionRequestHeader {
+                producer_group: TX_GROUP.into(),
+                tran_state_table_offset: half.1,
+                commit_log_offset: half.0,
+                commit_or_rollback: if commit {
+                    sys_flag::TRANSACTION_COMMIT_TYPE
+                } else {
+                    sys_flag::TRANSACTION_ROLLBACK_TYPE
+                },
+                from_transaction_check: false,
+                msg_id: half.2.clone(),
+                transaction_id: Some(half.2.clone()),
+                broker_name: None,
+            },
+        )
+    })
+    .await;
+}
+
+/// Commits of queue 1 of [`TOPIC`] on the group's leader, once its store has dispatched
+/// everything.
+async fn committed(g: &Group) -> i64 {
+    let b = g.node(g.leader().await);
+    assert!(b.store().wait_dispatched(T));
+    b.store().max_offset(TOPIC, 1)
+}
+
+/// Runs a check round on the group's leader until it asks about something (its lease may lapse
+/// for a moment), for at most 20 s; the number of checks.
+async fn checks_on_leader(g: &Group) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let l = g.leader().await;
+        let n = g.node(l).inner().check_transactions_now().await;
+        if n > 0 || Instant::now() >= deadline {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The op records (commit and rollback marks) a leader writes reach its followers with the
+/// rest of the commit log; the node elected next knows those transactions are resolved, as
+/// Java's check reads the op queue from the store: a repeated END_TRANSACTION does not commit
+/// a message a second time, and its check round asks only about the one left unknown. The same
+/// again after a second failover, for what the second leader resolved and copied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_knows_the_transactions_the_old_one_resolved() {
+    // Every half message is old enough to check at once; no round runs unless asked.
+    let mut g = Group::start_with("transactionTimeOut=0\ntransactionCheckInterval=3600000\n").await;
+    let c = client();
+    let l = g.leader().await;
+    send_ok(&c, g.node(l), "the topic exists", 0).await;
+    let commit = send_half(&g, &c, "committed").await;
+    let rollback = send_half(&g, &c, "rolled-back").await;
+    let unknown = send_half(&g, &c, "unknown").await;
+    end_transaction(&g, &c, &commit, true).await;
+    end_transaction(&g, &c, &rollback, false).await;
+    assert_eq!(committed(&g).await, 1);
+    let l = g.leader().await;
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+
+    // The leader dies; another takes over with the op records in its store.
+    g.nodes[l].take().unwrap().halt().await;
+    // Late or repeated answers store nothing again.
+    end_transaction(&g, &c, &commit, true).await;
+    end_transaction(&g, &c, &rollback, true).await;
+    assert_eq!(committed(&g).await, 1, "committed once");
+    assert_eq!(
+        checks_on_leader(&g).await,
+        1,
+        "only the unknown transaction is checked"
+    );
+    // The unknown one is still a transaction to end.
+    end_transaction(&g, &c, &unknown, true).await;
+    assert_eq!(committed(&g).await, 2);
+
+    // The first leader returns as a follower; the second dies.
+    g.nodes[l] = Some(g.start_node(l).await);
+    let l2 = g.leader().await;
+    let end = g.node(l2).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    g.nodes[l2].take().unwrap().halt().await;
+    let l3 = g.leader().await;
+    assert_eq!(
+        g.node(l3).inner().check_transactions_now().await,
+        0,
+        "every transaction is resolved, the copy of the unknown one with it"
+    );
+    end_transaction(&g, &c, &unknown, true).await;
+    assert_eq!(committed(&g).await, 2, "committed once");
+    g.stop().await;
+}

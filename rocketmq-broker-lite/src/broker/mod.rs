@@ -339,7 +339,7 @@ impl BrokerBuilder {
         let offsets = ConsumerOffsetManager::load(&config_dir, env.vfs.clone())?;
         let schedule =
             ScheduleService::load(&config_dir, cfg.store.delay_levels(), env.vfs.clone())?;
-        let transactions = TransactionBook::load(&store);
+        let transactions = TransactionBook::load(&store, &offsets);
         let filters = Arc::new(filter_data::ConsumerFilterManager::load(
             &config_dir,
             env.vfs.clone(),

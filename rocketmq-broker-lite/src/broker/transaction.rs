@@ -1,6 +1,9 @@
 //! Transactional messages: half messages, END_TRANSACTION (37) and op records.
 
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rocketmq_remoting::protocol::headers::{
     CheckTransactionStateRequestHeader, EndTransactionRequestHeader,
@@ -14,8 +17,10 @@ use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, StringMap};
 use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
 use tracing::{debug, warn};
 
+use super::offsets::ConsumerOffsetManager;
 use super::processor::{ack_when_stored, store_error_code};
 use super::BrokerInner;
+use crate::ha::dledger::DLedgerNode;
 use crate::store::{MessageStore, PutMessage, StoreError};
 
 /// Tag of op records.
@@ -138,6 +143,11 @@ pub(crate) async fn end_transaction(
         debug!(msg_id = %h.msg_id, from_check = h.from_transaction_check, "transaction state unknown; nothing to do");
         return ProcessResult::NoResponse;
     }
+    // A new DLedger leader first learns what its predecessors resolved.
+    if let Err(e) = catch_up(b).await {
+        warn!(error = %e, "cannot end a transaction yet");
+        return error(ResponseCode::SystemError, e);
+    }
     let Some(half) = read_half(b, h.commit_log_offset) else {
         return error(
             ResponseCode::SystemError,
@@ -240,18 +250,52 @@ pub(crate) async fn end_transaction(
     RemotingCommand::response(ResponseCode::Success, Some(NOT_SET_REMARK.to_string())).into()
 }
 
-/// Which half messages are resolved (an op record exists), rebuilt at start from the op queue,
-/// and which are being ended by an END_TRANSACTION in progress.
+/// Which half messages are resolved (an op record exists), and which are being ended by an
+/// END_TRANSACTION in progress.
+///
+/// Built at start from the op queue (`TransactionBook::load`). In DLedger mode the op
+/// records other leaders wrote reach this node's store as replicated entries: before this node
+/// ends or checks a transaction in a term it leads, it reads them (`catch_up`), as Java's
+/// check reads the op queue from the store every round (`fillOpRemoveMap`).
+///
+/// Bounded by the check progress, as Java's state is bounded by the half- and op-queue
+/// progress: a resolved transaction is forgotten once a check round has moved past its half
+/// message and every copy of it (`TransactionBook::round_ended`). An END_TRANSACTION for it
+/// after that is answered as Java answers it, from the half message at the given offset.
 #[derive(Debug, Default)]
 pub struct TransactionBook {
     state: std::sync::Mutex<BookState>,
+    /// The op-queue offset of the next op record to read.
+    next_op: std::sync::Mutex<i64>,
+    /// The DLedger term in which this node read the op records its group committed before,
+    /// plus one (0: none yet).
+    caught_up: AtomicU64,
+    /// One check round at a time (the check service, `check_transactions_now`).
+    rounds: std::sync::Mutex<()>,
 }
 
 #[derive(Debug, Default)]
 struct BookState {
-    resolved: std::collections::HashSet<i64>,
+    resolved: HashSet<i64>,
     /// Half-queue offsets claimed by an END_TRANSACTION not yet finished.
-    ending: std::collections::HashSet<i64>,
+    ending: HashSet<i64>,
+    /// Offsets added to `resolved` since the last check round ended.
+    fresh: Vec<i64>,
+    /// Offsets added to `resolved` before a round ended, with the half-queue end after that
+    /// round: no copy of their transactions lies past it (a round copies only what is not
+    /// resolved, and the round that may have read one before it was resolved had ended).
+    /// Forgotten once the check progress reaches that end. Ends in increasing order.
+    retiring: VecDeque<(i64, Vec<i64>)>,
+    /// The highest end recorded (copies of an earlier round lie below it).
+    high: i64,
+}
+
+impl BookState {
+    fn add(&mut self, half_queue_offset: i64) {
+        if self.resolved.insert(half_queue_offset) {
+            self.fresh.push(half_queue_offset);
+        }
+    }
 }
 
 /// The right to end one transaction, from [`TransactionBook::claim`]: either
@@ -262,46 +306,49 @@ pub(crate) struct Claim {
     offsets: [i64; 2],
 }
 
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl TransactionBook {
-    /// Reads every op record.
-    pub(crate) fn load(store: &crate::store::MessageStore) -> Self {
+    /// Reads the op records in the store; `offsets` holds the check progress.
+    pub(crate) fn load(store: &MessageStore, offsets: &ConsumerOffsetManager) -> Self {
         let book = Self::default();
-        let max = store.max_offset(topic::TRANS_OP_HALF_TOPIC, 0);
-        let mut offset = store.min_offset(topic::TRANS_OP_HALF_TOPIC, 0);
-        while offset < max {
-            if let Some(e) = store.queue_entry(topic::TRANS_OP_HALF_TOPIC, 0, offset) {
-                if let Some(raw) = store.read_record(e.phys.max(0) as u64) {
-                    if let Ok((m, _)) = decode_stored(&raw, StoredDecodeOptions::default()) {
-                        if let Ok(half) = std::str::from_utf8(&m.body)
-                            .unwrap_or("")
-                            .trim()
-                            .parse::<i64>()
-                        {
-                            book.resolved(half);
-                        }
-                    }
-                }
-            }
-            offset += 1;
-        }
-        // A re-put copy resolved by an op record resolves its original too.
-        let max = store.max_offset(topic::TRANS_HALF_TOPIC, 0);
-        let mut offset = store.min_offset(topic::TRANS_HALF_TOPIC, 0);
-        while offset < max {
-            if book.is_resolved(offset) {
-                if let Some(half) = read_half_at(store, offset) {
-                    book.resolve(store, &half);
-                }
-            }
-            offset += 1;
-        }
+        book.read_ops(store, check_floor(store, offsets));
         book
     }
 
-    /// Marks a half message, and the original it is a copy of, resolved.
-    pub(crate) fn resolve(&self, store: &MessageStore, half: &MessageExt) {
-        self.resolved(half.queue_offset);
-        self.resolved(original_offset(store, half));
+    /// Reads the op records stored since the last call. Each resolves its half message and the
+    /// original that one copies. Those of transactions with no half message (original or copy)
+    /// at or past the check progress `floor` are left out: no round reaches them again.
+    fn read_ops(&self, store: &MessageStore, floor: i64) {
+        let op = topic::TRANS_OP_HALF_TOPIC;
+        let mut next = lock(&self.next_op);
+        let max = store.max_offset(op, 0);
+        let mut live: Option<HashSet<i64>> = None;
+        for offset in (*next).max(store.min_offset(op, 0))..max {
+            let Some(half) = read_op(store, offset) else {
+                continue;
+            };
+            if self.is_resolved(half) {
+                // Ended here (its original with it), or a second record.
+                continue;
+            }
+            let original = read_half_at(store, half).map(|m| original_offset(store, &m));
+            let reachable = half >= floor
+                || original.is_some_and(|o| {
+                    live.get_or_insert_with(|| live_originals(store, floor))
+                        .contains(&o)
+                });
+            if reachable {
+                let mut st = self.lock();
+                st.add(half);
+                if let Some(o) = original {
+                    st.add(o);
+                }
+            }
+        }
+        *next = (*next).max(max);
     }
 
     /// Whether `half` (or the original it copies) is resolved.
@@ -329,7 +376,7 @@ impl TransactionBook {
         let mut st = self.lock();
         for o in claim.offsets {
             st.ending.remove(&o);
-            st.resolved.insert(o);
+            st.add(o);
         }
     }
 
@@ -341,19 +388,135 @@ impl TransactionBook {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BookState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// A check round ended with the check progress at `floor`, and no half message it wrote
+    /// (or any before) at or past `end`: what the progress has moved past is forgotten, and
+    /// what was resolved since the last round will be once the progress reaches `end`.
+    fn round_ended(&self, end: i64, floor: i64) {
+        let mut st = self.lock();
+        while st.retiring.front().is_some_and(|(e, _)| *e <= floor) {
+            if let Some((_, offsets)) = st.retiring.pop_front() {
+                for o in offsets {
+                    st.resolved.remove(&o);
+                }
+            }
+        }
+        let end = end.max(st.high);
+        st.high = end;
+        let fresh = std::mem::take(&mut st.fresh);
+        if !fresh.is_empty() {
+            st.retiring.push_back((end, fresh));
+        }
     }
 
-    /// Marks a half message resolved.
-    pub(crate) fn resolved(&self, half_queue_offset: i64) {
-        self.lock().resolved.insert(half_queue_offset);
+    fn lock(&self) -> std::sync::MutexGuard<'_, BookState> {
+        lock(&self.state)
     }
 
     /// Whether a half message is resolved.
-    pub(crate) fn is_resolved(&self, half_queue_offset: i64) -> bool {
+    fn is_resolved(&self, half_queue_offset: i64) -> bool {
         self.lock().resolved.contains(&half_queue_offset)
     }
+}
+
+impl BrokerInner {
+    /// How many half-queue offsets the transaction book holds as resolved (its memory; tests).
+    #[doc(hidden)]
+    pub fn transaction_book_len(&self) -> usize {
+        self.transactions.lock().resolved.len()
+    }
+}
+
+/// The half-queue offset an op record names (its body, in decimal).
+fn read_op(store: &MessageStore, offset: i64) -> Option<i64> {
+    let e = store.queue_entry(topic::TRANS_OP_HALF_TOPIC, 0, offset)?;
+    let raw = store.read_record(u64::try_from(e.phys).ok()?)?;
+    let (m, _) = decode_stored(&raw, StoredDecodeOptions::default()).ok()?;
+    std::str::from_utf8(&m.body).ok()?.trim().parse().ok()
+}
+
+/// The originals of the half messages at or past `floor` (each its own original, or the one
+/// it copies).
+fn live_originals(store: &MessageStore, floor: i64) -> HashSet<i64> {
+    let half = topic::TRANS_HALF_TOPIC;
+    (floor.max(store.min_offset(half, 0))..store.max_offset(half, 0))
+        .filter_map(|o| read_half_at(store, o))
+        .map(|m| original_offset(store, &m))
+        .collect()
+}
+
+/// The check progress: the half-queue offset of the next message a round reads.
+fn check_floor(store: &MessageStore, offsets: &ConsumerOffsetManager) -> i64 {
+    let half = topic::TRANS_HALF_TOPIC;
+    let min = store.min_offset(half, 0);
+    offsets
+        .query(topic::CID_SYS_RMQ_TRANS, half, 0)
+        .unwrap_or(min)
+        .max(min)
+}
+
+/// How long a node that became its DLedger group's leader waits for the entries committed
+/// before (by earlier leaders) to be applied to its store, before it ends or checks a
+/// transaction.
+const CATCH_UP_LIMIT: Duration = Duration::from_secs(5);
+
+/// In DLedger mode, when the book has not read the op records committed before the term this
+/// node is in: the node and that term.
+fn term_to_catch_up(b: &BrokerInner) -> Option<(Arc<DLedgerNode>, u64)> {
+    let node = b.dledger.get()?;
+    let term = node.raft().metrics().borrow().current_term;
+    (b.transactions.caught_up.load(Ordering::Acquire) != term.wrapping_add(1))
+        .then(|| (node.clone(), term))
+}
+
+/// Confirms this node leads, and waits until it applied every entry committed before.
+async fn apply_committed(node: &DLedgerNode) -> Result<(), String> {
+    match tokio::time::timeout(CATCH_UP_LIMIT, node.raft().ensure_linearizable()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("not the leader of the DLedger group: {e}")),
+        Err(_) => Err(format!(
+            "the entries committed before this leader were not applied within {CATCH_UP_LIMIT:?}"
+        )),
+    }
+}
+
+/// Reads the op records the applied entries hold (blocking).
+fn read_committed_ops(b: &BrokerInner, term: u64) -> Result<(), String> {
+    if !b.store.wait_dispatched(CATCH_UP_LIMIT) {
+        return Err("the commit log is not dispatched to the queues".into());
+    }
+    b.transactions
+        .read_ops(&b.store, check_floor(&b.store, &b.offsets));
+    b.transactions
+        .caught_up
+        .store(term.wrapping_add(1), Ordering::Release);
+    Ok(())
+}
+
+/// In DLedger mode, brings the book up to date with the op records the group committed before
+/// this node's term (written by earlier leaders, replicated into its store), once a term.
+pub(crate) async fn catch_up(b: &Arc<BrokerInner>) -> Result<(), String> {
+    let Some((node, term)) = term_to_catch_up(b) else {
+        return Ok(());
+    };
+    apply_committed(&node).await?;
+    let me = b.clone();
+    tokio::task::spawn_blocking(move || read_committed_ops(&me, term))
+        .await
+        .map_err(|e| format!("the catch-up thread failed: {e}"))?
+}
+
+/// [`catch_up`] from a thread that may block (a check round).
+fn catch_up_blocking(b: &BrokerInner) -> Result<(), String> {
+    let Some((node, term)) = term_to_catch_up(b) else {
+        return Ok(());
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| h.block_on(apply_committed(&node)))?;
+        }
+        _ => return Err("DLedger mode needs a multi-thread runtime".into()),
+    }
+    read_committed_ops(b, term)
 }
 
 /// The half-queue offset of the first copy of a (possibly re-put) half message. A copy made by a
@@ -414,9 +577,16 @@ pub(crate) struct PendingCheck {
 /// retention, is moved to `TRANS_CHECK_MAX_TIME_TOPIC` instead. The round stops at a message
 /// stored after it started or younger than `transactionTimeOut` (a message born in the future
 /// is checked at once, as in Java); a message with its own CHECK_IMMUNITY_TIME_IN_SECONDS
-/// still inside it is re-put (an immunity copy) and the round goes on. Progress is the offset of group `CID_RMQ_SYS_TRANS` on the
-/// half queue, persisted with the consumer offsets. Blocking: run it off the async workers.
+/// still inside it is re-put (an immunity copy) and the round goes on; so is a message without
+/// a producer group, with nobody to ask. Progress is the offset of group `CID_RMQ_SYS_TRANS` on
+/// the half queue, persisted with the consumer offsets. Blocking: run it off the async workers.
 pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
+    let _round = lock(&b.transactions.rounds);
+    // A new DLedger leader first learns what its predecessors resolved.
+    if let Err(e) = catch_up_blocking(b) {
+        warn!(error = %e, "transaction check round skipped");
+        return Vec::new();
+    }
     let half_topic = topic::TRANS_HALF_TOPIC;
     // Java's round starts by looking up the half topic, creating (and registering) it when
     // missing (`TransactionalMessageBridge.fetchMessageQueues` / `selectTopicConfig`).
@@ -427,12 +597,9 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
     }
     let store = &b.store;
     let max = store.max_offset(half_topic, 0);
-    let min = store.min_offset(half_topic, 0);
-    let mut off = b
-        .offsets
-        .query(topic::CID_SYS_RMQ_TRANS, half_topic, 0)
-        .unwrap_or(min)
-        .max(min);
+    let mut off = check_floor(store, &b.offsets);
+    // Past every half message this round reads or writes.
+    let mut end = max;
     let now = b.clock.now_ms();
     let timeout = b.cfg.transaction_timeout.as_millis() as i64;
     let retention = b.cfg.store.file_reserved_time as i64 * 3_600_000;
@@ -493,8 +660,13 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
                     // `checkPrepareQueueOffset` answer false, and so does a failed re-put:
                     // Java then checks a message born in the future (`isNeedCheck`) and
                     // otherwise waits on the op queue until the round's time is up.
-                    let parked = linked != Some(-1) && put_immunity_copy(b, &half, props.clone());
-                    if parked {
+                    let parked = if linked == Some(-1) {
+                        None
+                    } else {
+                        put_immunity_copy(b, &half, props.clone())
+                    };
+                    if let Some(copy) = parked {
+                        end = end.max(copy + 1);
                         off += 1;
                         continue;
                     }
@@ -505,13 +677,19 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
             }
         }
         match renew(b, &half, props) {
-            Some(check) => out.push(check),
+            Some(renewed) => {
+                end = end.max(renewed.copy + 1);
+                out.extend(renewed.check);
+            }
+            // Not copied: it stays where it is, to be read again by the next round.
             None => break,
         }
         off += 1;
     }
     b.offsets
         .commit(topic::CID_SYS_RMQ_TRANS, half_topic, 0, off);
+    b.transactions
+        .round_ended(end.max(store.max_offset(half_topic, 0)), off);
     out
 }
 
@@ -525,8 +703,9 @@ fn java_long(v: &str) -> i64 {
 /// a check. `renewHalfMessageInner` shares the properties map with the message (the check count
 /// `needDiscard` incremented included), sets WAIT=false in it, then the immunity copy adds
 /// TRAN_PREPARED_QUEUE_OFFSET (kept when present, else the half-queue offset of the message)
-/// and rebuilds the string from that map: the copy stores all of them.
-fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -> bool {
+/// and rebuilds the string from that map: the copy stores all of them. Returns the copy's
+/// half-queue offset, `None` when it could not be stored.
+fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -> Option<i64> {
     props.insert(property::WAIT_STORE_MSG_OK, "false");
     if props
         .get(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
@@ -552,19 +731,30 @@ fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -
         prepared_transaction_offset: 0,
     };
     match b.put_internal(&m, MessageStore::put_message_blocking) {
-        Ok(_) => true,
+        Ok(r) => Some(r.queue_offset),
         Err(e) => {
             warn!(error = %e, "cannot re-put a half message inside its immunity time");
-            false
+            None
         }
     }
 }
 
+/// A half message [`renew`]ed.
+struct Renewed {
+    /// The copy's half-queue offset.
+    copy: i64,
+    /// The check to send (none without a producer group to ask).
+    check: Option<PendingCheck>,
+}
+
 /// Re-puts `half` with the properties `props` (its count incremented) at the end of the half
 /// queue, as Java's `putBackHalfMsgQueue` / `renewHalfMessageInner` do, and returns the check
-/// to send. The copy links to the original through its prepared-transaction offset (see
-/// [`original_offset`]).
-fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<PendingCheck> {
+/// to send; `None` when the copy could not be stored. The copy links to the original through
+/// its prepared-transaction offset (see [`original_offset`]). A message without a producer
+/// group is copied all the same and nobody is asked, as Java's `sendCheckMessage` finds no
+/// channel ("Check transaction failed, channel is null"): the round goes on, and the count
+/// discards it after `transactionCheckMax` checks.
+fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<Renewed> {
     let link = original_of(&b.store, half).map_or(half.commit_log_offset, |m| m.commit_log_offset);
     let m = PutMessage {
         topic: half.topic.as_str().into(),
@@ -587,7 +777,16 @@ fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<Pending
             return None;
         }
     };
-    let group = props.get(property::PRODUCER_GROUP)?.to_string();
+    let Some(group) = props.get(property::PRODUCER_GROUP).map(str::to_string) else {
+        warn!(
+            offset = half.queue_offset,
+            "check transaction failed: the half message has no producer group to ask"
+        );
+        return Some(Renewed {
+            copy: r.queue_offset,
+            check: None,
+        });
+    };
     let uniq = props
         .get(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         .map(str::to_string);
@@ -615,7 +814,7 @@ fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<Pending
         .properties
         .insert(property::WAIT_STORE_MSG_OK, "false");
     let body = encode_stored(&shown).into();
-    Some(PendingCheck {
+    let check = PendingCheck {
         group,
         header: CheckTransactionStateRequestHeader {
             tran_state_table_offset: r.queue_offset,
@@ -626,6 +825,10 @@ fn renew(b: &BrokerInner, half: &MessageExt, props: StringMap) -> Option<Pending
             broker_name: None,
         },
         body,
+    };
+    Some(Renewed {
+        copy: r.queue_offset,
+        check: Some(check),
     })
 }
 

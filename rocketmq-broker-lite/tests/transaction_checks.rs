@@ -1,0 +1,355 @@
+//! The transaction check service over many rounds: what the broker remembers of resolved
+//! transactions stays bounded once the checks have moved past them, and a half message the
+//! broker cannot ask anybody about (no producer group) does not stop the checks of the others.
+
+#[path = "common/broker.rs"]
+mod common;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use common::*;
+use rocketmq_remoting::protocol::body::{self, HeartbeatData, ProducerData};
+use rocketmq_remoting::protocol::headers::{
+    CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageRequestHeader,
+    SendMessageResponseHeader,
+};
+use rocketmq_remoting::protocol::message::{
+    decode_offset_msg_id, decode_stored, encode_properties, sys_flag, Message, MessageExt,
+    StoredDecodeOptions,
+};
+use rocketmq_remoting::protocol::topic::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+use rocketmq_remoting::transport::{
+    ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
+};
+use tokio::sync::mpsc;
+
+const GROUP: &str = "tx_checks_pg";
+
+/// Past the default `transactionTimeOut` (6 s): every half message sent before is checked.
+const PAST_THE_TIMEOUT: i64 = 7_000;
+
+/// Collects the requests the broker sends to the producer (CHECK_TRANSACTION_STATE).
+struct Inbox(mpsc::UnboundedSender<RemotingCommand>);
+
+#[async_trait]
+impl RequestProcessor for Inbox {
+    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        let _ = self.0.send(req);
+        ProcessResult::NoResponse
+    }
+}
+
+/// A producer connection the broker knows as a member of [`GROUP`].
+async fn producer(b: &str) -> (RemotingClient, mpsc::UnboundedReceiver<RemotingCommand>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let c = client_with(Arc::new(Inbox(tx)));
+    let hb = HeartbeatData {
+        client_id: "10.0.0.9@checks".into(),
+        consumer_data_set: vec![],
+        producer_data_set: vec![ProducerData {
+            group_name: GROUP.into(),
+        }],
+    };
+    let r = c
+        .invoke(
+            b,
+            RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb)),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    (c, rx)
+}
+
+/// A half message as a transactional producer sends it (TRAN_MSG=true, sys flag 4), with the
+/// PGROUP property only when `pgroup` says so.
+fn half_message(topic: &str, uniq: &str, pgroup: bool, born: i64) -> RemotingCommand {
+    let mut m = Message::new(topic, Bytes::from(format!("body of {uniq}")))
+        .with_tags("TagT")
+        .with_property("UNIQ_KEY", uniq)
+        .with_property("WAIT", "true")
+        .with_property("TRAN_MSG", "true");
+    if pgroup {
+        m = m.with_property("PGROUP", GROUP);
+    }
+    let h = SendMessageRequestHeader {
+        producer_group: GROUP.into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        sys_flag: sys_flag::TRANSACTION_PREPARED_TYPE,
+        born_timestamp: born,
+        flag: 0,
+        properties: Some(encode_properties(&m.properties)),
+        reconsume_times: Some(0),
+        unit_mode: false,
+        max_reconsume_times: None,
+        batch: false,
+        broker_name: Some("broker-a".into()),
+    };
+    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2);
+    h.write_v2(cmd.ext_fields.get_or_insert_with(Default::default));
+    cmd.with_body(m.body.clone())
+}
+
+/// A half message stored: its commit-log and half-queue offsets, and its unique key.
+#[derive(Debug, Clone)]
+struct Half {
+    phys: i64,
+    queue_offset: i64,
+    uniq: String,
+}
+
+async fn send_half(c: &RemotingClient, b: &str, topic: &str, uniq: &str, pgroup: bool) -> Half {
+    let r = c
+        .invoke(b, half_message(topic, uniq, pgroup, 1_700_000_000_000), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    let h: SendMessageResponseHeader = r.decode_header().unwrap();
+    let (_, phys) = decode_offset_msg_id(&h.msg_id).unwrap();
+    Half {
+        phys,
+        queue_offset: h.queue_offset,
+        uniq: uniq.into(),
+    }
+}
+
+/// Commits (`commit`) or rolls back a half message, asserting SUCCESS.
+async fn end(c: &RemotingClient, b: &str, half: &Half, commit: bool, from_check: bool) {
+    let kind = if commit {
+        sys_flag::TRANSACTION_COMMIT_TYPE
+    } else {
+        sys_flag::TRANSACTION_ROLLBACK_TYPE
+    };
+    let req = RemotingCommand::request_with_header(
+        RequestCode::EndTransaction,
+        &EndTransactionRequestHeader {
+            producer_group: GROUP.into(),
+            tran_state_table_offset: half.queue_offset,
+            commit_log_offset: half.phys,
+            commit_or_rollback: kind,
+            from_transaction_check: from_check,
+            msg_id: half.uniq.clone(),
+            transaction_id: Some(half.uniq.clone()),
+            broker_name: None,
+        },
+    );
+    let r = c.invoke(b, req, T).await.unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+}
+
+/// The checks the broker sent since the last call, as the half messages they ask about.
+async fn checks_received(rx: &mut mpsc::UnboundedReceiver<RemotingCommand>, n: usize) -> Vec<Half> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let check = tokio::time::timeout(T, rx.recv())
+            .await
+            .expect("a check arrives")
+            .unwrap();
+        let h: CheckTransactionStateRequestHeader = check.decode_header().unwrap();
+        out.push(Half {
+            phys: h.commit_log_offset,
+            queue_offset: h.tran_state_table_offset,
+            uniq: h.msg_id.unwrap_or_default(),
+        });
+    }
+    out
+}
+
+/// Every message of queue 0 of `topic`, read from the store.
+fn queue_messages(cl: &Cluster, topic: &str) -> Vec<MessageExt> {
+    let store = cl.broker.store();
+    assert!(store.wait_dispatched(T));
+    (store.min_offset(topic, 0)..store.max_offset(topic, 0))
+        .map(|o| {
+            let e = store.queue_entry(topic, 0, o).unwrap();
+            let raw = store.read_record(e.phys as u64).unwrap();
+            decode_stored(&raw, StoredDecodeOptions::default())
+                .unwrap()
+                .0
+        })
+        .collect()
+}
+
+fn stored_in(cl: &Cluster, topic: &str) -> i64 {
+    assert!(cl.broker.store().wait_dispatched(T));
+    cl.broker.store().max_offset(topic, 0)
+}
+
+/// Resolved transactions are forgotten once the check rounds have moved past them (and every
+/// copy of them), so the book stays bounded however many transactions the broker has seen;
+/// meanwhile checks and commits behave as before: nothing resolved is checked, a late answer
+/// to an original commits it once, and the answer to the check of its copy stores nothing.
+#[tokio::test]
+async fn the_book_forgets_transactions_the_checks_have_passed() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let (p, mut checks) = producer(&b).await;
+    create_topic(&p, &b, "TxBook", 1).await;
+    let broker = cl.broker.inner().clone();
+    const N: usize = 30;
+    let mut committed = 0;
+    for phase in 0..2 {
+        for i in 0..N {
+            let half = send_half(&p, &b, "TxBook", &format!("P{phase}-{i}"), true).await;
+            end(&p, &b, &half, i % 2 == 0, false).await;
+        }
+        committed += N / 2;
+        // One left unknown: checked once, then answered late (for the original, after the
+        // round moved past it), then the answer to its check arrives too.
+        let late = send_half(&p, &b, "TxBook", &format!("P{phase}-late"), true).await;
+        cl.clock.advance(PAST_THE_TIMEOUT);
+        assert_eq!(
+            broker.check_transactions_now().await,
+            1,
+            "only the unknown one"
+        );
+        let copy = checks_received(&mut checks, 1).await.remove(0);
+        assert_eq!(copy.uniq, late.uniq);
+        end(&p, &b, &late, true, false).await;
+        committed += 1;
+        assert_eq!(stored_in(&cl, "TxBook"), committed as i64);
+        cl.clock.advance(PAST_THE_TIMEOUT);
+        assert_eq!(
+            broker.check_transactions_now().await,
+            0,
+            "the copy is resolved"
+        );
+        end(&p, &b, &copy, true, true).await;
+        assert_eq!(
+            stored_in(&cl, "TxBook"),
+            committed as i64,
+            "the answer to the copy's check stores nothing more"
+        );
+        for _ in 0..3 {
+            cl.clock.advance(PAST_THE_TIMEOUT);
+            assert_eq!(broker.check_transactions_now().await, 0);
+        }
+        assert_eq!(
+            broker.transaction_book_len(),
+            0,
+            "phase {phase}: the checks moved past every resolved transaction"
+        );
+    }
+    assert_eq!(stored_in(&cl, "TxBook"), committed as i64);
+    assert!(checks.try_recv().is_err(), "nothing else was checked");
+    cl.stop().await;
+}
+
+/// After a restart the book holds what a check round can still reach: a transaction answered
+/// late for its original (which the checks had moved past) while a copy of it waits to be
+/// checked, and one resolved before any round; not what the checks have passed.
+#[tokio::test]
+async fn a_restart_reads_back_what_the_checks_can_still_reach() {
+    let mut cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let (p, mut checks) = producer(&b).await;
+    create_topic(&p, &b, "TxReload", 1).await;
+    for i in 0..10 {
+        let half = send_half(&p, &b, "TxReload", &format!("OLD-{i}"), true).await;
+        end(&p, &b, &half, i % 2 == 0, false).await;
+    }
+    let late = send_half(&p, &b, "TxReload", "LATE", true).await;
+    cl.clock.advance(PAST_THE_TIMEOUT);
+    assert_eq!(cl.broker.inner().check_transactions_now().await, 1);
+    let copy = checks_received(&mut checks, 1).await.remove(0);
+    // The round moved past the original; its copy waits. The late answer commits it.
+    end(&p, &b, &late, true, false).await;
+    let fresh = send_half(&p, &b, "TxReload", "FRESH", true).await;
+    end(&p, &b, &fresh, true, false).await;
+    assert_eq!(stored_in(&cl, "TxReload"), 7);
+    drop(p);
+    cl.restart_broker(|_| {}).await;
+    let b = cl.broker_addr();
+    let (p, mut checks) = producer(&b).await;
+    let broker = cl.broker.inner().clone();
+    assert_eq!(
+        broker.transaction_book_len(),
+        2,
+        "the late one (its copy still ahead) and the fresh one"
+    );
+    cl.clock.advance(PAST_THE_TIMEOUT);
+    assert_eq!(broker.check_transactions_now().await, 0, "both resolved");
+    end(&p, &b, &copy, true, true).await;
+    assert_eq!(
+        stored_in(&cl, "TxReload"),
+        7,
+        "the copy's answer stores nothing"
+    );
+    for _ in 0..2 {
+        cl.clock.advance(PAST_THE_TIMEOUT);
+        assert_eq!(broker.check_transactions_now().await, 0);
+    }
+    assert_eq!(broker.transaction_book_len(), 0);
+    assert!(checks.try_recv().is_err(), "nothing was checked");
+    cl.stop().await;
+}
+
+/// Java's check round re-puts a half message and asks a producer of its group; without a
+/// group nobody is asked (`sendCheckMessage` logs "channel is null") and the round goes on.
+/// The message is re-put with its count like any other until `transactionCheckMax`, then
+/// discarded: the transactions after it are still checked, and it is not copied forever.
+#[tokio::test]
+async fn a_half_message_without_its_producer_group_does_not_stop_the_checks() {
+    const CHECK_MAX: usize = 3;
+    let cl = Cluster::start_with(|c| c.transaction_check_max = CHECK_MAX as i32).await;
+    let b = cl.broker_addr();
+    let (p, mut checks) = producer(&b).await;
+    create_topic(&p, &b, "TxNoGroup", 1).await;
+    let broker = cl.broker.inner().clone();
+    let orphan = send_half(&p, &b, "TxNoGroup", "ORPHAN", false).await;
+    let mut pending = Vec::new();
+    for i in 0..3 {
+        pending.push(send_half(&p, &b, "TxNoGroup", &format!("LATER-{i}"), true).await);
+    }
+    cl.clock.advance(PAST_THE_TIMEOUT);
+    assert_eq!(
+        broker.check_transactions_now().await,
+        3,
+        "the transactions after the one without a group are checked"
+    );
+    let asked = checks_received(&mut checks, 3).await;
+    let mut uniqs: Vec<&str> = asked.iter().map(|h| h.uniq.as_str()).collect();
+    uniqs.sort_unstable();
+    assert_eq!(uniqs, ["LATER-0", "LATER-1", "LATER-2"]);
+    for h in &asked {
+        end(&p, &b, h, true, true).await;
+    }
+    // The orphan goes round until it was counted `transactionCheckMax` times, then it is set
+    // aside; every later transaction is still checked.
+    for round in 0..CHECK_MAX + 3 {
+        let later = send_half(&p, &b, "TxNoGroup", &format!("ROUND-{round}"), true).await;
+        cl.clock.advance(PAST_THE_TIMEOUT);
+        assert_eq!(broker.check_transactions_now().await, 1, "round {round}");
+        let asked = checks_received(&mut checks, 1).await;
+        assert_eq!(asked[0].uniq, later.uniq);
+        end(&p, &b, &asked[0], false, true).await;
+    }
+    let copies = queue_messages(&cl, TRANS_HALF_TOPIC)
+        .iter()
+        .filter(|m| m.property("UNIQ_KEY") == Some(orphan.uniq.as_str()))
+        .count();
+    assert_eq!(
+        copies,
+        1 + CHECK_MAX,
+        "the orphan and one copy for each of its checks"
+    );
+    let discarded: Vec<MessageExt> = queue_messages(&cl, TRANS_CHECK_MAX_TIME_TOPIC)
+        .into_iter()
+        .filter(|m| m.property("UNIQ_KEY") == Some(orphan.uniq.as_str()))
+        .collect();
+    assert_eq!(discarded.len(), 1, "set aside once");
+    assert_eq!(
+        discarded[0].property("TRANSACTION_CHECK_TIMES"),
+        Some(CHECK_MAX.to_string().as_str())
+    );
+    assert_eq!(stored_in(&cl, "TxNoGroup"), 3, "the three answered commits");
+    assert!(checks.try_recv().is_err(), "nothing else was checked");
+    cl.stop().await;
+}
