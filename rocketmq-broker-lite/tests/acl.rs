@@ -10,12 +10,14 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use common::*;
 use rocketmq_broker_lite::broker::{Broker, BrokerHandle};
 use rocketmq_broker_lite::embedded::TempDir;
 use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
 use rocketmq_remoting::acl::AclClientHook;
-use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
+use rocketmq_remoting::protocol::message::Message;
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::RemotingClient;
 
 /// A client signing as `access_key` (our client's signer, as Java's `AclClientRPCHook`).
@@ -204,7 +206,6 @@ async fn a_broker_with_a_broken_acl_file_does_not_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acl_admin_requests_change_the_file_and_the_rules_at_once() {
-    use rocketmq_remoting::protocol::RequestCode;
     let (_dir, file, ns, b) = start(RULES).await;
     let addr = b.broker_addr();
     let admin = signed("rocketmq2", "87654321");
@@ -663,6 +664,72 @@ dataVersion:
         remark(&r),
         "The accesskey[teamUser1] corresponding to accessConfig has been deleted failed."
     );
+    b.shutdown().await.unwrap();
+    ns.shutdown().await;
+}
+
+/// Unlike Java 4.9.8, which let any signed account send them: the ACL's own requests are for
+/// admin accounts only (an account denied everything could otherwise make itself admin or open
+/// the global white list), and batch and reply sends are checked as the sends they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_admins_change_the_acl_and_batches_need_the_topics_permission() {
+    let (_dir, file, ns, b) = start(RULES).await;
+    let addr = b.broker_addr();
+    let (user, admin) = (
+        signed("RocketMQ", "12345678"),
+        signed("rocketmq2", "87654321"),
+    );
+    let escalate = admin_request(
+        RequestCode::UpdateAndCreateAclConfig,
+        &[
+            ("accessKey", "RocketMQ"),
+            ("secretKey", "12345678"),
+            ("admin", "true"),
+            ("whiteRemoteAddress", "*"),
+        ],
+    );
+    let r = user.invoke(&addr, escalate, T).await.unwrap();
+    assert_refused(
+        &r,
+        "Need admin permission for request code=50, but accessKey=RocketMQ is not",
+    );
+    let open_all = admin_request(
+        RequestCode::UpdateGlobalWhiteAddrsConfig,
+        &[("globalWhiteAddrs", "*")],
+    );
+    let r = user.invoke(&addr, open_all, T).await.unwrap();
+    assert_refused(&r, "Need admin permission for request code=53");
+    let delete_admin = admin_request(RequestCode::DeleteAclConfig, &[("accessKey", "rocketmq2")]);
+    let r = user.invoke(&addr, delete_admin, T).await.unwrap();
+    assert_refused(&r, "Need admin permission for request code=51");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        RULES,
+        "the file is as it was"
+    );
+
+    // A batch to a topic the account may not publish to: refused, nothing stored.
+    for t in ["TopicA", "TopicB"] {
+        let r = admin
+            .invoke(&addr, create_topic_request(t, 4), T)
+            .await
+            .unwrap();
+        assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    }
+    let batch = |topic: &str| {
+        let m = Message::new(topic, Bytes::from_static(b"x"));
+        let mut req = send_request(topic, 0, &m);
+        req.code = RequestCode::SendBatchMessage.to_i32();
+        req.set_ext("m", "true"); // the V2 header's `batch`
+        req.with_body(rocketmq_remoting::protocol::message::encode_batch([&m, &m]))
+    };
+    let r = user.invoke(&addr, batch("TopicB"), T).await.unwrap();
+    assert_refused(&r, "TopicB");
+    assert_eq!(stored(&b, "TopicB").await, 0);
+    // Where it may publish, the batch is stored.
+    let r = user.invoke(&addr, batch("TopicA"), T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success, "{}", remark(&r));
+    assert_eq!(stored(&b, "TopicA").await, 2);
     b.shutdown().await.unwrap();
     ns.shutdown().await;
 }

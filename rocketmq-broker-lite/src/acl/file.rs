@@ -240,11 +240,23 @@ pub fn load_text(path: &Path) -> Result<Option<AclFile>, String> {
 /// Replaces `path` with `file`'s text durably (a temporary file, synced, renamed).
 pub fn save(path: &Path, file: &AclFile) -> Result<(), String> {
     use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(".tmp");
     let tmp = path.with_file_name(tmp_name);
-    let mut f = std::fs::File::create(&tmp).map_err(fail)?;
+    // The file holds secret keys: the replacement keeps the permissions of the file it
+    // replaces (an operator's 0600 must not become the umask's 0644), and a new one is 0600.
+    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(fail)?;
+    f.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(fail)?;
     f.write_all(file.render().as_bytes()).map_err(fail)?;
     f.sync_all().map_err(fail)?;
     std::fs::rename(&tmp, path).map_err(fail)?;
@@ -259,6 +271,27 @@ pub fn save(path: &Path, file: &AclFile) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The file holds secret keys: saving it keeps the mode it had (the temporary file it is
+    /// replaced with used to get the umask's 0644), and a new file is 0600.
+    #[test]
+    fn saving_keeps_the_files_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let rules = parse_text(JAVA_SAMPLE).unwrap().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let kept = dir.path().join("plain_acl.yml");
+        std::fs::write(&kept, JAVA_SAMPLE).unwrap();
+        std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o600)).unwrap();
+        save(&kept, &rules).unwrap();
+        assert_eq!(mode(&kept), 0o600);
+        std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).unwrap();
+        save(&kept, &rules).unwrap();
+        assert_eq!(mode(&kept), 0o640);
+        let new = dir.path().join("new_acl.yml");
+        save(&new, &rules).unwrap();
+        assert_eq!(mode(&new), 0o600);
+    }
 
     const JAVA_SAMPLE: &str = r#"
 globalWhiteRemoteAddresses:

@@ -179,7 +179,10 @@ impl PlainAcl {
             return Ok(());
         }
         let expected = account.signer.0.sign_fields(req.signed_fields(), req.body);
-        if req.signature != Some(expected.as_str()) {
+        if !req
+            .signature
+            .is_some_and(|sig| same_bytes(sig.as_bytes(), expected.as_str().as_bytes()))
+        {
             return Err(format!("Check signature failed for accessKey={ak}"));
         }
         if req
@@ -234,6 +237,13 @@ impl PlainAcl {
 /// stack frame).
 pub fn refusal_remark(why: &str) -> String {
     format!("org.apache.rocketmq.acl.common.AclException: {why}")
+}
+
+/// Whether `a` and `b` are equal, in a time that depends on their lengths only (a signature
+/// compared byte by byte until the first difference tells a timing attacker how much of it
+/// was right).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

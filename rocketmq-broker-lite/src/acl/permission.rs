@@ -9,10 +9,13 @@ pub const PUB: u8 = 4;
 /// Subscribe (pull, commit offsets, heartbeats of a consumer group).
 pub const SUB: u8 = 8;
 
-/// Request codes only an `admin: true` account may send (Java's `Permission.ADMIN_CODE`):
-/// UPDATE_AND_CREATE_TOPIC, UPDATE_BROKER_CONFIG, DELETE_TOPIC_IN_BROKER,
-/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP.
-pub const ADMIN_CODES: [i32; 5] = [17, 25, 215, 200, 207];
+/// Request codes only an `admin: true` account may send: Java 4.9.8's `Permission.ADMIN_CODE`
+/// (UPDATE_AND_CREATE_TOPIC, UPDATE_BROKER_CONFIG, DELETE_TOPIC_IN_BROKER,
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP) and, unlike 4.9.8 (as Apache
+/// 5 does), the ACL's own requests: UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG,
+/// GET_BROKER_CLUSTER_ACL_INFO, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG. In 4.9.8 any signed account,
+/// even one denied everything, could make itself admin or open the global white list.
+pub const ADMIN_CODES: [i32; 9] = [17, 25, 215, 200, 207, 50, 51, 52, 53];
 
 /// Parses `PUB`, `SUB`, `PUB|SUB` (or `SUB|PUB`) and `DENY`; anything else, an absent value
 /// included, is DENY (as Java's `parsePermFromString`).

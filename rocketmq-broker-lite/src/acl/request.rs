@@ -61,6 +61,16 @@ impl<'a> AccessRequest<'a> {
         let (first, second) = match cmd.request_code() {
             RequestCode::SendMessage => ("topic", "group"),
             RequestCode::SendMessageV2 => ("b", "a"),
+            // Sent with either send header, as the client's `sendSmartMsg` chooses.
+            RequestCode::SendBatchMessage
+            | RequestCode::SendReplyMessage
+            | RequestCode::SendReplyMessageV2 => {
+                if ext.get("b").is_some() {
+                    ("b", "a")
+                } else {
+                    ("topic", "producerGroup")
+                }
+            }
             RequestCode::PullMessage => ("topic", "consumerGroup"),
             _ => ("", ""),
         };
@@ -100,6 +110,20 @@ impl<'a> AccessRequest<'a> {
                     add(Cow::Borrowed(topic), PUB);
                 }
             }
+            // Not checked by Java 4.9.8 (any signed account could write to any topic through
+            // them); checked as the sends they are, as Apache 5 does.
+            RequestCode::SendBatchMessage
+            | RequestCode::SendReplyMessage
+            | RequestCode::SendReplyMessageV2 => {
+                let topic = need(first)?;
+                if topic.starts_with(RETRY_PREFIX) {
+                    if let Some(g) = second_value {
+                        add(retry(g), SUB);
+                    }
+                } else {
+                    add(Cow::Borrowed(topic), PUB);
+                }
+            }
             RequestCode::ConsumerSendMsgBack => add(retry(need("group")?), SUB),
             RequestCode::PullMessage => {
                 add(Cow::Borrowed(need("topic")?), SUB);
@@ -116,9 +140,11 @@ impl<'a> AccessRequest<'a> {
                     }
                 }
             }
-            RequestCode::UnregisterClient | RequestCode::GetConsumerListByGroup => {
-                add(retry(need("consumerGroup")?), SUB)
+            // A producer's unregister has no consumer group: Java checks `%RETRY%null`.
+            RequestCode::UnregisterClient => {
+                add(retry(ext.get("consumerGroup").unwrap_or("null")), SUB)
             }
+            RequestCode::GetConsumerListByGroup => add(retry(need("consumerGroup")?), SUB),
             RequestCode::UpdateConsumerOffset => {
                 add(retry(need("consumerGroup")?), SUB);
                 add(Cow::Borrowed(need("topic")?), SUB);
@@ -165,6 +191,20 @@ mod tests {
         };
         let send = cmd(RequestCode::SendMessageV2, &[("a", "pg"), ("b", "T")]);
         assert_eq!(r(&send), vec![("T".to_string(), PUB)]);
+        // Batches and replies, with either send header (Java 4.9.8 checked neither).
+        for code in [
+            RequestCode::SendBatchMessage,
+            RequestCode::SendReplyMessage,
+            RequestCode::SendReplyMessageV2,
+        ] {
+            let v2 = cmd(code, &[("a", "pg"), ("b", "T")]);
+            assert_eq!(r(&v2), vec![("T".to_string(), PUB)]);
+            let v1 = cmd(code, &[("producerGroup", "pg"), ("topic", "T")]);
+            assert_eq!(r(&v1), vec![("T".to_string(), PUB)]);
+        }
+        // A producer's unregister names no consumer group: Java checks `%RETRY%null`.
+        let unregister = cmd(RequestCode::UnregisterClient, &[("producerGroup", "pg")]);
+        assert_eq!(r(&unregister), vec![("%RETRY%null".to_string(), SUB)]);
         let back = cmd(
             RequestCode::SendMessageV2,
             &[("a", "cg"), ("b", "%RETRY%cg")],
