@@ -758,6 +758,147 @@ async fn an_empty_follower_starts_at_the_leaders_oldest_segment_and_one_too_far_
     g.stop().await;
 }
 
+/// Sends `body` to queue `q` of `topic` through `b`; the queue offset it got.
+async fn send_to(c: &RemotingClient, b: &BrokerHandle, topic: &str, q: i32, body: &str) -> i64 {
+    let r = send(c, &b.broker_addr(), topic, q, body).await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    r.decode_header::<SendMessageResponseHeader>()
+        .unwrap()
+        .queue_offset
+}
+
+/// Waits until every running node holds `end` bytes of commit log, then checks that they hold
+/// the same bytes from `from` (queue offsets included) and the same number of messages in
+/// `topic`'s `queues`.
+async fn same_from(g: &Group, from: u64, end: u64, topic: &str, queues: &[i32]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !g
+        .running()
+        .all(|(_, n)| n.store().dispatched_offset() >= end)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "replicas did not catch up to {end}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (first, n0) = g.running().next().unwrap();
+    let reference = commit_log_bytes(n0, from, end);
+    for (i, n) in g.running().skip(1) {
+        assert!(
+            commit_log_bytes(n, from, end) == reference,
+            "node {i}'s commit log differs from node {first}'s"
+        );
+        for &q in queues {
+            assert_eq!(
+                n.store().max_offset(topic, q),
+                n0.store().max_offset(topic, q),
+                "node {i}, {topic} queue {q}"
+            );
+        }
+    }
+}
+
+/// A node that lost its disk catches up from the leader's oldest segment, after retention
+/// removed the segments that held every record of a quiet topic: the snapshot carries where
+/// each queue's numbering stands, so the quiet topic's next message gets the leader's queue
+/// offset on that node too (and the same bytes), also after that node restarts and after the
+/// leader fails over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_caught_up_from_a_snapshot_numbers_expired_queues_as_the_leader() {
+    const QUIET: &str = "QuietTopic";
+    let hours = (0..24)
+        .map(|h| format!("{h:02}"))
+        .collect::<Vec<_>>()
+        .join(";");
+    let mut g = Group::start_with(&format!(
+        "dLegerSnapshotThreshold=10\ndLegerLogsToKeep=5\nmappedFileSizeCommitLog=65536\n\
+         maxMessageSize=16384\nfileReservedTime=0\ndeleteWhen={hours}\n"
+    ))
+    .await;
+    let c = client();
+    let l = g.leader().await;
+    let f1 = (l + 1) % NODES;
+    for i in 0..5 {
+        assert_eq!(
+            send_to(&c, g.node(l), QUIET, 0, &format!("q0-{i}")).await,
+            i
+        );
+    }
+    for i in 0..3 {
+        assert_eq!(
+            send_to(&c, g.node(l), QUIET, 1, &format!("q1-{i}")).await,
+            i
+        );
+    }
+    let quiet_end = g.node(l).store().commit_log_written_offset();
+
+    // The group moves on, and the leader's segments holding the quiet topic expire.
+    let body = "x".repeat(1024);
+    for i in 0..200 {
+        send_ok(&c, g.node(l), &body, i % 4).await;
+    }
+    let target = metrics(&g, l).last_applied.unwrap().index - 20;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut more = 0;
+    while metrics(&g, l).purged.is_none_or(|p| p.index <= target) {
+        assert!(
+            Instant::now() < deadline,
+            "the leader's log was not purged past {target}: {:?}",
+            metrics(&g, l)
+        );
+        send_ok(&c, g.node(l), &body, more % 4).await;
+        more += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let report = g.node(l).store().run_retention();
+    assert!(report.segments_deleted >= 2, "{report:?}");
+    let oldest = g.node(l).store().commit_log_min_offset();
+    assert!(
+        oldest > quiet_end,
+        "the quiet topic's records did not expire"
+    );
+
+    // f1 lost its disk: it catches up from the leader's oldest segment, through a snapshot.
+    g.nodes[f1].take().unwrap().shutdown().await.unwrap();
+    std::fs::remove_dir_all(g.store_dir(f1)).unwrap();
+    g.nodes[f1] = Some(g.start_node(f1).await);
+    let end = g.node(l).store().commit_log_written_offset();
+    same_from(&g, oldest, end, TOPIC, &[0, 1, 2, 3]).await;
+    assert_eq!(g.node(f1).store().commit_log_min_offset(), oldest);
+    let installed = g.node(f1).inner().dledger().unwrap().snapshots_installed();
+    assert_eq!(installed, 1, "f1 did not catch up through a snapshot");
+
+    // The quiet topic's next message: the same queue offset on every node.
+    assert_eq!(send_to(&c, g.node(l), QUIET, 0, "after-0").await, 5);
+    let end = g.node(l).store().commit_log_written_offset();
+    same_from(&g, oldest, end, QUIET, &[0, 1]).await;
+    assert_eq!(g.node(f1).store().max_offset(QUIET, 0), 6);
+
+    // f1 restarted over the snapshot it installed: its other quiet queue still counts on.
+    g.nodes[f1].take().unwrap().shutdown().await.unwrap();
+    g.nodes[f1] = Some(g.start_node(f1).await);
+    let l = g.leader().await;
+    assert_eq!(send_to(&c, g.node(l), QUIET, 1, "after-1").await, 3);
+    let end = g.node(l).store().commit_log_written_offset();
+    same_from(&g, oldest, end, QUIET, &[0, 1]).await;
+    assert_eq!(g.node(f1).store().max_offset(QUIET, 1), 4);
+
+    // The leader fails over: whichever node leads next numbers on from the same offsets.
+    g.nodes[l].take().unwrap().shutdown().await.unwrap();
+    let l = g.leader().await;
+    assert_eq!(send_to(&c, g.node(l), QUIET, 0, "after-failover").await, 6);
+    assert_eq!(send_to(&c, g.node(l), QUIET, 1, "after-failover").await, 4);
+    let end = g.node(l).store().commit_log_written_offset();
+    same_from(&g, oldest, end, QUIET, &[0, 1]).await;
+    g.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_with_a_full_disk_still_stops_and_catches_up_after_a_restart() {
     let disks: Vec<_> = (0..NODES).map(|_| ManualDiskUsage::new(40)).collect();

@@ -194,6 +194,138 @@ fn deleted_consume_queues_are_rebuilt() {
     }
 }
 
+/// Appends `n` messages numbered from `start` round-robin over `queues` queues and flushes
+/// them (acknowledged); the bodies per queue.
+fn fill_numbered(store: &MessageStore, start: usize, n: usize, queues: i32) -> Vec<Vec<Bytes>> {
+    let mut out = vec![Vec::new(); queues as usize];
+    for i in start..start + n {
+        let q = (i % queues as usize) as i32;
+        let body = Bytes::from(format!("msg-{i:05}-{}", "p".repeat(i % 70)));
+        store.put_message(&msg("T", q, body.clone())).unwrap();
+        out[q as usize].push(body);
+    }
+    store.flush().unwrap();
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    out
+}
+
+/// A crash (kill -9, or a power cut) of a store whose many consume queues were written since
+/// the last thorough checkpoint, while the lighter rounds between thorough ones went on saving
+/// the queue registry: recovery cuts the queues back to the checkpoint and dispatches the commit
+/// log again from there, not from its start (no queue is taken for damaged and rebuilt), and
+/// every acknowledged message is read through its queue.
+#[test]
+fn a_crash_redispatches_from_the_checkpoint_not_from_the_start_of_the_log() {
+    const QUEUES: i32 = 16;
+    for power_cut in [false, true] {
+        let sim = SimEnv::new(40);
+        let mut cfg = sync_config();
+        cfg.checkpoint_interval = Duration::from_millis(5);
+        cfg.flush_consume_queue_thorough_interval = Duration::from_secs(3600);
+        let store = MessageStore::open_with(cfg.clone(), sim.env()).unwrap();
+        let mut expected = fill_numbered(&store, 0, 400, QUEUES);
+        store.checkpoint().unwrap();
+        let checkpointed = store.dispatched_offset();
+        let since = fill_numbered(&store, 400, 300, QUEUES);
+        for (q, bodies) in since.into_iter().enumerate() {
+            expected[q].extend(bodies);
+        }
+        // Lighter rounds ran after these writes.
+        let rounds = store.checkpoint_rounds();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while store.checkpoint_rounds() < rounds + 2 {
+            assert!(std::time::Instant::now() < deadline, "no checkpoint round");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if power_cut {
+            sim.fs.power_cut(false);
+        } else {
+            sim.fs.kill_process();
+        }
+        drop(store);
+
+        let store = MessageStore::open_with(cfg, sim.env()).unwrap();
+        let r = store.recovery().clone();
+        assert!(r.queues_rebuilt.is_empty(), "power cut {power_cut}: {r:?}");
+        assert_eq!(r.redispatched_from, checkpointed, "power cut {power_cut}");
+        assert_eq!(r.records_redispatched, 300, "power cut {power_cut}");
+        for q in 0..QUEUES {
+            assert_eq!(
+                read_queue(&store, "T", q),
+                expected[q as usize],
+                "power cut {power_cut}, queue {q}"
+            );
+        }
+        store.shutdown().unwrap();
+    }
+}
+
+/// Entries past a consume queue's end that a crash left behind a hole (pages reach the disk in
+/// any order) are cleared by the recovery: the search for the end that a later start does
+/// cannot land on them, so the queue reads what was appended, and only that.
+#[test]
+fn stale_entries_past_a_queues_end_are_cleared_after_a_crash() {
+    let sim = SimEnv::new(41);
+    let cfg = small_config(SEG);
+    let per_file = cfg.consume_queue_entries_per_file;
+    let store = MessageStore::open_with(cfg.clone(), sim.env()).unwrap();
+    let mut expected = fill_numbered(&store, 0, 100, 1).remove(0);
+    store.checkpoint().unwrap();
+    store.halt();
+    drop(store);
+    // Entries 120.. of the second file (64..128) hold old entries; 100..120 are a hole.
+    let second = PathBuf::from(format!("/store/consumequeue/T/0/{:020}", per_file * 20));
+    let first = sim
+        .fs
+        .read_file(Path::new("/store/consumequeue/T/0/00000000000000000000"))
+        .unwrap();
+    let stale_at = (120 - per_file) * 20;
+    sim.fs
+        .corrupt(&second, stale_at, &first[..(128 - 120) * 20])
+        .unwrap();
+
+    let store = MessageStore::open_with(cfg.clone(), sim.env()).unwrap();
+    assert_eq!(store.max_offset("T", 0), 100);
+    let bytes = sim.fs.read_file(&second).unwrap();
+    assert!(
+        bytes[((100 - per_file) * 20) as usize..]
+            .iter()
+            .all(|b| *b == 0),
+        "stale entries left past the queue's end"
+    );
+    expected.extend(fill_numbered(&store, 100, 13, 1).remove(0));
+    store.shutdown().unwrap();
+    drop(store);
+    let store = MessageStore::open_with(cfg, sim.env()).unwrap();
+    assert_eq!(store.max_offset("T", 0), 113);
+    assert_eq!(read_queue(&store, "T", 0), expected);
+    store.shutdown().unwrap();
+}
+
+/// A DLedger replica keeps its consume queues when a topic is deleted or its queues cleaned on
+/// it alone (an admin request reaches the leader only): after a restart it numbers the topic's
+/// queues where the other replicas do, not from 0.
+#[test]
+fn a_store_that_keeps_queue_numbering_keeps_it_through_a_deleted_topic_and_a_restart() {
+    let sim = SimEnv::new(42);
+    let store = MessageStore::open_with(small_config(SEG), sim.env()).unwrap();
+    store.keep_queue_numbering();
+    fill_numbered(&store, 0, 5, 1);
+    store.delete_topic("T");
+    assert!(store
+        .clean_unused_topics(&std::collections::HashSet::new())
+        .is_empty());
+    assert!(store.clean_expired_consume_queues().is_empty());
+    assert_eq!(store.max_offset("T", 0), 5);
+    store.shutdown().unwrap();
+    drop(store);
+    let store = MessageStore::open_with(small_config(SEG), sim.env()).unwrap();
+    store.keep_queue_numbering();
+    let r = store.put_message(&msg("T", 0, "next")).unwrap();
+    assert_eq!(r.queue_offset, 5);
+    store.shutdown().unwrap();
+}
+
 #[test]
 fn corrupt_consume_queue_is_rebuilt() {
     let sim = SimEnv::new(24);

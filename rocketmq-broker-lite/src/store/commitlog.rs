@@ -85,6 +85,9 @@ struct Chunk {
 /// allocate gigabytes. Brokers refuse topics with more than 1024 queues long before this.
 pub const MAX_QUEUE_ID: i32 = 65_535;
 
+/// Topic → next queue offset per queue id (index): how a log numbers its queues.
+pub type QueueOffsetTable = std::collections::BTreeMap<String, Vec<i64>>;
+
 struct TopicOffsets {
     name: Arc<str>,
     next: Vec<i64>,
@@ -683,6 +686,41 @@ impl CommitLog {
         self.flushed.store(end, Ordering::Release);
         self.dispatched.store(end, Ordering::Release);
         Ok(())
+    }
+
+    /// The next queue offset of every queue the log numbers, and the log's end they hold for:
+    /// both read under the appender's lock, so the table is the one as of that end.
+    pub fn queue_offsets(&self) -> (u64, QueueOffsetTable) {
+        let a = lock(&self.appender);
+        let table = a
+            .topics
+            .slots
+            .iter()
+            .filter(|t| t.next.iter().any(|n| *n > 0))
+            .map(|t| (t.name.to_string(), t.next.clone()))
+            .collect();
+        (a.pos, table)
+    }
+
+    /// Raises the next queue offsets to at least those of `table` (a replica that caught up
+    /// from a snapshot holds no record of the queues that had none in what it received; the
+    /// snapshot tells it where their numbering stands). Queue ids beyond [`MAX_QUEUE_ID`] are
+    /// ignored.
+    pub fn raise_queue_offsets(&self, table: &QueueOffsetTable) {
+        let mut a = lock(&self.appender);
+        for (topic, next) in table {
+            let next = &next[..next.len().min(MAX_QUEUE_ID as usize + 1)];
+            if next.iter().all(|n| *n <= 0) {
+                continue;
+            }
+            let t = a.topics.get_or_insert(topic);
+            if t.next.len() < next.len() {
+                t.next.resize(next.len(), 0);
+            }
+            for (mine, theirs) in t.next.iter_mut().zip(next) {
+                *mine = (*mine).max(*theirs);
+            }
+        }
     }
 
     /// Makes the segments holding `[from, to)` durable (recovered data that may only have been in

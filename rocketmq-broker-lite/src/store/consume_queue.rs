@@ -79,6 +79,9 @@ struct State {
     new_files: bool,
     /// Bytes written to the files and not yet synced.
     unsynced: u64,
+    /// Entries below this index are durable in the files (synced, or found there at open:
+    /// recovery keeps only what the checkpoint proves durable).
+    synced_index: u64,
     /// Changes whenever entries already in the files change or files go (overwrites during
     /// a rebuild, truncation, deletion): a read done without the lock is kept only if it did
     /// not change meanwhile. Appends do not change it (they write past the written index).
@@ -200,6 +203,7 @@ impl ConsumeQueue {
                 tail: Vec::new(),
                 new_files: false,
                 unsynced: 0,
+                synced_index: 0,
                 epoch: 0,
             }),
         }
@@ -263,6 +267,7 @@ impl ConsumeQueue {
                 tail: Vec::new(),
                 new_files: false,
                 unsynced: 0,
+                synced_index: 0,
                 epoch: 0,
             }),
         };
@@ -310,6 +315,7 @@ impl ConsumeQueue {
             st.max_index = last_base;
             st.written_index = last_base;
         }
+        st.synced_index = st.max_index;
         Ok(())
     }
 
@@ -321,6 +327,13 @@ impl ConsumeQueue {
     /// Next logical offset to be written (= number of entries).
     pub fn max_offset(&self) -> u64 {
         lock(&self.state).max_index
+    }
+
+    /// The entries below this logical offset are durable in the queue's files (see
+    /// [`ConsumeQueue::sync`]); entries at and after it may be lost in a power cut.
+    pub fn synced_offset(&self) -> u64 {
+        let st = lock(&self.state);
+        st.synced_index.min(st.max_index)
     }
 
     /// Puts the entry for logical offset `index` (appending, overwriting during a rebuild, or
@@ -393,6 +406,34 @@ impl ConsumeQueue {
         }
     }
 
+    /// Moves the queue's end to `index` when it ends before it, without entries: the records
+    /// before `index` exist elsewhere (a replica that caught up from a snapshot holds none of
+    /// a queue whose records had expired), so the next one goes to `index`, as on the others.
+    /// An empty queue starts at `index` (filler entries up to it in its first file, as for a
+    /// queue starting past 0); a queue with entries gets filler entries up to it.
+    pub fn advance_to(&self, index: u64) {
+        let mut st = lock(&self.state);
+        if index <= st.max_index {
+            return;
+        }
+        let filler = CqEntry {
+            phys: 0,
+            size: FILLER_SIZE,
+            tags_code: 0,
+        };
+        if st.max_index == st.min_index && st.files.is_empty() && st.tail.is_empty() {
+            let file_base = index - index % self.per_file;
+            st.min_index = index;
+            st.written_index = file_base;
+            st.max_index = file_base;
+        }
+        info!(topic = %self.topic, queue = self.queue_id, from = st.max_index, to = index, "consume queue moved on to where the group numbers it");
+        while st.max_index < index {
+            filler.encode(&mut st.tail);
+            st.max_index += 1;
+        }
+    }
+
     fn file_for_write(&self, st: &mut State, index: u64) -> StoreResult<usize> {
         let base = index - index % self.per_file;
         if let Some(i) = st.files.iter().position(|f| f.base == base) {
@@ -454,11 +495,14 @@ impl ConsumeQueue {
     /// dirty again for the next sync. Callers serialise syncs (the store's checkpoint lock): a
     /// second caller could otherwise return while the first one's fdatasync still runs.
     pub fn sync_if_pending(&self, min_bytes: u64) -> StoreResult<bool> {
-        let (files, new_files, unsynced) = {
+        let (files, new_files, unsynced, written, epoch) = {
             let mut st = lock(&self.state);
-            if st.unsynced <= min_bytes
-                && !(min_bytes == 0 && (st.new_files || st.files.iter().any(|f| f.dirty)))
-            {
+            let pending = st.new_files || st.files.iter().any(|f| f.dirty);
+            if !pending {
+                // Every write to the files was synced.
+                st.synced_index = st.synced_index.max(st.written_index);
+            }
+            if st.unsynced <= min_bytes && !(min_bytes == 0 && pending) {
                 return Ok(false);
             }
             let files: Vec<(u64, Arc<dyn VfsFile>)> = st
@@ -471,7 +515,13 @@ impl ConsumeQueue {
                 })
                 .collect();
             let new_files = std::mem::take(&mut st.new_files);
-            (files, new_files, std::mem::take(&mut st.unsynced))
+            (
+                files,
+                new_files,
+                std::mem::take(&mut st.unsynced),
+                st.written_index,
+                st.epoch,
+            )
         };
         let synced = files
             .iter()
@@ -499,6 +549,12 @@ impl ConsumeQueue {
             st.new_files |= new_files;
             st.unsynced += unsynced;
             return Err(e);
+        }
+        // What was written before the sync started is durable, unless entries in the files
+        // changed meanwhile (a truncation or a rebuild: their own writes wait for the next).
+        let mut st = lock(&self.state);
+        if st.epoch == epoch {
+            st.synced_index = st.synced_index.max(written);
         }
         Ok(true)
     }
@@ -584,16 +640,41 @@ impl ConsumeQueue {
     /// Drops every entry at and after `index`: the files are zeroed past it and later files
     /// removed, so a later open finds the same end.
     pub fn truncate_to(&self, index: u64) -> StoreResult<()> {
+        self.cut(index, false)
+    }
+
+    /// Zeroes whatever the files hold past the queue's end (recovery after a crash: pages of a
+    /// file can reach the disk in any order, so entries written after the last sync, or ones
+    /// a truncation zeroed since, can be found past a hole, where the search for the end that
+    /// a later start does could land on them).
+    pub fn clear_past_end(&self) -> StoreResult<()> {
+        let max = self.max_offset();
+        self.cut(max, true)
+    }
+
+    /// Drops the entries at and after `index`; `past_end`: also when `index` is the end
+    /// (clearing the files after it).
+    fn cut(&self, index: u64, past_end: bool) -> StoreResult<()> {
         let mut st = lock(&self.state);
-        if index >= st.max_index {
+        if index > st.max_index || (index == st.max_index && !past_end) {
             return Ok(());
         }
         let index = index.max(st.min_index);
-        if index >= st.written_index {
+        st.synced_index = st.synced_index.min(index);
+        if index >= st.written_index && !past_end {
             let keep = ((index - st.written_index) * CQ_ENTRY_SIZE) as usize;
             st.tail.truncate(keep);
             st.max_index = index;
             return Ok(());
+        }
+        if index > st.written_index {
+            // Past the files' entries (nothing to clear but what they hold after them).
+            let keep = ((index - st.written_index) * CQ_ENTRY_SIZE) as usize;
+            st.tail.truncate(keep);
+            st.max_index = index;
+            drop(st);
+            self.flush_tail()?;
+            return self.cut(index, true);
         }
         st.tail.clear();
         st.epoch += 1;
@@ -608,21 +689,33 @@ impl ConsumeQueue {
             }
             if f.base + per_file > index {
                 let from = (index.max(f.base) - f.base) * CQ_ENTRY_SIZE;
-                if zero_from(&*f.file, from, per_file * CQ_ENTRY_SIZE)
-                    .map_err(|e| StoreError::io("truncating a consume queue", e))?
-                {
+                let cleared = if past_end {
+                    // Cut the file there and extend it again: what follows reads as zeros, with
+                    // no block written (recovery must work on a full disk) nor read.
+                    let len = per_file * CQ_ENTRY_SIZE;
+                    f.file
+                        .set_len(from)
+                        .and_then(|()| f.file.set_len(len))
+                        .map(|()| true)
+                } else {
+                    zero_from(&*f.file, from, per_file * CQ_ENTRY_SIZE)
+                };
+                if cleared.map_err(|e| StoreError::io("truncating a consume queue", e))? {
                     f.dirty = true;
                 }
             }
             kept.push(f);
         }
         st.files = kept;
+        let dropped = st.max_index - index;
         st.max_index = index;
         st.written_index = index;
         if removed {
             st.new_files = true;
         }
-        info!(topic = %self.topic, queue = self.queue_id, index, "truncated consume queue");
+        if dropped > 0 {
+            info!(topic = %self.topic, queue = self.queue_id, index, "truncated consume queue");
+        }
         Ok(())
     }
 
@@ -632,12 +725,16 @@ impl ConsumeQueue {
             let st = lock(&self.state);
             (st.min_index, st.max_index)
         };
-        // Entries are ordered by commit-log offset; fillers (phys 0) come first.
+        // Entries are ordered by commit-log offset; fillers (phys 0) come first. An empty entry
+        // is a hole that a crash left in the entries written last (pages reach the disk in any
+        // order): it ends the entries kept.
         let (mut lo, mut hi) = (min, max);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.get(mid) {
-                Some(e) if !e.is_real() || (e.phys as u64) < phys_end => lo = mid + 1,
+                Some(e) if !e.is_empty() && (!e.is_real() || (e.phys as u64) < phys_end) => {
+                    lo = mid + 1
+                }
                 _ => hi = mid,
             }
         }
@@ -733,6 +830,7 @@ impl ConsumeQueue {
         st.min_index = 0;
         st.max_index = 0;
         st.written_index = 0;
+        st.synced_index = 0;
         if self.vfs.is_dir(&self.dir) {
             let _ = self.vfs.remove_dir_all(&self.dir);
         }

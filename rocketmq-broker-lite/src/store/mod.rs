@@ -37,8 +37,8 @@ use tracing::{error, info, warn};
 pub use self::clock::{
     Clock, DiskUsage, ManualClock, ManualDiskUsage, SystemClock, SystemDiskUsage,
 };
-pub use self::commitlog::{AppendResult, RecordSizes};
-use self::commitlog::{CommitLog, DispatchSink};
+pub use self::commitlog::{AppendResult, QueueOffsetTable, RecordSizes};
+use self::commitlog::{CommitLog, DispatchSink, MAX_QUEUE_ID};
 pub use self::config::{FlushDiskType, StoreConfig};
 use self::consume_queue::{ConsumeQueue, CqEntry};
 pub use self::error::{StoreError, StoreResult};
@@ -295,6 +295,27 @@ pub(crate) struct Inner {
     pub(crate) dispatch_cache: Mutex<QueueCache>,
     /// The dispatch point of the last thorough checkpoint (all consume queues synced).
     pub(crate) durable_dispatched: AtomicU64,
+    /// Set on a replica of a group that numbers its queues alike on every node (DLedger):
+    /// consume queues are never removed by hand, so that no node's numbering goes back.
+    pub(crate) keep_numbering: AtomicBool,
+    /// What the recovery at open did.
+    pub(crate) recovery: RecoveryReport,
+    /// Checkpoint rounds completed since open.
+    pub(crate) checkpoint_rounds: AtomicU64,
+}
+
+/// What opening the store had to do to recover its consume queues (see
+/// [`MessageStore::recovery`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Commit-log offset the re-dispatch started from (the log's end when nothing was
+    /// re-dispatched): the checkpoint's dispatch point, or the log's first offset when a
+    /// consume queue had to be rebuilt.
+    pub redispatched_from: u64,
+    /// Records read again from the commit log and dispatched.
+    pub records_redispatched: u64,
+    /// Consume queues rebuilt from the commit log, as `(topic, queue id)`.
+    pub queues_rebuilt: Vec<(String, i32)>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -434,6 +455,7 @@ impl Inner {
         match self.checkpoint_writes(thorough) {
             Ok(()) => {
                 self.log.guard.space_ok(disk::Site::Checkpoint);
+                self.checkpoint_rounds.fetch_add(1, Ordering::AcqRel);
                 Ok(())
             }
             Err(e) => {
@@ -458,13 +480,18 @@ impl Inner {
             .all()
             .cloned()
             .collect();
+        let mut synced = false;
         for q in &queues {
             q.flush_tail()?;
-            if thorough {
-                q.sync()?;
+            synced |= if thorough {
+                q.sync_if_pending(0)?
             } else {
-                q.sync_if_pending(2 * 4096)?;
-            }
+                q.sync_if_pending(2 * 4096)?
+            };
+        }
+        if synced {
+            // The registry records how far each queue is durable.
+            self.registry_dirty.store(true, Ordering::Release);
         }
         let dispatched = if thorough {
             self.durable_dispatched
@@ -496,14 +523,16 @@ impl Inner {
         self.cfg.consume_queue_dir().join("queues.json")
     }
 
-    /// Persists the list of queues with their min and max offsets, so that a queue whose files
-    /// vanish is noticed and rebuilt.
+    /// Persists the list of queues with their min offsets and how far their entries are
+    /// durable ([`ConsumeQueue::synced_offset`], not the max, which counts entries a crash may
+    /// take), so that a queue whose files vanish or lose durable entries is noticed and rebuilt,
+    /// and a crash that only takes what was not synced is not taken for that.
     pub(crate) fn save_registry(&self) -> StoreResult<()> {
         let mut reg: BTreeMap<String, BTreeMap<i32, (u64, u64)>> = BTreeMap::new();
         for cq in self.queues.read().unwrap_or_else(|p| p.into_inner()).all() {
             reg.entry(cq.topic.clone())
                 .or_default()
-                .insert(cq.queue_id, (cq.min_offset(), cq.max_offset()));
+                .insert(cq.queue_id, (cq.min_offset(), cq.synced_offset()));
         }
         let text = serde_json::to_vec(&reg).unwrap_or_default();
         self.env
@@ -897,6 +926,84 @@ impl MessageStore {
             .log
             .wait_written(end, self.inner.cfg.sync_flush_timeout);
         self.inner.log.flush()
+    }
+
+    /// What the recovery at open did: where the re-dispatch of the commit log started, how many
+    /// records it dispatched again, which consume queues it rebuilt.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.inner.recovery
+    }
+
+    /// Checkpoint rounds completed since the store opened (the periodic ones and
+    /// [`MessageStore::checkpoint`]).
+    pub fn checkpoint_rounds(&self) -> u64 {
+        self.inner.checkpoint_rounds.load(Ordering::Acquire)
+    }
+
+    /// The next queue offset of every queue, and the commit-log end it is the numbering as of
+    /// (the appends buffered included). A DLedger replica records it with its snapshots.
+    pub fn queue_offsets(&self) -> (u64, QueueOffsetTable) {
+        self.inner.log.queue_offsets()
+    }
+
+    /// Raises the next queue offsets to at least those of `table`: a DLedger replica that
+    /// caught up from a snapshot (or restarts over one) learns there where the numbering of the
+    /// queues stands whose records it does not hold. Once what is appended is dispatched, the
+    /// consume queues that end before their offset in `table` are moved on to it (their
+    /// maximum is then the group's, as their next message's offset is).
+    pub fn raise_queue_offsets(&self, table: &QueueOffsetTable) {
+        self.inner.log.raise_queue_offsets(table);
+        if !self.wait_dispatched(
+            self.inner
+                .cfg
+                .sync_flush_timeout
+                .max(Duration::from_secs(5)),
+        ) {
+            warn!("the appended records are not dispatched: consume queues not moved on");
+            return;
+        }
+        let mut moved = false;
+        for (topic, next) in table {
+            for (qid, &n) in next.iter().enumerate().take(MAX_QUEUE_ID as usize + 1) {
+                let qid = qid as i32;
+                let Ok(n) = u64::try_from(n) else { continue };
+                if n == 0
+                    || self
+                        .inner
+                        .queue(topic, qid)
+                        .is_some_and(|q| q.max_offset() >= n)
+                {
+                    continue;
+                }
+                self.inner.queue_or_create(topic, qid).advance_to(n);
+                moved = true;
+            }
+        }
+        if moved {
+            self.inner.registry_dirty.store(true, Ordering::Release);
+        }
+    }
+
+    /// From now on no consume queue is removed by hand ([`MessageStore::delete_topic`],
+    /// [`MessageStore::clean_unused_topics`], [`MessageStore::clean_expired_consume_queues`]
+    /// leave them; retention still expires their files with the commit log). A node of a
+    /// DLedger group numbers each queue itself as it applies the group's writes, and after a
+    /// restart counts on from its consume queues: a queue removed on one node only (an admin
+    /// request reaches the leader alone) would restart at 0 there and nowhere else, and the
+    /// replicas' records would differ.
+    pub fn keep_queue_numbering(&self) {
+        self.inner.keep_numbering.store(true, Ordering::Release);
+    }
+
+    fn keeps_numbering(&self, what: &str) -> bool {
+        let keep = self.inner.keep_numbering.load(Ordering::Acquire);
+        if keep {
+            info!(
+                what,
+                "consume queues kept: a DLedger replica numbers its queues as the group does"
+            );
+        }
+        keep
     }
 
     /// Makes everything dispatched so far durable in the consume queues and index and writes the
@@ -1406,8 +1513,12 @@ impl MessageStore {
     }
 
     /// Removes the consume queues of `topic` (its messages stay in the commit log until
-    /// retention removes them).
+    /// retention removes them). Nothing is removed once [`MessageStore::keep_queue_numbering`]
+    /// was called.
     pub fn delete_topic(&self, topic: &str) {
+        if self.keeps_numbering(topic) {
+            return;
+        }
         let removed = self
             .inner
             .queues
@@ -1440,8 +1551,12 @@ impl MessageStore {
 
     /// Removes the consume queues whose every entry points below the first commit-log offset
     /// still stored (Java `cleanExpiredConsumerQueue`; `SCHEDULE_TOPIC_XXXX` is kept). Returns
-    /// the queues removed as `(topic, queue id)`.
+    /// the queues removed as `(topic, queue id)`. Nothing is removed once
+    /// [`MessageStore::keep_queue_numbering`] was called.
     pub fn clean_expired_consume_queues(&self) -> Vec<(String, i32)> {
+        if self.keeps_numbering("expired consume queues") {
+            return Vec::new();
+        }
         let cl_min = self.inner.log.min_offset();
         let expired: Vec<Arc<ConsumeQueue>> = self
             .inner
@@ -1484,8 +1599,12 @@ impl MessageStore {
 
     /// Removes the consume queues of every topic not in `keep` (Java `cleanUnusedTopic`;
     /// `SCHEDULE_TOPIC_XXXX`, `RMQ_SYS_TRANS_OP_HALF_TOPIC` and `%LMQ%` topics are kept).
-    /// Returns the topics removed.
+    /// Returns the topics removed. Nothing is removed once
+    /// [`MessageStore::keep_queue_numbering`] was called.
     pub fn clean_unused_topics(&self, keep: &std::collections::HashSet<String>) -> Vec<String> {
+        if self.keeps_numbering("unused topics") {
+            return Vec::new();
+        }
         use rocketmq_remoting::protocol::topic::{SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC};
         let unused: std::collections::BTreeSet<String> = self
             .inner

@@ -12,9 +12,10 @@ use super::config::StoreConfig;
 use super::consume_queue::ConsumeQueue;
 use super::error::{StoreError, StoreResult};
 use super::index::IndexService;
-use super::{physical_memory, Inner, StoreEnv};
+use super::{physical_memory, Inner, RecoveryReport, StoreEnv};
 
-/// Topic → queue id → (min offset, max offset) as of the last checkpoint.
+/// Topic → queue id → (min offset, offset below which the entries are durable) as of the
+/// last checkpoint round (`queues.json`).
 type Registry = BTreeMap<String, BTreeMap<i32, (u64, u64)>>;
 
 fn load_queues(
@@ -165,10 +166,35 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             })
             .unwrap_or_default();
     let mut rebuild: HashSet<(String, i32)> = HashSet::new();
+    // Entries the registry saw durable must still be there, whatever the crash (it records how
+    // far each queue was synced, so a crash that takes only what was not synced is no loss).
+    // Checked before the queues are cut back to the checkpoint below: durable entries may point
+    // past what the commit log kept (an ASYNC_FLUSH log loses more than its queues), and the
+    // cut, not a rebuild, drops them.
+    for (topic, qs) in &registry {
+        for (qid, (_, synced)) in qs {
+            let key = (topic.clone(), *qid);
+            let present = queues.get(&key).map_or(0, |q| q.max_offset());
+            if present < *synced {
+                warn!(
+                    topic,
+                    queue = qid,
+                    present,
+                    expected = synced,
+                    "consume queue lost entries; rebuilding it"
+                );
+                rebuild.insert(key);
+            }
+        }
+    }
     let abnormal = (trusted.is_none() && !fresh) || cut;
     for ((topic, qid), q) in &queues {
-        if abnormal {
+        if abnormal && !rebuild.contains(&(topic.clone(), *qid)) {
+            // Only what the checkpoint proves durable stays (the rest is dispatched again),
+            // and nothing past it: pages written since the last sync can survive a power cut
+            // past a hole.
             q.truncate_from_phys(durable_dispatch)?;
+            q.clear_past_end()?;
             if !q.validate(cl_min, durable_dispatch) {
                 warn!(
                     topic,
@@ -180,11 +206,11 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         }
     }
     for (topic, qs) in &registry {
-        for (qid, (min, max)) in qs {
+        for (qid, (min, synced)) in qs {
             let key = (topic.clone(), *qid);
             if let Some(q) = queues.get(&key) {
                 q.correct_min(cl_min);
-                if q.min_offset() > *min && q.min_offset() < *max && !rebuild.contains(&key) {
+                if q.min_offset() > *min && q.min_offset() < *synced && !rebuild.contains(&key) {
                     // Files at the head vanished (retention never deletes past the commit log's
                     // minimum, and the registry follows it).
                     warn!(
@@ -195,26 +221,6 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
                         "consume queue lost its first files; rebuilding it"
                     );
                     rebuild.insert(key.clone());
-                    continue;
-                }
-            }
-            let present = queues.get(&key).map_or(0, |q| q.max_offset());
-            // Entries the registry saw durable must still be there (the registry is written
-            // before the checkpoint that covers it).
-            if present < *max && !rebuild.contains(&key) {
-                let known = queues
-                    .get(&key)
-                    .and_then(|q| q.get(present.saturating_sub(1)));
-                let below_durable = known.is_none_or(|e| (e.phys as u64) < durable_dispatch);
-                if below_durable {
-                    warn!(
-                        topic,
-                        queue = qid,
-                        present,
-                        expected = max,
-                        "consume queue lost entries; rebuilding it"
-                    );
-                    rebuild.insert(key);
                 }
             }
         }
@@ -246,7 +252,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         None
     };
 
-    let inner = Inner {
+    let mut inner = Inner {
         cfg: cfg.clone(),
         env: env.clone(),
         log,
@@ -270,6 +276,9 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         checkpoint_lock: Mutex::new(()),
         dispatch_cache: Mutex::new(Default::default()),
         durable_dispatched: AtomicU64::new(end),
+        keep_numbering: AtomicBool::new(false),
+        recovery: RecoveryReport::default(),
+        checkpoint_rounds: AtomicU64::new(0),
     };
 
     // 3. Re-dispatch: everything from the durable dispatch point for all queues and the index,
@@ -279,8 +288,8 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
     } else {
         cl_min
     };
+    let mut n = 0u64;
     if redispatch_from < end {
-        let mut n = 0u64;
         let stop_at = inner.log.scan(redispatch_from, false, |d| {
             let key_rebuilt =
                 !rebuild.is_empty() && rebuild.contains(&(d.topic.to_string(), d.queue_id));
@@ -298,6 +307,14 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             "re-dispatched the commit log"
         );
     }
+
+    let mut queues_rebuilt: Vec<(String, i32)> = rebuild.iter().cloned().collect();
+    queues_rebuilt.sort();
+    inner.recovery = RecoveryReport {
+        redispatched_from: redispatch_from.min(end),
+        records_redispatched: n,
+        queues_rebuilt,
+    };
 
     // 4. Position the log and the queue-offset table. The table is a vector per topic indexed
     //    by queue id: a queue beyond the store's bound (from a store written before the bound
@@ -323,7 +340,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         t[i] = q.max_offset() as i64;
     }
     for (topic, qs) in &registry {
-        for (qid, (_, max)) in qs {
+        for (qid, (_, synced)) in qs {
             if *qid > MAX_QUEUE_ID {
                 continue;
             }
@@ -340,7 +357,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
                 .get(topic, *qid)
                 .is_none()
             {
-                t[i] = t[i].max(*max as i64);
+                t[i] = t[i].max(*synced as i64);
             }
         }
     }

@@ -35,7 +35,7 @@ use super::log_store::Durable;
 use super::snapshot::{self, SnapshotFile};
 use super::types::{Entry, NodeId, Proposal, TypeConfig};
 use crate::store::persist::off_the_workers;
-use crate::store::MessageStore;
+use crate::store::{MessageStore, QueueOffsetTable};
 
 /// Request code of a vote.
 pub const VOTE: i32 = 51001;
@@ -208,6 +208,9 @@ struct ChunkHead {
     /// Set on the last chunk, which installs the snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     meta: Option<SnapshotMeta<NodeId, BasicNode>>,
+    /// Set on the first chunk: the numbering of the queues as of the snapshot's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    queue_offsets: Option<QueueOffsetTable>,
 }
 
 fn encode_chunk(head: &ChunkHead, data: &[u8]) -> Bytes {
@@ -342,12 +345,14 @@ impl Peer {
     }
 
     /// Sends a snapshot ending at commit-log offset `end`: the follower's log is completed
-    /// from where it ends (or from this log's oldest byte, if it ends before it).
+    /// from where it ends (or from this log's oldest byte, if it ends before it), and its
+    /// queues numbered as `queue_offsets` (the numbering as of `end`) says.
     async fn send_snapshot(
         &self,
         vote: Vote<NodeId>,
         meta: SnapshotMeta<NodeId, BasicNode>,
         end: u64,
+        queue_offsets: Option<Arc<QueueOffsetTable>>,
         ttl: Duration,
     ) -> Result<SnapshotResponse<NodeId>, StreamErr> {
         let probe = self.call_raw(SNAPSHOT_PROBE, Bytes::new(), ttl).await?;
@@ -397,6 +402,11 @@ impl Peer {
                 end,
                 offset: at,
                 meta: last.then(|| meta.clone()),
+                queue_offsets: if at == from {
+                    queue_offsets.as_deref().cloned()
+                } else {
+                    None
+                },
             };
             let answer = self
                 .call_raw(SNAPSHOT_CHUNK, encode_chunk(&head, &data), ttl)
@@ -481,8 +491,9 @@ impl RaftNetwork<TypeConfig> for Peer {
         option: RPCOption,
     ) -> Result<SnapshotResponse<NodeId>, StreamErr> {
         let end = snapshot.snapshot.end;
+        let offsets = snapshot.snapshot.queue_offsets.clone();
         tokio::select! {
-            r = self.send_snapshot(vote, snapshot.meta, end, option.hard_ttl()) => r,
+            r = self.send_snapshot(vote, snapshot.meta, end, offsets, option.hard_ttl()) => r,
             closed = cancel => Err(StreamingError::Closed(closed)),
         }
     }
@@ -549,9 +560,7 @@ impl PeerService {
                 next: head.from,
                 file,
             };
-            let mut header = [0u8; snapshot::HEADER];
-            header[..8].copy_from_slice(&head.from.to_be_bytes());
-            header[8..].copy_from_slice(&head.end.to_be_bytes());
+            let header = snapshot::encode_header(head.from, head.end, head.queue_offsets.as_ref());
             r.file
                 .write_all(&header)
                 .await
@@ -769,6 +778,7 @@ mod tests {
             end: 9000,
             offset: 5000,
             meta: None,
+            queue_offsets: None,
         };
         let body = encode_chunk(&head, b"commit-log bytes");
         let (h, data) = decode_chunk(&body).unwrap();

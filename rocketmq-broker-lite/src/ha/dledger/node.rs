@@ -423,6 +423,9 @@ impl DLedgerNode {
             .lead_before_sync(id)
             .and_then(|()| log.durable())
             .map_err(|e| format!("cannot open the Raft log in {}: {e}", dir.display()))?;
+        // Every node numbers the queues itself as it applies the group's writes: none may
+        // forget a queue's numbering on its own (see `MessageStore::keep_queue_numbering`).
+        store.keep_queue_numbering();
         let sm = StateMachine::open(dir, store.clone(), mark)
             .map_err(|e| format!("cannot open the applied index in {}: {e}", dir.display()))?;
         sm.apply_when(durable.clone());

@@ -8,10 +8,17 @@
 //! up to the snapshot's end ([`super::network`]). The follower writes what it receives to a
 //! file ([`SnapshotFile`]) and installs it by appending those records at the same offsets, as
 //! a slave does ([`install_from`]).
+//!
+//! Each replica numbers the queues itself as it applies the group's writes, so a snapshot also
+//! carries the numbering as of its end ([`SnapshotRecord::queue_offsets`]): a follower that
+//! receives the log from the leader's oldest segment holds no record of a queue whose records
+//! all expired, and would otherwise number that queue's next message from 0 where the leader
+//! goes on from where it was.
 
 use std::io::{self, Read};
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use openraft::{BasicNode, SnapshotMeta};
@@ -19,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 
 use super::types::NodeId;
-use crate::store::{MessageStore, StoreError};
+use crate::store::{MessageStore, QueueOffsetTable, StoreError};
 
 /// What `snapshot.json` holds: the snapshot and where it ends in the commit log.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,6 +35,10 @@ pub struct SnapshotRecord {
     pub meta: SnapshotMeta<NodeId, BasicNode>,
     /// Commit-log end after the last entry.
     pub end: u64,
+    /// The next queue offset of every queue as of `end` (absent from snapshots recorded
+    /// before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_offsets: Option<QueueOffsetTable>,
 }
 
 const RECORD_FILE: &str = "snapshot.json";
@@ -36,8 +47,57 @@ pub const RECEIVING_FILE: &str = "snapshot.recv";
 /// Present while a snapshot is installed over a log that was moved to start at its first
 /// byte: a crash before the install completes leaves that log to be emptied again.
 pub const INSTALLING_FILE: &str = "snapshot.installing";
-/// Bytes before the commit-log bytes in a received snapshot file: their start and end.
-pub const HEADER: usize = 16;
+/// The fixed bytes that start a received snapshot file: the start and end of its commit-log
+/// bytes, and the length of the queue-offset table (JSON) that follows them (0: none). The
+/// commit-log bytes come after the table.
+pub const HEADER: usize = 20;
+
+/// The longest queue-offset table a received snapshot may carry.
+const MAX_TABLE: usize = 256 << 20;
+
+/// The head of a received snapshot file (see [`HEADER`]).
+pub fn encode_header(from: u64, end: u64, queue_offsets: Option<&QueueOffsetTable>) -> Vec<u8> {
+    let table = queue_offsets
+        .and_then(|t| serde_json::to_vec(t).ok())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(HEADER + table.len());
+    out.extend_from_slice(&from.to_be_bytes());
+    out.extend_from_slice(&end.to_be_bytes());
+    out.extend_from_slice(&(table.len() as u32).to_be_bytes());
+    out.extend_from_slice(&table);
+    out
+}
+
+/// Reads the head of a received snapshot file: start, end, queue-offset table.
+fn read_header(file: &mut impl Read) -> Result<(u64, u64, Option<QueueOffsetTable>), String> {
+    let mut header = [0u8; HEADER];
+    file.read_exact(&mut header)
+        .map_err(|e| format!("cannot read the received snapshot: {e}"))?;
+    let word = |k: usize| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&header[k..k + 8]);
+        u64::from_be_bytes(a)
+    };
+    let (from, end) = (word(0), word(8));
+    let len = u32::from_be_bytes([header[16], header[17], header[18], header[19]]) as usize;
+    if len > MAX_TABLE {
+        return Err(format!(
+            "the received snapshot's queue-offset table is {len} bytes"
+        ));
+    }
+    let table = if len == 0 {
+        None
+    } else {
+        let mut b = vec![0u8; len];
+        file.read_exact(&mut b)
+            .map_err(|e| format!("cannot read the received snapshot: {e}"))?;
+        Some(
+            serde_json::from_slice(&b)
+                .map_err(|e| format!("unreadable queue-offset table in the snapshot: {e}"))?,
+        )
+    };
+    Ok((from, end, table))
+}
 
 /// Reads `snapshot.json` of `dir`, if any.
 pub fn load(dir: &Path) -> io::Result<Option<SnapshotRecord>> {
@@ -76,12 +136,19 @@ pub struct SnapshotFile {
     file: Option<tokio::fs::File>,
     /// Commit-log end of the snapshot (0 for a file being received).
     pub end: u64,
+    /// The numbering of the queues as of `end` (sent with the snapshot), when known.
+    pub queue_offsets: Option<Arc<QueueOffsetTable>>,
 }
 
 impl SnapshotFile {
-    /// The snapshot ending at commit-log offset `end` of this node's own log.
-    pub fn of_log(end: u64) -> Self {
-        Self { file: None, end }
+    /// The snapshot ending at commit-log offset `end` of this node's own log, whose queues are
+    /// numbered as `queue_offsets` says at that end.
+    pub fn of_log(end: u64, queue_offsets: Option<Arc<QueueOffsetTable>>) -> Self {
+        Self {
+            file: None,
+            end,
+            queue_offsets,
+        }
     }
 
     /// A snapshot received into `file`.
@@ -89,6 +156,7 @@ impl SnapshotFile {
         Self {
             file: Some(file),
             end: 0,
+            queue_offsets: None,
         }
     }
 
@@ -175,22 +243,15 @@ pub fn cannot_catch_up(from: u64, to: u64, store: &MessageStore) -> Option<Strin
 
 /// Installs a received snapshot file (header, then the commit-log bytes from its start to its
 /// end): an empty log is moved to start at the first byte; the bytes this log already holds
-/// are skipped and the rest appended, checked record by record, at the same offsets. Returns
-/// the commit-log end, which is the snapshot's.
+/// are skipped and the rest appended, checked record by record, at the same offsets; then the
+/// queues are numbered at least as the snapshot's table says. Returns the commit-log end, which
+/// is the snapshot's.
 pub fn install_from(
     dir: &Path,
     store: &MessageStore,
     file: &mut std::fs::File,
 ) -> Result<u64, String> {
-    let mut header = [0u8; HEADER];
-    file.read_exact(&mut header)
-        .map_err(|e| format!("cannot read the received snapshot: {e}"))?;
-    let word = |k: usize| {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&header[k..k + 8]);
-        u64::from_be_bytes(a)
-    };
-    let (from, end) = (word(0), word(8));
+    let (from, end, queue_offsets) = read_header(file)?;
     if end < from {
         return Err(format!("a snapshot from {from} to {end}"));
     }
@@ -232,6 +293,11 @@ pub fn install_from(
         return Err(format!(
             "after the snapshot the log ends at {now}, not at its end {end}"
         ));
+    }
+    // The records received number the queues they hold; the table numbers the others (their
+    // records expired before the log's first byte that was sent).
+    if let Some(table) = &queue_offsets {
+        store.raise_queue_offsets(table);
     }
     Ok(end)
 }

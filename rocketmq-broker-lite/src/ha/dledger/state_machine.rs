@@ -29,7 +29,7 @@ use super::snapshot::{self, SnapshotFile, SnapshotRecord};
 use super::types::{Applied, AppliedWrites, Entry, NodeId, Proposal, TypeConfig};
 use crate::store::persist::off_the_workers;
 use crate::store::PutMessage;
-use crate::store::{MessageStore, StoreError};
+use crate::store::{MessageStore, QueueOffsetTable, StoreError};
 
 const RECORD: usize = 32;
 
@@ -115,6 +115,9 @@ struct Inner {
     /// Set when the node stops: a committed write waiting for disk space is given up (it is
     /// applied again after a restart, as `applied.idx` does not name it).
     stopping: std::sync::atomic::AtomicBool,
+    /// Held while entries are applied or a snapshot installed: a snapshot being taken reads
+    /// the last entry applied and the queues' numbering together, as of the same log end.
+    applying: tokio::sync::Mutex<()>,
 }
 
 /// What the commit log holds: the last entry applied, the log's end after it, and the
@@ -160,6 +163,22 @@ impl StateMachine {
             Err(_) => StoredMembership::default(),
         };
         let snapshot = snapshot::load(dir)?;
+        // The queues whose records the log does not hold (it caught up from a snapshot after
+        // they expired on the leader) are numbered from the snapshot's table: the consume
+        // queues the store counts from at start-up know only the records it holds.
+        if let Some(snap) = &snapshot {
+            match &snap.queue_offsets {
+                Some(table) if snap.end <= store.commit_log_max_offset() => {
+                    store.raise_queue_offsets(table)
+                }
+                Some(_) => warn!(
+                    end = snap.end,
+                    log_end = store.commit_log_max_offset(),
+                    "the commit log ends before the last snapshot; its queue numbering is not used"
+                ),
+                None => {}
+            }
+        }
         let end = mark.map_or_else(|| store.commit_log_max_offset(), |m| m.end);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -176,6 +195,7 @@ impl StateMachine {
                 installed: std::sync::atomic::AtomicU64::new(0),
                 durable: OnceLock::new(),
                 stopping: std::sync::atomic::AtomicBool::new(false),
+                applying: tokio::sync::Mutex::new(()),
             }),
         })
     }
@@ -388,7 +408,12 @@ impl StateMachine {
     /// Records a snapshot of what is applied, once the commit log is durable up to it, and
     /// starts `applied.idx` over (the snapshot stands for the marks before it).
     async fn take_snapshot(&self) -> Result<SnapshotRecord, StorageError<NodeId>> {
-        let st = lock(&self.inner.state).clone();
+        let (st, queue_offsets) = {
+            let _applying = self.inner.applying.lock().await;
+            let st = lock(&self.inner.state).clone();
+            let offsets = self.queue_offsets_at(st.end);
+            (st, offsets)
+        };
         self.make_durable(st.end)?;
         let meta = SnapshotMeta {
             last_log_id: st.last,
@@ -401,7 +426,11 @@ impl StateMachine {
                 None => format!("none-{}", st.end),
             },
         };
-        let rec = SnapshotRecord { meta, end: st.end };
+        let rec = SnapshotRecord {
+            meta,
+            end: st.end,
+            queue_offsets,
+        };
         let me = self.clone();
         let saved = rec.clone();
         off_the_workers(move || -> std::io::Result<()> {
@@ -411,6 +440,20 @@ impl StateMachine {
         .map_err(snapshot_err)?;
         *lock(&self.inner.snapshot) = Some(rec.clone());
         Ok(rec)
+    }
+
+    /// The numbering of the queues, if the commit log ends at `end` (nothing but the state
+    /// machine appends to it: the caller holds [`Inner::applying`]).
+    fn queue_offsets_at(&self, end: u64) -> Option<QueueOffsetTable> {
+        let (at, table) = self.inner.store.queue_offsets();
+        if at != end {
+            warn!(
+                at,
+                end, "the commit log is not at the last applied entry: no queue numbering kept"
+            );
+            return None;
+        }
+        Some(table)
     }
 
     /// Starts `applied.idx` over after a snapshot up to `last`: the marks it stands for go, the
@@ -450,6 +493,7 @@ impl StateMachine {
             .into_file()
             .ok_or_else(|| snapshot_err("a snapshot to install must be a received file"))?;
         let mut file = file.into_std().await;
+        let _applying = self.inner.applying.lock().await;
         let me = self.clone();
         let end = off_the_workers(move || -> Result<u64, String> {
             file.rewind()
@@ -464,6 +508,7 @@ impl StateMachine {
         let rec = SnapshotRecord {
             meta: meta.clone(),
             end,
+            queue_offsets: self.queue_offsets_at(end),
         };
         let me = self.clone();
         let saved = rec.clone();
@@ -506,7 +551,10 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
         let rec = self.take_snapshot().await?;
         Ok(Snapshot {
-            snapshot: Box::new(SnapshotFile::of_log(rec.end)),
+            snapshot: Box::new(SnapshotFile::of_log(
+                rec.end,
+                rec.queue_offsets.map(Arc::new),
+            )),
             meta: rec.meta,
         })
     }
@@ -555,6 +603,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // the two waits that may block (the index's once-a-second sync, a full disk) step off
         // the workers themselves. Moving every apply off the workers (`block_in_place`) cost
         // a thread hand-off each, a third of the group's futex calls under R2.
+        let _applying = self.inner.applying.lock().await;
         self.apply_all(entries)
     }
 
@@ -588,7 +637,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
         Ok(lock(&self.inner.snapshot).clone().map(|rec| Snapshot {
-            snapshot: Box::new(SnapshotFile::of_log(rec.end)),
+            snapshot: Box::new(SnapshotFile::of_log(
+                rec.end,
+                rec.queue_offsets.map(Arc::new),
+            )),
             meta: rec.meta,
         }))
     }
