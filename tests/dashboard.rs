@@ -531,6 +531,18 @@ async fn bad_input_and_an_unreachable_cluster_give_clear_error_pages() {
             "{path}"
         );
     }
+    // A page of another site whose name resolves to 127.0.0.1 (DNS rebinding): its requests
+    // name its own host, and are refused; the loopback names are served.
+    let r = http("GET", &addr, "/", &[("Host", "evil.example:8080")], None)
+        .await
+        .expect("answer");
+    assert_eq!(r.status, 403, "{}", r.text());
+    let port = dash.local_addr().port();
+    let local = format!("localhost:{port}");
+    let r = http("GET", &addr, "/", &[("Host", local.as_str())], None)
+        .await
+        .expect("answer");
+    assert_eq!(r.status, 200, "{}", r.text());
     // Forms: bad values, another site's page, an unknown topic.
     let post = |path: &'static str, body: String, origin: Option<&'static str>| {
         let addr = addr.clone();

@@ -78,6 +78,10 @@ pub(crate) struct AppState {
     pub(crate) producer: tokio::sync::Mutex<Option<DefaultMQProducer>>,
     /// Recent lag of each group.
     pub(crate) history: Arc<LagHistory>,
+    /// Served on a loopback address: only requests naming a loopback host are answered (a
+    /// page of another site whose name resolves to 127.0.0.1, DNS rebinding, must not read or
+    /// post through the browser of someone running the dashboard).
+    pub(crate) loopback_only: bool,
 }
 
 /// Settings of a [`Dashboard`]; [`DashboardBuilder::start`] serves it.
@@ -188,6 +192,7 @@ impl DashboardBuilder {
             credentials: self.credentials,
             producer: tokio::sync::Mutex::new(None),
             history: history.clone(),
+            loopback_only: local_addr.ip().is_loopback(),
         });
         let (stop_tx, stop_rx) = watch::channel(false);
         let sampler =

@@ -63,7 +63,47 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/message", get(message))
         .route("/send", get(send_form).post(send))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            loopback_host_only,
+        ))
         .with_state(state)
+}
+
+/// Refuses, on a dashboard served on a loopback address, a request whose `Host` is not a
+/// loopback name or address: a DNS-rebinding page reaches 127.0.0.1 under its own name.
+async fn loopback_host_only(
+    State(st): State<Arc<AppState>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if st.loopback_only && !names_loopback(req.headers()) {
+        return (
+            StatusCode::FORBIDDEN,
+            "this dashboard answers requests for localhost only",
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// Whether the request's `Host` (absent: HTTP/1.0) names this machine's loopback.
+fn names_loopback(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST) else {
+        return true;
+    };
+    let Ok(host) = host.to_str() else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        // `[::1]:8080`
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The page in its layout, as an HTTP response.
@@ -335,5 +375,34 @@ mod tests {
         assert!(!same_origin(&h));
         h.insert(header::ORIGIN, HeaderValue::from_static("null"));
         assert!(!same_origin(&h));
+    }
+
+    #[test]
+    fn only_loopback_hosts_are_named_loopback() {
+        let named = |host: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::HOST, HeaderValue::from_static(host));
+            names_loopback(&h)
+        };
+        for ok in [
+            "127.0.0.1:8080",
+            "127.0.0.1",
+            "localhost:8080",
+            "LOCALHOST",
+            "[::1]:8080",
+            "127.1.2.3:80",
+        ] {
+            assert!(named(ok), "{ok}");
+        }
+        // A DNS-rebinding page's own name, though it resolves to 127.0.0.1.
+        for refused in [
+            "evil.example:8080",
+            "evil.example",
+            "10.0.0.1:8080",
+            "[::2]:8080",
+        ] {
+            assert!(!named(refused), "{refused}");
+        }
+        assert!(names_loopback(&HeaderMap::new()), "HTTP/1.0 names no host");
     }
 }

@@ -166,7 +166,12 @@ fn request_bytes(
     headers: &[(&str, &str)],
     body: Option<(&str, &[u8])>,
 ) -> Vec<u8> {
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    // `Host: addr` unless the caller names the host itself.
+    let mut req = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n")
+    } else {
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n")
+    };
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
