@@ -648,6 +648,13 @@ mod imp {
         let cert_path = required(TLS_SERVER_CERTPATH, &cfg.cert_path, &why)?;
         let key_path = required(TLS_SERVER_KEYPATH, &cfg.key_path, &why)?;
         no_password(TLS_SERVER_KEYPASSWORD, &cfg.key_password)?;
+        if cfg.mode == TlsMode::Permissive && cfg.need_client_auth == ClientAuth::Require {
+            // As Java, a permissive server takes plain connections too: they skip the client
+            // certificate the TLS ones must show. Said once, at start, where it shows.
+            tracing::warn!(
+                "{TLS_SERVER_MODE}=permissive with {TLS_SERVER_NEED_CLIENT_AUTH}=require: plain                  connections are accepted without a client certificate; set                  {TLS_SERVER_MODE}=enforcing to require one from every client"
+            );
+        }
         let chain = certs(TLS_SERVER_CERTPATH, cert_path)?;
         let key = private_key(TLS_SERVER_KEYPATH, key_path)?;
         let provider = provider();
