@@ -61,16 +61,12 @@ impl<'a> AccessRequest<'a> {
         let (first, second) = match cmd.request_code() {
             RequestCode::SendMessage => ("topic", "group"),
             RequestCode::SendMessageV2 => ("b", "a"),
-            // Sent with either send header, as the client's `sendSmartMsg` chooses.
-            RequestCode::SendBatchMessage
-            | RequestCode::SendReplyMessage
-            | RequestCode::SendReplyMessageV2 => {
-                if ext.get("b").is_some() {
-                    ("b", "a")
-                } else {
-                    ("topic", "producerGroup")
-                }
-            }
+            // The names their handlers read (Java's `parseRequestHeader`s): a batch and a V2
+            // reply the one-letter ones, a reply the long ones. Chosen by code, never by which
+            // keys are present: a header with both would have the check read one topic and
+            // the handler store into another.
+            RequestCode::SendBatchMessage | RequestCode::SendReplyMessageV2 => ("b", "a"),
+            RequestCode::SendReplyMessage => ("topic", "producerGroup"),
             RequestCode::PullMessage => ("topic", "consumerGroup"),
             _ => ("", ""),
         };
@@ -191,17 +187,31 @@ mod tests {
         };
         let send = cmd(RequestCode::SendMessageV2, &[("a", "pg"), ("b", "T")]);
         assert_eq!(r(&send), vec![("T".to_string(), PUB)]);
-        // Batches and replies, with either send header (Java 4.9.8 checked neither).
-        for code in [
-            RequestCode::SendBatchMessage,
-            RequestCode::SendReplyMessage,
-            RequestCode::SendReplyMessageV2,
-        ] {
-            let v2 = cmd(code, &[("a", "pg"), ("b", "T")]);
-            assert_eq!(r(&v2), vec![("T".to_string(), PUB)]);
-            let v1 = cmd(code, &[("producerGroup", "pg"), ("topic", "T")]);
-            assert_eq!(r(&v1), vec![("T".to_string(), PUB)]);
-        }
+        // Batches and replies (Java 4.9.8 checked neither), by the names their handlers read,
+        // whatever other keys the header carries.
+        let both = |code| {
+            cmd(
+                code,
+                &[
+                    ("a", "pg"),
+                    ("b", "V2Topic"),
+                    ("producerGroup", "pg"),
+                    ("topic", "V1Topic"),
+                ],
+            )
+        };
+        assert_eq!(
+            r(&both(RequestCode::SendBatchMessage)),
+            vec![("V2Topic".to_string(), PUB)]
+        );
+        assert_eq!(
+            r(&both(RequestCode::SendReplyMessageV2)),
+            vec![("V2Topic".to_string(), PUB)]
+        );
+        assert_eq!(
+            r(&both(RequestCode::SendReplyMessage)),
+            vec![("V1Topic".to_string(), PUB)]
+        );
         // A producer's unregister names no consumer group: Java checks `%RETRY%null`.
         let unregister = cmd(RequestCode::UnregisterClient, &[("producerGroup", "pg")]);
         assert_eq!(r(&unregister), vec![("%RETRY%null".to_string(), SUB)]);
