@@ -472,3 +472,95 @@ async fn a_lite_pull_stream_commits_only_the_messages_it_returned() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// A send stored by a first attempt with a non-OK status (FLUSH_SLAVE_TIMEOUT) and retried
+/// (`retry_another_broker_when_not_store_ok`) returns that result when the retry fails with an
+/// error that is not retried: the message was stored, and an error would invite a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_send_is_not_reported_as_the_retrys_error() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "StoredOnce", 1).await;
+    let sends = Arc::new(AtomicUsize::new(0));
+    let n = sends.clone();
+    let fault: Fault = Arc::new(move |req: &RemotingCommand| {
+        if topic_of(req).as_deref() != Some("StoredOnce") {
+            return None;
+        }
+        if n.fetch_add(1, Ordering::SeqCst) == 0 {
+            // Stored, the slave did not confirm in time.
+            let mut r = RemotingCommand::response(ResponseCode::FlushSlaveTimeout, None);
+            r.set_ext("queueId", "0");
+            r.set_ext("queueOffset", "0");
+            r.set_ext("msgId", "7F00000100002A9F0000000000000000");
+            Some(r)
+        } else {
+            Some(RemotingCommand::response(
+                ResponseCode::MessageIllegal,
+                Some("the message is illegal here".to_string()),
+            ))
+        }
+    });
+    let proxy = Interposer::start(&c, fault).await;
+    let p = rocketmq_client::producer::DefaultMQProducer::builder()
+        .client_config(fast_client(&proxy.namesrv_addr()))
+        .group("p-stored-once")
+        .retry_another_broker_when_not_store_ok(true)
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    let r = p
+        .send(Message::new("StoredOnce", "x"))
+        .await
+        .expect("the first attempt's result, not the retry's error");
+    assert_eq!(
+        r.status,
+        rocketmq_client::producer::SendStatus::FlushSlaveTimeout
+    );
+    assert_eq!(sends.load(Ordering::SeqCst), 2, "retried once");
+    p.shutdown().await;
+    proxy.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// A topic the name servers route with no queue to write to (read-only here) is refused: the
+/// producer used to send it through the template's (TBW102) route, into the closed topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_without_writable_queues_is_not_sent_through_the_template() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).expect("admin");
+    // PERM_READ (4) only.
+    admin
+        .create_topic_with(&c.broker().broker_addr(), "ReadOnly", 4, 4, 4, false)
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while !admin
+        .topic_route("ReadOnly")
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|r| !r.queue_datas.is_empty())
+    {
+        assert!(tokio::time::Instant::now() < deadline, "no route");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    admin.shutdown();
+    let p = producer(&ns, "p-read-only").await;
+    let r = p.send(Message::new("ReadOnly", "x")).await;
+    assert!(
+        matches!(
+            r,
+            Err(rocketmq_client::ClientError::NoAvailableQueue { .. })
+        ),
+        "{r:?}"
+    );
+    assert_eq!(
+        c.broker().store().max_offset("ReadOnly", 0),
+        0,
+        "nothing stored"
+    );
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

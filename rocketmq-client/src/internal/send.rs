@@ -542,9 +542,18 @@ impl ProducerCore {
         lock(&self.publish)
             .entry(topic.to_string())
             .or_insert_with(|| Arc::new(TopicPublishInfo::empty()));
-        inst.update_route(topic).await?;
+        let known = inst.update_route(topic).await?;
         if let Some(i) = lock(&self.publish).get(topic).filter(|i| i.ok()) {
             return Ok(i.clone());
+        }
+        if known {
+            // The name servers route the topic, with no queue to write to (all read-only, no
+            // write queues, or its brokers without a master): the template's route would send
+            // into a topic its operator closed, and have other brokers create it. Java uses
+            // the template only for a topic without route info.
+            return Err(ClientError::NoAvailableQueue {
+                topic: topic.to_string(),
+            });
         }
         if let Some(route) = inst
             .default_route(
@@ -880,8 +889,7 @@ impl ProducerCore {
                     return Ok(r);
                 }
                 Err(e) => {
-                    let isolation =
-                        matches!(e, ClientError::Remoting(_) | ClientError::Timeout { .. });
+                    let isolation = isolates(&e);
                     if broker_failed(&e) {
                         inst.refresh_route_soon(&p.topic);
                     }
@@ -897,6 +905,11 @@ impl ProducerCore {
                     }
                     tracing::debug!(topic = %p.topic, broker = %mq.broker_name, attempt, error = %e, "send attempt failed");
                     if !e.is_retriable() {
+                        // Stored by an earlier attempt (with a non-OK status): that is the
+                        // send's result, not this attempt's error (Java returns it too).
+                        if stored.is_some() {
+                            return Ok(stored);
+                        }
                         return Err(e);
                     }
                     last_err = Some(e);
@@ -1078,6 +1091,21 @@ fn encode_properties_with_id(props: &StringMap, id: Option<&str>) -> String {
 /// Whether `e` says the broker is gone or no longer takes writes (its connection failed, or
 /// it answered SERVICE_NOT_AVAILABLE as a slave or a stopping broker does): then the topic's
 /// route is worth refreshing at once.
+/// Whether a failed attempt puts its broker in the penalty box (latency fault avoidance), as
+/// Java's `updateFaultItem(.., true)` for a transport failure, a broker's error answer and a
+/// broker not found: the next attempt (and the next sends) go to another broker, not back to
+/// the one that just refused. Only errors retried on another broker count: a message the
+/// broker refused as illegal says nothing about the broker.
+fn isolates(e: &ClientError) -> bool {
+    match e {
+        ClientError::Remoting(_)
+        | ClientError::Timeout { .. }
+        | ClientError::BrokerNotFound { .. } => true,
+        ClientError::Server { .. } => e.is_retriable(),
+        _ => false,
+    }
+}
+
 pub(crate) fn broker_failed(e: &ClientError) -> bool {
     match e {
         ClientError::Remoting(r) => r.is_retriable(),
@@ -1129,6 +1157,34 @@ mod tests {
     use super::*;
     use rocketmq_remoting::protocol::body::{BrokerData, QueueData};
     use std::collections::BTreeMap;
+
+    /// A broker that answered an error the send retries elsewhere is avoided, as one that
+    /// could not be reached; one that refused the message itself is not.
+    #[test]
+    fn error_answers_retried_elsewhere_avoid_their_broker() {
+        let server = |code| ClientError::Server {
+            addr: "b:10911".into(),
+            code,
+            remark: String::new(),
+        };
+        for code in [
+            ResponseCode::ServiceNotAvailable,
+            ResponseCode::SystemError,
+            ResponseCode::NoPermission,
+            ResponseCode::TopicNotExist,
+        ] {
+            assert!(isolates(&server(code)), "{code:?}");
+        }
+        assert!(isolates(&ClientError::BrokerNotFound {
+            broker: "b".into()
+        }));
+        assert!(isolates(&ClientError::Timeout {
+            op: "send",
+            after: Duration::from_secs(3)
+        }));
+        assert!(!isolates(&server(ResponseCode::MessageIllegal)));
+        assert!(!isolates(&ClientError::NotRunning));
+    }
 
     #[test]
     fn a_new_id_is_encoded_as_if_inserted() {
