@@ -536,12 +536,12 @@ async fn a_topic_without_writable_queues_is_not_sent_through_the_template() {
         .await
         .unwrap();
     let deadline = tokio::time::Instant::now() + LIMIT;
-    while !admin
+    while admin
         .topic_route("ReadOnly")
         .await
         .ok()
         .flatten()
-        .is_some_and(|r| !r.queue_datas.is_empty())
+        .is_none_or(|r| r.queue_datas.is_empty())
     {
         assert!(tokio::time::Instant::now() < deadline, "no route");
         tokio::time::sleep(Duration::from_millis(50)).await;
