@@ -667,3 +667,20 @@ async fn name_server_failover() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// A timeout of `Duration::MAX` (no limit) is taken as a very long one: it made the deadline
+/// overflow the clock and panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_without_a_time_limit_does_not_panic() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "NoLimit", 2).await;
+    let p = producer(&ns, "p-no-limit").await;
+    let r = p
+        .send_timeout(Message::new("NoLimit", "x"), Duration::MAX)
+        .await
+        .unwrap();
+    assert_eq!(r.status, rocketmq_client::producer::SendStatus::SendOk);
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

@@ -449,7 +449,8 @@ impl LiteEngine {
             // Failures are logged; the next auto-commit writes the positions again.
             let _ = self.commit_all(true).await;
         }
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline =
+            rocketmq_remoting::util::time::deadline(tokio::time::Instant::now(), timeout);
         let mut rx = self.rx.lock().await;
         loop {
             let batch = tokio::select! {

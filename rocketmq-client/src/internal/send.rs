@@ -1139,7 +1139,8 @@ fn attempt_budget(
 ) -> Duration {
     let elsewhere = info.queues.iter().any(|q| q.broker_name != mq.broker_name);
     if more_attempts && elsewhere {
-        left * 2 / 3
+        // Divided first: `left` may be `Duration::MAX` (no limit).
+        left / 3 * 2
     } else {
         left
     }

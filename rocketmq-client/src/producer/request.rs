@@ -112,7 +112,7 @@ impl DefaultMQProducer {
         S: MessageQueueSelector<A> + ?Sized,
     {
         let begin = Instant::now();
-        let deadline = begin + timeout;
+        let deadline = rocketmq_remoting::util::time::deadline(begin, timeout);
         let inst = self.instance()?;
         let core = self.core();
         let timed_out = || ClientError::Timeout {

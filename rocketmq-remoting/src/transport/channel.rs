@@ -667,8 +667,12 @@ impl Channel {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        self.invoke_until(request, tokio::time::Instant::now() + timeout, timeout)
-            .await
+        self.invoke_until(
+            request,
+            crate::util::time::deadline(tokio::time::Instant::now(), timeout),
+            timeout,
+        )
+        .await
     }
 
     /// [`invoke`](Self::invoke) with the deadline already known (`timeout`, the whole time the

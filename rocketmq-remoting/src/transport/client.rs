@@ -408,7 +408,7 @@ impl RemotingClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = crate::util::time::deadline(tokio::time::Instant::now(), timeout);
         // A connected address answers at once: a timer only when it has to connect (boxed:
         // the request's future does not carry the connect's state for the common case).
         let ch = match self.connected(addr) {

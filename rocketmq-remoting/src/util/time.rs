@@ -1,4 +1,14 @@
-//! Civil (proleptic Gregorian, UTC) date arithmetic without a time-zone database.
+//! Time arithmetic: civil (proleptic Gregorian, UTC) dates without a time-zone database, and
+//! deadlines that do not overflow.
+
+use std::time::Duration;
+
+/// `from + timeout`, or a point decades away when the clock cannot hold that (a caller's
+/// `Duration::MAX`, meaning "no limit", must not panic).
+pub fn deadline(from: tokio::time::Instant, timeout: Duration) -> tokio::time::Instant {
+    from.checked_add(timeout)
+        .unwrap_or_else(|| from + Duration::from_secs(30 * 365 * 86_400))
+}
 
 /// Days since 1970-01-01 of a civil date.
 pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
@@ -56,6 +66,16 @@ pub fn parse_compact_ms(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_past_the_clock_is_decades_away_not_a_panic() {
+        let now = tokio::time::Instant::now();
+        assert_eq!(
+            deadline(now, Duration::from_secs(3)),
+            now + Duration::from_secs(3)
+        );
+        assert!(deadline(now, Duration::MAX) > now + Duration::from_secs(10 * 365 * 86_400));
+    }
 
     #[test]
     fn round_trips() {
