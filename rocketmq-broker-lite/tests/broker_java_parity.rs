@@ -10,16 +10,12 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use common::*;
 use rocketmq_broker_lite::broker::BrokerRole;
-use rocketmq_remoting::protocol::body::{
-    self, HeartbeatData, ProducerData, SubscriptionGroupConfig, TopicRouteData,
-};
+use rocketmq_remoting::protocol::body::{self, SubscriptionGroupConfig, TopicRouteData};
 use rocketmq_remoting::protocol::headers::*;
 use rocketmq_remoting::protocol::message::{
     decode_offset_msg_id, decode_stored, decode_stored_all, encode_batch, encode_properties,
@@ -31,10 +27,7 @@ use rocketmq_remoting::protocol::topic::{
 use rocketmq_remoting::protocol::{
     frame, RemotingCommand, RequestCode, ResponseCode, SerializeType,
 };
-use rocketmq_remoting::transport::{
-    ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
-};
-use tokio::sync::mpsc;
+use rocketmq_remoting::transport::RemotingClient;
 
 fn create_topic_request(topic: &str, queues: i32) -> RemotingCommand {
     RemotingCommand::request_with_header(
@@ -651,41 +644,7 @@ async fn json_numbers_and_booleans_in_ext_fields_are_accepted() {
 
 // Transactions, held pulls, batches.
 
-/// Keeps the requests the broker sends to a client (transaction checks).
-struct Inbox(mpsc::UnboundedSender<RemotingCommand>);
-
-#[async_trait]
-impl RequestProcessor for Inbox {
-    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
-        let _ = self.0.send(req);
-        ProcessResult::NoResponse
-    }
-}
-
 const TX_GROUP: &str = "tx_pg";
-
-/// A producer connection the broker knows as a member of `TX_GROUP`.
-async fn tx_producer(b: &str) -> (RemotingClient, mpsc::UnboundedReceiver<RemotingCommand>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let c = client_with(Arc::new(Inbox(tx)));
-    let hb = HeartbeatData {
-        client_id: "10.0.0.9@tx".into(),
-        consumer_data_set: vec![],
-        producer_data_set: vec![ProducerData {
-            group_name: TX_GROUP.into(),
-        }],
-    };
-    let r = c
-        .invoke(
-            b,
-            RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb)),
-            T,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0);
-    (c, rx)
-}
 
 /// What a Java transactional producer sends: TRAN_MSG=true, PGROUP, WAIT=true, sys flag 4.
 fn half_message(
@@ -803,7 +762,7 @@ fn half_props(
 async fn concurrent_commits_of_one_transaction_store_it_once() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
-    let (producer, _checks) = tx_producer(&b).await;
+    let (producer, _checks) = producer_member(&b, TX_GROUP, "10.0.0.9@tx").await;
     create_topic(&producer, &b, "TxTwice", 1).await;
     let now = cl.clock.now();
     let answerers: Vec<RemotingClient> = (0..4).map(|_| client()).collect();
@@ -837,7 +796,7 @@ async fn concurrent_commits_of_one_transaction_store_it_once() {
 async fn the_copies_of_a_half_message_at_offset_zero_are_resolved_with_it() {
     let mut cl = Cluster::start().await;
     let b = cl.broker_addr();
-    let (producer, mut checks) = tx_producer(&b).await;
+    let (producer, mut checks) = producer_member(&b, TX_GROUP, "10.0.0.9@tx").await;
     create_topic(&producer, &b, "TxZero", 1).await;
     let now = cl.clock.now();
     let (phys, qo) = send_half(&producer, &b, half_message("TxZero", 0, "UZ", &[], now)).await;
@@ -894,7 +853,7 @@ async fn the_copies_of_a_half_message_at_offset_zero_are_resolved_with_it() {
     drop(producer);
     cl.restart_broker(|_| {}).await;
     let b = cl.broker_addr();
-    let (_producer, _checks) = tx_producer(&b).await;
+    let (_producer, _checks) = producer_member(&b, TX_GROUP, "10.0.0.9@tx").await;
     cl.clock.advance(7_000);
     assert_eq!(cl.broker.inner().check_transactions_now().await, 0);
     assert_eq!(cl.broker.store().max_offset("TxZero", 0), 1);
@@ -924,7 +883,7 @@ async fn the_copies_of_a_half_message_at_offset_zero_are_resolved_with_it() {
 async fn transaction_half_commit_rollback_and_check_match_java() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
-    let (producer, mut checks) = tx_producer(&b).await;
+    let (producer, mut checks) = producer_member(&b, TX_GROUP, "10.0.0.9@tx").await;
     let consumer = client();
     create_topic(&producer, &b, "TxP", 4).await;
     let now = cl.clock.now();
@@ -1067,7 +1026,7 @@ async fn transaction_half_commit_rollback_and_check_match_java() {
 async fn a_committed_message_with_a_delay_level_is_scheduled_like_java() {
     let cl = Cluster::start().await; // delay levels "1s 2s 3s"
     let b = cl.broker_addr();
-    let (producer, _checks) = tx_producer(&b).await;
+    let (producer, _checks) = producer_member(&b, TX_GROUP, "10.0.0.9@tx").await;
     let consumer = client();
     create_topic(&producer, &b, "TxD", 1).await;
     let now = cl.clock.now();
@@ -1106,7 +1065,7 @@ async fn a_committed_message_with_a_delay_level_is_scheduled_like_java() {
 async fn discarded_and_future_born_half_messages_match_java() {
     let cl = Cluster::start_with(|c| c.transaction_check_max = 2).await;
     let b = cl.broker_addr();
-    let (producer, mut checks) = tx_producer(&b).await;
+    let (producer, mut checks) = producer_member(&b, TX_GROUP, "10.0.0.9@tx").await;
     create_topic(&producer, &b, "TxX", 1).await;
     let future = cl.clock.now() + 60_000;
     send_half(&producer, &b, half_message("TxX", 0, "UX", &[], future)).await;
@@ -1548,7 +1507,7 @@ async fn illegal_message_remarks_match_java() {
 async fn a_message_inside_its_immunity_time_does_not_block_the_check() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
-    let (producer, mut checks) = tx_producer(&b).await;
+    let (producer, mut checks) = producer_member(&b, TX_GROUP, "10.0.0.9@tx").await;
     create_topic(&producer, &b, "TxI", 2).await;
     let now = cl.clock.now();
     let immune = [("CHECK_IMMUNITY_TIME_IN_SECONDS", "3600")];

@@ -554,6 +554,36 @@ async fn a_node_whose_applied_marks_were_lost_applies_its_entries_again() {
     g.stop().await;
 }
 
+/// Writes 200 KiB through leader `l` and more until its Raft log is purged (past the last
+/// applied entry but 20), then runs the retention there (at least two segments expire), and
+/// returns the leader's oldest commit log offset.
+///
+/// The purge follows the snapshots, and a snapshot due while one is being built is not taken
+/// (openraft asks again at the next commit): on a loaded machine the log can stay 20 entries
+/// behind once the writes stop, so a write is added while it does.
+async fn write_until_purged_and_expire(g: &Group, c: &RemotingClient, l: usize) -> u64 {
+    let body = "x".repeat(1024);
+    for i in 0..200 {
+        send_ok(c, g.node(l), &body, i % 4).await;
+    }
+    let target = metrics(g, l).last_applied.unwrap().index - 20;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut more = 0;
+    while metrics(g, l).purged.is_none_or(|p| p.index <= target) {
+        assert!(
+            Instant::now() < deadline,
+            "the leader's log was not purged past {target}: {:?}",
+            metrics(g, l)
+        );
+        send_ok(c, g.node(l), &body, more % 4).await;
+        more += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let report = g.node(l).store().run_retention();
+    assert!(report.segments_deleted >= 2, "{report:?}");
+    g.node(l).store().commit_log_min_offset()
+}
+
 /// The Raft metrics of node `i`.
 fn metrics(g: &Group, i: usize) -> openraft::RaftMetrics<u64, openraft::BasicNode> {
     g.node(i)
@@ -691,29 +721,7 @@ async fn an_empty_follower_starts_at_the_leaders_oldest_segment_and_one_too_far_
     // f2 stops with a short log; the group moves on and the leader drops its old segments.
     g.nodes[f2].take().unwrap().shutdown().await.unwrap();
     let f2_end = end;
-    let body = "x".repeat(1024);
-    for i in 0..200 {
-        send_ok(&c, g.node(l), &body, i % 4).await;
-    }
-    // The purge follows the snapshots, and a snapshot due while one is being built is not
-    // taken (openraft asks again at the next commit): on a loaded machine the log can stay
-    // 20 entries behind once the writes stop, so a write is added while it does.
-    let target = metrics(&g, l).last_applied.unwrap().index - 20;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut more = 0;
-    while metrics(&g, l).purged.is_none_or(|p| p.index <= target) {
-        assert!(
-            Instant::now() < deadline,
-            "the leader's log was not purged past {target}: {:?}",
-            metrics(&g, l)
-        );
-        send_ok(&c, g.node(l), &body, more % 4).await;
-        more += 1;
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let report = g.node(l).store().run_retention();
-    assert!(report.segments_deleted >= 2, "{report:?}");
-    let oldest = g.node(l).store().commit_log_min_offset();
+    let oldest = write_until_purged_and_expire(&g, &c, l).await;
     assert!(oldest > f2_end);
 
     // f1 lost its disk: it starts over at the leader's oldest segment.
@@ -839,26 +847,7 @@ async fn a_follower_caught_up_from_a_snapshot_numbers_expired_queues_as_the_lead
     let quiet_end = g.node(l).store().commit_log_written_offset();
 
     // The group moves on, and the leader's segments holding the quiet topic expire.
-    let body = "x".repeat(1024);
-    for i in 0..200 {
-        send_ok(&c, g.node(l), &body, i % 4).await;
-    }
-    let target = metrics(&g, l).last_applied.unwrap().index - 20;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut more = 0;
-    while metrics(&g, l).purged.is_none_or(|p| p.index <= target) {
-        assert!(
-            Instant::now() < deadline,
-            "the leader's log was not purged past {target}: {:?}",
-            metrics(&g, l)
-        );
-        send_ok(&c, g.node(l), &body, more % 4).await;
-        more += 1;
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let report = g.node(l).store().run_retention();
-    assert!(report.segments_deleted >= 2, "{report:?}");
-    let oldest = g.node(l).store().commit_log_min_offset();
+    let oldest = write_until_purged_and_expire(&g, &c, l).await;
     assert!(
         oldest > quiet_end,
         "the quiet topic's records did not expire"

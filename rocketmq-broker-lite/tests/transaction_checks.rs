@@ -5,12 +5,8 @@
 #[path = "common/broker.rs"]
 mod common;
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
 use bytes::Bytes;
 use common::*;
-use rocketmq_remoting::protocol::body::{self, HeartbeatData, ProducerData};
 use rocketmq_remoting::protocol::headers::{
     CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageRequestHeader,
     SendMessageResponseHeader,
@@ -21,49 +17,13 @@ use rocketmq_remoting::protocol::message::{
 };
 use rocketmq_remoting::protocol::topic::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC};
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
-use rocketmq_remoting::transport::{
-    ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
-};
+use rocketmq_remoting::transport::RemotingClient;
 use tokio::sync::mpsc;
 
 const GROUP: &str = "tx_checks_pg";
 
 /// Past the default `transactionTimeOut` (6 s): every half message sent before is checked.
 const PAST_THE_TIMEOUT: i64 = 7_000;
-
-/// Collects the requests the broker sends to the producer (CHECK_TRANSACTION_STATE).
-struct Inbox(mpsc::UnboundedSender<RemotingCommand>);
-
-#[async_trait]
-impl RequestProcessor for Inbox {
-    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
-        let _ = self.0.send(req);
-        ProcessResult::NoResponse
-    }
-}
-
-/// A producer connection the broker knows as a member of [`GROUP`].
-async fn producer(b: &str) -> (RemotingClient, mpsc::UnboundedReceiver<RemotingCommand>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let c = client_with(Arc::new(Inbox(tx)));
-    let hb = HeartbeatData {
-        client_id: "10.0.0.9@checks".into(),
-        consumer_data_set: vec![],
-        producer_data_set: vec![ProducerData {
-            group_name: GROUP.into(),
-        }],
-    };
-    let r = c
-        .invoke(
-            b,
-            RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb)),
-            T,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0);
-    (c, rx)
-}
 
 /// A half message as a transactional producer sends it (TRAN_MSG=true, sys flag 4), with the
 /// PGROUP property only when `pgroup` says so.
@@ -190,7 +150,7 @@ fn stored_in(cl: &Cluster, topic: &str) -> i64 {
 async fn the_book_forgets_transactions_the_checks_have_passed() {
     let cl = Cluster::start().await;
     let b = cl.broker_addr();
-    let (p, mut checks) = producer(&b).await;
+    let (p, mut checks) = producer_member(&b, GROUP, "10.0.0.9@checks").await;
     create_topic(&p, &b, "TxBook", 1).await;
     let broker = cl.broker.inner().clone();
     const N: usize = 30;
@@ -249,7 +209,7 @@ async fn the_book_forgets_transactions_the_checks_have_passed() {
 async fn a_restart_reads_back_what_the_checks_can_still_reach() {
     let mut cl = Cluster::start().await;
     let b = cl.broker_addr();
-    let (p, mut checks) = producer(&b).await;
+    let (p, mut checks) = producer_member(&b, GROUP, "10.0.0.9@checks").await;
     create_topic(&p, &b, "TxReload", 1).await;
     for i in 0..10 {
         let half = send_half(&p, &b, "TxReload", &format!("OLD-{i}"), true).await;
@@ -267,7 +227,7 @@ async fn a_restart_reads_back_what_the_checks_can_still_reach() {
     drop(p);
     cl.restart_broker(|_| {}).await;
     let b = cl.broker_addr();
-    let (p, mut checks) = producer(&b).await;
+    let (p, mut checks) = producer_member(&b, GROUP, "10.0.0.9@checks").await;
     let broker = cl.broker.inner().clone();
     assert_eq!(
         broker.transaction_book_len(),
@@ -300,7 +260,7 @@ async fn a_half_message_without_its_producer_group_does_not_stop_the_checks() {
     const CHECK_MAX: usize = 3;
     let cl = Cluster::start_with(|c| c.transaction_check_max = CHECK_MAX as i32).await;
     let b = cl.broker_addr();
-    let (p, mut checks) = producer(&b).await;
+    let (p, mut checks) = producer_member(&b, GROUP, "10.0.0.9@checks").await;
     create_topic(&p, &b, "TxNoGroup", 1).await;
     let broker = cl.broker.inner().clone();
     let orphan = send_half(&p, &b, "TxNoGroup", "ORPHAN", false).await;

@@ -20,7 +20,9 @@ use rocketmq_remoting::protocol::message::{
     decode_stored_all, encode_properties, Message, MessageExt, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
-use rocketmq_remoting::transport::{RemotingClient, RequestProcessor};
+use rocketmq_remoting::transport::{
+    ChannelContext, ProcessResult, RemotingClient, RequestProcessor,
+};
 
 pub const T: Duration = Duration::from_secs(10);
 
@@ -113,6 +115,48 @@ pub fn client() -> RemotingClient {
 
 pub fn client_with(p: Arc<dyn RequestProcessor>) -> RemotingClient {
     RemotingClient::builder().request_processor(p).build()
+}
+
+/// Keeps the requests the broker sends to a client (transaction checks).
+pub struct Inbox(pub tokio::sync::mpsc::UnboundedSender<RemotingCommand>);
+
+#[async_trait::async_trait]
+impl RequestProcessor for Inbox {
+    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        let _ = self.0.send(req);
+        ProcessResult::NoResponse
+    }
+}
+
+/// A connection that the broker at `b` knows as a producer of `group` (client id
+/// `client_id`), and the requests the broker sends it (CHECK_TRANSACTION_STATE).
+pub async fn producer_member(
+    b: &str,
+    group: &str,
+    client_id: &str,
+) -> (
+    RemotingClient,
+    tokio::sync::mpsc::UnboundedReceiver<RemotingCommand>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let c = client_with(Arc::new(Inbox(tx)));
+    let hb = HeartbeatData {
+        client_id: client_id.into(),
+        consumer_data_set: vec![],
+        producer_data_set: vec![ProducerData {
+            group_name: group.into(),
+        }],
+    };
+    let r = c
+        .invoke(
+            b,
+            RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb)),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    (c, rx)
 }
 
 pub fn send_request(topic: &str, queue_id: i32, msg: &Message) -> RemotingCommand {

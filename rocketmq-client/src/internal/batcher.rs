@@ -74,6 +74,8 @@ struct State {
     pending: HashMap<String, [Option<Pending>; 2]>,
     held_bytes: usize,
     next_generation: u64,
+    /// Set when the producer stops ([`Accumulator::take_all`]): no batch is formed after.
+    closed: bool,
 }
 
 impl State {
@@ -106,7 +108,8 @@ pub(crate) struct Accumulator {
     batch_max_bytes: usize,
     total_max_bytes: usize,
     state: Mutex<State>,
-    senders: Mutex<HashMap<Key, Sender>>,
+    /// `None` once closed ([`Accumulator::close_senders`]).
+    senders: Mutex<Option<HashMap<Key, Sender>>>,
 }
 
 /// A topic's sender task and the channel of its sealed batches.
@@ -134,6 +137,15 @@ pub(crate) struct Added {
     pub(crate) refused: Option<(Message, Reply)>,
 }
 
+impl Added {
+    fn refused(msg: Message, reply: Reply) -> Self {
+        Self {
+            refused: Some((msg, reply)),
+            ..Self::default()
+        }
+    }
+}
+
 impl Accumulator {
     pub(crate) fn new(s: &ProducerConfig) -> Self {
         Self {
@@ -141,7 +153,7 @@ impl Accumulator {
             batch_max_bytes: s.batch_max_bytes.min(s.max_message_size),
             total_max_bytes: s.total_batch_max_bytes,
             state: Mutex::default(),
-            senders: Mutex::default(),
+            senders: Mutex::new(Some(HashMap::new())),
         }
     }
 
@@ -154,15 +166,19 @@ impl Accumulator {
             && !msg.topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
     }
 
-    /// Adds a checked message with its id set.
+    /// Adds a checked message with its id set. After [`take_all`](Self::take_all) (the
+    /// producer is stopping) the caller is answered [`ClientError::NotRunning`] at once: a
+    /// batch formed then would miss the stop's flush.
     pub(crate) fn add(&self, msg: Message, reply: Reply) -> Added {
         let size = msg.body.len() + msg.topic.len() + 64;
         let mut st = lock(&self.state);
+        if st.closed {
+            drop(st);
+            reply.send(Err(ClientError::NotRunning));
+            return Added::default();
+        }
         if size >= self.batch_max_bytes || st.held_bytes + size > self.total_max_bytes {
-            return Added {
-                refused: Some((msg, reply)),
-                ..Added::default()
-            };
+            return Added::refused(msg, reply);
         }
         let wait_store = msg.wait_store_msg_ok();
         let mut out = Added::default();
@@ -218,9 +234,10 @@ impl Accumulator {
         })
     }
 
-    /// Takes every batch being filled (shutdown).
+    /// Takes every batch being filled and closes the accumulator (shutdown).
     pub(crate) fn take_all(&self) -> Vec<Sealed> {
         let mut st = lock(&self.state);
+        st.closed = true;
         st.pending
             .drain()
             .flat_map(|(topic, slots)| {
@@ -258,7 +275,9 @@ impl Accumulator {
     /// returned tasks end when their batches are answered.
     pub(crate) fn close_senders(&self) -> Vec<tokio::task::JoinHandle<()>> {
         lock(&self.senders)
-            .drain()
+            .take()
+            .into_iter()
+            .flatten()
             .map(|(_, sender)| sender.task)
             .collect()
     }
@@ -276,18 +295,28 @@ impl Accumulator {
         core: &Arc<ProducerCore>,
         inst: &Arc<ClientInstance>,
     ) {
-        let mut senders = lock(&self.senders);
-        let topic = sealed.key.topic.clone();
-        let sender = senders.entry(sealed.key).or_insert_with(|| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            let (core, inst) = (Arc::downgrade(core), Arc::downgrade(inst));
-            let task = tokio::spawn(send_batches(rx, core, inst, topic));
-            Sender { tx, task }
-        });
-        if let Err(mpsc::error::SendError((items, bytes))) =
-            sender.tx.send((sealed.items, sealed.bytes))
-        {
-            drop(senders);
+        let unsent = {
+            let mut senders = lock(&self.senders);
+            match senders.as_mut() {
+                // Sealed as the producer stopped, after its senders were closed: not sent.
+                None => Some((sealed.items, sealed.bytes)),
+                Some(senders) => {
+                    let topic = sealed.key.topic.clone();
+                    let sender = senders.entry(sealed.key).or_insert_with(|| {
+                        let (tx, rx) = mpsc::unbounded_channel();
+                        let (core, inst) = (Arc::downgrade(core), Arc::downgrade(inst));
+                        let task = tokio::spawn(send_batches(rx, core, inst, topic));
+                        Sender { tx, task }
+                    });
+                    sender
+                        .tx
+                        .send((sealed.items, sealed.bytes))
+                        .err()
+                        .map(|mpsc::error::SendError(unsent)| unsent)
+                }
+            }
+        };
+        if let Some((items, bytes)) = unsent {
             self.release(bytes);
             for (_, reply) in items {
                 reply.send(Err(ClientError::NotRunning));
@@ -481,5 +510,19 @@ mod tests {
             acc.release(s.bytes);
         }
         assert!(acc.add(msg(), reply()).refused.is_none());
+    }
+
+    /// Once the stop has taken the open batches, a message is refused at once instead of
+    /// starting a batch that nothing would send.
+    #[test]
+    fn stopping_closes_the_accumulator() {
+        let acc = Accumulator::new(&ProducerConfig::default());
+        assert!(acc.add(Message::new("T", "a"), reply()).arm.is_some());
+        assert_eq!(acc.take_all().len(), 1);
+        let (tx, mut rx) = oneshot::channel();
+        let added = acc.add(Message::new("T", "b"), Reply::new("b".into(), tx, None));
+        assert!(added.send_now.is_none() && added.arm.is_none() && added.refused.is_none());
+        assert!(matches!(rx.try_recv(), Ok(Err(ClientError::NotRunning))));
+        assert!(acc.take_all().is_empty());
     }
 }

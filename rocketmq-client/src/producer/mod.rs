@@ -812,6 +812,8 @@ impl DefaultMQProducer {
             let mut state = lock(&self.inner.state);
             match &*state {
                 State::Running(inst) => {
+                    // Refuse new sends before the stop takes the open batches.
+                    self.inner.stopped.store(true, Ordering::Release);
                     let (inst, inst2) = (inst.clone(), inst.clone());
                     let (core, core2) = (self.inner.core.clone(), self.inner.core.clone());
                     let stop = spawn_stop(
@@ -832,7 +834,6 @@ impl DefaultMQProducer {
                         },
                         move || inst2.forget_producer(&core2),
                     );
-                    self.inner.stopped.store(true, Ordering::Release);
                     *state = State::Stopping(stop.clone());
                     stop
                 }
