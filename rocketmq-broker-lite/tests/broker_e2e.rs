@@ -130,10 +130,13 @@ async fn send_errors_match_java() {
     // Queue id beyond the topic's queues.
     let resp = send(&c, &b, "Big", 9, "x").await;
     assert_eq!(resp.response_code(), ResponseCode::SystemError);
-    // Read-only topic.
+    // A read-only topic is not refused: Java's `msgCheck` leaves that to the routes, and a
+    // send on its way while an operator makes a topic read-only is stored.
     create_topic_with_perm(&c, &b, "ReadOnly", 1, 4).await;
     let resp = send(&c, &b, "ReadOnly", 0, "x").await;
-    assert_eq!(resp.response_code(), ResponseCode::NoPermission);
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    let (_, msgs) = pull(&c, &b, "g", "ReadOnly", 0, 0).await;
+    assert_eq!(msgs.len(), 1, "stored");
     // Malformed header: the connection stays usable.
     let mut bad = RemotingCommand::request(RequestCode::SendMessageV2);
     bad.set_ext("b", "Big");
@@ -636,6 +639,95 @@ async fn queue_locks_expire_after_60_seconds() {
     );
     assert_eq!(c.invoke(&b, unlock, T).await.unwrap().code, 0);
     assert_eq!(locked(c.invoke(&b, lock("A"), T).await.unwrap()), 1);
+    cl.stop().await;
+}
+
+/// A send-back naming no stored message (a negative offset) is refused, as Java's lookup of
+/// offset -1 fails, instead of re-sending the commit log's first record (another topic's)
+/// into the group's retry topic.
+#[tokio::test]
+async fn send_back_of_a_negative_offset_is_refused() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Other", 1).await;
+    send(&c, &b, "Other", 0, "someone else's").await;
+    let r = c
+        .invoke(
+            &b,
+            RemotingCommand::request_with_header(
+                RequestCode::ConsumerSendMsgBack,
+                &ConsumerSendMsgBackRequestHeader {
+                    offset: -1,
+                    group: "ng".into(),
+                    delay_level: 0,
+                    origin_msg_id: None,
+                    origin_topic: Some("Mine".into()),
+                    unit_mode: false,
+                    max_reconsume_times: Some(16),
+                    broker_name: None,
+                },
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert_eq!(r.remark_str(), "look message by offset failed, -1");
+    for q in 0..3 {
+        assert_eq!(cl.broker.store().max_offset("SCHEDULE_TOPIC_XXXX", q), 0);
+    }
+    assert_eq!(cl.broker.store().max_offset("%DLQ%ng", 0), 0);
+    cl.stop().await;
+}
+
+/// A send to a retry topic is checked as the topic sent to before it is redirected to the
+/// dead-letter queue (Java: `msgCheck` in `preSend`, then `handleRetryAndDLQ`): a retry
+/// topic longer than Java allows is refused, not stored under the shorter DLQ name.
+#[tokio::test]
+async fn a_retry_send_is_checked_before_the_dead_letter_redirect() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    let group = "g".repeat(121);
+    let retry = format!("%RETRY%{group}");
+    let h = SendMessageRequestHeader {
+        producer_group: "test_pg".into(),
+        topic: retry.clone(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        flag: 0,
+        properties: None,
+        reconsume_times: Some(16),
+        unit_mode: false,
+        max_reconsume_times: Some(16),
+        batch: false,
+        broker_name: None,
+    };
+    let r = c
+        .invoke(
+            &b,
+            RemotingCommand::request_with_header(RequestCode::SendMessage, &h)
+                .with_body(Bytes::from_static(b"x")),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::SystemError,
+        "{}",
+        r.remark_str()
+    );
+    let dlq = format!("%DLQ%{group}");
+    assert_eq!(
+        cl.broker.store().max_offset(&dlq, 0),
+        0,
+        "nothing dead-lettered"
+    );
     cl.stop().await;
 }
 

@@ -105,7 +105,6 @@ pub(crate) fn topic_problem(topic: &str) -> Option<&'static str> {
 /// What a send needs of its topic's config (read in place: the config is not copied a send).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SendTopic {
-    pub(crate) perm: i32,
     pub(crate) read_queue_nums: i32,
     pub(crate) write_queue_nums: i32,
     pub(crate) topic_filter_type: TopicFilterType,
@@ -114,7 +113,6 @@ pub(crate) struct SendTopic {
 impl From<&rocketmq_remoting::protocol::body::TopicConfig> for SendTopic {
     fn from(tc: &rocketmq_remoting::protocol::body::TopicConfig) -> Self {
         Self {
-            perm: tc.perm,
             read_queue_nums: tc.read_queue_nums,
             write_queue_nums: tc.write_queue_nums,
             topic_filter_type: tc.topic_filter_type,
@@ -192,13 +190,9 @@ pub(crate) fn check_topic_for_send(
             }
         }
     };
-    if !perm::is_writeable(tc.perm) {
-        return Err(send_error(
-            b,
-            ResponseCode::NoPermission,
-            format!("the topic[{}] sending message is forbidden", h.topic),
-        ));
-    }
+    // As Java's `msgCheck`, the topic's own permission is not checked: producers follow the
+    // routes, which publish writable queues only, and a send still on its way while an
+    // operator makes the topic read-only is stored.
     let max = tc.write_queue_nums.max(tc.read_queue_nums);
     if h.queue_id >= max {
         return Err(send_error(
@@ -265,23 +259,25 @@ pub(crate) fn send(
             )
         }
     };
-    // `asyncSendMessage` handles a send to a retry topic (`handleRetryAndDLQ`);
-    // `asyncSendBatchMessage` does not: a batch to `%RETRY%group` is stored there as it is.
+    // The topic sent to is checked first (`preSend`), then `asyncSendMessage` handles a send
+    // to a retry topic (`handleRetryAndDLQ`); `asyncSendBatchMessage` does not: a batch to
+    // `%RETRY%group` is stored there as it is.
+    let mut tc = match check_topic_for_send(b, &h) {
+        Ok(tc) => tc,
+        Err(r) => return r,
+    };
     if !h.batch {
         match handle_retry_and_dlq(b, &h, req.version) {
-            Ok(Some(dlq)) => {
+            Ok(Some((dlq, dlq_tc))) => {
                 dlq_topic = dlq;
                 h.topic = &dlq_topic;
                 h.queue_id = 0;
+                tc = dlq_tc;
             }
             Ok(None) => {}
             Err(r) => return r,
         }
     }
-    let tc = match check_topic_for_send(b, &h) {
-        Ok(tc) => tc,
-        Err(r) => return r,
-    };
     let queue_id = if h.queue_id < 0 {
         rand::thread_rng().gen_range(0..tc.write_queue_nums.max(1))
     } else {
@@ -793,7 +789,7 @@ fn handle_retry_and_dlq(
     b: &BrokerInner,
     h: &SendMessageRequestHeaderRef<'_>,
     version: i32,
-) -> Result<Option<String>, ProcessResult> {
+) -> Result<Option<(String, SendTopic)>, ProcessResult> {
     let Some(group) = h.topic.strip_prefix(topic::RETRY_GROUP_TOPIC_PREFIX) else {
         return Ok(None);
     };
@@ -814,14 +810,15 @@ fn handle_retry_and_dlq(
     let times = h.reconsume_times.unwrap_or(0);
     if times >= max {
         let dlq = topic::dlq_topic(&group);
-        if b.topics.ensure_unsaved(&dlq, 1, perm::READ_WRITE).1 {
+        let (tc, new) = b.topics.ensure_unsaved(&dlq, 1, perm::READ_WRITE);
+        if new {
             b.register_soon();
         }
         debug!(
             group,
             times, "message exceeded its reconsume times; sending it to the DLQ"
         );
-        return Ok(Some(dlq));
+        return Ok(Some((dlq, SendTopic::from(&tc))));
     }
     Ok(None)
 }
@@ -872,24 +869,27 @@ pub(crate) async fn send_back(
     // bounded may have more than its retry topic is created with.
     let retry_queues = sub.retry_queue_nums.min(MAX_QUEUE_NUMS);
     let queue_id = rand::thread_rng().gen_range(0..retry_queues);
-    match b
+    // Created in memory; the answer waits for the table's save, and a failed save is only
+    // logged, as Java's `ConfigManager.persist` (`answer_after_topics_saved`).
+    let (tc, new) = b
         .topics
-        .ensure(&retry_topic, retry_queues, perm::READ_WRITE)
-    {
-        Ok((tc, new)) => {
-            if new {
-                b.register_soon();
-            }
-            if !perm::is_writeable(tc.perm) {
-                return error(
-                    ResponseCode::NoPermission,
-                    format!("the topic[{retry_topic}] sending message is forbidden"),
-                );
-            }
-        }
-        Err(e) => return error(ResponseCode::SystemError, e.to_string()),
+        .ensure_unsaved(&retry_topic, retry_queues, perm::READ_WRITE);
+    if new {
+        b.register_soon();
     }
-    let Some(raw) = b.store.read_record(h.offset.max(0) as u64) else {
+    if !perm::is_writeable(tc.perm) {
+        return answer_after_topics_saved(
+            b,
+            error(
+                ResponseCode::NoPermission,
+                format!("the topic[{retry_topic}] sending message is forbidden"),
+            ),
+        );
+    }
+    let raw = u64::try_from(h.offset)
+        .ok()
+        .and_then(|offset| b.store.read_record(offset));
+    let Some(raw) = raw else {
         return error(
             ResponseCode::SystemError,
             format!("look message by offset failed, {}", h.offset),
@@ -956,7 +956,7 @@ pub(crate) async fn send_back(
     };
     b.apply_delay(&mut m, &mut props);
     m.properties = encode_properties(&props);
-    match b.store_messages(vec![m]) {
+    let stored = match b.store_messages(vec![m]) {
         Stored::Now(Ok(r)) => ack_when_stored(b, r, false, RemotingCommand::success()),
         // Java answers any failed put with SYSTEM_ERROR and the status's name.
         Stored::Now(Err(e)) => error(ResponseCode::SystemError, put_status_name(&e).to_string()),
@@ -969,7 +969,8 @@ pub(crate) async fn send_back(
                 ),
             })
         })),
-    }
+    };
+    answer_after_topics_saved(b, stored)
 }
 
 #[cfg(test)]
