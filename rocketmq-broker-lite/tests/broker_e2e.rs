@@ -642,6 +642,40 @@ async fn queue_locks_expire_after_60_seconds() {
     cl.stop().await;
 }
 
+/// A single send whose DELAY is not a number is refused as Java refuses it (the store's
+/// `Integer.parseInt` throws), not stored as a plain message; a half message's is not read.
+#[tokio::test]
+async fn a_send_with_a_delay_that_is_not_a_number_is_refused() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Delays", 1).await;
+    for props in [vec![("DELAY", "abc")], vec![("DELAY", "x1"), ("KEYS", "k")]] {
+        let mut m = Message::new("Delays", Bytes::from_static(b"x"));
+        for (k, v) in &props {
+            m = m.with_property(*k, *v);
+        }
+        let r = c
+            .invoke(&b, send_request("Delays", 0, &m), T)
+            .await
+            .unwrap();
+        assert_eq!(r.response_code(), ResponseCode::SystemError);
+        let level = props[0].1;
+        assert_eq!(
+            r.remark_str(),
+            format!("java.lang.NumberFormatException: For input string: \"{level}\"")
+        );
+    }
+    assert_eq!(
+        cl.broker.store().max_offset("Delays", 0),
+        0,
+        "nothing stored"
+    );
+    let r = send(&c, &b, "Delays", 0, "fine").await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    cl.stop().await;
+}
+
 /// A send-back naming no stored message (a negative offset) is refused, as Java's lookup of
 /// offset -1 fails, instead of re-sending the commit log's first record (another topic's)
 /// into the group's retry topic.

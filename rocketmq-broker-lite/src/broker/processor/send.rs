@@ -317,6 +317,11 @@ pub(crate) fn send(
     });
     let wait = match plain {
         Some(p) => {
+            if let Some(level) = p.get(property::DELAY_TIME_LEVEL) {
+                if level.parse::<i32>().is_err() {
+                    return number_format_error(level);
+                }
+            }
             m.tags_code = tags_hash_code(p.get(property::TAGS));
             m.properties = p.rewritten(
                 property::WAIT_STORE_MSG_OK,
@@ -412,6 +417,11 @@ fn special_properties(
             props.insert(property::WAIT_STORE_MSG_OK, w);
         }
         crate::broker::transaction::to_half(m, &mut props);
+    } else if let Some(level) = props
+        .get(property::DELAY_TIME_LEVEL)
+        .filter(|l| l.parse::<i32>().is_err())
+    {
+        return Err(number_format_error(level));
     } else if b.apply_delay(m, &mut props) {
         // ...and so does a delayed message: Java's `CommitLog.asyncPutMessage` rebuilds the
         // string from the map too.
@@ -421,6 +431,19 @@ fn special_properties(
     }
     m.properties = encode_properties(&props);
     Ok(wait)
+}
+
+/// A `DELAY` that Java's `Integer.parseInt` refuses (`getDelayTimeLevel`): its
+/// NumberFormatException escapes the processor, and the remoting layer answers SYSTEM_ERROR
+/// with the exception's text.
+fn number_format_error(level: &str) -> ProcessResult {
+    RemotingCommand::response(
+        ResponseCode::SystemError,
+        Some(format!(
+            "java.lang.NumberFormatException: For input string: \"{level}\""
+        )),
+    )
+    .into()
 }
 
 /// The answer to a stored single send.
@@ -682,16 +705,8 @@ fn send_batch(
             return send_error(b, ResponseCode::MessageIllegal, illegal_message_remark(b));
         }
         Some(Err(_)) => {
-            // Java's NumberFormatException escapes the processor: the remoting layer answers
-            // SYSTEM_ERROR with the exception's text.
             let level = batch_props.get(property::DELAY_TIME_LEVEL).unwrap_or("");
-            return RemotingCommand::response(
-                ResponseCode::SystemError,
-                Some(format!(
-                    "java.lang.NumberFormatException: For input string: \"{level}\""
-                )),
-            )
-            .into();
+            return number_format_error(level);
         }
     }
     // A body Java's batch encoder cannot walk throws (BufferUnderflowException and the like):
@@ -798,7 +813,7 @@ fn handle_retry_and_dlq(
         return Err(send_error(
             b,
             ResponseCode::SubscriptionGroupNotExist,
-            format!("subscription group not exist, {group} {APPLY_TOPIC_URL}"),
+            format!("subscription group not exist, {group} \nSee {APPLY_TOPIC_URL} for further details."),
         ));
     };
     let mut max = sub.retry_max_times;
@@ -847,7 +862,7 @@ pub(crate) async fn send_back(
         return error(
             ResponseCode::SubscriptionGroupNotExist,
             format!(
-                "subscription group not exist, {} {APPLY_TOPIC_URL}",
+                "subscription group not exist, {} \nSee {APPLY_TOPIC_URL} for further details.",
                 h.group
             ),
         );
