@@ -219,3 +219,117 @@ async fn deleting_a_topic_in_one_cluster_keeps_another_clusters_route() {
     admin.shutdown();
     c.shutdown().await.unwrap();
 }
+
+/// Reads go to a broker's slave while its master is away (Java's `BrokerData.selectBrokerAddr`
+/// in `examineConsumeStats`, `examineTopicStats`, `examineConsumerConnectionInfo`); offset
+/// changes, which a slave would lose at its next copy of the master's, are refused naming the
+/// broker, before anything is changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_reads_fall_back_to_a_slave_when_the_master_is_away() {
+    use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions, TempDir};
+
+    let dir = TempDir::new("admin-slave-reads").unwrap();
+    let c = EmbeddedCluster::start(
+        dir.path(),
+        EmbeddedOptions {
+            slaves: 1,
+            scratch_disk: true,
+            ..EmbeddedOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ns = c.namesrv_addr();
+    let admin = MQAdmin::connect(&ns).unwrap();
+    admin
+        .create_topic("DefaultCluster", "SlaveReads", 2)
+        .await
+        .unwrap();
+    let p = producer(&ns, "slave-reads-pg").await;
+    for i in 0..4 {
+        p.send(Message::new("SlaveReads", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let consumer = push_builder(&ns, "slave-reads-cg")
+        .consume_from_where(rocketmq_client::consumer::ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("SlaveReads", "*")
+        .build()
+        .unwrap();
+    consumer
+        .register_message_listener_concurrently(concurrently_fn(|_msgs, _q| async {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        }))
+        .unwrap();
+    consumer.start().await.unwrap();
+    wait_until(LIMIT, "every offset committed", || async {
+        admin.consume_stats("slave-reads-cg").await.is_ok_and(|s| {
+            s.offset_table
+                .iter()
+                .filter(|(mq, _)| mq.topic == "SlaveReads")
+                .map(|(_, o)| o.consumer_offset)
+                .sum::<i64>()
+                == 4
+        })
+    })
+    .await;
+    consumer.shutdown().await;
+    p.shutdown().await;
+    // The slave copies the master's topics and offsets every 10 s; now, for the test.
+    c.slaves()[0].inner().sync_from_master_now().await;
+
+    // The master goes away: the routes keep only the slave.
+    c.broker().shutdown().await.unwrap();
+    wait_until(LIMIT, "the master gone from the route", || async {
+        admin.topic_route("SlaveReads").await.is_ok_and(|r| {
+            r.is_some_and(|r| {
+                r.broker_datas
+                    .iter()
+                    .all(|b| !b.broker_addrs.contains_key(&0) && !b.broker_addrs.is_empty())
+            })
+        })
+    })
+    .await;
+    let stats = admin.consume_stats("slave-reads-cg").await.unwrap();
+    let queues: Vec<_> = stats
+        .offset_table
+        .iter()
+        .filter(|(mq, _)| mq.topic == "SlaveReads")
+        .collect();
+    assert_eq!(queues.len(), 2, "{stats:?}");
+    assert_eq!(
+        queues.iter().map(|(_, o)| o.consumer_offset).sum::<i64>(),
+        4
+    );
+    assert_eq!(
+        admin
+            .topic_stats("SlaveReads")
+            .await
+            .unwrap()
+            .offset_table
+            .len(),
+        2
+    );
+    assert_eq!(
+        admin
+            .group_offsets("slave-reads-cg", "SlaveReads")
+            .await
+            .unwrap()
+            .queues
+            .len(),
+        2
+    );
+    // Changes need the master.
+    let e = admin
+        .clone_group_offset("slave-reads-cg", "slave-reads-copy", "SlaveReads")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("broker-a"), "{e}");
+    let e = admin
+        .reset_offset_by_time("SlaveReads", "slave-reads-cg", 0, true)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("broker-a"), "{e}");
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}

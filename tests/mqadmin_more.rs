@@ -618,3 +618,292 @@ async fn configs_and_metrics_are_exported_with_javas_layout() {
     p.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// The committed offsets of `group` on `topic`'s queues (queue id → offset), read through the
+/// admin API.
+async fn committed(admin: &MQAdmin, group: &str, topic: &str) -> Vec<(i32, i64)> {
+    admin
+        .group_offsets(group, topic)
+        .await
+        .unwrap()
+        .queues
+        .iter()
+        .map(|q| (q.queue.queue_id, q.consumer_offset))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clone_group_offset_needs_source_offsets_and_sub_group_defaults_are_javas() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    create_topic(&ns, "CliClone", 4).await;
+    let p = producer(&ns, "cli-clone-p").await;
+    for i in 0..10 {
+        p.send(Message::new("CliClone", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let admin = MQAdmin::connect(&ns).unwrap();
+    // The destination group has consumed everything (its offsets are at the end).
+    let cons = push_builder(&ns, "clone-dest")
+        .consume_from_where(rocketmq_client::consumer::ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("CliClone", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(concurrently_fn(|_, _| async {
+        ConsumeConcurrentlyStatus::ConsumeSuccess
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    wait_until(Duration::from_secs(30), "every offset committed", || {
+        let admin = admin.clone();
+        async move {
+            let o = committed(&admin, "clone-dest", "CliClone").await;
+            o.iter().map(|(_, o)| o).sum::<i64>() == 10
+        }
+    })
+    .await;
+    cons.shutdown().await;
+    let at_end = committed(&admin, "clone-dest", "CliClone").await;
+    assert_eq!(at_end.len(), 4);
+    assert_eq!(at_end.iter().map(|(_, o)| o).sum::<i64>(), 10, "{at_end:?}");
+
+    // A source group without offsets on the topic (a typo): refused, nothing copied (Java's
+    // tool fails with "Not found the consumer group consume stats").
+    let (code, json, err) = mqadmin(
+        &ns,
+        &[
+            "cloneGroupOffset",
+            "-s",
+            "clone-nosuch",
+            "-d",
+            "clone-dest",
+            "-t",
+            "CliClone",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{err} {json}");
+    assert!(err.contains("clone-nosuch"), "{err}");
+    assert_eq!(committed(&admin, "clone-dest", "CliClone").await, at_end);
+
+    // A source group with offsets: copied queue by queue.
+    let out = ok(
+        &ns,
+        &[
+            "cloneGroupOffset",
+            "-s",
+            "clone-dest",
+            "-d",
+            "clone-copy",
+            "-t",
+            "CliClone",
+        ],
+    )
+    .await;
+    assert!(out[0].as_str().unwrap().contains("(4 queues)"), "{out}");
+    assert_eq!(committed(&admin, "clone-copy", "CliClone").await, at_end);
+
+    // deleteTopic of an unknown cluster: an unknown name (1), not bad arguments (2).
+    let (code, _, err) = mqadmin(&ns, &["deleteTopic", "-c", "NoCluster", "-t", "CliClone"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("NoCluster"), "{err}");
+
+    // updateSubGroup starts from Java's tool's defaults: broadcast and from-min off unless given.
+    let config = |g: &'static str| {
+        let ns = ns.clone();
+        async move {
+            let v = ok(&ns, &["getConsumerConfig", "-g", g]).await;
+            let rows = v.as_object().unwrap().values().next().unwrap().clone();
+            let get = |k: &str| {
+                rows.as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["Key"] == k)
+                    .map(|r| r["Value"].clone())
+                    .unwrap()
+            };
+            (get("consumeBroadcastEnable"), get("consumeFromMinEnable"))
+        }
+    };
+    ok(
+        &ns,
+        &["updateSubGroup", "-b", &addr, "-g", "cli-sg-defaults"],
+    )
+    .await;
+    assert_eq!(
+        config("cli-sg-defaults").await,
+        (Value::from("false"), Value::from("false"))
+    );
+    ok(
+        &ns,
+        &[
+            "updateSubGroup",
+            "-b",
+            &addr,
+            "-g",
+            "cli-sg-given",
+            "-d",
+            "true",
+            "-m",
+            "true",
+        ],
+    )
+    .await;
+    assert_eq!(
+        config("cli-sg-given").await,
+        (Value::from("true"), Value::from("true"))
+    );
+    admin.shutdown();
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_status_shows_the_members_that_answer_when_one_does_not() {
+    use rocketmq_remoting::protocol::body::{self, ConsumerData, HeartbeatData, SubscriptionData};
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "CliStatus", 2).await;
+    let cons = push_builder(&ns, "cli-status-c")
+        .subscribe("CliStatus", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(concurrently_fn(|_, _| async {
+        ConsumeConcurrentlyStatus::ConsumeSuccess
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    // A second member that heartbeats but answers no request of the broker (a hung client).
+    let hung = rocketmq_remoting::transport::RemotingClient::default();
+    let hb = HeartbeatData {
+        client_id: "127.0.0.1@hung-member".into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: "cli-status-c".into(),
+            subscription_data_set: vec![SubscriptionData::from_tag_expression("CliStatus", "*", 1)],
+            ..Default::default()
+        }],
+        producer_data_set: vec![],
+    };
+    let resp = hung
+        .invoke(
+            &c.broker().broker_addr(),
+            RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb)),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.code, 0);
+    wait_until(Duration::from_secs(20), "both members online", || {
+        let ns = ns.clone();
+        async move {
+            let (code, v, _) = mqadmin(&ns, &["consumerConnection", "-g", "cli-status-c"]).await;
+            code == 0
+                && v[0]["Connections"]
+                    .as_array()
+                    .is_some_and(|rows| rows.len() == 2)
+        }
+    })
+    .await;
+    let st = ok(&ns, &["consumerStatus", "-g", "cli-status-c"]).await;
+    let rows = st[0].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{st}");
+    let hung_row = rows
+        .iter()
+        .find(|r| r["ClientId"] == "127.0.0.1@hung-member")
+        .unwrap_or_else(|| panic!("{st}"));
+    assert!(
+        hung_row["Queues"].as_str().unwrap().starts_with("error"),
+        "{st}"
+    );
+    let live = rows
+        .iter()
+        .find(|r| r["ClientId"] != "127.0.0.1@hung-member")
+        .unwrap();
+    assert!(live["Queues"].is_i64(), "{st}");
+    hung.shutdown();
+    cons.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_wide_changes_go_on_past_a_failing_broker_and_say_which_were_done() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    // A master that cannot be reached, listed before broker-a.
+    let _registration = register_broker(&ns, "a-dead", &dead, "CliDead").await;
+    let (code, json, err) = mqadmin(
+        &ns,
+        &[
+            "updateBrokerConfig",
+            "-c",
+            "DefaultCluster",
+            "-k",
+            "defaultQueryMaxNum",
+            "-v",
+            "65",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{err} {json}");
+    assert!(err.contains(&dead), "{err}");
+    assert_eq!(json["exitCode"], 1, "{json}");
+    let done = json["done"].as_array().unwrap_or_else(|| panic!("{json}"));
+    assert!(
+        done.iter().any(|l| l.as_str().unwrap().contains(&addr)),
+        "{json}"
+    );
+    assert!(
+        json["failed"].as_array().unwrap()[0]
+            .as_str()
+            .unwrap()
+            .contains(&dead),
+        "{json}"
+    );
+    let admin = MQAdmin::connect(&ns).unwrap();
+    assert_eq!(
+        admin.broker_config(&addr).await.unwrap()["defaultQueryMaxNum"],
+        "65"
+    );
+    // The same for subscription groups.
+    let (code, json, err) = mqadmin(
+        &ns,
+        &[
+            "updateSubGroup",
+            "-c",
+            "DefaultCluster",
+            "-g",
+            "cli-partial",
+        ],
+    )
+    .await;
+    assert_eq!(code, 1, "{err} {json}");
+    assert!(
+        admin
+            .all_subscription_groups(&addr)
+            .await
+            .unwrap()
+            .subscription_group_table
+            .contains_key("cli-partial"),
+        "{json}"
+    );
+
+    // A name server that does not answer a write-permission change: the JSON stays one
+    // document, with what was done.
+    let two = format!("{ns};{dead}");
+    let (code, json, err) = mqadmin(&two, &["wipeWritePerm", "-b", "broker-a"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(json["exitCode"], 1, "{err}");
+    assert_eq!(json["done"].as_array().map(Vec::len), Some(1), "{json}");
+    ok(&ns, &["addWritePerm", "-b", "broker-a"]).await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}

@@ -7,7 +7,7 @@ use rocketmq_client::admin::{MQAdmin, PlainAccessConfig};
 use rocketmq_client::ClientError;
 
 use super::output::{Output, Table};
-use super::{brokers_of, CmdResult, Failure};
+use super::{brokers_of, CmdResult, Failure, Outcomes};
 
 /// The brokers an ACL change goes to: the `-b` address, or every broker (masters and slaves)
 /// of the `-c` cluster, as Java's `fetchMasterAndSlaveAddrByClusterName`.
@@ -96,16 +96,21 @@ impl UpdateAclConfig {
         };
         let addrs =
             masters_and_slaves(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
-        let mut out = Vec::new();
+        // Each broker in turn, on past one that fails; what was done and what failed are
+        // reported.
+        let mut out = Outcomes::default();
         for addr in &addrs {
-            admin
+            match admin
                 .create_and_update_plain_access_config(addr, &config)
-                .await?;
-            out.push(format!(
-                "create or update plain access config to {addr} success."
-            ));
+                .await
+            {
+                Ok(()) => out.done(format!(
+                    "create or update plain access config to {addr} success."
+                )),
+                Err(e) => out.failed(addr, e),
+            }
         }
-        Ok(Output::Lines(out))
+        out.finish(Vec::new())
     }
 }
 
@@ -128,15 +133,16 @@ impl DeleteAclConfig {
         let ak = self.access_key.trim();
         let addrs =
             masters_and_slaves(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
-        let mut out = Vec::new();
+        let mut out = Outcomes::default();
         for addr in &addrs {
-            admin.delete_plain_access_config(addr, ak).await?;
-            out.push(format!(
-                "delete plain access config account from {addr} success."
-            ));
+            match admin.delete_plain_access_config(addr, ak).await {
+                Ok(()) => out.done(format!(
+                    "delete plain access config account from {addr} success."
+                )),
+                Err(e) => out.failed(addr, e),
+            }
         }
-        out.push(format!("account's accesskey is:{ak}"));
-        Ok(Output::Lines(out))
+        out.finish(vec![format!("account's accesskey is:{ak}")])
     }
 }
 
@@ -225,15 +231,18 @@ impl UpdateGlobalWhiteAddr {
         let addrs_list = list(Some(&self.addresses));
         let addrs =
             masters_and_slaves(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
-        let mut out = Vec::new();
+        let mut out = Outcomes::default();
         for addr in &addrs {
-            admin
+            match admin
                 .update_global_white_addr_config(addr, &addrs_list, self.acl_file.as_deref())
-                .await?;
-            out.push(format!(
-                "update global white remote addresses to {addr} success."
-            ));
+                .await
+            {
+                Ok(()) => out.done(format!(
+                    "update global white remote addresses to {addr} success."
+                )),
+                Err(e) => out.failed(addr, e),
+            }
         }
-        Ok(Output::Lines(out))
+        out.finish(Vec::new())
     }
 }

@@ -10,7 +10,7 @@ use rocketmq_remoting::protocol::json::JsonStyle;
 use serde_json::{json, Map, Value};
 
 use super::output::{Output, Table};
-use super::{brokers_of, CmdResult, Failure};
+use super::{brokers_of, CmdResult, Failure, Outcomes};
 
 /// clusterList.
 #[derive(Debug, Args)]
@@ -28,16 +28,7 @@ impl ClusterList {
                 return Err(Failure::Failed(format!("no cluster named {c:?}")));
             }
         }
-        let mut t = Table::new(&[
-            "Cluster Name",
-            "Broker Name",
-            "BID",
-            "Addr",
-            "Version",
-            "InTotalToday",
-            "OutTotalToday",
-            "CommitLog Max Offset",
-        ]);
+        let mut t = Table::new(&CLUSTER_LIST_COLUMNS);
         for (cluster, names) in &info.cluster_addr_table {
             if self.cluster.as_ref().is_some_and(|c| c != cluster) {
                 continue;
@@ -49,22 +40,80 @@ impl ClusterList {
                 for (id, addr) in &b.broker_addrs {
                     // A broker that does not answer is listed with empty figures.
                     let rt = admin.broker_runtime_info(addr).await.unwrap_or_default();
-                    let get = |k: &str| rt.get(k).cloned().unwrap_or_default();
-                    t.row(vec![
-                        cluster.clone(),
-                        name.clone(),
-                        id.to_string(),
-                        addr.clone(),
-                        get("brokerVersionDesc"),
-                        get("msgPutTotalTodayNow"),
-                        get("msgGetTotalTodayNow"),
-                        get("commitLogMaxOffset"),
-                    ]);
+                    t.row(cluster_list_row(cluster, name, *id, addr, &rt));
                 }
             }
         }
         Ok(Output::Table(t))
     }
+}
+
+/// Messages put (in) and got (out) by a broker yesterday and today, from its runtime table:
+/// `msgPutTotalTodayNow` and the other counters count since the broker started, and
+/// `...TodayMorning` / `...YesterdayMorning` are their values at the last two midnights
+/// (Java `ClusterListSubCommand.printClusterMoreStats`: today = now − this morning, yesterday
+/// = this morning − yesterday morning). `None` where a counter is missing or not a number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DayTotals {
+    /// Put yesterday.
+    pub(crate) in_yesterday: Option<i64>,
+    /// Got yesterday.
+    pub(crate) out_yesterday: Option<i64>,
+    /// Put today.
+    pub(crate) in_today: Option<i64>,
+    /// Got today.
+    pub(crate) out_today: Option<i64>,
+}
+
+/// [`DayTotals`] of a GET_BROKER_RUNTIME_INFO table.
+pub(crate) fn day_totals(rt: &BTreeMap<String, String>) -> DayTotals {
+    let n = |k: &str| rt.get(k).and_then(|v| v.trim().parse::<i64>().ok());
+    let diff = |a: &str, b: &str| Some(n(a)?.saturating_sub(n(b)?));
+    DayTotals {
+        in_yesterday: diff("msgPutTotalTodayMorning", "msgPutTotalYesterdayMorning"),
+        out_yesterday: diff("msgGetTotalTodayMorning", "msgGetTotalYesterdayMorning"),
+        in_today: diff("msgPutTotalTodayNow", "msgPutTotalTodayMorning"),
+        out_today: diff("msgGetTotalTodayNow", "msgGetTotalTodayMorning"),
+    }
+}
+
+/// The columns of clusterList.
+const CLUSTER_LIST_COLUMNS: [&str; 10] = [
+    "Cluster Name",
+    "Broker Name",
+    "BID",
+    "Addr",
+    "Version",
+    "InTotalYest",
+    "OutTotalYest",
+    "InTotalToday",
+    "OutTotalToday",
+    "CommitLog Max Offset",
+];
+
+/// A broker's clusterList row from its runtime table (empty figures for an empty table).
+fn cluster_list_row(
+    cluster: &str,
+    name: &str,
+    id: i64,
+    addr: &str,
+    rt: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let get = |k: &str| rt.get(k).cloned().unwrap_or_default();
+    let days = day_totals(rt);
+    let cell = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+    vec![
+        cluster.to_string(),
+        name.to_string(),
+        id.to_string(),
+        addr.to_string(),
+        get("brokerVersionDesc"),
+        cell(days.in_yesterday),
+        cell(days.out_yesterday),
+        cell(days.in_today),
+        cell(days.out_today),
+        get("commitLogMaxOffset"),
+    ]
 }
 
 /// `-b brokerAddr | -c clusterName`.
@@ -141,27 +190,20 @@ pub(crate) async fn write_perm(admin: &MQAdmin, broker: &str, add: bool) -> CmdR
         admin.wipe_write_perm(broker).await
     };
     let verb = if add { "add" } else { "wipe" };
-    let mut lines = Vec::new();
-    let mut failed = Vec::new();
+    let mut out = Outcomes::default();
     for a in answers {
         match a.outcome {
-            Ok(n) => lines.push(format!(
+            Ok(n) => out.done(format!(
                 "{verb} write perm of broker[{broker}] in name server[{}] OK, {n}",
                 a.namesrv
             )),
-            Err(e) => failed.push(format!(
-                "{verb} write perm of broker[{broker}] in name server[{}] Failed: {e}",
-                a.namesrv
-            )),
+            Err(e) => out.failed(
+                &format!("name server[{}]", a.namesrv),
+                Failure::Failed(format!("{verb} write perm of broker[{broker}] failed: {e}")),
+            ),
         }
     }
-    if !failed.is_empty() {
-        for l in &lines {
-            println!("{l}");
-        }
-        return Err(Failure::Failed(failed.join("; ")));
-    }
-    Ok(Output::Lines(lines))
+    out.finish(Vec::new())
 }
 
 /// exportMetadata.
@@ -283,4 +325,72 @@ fn is_system_group(g: &str) -> bool {
                 | "CID_ONSAPI_OWNER"
                 | "CID_ONSAPI_PULL"
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_list_shows_todays_messages_not_those_since_the_broker_started() {
+        let rt: BTreeMap<String, String> = [
+            ("brokerVersionDesc", "V4_9_8"),
+            ("msgPutTotalYesterdayMorning", "40"),
+            ("msgPutTotalTodayMorning", "100"),
+            ("msgPutTotalTodayNow", "150"),
+            ("msgGetTotalYesterdayMorning", "10"),
+            ("msgGetTotalTodayMorning", "90"),
+            ("msgGetTotalTodayNow", "95"),
+            ("commitLogMaxOffset", "4096"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let row = cluster_list_row("C", "broker-a", 0, "127.0.0.1:10911", &rt);
+        let cell = |column: &str| {
+            let i = CLUSTER_LIST_COLUMNS
+                .iter()
+                .position(|c| *c == column)
+                .unwrap();
+            row[i].as_str()
+        };
+        assert_eq!(cell("InTotalToday"), "50");
+        assert_eq!(cell("OutTotalToday"), "5");
+        assert_eq!(cell("InTotalYest"), "60");
+        assert_eq!(cell("OutTotalYest"), "80");
+        assert_eq!(cell("Version"), "V4_9_8");
+        assert_eq!(cell("CommitLog Max Offset"), "4096");
+        // A broker that did not answer: empty figures.
+        let row = cluster_list_row("C", "broker-a", 0, "127.0.0.1:10911", &BTreeMap::new());
+        assert_eq!(row[CLUSTER_LIST_COLUMNS.len() - 3], "");
+    }
+
+    #[test]
+    fn day_totals_are_counted_from_midnight_as_javas_cluster_list() {
+        let rt: BTreeMap<String, String> = [
+            ("msgPutTotalYesterdayMorning", "40"),
+            ("msgPutTotalTodayMorning", "100"),
+            ("msgPutTotalTodayNow", "150"),
+            ("msgGetTotalYesterdayMorning", "10"),
+            ("msgGetTotalTodayMorning", "90"),
+            ("msgGetTotalTodayNow", "95"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(
+            day_totals(&rt),
+            DayTotals {
+                in_yesterday: Some(60),
+                out_yesterday: Some(80),
+                in_today: Some(50),
+                out_today: Some(5),
+            }
+        );
+        // A broker that does not report the morning counters: nothing made up.
+        let only_now: BTreeMap<String, String> =
+            [("msgPutTotalTodayNow".to_string(), "150".to_string())].into();
+        assert_eq!(day_totals(&only_now), DayTotals::default());
+        assert_eq!(day_totals(&BTreeMap::new()), DayTotals::default());
+    }
 }

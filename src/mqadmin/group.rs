@@ -9,7 +9,7 @@ use rocketmq_remoting::protocol::topic::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 
 use super::output::{Output, Table};
 use super::topic::format_time;
-use super::{brokers_of, CmdResult, Failure};
+use super::{brokers_of, CmdResult, Failure, Outcomes};
 
 /// `-g group`.
 #[derive(Debug, Args)]
@@ -60,6 +60,10 @@ pub struct UpdateSubGroup {
 impl UpdateSubGroup {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
         let mut c = SubscriptionGroupConfig::new(&self.group);
+        // Java's tool: broadcast and from-min consumption off unless given (the group's
+        // whole configuration is replaced, so re-running the command must not turn them on).
+        c.consume_broadcast_enable = false;
+        c.consume_from_min_enable = false;
         if let Some(v) = self.consume_enable {
             c.consume_enable = v;
         }
@@ -85,13 +89,15 @@ impl UpdateSubGroup {
             c.notify_consumer_ids_changed_enable = v;
         }
         let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
-        let mut lines = Vec::new();
+        // Each broker in turn, on past one that fails (as Java's tool with -c).
+        let mut out = Outcomes::default();
         for addr in &addrs {
-            admin.create_subscription_group(addr, &c).await?;
-            lines.push(format!("create subscription group to {addr} success."));
+            match admin.create_subscription_group(addr, &c).await {
+                Ok(()) => out.done(format!("create subscription group to {addr} success.")),
+                Err(e) => out.failed(addr, e),
+            }
         }
-        lines.push(format!("{c:?}"));
-        Ok(Output::Lines(lines))
+        out.finish(vec![format!("{c:?}")])
     }
 }
 
@@ -115,26 +121,41 @@ pub struct DeleteSubGroup {
 impl DeleteSubGroup {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
         let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
-        let mut lines = Vec::new();
+        // Each broker in turn, on past one that fails; what was done and what failed are
+        // reported.
+        let mut out = Outcomes::default();
         for addr in &addrs {
-            admin
+            match admin
                 .delete_subscription_group(addr, &self.group, self.remove_offset)
-                .await?;
-            lines.push(format!(
-                "delete subscription group [{}] from broker [{addr}] success.",
-                self.group
-            ));
-        }
-        if let Some(cluster) = &self.cluster {
-            // As Java: the group's retry and dead-letter topics go with it.
-            for t in [retry_topic(&self.group), format!("%DLQ%{}", self.group)] {
-                admin.delete_topic(cluster, &t).await?;
-                lines.push(format!(
-                    "delete topic [{t}] from cluster [{cluster}] success."
-                ));
+                .await
+            {
+                Ok(()) => out.done(format!(
+                    "delete subscription group [{}] from broker [{addr}] success.",
+                    self.group
+                )),
+                Err(e) => out.failed(addr, e),
             }
         }
-        Ok(Output::Lines(lines))
+        if let Some(cluster) = &self.cluster {
+            // As Java: the group's retry and dead-letter topics go with it; not while a broker
+            // still has the group.
+            for t in [retry_topic(&self.group), format!("%DLQ%{}", self.group)] {
+                if !out.all_done() {
+                    out.failed(
+                        &format!("topic {t}"),
+                        Failure::Failed("kept: the group is still on a broker".into()),
+                    );
+                    continue;
+                }
+                match admin.delete_topic(cluster, &t).await {
+                    Ok(()) => out.done(format!(
+                        "delete topic [{t}] from cluster [{cluster}] success."
+                    )),
+                    Err(e) => out.failed(&format!("topic {t}"), e),
+                }
+            }
+        }
+        out.finish(Vec::new())
     }
 }
 
@@ -357,10 +378,27 @@ impl ConsumerStatus {
             .map_err(no_group(group))?;
         let mut t = Table::new(&["Index", "ClientId", "Version", "Queues", "Subscriptions"]);
         let mut infos = Vec::new();
+        let mut errors = Vec::new();
         for (i, c) in conn.connection_set.iter().enumerate() {
-            let info = admin
+            // A member that does not answer (hung, too old) gets its error in its row, and the
+            // others are still shown (Java's tool goes on past it too).
+            let info = match admin
                 .consumer_running_info(group, &c.client_id, self.jstack)
-                .await?;
+                .await
+            {
+                Ok(info) => info,
+                Err(e) => {
+                    t.row(vec![
+                        (i + 1).to_string(),
+                        c.client_id.clone(),
+                        c.version.to_string(),
+                        format!("error: {e}"),
+                        String::new(),
+                    ]);
+                    errors.push(format!("{}: {e}", c.client_id));
+                    continue;
+                }
+            };
             let subs: Vec<String> = info
                 .subscription_set
                 .iter()
@@ -374,6 +412,12 @@ impl ConsumerStatus {
                 subs.join(" "),
             ]);
             infos.push((c.client_id.clone(), info));
+        }
+        if infos.is_empty() && !errors.is_empty() {
+            return Err(Failure::Failed(format!(
+                "no member of {group} answered: {}",
+                errors.join("; ")
+            )));
         }
         let mut pairs = Vec::new();
         if !infos.is_empty() {

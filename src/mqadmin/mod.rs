@@ -4,7 +4,8 @@
 //!
 //! Exit codes: 0 done; 1 the cluster refused or the operation failed (unknown topic or group,
 //! permission refused, a broker's error); 2 bad arguments; 3 no name server or broker could be
-//! reached.
+//! reached. A change of several brokers or name servers goes on past one that fails; if some
+//! failed, it exits 1 and says which were changed ([`Failure::Partial`]).
 
 mod acl;
 mod broker;
@@ -25,6 +26,8 @@ use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::{ClientConfig, ClientError, Credentials};
 
 use output::Output;
+
+pub(crate) use broker::day_totals;
 
 /// Command line.
 #[derive(Debug, Parser)]
@@ -236,21 +239,108 @@ pub enum Failure {
     Usage(String),
     /// Nothing reachable (3).
     Unreachable(String),
+    /// A change of several brokers or name servers that some of them refused or did not
+    /// answer (1): what was done (printed on standard output, or with `--json` as `done` in
+    /// the error object) and what failed.
+    Partial {
+        /// One line per broker or name server changed.
+        done: Vec<String>,
+        /// One line per failure, naming the broker or name server.
+        failed: Vec<String>,
+    },
 }
 
 impl Failure {
     fn code(&self) -> u8 {
         match self {
-            Failure::Failed(_) => 1,
+            Failure::Failed(_) | Failure::Partial { .. } => 1,
             Failure::Usage(_) => 2,
             Failure::Unreachable(_) => 3,
         }
     }
 
-    fn message(&self) -> &str {
+    fn message(&self) -> String {
         match self {
-            Failure::Failed(m) | Failure::Usage(m) | Failure::Unreachable(m) => m,
+            Failure::Failed(m) | Failure::Usage(m) | Failure::Unreachable(m) => m.clone(),
+            Failure::Partial { done, failed } => format!(
+                "{} of {} failed: {}",
+                failed.len(),
+                done.len() + failed.len(),
+                failed.join("; ")
+            ),
         }
+    }
+
+    /// The standard-output document of a failure with `--json`.
+    fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({ "error": self.message(), "exitCode": self.code() });
+        if let Failure::Partial { done, failed } = self {
+            v["done"] = serde_json::json!(done);
+            v["failed"] = serde_json::json!(failed);
+        }
+        v
+    }
+}
+
+/// The outcome of one change on each of several brokers (or name servers): `done` lines for
+/// those changed, `failed` ones (`target: why`) for the others, with the failure of each
+/// kept for the exit code.
+#[derive(Debug, Default)]
+pub(crate) struct Outcomes {
+    done: Vec<String>,
+    failed: Vec<(String, Failure)>,
+}
+
+impl Outcomes {
+    /// Records a change done.
+    pub(crate) fn done(&mut self, line: String) {
+        self.done.push(line);
+    }
+
+    /// Records a change that failed on `target`.
+    pub(crate) fn failed(&mut self, target: &str, why: impl Into<Failure>) {
+        self.failed.push((target.to_string(), why.into()));
+    }
+
+    /// Whether every change so far was done.
+    pub(crate) fn all_done(&self) -> bool {
+        self.failed.is_empty()
+    }
+
+    /// Every change done: the lines (with `more` after them). Otherwise, when nothing was
+    /// done and every failure has the same exit code, a failure of that code naming each
+    /// target (one broker unreachable stays 3); else [`Failure::Partial`] (1), which lists
+    /// what was done.
+    pub(crate) fn finish(mut self, more: Vec<String>) -> CmdResult {
+        if self.failed.is_empty() {
+            self.done.extend(more);
+            return Ok(Output::Lines(self.done));
+        }
+        if self.done.is_empty() && self.failed.len() == 1 {
+            return Err(self.failed.remove(0).1);
+        }
+        let code = self.failed[0].1.code();
+        if self.done.is_empty() && self.failed.iter().all(|(_, f)| f.code() == code) {
+            let message = self
+                .failed
+                .iter()
+                .map(|(t, f)| format!("{t}: {}", f.message()))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(match code {
+                2 => Failure::Usage(message),
+                3 => Failure::Unreachable(message),
+                _ => Failure::Failed(message),
+            });
+        }
+        Err(Failure::Partial {
+            done: self.done,
+            failed: self
+                .failed
+                .iter()
+                .map(|(t, f)| format!("{t}: {}", f.message()))
+                .collect(),
+        })
     }
 }
 
@@ -299,10 +389,11 @@ where
         }
         Err(f) => {
             if json {
-                println!(
-                    "{}",
-                    serde_json::json!({ "error": f.message(), "exitCode": f.code() })
-                );
+                println!("{}", f.to_json());
+            } else if let Failure::Partial { done, .. } = &f {
+                for l in done {
+                    println!("{l}");
+                }
             }
             eprintln!("mqadmin: {}", f.message());
             ExitCode::from(f.code())
@@ -434,11 +525,7 @@ pub(crate) async fn brokers_of(
     match (broker, cluster) {
         (Some(b), _) => Ok(vec![b.to_string()]),
         (None, Some(c)) => {
-            let masters = admin.cluster_masters(c).await.map_err(|e| match e {
-                // An unknown cluster is an unknown name, not a bad argument.
-                ClientError::Config(m) => Failure::Failed(m),
-                e => e.into(),
-            })?;
+            let masters = admin.cluster_masters(c).await.map_err(unknown_cluster)?;
             if masters.is_empty() {
                 return Err(Failure::Failed(format!(
                     "cluster {c:?} has no master broker"
@@ -449,5 +536,14 @@ pub(crate) async fn brokers_of(
         (None, None) => Err(Failure::Usage(
             "give a broker address (-b) or a cluster name (-c)".into(),
         )),
+    }
+}
+
+/// A failure of an admin call given a cluster name: an unknown cluster (which the admin API
+/// reports as [`ClientError::Config`]) is an unknown name (1), not a bad argument (2).
+pub(crate) fn unknown_cluster(e: ClientError) -> Failure {
+    match e {
+        ClientError::Config(m) => Failure::Failed(m),
+        e => e.into(),
     }
 }

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::output::{Output, Table};
 use super::topic::{format_time, no_topic};
-use super::{brokers_of, CmdResult, Failure};
+use super::{brokers_of, CmdResult, Failure, Outcomes};
 
 /// producerConnection.
 #[derive(Debug, Args)]
@@ -345,17 +345,20 @@ impl Housekeeping {
                     .collect()
             }
         };
-        let mut lines = Vec::new();
+        // Each broker in turn, on past one that fails.
+        let mut out = Outcomes::default();
         for addr in addrs {
             let r = match chore {
                 Chore::CleanExpiredCq => admin.clean_expired_consume_queue(&addr).await,
                 Chore::DeleteExpiredCommitLog => admin.delete_expired_commit_log(&addr).await,
                 Chore::CleanUnusedTopic => admin.clean_unused_topic(&addr).await,
             };
-            r?;
-            lines.push(format!("{addr}: success"));
+            match r {
+                Ok(_) => out.done(format!("{addr}: success")),
+                Err(e) => out.failed(&addr, e),
+            }
         }
-        Ok(Output::Lines(lines))
+        out.finish(Vec::new())
     }
 }
 
@@ -380,12 +383,16 @@ impl UpdateBrokerConfig {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
         let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
         let props = BTreeMap::from([(self.key.clone(), self.value.clone())]);
-        let mut lines = Vec::new();
+        // Each broker in turn, on past one that refuses or does not answer (as Java's tool
+        // with -c); what was done and what failed are reported.
+        let mut out = Outcomes::default();
         for addr in addrs {
-            admin.update_broker_config(&addr, &props).await?;
-            lines.push(format!("update broker config success, {addr}"));
+            match admin.update_broker_config(&addr, &props).await {
+                Ok(()) => out.done(format!("update broker config success, {addr}")),
+                Err(e) => out.failed(&addr, e),
+            }
         }
-        Ok(Output::Lines(lines))
+        out.finish(Vec::new())
     }
 }
 

@@ -8,7 +8,7 @@ use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::ClientError;
 
 use super::output::{Output, Table};
-use super::{brokers_of, CmdResult, Failure};
+use super::{brokers_of, CmdResult, Failure, Outcomes};
 
 /// Java's name-server namespace of order configurations.
 pub(crate) const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
@@ -56,9 +56,11 @@ impl UpdateTopic {
             return Err(Failure::Usage("perm is 2 (W), 4 (R) or 6 (RW)".into()));
         }
         let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
-        let mut lines = Vec::new();
+        // Each broker in turn, on past one that fails; what was done and what failed are
+        // reported.
+        let mut out = Outcomes::default();
         for addr in &addrs {
-            admin
+            match admin
                 .create_topic_with(
                     addr,
                     &self.topic,
@@ -67,39 +69,57 @@ impl UpdateTopic {
                     self.perm,
                     self.order,
                 )
-                .await?;
-            lines.push(format!("create topic to {addr} success."));
+                .await
+            {
+                Ok(()) => out.done(format!("create topic to {addr} success.")),
+                Err(e) => out.failed(addr, e),
+            }
         }
         if self.order {
             if let Some(cluster) = &self.cluster {
-                let info = admin.cluster_info().await?;
-                let names = info
-                    .cluster_addr_table
-                    .get(cluster)
-                    .cloned()
-                    .unwrap_or_default();
-                let conf = names
-                    .iter()
-                    .map(|n| format!("{n}:{}", self.write))
-                    .collect::<Vec<_>>()
-                    .join(";");
-                admin
-                    .put_kv_config(ORDER_TOPIC_CONFIG, &self.topic, &conf)
-                    .await?;
-                lines.push(format!(
-                    "set cluster orderConf. isOrder=true, orderConf=[{conf}]"
-                ));
+                if out.all_done() {
+                    match self.put_order_conf(admin, cluster).await {
+                        Ok(line) => out.done(line),
+                        Err(e) => out.failed("order configuration", e),
+                    }
+                } else {
+                    out.failed(
+                        "order configuration",
+                        Failure::Failed("not set: the topic is not on every master".into()),
+                    );
+                }
             }
         }
-        lines.push(format!(
+        out.finish(vec![format!(
             "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, order={}]",
             self.topic,
             self.read,
             self.write,
             perm_name(self.perm),
             self.order
-        ));
-        Ok(Output::Lines(lines))
+        )])
+    }
+
+    /// Java's cluster order configuration of the topic (`<broker name>:<write queues>` of each
+    /// broker of `cluster`) on the name servers; the line to print.
+    async fn put_order_conf(&self, admin: &MQAdmin, cluster: &str) -> Result<String, ClientError> {
+        let info = admin.cluster_info().await?;
+        let names = info
+            .cluster_addr_table
+            .get(cluster)
+            .cloned()
+            .unwrap_or_default();
+        let conf = names
+            .iter()
+            .map(|n| format!("{n}:{}", self.write))
+            .collect::<Vec<_>>()
+            .join(";");
+        admin
+            .put_kv_config(ORDER_TOPIC_CONFIG, &self.topic, &conf)
+            .await?;
+        Ok(format!(
+            "set cluster orderConf. isOrder=true, orderConf=[{conf}]"
+        ))
     }
 }
 
@@ -126,7 +146,10 @@ pub struct DeleteTopic {
 
 impl DeleteTopic {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
-        admin.delete_topic(&self.cluster, &self.topic).await?;
+        admin
+            .delete_topic(&self.cluster, &self.topic)
+            .await
+            .map_err(super::unknown_cluster)?;
         Ok(Output::Lines(vec![
             format!(
                 "delete topic [{}] from cluster [{}] success.",
@@ -279,7 +302,9 @@ impl UpdateTopicPerm {
         }
         let route = route_of(admin, &self.topic).await?;
         let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
-        let mut lines = Vec::new();
+        // Each broker in turn, on past one that fails; what was done and what failed are
+        // reported.
+        let mut out = Outcomes::default();
         for addr in &addrs {
             // The broker's name, from the route's master addresses.
             let Some(b) = route
@@ -287,29 +312,34 @@ impl UpdateTopicPerm {
                 .iter()
                 .find(|b| b.broker_addrs.values().any(|a| a == addr))
             else {
-                return Err(Failure::Failed(format!(
-                    "topic {:?} is not on broker {addr}",
-                    self.topic
-                )));
+                out.failed(
+                    addr,
+                    Failure::Failed(format!("topic {:?} is not on broker {addr}", self.topic)),
+                );
+                continue;
             };
             let Some(q) = route
                 .queue_datas
                 .iter()
                 .find(|q| q.broker_name == b.broker_name)
             else {
-                return Err(Failure::Failed(format!(
-                    "no queue data of topic {:?} on {}",
-                    self.topic, b.broker_name
-                )));
+                out.failed(
+                    addr,
+                    Failure::Failed(format!(
+                        "no queue data of topic {:?} on {}",
+                        self.topic, b.broker_name
+                    )),
+                );
+                continue;
             };
             if q.perm == self.perm {
-                lines.push(format!(
+                out.done(format!(
                     "new perm equals to the old one, no need to update: {}",
                     self.perm
                 ));
                 continue;
             }
-            admin
+            match admin
                 .create_topic_with(
                     addr,
                     &self.topic,
@@ -318,13 +348,16 @@ impl UpdateTopicPerm {
                     self.perm,
                     false,
                 )
-                .await?;
-            lines.push(format!(
-                "update topic perm from {} to {} in {addr} success.",
-                q.perm, self.perm
-            ));
+                .await
+            {
+                Ok(()) => out.done(format!(
+                    "update topic perm from {} to {} in {addr} success.",
+                    q.perm, self.perm
+                )),
+                Err(e) => out.failed(addr, e),
+            }
         }
-        Ok(Output::Lines(lines))
+        out.finish(Vec::new())
     }
 }
 

@@ -38,9 +38,36 @@ impl MQAdmin {
         self.timeout().max(Duration::from_secs(12))
     }
 
-    /// Masters of the brokers that route `topic`: (broker name, address).
+    /// Masters of the brokers that route `topic`: (broker name, address), for changes. A
+    /// broker whose master is away is an error naming it, before anything is changed: a slave
+    /// would take the change and lose it at its next copy of the master's offsets (Java sends
+    /// such changes to the slave).
     async fn masters_of_topic(&self, topic: &str) -> Result<Vec<(String, String)>> {
-        self.brokers_of_topic(topic, false).await
+        let route = self
+            .topic_route(topic)
+            .await?
+            .ok_or_else(|| ClientError::NoRoute {
+                topic: topic.to_string(),
+            })?;
+        let away: Vec<&str> = route
+            .broker_datas
+            .iter()
+            .filter(|b| !b.broker_addrs.contains_key(&MASTER_ID))
+            .map(|b| b.broker_name.as_str())
+            .collect();
+        if !away.is_empty() {
+            return Err(ClientError::BrokerNotFound {
+                broker: away.join(", "),
+            });
+        }
+        Ok(route
+            .broker_datas
+            .iter()
+            .filter_map(|b| {
+                let addr = b.broker_addrs.get(&MASTER_ID)?;
+                Some((b.broker_name.clone(), addr.clone()))
+            })
+            .collect())
     }
 
     /// The brokers that route `topic`, by name: each one's master, or with `any_if_no_master`
@@ -73,15 +100,15 @@ impl MQAdmin {
     }
 
     /// A consumer's running information: settings, subscriptions, queues, figures (asked of
-    /// a broker of the group, which asks the client).
+    /// a broker of the group, its master or while it is away a slave, which asks the client).
     pub async fn consumer_running_info(
         &self,
         group: &str,
         client_id: &str,
         jstack: bool,
     ) -> Result<ConsumerRunningInfo> {
-        let masters = self.masters_of_topic(&retry_topic(group)).await?;
-        let (_, addr) = masters.first().ok_or_else(|| ClientError::NoRoute {
+        let brokers = self.brokers_of_topic(&retry_topic(group), true).await?;
+        let (_, addr) = brokers.first().ok_or_else(|| ClientError::NoRoute {
             topic: retry_topic(group),
         })?;
         let req = RemotingCommand::request_with_header(
@@ -103,7 +130,9 @@ impl MQAdmin {
     /// Moves `group`'s offsets of `topic` to the first message stored at or after
     /// `timestamp` (ms; -1: the end of each queue). Without `force`, an offset only moves
     /// back. Online members are told by their brokers and apply it; for a group with no member
-    /// online, the offsets are committed on the brokers directly.
+    /// online, the offsets are committed on the brokers directly. Every broker of the topic
+    /// needs its master online ([`ClientError::BrokerNotFound`] naming those whose master is
+    /// away, and nothing is changed).
     pub async fn reset_offset_by_time(
         &self,
         topic: &str,
@@ -228,7 +257,8 @@ impl MQAdmin {
         Ok(out)
     }
 
-    /// Each online member's offsets of `topic` (or only `client_id`'s), by client id.
+    /// Each online member's offsets of `topic` (or only `client_id`'s), by client id (asked
+    /// of each broker of the topic: its master, or while it is away a slave).
     pub async fn consumer_status(
         &self,
         topic: &str,
@@ -236,7 +266,7 @@ impl MQAdmin {
         client_id: Option<&str>,
     ) -> Result<BTreeMap<String, BTreeMap<MessageQueue, i64>>> {
         let mut all: BTreeMap<String, BTreeMap<MessageQueue, i64>> = BTreeMap::new();
-        for (_, addr) in self.masters_of_topic(topic).await? {
+        for (_, addr) in self.brokers_of_topic(topic, true).await? {
             let req = RemotingCommand::request_with_header(
                 RequestCode::InvokeBrokerToGetConsumerStatus,
                 &GetConsumerStatusRequestHeader {
@@ -291,32 +321,57 @@ impl MQAdmin {
     /// Copies `src`'s committed offsets of `topic` to `dest` (UPDATE_CONSUMER_OFFSET on the
     /// master of each queue; Java's `cloneGroupOffset`, which copies every topic of the source
     /// group, a known slip of its tool). Returns the number of queues copied.
+    ///
+    /// As Java's, the source's offsets are its consume statistics asked without a topic, which
+    /// list only the topics it has offsets on: a source with none on `topic` (a mistyped group,
+    /// one that never consumed it) is an error (CONSUMER_NOT_ONLINE, as Java's
+    /// `examineConsumeStats`) and nothing is copied, rather than `dest` rewound to 0. Every
+    /// broker of the topic needs its master online ([`ClientError::BrokerNotFound`]).
     pub async fn clone_group_offset(&self, src: &str, dest: &str, topic: &str) -> Result<usize> {
         let masters = self.masters_of_topic(topic).await?;
-        let mut copied = 0;
+        let mut offsets = Vec::new();
         for (name, addr) in &masters {
             let stats = self
                 .inst
                 .api
-                .consume_stats(addr, src, Some(topic), self.timeout())
+                .consume_stats(addr, src, None, self.timeout())
                 .await?;
-            for (mq, w) in stats.offset_table {
-                if mq.topic != topic || w.consumer_offset < 0 {
-                    continue;
-                }
-                let req = RemotingCommand::request_with_header(
-                    RequestCode::UpdateConsumerOffset,
-                    &UpdateConsumerOffsetRequestHeader {
-                        consumer_group: dest.to_string(),
-                        topic: topic.to_string(),
-                        queue_id: mq.queue_id,
-                        commit_offset: w.consumer_offset,
-                        broker_name: Some(name.clone()),
-                    },
-                );
-                self.inst.api.call(addr, req, self.timeout()).await?;
-                copied += 1;
-            }
+            offsets.extend(
+                stats
+                    .offset_table
+                    .into_iter()
+                    .filter(|(mq, w)| mq.topic == topic && w.consumer_offset >= 0)
+                    .map(|(mq, w)| (name, addr, mq, w)),
+            );
+        }
+        if offsets.is_empty() {
+            return Err(ClientError::Server {
+                addr: masters
+                    .iter()
+                    .map(|(_, a)| a.as_str())
+                    .collect::<Vec<_>>()
+                    .join(";"),
+                code: ResponseCode::ConsumerNotOnline,
+                remark: format!(
+                    "Not found the consumer group {src} consume stats of topic {topic}: it has no \
+                     offsets there (no message consumed); nothing cloned"
+                ),
+            });
+        }
+        let mut copied = 0;
+        for (name, addr, mq, w) in offsets {
+            let req = RemotingCommand::request_with_header(
+                RequestCode::UpdateConsumerOffset,
+                &UpdateConsumerOffsetRequestHeader {
+                    consumer_group: dest.to_string(),
+                    topic: topic.to_string(),
+                    queue_id: mq.queue_id,
+                    commit_offset: w.consumer_offset,
+                    broker_name: Some(name.clone()),
+                },
+            );
+            self.inst.api.call(addr, req, self.timeout()).await?;
+            copied += 1;
         }
         Ok(copied)
     }

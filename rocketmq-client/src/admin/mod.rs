@@ -64,6 +64,15 @@ pub struct GroupOffsets {
     pub consume_tps: f64,
 }
 
+/// Java `BrokerData.selectBrokerAddr`: the master's address, else another broker's of the
+/// group (while its master is away; the lowest id here, where Java picks one at random). For
+/// reads only: a slave's offsets and settings are replaced by its master's at the next copy.
+pub(crate) fn select_broker_addr(b: &body::BrokerData) -> Option<&String> {
+    b.broker_addrs
+        .get(&MASTER_ID)
+        .or_else(|| b.broker_addrs.values().next())
+}
+
 /// An administration client. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct MQAdmin {
@@ -268,7 +277,8 @@ impl MQAdmin {
     }
 
     /// The offsets and lag of `group` on `topic`'s queues (GET_CONSUME_STATS on every master
-    /// of the topic).
+    /// of the topic, or on a slave of a broker whose master is away, as Java's
+    /// `BrokerData.selectBrokerAddr`).
     pub async fn group_offsets(&self, group: &str, topic: &str) -> Result<GroupOffsets> {
         let route = self
             .topic_route(topic)
@@ -279,7 +289,7 @@ impl MQAdmin {
         let mut table: BTreeMap<MessageQueue, (i64, i64, i64)> = BTreeMap::new();
         let mut tps = 0.0;
         for b in &route.broker_datas {
-            let Some(addr) = b.broker_addrs.get(&MASTER_ID) else {
+            let Some(addr) = select_broker_addr(b) else {
                 continue;
             };
             let stats: ConsumeStats = self

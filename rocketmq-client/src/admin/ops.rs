@@ -17,9 +17,8 @@ use rocketmq_remoting::protocol::headers::{
 use rocketmq_remoting::protocol::topic::{retry_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
-use super::MQAdmin;
+use super::{select_broker_addr, MQAdmin};
 use crate::error::{ClientError, Result};
-use crate::internal::instance::MASTER_ID;
 
 /// What a name server answered to a write-permission change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,8 +111,8 @@ impl MQAdmin {
             .await
     }
 
-    /// The queues of `topic` on every master that serves it, with their offsets
-    /// (GET_TOPIC_STATS_INFO on each; Java's `examineTopicStats`).
+    /// The queues of `topic` on every master that serves it (a slave while its master is
+    /// away), with their offsets (GET_TOPIC_STATS_INFO on each; Java's `examineTopicStats`).
     pub async fn topic_stats(&self, topic: &str) -> Result<TopicStatsTable> {
         let route = self
             .topic_route(topic)
@@ -123,7 +122,7 @@ impl MQAdmin {
             })?;
         let mut all = TopicStatsTable::default();
         for b in &route.broker_datas {
-            let Some(addr) = b.broker_addrs.get(&MASTER_ID) else {
+            let Some(addr) = select_broker_addr(b) else {
                 continue;
             };
             all.offset_table
@@ -204,7 +203,7 @@ impl MQAdmin {
     }
 
     /// The connections of a consumer group (GET_CONSUMER_CONNECTION_LIST, asked of a master
-    /// that routes the group's retry topic, as Java does).
+    /// that routes the group's retry topic, or its slave while it is away, as Java does).
     pub async fn consumer_connection(&self, group: &str) -> Result<ConsumerConnection> {
         let retry = retry_topic(group);
         let route = self
@@ -215,7 +214,7 @@ impl MQAdmin {
             })?;
         let mut last = None;
         for b in &route.broker_datas {
-            let Some(addr) = b.broker_addrs.get(&MASTER_ID) else {
+            let Some(addr) = select_broker_addr(b) else {
                 continue;
             };
             match self.consumer_connection_on(addr, group).await {
@@ -227,7 +226,8 @@ impl MQAdmin {
     }
 
     /// A group's offsets on every topic it consumes, from every master that routes its retry
-    /// topic (GET_CONSUME_STATS without a topic on each; Java `examineConsumeStats`).
+    /// topic, or its slave while it is away (GET_CONSUME_STATS without a topic on each; Java
+    /// `examineConsumeStats`).
     pub async fn consume_stats(&self, group: &str) -> Result<ConsumeStats> {
         let retry = retry_topic(group);
         let route = self
@@ -236,7 +236,7 @@ impl MQAdmin {
             .ok_or(ClientError::NoRoute { topic: retry })?;
         let mut all = ConsumeStats::default();
         for b in &route.broker_datas {
-            let Some(addr) = b.broker_addrs.get(&MASTER_ID) else {
+            let Some(addr) = select_broker_addr(b) else {
                 continue;
             };
             let s = self

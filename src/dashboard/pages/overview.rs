@@ -16,6 +16,15 @@ fn first_rate(v: Option<&String>) -> String {
         .map_or_else(|| "-".to_string(), super::rate)
 }
 
+/// Messages put and got today: the broker's counters since its start less their values at
+/// its last midnight (UTC on our broker, local time on Java's), as Java's `clusterList -m`;
+/// `-` when the broker does not report them.
+fn today_cells(rt: &BTreeMap<String, String>) -> (String, String) {
+    let days = crate::mqadmin::day_totals(rt);
+    let cell = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+    (cell(days.in_today), cell(days.out_today))
+}
+
 /// The overview page.
 pub(crate) async fn overview(st: &AppState) -> Page {
     let info = match st.admin.cluster_info().await {
@@ -126,6 +135,7 @@ pub(crate) async fn overview(st: &AppState) -> Page {
                             .get("commitLogDiskRatio")
                             .and_then(|r| r.parse::<f64>().ok())
                             .map_or_else(|| "-".into(), |r| format!("{:.1} %", r * 100.0));
+                        let (put_today, got_today) = today_cells(&rt);
                         let boot = rt
                             .get("bootTimestamp")
                             .and_then(|t| t.parse::<i64>().ok())
@@ -133,8 +143,8 @@ pub(crate) async fn overview(st: &AppState) -> Page {
                         h.td(get("brokerVersionDesc"))
                             .td_num(first_rate(rt.get("putTps")))
                             .td_num(first_rate(rt.get("getTransferedTps")))
-                            .td_num(get("msgPutTotalTodayNow"))
-                            .td_num(get("msgGetTotalTodayNow"))
+                            .td_num(put_today)
+                            .td_num(got_today)
                             .td_num(get("commitLogMaxOffset"))
                             .td_num(ratio)
                             .td(boot);
@@ -226,4 +236,27 @@ pub(crate) async fn broker(st: &AppState, addr: &Option<String>) -> Page {
     }
     h.raw("</tbody></table>");
     Page::ok(format!("Broker {name} ({addr})"), "/", h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn today_is_counted_from_the_midnight_counters() {
+        let rt: BTreeMap<String, String> = [
+            ("msgPutTotalTodayMorning", "100"),
+            ("msgPutTotalTodayNow", "150"),
+            ("msgGetTotalTodayMorning", "90"),
+            ("msgGetTotalTodayNow", "95"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(today_cells(&rt), ("50".to_string(), "5".to_string()));
+        assert_eq!(
+            today_cells(&BTreeMap::new()),
+            ("-".to_string(), "-".to_string())
+        );
+    }
 }
