@@ -11,8 +11,10 @@ pub use self::push::{DefaultMQPushConsumer, PushConsumerBuilder};
 pub use self::selector::MessageSelector;
 pub use self::stream::{Delivery, LitePullStream, PushStream};
 pub use crate::internal::allocate::{
-    AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle,
-    AllocateMessageQueueByConfig, AllocateMessageQueueConsistentHash, AllocateMessageQueueStrategy,
+    AllocateMachineRoomNearby, AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle, AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom, AllocateMessageQueueConsistentHash,
+    AllocateMessageQueueStrategy, MachineRoomResolver,
 };
 pub use crate::internal::hooks::{ConsumeMessageContext, ConsumeMessageHook, ConsumeOutcome};
 pub use crate::internal::listener::{

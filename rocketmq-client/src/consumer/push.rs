@@ -381,8 +381,13 @@ impl DefaultMQPushConsumer {
     }
 
     /// Subscribes a running consumer to `topic` (Java allows `subscribe` after start): the
-    /// brokers hear of it at once and its queues are taken by the next rebalance, which runs
-    /// at once.
+    /// topic's route is fetched from the name servers, then the brokers hear of it at once and
+    /// its queues are taken by the next rebalance, which runs at once.
+    ///
+    /// An error (the route could not be fetched, say) leaves the subscriptions as they were,
+    /// and so does a call dropped before the route came; once it has, the subscription stands.
+    /// A topic the name servers do not know yet is subscribed (`Ok`), as in Java: its queues
+    /// are taken once it exists.
     pub async fn subscribe_running(&self, topic: &str, expression: &str) -> Result<()> {
         self.subscribe_running_with_selector(topic, &MessageSelector::by_tag(expression))
             .await
@@ -401,8 +406,15 @@ impl DefaultMQPushConsumer {
             .await
     }
 
-    /// Stops consuming `topic` (Java `unsubscribe`): before start, forgets the subscription;
-    /// running, tells the brokers and releases its queues (offsets persisted).
+    /// Stops consuming `topic` (Java `unsubscribe`): before start, forgets the subscription.
+    /// Running, it releases the topic's queues before it returns, as for queues allocated to
+    /// another member: their offsets are persisted, to the brokers or, broadcasting, to the
+    /// local file (a failure is logged, and those messages may be consumed again), and,
+    /// orderly, their broker locks released
+    /// (after `unlock_delay` if messages were still cached, and not if a listener call on the
+    /// queue still ran after 1 s: that lock then expires on the broker). Then the brokers hear
+    /// of the change. A listener call still running on those queues may end afterwards; its
+    /// result is not committed. Dropped before it returns, the next rebalance releases them.
     pub async fn unsubscribe(&self, topic: &str) -> Result<()> {
         let engine = match &mut *self.inner.life.phase() {
             Phase::Created(Created { subscriptions, .. }) => {

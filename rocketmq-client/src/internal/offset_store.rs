@@ -62,10 +62,7 @@ impl OffsetStore {
             backend: Backend::File(path.clone()),
             table: Mutex::default(),
         };
-        let loaded = read_offsets_file(&path).or_else(|e| {
-            tracing::warn!(path = %path.display(), error = %e, "offsets file unreadable, trying the backup");
-            read_offsets_file(&path.with_extension("json.bak"))
-        })?;
+        let loaded = read_offsets_with_backup(&path)?;
         lock(&store.table).extend(loaded);
         Ok(store)
     }
@@ -100,7 +97,7 @@ impl OffsetStore {
                 return -1;
             }
             if let Backend::File(path) = &self.backend {
-                return match read_offsets_file(path) {
+                return match read_offsets_with_backup(path) {
                     Ok(m) => match m.get(mq) {
                         Some(o) => {
                             self.update(mq, *o, false);
@@ -244,12 +241,14 @@ impl OffsetStore {
     }
 }
 
-fn read_offsets_file(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
+/// An offsets file: `None` if it is missing or empty.
+fn read_offsets_opt(path: &Path) -> Result<Option<BTreeMap<MessageQueue, i64>>> {
     match std::fs::read(path) {
+        Ok(bytes) if bytes.is_empty() => Ok(None),
         Ok(bytes) => body::decode::<ResetOffsetBody>(&bytes)
-            .map(|b| b.offset_table)
+            .map(|b| Some(b.offset_table))
             .map_err(|e| ClientError::Config(format!("bad offsets file {}: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ClientError::Config(format!(
             "cannot read {}: {e}",
             path.display()
@@ -257,8 +256,30 @@ fn read_offsets_file(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
     }
 }
 
+/// An offsets file; missing or empty, no offsets.
+#[cfg(test)]
+fn read_offsets_file(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
+    read_offsets_opt(path).map(Option::unwrap_or_default)
+}
+
+/// The offsets of the main file, or of its `.bak` when the main file is missing, empty or
+/// unreadable (Java `LocalFileOffsetStore.readLocalOffset`, at load and on every read from the
+/// store). Neither holding any: no offsets; an unreadable `.bak` is the error.
+fn read_offsets_with_backup(path: &Path) -> Result<BTreeMap<MessageQueue, i64>> {
+    let bak = path.with_extension("json.bak");
+    match read_offsets_opt(path) {
+        Ok(Some(offsets)) => return Ok(offsets),
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "offsets file unreadable, trying the backup");
+        }
+    }
+    read_offsets_opt(&bak).map(Option::unwrap_or_default)
+}
+
 /// Writes the file in Java's `OffsetSerializeWrapper` form, keeping the previous version as
-/// `.bak`: write a temporary file, sync it, rename it over.
+/// `.bak` (only a readable one: a corrupt main file never replaces a good backup): write a
+/// temporary file, sync it, rename it over.
 fn write_offsets_file(path: &Path, offsets: BTreeMap<MessageQueue, i64>) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
@@ -271,8 +292,10 @@ fn write_offsets_file(path: &Path, offsets: BTreeMap<MessageQueue, i64>) -> std:
         f.write_all(&json)?;
         f.sync_all()?;
     }
-    if path.exists() {
-        let _ = std::fs::copy(path, path.with_extension("json.bak"));
+    if let Ok(previous) = std::fs::read(path) {
+        if !previous.is_empty() && body::decode::<ResetOffsetBody>(&previous).is_ok() {
+            let _ = std::fs::write(path.with_extension("json.bak"), &previous);
+        }
     }
     std::fs::rename(&tmp, path)?;
     if let Ok(d) = std::fs::File::open(dir) {
@@ -298,6 +321,67 @@ mod tests {
         );
         assert_eq!(read_offsets_file(&path).unwrap().get(&mq), Some(&42));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn test_instance(name: &str) -> std::sync::Arc<ClientInstance> {
+        let config = crate::config::ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..crate::config::ClientConfig::default()
+        };
+        ClientInstance::get_or_create(&config, name).unwrap()
+    }
+
+    fn write_raw(path: &Path, offsets: BTreeMap<MessageQueue, i64>) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let json = body::encode_fastjson(&ResetOffsetBody {
+            offset_table: offsets,
+        });
+        std::fs::write(path, json).unwrap();
+    }
+
+    /// Java `LocalFileOffsetStore.readLocalOffset`: a main file that is corrupt, empty or
+    /// missing is replaced by `.bak` on every read from the store, not only at load; and a
+    /// corrupt main file is never copied over a good `.bak`.
+    #[tokio::test]
+    async fn the_backup_stands_in_for_a_bad_main_file_on_every_read() {
+        let mq = MessageQueue::new("T", "b", 0);
+        let inst = test_instance("offsets-backup-test");
+        for (case, main) in [
+            ("corrupt", Some(&b"{\"offsetTable\":"[..])),
+            ("empty", Some(&b""[..])),
+            ("missing", None),
+        ] {
+            let dir =
+                std::env::temp_dir().join(format!("rmq-offsets-bak-{}-{case}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let path = dir.join("cid").join("g").join("offsets.json");
+            let bak = path.with_extension("json.bak");
+            write_raw(&bak, BTreeMap::from([(mq.clone(), 5)]));
+            if let Some(main) = main {
+                std::fs::write(&path, main).unwrap();
+            }
+            let store = OffsetStore::local(&dir, "cid", "g").unwrap();
+            assert_eq!(store.snapshot().get(&mq), Some(&5), "{case}: loaded");
+            // A rebalance forgets the memory offset of a queue it takes, then reads the store.
+            store.remove(&mq);
+            assert_eq!(
+                store.read(&inst, &mq, ReadOffsetType::Store).await,
+                5,
+                "{case}: read from the store"
+            );
+            store
+                .persist_all(&inst, &BTreeSet::from([mq.clone()]))
+                .await
+                .unwrap();
+            assert_eq!(read_offsets_file(&path).unwrap().get(&mq), Some(&5));
+            assert_eq!(
+                read_offsets_file(&bak).unwrap().get(&mq),
+                Some(&5),
+                "{case}: the backup survives the write"
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        inst.shutdown_now();
     }
 
     #[test]

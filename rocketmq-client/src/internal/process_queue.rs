@@ -45,8 +45,6 @@ pub(crate) struct ProcessQueue {
     locked: AtomicBool,
     last_lock: Mutex<Instant>,
     last_pull: Mutex<Instant>,
-    /// Orderly: one consume request of this queue at a time.
-    pub(crate) serial: tokio::sync::Mutex<()>,
     /// Orderly: held while the listener runs, so that a rebalance does not unlock the queue
     /// mid-batch.
     pub(crate) consume_lock: tokio::sync::Mutex<()>,
@@ -61,7 +59,6 @@ impl Default for ProcessQueue {
             locked: AtomicBool::new(false),
             last_lock: Mutex::new(Instant::now()),
             last_pull: Mutex::new(Instant::now()),
-            serial: tokio::sync::Mutex::new(()),
             consume_lock: tokio::sync::Mutex::new(()),
             try_unlock_times: AtomicU32::new(0),
         }

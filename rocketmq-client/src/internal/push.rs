@@ -46,18 +46,22 @@ use tracing::Instrument;
 const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(15);
 /// Pull RPC timeout while the broker may hold the request (30 s).
 const PULL_TIMEOUT: Duration = Duration::from_secs(30);
-/// Delay after a failed pull (Java 4.9.8 `pullTimeDelayMillsWhenException`).
+/// Delay after a failed pull, and of an orderly queue waiting for its lock or a queue whose
+/// subscription is gone (Java 4.9.8 `pullTimeDelayMillsWhenException`: the `ClientConfig`
+/// default, 1 s, which the push consumer's constructor puts in place of its own 3 s).
 const PULL_DELAY_ON_ERROR: Duration = Duration::from_millis(1000);
-/// Delay when the cache is full (`PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL`).
+/// Delay after the broker answered FLOW_CONTROL (`PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL`).
+const PULL_DELAY_BROKER_FLOW_CONTROL: Duration = Duration::from_millis(20);
+/// Delay when the cache is full (`PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL`).
 const PULL_DELAY_FLOW_CONTROL: Duration = Duration::from_millis(50);
 /// Delay of a pull while the consumer is suspended (`PULL_TIME_DELAY_MILLS_WHEN_SUSPEND`).
 const PULL_DELAY_SUSPENDED: Duration = Duration::from_millis(1000);
-/// Delay of an orderly queue waiting for its lock.
-const PULL_DELAY_NOT_LOCKED: Duration = Duration::from_millis(3000);
 /// Longest continuous consumption of one orderly queue per turn.
 const MAX_TIME_CONSUME_CONTINUOUSLY: Duration = Duration::from_secs(60);
 /// Delay before a refused orderly queue lock is asked again.
 const LOCK_RETRY_DELAY: Duration = Duration::from_millis(500);
+/// Quick retries of refused orderly locks in a row; then only the periodic rebalance asks.
+const MAX_FAST_LOCK_RETRIES: u32 = 3;
 /// Timeout of CONSUMER_SEND_MSG_BACK.
 const SEND_BACK_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -91,6 +95,11 @@ pub(crate) struct PushEngine {
     suspended: std::sync::atomic::AtomicBool,
     /// A rebalance is scheduled to ask again for refused queue locks.
     lock_retry_pending: std::sync::atomic::AtomicBool,
+    /// Quick lock retries since a rebalance last saw no refusal.
+    lock_retries: std::sync::atomic::AtomicU32,
+    /// Orderly: serialises the listener calls of each queue across its process queues (Java
+    /// `MessageQueueLock`; like Java's, entries stay for the consumer's life).
+    queue_locks: Mutex<HashMap<MessageQueue, Arc<tokio::sync::Mutex<()>>>>,
     /// When the engine was made (ms; `PROP_CONSUMER_START_TIMESTAMP`).
     born_ms: i64,
     me: Weak<PushEngine>,
@@ -141,6 +150,8 @@ impl PushEngine {
             pull_tasks: TaskTracker::new(),
             suggest: Mutex::default(),
             lock_retry_pending: std::sync::atomic::AtomicBool::new(false),
+            lock_retries: std::sync::atomic::AtomicU32::new(0),
+            queue_locks: Mutex::default(),
             ns,
             hooks: observers.0,
             stats: observers.1,
@@ -260,23 +271,32 @@ impl PushEngine {
         }
     }
 
-    /// Adds or replaces a subscription while running: the brokers hear of it, and the queues
-    /// follow at once.
+    /// Adds or replaces a subscription while running: the topic's route is fetched, then the
+    /// brokers hear of it and the queues follow at once. If the route cannot be fetched, or
+    /// the call is dropped before it is, the subscriptions are left as they were.
     pub(crate) async fn subscribe(&self, sd: SubscriptionData) -> Result<()> {
         let topic = sd.topic.clone();
-        lock(&self.rebalance.subscriptions).insert(topic.clone(), sd);
+        let previous = lock(&self.rebalance.subscriptions).insert(topic.clone(), sd.clone());
+        let undo = UndoSubscribe {
+            core: &self.rebalance,
+            ours: sd,
+            previous: Some(previous),
+        };
         self.inst.update_route(&topic).await?;
+        undo.keep();
         self.inst.send_heartbeat_all().await;
         self.inst.rebalance_now();
         Ok(())
     }
 
-    /// Drops a subscription while running: its queues are released at the next rebalance,
-    /// which runs at once.
+    /// Drops a subscription while running: its queues are released before this returns, as
+    /// for queues allocated elsewhere (offsets pushed, orderly locks released), then the
+    /// brokers hear of it. Dropped before then, the next rebalance releases them.
     pub(crate) async fn unsubscribe(&self, topic: &str) {
         lock(&self.rebalance.subscriptions).remove(topic);
-        self.inst.send_heartbeat_all().await;
         self.inst.rebalance_now();
+        self.rebalance.release_unsubscribed(self).await;
+        self.inst.send_heartbeat_all().await;
     }
 
     /// Before a listener call: hooks, a `rocketmq.consume` span (fields: `group`, `topic`,
@@ -372,6 +392,40 @@ impl PushEngine {
         }
     }
 
+    /// The lock serialising the orderly listener calls of `mq`.
+    fn queue_lock(&self, mq: &MessageQueue) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.queue_locks)
+            .entry(mq.clone())
+            .or_default()
+            .clone()
+    }
+
+    /// Whether a rebalance that saw a refused orderly lock (`refused`) schedules a quick
+    /// retry; marks it pending if so. At most [`MAX_FAST_LOCK_RETRIES`] in a row: a refusal
+    /// that lasts (a peer allocating differently, a crashed owner's lock until the broker
+    /// expires it) is then asked again by the periodic rebalance only, as Java does. A
+    /// rebalance without a refusal renews the allowance.
+    fn lock_retry_wanted(&self, refused: bool) -> bool {
+        use std::sync::atomic::Ordering;
+        if !refused {
+            self.lock_retries.store(0, Ordering::Release);
+            return false;
+        }
+        if self.lock_retry_pending.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let allowed = self
+            .lock_retries
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_FAST_LOCK_RETRIES).then_some(n + 1)
+            })
+            .is_ok();
+        if !allowed {
+            self.lock_retry_pending.store(false, Ordering::Release);
+        }
+        allowed
+    }
+
     // ---- pulling ----
 
     async fn pull_loop(self: Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>, mut next: i64) {
@@ -402,13 +456,13 @@ impl PushEngine {
                 continue;
             }
             if orderly && clustering && !pq.is_locked() {
-                if !self.pause(PULL_DELAY_NOT_LOCKED).await {
+                if !self.pause(PULL_DELAY_ON_ERROR).await {
                     return;
                 }
                 continue;
             }
             let Some(sd) = self.rebalance.subscription(&mq.topic) else {
-                if !self.pause(PULL_DELAY_NOT_LOCKED).await {
+                if !self.pause(PULL_DELAY_ON_ERROR).await {
                     return;
                 }
                 continue;
@@ -436,12 +490,7 @@ impl PushEngine {
                     ) {
                         self.inst.send_heartbeat_all().await;
                     }
-                    let delay = if code == Some(ResponseCode::SystemBusy) {
-                        Duration::from_millis(20)
-                    } else {
-                        PULL_DELAY_ON_ERROR
-                    };
-                    if !self.pause(delay).await {
+                    if !self.pause(pull_error_delay(&e)).await {
                         return;
                     }
                 }
@@ -506,14 +555,17 @@ impl PushEngine {
             self.stats.pull_tps.add(&topic, r.messages.len() as u64);
         }
         lock(&self.suggest).insert(mq.clone(), r.suggest_which_broker_id);
+        // Dropped while the broker held the pull (a rebalance, an admin reset): the answer
+        // must not touch the queue's offset, which may already be another one's (a reset's,
+        // or the next owner's).
+        if pq.is_dropped() {
+            return Ok(PullStep::Stop);
+        }
         match r.status {
             PullStatus::Found => {
                 let msgs = post_process(r.messages, sd, mq, r.min_offset, r.max_offset);
                 if msgs.is_empty() {
                     return Ok(PullStep::Next(r.next_begin_offset));
-                }
-                if pq.is_dropped() {
-                    return Ok(PullStep::Stop);
                 }
                 let orderly = matches!(self.listener, Listener::Orderly(_));
                 let dispatch = pq.put(&msgs, orderly);
@@ -541,7 +593,14 @@ impl PushEngine {
             PullStatus::OffsetIllegal => {
                 tracing::warn!(queue = %mq, requested = next, next = r.next_begin_offset, "pull offset illegal; resetting the queue");
                 pq.set_dropped(true);
-                if self.pause(Duration::from_secs(10)).await {
+                // Only if the queue is still this process queue's (not released or reset
+                // meanwhile, which stored an offset of their own).
+                if self.pause(Duration::from_secs(10)).await
+                    && self
+                        .rebalance
+                        .process_queue(mq)
+                        .is_some_and(|p| Arc::ptr_eq(&p, pq))
+                {
                     self.offsets.update(mq, r.next_begin_offset, false);
                     let _ = self.offsets.persist(&self.inst, mq).await;
                     self.rebalance.remove_process_queue(mq);
@@ -759,7 +818,7 @@ impl PushEngine {
                     tracing::warn!(msg_id = %m.msg_id, "broadcasting: consumption failed, the message is dropped");
                 } else if !self.send_back(m, delay_level).await {
                     let mut again = m.clone();
-                    again.reconsume_times += 1;
+                    again.reconsume_times = again.reconsume_times.saturating_add(1);
                     retry_local.push(again);
                     continue;
                 }
@@ -808,7 +867,9 @@ impl PushEngine {
                 }
             }
         }
-        self.resend_to_retry_topic(msg, msg.reconsume_times + 1, 3 + msg.reconsume_times)
+        // Saturating: the count comes from the stored message, which any producer may set.
+        let times = msg.reconsume_times;
+        self.resend_to_retry_topic(msg, times.saturating_add(1), 3i32.saturating_add(times))
             .await
     }
 
@@ -890,7 +951,13 @@ impl PushEngine {
         if pq.is_dropped() {
             return;
         }
-        let _serial = pq.serial.lock().await;
+        // One consume request of the queue at a time, whichever process queue it serves (a
+        // queue released and taken again while a call runs has a new one): Java's
+        // `MessageQueueLock`.
+        let _serial = self.queue_lock(&mq).lock_owned().await;
+        if pq.is_dropped() {
+            return;
+        }
         let clustering = self.clustering();
         if clustering && (!pq.is_locked() || pq.is_lock_expired()) {
             if !pq.is_dropped() {
@@ -982,16 +1049,51 @@ impl PushEngine {
             if m.reconsume_times >= max {
                 let times = m.reconsume_times;
                 m.put_property(property::RECONSUME_TIME, times.to_string());
-                if !self.resend_to_retry_topic(m, times, 3 + times).await {
+                // Saturating: the count comes from the stored message, which any producer
+                // may set; at the top of the range it is past any maximum (dead-letter queue).
+                if !self
+                    .resend_to_retry_topic(m, times, 3i32.saturating_add(times))
+                    .await
+                {
                     suspend = true;
-                    m.reconsume_times += 1;
+                    m.reconsume_times = times.saturating_add(1);
                 }
             } else {
                 suspend = true;
-                m.reconsume_times += 1;
+                m.reconsume_times = m.reconsume_times.saturating_add(1);
             }
         }
         suspend
+    }
+}
+
+/// Puts back the subscription a [`PushEngine::subscribe`] replaced, unless it completed.
+struct UndoSubscribe<'a> {
+    core: &'a RebalanceCore,
+    ours: SubscriptionData,
+    /// The entry replaced; `None` once kept.
+    previous: Option<Option<SubscriptionData>>,
+}
+
+impl UndoSubscribe<'_> {
+    fn keep(mut self) {
+        self.previous = None;
+    }
+}
+
+impl Drop for UndoSubscribe<'_> {
+    fn drop(&mut self) {
+        let Some(previous) = self.previous.take() else {
+            return;
+        };
+        let mut subs = lock(&self.core.subscriptions);
+        // Unless another call replaced it meanwhile.
+        if subs.get(&self.ours.topic) == Some(&self.ours) {
+            match previous {
+                Some(p) => subs.insert(self.ours.topic.clone(), p),
+                None => subs.remove(&self.ours.topic),
+            };
+        }
     }
 }
 
@@ -1020,6 +1122,16 @@ fn consumed_count(
             (ctx.ack_index.min(len as i32 - 1) + 1).max(0) as usize
         }
         ConsumeConcurrentlyStatus::ReconsumeLater => 0,
+    }
+}
+
+/// The pause after a failed pull (Java 4.9.8 `PullCallback.onException`): FLOW_CONTROL gets
+/// the broker flow-control delay; anything else, SYSTEM_BUSY included, the exception delay.
+fn pull_error_delay(e: &ClientError) -> Duration {
+    if e.response_code() == Some(ResponseCode::FlowControl) {
+        PULL_DELAY_BROKER_FLOW_CONTROL
+    } else {
+        PULL_DELAY_ON_ERROR
     }
 }
 
@@ -1154,12 +1266,9 @@ impl ConsumerHook for PushEngine {
         self.rebalance.rebalance(&self.inst, self).await;
         // An orderly queue whose lock the broker refused (its previous owner had not unlocked
         // it yet, typically by a millisecond) is asked again within a second rather than at the
-        // next rebalance, 20 s later. One retry is pending at a time.
-        if self.rebalance.take_lock_refused()
-            && !self
-                .lock_retry_pending
-                .swap(true, std::sync::atomic::Ordering::AcqRel)
-        {
+        // next rebalance, 20 s later. One retry is pending at a time, and a few in a row at
+        // most (`lock_retry_wanted`).
+        if self.lock_retry_wanted(self.rebalance.take_lock_refused()) {
             if let Some(me) = self.arc() {
                 self.consume_tasks.spawn(async move {
                     let waited = me.pause(LOCK_RETRY_DELAY).await;
@@ -1372,5 +1481,484 @@ impl PushEngine {
             remark,
             spent_time_mills: began.elapsed().as_millis() as i64,
         }
+    }
+}
+
+/// A fake name server and broker in one, for unit tests of the consumer engines.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    use async_trait::async_trait;
+    use rocketmq_remoting::protocol::body::{self, BrokerData, QueueData, TopicRouteData};
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+    use rocketmq_remoting::transport::{
+        ChannelContext, ProcessResult, RemotingServer, RequestProcessor, ServerHandle,
+    };
+
+    /// How the fake answers a request other than GET_ROUTEINFO_BY_TOPIC.
+    pub(crate) type Answer = Box<dyn Fn(&RemotingCommand) -> ProcessResult + Send + Sync>;
+
+    struct Proc {
+        addr: Mutex<String>,
+        broker_ids: Vec<i64>,
+        answer: Answer,
+        seen: Arc<Mutex<Vec<RequestCode>>>,
+        arrived: Arc<tokio::sync::Notify>,
+    }
+
+    #[async_trait]
+    impl RequestProcessor for Proc {
+        async fn process(&self, _ctx: &ChannelContext, request: RemotingCommand) -> ProcessResult {
+            let code = request.request_code();
+            crate::internal::instance::lock(&self.seen).push(code);
+            self.arrived.notify_waiters();
+            if code == RequestCode::GetRouteinfoByTopic {
+                let addr = crate::internal::instance::lock(&self.addr).clone();
+                let route = TopicRouteData {
+                    broker_datas: vec![BrokerData {
+                        broker_addrs: self
+                            .broker_ids
+                            .iter()
+                            .map(|id| (*id, addr.clone()))
+                            .collect::<BTreeMap<_, _>>(),
+                        broker_name: "b".into(),
+                        cluster: "c".into(),
+                    }],
+                    queue_datas: vec![QueueData {
+                        broker_name: "b".into(),
+                        perm: 6,
+                        read_queue_nums: 1,
+                        write_queue_nums: 1,
+                        topic_sys_flag: 0,
+                    }],
+                    ..TopicRouteData::default()
+                };
+                return ProcessResult::Response(
+                    RemotingCommand::response(ResponseCode::Success, None)
+                        .with_body(body::encode_fastjson(&route)),
+                );
+            }
+            (self.answer)(&request)
+        }
+    }
+
+    /// The fake: its address, the codes of the requests it received, a wake-up per request.
+    pub(crate) struct Fake {
+        pub(crate) addr: String,
+        pub(crate) seen: Arc<Mutex<Vec<RequestCode>>>,
+        pub(crate) arrived: Arc<tokio::sync::Notify>,
+        _server: ServerHandle,
+    }
+
+    impl Fake {
+        /// Routes every topic to one queue of broker `b` at the fake's own address, under
+        /// `broker_ids` (0: master); answers the rest with `answer`.
+        pub(crate) async fn start(broker_ids: &[i64], answer: Answer) -> Fake {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let arrived = Arc::new(tokio::sync::Notify::new());
+            let proc = Arc::new(Proc {
+                addr: Mutex::new(String::new()),
+                broker_ids: broker_ids.to_vec(),
+                answer,
+                seen: seen.clone(),
+                arrived: arrived.clone(),
+            });
+            let server = RemotingServer::builder("127.0.0.1:0")
+                .default_processor(proc.clone())
+                .start()
+                .await
+                .expect("fake server");
+            let addr = server.local_addr().to_string();
+            *crate::internal::instance::lock(&proc.addr) = addr.clone();
+            Fake {
+                addr,
+                seen,
+                arrived,
+                _server: server,
+            }
+        }
+
+        /// How many requests with `code` arrived.
+        pub(crate) fn count(&self, code: RequestCode) -> usize {
+            crate::internal::instance::lock(&self.seen)
+                .iter()
+                .filter(|c| **c == code)
+                .count()
+        }
+
+        /// Waits (at most 10 s) until `n` requests with `code` arrived.
+        pub(crate) async fn wait_for(&self, code: RequestCode, n: usize) {
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let notified = self.arrived.notified();
+                if self.count(code) >= n {
+                    return;
+                }
+                if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                    panic!("timed out waiting for {n} {code:?}");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::Fake;
+    use super::*;
+    use crate::internal::listener::orderly_fn;
+    use rocketmq_remoting::protocol::headers::PullMessageResponseHeader;
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+    use rocketmq_remoting::transport::ProcessResult;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    fn engine(
+        group: &str,
+        namesrv: &str,
+        model: MessageModel,
+        listener: Listener,
+        topics: &[&str],
+    ) -> Arc<PushEngine> {
+        let client = ClientConfig {
+            namesrv_addr: vec![namesrv.to_string()],
+            instance_name: format!("push-test-{group}"),
+            ..ClientConfig::default()
+        };
+        let cfg = PushConsumerConfig {
+            group: group.to_string(),
+            message_model: model,
+            local_offset_store_dir: Some(
+                std::env::temp_dir().join(format!("rmq-push-test-{}-{group}", std::process::id())),
+            ),
+            ..PushConsumerConfig::default()
+        };
+        let subs = topics
+            .iter()
+            .map(|t| {
+                (
+                    t.to_string(),
+                    SubscriptionData::from_tag_expression(*t, "*", 1),
+                )
+            })
+            .collect();
+        PushEngine::new(
+            client,
+            cfg,
+            subs,
+            listener,
+            Namespace::none(),
+            (Arc::default(), Arc::default()),
+        )
+        .unwrap()
+    }
+
+    fn msg(topic: &str, offset: i64) -> MessageExt {
+        let mut m = MessageExt {
+            queue_offset: offset,
+            ..MessageExt::default()
+        };
+        m.topic = topic.to_string();
+        m.broker_name = "b".into();
+        m.message.body = bytes::Bytes::from_static(b"x");
+        m
+    }
+
+    fn server_error(code: ResponseCode) -> ClientError {
+        ClientError::Server {
+            addr: "a:1".into(),
+            code,
+            remark: String::new(),
+        }
+    }
+
+    /// Java 4.9.8 `onException`: only FLOW_CONTROL gets the broker flow-control pause (20 ms);
+    /// SYSTEM_BUSY and every other failure get `pullTimeDelayMillsWhenException` (1 s).
+    #[test]
+    fn pull_back_off_follows_java() {
+        assert_eq!(
+            pull_error_delay(&server_error(ResponseCode::FlowControl)),
+            Duration::from_millis(20)
+        );
+        assert_eq!(
+            pull_error_delay(&server_error(ResponseCode::SystemBusy)),
+            Duration::from_millis(1000)
+        );
+        assert_eq!(
+            pull_error_delay(&server_error(ResponseCode::SystemError)),
+            Duration::from_millis(1000)
+        );
+        assert_eq!(
+            pull_error_delay(&ClientError::BrokerNotFound { broker: "b".into() }),
+            Duration::from_millis(1000)
+        );
+    }
+
+    /// A process queue replaced while its listener call runs (unsubscribe and subscribe again,
+    /// an admin reset, an illegal offset): the new one's calls wait for the old call, as
+    /// Java's `MessageQueueLock` makes them.
+    #[tokio::test]
+    async fn orderly_calls_of_one_queue_never_overlap_across_process_queues() {
+        let running = Arc::new(AtomicUsize::new(0));
+        let overlap = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(tokio::sync::Notify::new());
+        let release = Arc::new(tokio::sync::Notify::new());
+        let listener = {
+            let (running, overlap, calls, started, release) = (
+                running.clone(),
+                overlap.clone(),
+                calls.clone(),
+                started.clone(),
+                release.clone(),
+            );
+            orderly_fn(move |_msgs, _mq| {
+                let (running, overlap, calls, started, release) = (
+                    running.clone(),
+                    overlap.clone(),
+                    calls.clone(),
+                    started.clone(),
+                    release.clone(),
+                );
+                async move {
+                    if running.fetch_add(1, Ordering::SeqCst) > 0 {
+                        overlap.store(true, Ordering::SeqCst);
+                    }
+                    if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                        started.notify_one();
+                        release.notified().await;
+                    }
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    ConsumeOrderlyStatus::Success
+                }
+            })
+        };
+        let e = engine(
+            "g-serial",
+            "127.0.0.1:9",
+            MessageModel::Clustering,
+            Listener::Orderly(Arc::new(listener)),
+            &["T"],
+        );
+        let mq = MessageQueue::new("T", "b", 0);
+        let old = Arc::new(ProcessQueue::default());
+        old.set_locked(true);
+        old.put(&[msg("T", 0)], true);
+        let first = tokio::spawn(e.clone().consume_orderly(old.clone(), mq.clone()));
+        started.notified().await;
+        // The queue is released and taken again while the call runs: the new process queue
+        // pulls the uncommitted message again.
+        e.rebalance.remove_process_queue(&mq);
+        let new = Arc::new(ProcessQueue::default());
+        new.set_locked(true);
+        new.put(&[msg("T", 0)], true);
+        let second = tokio::spawn(e.clone().consume_orderly(new.clone(), mq.clone()));
+        // Single-threaded runtime: the second request runs as far as it can meanwhile.
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        release.notify_one();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            first.await.unwrap();
+            second.await.unwrap();
+        })
+        .await
+        .expect("both requests end");
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert!(
+            !overlap.load(Ordering::SeqCst),
+            "two listener calls ran at once on one queue"
+        );
+        e.inst.shutdown_now();
+    }
+
+    /// A pull in flight when its queue is dropped (an offset reset) answers NO_NEW_MSG: the
+    /// answer must not move the offset the reset stored.
+    #[tokio::test]
+    async fn a_pull_answered_after_its_queue_was_dropped_leaves_the_offset_alone() {
+        let release = Arc::new(tokio::sync::Notify::new());
+        let answer: test_support::Answer = {
+            let release = release.clone();
+            Box::new(move |req: &RemotingCommand| {
+                if req.request_code() != RequestCode::PullMessage {
+                    return ProcessResult::Response(RemotingCommand::response(
+                        ResponseCode::Success,
+                        None,
+                    ));
+                }
+                let release = release.clone();
+                ProcessResult::Deferred(Box::pin(async move {
+                    release.notified().await;
+                    let mut r = RemotingCommand::response(ResponseCode::PullNotFound, None);
+                    r.set_header(&PullMessageResponseHeader {
+                        suggest_which_broker_id: 0,
+                        next_begin_offset: 10,
+                        max_offset: 10,
+                        min_offset: 0,
+                    });
+                    Some(r)
+                }))
+            })
+        };
+        let fake = Fake::start(&[MASTER_ID], answer).await;
+        let listener = crate::internal::listener::concurrently_fn(|_m, _q| async {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        });
+        let e = engine(
+            "g-dropped-pull",
+            &fake.addr,
+            MessageModel::Clustering,
+            Listener::Concurrently(Arc::new(listener)),
+            &["T"],
+        );
+        let mq = MessageQueue::new("T", "b", 0);
+        let pq = Arc::new(ProcessQueue::default());
+        let sd = SubscriptionData::from_tag_expression("T", "*", 1);
+        let pull = {
+            let (e, mq, pq) = (e.clone(), mq.clone(), pq.clone());
+            tokio::spawn(async move { e.pull_once(&mq, &pq, &sd, 10).await.map(|_| ()) })
+        };
+        fake.wait_for(RequestCode::PullMessage, 1).await;
+        // The reset: the queue is dropped and the new offset stored.
+        pq.set_dropped(true);
+        pq.clear();
+        e.offsets.update(&mq, 0, false);
+        release.notify_one();
+        tokio::time::timeout(Duration::from_secs(10), pull)
+            .await
+            .expect("the pull ends")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            e.offsets.read(&e.inst, &mq, ReadOffsetType::Memory).await,
+            0,
+            "the dropped queue's pull moved the offset"
+        );
+        e.inst.shutdown_now();
+    }
+
+    /// Refused orderly locks are asked again quickly a few times in a row, then at the
+    /// periodic rebalance only, until a rebalance sees no refusal.
+    #[tokio::test]
+    async fn quick_lock_retries_are_bounded() {
+        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
+        let e = engine(
+            "g-lock-retries",
+            "127.0.0.1:9",
+            MessageModel::Clustering,
+            Listener::Orderly(Arc::new(listener)),
+            &["T"],
+        );
+        // The retry ran (it clears the pending flag before rebalancing).
+        let ran = |e: &PushEngine| {
+            e.lock_retry_pending
+                .store(false, std::sync::atomic::Ordering::Release)
+        };
+        assert!(!e.lock_retry_wanted(false));
+        for i in 0..MAX_FAST_LOCK_RETRIES {
+            assert!(e.lock_retry_wanted(true), "retry {i}");
+            assert!(!e.lock_retry_wanted(true), "one pending at a time");
+            ran(&e);
+        }
+        assert!(!e.lock_retry_wanted(true), "the quick retries are spent");
+        assert!(!e.lock_retry_wanted(true));
+        // The lock was obtained: the next refusal is retried quickly again.
+        assert!(!e.lock_retry_wanted(false));
+        assert!(e.lock_retry_wanted(true));
+        e.inst.shutdown_now();
+    }
+
+    /// `subscribe_running` that fails (or is cancelled) leaves the subscriptions as they were.
+    #[tokio::test]
+    async fn a_failed_subscribe_running_records_nothing() {
+        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
+        let e = engine(
+            "g-sub-fail",
+            "127.0.0.1:9",
+            MessageModel::Clustering,
+            Listener::Orderly(Arc::new(listener)),
+            &["A"],
+        );
+        let before = e.rebalance.subscription("A");
+        assert!(before.is_some());
+        let b = SubscriptionData::from_tag_expression("B", "*", 2);
+        assert!(e.subscribe(b).await.is_err(), "no name server");
+        assert_eq!(e.rebalance.subscription("B"), None);
+        let a = SubscriptionData::from_tag_expression("A", "TagX", 2);
+        assert!(e.subscribe(a).await.is_err());
+        assert_eq!(e.rebalance.subscription("A"), before);
+        e.inst.shutdown_now();
+
+        // A name server that never answers: the call is dropped while it waits.
+        let hole = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
+        let e = engine(
+            "g-sub-cancel",
+            &hole.local_addr().unwrap().to_string(),
+            MessageModel::Clustering,
+            Listener::Orderly(Arc::new(listener)),
+            &["A"],
+        );
+        let b = SubscriptionData::from_tag_expression("B", "*", 2);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), e.subscribe(b))
+                .await
+                .is_err(),
+            "still waiting for the name server"
+        );
+        assert_eq!(e.rebalance.subscription("B"), None);
+        e.inst.shutdown_now();
+    }
+
+    /// `unsubscribe` releases the topic's queues before it returns: their offsets are pushed
+    /// to the broker and, orderly, their locks released.
+    #[tokio::test]
+    async fn unsubscribe_persists_and_unlocks_the_released_queues() {
+        let answer: test_support::Answer = Box::new(|_req: &RemotingCommand| {
+            ProcessResult::Response(RemotingCommand::response(ResponseCode::Success, None))
+        });
+        let fake = Fake::start(&[MASTER_ID], answer).await;
+        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
+        let e = engine(
+            "g-unsub",
+            &fake.addr,
+            MessageModel::Clustering,
+            Listener::Orderly(Arc::new(listener)),
+            &["T"],
+        );
+        let mq = MessageQueue::new("T", "b", 0);
+        let pq = Arc::new(ProcessQueue::default());
+        pq.set_locked(true);
+        lock(&e.rebalance.process_queues).insert(mq.clone(), pq.clone());
+        e.offsets.update(&mq, 5, false);
+        e.unsubscribe("T").await;
+        assert!(pq.is_dropped());
+        assert!(e.rebalance.owned().is_empty());
+        assert_eq!(fake.count(RequestCode::UpdateConsumerOffset), 1);
+        assert_eq!(fake.count(RequestCode::UnlockBatchMq), 1);
+        e.inst.shutdown_now();
+    }
+
+    /// A message whose reconsume count is at the top of the range (any producer can set it)
+    /// goes the dead-letter way without overflowing.
+    #[tokio::test]
+    async fn a_huge_reconsume_count_does_not_overflow() {
+        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
+        let e = engine(
+            "g-huge-times",
+            "127.0.0.1:9",
+            MessageModel::Clustering,
+            Listener::Orderly(Arc::new(listener)),
+            &["T"],
+        );
+        let mut msgs = vec![msg("T", 0)];
+        msgs[0].reconsume_times = i32::MAX;
+        // Nothing to send it to here: it stays to be consumed again, counted at the top.
+        assert!(e.check_reconsume_times(&mut msgs).await);
+        assert_eq!(msgs[0].reconsume_times, i32::MAX);
+        // Concurrent: CONSUMER_SEND_MSG_BACK has no broker, nor has the copy.
+        assert!(!e.send_back(&msgs[0], 0).await);
+        e.inst.shutdown_now();
     }
 }

@@ -171,10 +171,17 @@ impl RebalanceCore {
                     }
                     cids.sort();
                     let mq_all: Vec<MessageQueue> = all.iter().cloned().collect();
-                    self.strategy
-                        .allocate(&self.group, &inst.client_id, &mq_all, &cids)
-                        .into_iter()
-                        .collect()
+                    match self
+                        .strategy
+                        .try_allocate(&self.group, &inst.client_id, &mq_all, &cids)
+                    {
+                        Ok(mine) => mine.into_iter().collect(),
+                        // As Java on an allocator exception: the current queues stay.
+                        Err(e) => {
+                            tracing::error!(group = %self.group, topic, strategy = self.strategy.name(), error = %e, "cannot allocate the queues");
+                            continue;
+                        }
+                    }
                 }
             };
             if self.update_table(inst, target, topic, &mine).await {
@@ -182,7 +189,22 @@ impl RebalanceCore {
                 target.queues_changed(topic, &all, &mine);
             }
         }
-        // Queues of topics no longer subscribed.
+        self.truncate_unsubscribed(target).await;
+    }
+
+    /// Releases the owned queues of topics no longer subscribed now (`unsubscribe`).
+    pub(crate) async fn release_unsubscribed(&self, target: &dyn RebalanceTarget) {
+        let _gate = self.gate.lock().await;
+        self.truncate_unsubscribed(target).await;
+    }
+
+    /// Releases the owned queues of topics no longer subscribed (Java
+    /// `truncateMessageQueueNotMyTopic`), as a queue allocated elsewhere is: its offset is
+    /// persisted and, orderly, its lock released (which Java skips here). They leave the table
+    /// even when the release could not unlock (a listener call still running after 1 s): the
+    /// broker lock then expires, and a new process queue of the queue waits for that call.
+    async fn truncate_unsubscribed(&self, target: &dyn RebalanceTarget) {
+        let topics = self.topics();
         let stale: Vec<(MessageQueue, Arc<ProcessQueue>)> = lock(&self.process_queues)
             .iter()
             .filter(|(mq, _)| !topics.iter().any(|t| mq.topic == *t))
@@ -190,7 +212,9 @@ impl RebalanceCore {
             .collect();
         for (mq, pq) in stale {
             pq.set_dropped(true);
+            target.remove_unnecessary(&mq, &pq).await;
             lock(&self.process_queues).remove(&mq);
+            tracing::info!(group = %self.group, queue = %mq, "queue of an unsubscribed topic released");
         }
     }
 
@@ -224,14 +248,18 @@ impl RebalanceCore {
             if lock(&self.process_queues).contains_key(mq) {
                 continue;
             }
-            if self.orderly
-                && self.model == MessageModel::Clustering
-                && !self.lock_one(inst, mq).await
-            {
-                tracing::info!(group = %self.group, queue = %mq, "queue locked by another consumer; not taking it yet");
-                self.lock_refused
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                continue;
+            if self.orderly && self.model == MessageModel::Clustering {
+                match self.try_lock(inst, mq).await {
+                    Some(true) => {}
+                    Some(false) => {
+                        tracing::info!(group = %self.group, queue = %mq, "queue locked by another consumer; not taking it yet");
+                        self.lock_refused
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                        continue;
+                    }
+                    // No master, or no answer: asked again at the next rebalance.
+                    None => continue,
+                }
             }
             target.remove_dirty_offset(mq);
             let pq = Arc::new(ProcessQueue::default());
@@ -263,8 +291,15 @@ impl RebalanceCore {
 
     /// Locks one queue on its broker (Java `RebalanceImpl.lock`).
     pub(crate) async fn lock_one(&self, inst: &ClientInstance, mq: &MessageQueue) -> bool {
+        self.try_lock(inst, mq).await == Some(true)
+    }
+
+    /// Locks one queue on its broker: `Some(true)` locked, `Some(false)` refused (the broker
+    /// answered without it), `None` not asked (no master known) or no answer.
+    async fn try_lock(&self, inst: &ClientInstance, mq: &MessageQueue) -> Option<bool> {
         let Some(addr) = inst.master_addr(&mq.broker_name) else {
-            return false;
+            tracing::debug!(group = %self.group, queue = %mq, "no master to lock the queue with");
+            return None;
         };
         let body = self.lock_body(inst, BTreeSet::from([mq.clone()]));
         match inst
@@ -279,11 +314,11 @@ impl RebalanceCore {
                         pq.set_locked(true);
                     }
                 }
-                ok
+                Some(ok)
             }
             Err(e) => {
                 tracing::warn!(queue = %mq, error = %e, "lock failed");
-                false
+                None
             }
         }
     }
@@ -454,6 +489,97 @@ pub(crate) fn decide_start(last: i64, from_where: ConsumeFromWhere, retry_topic:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ClientConfig;
+    use crate::internal::allocate::AllocateMessageQueueAveragely;
+    use crate::internal::push::test_support::{Answer, Fake};
+    use rocketmq_remoting::protocol::body::{self, LockBatchResponseBody};
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+    use rocketmq_remoting::transport::ProcessResult;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    struct Target;
+
+    #[async_trait]
+    impl RebalanceTarget for Target {
+        fn consume_type(&self) -> ConsumeType {
+            ConsumeType::ConsumePassively
+        }
+        async fn compute_pull_from_where(&self, _mq: &MessageQueue) -> Option<i64> {
+            Some(0)
+        }
+        fn start_pull(&self, _mq: MessageQueue, _pq: Arc<ProcessQueue>, _offset: i64) {}
+        async fn remove_unnecessary(&self, _mq: &MessageQueue, _pq: &Arc<ProcessQueue>) -> bool {
+            true
+        }
+        fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
+    }
+
+    fn orderly_core() -> RebalanceCore {
+        RebalanceCore::new(
+            "g".into(),
+            MessageModel::Clustering,
+            true,
+            Arc::new(AllocateMessageQueueAveragely),
+            BTreeMap::new(),
+        )
+    }
+
+    /// Only a broker that answered without the queue refused its lock: no master to ask, or
+    /// a failed request, waits for the next rebalance rather than a quick retry.
+    #[tokio::test]
+    async fn only_a_broker_answer_without_the_queue_is_a_refused_lock() {
+        let mq = MessageQueue::new("T", "b", 0);
+        let mine = BTreeSet::from([mq.clone()]);
+        // No master known (a slave only, or no route yet).
+        let config = ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "lock-refused-no-master").unwrap();
+        let core = orderly_core();
+        assert!(!core.update_table(&inst, &Target, "T", &mine).await);
+        assert!(!core.take_lock_refused(), "no master is not a refusal");
+        inst.shutdown_now();
+
+        // A master that fails the request, then one that answers without the queue.
+        let refuse = Arc::new(AtomicBool::new(false));
+        let answer: Answer = {
+            let refuse = refuse.clone();
+            Box::new(move |req: &RemotingCommand| {
+                let r = if req.request_code() != RequestCode::LockBatchMq {
+                    RemotingCommand::response(ResponseCode::Success, None)
+                } else if refuse.load(Ordering::SeqCst) {
+                    RemotingCommand::response(ResponseCode::Success, None)
+                        .with_body(body::encode_fastjson(&LockBatchResponseBody::default()))
+                } else {
+                    RemotingCommand::response(ResponseCode::SystemError, Some("busy".into()))
+                };
+                ProcessResult::Response(r)
+            })
+        };
+        let fake = Fake::start(&[0], answer).await;
+        let config = ClientConfig {
+            namesrv_addr: vec![fake.addr.clone()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "lock-refused-answers").unwrap();
+        let core = orderly_core();
+        lock(&core.subscriptions).insert(
+            "T".into(),
+            SubscriptionData::from_tag_expression("T", "*", 1),
+        );
+        inst.update_route("T").await.unwrap();
+        assert!(inst.master_addr("b").is_some());
+        assert!(!core.update_table(&inst, &Target, "T", &mine).await);
+        assert!(
+            !core.take_lock_refused(),
+            "a failed request is not a refusal"
+        );
+        refuse.store(true, Ordering::SeqCst);
+        assert!(!core.update_table(&inst, &Target, "T", &mine).await);
+        assert!(core.take_lock_refused(), "the broker refused the lock");
+        inst.shutdown_now();
+    }
 
     #[test]
     fn start_position_follows_java() {
