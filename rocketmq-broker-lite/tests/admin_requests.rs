@@ -814,3 +814,515 @@ async fn huge_queue_numbers_are_refused_and_the_broker_stays_up() {
     assert_eq!(r.response_code(), ResponseCode::SystemError);
     cl.stop().await;
 }
+
+async fn consume_stats(
+    c: &RemotingClient,
+    b: &str,
+    group: &str,
+    topic: Option<&str>,
+) -> body::ConsumeStats {
+    let req = RemotingCommand::request_with_header(
+        RequestCode::GetConsumeStats,
+        &GetConsumeStatsRequestHeader {
+            consumer_group: group.into(),
+            topic: topic.map(str::to_string),
+        },
+    );
+    let r = call(c, b, req).await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    body::decode(&r.body).unwrap()
+}
+
+/// GET_CONSUME_STATS as Java's `AdminBrokerProcessor.getConsumeStats`: every read queue (a
+/// topic whose write queues were scaled down still drains the others), and no topic an online
+/// group no longer subscribes to.
+#[tokio::test]
+async fn consume_stats_cover_read_queues_and_only_subscribed_topics_of_online_groups() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Shrink", 8).await;
+    for q in 0..8 {
+        assert_eq!(send(&c, &b, "Shrink", q, "m").await.code, 0);
+        commit_offset(&c, &b, "shrink-g", "Shrink", q, 0).await;
+    }
+    eventually("dispatch", || {
+        (0..8).all(|q| cl.broker.store().max_offset("Shrink", q) == 1)
+    })
+    .await;
+    // Write queues scaled down to 4: queues 4..7 are still read (and hold a backlog).
+    let h = CreateTopicRequestHeader {
+        topic: "Shrink".into(),
+        default_topic: "TBW102".into(),
+        read_queue_nums: 8,
+        write_queue_nums: 4,
+        perm: 6,
+        topic_filter_type: "SINGLE_TAG".into(),
+        topic_sys_flag: Some(0),
+        order: false,
+    };
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &h),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    for topic in [Some("Shrink"), None] {
+        let stats = consume_stats(&c, &b, "shrink-g", topic).await;
+        let queues: Vec<i32> = stats.offset_table.keys().map(|mq| mq.queue_id).collect();
+        assert_eq!(queues, (0..8).collect::<Vec<_>>(), "{topic:?}");
+        assert_eq!(stats.total_diff(), 8);
+    }
+
+    // An online group subscribed only to NewT, with offsets in OldT too.
+    create_topic(&c, &b, "OldT", 1).await;
+    create_topic(&c, &b, "NewT", 1).await;
+    commit_offset(&c, &b, "moved-g", "OldT", 0, 0).await;
+    commit_offset(&c, &b, "moved-g", "NewT", 0, 0).await;
+    let topics = |s: &body::ConsumeStats| -> BTreeSet<String> {
+        s.offset_table
+            .keys()
+            .map(|mq| mq.topic.to_string())
+            .collect()
+    };
+    // Offline: every topic it has offsets in.
+    let s = consume_stats(&c, &b, "moved-g", None).await;
+    assert_eq!(topics(&s), BTreeSet::from(["NewT".into(), "OldT".into()]));
+    let r = call(&c, &b, heartbeat("10.0.0.3@moved", "moved-g", "NewT", "*")).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let s = consume_stats(&c, &b, "moved-g", None).await;
+    assert_eq!(topics(&s), BTreeSet::from(["NewT".into()]));
+    // Asked for by name, too (Java filters every topic).
+    let s = consume_stats(&c, &b, "moved-g", Some("OldT")).await;
+    assert!(s.offset_table.is_empty(), "{s:?}");
+    cl.stop().await;
+}
+
+/// UPDATE_AND_CREATE_TOPIC refuses every system topic, as Java's `TopicValidator.isSystemTopic`
+/// does: updating TBW102 (with a permission without INHERIT) used to stop auto-creation.
+#[tokio::test]
+async fn creating_or_updating_a_system_topic_is_refused() {
+    let cl = Cluster::start_with(|c| {
+        c.trace_topic_enable = true;
+        c.msg_trace_topic_name = "MyTraces".into();
+    })
+    .await;
+    let b = cl.broker_addr();
+    let c = client();
+    for topic in [
+        "TBW102",
+        "BenchmarkTest",
+        "RMQ_SYS_TRACE_TOPIC",
+        "SCHEDULE_TOPIC_XXXX",
+        "OFFSET_MOVED_EVENT",
+        "rmq_sys_anything",
+        "DefaultCluster",
+        "broker-a",
+        "DefaultCluster_REPLY_TOPIC",
+        "MyTraces",
+    ] {
+        let r = call(&c, &b, create_topic_request_with_perm(topic, 16, 6)).await;
+        assert_eq!(
+            (r.response_code(), r.remark_str()),
+            (
+                ResponseCode::SystemError,
+                format!("The topic[{topic}] is conflict with system topic.").as_str()
+            )
+        );
+    }
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request(RequestCode::GetAllTopicConfig),
+    )
+    .await;
+    let all: body::TopicConfigSerializeWrapper = body::decode(&r.body).unwrap();
+    let tbw = &all.topic_config_table["TBW102"];
+    assert_eq!((tbw.perm, tbw.write_queue_nums), (7, 8));
+    assert!(!all.topic_config_table.contains_key("rmq_sys_anything"));
+    // Auto-creation still works.
+    let r = send(&c, &b, "AutoCreated", 0, "x").await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    cl.stop().await;
+}
+
+/// A slave refuses subscription-group changes as Java's `validateSlave` does (its groups are
+/// the master's copy: a change would be reverted by the next sync).
+#[tokio::test]
+async fn a_slave_refuses_subscription_group_changes() {
+    let cl = Cluster::start_with(|c| {
+        c.broker_role = rocketmq_broker_lite::broker::BrokerRole::Slave;
+        c.broker_id = 1;
+    })
+    .await;
+    let b = cl.broker_addr();
+    let c = client();
+    const REFUSAL: &str = "Can't modify topic or subscription group from slave broker, please execute it from master broker.";
+    let group = SubscriptionGroupConfig {
+        group_name: "on-slave-g".into(),
+        ..SubscriptionGroupConfig::default()
+    };
+    let req = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup)
+        .with_body(body::encode_fastjson(&group));
+    let r = call(&c, &b, req).await;
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (ResponseCode::SystemError, REFUSAL)
+    );
+    let req = RemotingCommand::request_with_header(
+        RequestCode::DeleteSubscriptiongroup,
+        &DeleteSubscriptionGroupRequestHeader {
+            group_name: "SELF_TEST_C_GROUP".into(),
+            remove_offset: true,
+        },
+    );
+    let r = call(&c, &b, req).await;
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (ResponseCode::SystemError, REFUSAL)
+    );
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request(RequestCode::GetAllSubscriptiongroupConfig),
+    )
+    .await;
+    let groups: body::SubscriptionGroupWrapper = body::decode(&r.body).unwrap();
+    assert!(groups
+        .subscription_group_table
+        .contains_key("SELF_TEST_C_GROUP"));
+    assert!(!groups.subscription_group_table.contains_key("on-slave-g"));
+    cl.stop().await;
+}
+
+/// A topic or group change whose table cannot be saved (a full disk) is live and answered
+/// SUCCESS, as Java answers it (its `ConfigManager.persist` only logs the failure); the remark
+/// says the save failed, and the periodic persist writes the table once the disk takes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_cannot_be_saved_is_live_answered_success_and_saved_later() {
+    use rocketmq_broker_lite::store::persist::load_json;
+    use rocketmq_broker_lite::store::simfs::{FaultKind, FaultOp, SimFs};
+    use std::sync::Arc;
+
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("admin-unsaved").unwrap();
+    let fs = SimFs::new(21);
+    let namesrv = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .start()
+        .await
+        .unwrap();
+    let ns = namesrv.local_addr().to_string();
+    let mut cfg = broker_config(dir.path(), &ns);
+    cfg.store.store_path_root_dir = "/store".into();
+    cfg.flush_consumer_offset_interval = std::time::Duration::from_millis(50);
+    let broker = rocketmq_broker_lite::broker::Broker::builder(cfg)
+        .env(rocketmq_broker_lite::store::StoreEnv {
+            vfs: Arc::new(fs.clone()),
+            ..env_with_clock(rocketmq_broker_lite::store::ManualClock::new(
+                1_700_000_000_000,
+            ))
+        })
+        .start()
+        .await
+        .unwrap();
+    let b = broker.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Doomed", 1).await;
+
+    let config = std::path::Path::new("/store/config");
+    fs.inject(FaultOp::Write, config, FaultKind::NoSpace, 0, None);
+    let r = call(&c, &b, create_topic_request("Unsaved", 2)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert!(
+        r.remark_str().contains("saving topics.json failed"),
+        "{}",
+        r.remark_str()
+    );
+    let group = SubscriptionGroupConfig {
+        group_name: "unsaved-g".into(),
+        ..SubscriptionGroupConfig::default()
+    };
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup)
+            .with_body(body::encode_fastjson(&group)),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert!(r
+        .remark_str()
+        .contains("saving subscriptionGroup.json failed"));
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request_with_header(
+            RequestCode::DeleteTopicInBroker,
+            &TopicRequestHeader {
+                topic: "Doomed".into(),
+            },
+        ),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert!(fs.faults_fired() > 0);
+
+    // Live: in the table, and registered with the name server.
+    assert!(broker.inner().topic_exists("Unsaved"));
+    assert!(!broker.inner().topic_exists("Doomed"));
+    let route = call(
+        &c,
+        &ns,
+        RemotingCommand::request_with_header(
+            RequestCode::GetRouteinfoByTopic,
+            &GetRouteInfoRequestHeader {
+                topic: "Unsaved".into(),
+                accept_standard_json_only: None,
+            },
+        ),
+    )
+    .await;
+    assert_eq!(route.response_code(), ResponseCode::Success);
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request(RequestCode::GetAllSubscriptiongroupConfig),
+    )
+    .await;
+    let groups: body::SubscriptionGroupWrapper = body::decode(&r.body).unwrap();
+    assert!(groups.subscription_group_table.contains_key("unsaved-g"));
+
+    // Saved by the periodic persist once the disk takes writes again.
+    fs.clear_faults();
+    eventually("the tables saved", || {
+        let topics: Option<body::TopicConfigSerializeWrapper> =
+            load_json(&fs, &config.join("topics.json")).unwrap();
+        let groups: Option<body::SubscriptionGroupWrapper> =
+            load_json(&fs, &config.join("subscriptionGroup.json")).unwrap();
+        topics.is_some_and(|t| {
+            t.topic_config_table.contains_key("Unsaved")
+                && !t.topic_config_table.contains_key("Doomed")
+        }) && groups.is_some_and(|g| g.subscription_group_table.contains_key("unsaved-g"))
+    })
+    .await;
+    broker.shutdown().await.unwrap();
+    namesrv.shutdown().await;
+}
+
+/// GET_BROKER_CONFIG reports every key the broker understands, with Java's names and value
+/// formats, and the keys Java's tools read from it (`exportConfigs` fails on a missing one).
+#[tokio::test]
+async fn broker_config_reports_every_setting() {
+    let cl = Cluster::start_with(|c| {
+        c.store.max_message_size = 1_234_567;
+        c.store.file_reserved_time = 48;
+        c.store.delete_when = "03".into();
+        c.default_topic_queue_nums = 5;
+        c.flush_consumer_offset_interval = std::time::Duration::from_millis(7_000);
+    })
+    .await;
+    let b = cl.broker_addr();
+    let r = call(
+        &client(),
+        &b,
+        RemotingCommand::request(RequestCode::GetBrokerConfig),
+    )
+    .await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let p = properties(&r);
+    let expect = [
+        ("maxMessageSize", "1234567"),
+        ("fileReservedTime", "48"),
+        ("deleteWhen", "03"),
+        ("defaultTopicQueueNums", "5"),
+        ("flushConsumerOffsetInterval", "7000"),
+        ("diskMaxUsedSpaceRatio", "95"),
+        ("messageDelayLevel", "1s 2s 3s"),
+        ("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC"),
+        ("traceTopicEnable", "false"),
+        ("traceOn", "true"),
+        ("flushDiskType", "ASYNC_FLUSH"),
+        ("brokerRole", "ASYNC_MASTER"),
+        ("brokerPermission", "6"),
+        ("mappedFileSizeCommitLog", "8388608"),
+        ("mappedFileSizeConsumeQueue", "6000000"),
+        ("useTLS", "false"),
+        ("filterServerNums", "0"),
+        ("listenPort", &addr(&b).port().to_string()),
+        ("brokerIP1", "127.0.0.1"),
+    ];
+    for (k, v) in expect {
+        assert_eq!(p.get(k).map(String::as_str), Some(v), "{k}");
+    }
+    cl.stop().await;
+}
+
+/// GET_ALL_PRODUCER_INFO (Java 4.9.8's `mqadmin producer`): every producer group's connections,
+/// as Java's `ProducerManager.getProducerTable`.
+#[tokio::test]
+async fn all_producer_info_lists_every_producer_connection() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    let (_p, _) = producer_member(&b, "info-pg", "10.0.0.7@info").await;
+    let r = call(
+        &c,
+        &b,
+        RemotingCommand::request(RequestCode::GetAllProducerInfo),
+    )
+    .await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    let table: body::ProducerTableInfo = body::decode(&r.body).unwrap();
+    let infos = &table.data["info-pg"];
+    assert_eq!(infos.len(), 1);
+    assert_eq!(infos[0].client_id, "10.0.0.7@info");
+    assert_eq!(infos[0].language, "JAVA");
+    assert!(infos[0].remote_ip.starts_with("/127.0.0.1:"), "{infos:?}");
+    assert_eq!(infos[0].last_update_timestamp, cl.clock.now());
+    cl.stop().await;
+}
+
+/// QUERY_CONSUME_TIME_SPAN as Java's `AdminBrokerProcessor.queryConsumeTimeSpan`: per write
+/// queue, the store times of the first, the last and the last consumed message, and how long
+/// the next one has waited.
+#[tokio::test]
+async fn consume_time_span_per_queue() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Span", 2).await;
+    let first = cl.clock.now();
+    assert_eq!(send(&c, &b, "Span", 0, "a").await.code, 0);
+    cl.clock.advance(1_000);
+    assert_eq!(send(&c, &b, "Span", 0, "b").await.code, 0);
+    cl.clock.advance(1_000);
+    assert_eq!(send(&c, &b, "Span", 0, "c").await.code, 0);
+    eventually("dispatch", || cl.broker.store().max_offset("Span", 0) == 3).await;
+    commit_offset(&c, &b, "span-g", "Span", 0, 1).await;
+    cl.clock.advance(5_000);
+    let query = |topic: &str| {
+        RemotingCommand::request_with_header(
+            RequestCode::QueryConsumeTimeSpan,
+            &QueryConsumeTimeSpanRequestHeader {
+                topic: topic.into(),
+                group: "span-g".into(),
+            },
+        )
+    };
+    let r = call(&c, &b, query("Span")).await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    let spans: body::QueryConsumeTimeSpanBody = body::decode(&r.body).unwrap();
+    let got: Vec<(i32, i64, i64, i64, i64)> = spans
+        .consume_time_span_set
+        .iter()
+        .map(|s| {
+            (
+                s.message_queue.queue_id,
+                s.min_time_stamp,
+                s.max_time_stamp,
+                s.consume_time_stamp,
+                s.delay_time,
+            )
+        })
+        .collect();
+    let now = cl.clock.now();
+    assert_eq!(
+        got,
+        vec![
+            // The group consumed the first message; the second waits since first + 1 s.
+            (0, first, first + 2_000, first, now - (first + 1_000)),
+            // An empty queue: no times; Java's arithmetic with its -1 store time.
+            (1, -1, -1, -1, now + 1),
+        ]
+    );
+    assert_eq!(
+        spans.consume_time_span_set[0].min_time_stamp_str,
+        "2023-11-14 22:13:20,000"
+    );
+    let r = call(&c, &b, query("NoSuchTopic")).await;
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (ResponseCode::TopicNotExist, "topic[NoSuchTopic] not exist")
+    );
+    cl.stop().await;
+}
+
+/// CLONE_GROUP_OFFSET as Java's `AdminBrokerProcessor.cloneGroupOffset`: the source group's
+/// offsets of a topic copied to the destination group, unless the source is online without
+/// subscribing to the topic (and the request is not `offline`).
+#[tokio::test]
+async fn clone_group_offset_copies_the_source_groups_offsets() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "CloneT", 2).await;
+    create_topic(&c, &b, "OtherT", 1).await;
+    commit_offset(&c, &b, "src-g", "CloneT", 0, 3).await;
+    commit_offset(&c, &b, "src-g", "CloneT", 1, 2).await;
+    let clone = |topic: Option<&str>, dest: &str, offline: bool| {
+        RemotingCommand::request_with_header(
+            RequestCode::CloneGroupOffset,
+            &CloneGroupOffsetRequestHeader {
+                src_group: "src-g".into(),
+                dest_group: dest.into(),
+                topic: topic.map(str::to_string),
+                offline,
+            },
+        )
+    };
+    let offsets = |group: &str| {
+        let inner = cl.broker.inner().clone();
+        let group = group.to_string();
+        async move {
+            let c = client();
+            let stats = consume_stats(&c, &inner.broker_addr(), &group, Some("CloneT")).await;
+            stats
+                .offset_table
+                .iter()
+                .map(|(mq, o)| (mq.queue_id, o.consumer_offset))
+                .collect::<Vec<_>>()
+        }
+    };
+    let r = call(&c, &b, clone(Some("CloneT"), "dest-g", false)).await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    assert_eq!(offsets("dest-g").await, vec![(0, 3), (1, 2)]);
+    // Every topic of the source group when none is named.
+    let r = call(&c, &b, clone(None, "dest-all", false)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(offsets("dest-all").await, vec![(0, 3), (1, 2)]);
+    // The source online, subscribed to another topic only: not copied unless `offline`.
+    call(&c, &b, heartbeat("10.0.0.8@src", "src-g", "OtherT", "*")).await;
+    let r = call(&c, &b, clone(Some("CloneT"), "dest-skipped", false)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(offsets("dest-skipped").await, vec![(0, 0), (1, 0)]);
+    let r = call(&c, &b, clone(Some("CloneT"), "dest-offline", true)).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(offsets("dest-offline").await, vec![(0, 3), (1, 2)]);
+    cl.stop().await;
+}

@@ -307,6 +307,23 @@ impl ClientManager {
             .unwrap_or_default()
     }
 
+    /// Whether `group` is online with subscriptions, none of them to `topic` (Java's
+    /// `findSubscriptionData(group, topic) == null && findSubscriptionDataCount(group) > 0`):
+    /// the statistics of a group leave out the topics it no longer consumes.
+    pub fn online_without(&self, group: &str, topic: &str) -> bool {
+        lock(&self.consumers)
+            .get(group)
+            .is_some_and(|g| !g.subscriptions.is_empty() && !g.subscriptions.contains_key(topic))
+    }
+
+    /// Every producer group with its connections (Java `ProducerManager.getProducerTable`).
+    pub fn producer_table(&self) -> BTreeMap<String, Vec<ClientChannelInfo>> {
+        lock(&self.producers)
+            .iter()
+            .map(|(group, members)| (group.clone(), members.values().cloned().collect()))
+            .collect()
+    }
+
     /// Names of the consumer groups subscribed to `topic`.
     pub fn groups_subscribed_to(&self, topic: &str) -> Vec<String> {
         lock(&self.consumers)

@@ -437,6 +437,256 @@ impl BrokerConfig {
         Ok(unknown)
     }
 
+    /// The configuration as `broker.conf` properties, with Java's key names and value formats
+    /// (durations in milliseconds, roles and flush types by their Java names): every key
+    /// [`BrokerConfig::apply_properties`] reads, under its first name, so that applying the
+    /// result to a default configuration gives this one back. A setting that is not set
+    /// (`brokerIP1`, `haMasterAddress`, an empty `namesrvAddr`, ...) is left out, as Java leaves
+    /// out its `null` fields. The `tls.*` keys are left out: Java reads them from system
+    /// properties and never reports them (some are key passwords). Besides, `useTLS` (Java's
+    /// `NettyClientConfig` field: whether the broker uses TLS towards the name servers) and
+    /// `filterServerNums` (0: this broker starts no filter server), which Java's
+    /// `exportConfigs` reads. GET_BROKER_CONFIG answers with these.
+    pub fn to_properties(&self) -> BTreeMap<String, String> {
+        let mut p = BTreeMap::new();
+        let mut put = |k: &str, v: String| {
+            p.insert(k.to_string(), v);
+        };
+        let ms = |d: Duration| d.as_millis().to_string();
+        let role = match self.broker_role {
+            BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            BrokerRole::SyncMaster => "SYNC_MASTER",
+            BrokerRole::Slave => "SLAVE",
+        };
+        put("brokerClusterName", self.broker_cluster_name.clone());
+        put("brokerName", self.broker_name.clone());
+        put("brokerId", self.broker_id.to_string());
+        put("brokerRole", role.to_string());
+        if !self.namesrv_addr.is_empty() {
+            put("namesrvAddr", self.namesrv_addr.join(";"));
+        }
+        put("listenPort", self.listen_port.to_string());
+        put("metricsPort", self.metrics_port.to_string());
+        if let Some(ip) = &self.broker_ip1 {
+            put("brokerIP1", ip.clone());
+        }
+        if let Some(ip) = &self.broker_ip2 {
+            put("brokerIP2", ip.clone());
+        }
+        put("brokerPermission", self.broker_permission.to_string());
+        put(
+            "autoCreateTopicEnable",
+            self.auto_create_topic_enable.to_string(),
+        );
+        put(
+            "autoCreateSubscriptionGroup",
+            self.auto_create_subscription_group.to_string(),
+        );
+        put(
+            "defaultTopicQueueNums",
+            self.default_topic_queue_nums.to_string(),
+        );
+        put("clusterTopicEnable", self.cluster_topic_enable.to_string());
+        put("brokerTopicEnable", self.broker_topic_enable.to_string());
+        put("traceTopicEnable", self.trace_topic_enable.to_string());
+        put("msgTraceTopicName", self.msg_trace_topic_name.clone());
+        put("regionId", self.region_id.clone());
+        put("traceOn", self.trace_on.to_string());
+        put("longPollingEnable", self.long_polling_enable.to_string());
+        put("shortPollingTimeMills", ms(self.short_polling_time));
+        put(
+            "registerNameServerPeriod",
+            ms(self.register_name_server_period),
+        );
+        put(
+            "registerBrokerTimeoutMills",
+            ms(self.register_broker_timeout),
+        );
+        put(
+            "flushConsumerOffsetInterval",
+            ms(self.flush_consumer_offset_interval),
+        );
+        put("channelExpiredTimeout", ms(self.channel_expired_timeout));
+        put(
+            "notifyConsumerIdsChangedEnable",
+            self.notify_consumer_ids_changed_enable.to_string(),
+        );
+        put(
+            "rejectTransactionMessage",
+            self.reject_transaction_message.to_string(),
+        );
+        put("transactionTimeOut", ms(self.transaction_timeout));
+        put(
+            "transactionCheckMax",
+            self.transaction_check_max.to_string(),
+        );
+        put(
+            "transactionCheckInterval",
+            ms(self.transaction_check_interval),
+        );
+        put("defaultQueryMaxNum", self.default_query_max_num.to_string());
+        put("maxMsgsNumBatch", self.max_msgs_num_batch.to_string());
+        put("slaveReadEnable", self.slave_read_enable.to_string());
+        put(
+            "enablePropertyFilter",
+            self.enable_property_filter.to_string(),
+        );
+        put("filterSupportRetry", self.filter_support_retry.to_string());
+        put(
+            "storeReplyMessageEnable",
+            self.store_reply_message_enable.to_string(),
+        );
+        put("aclEnable", self.acl_enable.to_string());
+        put(
+            "rocketmq.acl.plain.file",
+            self.acl_file.display().to_string(),
+        );
+        put("offsetCheckInSlave", self.offset_check_in_slave.to_string());
+        put("compressedRegister", self.compressed_register.to_string());
+        if let Some(path) = &self.broker_config_path {
+            put("brokerConfigPath", path.display().to_string());
+        }
+        put("configBlackList", self.config_black_list.clone());
+        // Replication.
+        put("haListenPort", self.ha_listen_port().to_string());
+        if let Some(a) = &self.ha.master_address {
+            put("haMasterAddress", a.clone());
+        }
+        put("haSendHeartbeatInterval", ms(self.ha.heartbeat_interval));
+        put("haHousekeepingInterval", ms(self.ha.housekeeping_interval));
+        put(
+            "haTransferBatchSize",
+            self.ha.transfer_batch_size.to_string(),
+        );
+        put(
+            "haSlaveFallbehindMax",
+            self.ha.slave_fallbehind_max.to_string(),
+        );
+        put("slaveTimeout", ms(self.ha.slave_timeout));
+        put("haTlsEnable", self.ha.tls.to_string());
+        // DLedger.
+        let d = &self.dledger;
+        put("enableDLegerCommitLog", d.enabled.to_string());
+        if !d.group.is_empty() {
+            put("dLegerGroup", d.group.clone());
+        }
+        if !d.peers.is_empty() {
+            let peers: Vec<String> = d
+                .peers
+                .iter()
+                .map(|p| format!("{}-{}", p.name, p.addr))
+                .collect();
+            put("dLegerPeers", peers.join(";"));
+        }
+        if !d.self_id.is_empty() {
+            put("dLegerSelfId", d.self_id.clone());
+        }
+        put("dLegerHeartBeatIntervalMs", ms(d.heartbeat_interval));
+        put("dLegerElectionTimeoutMs", ms(d.election_timeout));
+        put("dLegerSnapshotThreshold", d.snapshot_threshold.to_string());
+        put("dLegerLogsToKeep", d.logs_to_keep.to_string());
+        // Store.
+        let st = &self.store;
+        put(
+            "storePathRootDir",
+            st.store_path_root_dir.display().to_string(),
+        );
+        put(
+            "mappedFileSizeCommitLog",
+            st.mapped_file_size_commit_log.to_string(),
+        );
+        put(
+            "mappedFileSizeConsumeQueue",
+            st.consume_queue_entries_per_file
+                .saturating_mul(20)
+                .to_string(),
+        );
+        put("maxMessageSize", st.max_message_size.to_string());
+        put(
+            "flushDiskType",
+            match st.flush_disk_type {
+                FlushDiskType::SyncFlush => "SYNC_FLUSH",
+                FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
+            }
+            .to_string(),
+        );
+        put("flushIntervalCommitLog", ms(st.flush_interval));
+        put("syncFlushTimeout", ms(st.sync_flush_timeout));
+        put(
+            "osPageCacheBusyTimeOutMills",
+            ms(st.os_page_cache_busy_timeout),
+        );
+        put("fileReservedTime", st.file_reserved_time.to_string());
+        put("deleteWhen", st.delete_when.clone());
+        put(
+            "diskMaxUsedSpaceRatio",
+            st.disk_max_used_space_ratio.to_string(),
+        );
+        put(
+            "diskSpaceWarningLevelRatio",
+            st.disk_space_warning_level_ratio.to_string(),
+        );
+        put(
+            "diskSpaceCleanForciblyRatio",
+            st.disk_space_clean_forcibly_ratio.to_string(),
+        );
+        put("diskCheckInterval", ms(st.disk_check_interval));
+        put("cleanResourceInterval", ms(st.clean_resource_interval));
+        put("maxHashSlotNum", st.max_hash_slot_num.to_string());
+        put("maxIndexNum", st.max_index_num.to_string());
+        put("messageIndexEnable", st.message_index_enable.to_string());
+        put("messageDelayLevel", st.message_delay_level.clone());
+        put("checkCRCOnRecover", st.check_crc_on_recover.to_string());
+        put(
+            "maxTransferCountOnMessageInMemory",
+            st.max_transfer_count_on_message_in_memory.to_string(),
+        );
+        put(
+            "maxTransferBytesOnMessageInMemory",
+            st.max_transfer_bytes_on_message_in_memory.to_string(),
+        );
+        put("warmMapedFileEnable", st.warm_segments.to_string());
+        // Flow control.
+        let f = &self.flow;
+        put(
+            "brokerFastFailureEnable",
+            f.broker_fast_failure_enable.to_string(),
+        );
+        put("waitTimeMillsInSendQueue", ms(f.wait_time_in_send_queue));
+        put("waitTimeMillsInPullQueue", ms(f.wait_time_in_pull_queue));
+        put(
+            "waitTimeMillsInHeartbeatQueue",
+            ms(f.wait_time_in_heartbeat_queue),
+        );
+        put(
+            "waitTimeMillsInTransactionQueue",
+            ms(f.wait_time_in_transaction_queue),
+        );
+        put("maxConnections", f.max_connections.to_string());
+        put(
+            "maxRequestsInFlightPerConnection",
+            f.max_requests_in_flight_per_connection.to_string(),
+        );
+        put(
+            "maxRequestBytesInFlightPerConnection",
+            f.max_request_bytes_in_flight_per_connection.to_string(),
+        );
+        put(
+            "maxUnsentBytesPerConnection",
+            f.max_unsent_bytes_per_connection.to_string(),
+        );
+        put("requestMemoryBudget", f.request_memory_budget.to_string());
+        put(
+            "com.rocketmq.remoting.frameMaxLength",
+            f.frame_max_length.to_string(),
+        );
+        // Java keys its tools read.
+        let enforcing = self.tls.server().mode == rocketmq_remoting::transport::TlsMode::Enforcing;
+        put("useTLS", self.tls.client(enforcing).is_some().to_string());
+        put("filterServerNums", "0".to_string());
+        p
+    }
+
     /// Checks the configuration; the error names the offending key.
     pub fn validate(&self) -> Result<(), String> {
         if rocketmq_remoting::protocol::topic::name_problem(&self.broker_name, 127).is_some() {
@@ -524,6 +774,77 @@ impl BrokerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The keys of the match arms of `f` in `src` (each arm: its first name, and its aliases).
+    fn match_arm_keys(src: &str, f: &str) -> Vec<Vec<String>> {
+        let start = src.find(f).expect("function");
+        let body = &src[start..];
+        let end = body[f.len()..]
+            .find("\n    pub")
+            .map_or(body.len(), |i| i + f.len());
+        body[..end]
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with('"') && l.contains("=>"))
+            .map(|l| {
+                let left = &l[..l.find("=>").unwrap_or(l.len())];
+                left.split('|')
+                    .map(|k| k.trim().trim_matches('"').to_string())
+                    .collect::<Vec<_>>()
+            })
+            // Arms of a value's match (`"true" => true`), not of a key's.
+            .filter(|names| {
+                !names
+                    .iter()
+                    .all(|k| k.eq_ignore_ascii_case("true") || k.eq_ignore_ascii_case("false"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn properties_name_every_key_read_and_read_back_the_same() {
+        let mut c = BrokerConfig::default();
+        c.apply_properties(&parse_properties(
+            "brokerIP1=10.0.0.1\nbrokerIP2=10.0.0.2\nnamesrvAddr=1.1.1.1:9876;2.2.2.2:9876\n\
+             haMasterAddress=10.0.0.3:10912\nbrokerConfigPath=/etc/broker.conf\n\
+             dLegerGroup=g\ndLegerPeers=n0-127.0.0.1:40911;n1-127.0.0.1:40912\ndLegerSelfId=n0\n\
+             mappedFileSizeConsumeQueue=6000\nflushDiskType=SYNC_FLUSH\nbrokerRole=SLAVE\n\
+             brokerId=2\nshortPollingTimeMills=1500\n",
+        ))
+        .unwrap();
+        let props = c.to_properties();
+        assert_eq!(props["brokerRole"], "SLAVE");
+        assert_eq!(props["flushDiskType"], "SYNC_FLUSH");
+        assert_eq!(props["mappedFileSizeConsumeQueue"], "6000");
+        assert_eq!(props["shortPollingTimeMills"], "1500");
+        assert_eq!(props["namesrvAddr"], "1.1.1.1:9876;2.2.2.2:9876");
+        assert_eq!(
+            props["dLegerPeers"],
+            "n0-127.0.0.1:40911;n1-127.0.0.1:40912"
+        );
+        assert_eq!(props["useTLS"], "false");
+        assert_eq!(props["filterServerNums"], "0");
+        // Read back: the same configuration (only the two Java keys of the tools are unknown).
+        let mut back = BrokerConfig::default();
+        let unknown = back.apply_properties(&props).unwrap();
+        assert_eq!(unknown, ["filterServerNums", "useTLS"]);
+        assert_eq!(back.to_properties(), props);
+
+        // Every key `apply_properties` (and the flow-control keys it hands on) reads is
+        // reported, under one of its names; only the `tls.*` keys are not.
+        let arms = match_arm_keys(include_str!("config.rs"), "pub fn apply_properties")
+            .into_iter()
+            .chain(match_arm_keys(include_str!("flow.rs"), "fn apply("));
+        let mut n = 0;
+        for names in arms {
+            n += 1;
+            assert!(
+                names.iter().any(|k| props.contains_key(k)),
+                "GET_BROKER_CONFIG does not report {names:?}"
+            );
+        }
+        assert!(n > 90, "only {n} keys found");
+    }
 
     #[test]
     fn reads_java_broker_conf() {

@@ -23,7 +23,7 @@ pub struct SubscriptionGroupManager {
     vfs: Arc<dyn Vfs>,
     clock: Arc<dyn Clock>,
     auto_create: bool,
-    /// Groups were auto-created since the file was last written.
+    /// The table changed since the file was last written.
     dirty: AtomicBool,
     /// Serialises saves of the file (they share its temporary file).
     save_lock: Mutex<()>,
@@ -107,7 +107,8 @@ impl SubscriptionGroupManager {
         Some(r)
     }
 
-    /// Creates or replaces a group.
+    /// Creates or replaces a group. On a failed save the change is live all the same and the
+    /// table stays marked for [`SubscriptionGroupManager::persist_if_dirty`].
     pub fn update(&self, c: SubscriptionGroupConfig) -> Result<(), StoreError> {
         {
             let mut st = lock(&self.state);
@@ -117,7 +118,8 @@ impl SubscriptionGroupManager {
         self.persist()
     }
 
-    /// Removes a group.
+    /// Removes a group. On a failed save the group is gone all the same and the table stays
+    /// marked for [`SubscriptionGroupManager::persist_if_dirty`].
     pub fn delete(&self, group: &str) -> Result<(), StoreError> {
         {
             let mut st = lock(&self.state);
@@ -165,7 +167,8 @@ impl SubscriptionGroupManager {
         saved
     }
 
-    /// Persists the table if groups were auto-created since it was last written.
+    /// Persists the table if it changed since it was last written (groups auto-created, a
+    /// replacement from the master, a change whose save failed).
     pub fn persist_if_dirty(&self) -> Result<(), StoreError> {
         if self.dirty.load(Ordering::Acquire) {
             self.persist()

@@ -228,7 +228,8 @@ impl TopicConfigManager {
     }
 
     /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC); returns the data version that
-    /// includes it.
+    /// includes it. On a failed save the change is live all the same and the table stays
+    /// marked unsaved ([`TopicConfigManager::persist_if_unsaved`] writes it later).
     pub fn update(&self, tc: TopicConfig) -> Result<DataVersion, StoreError> {
         info!(topic = %tc.topic_name, queues = tc.write_queue_nums, perm = tc.perm, "topic created or updated");
         self.table
@@ -238,7 +239,8 @@ impl TopicConfigManager {
         self.changed()
     }
 
-    /// Removes a topic; returns whether it existed.
+    /// Removes a topic; returns whether it existed. On a failed save the topic is gone all the
+    /// same and the table stays marked unsaved.
     pub fn delete(&self, topic: &str) -> Result<bool, StoreError> {
         let existed = self
             .table

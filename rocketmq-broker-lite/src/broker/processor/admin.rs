@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rocketmq_remoting::protocol::body::{
-    self, ConnectionInfo, ConsumeStats, ConsumerConnection, OffsetWrapper, SubscriptionGroupConfig,
-    TopicConfig, TopicList, TopicOffset, TopicStatsTable,
+    self, ConnectionInfo, ConsumeStats, ConsumerConnection, SubscriptionGroupConfig, TopicConfig,
+    TopicList, TopicOffset, TopicStatsTable,
 };
 use rocketmq_remoting::protocol::headers::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
@@ -17,9 +17,11 @@ use rocketmq_remoting::protocol::message::MessageQueue;
 use rocketmq_remoting::protocol::topic::{self, TopicFilterType};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use rocketmq_remoting::transport::ProcessResult;
+use tracing::warn;
 
 use crate::broker::topic::MAX_QUEUE_NUMS;
 use crate::broker::{register, BrokerInner};
+use crate::store::StoreError;
 
 fn bad(e: impl std::fmt::Display) -> ProcessResult {
     RemotingCommand::response(ResponseCode::SystemError, Some(format!("bad request: {e}"))).into()
@@ -31,20 +33,25 @@ fn with_offset(offset: i64) -> ProcessResult {
     r.into()
 }
 
-/// UPDATE_AND_CREATE_TOPIC.
+/// UPDATE_AND_CREATE_TOPIC (Java `AdminBrokerProcessor.updateAndCreateTopic`): refused on a
+/// slave (`validateSlave`), for a malformed name (`TopicValidator.validateTopic`), for a
+/// system topic (`TopicValidator.isSystemTopic`) and for queue numbers out of
+/// 1..[`MAX_QUEUE_NUMS`].
 pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
+    if b.is_slave() {
+        return slave_refusal();
+    }
     let h: CreateTopicRequestHeader = match req.decode_header() {
         Ok(h) => h,
         Err(e) => return bad(e),
     };
-    if b.is_slave() {
-        return slave_refusal();
-    }
     // `TopicValidator.validateTopic`, as for a send.
     if let Some(p) = super::send::topic_problem(&h.topic) {
         return RemotingCommand::response(ResponseCode::SystemError, Some(p.into())).into();
     }
-    if h.topic == b.cfg.broker_cluster_name || !topic::is_send_allowed(&h.topic) {
+    // `TopicValidator.isSystemTopic`: updating TBW102 (say with a permission without INHERIT)
+    // would stop auto-creation, the broker's own topics lose their settings.
+    if is_system_topic(b, &h.topic) {
         return RemotingCommand::response(
             ResponseCode::SystemError,
             Some(format!(
@@ -74,11 +81,11 @@ pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
         topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
         write_queue_nums: h.write_queue_nums,
     };
-    let data_version = match b.topics.update(tc.clone()) {
-        Ok(v) => v,
-        Err(e) => {
-            return RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into()
-        }
+    // A failed save leaves the topic live and marked unsaved (the periodic persist writes it):
+    // it is registered and answered SUCCESS, as Java, whose `persist` only logs the failure.
+    let (data_version, unsaved) = match b.topics.update(tc.clone()) {
+        Ok(v) => (v, None),
+        Err(e) => (b.topics.data_version(), Some(e)),
     };
     // Java (`AdminBrokerProcessor.updateAndCreateTopic`) registers the topic with every name
     // server (`registerIncrementBrokerData`, bounded by `registerBrokerTimeoutMills`) before it
@@ -87,7 +94,10 @@ pub(crate) fn create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
     let b = b.clone();
     ProcessResult::Deferred(Box::pin(async move {
         register::register_increment(&b, &tc, data_version).await;
-        Some(RemotingCommand::success())
+        Some(match unsaved {
+            None => RemotingCommand::success(),
+            Some(e) => applied_unsaved("topics.json", &e),
+        })
     }))
 }
 
@@ -126,13 +136,16 @@ pub(crate) fn delete_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
         )
         .into();
     }
-    if let Err(e) = b.topics.delete(&h.topic) {
-        return RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into();
-    }
+    // A failed save leaves the topic deleted in memory and the table marked unsaved: the rest
+    // of the deletion goes on, as in Java, whose `persist` only logs the failure.
+    let saved = b.topics.delete(&h.topic);
     b.store.delete_topic(&h.topic);
     b.offsets.remove_topic(&h.topic);
     b.register_soon();
-    RemotingCommand::success().into()
+    match saved {
+        Ok(_) => RemotingCommand::success().into(),
+        Err(e) => applied_unsaved("topics.json", &e).into(),
+    }
 }
 
 /// GET_MAX_OFFSET, GET_MIN_OFFSET, GET_EARLIEST_MSG_STORETIME.
@@ -190,8 +203,26 @@ pub(crate) fn all_subscription_groups(b: &BrokerInner) -> ProcessResult {
         .into()
 }
 
-/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
+/// The answer to a topic or group change whose table could not be saved: the change is live
+/// (Java's `ConfigManager.persist` only logs a failed save and answers SUCCESS), and the table
+/// stays marked unsaved, so the periodic persist writes it as soon as it can. The remark says
+/// so.
+fn applied_unsaved(what: &str, e: &StoreError) -> RemotingCommand {
+    warn!(error = %e, "{what} changed, but saving it failed; the periodic persist tries again");
+    let mut r = RemotingCommand::success();
+    r.remark = Some(format!(
+        "applied, but saving {what} failed ({e}); it is saved again periodically"
+    ));
+    r
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (Java `updateAndCreateSubscriptionGroup`): refused on a
+/// slave (`validateSlave`: its groups are its master's, the next sync would revert the
+/// change).
 pub(crate) fn update_subscription_group(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    if b.is_slave() {
+        return slave_refusal();
+    }
     let c: SubscriptionGroupConfig = match body::decode(&req.body) {
         Ok(c) => c,
         Err(e) => return bad(e),
@@ -217,71 +248,62 @@ pub(crate) fn update_subscription_group(b: &BrokerInner, req: &RemotingCommand) 
     }
     match b.subs.update(c) {
         Ok(()) => RemotingCommand::success().into(),
-        Err(e) => RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into(),
+        Err(e) => applied_unsaved("subscriptionGroup.json", &e).into(),
     }
 }
 
-/// DELETE_SUBSCRIPTIONGROUP.
+/// DELETE_SUBSCRIPTIONGROUP (Java `deleteSubscriptionGroup`): refused on a slave
+/// (`validateSlave`).
 pub(crate) fn delete_subscription_group(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    if b.is_slave() {
+        return slave_refusal();
+    }
     let h: DeleteSubscriptionGroupRequestHeader = match req.decode_header() {
         Ok(h) => h,
         Err(e) => return bad(e),
     };
-    match b.subs.delete(&h.group_name) {
-        Ok(()) => {
-            // Java's `removeOffset`: the group's consumer offsets go too.
-            if h.remove_offset {
-                b.offsets.remove_group(&h.group_name);
-            }
-            RemotingCommand::success().into()
-        }
-        Err(e) => RemotingCommand::response(ResponseCode::SystemError, Some(e.to_string())).into(),
+    let saved = b.subs.delete(&h.group_name);
+    // Java's `removeOffset`: the group's consumer offsets go too (the group is gone from
+    // memory even when its table could not be saved).
+    if h.remove_offset {
+        b.offsets.remove_group(&h.group_name);
+    }
+    match saved {
+        Ok(()) => RemotingCommand::success().into(),
+        Err(e) => applied_unsaved("subscriptionGroup.json", &e).into(),
     }
 }
 
-/// GET_CONSUME_STATS: per queue, the broker's max offset and the group's committed offset.
+/// GET_CONSUME_STATS (Java `AdminBrokerProcessor.getConsumeStats`): per read queue of the topic
+/// (or of every topic the group has offsets in), the broker's max offset and the group's
+/// committed offset. A topic the group is online without subscribing to is left out, as Java
+/// leaves it out, even when asked for by name.
 pub(crate) fn consume_stats(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
     let h: GetConsumeStatsRequestHeader = match req.decode_header() {
         Ok(h) => h,
         Err(e) => return bad(e),
     };
-    let topics = match &h.topic {
-        Some(t) => vec![t.clone()],
-        None => b.offsets.topics_of_group(&h.consumer_group),
+    // Java's `UtilAll.isBlank`: a blank topic asks for every topic of the group.
+    let topics = match h.topic {
+        Some(t) if !t.trim().is_empty() => vec![t],
+        _ => b.offsets.topics_of_group(&h.consumer_group),
     };
     let mut stats = ConsumeStats::default();
     for t in topics {
-        let Some(tc) = b.topics.get(&t) else { continue };
-        stats.consume_tps += b.stats.group_get_tps(&t, &h.consumer_group);
-        for q in 0..tc.write_queue_nums {
-            let mq = MessageQueue::new(t.clone(), b.cfg.broker_name.clone(), q);
-            let broker_offset = b.store.max_offset(&t, q);
-            let consumer_offset = b
-                .offsets
-                .query(&h.consumer_group, &t, q)
-                .unwrap_or(-1)
-                .max(0);
-            let last_timestamp = if consumer_offset > 0 {
-                b.store
-                    .queue_entry(&t, q, consumer_offset - 1)
-                    .and_then(|e| b.store.read_record(e.phys as u64))
-                    .and_then(|r| {
-                        rocketmq_remoting::protocol::message::decode_stored(&r, Default::default())
-                            .ok()
-                    })
-                    .map_or(0, |(m, _)| m.store_timestamp)
-            } else {
-                0
-            };
-            stats.offset_table.insert(
-                mq,
-                OffsetWrapper {
-                    broker_offset,
-                    consumer_offset,
-                    last_timestamp,
-                },
-            );
+        let Some(tc) = b.topics.get(&t) else {
+            warn!(topic = %t, "consumeStats, topic config not exist");
+            continue;
+        };
+        if b.clients.online_without(&h.consumer_group, &t) {
+            warn!(group = %h.consumer_group, topic = %t, "consumeStats, the consumer group does not subscribe to the topic");
+            continue;
         }
+        // Every read queue: after a scale-down of the write queues, consumers still drain
+        // the others.
+        let of_topic =
+            super::broker_admin::group_offsets(b, &h.consumer_group, &tc, tc.read_queue_nums);
+        stats.consume_tps += of_topic.consume_tps;
+        stats.offset_table.extend(of_topic.offset_table);
     }
     RemotingCommand::success()
         .with_body(body::encode_fastjson(&stats))
@@ -500,50 +522,29 @@ pub(crate) fn runtime_info(b: &BrokerInner) -> ProcessResult {
         .into()
 }
 
-/// GET_BROKER_CONFIG: the configuration as Java properties text (with the values
-/// UPDATE_BROKER_CONFIG changed), and the configuration's data version in the `version`
-/// response header.
+/// GET_BROKER_CONFIG: the configuration as Java properties text (Java's
+/// `Configuration.getAllConfigsFormatString`): every key the broker reads
+/// ([`BrokerConfig::to_properties`](crate::broker::BrokerConfig::to_properties)) with the values
+/// UPDATE_BROKER_CONFIG changed and the ports and address the broker bound, and the
+/// configuration's data version in the `version` response header.
 pub(crate) fn broker_config(b: &BrokerInner) -> ProcessResult {
-    let c = b.dynamic.current(&b.cfg);
-    let mut text = format!(
-        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nbrokerRole={}\nhaListenPort={}\nenableDLegerCommitLog={}\nlistenPort={}\nbrokerIP1={}\nnamesrvAddr={}\nstorePathRootDir={}\nflushDiskType={}\nbrokerPermission={}\nautoCreateTopicEnable={}\nautoCreateSubscriptionGroup={}\n",
-        c.broker_cluster_name,
-        c.broker_name,
-        b.broker_id_now(),
-        match c.broker_role {
-            crate::broker::BrokerRole::AsyncMaster => "ASYNC_MASTER",
-            crate::broker::BrokerRole::SyncMaster => "SYNC_MASTER",
-            crate::broker::BrokerRole::Slave => "SLAVE",
-        },
-        b.ha().local_addr().port(),
-        c.dledger.enabled,
-        b.store_host().port(),
-        b.store_host().ip(),
-        c.namesrv_addr.join(";"),
-        c.store.store_path_root_dir.display(),
-        match c.store.flush_disk_type {
-            crate::store::FlushDiskType::SyncFlush => "SYNC_FLUSH",
-            crate::store::FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
-        },
-        c.broker_permission,
-        c.auto_create_topic_enable,
-        c.auto_create_subscription_group,
+    let mut props = b.dynamic.current(&b.cfg).to_properties();
+    let mut put = |k: &str, v: String| {
+        props.insert(k.to_string(), v);
+    };
+    put("brokerId", b.broker_id_now().to_string());
+    put("listenPort", b.store_host().port().to_string());
+    put("brokerIP1", b.store_host().ip().to_string());
+    put("haListenPort", b.ha().local_addr().port().to_string());
+    // Java's `NettyClientConfig.clientCallbackExecutorThreads` defaults to the number of
+    // processors; Java's `exportMetrics` reports it as the broker's `cpuNum`.
+    put(
+        "clientCallbackExecutorThreads",
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .to_string(),
     );
-    text.push_str(&format!(
-        "slaveReadEnable={}\nlongPollingEnable={}\nshortPollingTimeMills={}\nnotifyConsumerIdsChangedEnable={}\nrejectTransactionMessage={}\ndefaultQueryMaxNum={}\ntransactionCheckMax={}\nstoreReplyMessageEnable={}\nconfigBlackList={}\n",
-        c.slave_read_enable,
-        c.long_polling_enable,
-        c.short_polling_time.as_millis(),
-        c.notify_consumer_ids_changed_enable,
-        c.reject_transaction_message,
-        c.default_query_max_num,
-        c.transaction_check_max,
-        c.store_reply_message_enable,
-        c.config_black_list,
-    ));
-    if let Some(p) = &c.broker_config_path {
-        text.push_str(&format!("brokerConfigPath={}\n", p.display()));
-    }
+    let text: String = props.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
     let mut r = RemotingCommand::success().with_body(text.into_bytes());
     r.set_ext(
         "version",

@@ -1,5 +1,6 @@
 //! Administration requests about connections, statistics, the store's housekeeping and the
-//! runtime configuration: GET_PRODUCER_CONNECTION_LIST (204), QUERY_TOPIC_CONSUME_BY_WHO (300),
+//! runtime configuration: GET_PRODUCER_CONNECTION_LIST (204), GET_ALL_PRODUCER_INFO (328),
+//! QUERY_TOPIC_CONSUME_BY_WHO (300), QUERY_CONSUME_TIME_SPAN (303), CLONE_GROUP_OFFSET (314),
 //! GET_BROKER_CONSUME_STATS (317), VIEW_BROKER_STATS_DATA (315), QUERY_CONSUME_QUEUE (321),
 //! CLEAN_EXPIRED_CONSUMEQUEUE (306), DELETE_EXPIRED_COMMITLOG (329), CLEAN_UNUSED_TOPIC (316)
 //! and UPDATE_BROKER_CONFIG (25), as Java's `AdminBrokerProcessor` answers them.
@@ -9,11 +10,13 @@ use std::sync::Arc;
 
 use rocketmq_remoting::protocol::body::{
     self, ConnectionInfo, ConsumeQueueData, ConsumeStats, ConsumeStatsList, GroupList,
-    OffsetWrapper, ProducerConnection, QueryConsumeQueueResponseBody, TopicConfig,
+    OffsetWrapper, ProducerConnection, ProducerInfo, ProducerTableInfo,
+    QueryConsumeQueueResponseBody, QueryConsumeTimeSpanBody, QueueTimeSpan, TopicConfig,
 };
 use rocketmq_remoting::protocol::headers::{
-    GetConsumeStatsInBrokerHeader, GetProducerConnectionListRequestHeader,
-    QueryConsumeQueueRequestHeader, TopicRequestHeader, ViewBrokerStatsDataRequestHeader,
+    CloneGroupOffsetRequestHeader, GetConsumeStatsInBrokerHeader,
+    GetProducerConnectionListRequestHeader, QueryConsumeQueueRequestHeader,
+    QueryConsumeTimeSpanRequestHeader, TopicRequestHeader, ViewBrokerStatsDataRequestHeader,
 };
 use rocketmq_remoting::protocol::message::MessageQueue;
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
@@ -61,6 +64,126 @@ pub(crate) fn producer_connections(b: &BrokerInner, req: &RemotingCommand) -> Pr
         .into()
 }
 
+/// GET_ALL_PRODUCER_INFO (Java 4.9.8 `getAllProducerInfo`, read by `mqadmin producer`): every
+/// producer group with its connections.
+pub(crate) fn all_producer_info(b: &BrokerInner) -> ProcessResult {
+    let data = b
+        .clients
+        .producer_table()
+        .into_iter()
+        .map(|(group, members)| {
+            let infos = members
+                .iter()
+                .map(|c| {
+                    let addr = c.channel.remote_addr();
+                    ProducerInfo {
+                        client_id: c.client_id.clone(),
+                        language: c.language.name().unwrap_or("OTHER").to_string(),
+                        last_update_timestamp: c.last_update,
+                        // Java prints the channel's `InetSocketAddress`: `/ip:port`.
+                        remote_ip: format!("/{}:{}", addr.ip(), addr.port()),
+                        version: c.version,
+                    }
+                })
+                .collect();
+            (group, infos)
+        })
+        .collect();
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&ProducerTableInfo { data }))
+        .into()
+}
+
+/// Store time of the message at `offset` of a queue, -1 when there is none (Java
+/// `getMessageStoreTimeStamp`).
+fn store_time_or_none(b: &BrokerInner, topic: &str, queue_id: i32, offset: i64) -> i64 {
+    if offset < 0 {
+        return -1;
+    }
+    match store_time(b, topic, queue_id, offset) {
+        0 => -1,
+        t => t,
+    }
+}
+
+/// QUERY_CONSUME_TIME_SPAN (Java `queryConsumeTimeSpan`): per write queue, the store times of
+/// the first and the last message, of the group's last consumed one (the first message's
+/// when it consumed none), and how long the group's next message has waited. Java's
+/// arithmetic is kept where a time is missing (-1): an empty queue the group has no offset in
+/// reports a delay of now + 1.
+pub(crate) fn query_consume_time_span(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: QueryConsumeTimeSpanRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let topic = &h.topic;
+    let Some(queues) = b.topics.with(topic, |tc| tc.write_queue_nums) else {
+        return RemotingCommand::response(
+            ResponseCode::TopicNotExist,
+            Some(format!("topic[{topic}] not exist")),
+        )
+        .into();
+    };
+    let now = b.clock.now_ms();
+    let mut body = QueryConsumeTimeSpanBody::default();
+    for q in 0..queues {
+        let min_time = b.store.earliest_message_time(topic, q);
+        let max = b.store.max_offset(topic, q);
+        let max_time = store_time_or_none(b, topic, q, max - 1);
+        let consumer_offset = b.offsets.query(&h.group, topic, q).unwrap_or(-1);
+        let consume_time = if consumer_offset > 0 {
+            store_time_or_none(b, topic, q, consumer_offset - 1)
+        } else {
+            min_time
+        };
+        let delay = if consumer_offset < max {
+            now - store_time_or_none(b, topic, q, consumer_offset)
+        } else {
+            0
+        };
+        body.consume_time_span_set.push(QueueTimeSpan::new(
+            MessageQueue::new(topic.clone(), b.cfg.broker_name.clone(), q),
+            min_time,
+            max_time,
+            consume_time,
+            delay,
+        ));
+    }
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&body))
+        .into()
+}
+
+/// CLONE_GROUP_OFFSET (Java `cloneGroupOffset`): the source group's offsets in the topic (or in
+/// every topic it has offsets in) given to the destination group; a topic the source group is
+/// online without subscribing to is skipped unless `offline`. (Java, given no topic, clones
+/// nothing: it passes the blank topic of the request on; here every topic is cloned. Queues
+/// the source has no offset in keep the destination's, where Java drops them.)
+pub(crate) fn clone_group_offset(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: CloneGroupOffsetRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let topics = match h.topic {
+        Some(t) if !t.trim().is_empty() => vec![t],
+        _ => b.offsets.topics_of_group(&h.src_group),
+    };
+    for topic in topics {
+        if b.topics.with(&topic, |_| ()).is_none() {
+            warn!(%topic, "[cloneGroupOffset], topic config not exist");
+            continue;
+        }
+        if !h.offline && b.clients.online_without(&h.src_group, &topic) {
+            warn!(group = %h.src_group, %topic, "[cloneGroupOffset], the consumer group does not subscribe to the topic");
+            continue;
+        }
+        for (queue_id, offset) in b.offsets.of(&h.src_group, &topic) {
+            b.offsets.commit(&h.dest_group, &topic, queue_id, offset);
+        }
+    }
+    RemotingCommand::success().into()
+}
+
 /// QUERY_TOPIC_CONSUME_BY_WHO: groups subscribed to the topic now, and groups with offsets in
 /// it.
 pub(crate) fn topic_consume_by_who(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
@@ -90,8 +213,14 @@ fn store_time(b: &BrokerInner, topic: &str, queue_id: i32, offset: i64) -> i64 {
         .map_or(0, |(m, _)| m.store_timestamp)
 }
 
-/// A group's offsets over the first `queues` queues of a topic (Java's `OffsetWrapper`s).
-fn group_offsets(b: &BrokerInner, group: &str, tc: &TopicConfig, queues: i32) -> ConsumeStats {
+/// A group's offsets over the first `queues` queues of a topic (Java's `OffsetWrapper`s), and
+/// its consume rate in the topic.
+pub(super) fn group_offsets(
+    b: &BrokerInner,
+    group: &str,
+    tc: &TopicConfig,
+    queues: i32,
+) -> ConsumeStats {
     let topic = &tc.topic_name;
     let mut stats = ConsumeStats::default();
     for q in 0..queues {
@@ -128,7 +257,6 @@ pub(crate) fn broker_consume_stats(b: &BrokerInner, req: &RemotingCommand) -> Pr
         ..ConsumeStatsList::default()
     };
     for group in b.subs.wrapper().subscription_group_table.keys() {
-        let online = b.clients.consumer_group(group);
         let mut per_topic = Vec::new();
         for topic in b.offsets.topics_of_group(group) {
             let Some(tc) = b.topics.get(&topic) else {
@@ -138,10 +266,8 @@ pub(crate) fn broker_consume_stats(b: &BrokerInner, req: &RemotingCommand) -> Pr
             if h.is_order && !tc.order {
                 continue;
             }
-            if let Some(g) = &online {
-                if !g.subscriptions.is_empty() && !g.subscriptions.contains_key(&topic) {
-                    continue;
-                }
+            if b.clients.online_without(group, &topic) {
+                continue;
             }
             let stats = group_offsets(b, group, &tc, tc.write_queue_nums);
             list.total_diff += stats.total_diff();

@@ -19,7 +19,8 @@ mod subscription;
 
 pub use self::broker_admin::{
     BrokerStatsData, BrokerStatsItem, ConsumeQueueData, ConsumeStatsList, GroupList,
-    ProducerConnection, QueryConsumeQueueResponseBody,
+    ProducerConnection, ProducerInfo, ProducerTableInfo, QueryConsumeQueueResponseBody,
+    QueryConsumeTimeSpanBody, QueueTimeSpan,
 };
 pub use self::cluster::{ClusterInfo, KvTable, TopicList};
 pub use self::heartbeat::{

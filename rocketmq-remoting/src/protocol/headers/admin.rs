@@ -1,7 +1,8 @@
 //! Administration: UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215),
 //! DELETE_TOPIC_IN_NAMESRV (216), DELETE_SUBSCRIPTIONGROUP (207), GET_CONSUME_STATS (208),
 //! GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST
-//! (204), VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_STATS (317), QUERY_CONSUME_QUEUE (321).
+//! (204), VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_STATS (317), QUERY_CONSUME_QUEUE (321),
+//! QUERY_CONSUME_TIME_SPAN (303), CLONE_GROUP_OFFSET (314).
 
 use super::header;
 
@@ -104,5 +105,29 @@ header! {
         pub count: i32 => "count" = 0,
         /// A consumer group whose subscription and filter data are reported too.
         pub consumer_group: Option<String> => "consumerGroup",
+    }
+}
+
+header! {
+    /// Request header of QUERY_CONSUME_TIME_SPAN (Java `QueryConsumeTimeSpanRequestHeader`).
+    pub struct QueryConsumeTimeSpanRequestHeader {
+        /// Topic.
+        pub topic: String => "topic",
+        /// Consumer group.
+        pub group: String => "group",
+    }
+}
+
+header! {
+    /// Request header of CLONE_GROUP_OFFSET (Java `CloneGroupOffsetRequestHeader`).
+    pub struct CloneGroupOffsetRequestHeader {
+        /// The group whose offsets are copied.
+        pub src_group: String => "srcGroup",
+        /// The group that gets them.
+        pub dest_group: String => "destGroup",
+        /// Only this topic (blank: every topic the source group has offsets in).
+        pub topic: Option<String> => "topic",
+        /// Copy even topics the (online) source group no longer subscribes to.
+        pub offline: bool => "offline" = false,
     }
 }
