@@ -146,6 +146,14 @@ impl BrokerInner {
         self.addr.get().map(|(_, s)| s.clone()).unwrap_or_default()
     }
 
+    /// The address's IP alone (Java's `brokerIP1`, which its remarks name).
+    pub(crate) fn broker_ip1(&self) -> String {
+        self.addr
+            .get()
+            .map(|(a, _)| a.ip().to_string())
+            .unwrap_or_default()
+    }
+
     /// `brokerIP2:haPort` (brokerIP2 defaults to brokerIP1).
     pub fn ha_addr(&self) -> String {
         let ip = self

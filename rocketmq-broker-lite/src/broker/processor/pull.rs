@@ -90,7 +90,7 @@ pub(crate) fn pull(
             ResponseCode::NoPermission,
             format!(
                 "the broker[{}] pulling message is forbidden",
-                b.broker_addr()
+                b.broker_ip1()
             ),
         );
     }

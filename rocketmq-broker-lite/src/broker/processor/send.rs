@@ -136,7 +136,7 @@ pub(crate) fn check_topic_for_send(
             ResponseCode::NoPermission,
             format!(
                 "the broker[{}] sending message is forbidden",
-                b.broker_addr()
+                b.broker_ip1()
             ),
         ));
     }
@@ -406,7 +406,7 @@ fn special_properties(
                 ResponseCode::NoPermission,
                 format!(
                     "the broker[{}] sending transaction message is forbidden",
-                    b.broker_addr()
+                    b.broker_ip1()
                 ),
             ));
         }
@@ -872,7 +872,7 @@ pub(crate) async fn send_back(
             ResponseCode::NoPermission,
             format!(
                 "the broker[{}] sending message is forbidden",
-                b.broker_addr()
+                b.broker_ip1()
             ),
         );
     }
