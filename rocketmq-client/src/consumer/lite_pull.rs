@@ -111,7 +111,12 @@ impl LitePullConsumerBuilder {
         self
     }
 
-    /// Commit polled positions automatically.
+    /// Commit polled positions automatically (on by default). Off, only
+    /// [`commit_sync`](DefaultLitePullConsumer::commit_sync),
+    /// [`commit`](DefaultLitePullConsumer::commit) and
+    /// [`commit_messages`](DefaultLitePullConsumer::commit_messages) move the committed
+    /// offsets: a queue given up (to a rebalance, or by `assign`) keeps its last commit, and
+    /// what was polled from it but not committed is delivered again.
     pub fn auto_commit(mut self, on: bool) -> Self {
         self.cfg.auto_commit = on;
         self
@@ -229,7 +234,9 @@ impl DefaultLitePullConsumer {
         }
     }
 
-    /// Takes exactly `queues` (no rebalancing). Before or after `start`.
+    /// Takes exactly `queues` (no rebalancing). Before or after `start`; concurrent calls run
+    /// one after the other. A queue given up keeps its committed offset (with auto-commit,
+    /// its polled position is committed first).
     pub async fn assign(&self, queues: impl IntoIterator<Item = MessageQueue>) -> Result<()> {
         let queues: BTreeSet<MessageQueue> = queues
             .into_iter()
@@ -456,8 +463,9 @@ impl DefaultLitePullConsumer {
             .map_err(|e| self.shown(e))
     }
 
-    /// Commits the given positions ("next offset to consume" per queue). Fails as
-    /// [`commit_sync`](Self::commit_sync) does.
+    /// Commits the given positions ("next offset to consume" per queue). Queues not assigned
+    /// to this consumer (any more) are skipped, as in Java: their new owner commits them.
+    /// Fails as [`commit_sync`](Self::commit_sync) does.
     pub async fn commit(&self, offsets: &BTreeMap<MessageQueue, i64>) -> Result<()> {
         let wire = offsets
             .iter()

@@ -3,6 +3,7 @@
 //! message a stream hands out) and are committed automatically or on demand.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -44,7 +45,8 @@ pub(crate) type QueueChangeCallback = Arc<dyn Fn(&str, &BTreeSet<MessageQueue>) 
 pub(crate) struct Batch {
     /// The queue (as sent).
     pub(crate) mq: MessageQueue,
-    /// The queue's generation when they were pulled (a seek starts a new one).
+    /// The queue's generation when they were pulled (taking the queue, and each seek, start
+    /// a new one).
     pub(crate) generation: u64,
     /// The messages, in offset order.
     pub(crate) msgs: Vec<MessageExt>,
@@ -57,8 +59,10 @@ struct QueueState {
     consumed: i64,
     seek: Option<i64>,
     paused: bool,
+    /// Unique in the engine: a queue given up and taken again does not reuse one, so its old
+    /// pull's batches are told apart.
     generation: u64,
-    /// Interrupts a pull in progress (after a seek).
+    /// Interrupts a pull in progress (after a seek, or when the queue is given up).
     wake: Arc<tokio::sync::Notify>,
 }
 
@@ -74,6 +78,13 @@ pub(crate) struct LiteEngine {
     queues: Mutex<BTreeMap<MessageQueue, QueueState>>,
     tx: mpsc::UnboundedSender<Batch>,
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Batch>>,
+    /// Messages of the batches in the channel (pulled, not yet polled), over all queues.
+    waiting: AtomicUsize,
+    /// The last queue generation given out.
+    generations: AtomicU64,
+    /// Serialises `assign` (Java's is `synchronized`): two calls at once would both find a
+    /// queue new and start two pulls of it.
+    assigning: tokio::sync::Mutex<()>,
     stopping: CancellationToken,
     tasks: TaskTracker,
     last_commit: Mutex<Instant>,
@@ -124,6 +135,9 @@ impl LiteEngine {
             queues: Mutex::default(),
             tx,
             rx: tokio::sync::Mutex::new(rx),
+            waiting: AtomicUsize::new(0),
+            generations: AtomicU64::new(0),
+            assigning: tokio::sync::Mutex::new(()),
             stopping: CancellationToken::new(),
             tasks: TaskTracker::new(),
             last_commit: Mutex::new(Instant::now()),
@@ -213,13 +227,14 @@ impl LiteEngine {
         Ok(())
     }
 
-    /// Replaces the assigned queues (assign mode).
+    /// Replaces the assigned queues (assign mode). Calls run one at a time.
     pub(crate) async fn assign(&self, mqs: BTreeSet<MessageQueue>) -> Result<()> {
         if self.subscribe_mode {
             return Err(ClientError::Config(
                 "subscribe and assign cannot be mixed".into(),
             ));
         }
+        let _one_at_a_time = self.assigning.lock().await;
         {
             let mut subs = lock(&self.rebalance.subscriptions);
             for mq in &mqs {
@@ -254,34 +269,54 @@ impl LiteEngine {
         Ok(())
     }
 
+    fn next_generation(&self) -> u64 {
+        self.generations.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     fn add_queue(&self, mq: MessageQueue, pq: Arc<ProcessQueue>, offset: i64) {
-        lock(&self.queues).insert(
+        let old = lock(&self.queues).insert(
             mq.clone(),
             QueueState {
                 pq: pq.clone(),
                 consumed: offset,
                 seek: None,
                 paused: false,
-                generation: 0,
+                generation: self.next_generation(),
                 wake: Arc::new(tokio::sync::Notify::new()),
             },
         );
+        if let Some(old) = old {
+            // Not expected (`assign` runs one call at a time, a rebalance adds only queues it
+            // does not hold): one pull per queue all the same.
+            old.pq.set_dropped(true);
+            old.wake.notify_one();
+        }
         if let Some(me) = self.me.upgrade() {
             self.tasks.spawn(me.pull_loop(mq, pq, offset));
         }
     }
 
+    /// Stops pulling `mq` and gives it up (`assign` of a set without it).
     async fn release(&self, mq: &MessageQueue) {
         let st = lock(&self.queues).remove(mq);
         if let Some(st) = st {
             st.pq.set_dropped(true);
-            if st.consumed >= 0 {
-                self.offsets.update(mq, st.consumed, false);
-            }
-            let _ = self.offsets.persist(&self.inst, mq).await;
-            self.offsets.remove(mq);
+            st.wake.notify_one();
+            self.give_up(mq, st.consumed).await;
         }
         lock(&self.rebalance.process_queues).remove(mq);
+    }
+
+    /// Writes the offset of a queue given up, then forgets it. That is the last commit; the
+    /// polled position `consumed` counts only with auto-commit. Without it, what was polled
+    /// but not committed is delivered again (here or to the queue's next owner), as in Java
+    /// (`RebalanceLitePullImpl.removeUnnecessaryMessageQueue` persists the offset store).
+    async fn give_up(&self, mq: &MessageQueue, consumed: i64) {
+        if self.cfg.auto_commit && consumed >= 0 {
+            self.offsets.update(mq, consumed, false);
+        }
+        let _ = self.offsets.persist(&self.inst, mq).await;
+        self.offsets.remove(mq);
     }
 
     pub(crate) fn assignment(&self) -> BTreeSet<MessageQueue> {
@@ -303,7 +338,10 @@ impl LiteEngine {
             }
             let (paused, generation, wake) = {
                 let mut q = lock(&self.queues);
-                let Some(st) = q.get_mut(&mq) else { return };
+                // The queue given up (and perhaps taken again, with a pull of its own).
+                let Some(st) = q.get_mut(&mq).filter(|s| Arc::ptr_eq(&s.pq, &pq)) else {
+                    return;
+                };
                 if let Some(s) = st.seek.take() {
                     next = s;
                 }
@@ -315,7 +353,10 @@ impl LiteEngine {
                 }
                 continue;
             }
-            if pq.count() > self.cfg.pull_threshold_for_queue || pq.bytes() > size_limit {
+            if pq.count() > self.cfg.pull_threshold_for_queue
+                || pq.bytes() > size_limit
+                || self.waiting.load(Ordering::Relaxed) > self.cfg.pull_threshold_for_all
+            {
                 if !self.pause_for(DELAY_FLOW_CONTROL).await {
                     return;
                 }
@@ -337,6 +378,7 @@ impl LiteEngine {
                     next = nbo;
                     if status == PullStatus::Found && !msgs.is_empty() {
                         pq.put(&msgs, false);
+                        self.waiting.fetch_add(msgs.len(), Ordering::Relaxed);
                         let _ = self.tx.send(Batch {
                             mq: mq.clone(),
                             generation,
@@ -460,6 +502,7 @@ impl LiteEngine {
                     _ => return None,
                 },
             };
+            self.waiting.fetch_sub(batch.msgs.len(), Ordering::Relaxed);
             let mut q = lock(&self.queues);
             let Some(st) = q.get_mut(&batch.mq) else {
                 continue;
@@ -500,7 +543,7 @@ impl LiteEngine {
         let st = q
             .get_mut(mq)
             .ok_or_else(|| ClientError::Config(format!("{mq} is not assigned to this consumer")))?;
-        st.generation += 1;
+        st.generation = self.next_generation();
         st.seek = Some(offset);
         st.consumed = offset;
         st.pq.clear();
@@ -547,17 +590,28 @@ impl LiteEngine {
         self.offsets.persist_all(&self.inst, &mqs).await
     }
 
-    /// Commits explicit positions to the store.
+    /// Commits explicit positions to the store. Queues not assigned to this consumer (any
+    /// more) are skipped, as in Java: their owner commits them.
     pub(crate) async fn commit(&self, positions: &BTreeMap<MessageQueue, i64>) -> Result<()> {
-        for (mq, off) in positions {
-            self.offsets.update(mq, *off, false);
-            if let Some(st) = lock(&self.queues).get_mut(mq) {
-                st.consumed = *off;
+        let mut owned = Vec::new();
+        {
+            let mut q = lock(&self.queues);
+            for (mq, off) in positions {
+                match q.get_mut(mq) {
+                    Some(st) if !st.pq.is_dropped() => {
+                        self.offsets.update(mq, *off, false);
+                        st.consumed = *off;
+                        owned.push(mq);
+                    }
+                    _ => {
+                        tracing::debug!(queue = %mq, offset = off, "not committed: the queue is not assigned to this consumer");
+                    }
+                }
             }
         }
         // Only the given queues are written; the others' in-memory offsets stay.
         let mut failed = Vec::new();
-        for mq in positions.keys() {
+        for mq in owned {
             if let Err(ClientError::OffsetsNotStored { failed: f }) =
                 self.offsets.persist(&self.inst, mq).await
             {
@@ -618,14 +672,15 @@ impl RebalanceTarget for LiteEngine {
     }
 
     async fn remove_unnecessary(&self, mq: &MessageQueue, _pq: &Arc<ProcessQueue>) -> bool {
-        let st = lock(&self.queues).remove(mq);
-        if let Some(st) = st {
-            if st.consumed >= 0 {
-                self.offsets.update(mq, st.consumed, false);
+        let consumed = match lock(&self.queues).remove(mq) {
+            Some(st) => {
+                st.pq.set_dropped(true);
+                st.wake.notify_one();
+                st.consumed
             }
-        }
-        let _ = self.offsets.persist(&self.inst, mq).await;
-        self.offsets.remove(mq);
+            None => -1,
+        };
+        self.give_up(mq, consumed).await;
         true
     }
 

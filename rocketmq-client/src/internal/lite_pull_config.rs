@@ -31,9 +31,13 @@ pub struct LitePullConsumerConfig {
     pub pull_threshold_for_queue: usize,
     /// Cached MiB per queue before pulling pauses (100).
     pub pull_threshold_size_for_queue: usize,
+    /// Messages pulled but not yet polled, over all queues, before pulling pauses (10000,
+    /// Java `pullThresholdForAll`). Each queue's pull in progress may still add one batch.
+    pub pull_threshold_for_all: usize,
     /// Default `poll` timeout (5 s).
     pub poll_timeout: Duration,
-    /// Commit polled positions automatically (true).
+    /// Commit polled positions automatically (true). Off, only explicit commits move the
+    /// committed offsets, also when a queue is given up.
     pub auto_commit: bool,
     /// Auto-commit period (5 s; at least [`MIN_AUTO_COMMIT_INTERVAL`]).
     pub auto_commit_interval: Duration,
@@ -65,6 +69,7 @@ impl Default for LitePullConsumerConfig {
             pull_batch_size: 10,
             pull_threshold_for_queue: 1000,
             pull_threshold_size_for_queue: 100,
+            pull_threshold_for_all: 10000,
             poll_timeout: Duration::from_secs(5),
             auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),

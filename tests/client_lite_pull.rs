@@ -1,0 +1,308 @@
+//! The lite pull consumer's queue ownership: what it writes when it gives a queue up, stale
+//! batches after a queue is dropped and taken again, concurrent `assign` calls, commits of
+//! queues it no longer owns, and the consumer-wide cache limit.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use common::*;
+use rocketmq_client::consumer::{
+    ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig,
+};
+use rocketmq_client::{ClientConfig, Message, MessageExt, MessageQueue};
+
+const LIMIT: Duration = Duration::from_secs(30);
+/// How long a test watches for something that must not happen (a duplicate, an offset
+/// written, pulls beyond a limit). The broker and client run in this process, so what the
+/// bug does shows within milliseconds.
+const QUIET: Duration = Duration::from_secs(2);
+
+fn mq(topic: &str, id: i32) -> MessageQueue {
+    MessageQueue::new(topic, "broker-a", id)
+}
+
+/// A lite pull consumer of `group` starting at the first offset; `instance` tells members of
+/// one group apart (tests run at once in this process, each with its own cluster: the client
+/// instance, named after group and member, is not shared between them).
+fn lite(ns: &str, group: &str, instance: &str, auto_commit: bool) -> DefaultLitePullConsumer {
+    lite_with(fast_client(ns), group, instance, auto_commit)
+}
+
+fn lite_with(
+    mut client: ClientConfig,
+    group: &str,
+    instance: &str,
+    auto_commit: bool,
+) -> DefaultLitePullConsumer {
+    client.instance_name = format!("{group}-{instance}");
+    DefaultLitePullConsumer::builder()
+        .client_config(client)
+        .consumer_config(LitePullConsumerConfig {
+            group: group.into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            auto_commit,
+            ..LitePullConsumerConfig::default()
+        })
+        .build()
+        .unwrap()
+}
+
+/// Sends `n` messages to queue `id` of `topic`.
+async fn fill(ns: &str, topic: &str, id: i32, n: usize) {
+    let p = producer(ns, &format!("p-{topic}-{id}")).await;
+    for i in 0..n {
+        p.send_to_queue(Message::new(topic, format!("q{id}-m{i}")), &mq(topic, id))
+            .await
+            .unwrap();
+    }
+    p.shutdown().await;
+}
+
+/// Polls until `n` messages came, within [`LIMIT`].
+async fn poll_n(c: &DefaultLitePullConsumer, n: usize) -> Vec<MessageExt> {
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let mut got = Vec::new();
+    while got.len() < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {} of {n} messages polled in time",
+            got.len()
+        );
+        got.extend(c.poll_timeout(Duration::from_millis(500)).await.unwrap());
+    }
+    got
+}
+
+/// Polls `n` messages, then watches for [`QUIET`]: each (queue, offset) must come once.
+async fn poll_exactly_once(c: &DefaultLitePullConsumer, n: usize) {
+    let mut seen = BTreeSet::new();
+    for m in poll_n(c, n).await {
+        assert!(
+            seen.insert((m.queue_id, m.queue_offset)),
+            "offset {} of queue {} delivered twice",
+            m.queue_offset,
+            m.queue_id
+        );
+    }
+    let deadline = tokio::time::Instant::now() + QUIET;
+    while tokio::time::Instant::now() < deadline {
+        for m in c.poll_timeout(Duration::from_millis(200)).await.unwrap() {
+            assert!(
+                seen.insert((m.queue_id, m.queue_offset)),
+                "offset {} of queue {} delivered twice",
+                m.queue_offset,
+                m.queue_id
+            );
+        }
+    }
+    assert_eq!(seen.len(), n);
+}
+
+/// Finding 1, assign mode: without auto-commit, `assign` of another set gives the old queue
+/// up without writing what was polled but never committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assign_away_without_auto_commit_keeps_the_committed_offset() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteAway", 2).await;
+    fill(&ns, "LiteAway", 0, 5).await;
+    let a = lite(&ns, "g-lite-away", "a", false);
+    a.assign([mq("LiteAway", 0)]).await.unwrap();
+    a.start().await.unwrap();
+    let before = a.committed(&mq("LiteAway", 0)).await.unwrap();
+    assert_eq!(poll_n(&a, 5).await.len(), 5);
+    a.assign([mq("LiteAway", 1)]).await.unwrap();
+    assert_eq!(
+        a.committed(&mq("LiteAway", 0)).await.unwrap(),
+        before,
+        "giving the queue up wrote the polled (never committed) position"
+    );
+    // The application's commit is what moves it.
+    a.assign([mq("LiteAway", 0)]).await.unwrap();
+    let again = poll_n(&a, 5).await;
+    a.commit_messages(&again).await.unwrap();
+    assert_eq!(a.committed(&mq("LiteAway", 0)).await.unwrap(), 5);
+    a.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// Finding 1, subscribe mode: a member without auto-commit that loses a queue to a new member
+/// writes the last commit, not its polled position, so the new member gets the messages
+/// polled but never committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebalance_without_auto_commit_keeps_the_committed_offset() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteGive", 2).await;
+    fill(&ns, "LiteGive", 0, 5).await;
+    fill(&ns, "LiteGive", 1, 5).await;
+    let a = lite(&ns, "g-lite-give", "a", false);
+    a.subscribe("LiteGive", "*").unwrap();
+    a.start().await.unwrap();
+    assert_eq!(poll_n(&a, 10).await.len(), 10, "A polls both queues");
+    // B writes no offset of its own during the test (its persist period is long).
+    let b = lite_with(
+        ClientConfig {
+            persist_consumer_offset_interval: Duration::from_secs(600),
+            ..fast_client(&ns)
+        },
+        "g-lite-give",
+        "b",
+        false,
+    );
+    b.subscribe("LiteGive", "*").unwrap();
+    b.start().await.unwrap();
+    let (a2, b2) = (a.clone(), b.clone());
+    wait_until(LIMIT, "the queues are shared", move || {
+        let ok = a2.assignment().len() == 1 && b2.assignment().len() == 1;
+        async move { ok }
+    })
+    .await;
+    let moved = b.assignment().into_iter().next().unwrap();
+    let deadline = tokio::time::Instant::now() + QUIET;
+    while tokio::time::Instant::now() < deadline {
+        let o = b.committed(&moved).await.unwrap();
+        assert!(
+            o <= 0,
+            "A wrote {o} for {moved}, a position polled but never committed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // B gets the 5 messages A never committed.
+    let got = poll_n(&b, 5).await;
+    assert!(got.iter().all(|m| m.queue_id == moved.queue_id));
+    b.shutdown().await;
+    a.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// Finding 3: a batch pulled before its queue was given up and taken again is not delivered
+/// (it would repeat what the queue's new pull delivers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_from_before_a_queue_was_taken_again_is_skipped() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteAgain", 2).await;
+    fill(&ns, "LiteAgain", 0, 5).await;
+    let a = lite(&ns, "g-lite-again", "a", true);
+    a.assign([mq("LiteAgain", 0)]).await.unwrap();
+    a.start().await.unwrap();
+    let a2 = a.clone();
+    wait_until(LIMIT, "the queue's messages are pulled", move || {
+        let n = a2.consume_status("LiteAgain").totals.pulled;
+        async move { n >= 5 }
+    })
+    .await;
+    // Nothing polled: the batch waits; the queue is given up and taken again.
+    a.assign([mq("LiteAgain", 1)]).await.unwrap();
+    a.assign([mq("LiteAgain", 0)]).await.unwrap();
+    poll_exactly_once(&a, 5).await;
+    a.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// Finding 4: two `assign` calls at once start one pull of a queue, not two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_assigns_pull_a_queue_once() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteTwice", 2).await;
+    fill(&ns, "LiteTwice", 0, 5).await;
+    let a = lite(&ns, "g-lite-twice", "a", true);
+    a.assign([mq("LiteTwice", 1)]).await.unwrap();
+    a.start().await.unwrap();
+    // Both calls add queue 0 (each reads its start offset from the broker meanwhile).
+    let both = [mq("LiteTwice", 0), mq("LiteTwice", 1)];
+    let (r1, r2) = tokio::join!(a.assign(both.clone()), a.assign(both.clone()));
+    r1.unwrap();
+    r2.unwrap();
+    assert_eq!(a.assignment(), BTreeSet::from(both));
+    poll_exactly_once(&a, 5).await;
+    a.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// Finding 5: a commit for a queue this consumer no longer owns is not written (it would move
+/// the new owner's offset back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_for_a_queue_given_up_is_not_written() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteLate", 2).await;
+    fill(&ns, "LiteLate", 0, 5).await;
+    let q0 = mq("LiteLate", 0);
+    let a = lite(&ns, "g-lite-late", "a", false);
+    a.assign([q0.clone()]).await.unwrap();
+    a.start().await.unwrap();
+    let msgs = poll_n(&a, 5).await;
+    a.assign([mq("LiteLate", 1)]).await.unwrap();
+    // The queue's new owner commits its own position (and writes nothing else meanwhile).
+    let b = lite_with(
+        ClientConfig {
+            persist_consumer_offset_interval: Duration::from_secs(600),
+            ..fast_client(&ns)
+        },
+        "g-lite-late",
+        "b",
+        false,
+    );
+    b.assign([q0.clone()]).await.unwrap();
+    b.start().await.unwrap();
+    b.commit(&BTreeMap::from([(q0.clone(), 2)])).await.unwrap();
+    assert_eq!(b.committed(&q0).await.unwrap(), 2);
+    // A's late commit of what it polled before.
+    a.commit_messages(&msgs).await.unwrap();
+    a.commit(&BTreeMap::from([(q0.clone(), 4)])).await.unwrap();
+    assert_eq!(
+        b.committed(&q0).await.unwrap(),
+        2,
+        "a consumer that gave the queue up moved its offset"
+    );
+    b.shutdown().await;
+    a.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// Finding 2: with nothing polled, pulled messages stop at `pull_threshold_for_all` (plus at
+/// most one batch per queue), and pulling goes on as they are polled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulls_stop_at_the_consumer_wide_cache_limit() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteAll", 4).await;
+    for id in 0..4 {
+        fill(&ns, "LiteAll", id, 30).await;
+    }
+    let mut client = fast_client(&ns);
+    client.instance_name = "g-lite-all-a".into();
+    let a = DefaultLitePullConsumer::builder()
+        .client_config(client)
+        .consumer_config(LitePullConsumerConfig {
+            group: "g-lite-all".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            pull_batch_size: 10,
+            pull_threshold_for_all: 20,
+            ..LitePullConsumerConfig::default()
+        })
+        .build()
+        .unwrap();
+    a.assign((0..4).map(|id| mq("LiteAll", id))).await.unwrap();
+    a.start().await.unwrap();
+    let a2 = a.clone();
+    wait_until(LIMIT, "the first pulls", move || {
+        let n = a2.consume_status("LiteAll").totals.pulled;
+        async move { n >= 20 }
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + QUIET;
+    while tokio::time::Instant::now() < deadline {
+        let n = a.consume_status("LiteAll").totals.pulled;
+        assert!(n <= 20 + 4 * 10, "{n} messages pulled with none polled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    poll_exactly_once(&a, 120).await;
+    a.shutdown().await;
+    c.shutdown().await.unwrap();
+}
