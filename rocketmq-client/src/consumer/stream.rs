@@ -256,7 +256,8 @@ impl DefaultLitePullConsumer {
     }
 
     /// Commits `msgs` as consumed: each queue's position moves past the highest of its
-    /// messages. Fails as [`commit_sync`](Self::commit_sync) does.
+    /// messages; queues no longer assigned to this consumer are skipped (their new owner
+    /// commits them). Fails as [`commit_sync`](Self::commit_sync) does.
     pub async fn commit_messages<'a>(
         &self,
         msgs: impl IntoIterator<Item = &'a MessageExt>,
