@@ -347,6 +347,8 @@ impl BrokerBuilder {
         let offsets = ConsumerOffsetManager::load(&config_dir, env.vfs.clone())?;
         let schedule =
             ScheduleService::load(&config_dir, cfg.store.delay_levels(), env.vfs.clone())?;
+        // Java's `ScheduleMessageService.load` corrects the offsets against the queues.
+        schedule.correct_offsets(&store);
         let transactions = TransactionBook::load(&store, &offsets);
         let filters = Arc::new(filter_data::ConsumerFilterManager::load(
             &config_dir,
@@ -673,17 +675,27 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
             }
         }
     }));
-    // Delayed messages.
+    // Delayed messages: a round every 100 ms, on a blocking thread (it reads and writes the
+    // store); the next one at once while a round stops at its limit with more due.
     let r = b.clone();
     tasks.push(tokio::spawn(async move {
+        let mut more = false;
         loop {
-            tokio::select! {
-                _ = r.shutdown.cancelled() => break,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                    if !r.is_slave() {
-                        r.schedule.deliver_due(&r);
-                    }
+            if !more {
+                tokio::select! {
+                    _ = r.shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
                 }
+            }
+            more = false;
+            if r.shutdown.is_cancelled() {
+                break;
+            }
+            if !r.is_slave() {
+                let b = r.clone();
+                more = tokio::task::spawn_blocking(move || b.schedule.deliver_round(&b).more)
+                    .await
+                    .unwrap_or(false);
             }
         }
     }));

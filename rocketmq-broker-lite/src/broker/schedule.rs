@@ -12,17 +12,43 @@ use rocketmq_remoting::protocol::message::{
     decode_stored, encode_properties, property, tags_hash_code, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::topic;
-use tracing::{debug, warn};
+use tracing::{debug, error, warn};
 
 use super::BrokerInner;
 use crate::store::persist::{load_json, save_json};
 use crate::store::vfs::Vfs;
 use crate::store::{MessageStore, PutMessage, StoreError};
 
+/// Messages one delivery round handles per level at most: a backlog (after downtime) is
+/// delivered over several rounds, so that a round neither holds its thread for long nor keeps
+/// the broker from shutting down, and progress is recorded as it goes.
+pub const DELIVERY_ROUND_LIMIT: usize = 10_000;
+
+/// What a delivery round did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Round {
+    /// Messages delivered.
+    pub(crate) delivered: usize,
+    /// A level stopped at [`DELIVERY_ROUND_LIMIT`]: more may be due now.
+    pub(crate) more: bool,
+}
+
+/// Why a scheduled message was not delivered.
+enum Redeliver {
+    /// Its record cannot be read or decoded: skipped.
+    Unreadable(String),
+    /// Putting it into its real topic failed: tried again.
+    PutFailed(String),
+}
+
 /// Delivery progress per level.
 #[derive(Debug)]
 pub struct ScheduleService {
     offsets: Mutex<BTreeMap<i32, i64>>,
+    /// Serialises delivery rounds.
+    delivering: Mutex<()>,
+    /// [`DELIVERY_ROUND_LIMIT`] (smaller in tests).
+    round_limit: usize,
     dirty: AtomicBool,
     path: PathBuf,
     /// Serialises saves of the file (they share its temporary file).
@@ -36,7 +62,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl ScheduleService {
-    /// Loads the saved progress.
+    /// Loads the saved progress (see [`ScheduleService::correct_offsets`], which the broker
+    /// runs next).
     pub fn load(
         config_dir: &std::path::Path,
         levels: Vec<i64>,
@@ -48,6 +75,8 @@ impl ScheduleService {
             .unwrap_or_default();
         Ok(Self {
             offsets: Mutex::new(offsets),
+            delivering: Mutex::new(()),
+            round_limit: DELIVERY_ROUND_LIMIT,
             dirty: AtomicBool::new(false),
             save_lock: Mutex::new(()),
             path,
@@ -92,17 +121,83 @@ impl ScheduleService {
         Ok(())
     }
 
-    /// Delivers every due message; returns how many were delivered.
-    pub fn deliver_due(&self, b: &BrokerInner) -> usize {
-        let now = b.clock.now_ms();
-        let mut delivered = 0;
+    /// Moves each level's saved offset into its queue's `[min, max]` (Java
+    /// `ScheduleMessageService.correctDelayOffset`, run when the service loads): an offset past
+    /// the end of its queue (the queue was cleared, or restored from an older backup than
+    /// `delayOffset.json`) would otherwise skip that many new delayed messages. Each correction
+    /// is logged at error level, as Java logs it, and saved at the next persist.
+    pub fn correct_offsets(&self, store: &MessageStore) {
         for level in 1..=self.levels.len() as i32 {
+            let Some(saved) = lock(&self.offsets).get(&level).copied() else {
+                continue;
+            };
+            self.corrected(store, level, saved);
+        }
+    }
+
+    /// `saved` moved into `[min, max]` of the queue of `level`; a change is logged and stored.
+    fn corrected(&self, store: &MessageStore, level: i32, saved: i64) -> i64 {
+        let queue = level - 1;
+        let min = store.min_offset(topic::SCHEDULE_TOPIC, queue);
+        let max = store.max_offset(topic::SCHEDULE_TOPIC, queue).max(min);
+        let offset = saved.max(min).min(max);
+        if offset != saved {
+            error!(
+                level,
+                offset = saved,
+                cq_min_offset = min,
+                cq_max_offset = max,
+                queue,
+                "schedule CQ offset invalid; correcting the delay offset to {offset}"
+            );
+            let mut offsets = lock(&self.offsets);
+            // Unless a delivery round or a master's copy moved it meanwhile.
+            if offsets.get(&level).copied().unwrap_or(0) == saved {
+                offsets.insert(level, offset);
+                drop(offsets);
+                self.dirty.store(true, Ordering::Release);
+            }
+        }
+        offset
+    }
+
+    /// Delivers the due messages (at most [`DELIVERY_ROUND_LIMIT`] per level); returns how many
+    /// were delivered.
+    pub fn deliver_due(&self, b: &BrokerInner) -> usize {
+        self.deliver_round(b).delivered
+    }
+
+    /// One delivery round: for each level, the due messages from its saved offset on, at most
+    /// [`DELIVERY_ROUND_LIMIT`] of them, stopping at the first not yet due, at a failed put
+    /// (tried again next round, as Java does) or when the broker shuts down. A scheduled
+    /// record that cannot be read (a read error, a corrupt record) is skipped with an error,
+    /// as Java's `executeOnTimeup` skips a message it cannot look up.
+    pub(crate) fn deliver_round(&self, b: &BrokerInner) -> Round {
+        // One round at a time (the periodic task, `deliver_due_now`): two rounds would deliver
+        // the same messages twice.
+        let _one_at_a_time = lock(&self.delivering);
+        let now = b.clock.now_ms();
+        let mut round = Round::default();
+        for level in 1..=self.levels.len() as i32 {
+            if b.shutdown.is_cancelled() {
+                break;
+            }
             let queue = level - 1;
-            let mut offset = lock(&self.offsets).get(&level).copied().unwrap_or(0);
-            offset = offset.max(b.store.min_offset(topic::SCHEDULE_TOPIC, queue));
+            let saved = lock(&self.offsets).get(&level).copied().unwrap_or(0);
+            // Java resets an offset outside the queue at every run (`bufferCQ == null`).
+            let start = self.corrected(&b.store, level, saved);
             let max = b.store.max_offset(topic::SCHEDULE_TOPIC, queue);
-            let start = offset;
+            let mut offset = start;
+            let mut handled = 0usize;
             while offset < max {
+                if handled >= self.round_limit {
+                    round.more = true;
+                    break;
+                }
+                if b.shutdown.is_cancelled() {
+                    break;
+                }
+                handled += 1;
                 let Some(e) = b.store.queue_entry(topic::SCHEDULE_TOPIC, queue, offset) else {
                     break;
                 };
@@ -121,8 +216,11 @@ impl ScheduleService {
                     break;
                 }
                 match self.redeliver(b, e.phys) {
-                    Ok(()) => delivered += 1,
-                    Err(err) => {
+                    Ok(()) => round.delivered += 1,
+                    Err(Redeliver::Unreadable(err)) => {
+                        error!(level, offset, phys = e.phys, error = %err, "cannot read a delayed message; skipping it");
+                    }
+                    Err(Redeliver::PutFailed(err)) => {
                         // On a full disk the store has logged why (once).
                         if b.store.is_disk_full() {
                             debug!(level, offset, error = %err, "delayed message waits for disk space");
@@ -139,16 +237,16 @@ impl ScheduleService {
                 self.dirty.store(true, Ordering::Release);
             }
         }
-        delivered
+        round
     }
 
-    fn redeliver(&self, b: &BrokerInner, phys: i64) -> Result<(), String> {
+    fn redeliver(&self, b: &BrokerInner, phys: i64) -> Result<(), Redeliver> {
         let raw = b
             .store
             .read_record(phys as u64)
-            .ok_or_else(|| format!("no record at {phys}"))?;
-        let (msg, _) =
-            decode_stored(&raw, StoredDecodeOptions::default()).map_err(|e| e.to_string())?;
+            .ok_or_else(|| Redeliver::Unreadable(format!("no record at {phys}")))?;
+        let (msg, _) = decode_stored(&raw, StoredDecodeOptions::default())
+            .map_err(|e| Redeliver::Unreadable(e.to_string()))?;
         let Some(real_topic) = msg.property(property::REAL_TOPIC).map(str::to_string) else {
             // Nothing to deliver to: skip it.
             return Ok(());
@@ -178,14 +276,254 @@ impl ScheduleService {
         };
         b.put_internal(&m, MessageStore::put_message)
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(|e| Redeliver::PutFailed(e.to_string()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broker::{Broker, BrokerConfig, BrokerHandle};
+    use crate::embedded::TempDir;
+    use crate::namesrv::{NameServer, NameServerHandle};
     use crate::store::simfs::SimFs;
+    use crate::store::{ManualClock, StoreConfig, StoreEnv};
+    use rocketmq_remoting::protocol::message::Message;
+
+    const T0: i64 = 1_700_000_000_000;
+
+    /// A broker over `dir` (levels 1 s, 2 s, 3 s) whose `config/delayOffset.json` holds
+    /// `delay_offsets` before it starts.
+    async fn broker(
+        dir: &TempDir,
+        clock: Arc<ManualClock>,
+        delay_offsets: Option<&str>,
+    ) -> (NameServerHandle, BrokerHandle) {
+        let namesrv = NameServer::builder()
+            .listen("127.0.0.1:0")
+            .start()
+            .await
+            .unwrap();
+        let mut cfg = BrokerConfig {
+            listen_ip: "127.0.0.1".into(),
+            listen_port: 0,
+            broker_ip1: Some("127.0.0.1".into()),
+            namesrv_addr: vec![namesrv.local_addr().to_string()],
+            store: StoreConfig {
+                mapped_file_size_commit_log: 8 * 1024 * 1024,
+                message_delay_level: "1s 2s 3s".into(),
+                ..StoreConfig::new(dir.path().join("store"))
+            },
+            ..BrokerConfig::default()
+        };
+        cfg.store.use_scratch_disk_ratios();
+        if let Some(text) = delay_offsets {
+            let config = cfg.store.config_dir();
+            std::fs::create_dir_all(&config).unwrap();
+            std::fs::write(config.join("delayOffset.json"), text).unwrap();
+        }
+        let env = StoreEnv {
+            clock,
+            ..StoreEnv::default()
+        };
+        let broker = Broker::builder(cfg).env(env).start().await.unwrap();
+        (namesrv, broker)
+    }
+
+    /// Sends `body` to `topic` with delay `level` as the send path does (redirected to
+    /// SCHEDULE_TOPIC_XXXX); returns its commit-log offset.
+    fn schedule(b: &BrokerInner, topic: &str, level: i32, body: &'static str) -> u64 {
+        let m =
+            Message::new(topic, bytes::Bytes::from_static(body.as_bytes())).with_delay_level(level);
+        let mut props = m.properties.clone();
+        let mut pm = PutMessage {
+            topic: topic.into(),
+            queue_id: 0,
+            flag: 0,
+            body: m.body.clone(),
+            properties: String::new(),
+            tags_code: 0,
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: "127.0.0.1:5000".parse().unwrap(),
+            store_host: "127.0.0.1:10911".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        };
+        assert!(b.apply_delay(&mut pm, &mut props));
+        pm.properties = encode_properties(&props);
+        b.store.put_message_blocking(&pm).unwrap().wrote_offset
+    }
+
+    /// Runs delivery rounds (the broker's own task runs them too) until `done`, for at most
+    /// 15 s.
+    async fn deliver_until(b: &BrokerInner, what: &str, done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            b.schedule.deliver_due(b);
+            if done() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// `delayOffset.json` ahead of its (here empty) schedule queue, as after the commit log
+    /// and consume queues were cleared or restored from an older backup: corrected when the
+    /// service loads (Java's `correctDelayOffset`), so that new delayed messages of that level
+    /// are delivered.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn delay_offsets_past_their_queue_are_corrected_at_load() {
+        let dir = TempDir::new("schedule-load").unwrap();
+        let clock = ManualClock::new(T0);
+        let (namesrv, broker) = broker(
+            &dir,
+            clock.clone(),
+            Some(r#"{"offsetTable":{"1":100,"2":7}}"#),
+        )
+        .await;
+        let b = broker.inner().clone();
+        assert_eq!(
+            b.schedule.table().offset_table,
+            BTreeMap::from([(1, 0), (2, 0)])
+        );
+        schedule(&b, "Later", 1, "one second");
+        clock.advance(1_000);
+        deliver_until(&b, "the delayed message", || {
+            b.store.max_offset("Later", 0) == 1
+        })
+        .await;
+        assert_eq!(b.schedule.table().offset_table[&1], 1);
+        broker.shutdown().await.unwrap();
+        namesrv.shutdown().await;
+    }
+
+    /// An offset past its queue found by a delivery round (a master's copy taken while this
+    /// broker was a slave, say) is moved back to the queue's end, as Java's `executeOnTimeup`
+    /// does, and saved.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_delivery_round_corrects_an_offset_past_its_queue() {
+        let dir = TempDir::new("schedule-round").unwrap();
+        let clock = ManualClock::new(T0);
+        let (namesrv, broker) = broker(&dir, clock.clone(), None).await;
+        let b = broker.inner().clone();
+        schedule(&b, "Later", 1, "first");
+        clock.advance(1_000);
+        deliver_until(&b, "the first message", || {
+            b.store.max_offset("Later", 0) == 1
+        })
+        .await;
+        b.schedule.replace_from_master(DelayOffsetTable {
+            offset_table: BTreeMap::from([(1, 50)]),
+        });
+        b.schedule.deliver_due(&b);
+        assert_eq!(b.schedule.table().offset_table[&1], 1);
+        // The correction is saved.
+        b.schedule.persist_if_dirty().unwrap();
+        let saved = ScheduleService::load(
+            &b.cfg.store.config_dir(),
+            vec![1_000, 2_000, 3_000],
+            Arc::new(crate::store::StdFs),
+        )
+        .unwrap();
+        assert_eq!(saved.table().offset_table[&1], 1);
+        schedule(&b, "Later", 1, "second");
+        clock.advance(1_000);
+        deliver_until(&b, "the second message", || {
+            b.store.max_offset("Later", 0) == 2
+        })
+        .await;
+        broker.shutdown().await.unwrap();
+        namesrv.shutdown().await;
+    }
+
+    /// A scheduled record that cannot be read is skipped with an error (Java: `msgExt == null`
+    /// → `continue`) rather than holding up every later message of its level.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unreadable_scheduled_record_is_skipped() {
+        use std::os::unix::fs::FileExt;
+
+        let dir = TempDir::new("schedule-corrupt").unwrap();
+        let clock = ManualClock::new(T0);
+        let (namesrv, broker) = broker(&dir, clock.clone(), None).await;
+        let b = broker.inner().clone();
+        let bad = schedule(&b, "Later", 1, "corrupt");
+        schedule(&b, "Later", 1, "fine");
+        b.store.flush().unwrap();
+        // Its magic code.
+        let seg = b.store.commit_log_segment_size();
+        let path = b
+            .cfg
+            .store
+            .commit_log_dir()
+            .join(format!("{:020}", bad - bad % seg));
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.write_all_at(&[0xde, 0xad, 0xbe, 0xef], bad % seg + 4)
+            .unwrap();
+        assert!(b.store.read_record(bad).is_none());
+        clock.advance(1_000);
+        deliver_until(&b, "the message after the unreadable one", || {
+            b.store.max_offset("Later", 0) == 1
+        })
+        .await;
+        assert_eq!(b.schedule.table().offset_table[&1], 2);
+        let got = b.store.read_record(
+            b.store
+                .queue_entry("Later", 0, 0)
+                .expect("the second message delivered")
+                .phys as u64,
+        );
+        let (m, _) = decode_stored(&got.unwrap(), StoredDecodeOptions::default()).unwrap();
+        assert_eq!(&m.body[..], b"fine");
+        broker.shutdown().await.unwrap();
+        namesrv.shutdown().await;
+    }
+
+    /// A round delivers at most its limit per level and says more is due; a round stops when
+    /// the broker shuts down.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_round_is_bounded_and_stops_at_shutdown() {
+        let dir = TempDir::new("schedule-bounded").unwrap();
+        let clock = ManualClock::new(T0);
+        let (namesrv, broker) = broker(&dir, clock.clone(), None).await;
+        let inner = broker.inner().clone();
+        // Delivered by the service below only: the broker's own rounds wait.
+        let held = lock(&inner.schedule.delivering);
+        for _ in 0..5 {
+            schedule(&inner, "Later", 1, "x");
+        }
+        clock.advance(1_000);
+        // The same service with a limit of 3 (the broker's own task uses 10,000).
+        let s = ScheduleService {
+            round_limit: 3,
+            ..ScheduleService::load(
+                &inner.cfg.store.config_dir(),
+                vec![1_000, 2_000, 3_000],
+                Arc::new(crate::store::StdFs),
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            s.deliver_round(&inner),
+            Round {
+                delivered: 3,
+                more: true
+            }
+        );
+        inner.shutdown.cancel();
+        assert_eq!(s.deliver_round(&inner), Round::default());
+        assert!(inner
+            .store
+            .wait_dispatched(std::time::Duration::from_secs(10)));
+        assert_eq!(inner.store.max_offset("Later", 0), 3);
+        drop(held);
+        broker.shutdown().await.unwrap();
+        namesrv.shutdown().await;
+    }
 
     #[test]
     fn masters_delay_offsets_replace_ours() {

@@ -9,10 +9,24 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Milliseconds since the epoch.
     fn now_ms(&self) -> i64;
-    /// Hour of the day (0-23) at `now_ms`. The system clock uses UTC.
+    /// Hour of the day (0-23) at `now_ms` in the host's time zone ([`local_hour`]), which
+    /// `deleteWhen` names as Java's `UtilAll.isItTimeToDo` does. [`ManualClock`] uses UTC.
     fn hour_of_day(&self) -> u32 {
-        ((self.now_ms().div_euclid(3_600_000)) % 24) as u32
+        local_hour(self.now_ms())
     }
+}
+
+/// Hour of the day (0-23) at `ms` in UTC.
+pub fn utc_hour(ms: i64) -> u32 {
+    (ms.div_euclid(3_600_000).rem_euclid(24)) as u32
+}
+
+/// Hour of the day (0-23) at `ms` in the host's time zone: `TZ` if set, else
+/// `/etc/localtime` (UTC when neither says), as Java's `Calendar.getInstance()` takes it.
+pub fn local_hour(ms: i64) -> u32 {
+    use chrono::Timelike;
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map_or_else(|| utc_hour(ms), |t| t.with_timezone(&chrono::Local).hour())
 }
 
 /// The system clock.
@@ -44,7 +58,7 @@ impl ManualClock {
     pub fn set(&self, ms: i64) {
         self.0.store(ms, Ordering::SeqCst);
     }
-    /// Hour of the day of the current reading.
+    /// Hour of the day (UTC) of the current reading.
     pub fn hour_of_day_now(&self) -> u32 {
         Clock::hour_of_day(self)
     }
@@ -57,6 +71,11 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now_ms(&self) -> i64 {
         self.0.load(Ordering::SeqCst)
+    }
+
+    /// The hour in UTC, whatever the host's time zone (tests set times by their UTC hour).
+    fn hour_of_day(&self) -> u32 {
+        utc_hour(self.now_ms())
     }
 }
 
@@ -141,5 +160,84 @@ impl ManualDiskUsage {
 impl DiskUsage for ManualDiskUsage {
     fn used_percent(&self, _path: &Path) -> u32 {
         self.0.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2023-11-14 20:00:00 UTC.
+    const EVENING_UTC: i64 = 1_699_992_000_000;
+
+    /// A clock at a fixed time that takes the hour as the system clock does.
+    #[derive(Debug)]
+    struct Fixed(i64);
+
+    impl Clock for Fixed {
+        fn now_ms(&self) -> i64 {
+            self.0
+        }
+    }
+
+    /// What the child process checks (see below): the hour, and that a store there runs its
+    /// daily deletion at `deleteWhen=04` local time.
+    fn check_in_child(expected: u32) {
+        use crate::store::simfs::SimFs;
+        use crate::store::{ManualDiskUsage, MessageStore, StoreConfig, StoreEnv};
+
+        assert_eq!(Fixed(EVENING_UTC).hour_of_day(), expected);
+        let env = StoreEnv {
+            vfs: Arc::new(SimFs::default()),
+            clock: Arc::new(Fixed(EVENING_UTC)),
+            disk: ManualDiskUsage::new(10),
+        };
+        let cfg = StoreConfig {
+            max_message_size: 2048,
+            ..StoreConfig::small("/store", 8192, 64)
+        };
+        let store = MessageStore::open_with(cfg, env).unwrap();
+        let trigger = store.run_retention().trigger;
+        assert_eq!(trigger, (expected == 4).then_some("time"));
+        store.shutdown().unwrap();
+    }
+
+    /// `deleteWhen` names an hour of the host's local time, as Java's `Calendar` does: run in
+    /// a child process of this test binary with `TZ` set (the variable cannot be changed safely
+    /// in a running process with other threads).
+    #[test]
+    fn the_hour_of_day_is_the_hosts_local_hour() {
+        const CHILD: &str = "ROCKETMQ_LITE_CLOCK_TEST_HOUR";
+        if let Ok(hour) = std::env::var(CHILD) {
+            check_in_child(hour.parse().unwrap());
+            return;
+        }
+        assert_eq!(utc_hour(EVENING_UTC), 20);
+        assert_eq!(ManualClock::new(EVENING_UTC).hour_of_day_now(), 20);
+        let exe = std::env::current_exe().unwrap();
+        for (tz, hour) in [
+            ("Asia/Shanghai", 4),
+            ("UTC", 20),
+            ("America/New_York", 15),
+            // POSIX form, no zone file needed (4 hours east of UTC).
+            ("XYZ-4", 0),
+        ] {
+            let out = std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "store::clock::tests::the_hour_of_day_is_the_hosts_local_hour",
+                    "--test-threads=1",
+                ])
+                .env("TZ", tz)
+                .env(CHILD, hour.to_string())
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "TZ={tz}: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }

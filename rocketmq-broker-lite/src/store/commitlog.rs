@@ -1795,11 +1795,12 @@ impl CommitLog {
 
     // ----- retention -----
 
-    /// Removes the oldest segment if it is not the active one; returns its base offset.
-    pub fn remove_oldest_segment(&self) -> Option<u64> {
+    /// Removes the oldest segment if it is the one at `base` (the one a caller looked at) and
+    /// not the active one; returns its base offset.
+    pub fn remove_oldest_segment(&self, base: u64) -> Option<u64> {
         let active_base = lock(&self.appender).active.base;
         let mut segs = self.segments.write().unwrap_or_else(|p| p.into_inner());
-        if segs.len() <= 1 || segs[0].base >= active_base {
+        if segs.len() <= 1 || segs[0].base >= active_base || segs[0].base != base {
             return None;
         }
         let seg = segs.remove(0);

@@ -65,7 +65,9 @@ pub struct StoreConfig {
     pub file_reserved_time: u64,
     /// Hours of the day deletion runs (`deleteWhen`, `"04"`; several as `"04;05"`).
     pub delete_when: String,
-    /// Disk usage (percent) above which expired segments go at once (`diskMaxUsedSpaceRatio`, 75).
+    /// Disk usage (percent) above which expired segments go at once (`diskMaxUsedSpaceRatio`,
+    /// 75); used clamped to 10-95 as Java's getter clamps it
+    /// ([`StoreConfig::max_used_space_ratio`]).
     pub disk_max_used_space_ratio: u32,
     /// Disk usage (percent) above which the oldest segments go whatever their age (Java's
     /// system property `rocketmq.broker.diskSpaceCleanForciblyRatio`, 0.85).
@@ -167,7 +169,9 @@ pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m
 pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
     s.split_whitespace()
         .map(|item| {
-            let (num, unit) = item.split_at(item.len().saturating_sub(1));
+            // The unit is the last character (whatever its length in bytes).
+            let at = item.char_indices().last().map_or(0, |(at, _)| at);
+            let (num, unit) = item.split_at(at);
             let factor = match unit {
                 "s" => 1_000,
                 "m" => 60_000,
@@ -244,6 +248,13 @@ impl StoreConfig {
         self.store_path_root_dir.join("abort")
     }
 
+    /// `diskMaxUsedSpaceRatio` as the store uses it: clamped to 10-95, as Java's
+    /// `MessageStoreConfig.getDiskMaxUsedSpaceRatio` clamps it (a Java `broker.conf` with
+    /// `diskMaxUsedSpaceRatio=98` starts, at 95).
+    pub fn max_used_space_ratio(&self) -> u32 {
+        self.disk_max_used_space_ratio.clamp(10, 95)
+    }
+
     /// Hours of `delete_when`.
     pub fn delete_hours(&self) -> Vec<u32> {
         self.delete_when
@@ -282,8 +293,11 @@ impl StoreConfig {
         }
         parse_delay_levels(&self.message_delay_level)
             .map_err(|e| format!("messageDelayLevel: {e}"))?;
-        if self.disk_max_used_space_ratio > 95 || self.disk_space_clean_forcibly_ratio > 95 {
-            return Err("disk ratios are percentages up to 95".into());
+        if self.disk_space_clean_forcibly_ratio > 100 {
+            return Err(format!(
+                "diskSpaceCleanForciblyRatio is a percentage, got {}",
+                self.disk_space_clean_forcibly_ratio
+            ));
         }
         if self.disk_space_warning_level_ratio > 100 {
             return Err(format!(
@@ -295,5 +309,50 @@ impl StoreConfig {
             return Err("diskCheckInterval must be positive".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A delay level whose unit is a character of several bytes is an error, not a panic.
+    #[test]
+    fn a_delay_level_with_a_multibyte_unit_is_an_error() {
+        assert_eq!(
+            parse_delay_levels("1s 2m 3h 1d").unwrap(),
+            vec![1_000, 120_000, 10_800_000, 86_400_000]
+        );
+        for bad in ["1s 5秒", "秒", "5é", "1🚀"] {
+            let e = parse_delay_levels(bad).unwrap_err();
+            assert!(e.contains("bad delay level"), "{bad}: {e}");
+        }
+        let cfg = StoreConfig {
+            message_delay_level: "1s 5秒".into(),
+            ..StoreConfig::new("/store")
+        };
+        assert!(cfg.validate().unwrap_err().starts_with("messageDelayLevel"));
+    }
+
+    /// `diskMaxUsedSpaceRatio` outside 10-95 is clamped as Java's getter clamps it, not
+    /// refused; `diskSpaceCleanForciblyRatio` (a plain fraction in Java) goes up to 100 %.
+    #[test]
+    fn the_disk_ratios_are_taken_as_java_takes_them() {
+        for (set, used) in [(98, 95), (95, 95), (75, 75), (10, 10), (5, 10), (0, 10)] {
+            let cfg = StoreConfig {
+                disk_max_used_space_ratio: set,
+                ..StoreConfig::new("/store")
+            };
+            cfg.validate().unwrap();
+            assert_eq!(cfg.max_used_space_ratio(), used, "{set}");
+        }
+        let mut cfg = StoreConfig::new("/store");
+        cfg.disk_space_clean_forcibly_ratio = 98;
+        cfg.validate().unwrap();
+        cfg.disk_space_clean_forcibly_ratio = 101;
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .contains("diskSpaceCleanForciblyRatio"));
     }
 }

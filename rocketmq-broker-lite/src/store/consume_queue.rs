@@ -772,36 +772,38 @@ impl ConsumeQueue {
         true
     }
 
-    /// Deletes the files whose entries all point below `cl_min` (never the last file) and moves
-    /// the minimum offset to the first entry at or above it.
-    pub fn delete_expired(&self, cl_min: u64) -> StoreResult<usize> {
-        let mut deleted = 0;
+    /// Drops the files whose entries all point below `cl_min` (never the last file) and moves
+    /// the minimum offset to the first entry at or above it. Returns the paths of the files
+    /// dropped, for the caller to delete once it has recorded the new minimum.
+    ///
+    /// Each file is checked and dropped under the queue's lock (one entry read), so that a
+    /// concurrent change (another pass, [`ConsumeQueue::destroy`]) cannot make it drop a file
+    /// it did not check.
+    pub fn delete_expired(&self, cl_min: u64) -> Vec<PathBuf> {
+        let mut dropped = Vec::new();
         loop {
-            let candidate = {
-                let st = lock(&self.state);
-                if st.files.len() <= 1 {
-                    break;
-                }
-                let f = &st.files[0];
-                let last = f.base + self.per_file - 1;
-                (f.base, last)
-            };
-            let last_entry = self.get(candidate.1);
-            match last_entry {
+            let mut st = lock(&self.state);
+            if st.files.len() <= 1 {
+                break;
+            }
+            let last = st.files[0].base + self.per_file - 1;
+            if last >= st.written_index {
+                // Not all in the file (cannot be, with a newer file after it).
+                break;
+            }
+            match Self::read_entry_from_files(&st, self.per_file, last) {
                 Some(e) if e.is_real() && (e.phys as u64 + e.size as u64) <= cl_min => {
-                    let mut st = lock(&self.state);
                     st.epoch += 1;
                     let f = st.files.remove(0);
-                    let _ = self.vfs.remove_file(&f.path);
                     st.min_index = st.min_index.max(f.base + self.per_file);
                     st.new_files = true;
-                    deleted += 1;
+                    dropped.push(f.path);
                 }
                 _ => break,
             }
         }
         self.correct_min(cl_min);
-        Ok(deleted)
+        dropped
     }
 
     /// Moves the minimum offset past fillers and entries below `cl_min`.

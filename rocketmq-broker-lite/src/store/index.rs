@@ -6,8 +6,10 @@
 //! seconds since the begin time, previous entry of the chain). Files are named by their creation
 //! time (`yyyyMMddHHmmssSSS`). A full file is followed by a new one.
 //!
-//! The active file's slots live in memory (allocated on the first write); entries and changed
-//! slot pages are written at each [`IndexService::flush`]. A query walks the chains comparing
+//! The active file's slots live in memory (allocated on the first write, dropped once the file
+//! is full and written out); entries and changed slot pages are written at each
+//! [`IndexService::flush`]. A key query reads the entries in the file without the lock that
+//! indexing takes. A query walks the chains comparing
 //! hashes and times only, so collisions are returned and the caller re-checks keys.
 
 use std::collections::{BTreeSet, HashSet};
@@ -120,6 +122,17 @@ fn abs_hash(h: i32) -> i32 {
     }
 }
 
+fn decode_entry(b: &[u8; 20]) -> (i32, i64, i32, i32) {
+    let mut p = [0u8; 8];
+    p.copy_from_slice(&b[4..12]);
+    (
+        i32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+        i64::from_be_bytes(p),
+        i32::from_be_bytes([b[12], b[13], b[14], b[15]]),
+        i32::from_be_bytes([b[16], b[17], b[18], b[19]]),
+    )
+}
+
 impl IndexFile {
     fn file_len(slot_num: u32, max_entries: u32) -> u64 {
         HEADER_LEN + u64::from(slot_num) * SLOT_LEN + u64::from(max_entries) * ENTRY_LEN
@@ -198,33 +211,21 @@ impl IndexFile {
         }
     }
 
+    /// Entry `n` (key hash, commit-log offset, seconds since the begin time, previous entry),
+    /// from the pending entries or the file.
     fn read_entry(&self, st: &FileState, n: i32) -> Option<(i32, i64, i32, i32)> {
-        let mut b = [0u8; 20];
         if n >= st.written_count {
             let at = ((n - st.written_count) as u64 * ENTRY_LEN) as usize;
-            b.copy_from_slice(st.pending.get(at..at + 20)?);
+            let b: &[u8; 20] = st.pending.get(at..at + 20)?.try_into().ok()?;
+            Some(decode_entry(b))
         } else {
-            self.file.read_exact_at(&mut b, self.entry_pos(n)).ok()?;
+            self.read_file_entry(n)
         }
-        let mut p = [0u8; 8];
-        p.copy_from_slice(&b[4..12]);
-        Some((
-            i32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-            i64::from_be_bytes(p),
-            i32::from_be_bytes([b[12], b[13], b[14], b[15]]),
-            i32::from_be_bytes([b[16], b[17], b[18], b[19]]),
-        ))
     }
 
-    /// Adds `key` → `phys`; false if the file is full.
-    /// Adds an entry for a key of hash `hash` ([`key_hash`]).
-    fn put(&self, hash: i32, phys: i64, store_ts: i64) -> bool {
-        let mut st = lock(&self.state);
-        if st.header.index_count as u32 >= self.max_entries {
-            return false;
-        }
+    /// Loads the slots into memory, for writing (once).
+    fn load_slots(&self, st: &mut FileState) {
         if st.slots.is_none() {
-            // Load the slots once, for writing.
             let mut raw = vec![0u8; self.slot_num as usize * 4];
             let _ = self.file.read_exact_at(&mut raw, HEADER_LEN);
             st.slots = Some(
@@ -233,6 +234,23 @@ impl IndexFile {
                     .collect(),
             );
         }
+    }
+
+    /// Entry `n` read from the file (an entry below `written_count` never changes again, so
+    /// this needs no lock).
+    fn read_file_entry(&self, n: i32) -> Option<(i32, i64, i32, i32)> {
+        let mut b = [0u8; 20];
+        self.file.read_exact_at(&mut b, self.entry_pos(n)).ok()?;
+        Some(decode_entry(&b))
+    }
+
+    /// Adds an entry for a key of hash `hash` ([`key_hash`]); false if the file is full.
+    fn put(&self, hash: i32, phys: i64, store_ts: i64) -> bool {
+        let mut st = lock(&self.state);
+        if st.header.index_count as u32 >= self.max_entries {
+            return false;
+        }
+        self.load_slots(&mut st);
         let slot = (hash as u32) % self.slot_num;
         let count = st.header.index_count;
         let mut prev = st.slots.as_ref().map_or(0, |s| s[slot as usize]);
@@ -308,6 +326,87 @@ impl IndexFile {
         Ok(true)
     }
 
+    /// Writes a full file out and drops its in-memory slots (20 MB with the default
+    /// `maxHashSlotNum`): no entry is added to it again, and queries read its slots from the
+    /// file.
+    fn seal(&self) -> StoreResult<()> {
+        self.flush()?;
+        let _one_at_a_time = lock(&self.flushing);
+        let mut st = lock(&self.state);
+        if st.pending.is_empty() && st.dirty_pages.is_empty() && !st.header_dirty {
+            st.slots = None;
+        }
+        Ok(())
+    }
+
+    /// Drops the entries for commit-log offsets at or past `end` (the end of a commit log
+    /// recovered after a crash, which the index had got ahead of): the header is set back to
+    /// the last entry kept, and each dropped entry's slot back to the entry before it in its
+    /// chain (newest first, so each slot ends as it was before the first dropped entry).
+    /// Returns `false` when nothing of the file is kept.
+    fn truncate_from(&self, end: i64) -> bool {
+        let mut st = lock(&self.state);
+        if st.header.index_count <= 1 || st.header.end_phy < end {
+            return true;
+        }
+        if st.header.begin_phy >= end {
+            return false;
+        }
+        self.load_slots(&mut st);
+        let mut count = st.header.index_count;
+        while count > 1 {
+            let Some((hash, phys, _, prev)) = self.read_entry(&st, count - 1) else {
+                return false;
+            };
+            if phys < end {
+                break;
+            }
+            let slot = (hash as u32) % self.slot_num;
+            if let Some(s) = st.slots.as_mut() {
+                s[slot as usize] = prev;
+            }
+            if prev == 0 {
+                st.header.slot_count = (st.header.slot_count - 1).max(0);
+            }
+            st.dirty_pages
+                .insert((HEADER_LEN + u64::from(slot) * SLOT_LEN) / PAGE);
+            count -= 1;
+        }
+        let last = if count > 1 {
+            let Some(e) = self.read_entry(&st, count - 1) else {
+                return false;
+            };
+            Some(e)
+        } else {
+            None
+        };
+        let dropped = st.header.index_count - count;
+        match last {
+            Some((_, phys, diff, _)) => {
+                st.header.end_phy = phys;
+                st.header.end_ts = st.header.begin_ts + i64::from(diff) * 1000;
+            }
+            None => {
+                st.header = Header {
+                    index_count: 1,
+                    ..Header::default()
+                };
+            }
+        }
+        st.header.index_count = count;
+        let written = st.written_count;
+        if count < written {
+            st.written_count = count;
+            st.pending.clear();
+        } else {
+            let keep = ((count - written) as u64 * ENTRY_LEN) as usize;
+            st.pending.truncate(keep);
+        }
+        st.header_dirty = true;
+        warn!(file = %self.path.display(), dropped, "index entries past the recovered commit log dropped");
+        true
+    }
+
     /// Writes the slot pages `pages`, copying each under the state lock.
     fn write_slot_pages(&self, pages: &BTreeSet<u64>) -> std::io::Result<()> {
         let mut bytes = Vec::with_capacity(PAGE as usize);
@@ -332,6 +431,10 @@ impl IndexFile {
     /// the entries stored in `[begin, end]` until `out` holds `max`. Like Java's
     /// `IndexFile.selectPhyOffset`, the walk stops at the first entry older than `begin`: the
     /// older ones cannot match.
+    ///
+    /// Like Java's, the walk does not hold up writers (every dispatched message with a key
+    /// takes the state lock): it reads the entries in the file, which never change once there,
+    /// without the lock, and takes it only for entries still pending.
     fn query(
         &self,
         hash: i32,
@@ -341,17 +444,25 @@ impl IndexFile {
         out: &mut Vec<i64>,
         seen: &mut HashSet<i64>,
     ) {
-        let st = lock(&self.state);
-        let h = st.header;
+        let slot = (hash as u32) % self.slot_num;
+        let (h, mut n, mut in_file) = {
+            let st = lock(&self.state);
+            (st.header, self.read_slot(&st, slot), st.written_count)
+        };
         if h.index_count <= 1 || h.end_ts < begin || h.begin_ts > end {
             return;
         }
-        let slot = (hash as u32) % self.slot_num;
-        let mut n = self.read_slot(&st, slot);
         let mut steps = 0u32;
         while n > 0 && n < h.index_count && out.len() < max && steps < self.max_entries {
             steps += 1;
-            let Some((key_hash, phys, diff, prev)) = self.read_entry(&st, n) else {
+            let entry = if n < in_file {
+                self.read_file_entry(n)
+            } else {
+                let st = lock(&self.state);
+                in_file = st.written_count;
+                self.read_entry(&st, n)
+            };
+            let Some((key_hash, phys, diff, prev)) = entry else {
                 break;
             };
             let ts = h.begin_ts + i64::from(diff) * 1000;
@@ -437,7 +548,7 @@ impl IndexService {
                 return Ok(f.clone());
             }
             // Seal the full file.
-            f.flush()?;
+            f.seal()?;
         }
         let mut created = now_ms;
         if let Some(last) = files.last() {
@@ -545,6 +656,27 @@ impl IndexService {
         deleted
     }
 
+    /// Drops the entries for commit-log offsets at or past `end`, the end of the commit log
+    /// recovered after a crash: under ASYNC_FLUSH a checkpoint can make the index durable for
+    /// records the commit log then loses, and the messages written again at those offsets
+    /// would not be indexed (an entry at or below the newest indexed offset is taken for one
+    /// already there). Files holding only such entries are deleted (Java's
+    /// `IndexService.load` after an abnormal exit deletes the files newer than the
+    /// checkpoint).
+    pub fn truncate_from_phys(&self, end: u64) {
+        let end = i64::try_from(end).unwrap_or(i64::MAX);
+        let mut files = lock(&self.files);
+        while let Some(last) = files.last() {
+            if last.truncate_from(end) {
+                break;
+            }
+            if let Some(f) = files.pop() {
+                warn!(file = %f.path.display(), "index file past the recovered commit log deleted");
+                let _ = self.vfs.remove_file(&f.path);
+            }
+        }
+    }
+
     /// Removes every index file (the index is rebuilt by re-dispatching).
     pub fn destroy(&self) {
         let mut files = lock(&self.files);
@@ -556,7 +688,128 @@ impl IndexService {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::store::simfs::SimFs;
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn service(fs: &SimFs, slots: u32, entries: u32) -> IndexService {
+        IndexService::open(
+            Path::new("/store/index"),
+            Arc::new(fs.clone()),
+            slots,
+            entries,
+        )
+        .unwrap()
+    }
+
+    fn keyed(key: &str, phys: u64, ts: i64) -> DispatchRequest {
+        DispatchRequest {
+            topic: Arc::from("T"),
+            queue_id: 0,
+            commit_log_offset: phys,
+            size: 100,
+            tags_code: 0,
+            store_timestamp: ts,
+            queue_offset: 0,
+            keys: Some(key.to_string()),
+            uniq_key: None,
+            sys_flag: 0,
+        }
+    }
+
+    /// A full file keeps no slot table in memory (20 MB each with the defaults, kept for as
+    /// long as the file, 72 h): only the active one does, and keys in sealed files are found
+    /// through their slots in the file.
+    #[test]
+    fn a_sealed_file_drops_its_slots() {
+        let fs = SimFs::default();
+        let idx = service(&fs, 16, 8);
+        for i in 0..100u64 {
+            idx.put(&keyed(&format!("k{i}"), i * 100, T0 + i as i64 * 1000))
+                .unwrap();
+        }
+        idx.flush().unwrap();
+        let files = lock(&idx.files).clone();
+        assert!(files.len() > 10);
+        let (last, sealed) = files.split_last().unwrap();
+        for f in sealed {
+            assert!(lock(&f.state).slots.is_none(), "{}", f.path.display());
+        }
+        assert!(lock(&last.state).slots.is_some());
+        for i in 0..100u64 {
+            assert_eq!(
+                idx.query("T", &format!("k{i}"), 10, 0, i64::MAX),
+                vec![(i * 100) as i64]
+            );
+        }
+    }
+
+    /// A key query walking a long chain (a hot key) does not hold the lock that indexing
+    /// takes through its reads: here one of its reads is held, and a message is indexed
+    /// meanwhile.
+    #[test]
+    fn a_key_query_does_not_hold_up_indexing() {
+        let fs = SimFs::default();
+        let idx = Arc::new(service(&fs, 16, 1000));
+        for i in 0..50u64 {
+            idx.put(&keyed("hot", i * 100, T0 + i as i64)).unwrap();
+        }
+        idx.flush().unwrap();
+        fs.hold_reads("/store/index");
+        let query = {
+            let idx = idx.clone();
+            std::thread::spawn(move || idx.query("T", "hot", 1000, 0, i64::MAX))
+        };
+        assert!(fs.wait_for_held_read(Duration::from_secs(10)));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let put = {
+            let idx = idx.clone();
+            std::thread::spawn(move || {
+                idx.put(&keyed("other", 5_000, T0 + 50)).unwrap();
+                let _ = tx.send(());
+            })
+        };
+        let indexed = rx.recv_timeout(Duration::from_secs(10)).is_ok();
+        fs.release_reads();
+        put.join().unwrap();
+        assert!(indexed, "indexing waited for a key query's reads");
+        assert_eq!(query.join().unwrap().len(), 50);
+        assert_eq!(idx.query("T", "other", 10, 0, i64::MAX), vec![5_000]);
+    }
+
+    /// Entries past a recovered commit log's end are dropped, each chain set back to the entry
+    /// before (all keys share one slot here); a file holding only such entries goes; new
+    /// records at those offsets are indexed.
+    #[test]
+    fn entries_past_the_recovered_end_are_dropped() {
+        let fs = SimFs::default();
+        let idx = service(&fs, 1, 8);
+        for i in 0..10u64 {
+            idx.put(&keyed(&format!("k{i}"), i * 100, T0 + i as i64 * 1000))
+                .unwrap();
+        }
+        idx.flush().unwrap();
+        assert_eq!(lock(&idx.files).len(), 2);
+        // A file of 7 entries (k0..k6), then one of k7..k9; the log ends before k3 ...
+        idx.truncate_from_phys(300);
+        assert_eq!(lock(&idx.files).len(), 1);
+        assert_eq!(idx.last_indexed_offset(), 200);
+        for i in 0..10u64 {
+            let found = idx.query("T", &format!("k{i}"), 10, 0, i64::MAX);
+            assert_eq!(found.len(), usize::from(i < 3), "k{i}: {found:?}");
+        }
+        // ... and the records written again there are indexed, and survive a restart.
+        idx.put(&keyed("again", 300, T0 + 20_000)).unwrap();
+        idx.flush().unwrap();
+        drop(idx);
+        let idx = service(&fs, 1, 8);
+        assert_eq!(idx.query("T", "again", 10, 0, i64::MAX), vec![300]);
+        assert_eq!(idx.query("T", "k1", 10, 0, i64::MAX), vec![100]);
+        assert_eq!(idx.query("T", "k4", 10, 0, i64::MAX), Vec::<i64>::new());
+    }
 
     #[test]
     fn a_topic_key_hash_is_the_hash_of_the_joined_key() {

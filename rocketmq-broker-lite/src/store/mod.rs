@@ -24,7 +24,7 @@ pub mod simfs;
 pub mod vfs;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -302,6 +302,13 @@ pub(crate) struct Inner {
     pub(crate) recovery: RecoveryReport,
     /// Checkpoint rounds completed since open.
     pub(crate) checkpoint_rounds: AtomicU64,
+    /// Serialises saves of the queue registry.
+    pub(crate) registry_lock: Mutex<()>,
+    /// Serialises retention passes (the service thread's and those asked for by hand).
+    pub(crate) retention_lock: Mutex<()>,
+    /// Passes of the service thread still to delete expired segments whatever the hour (Java's
+    /// `manualDeleteFileSeveralTimes`).
+    pub(crate) manual_passes: AtomicU32,
 }
 
 /// What opening the store had to do to recover its consume queues (see
@@ -528,6 +535,8 @@ impl Inner {
     /// take), so that a queue whose files vanish or lose durable entries is noticed and rebuilt,
     /// and a crash that only takes what was not synced is not taken for that.
     pub(crate) fn save_registry(&self) -> StoreResult<()> {
+        // One save at a time (checkpoints, retention): they share the temporary file.
+        let _one_at_a_time = lock(&self.registry_lock);
         let mut reg: BTreeMap<String, BTreeMap<i32, (u64, u64)>> = BTreeMap::new();
         for cq in self.queues.read().unwrap_or_else(|p| p.into_inner()).all() {
             reg.entry(cq.topic.clone())
@@ -601,6 +610,13 @@ impl MessageStore {
     /// Opens the store with an injected environment.
     pub fn open_with(cfg: StoreConfig, env: StoreEnv) -> StoreResult<Self> {
         cfg.validate().map_err(StoreError::Config)?;
+        if cfg.max_used_space_ratio() != cfg.disk_max_used_space_ratio {
+            warn!(
+                configured = cfg.disk_max_used_space_ratio,
+                used = cfg.max_used_space_ratio(),
+                "diskMaxUsedSpaceRatio is clamped to 10-95, as Java clamps it"
+            );
+        }
         let inner = Arc::new(open::open_inner(Arc::new(cfg), env)?);
         let store = Self {
             inner,
@@ -678,7 +694,7 @@ impl MessageStore {
                     if last_disk_check.is_none_or(|t| t.elapsed() >= i.cfg.disk_check_interval) {
                         last_disk_check = Some(Instant::now());
                         let used = retention::check_disk(&i);
-                        pressure = used > i.cfg.disk_max_used_space_ratio || i.log.guard.is_full();
+                        pressure = used > i.cfg.max_used_space_ratio() || i.log.guard.is_full();
                     }
                     if last_checkpoint.elapsed() >= i.cfg.checkpoint_interval
                         && i.log.failure().is_none()
@@ -1537,16 +1553,24 @@ impl MessageStore {
         self.inner.registry_dirty.store(true, Ordering::Release);
     }
 
-    /// Runs one retention pass now (tests drive it with an injected clock and disk usage).
+    /// Runs one retention pass now, as the service thread does every `cleanResourceInterval`
+    /// (tests drive it with an injected clock and disk usage). Passes never overlap: this one
+    /// waits for one in progress.
     pub fn run_retention(&self) -> retention::RetentionReport {
         retention::run(&self.inner)
     }
 
-    /// Deletes the commit-log segments older than `fileReservedTime` now, whatever the hour,
-    /// with the consume-queue and index files that only point into them (Java's
-    /// `executeDeleteFilesManually`, which has the next clean-up passes do it).
+    /// Deletes the commit-log segments older than `fileReservedTime` whatever the hour, with
+    /// the consume-queue and index files that only point into them, over 20 passes as Java's
+    /// `executeDeleteFilesManually` (DELETE_EXPIRED_COMMITLOG) has them run: the first now (its report is returned), the
+    /// others by the service thread every `cleanResourceInterval`. Each pass deletes at most
+    /// `deleteFilesBatchMax` segments.
     pub fn delete_expired_files_now(&self) -> retention::RetentionReport {
-        retention::run_with(&self.inner, true)
+        let report = retention::run_with(&self.inner, true);
+        self.inner
+            .manual_passes
+            .store(retention::MANUAL_DELETE_PASSES - 1, Ordering::Release);
+        report
     }
 
     /// Removes the consume queues whose every entry points below the first commit-log offset

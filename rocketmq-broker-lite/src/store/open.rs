@@ -1,7 +1,7 @@
 //! Opening the store: recovery of the commit log, consume queues and index.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tracing::{info, warn};
@@ -209,14 +209,18 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         for (qid, (min, synced)) in qs {
             let key = (topic.clone(), *qid);
             if let Some(q) = queues.get(&key) {
+                // The first file's start, before the minimum moves past entries below the
+                // commit log's start: a minimum that only moved that way is no loss (retention
+                // deleted segments just before a crash, ahead of the next checkpoint).
+                let found = q.min_offset();
                 q.correct_min(cl_min);
-                if q.min_offset() > *min && q.min_offset() < *synced && !rebuild.contains(&key) {
-                    // Files at the head vanished (retention never deletes past the commit log's
-                    // minimum, and the registry follows it).
+                if found > *min && found < *synced && !rebuild.contains(&key) {
+                    // Files at the head vanished (retention records the minimum before it
+                    // deletes a queue's files, and never deletes past the commit log's start).
                     warn!(
                         topic,
                         queue = qid,
-                        found = q.min_offset(),
+                        found,
                         expected = min,
                         "consume queue lost its first files; rebuilding it"
                     );
@@ -242,12 +246,17 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
     }
 
     let index = if cfg.message_index_enable {
-        Some(IndexService::open(
+        let index = IndexService::open(
             &cfg.index_dir(),
             vfs.clone(),
             cfg.max_hash_slot_num,
             cfg.max_index_num,
-        )?)
+        )?;
+        if abnormal {
+            // Entries for records the commit log lost (the checkpoint made them durable first).
+            index.truncate_from_phys(end);
+        }
+        Some(index)
     } else {
         None
     };
@@ -279,6 +288,9 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         keep_numbering: AtomicBool::new(false),
         recovery: RecoveryReport::default(),
         checkpoint_rounds: AtomicU64::new(0),
+        registry_lock: Mutex::new(()),
+        retention_lock: Mutex::new(()),
+        manual_passes: AtomicU32::new(0),
     };
 
     // 3. Re-dispatch: everything from the durable dispatch point for all queues and the index,

@@ -18,7 +18,7 @@
 
 use std::sync::atomic::Ordering;
 
-use tracing::info;
+use tracing::{info, warn};
 
 use super::disk::Site;
 use super::Inner;
@@ -69,18 +69,33 @@ pub(super) fn check_disk(inner: &Inner) -> u32 {
     cl.max(cq)
 }
 
+/// Passes that delete expired segments whatever the hour after DELETE_EXPIRED_COMMITLOG (Java's
+/// `CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES`).
+pub const MANUAL_DELETE_PASSES: u32 = 20;
+
+/// A pass of the service thread: one of the manual passes still due, if any.
 pub(super) fn run(inner: &Inner) -> RetentionReport {
-    run_with(inner, false)
+    let manual = inner
+        .manual_passes
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+        .is_ok();
+    run_with(inner, manual)
 }
 
 /// A retention pass; `manual` deletes the expired segments whatever the hour (Java's
-/// `executeDeleteFilesManually`, DELETE_EXPIRED_COMMITLOG).
+/// `executeDeleteFilesManually`, DELETE_EXPIRED_COMMITLOG). Passes run one at a time: each
+/// looks at the oldest segment, then deletes it, and consume queues pick their expired file
+/// the same way.
 pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
+    let _one_pass = inner
+        .retention_lock
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let cfg = &inner.cfg;
     let now = inner.env.clock.now_ms();
     let time_up = cfg.delete_hours().contains(&inner.env.clock.hour_of_day());
     let used = usage(inner);
-    let space_full = used > cfg.disk_max_used_space_ratio;
+    let space_full = used > cfg.max_used_space_ratio();
     let mut forced = used > cfg.disk_space_clean_forcibly_ratio;
     // The next segment found no space, and there is indeed less than a segment free (segments
     // large against the disk): writes wait for it, so the oldest segment makes room, one a
@@ -117,6 +132,7 @@ pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
             if segs.len() < 2 {
                 break;
             }
+            let oldest = segs[0].base;
             let newest_known = segs[0].last_store_ts.load(Ordering::Acquire);
             let age_ts = if newest_known > 0 {
                 Some(newest_known)
@@ -129,7 +145,7 @@ pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
             if !(expired || forced) {
                 break;
             }
-            if inner.log.remove_oldest_segment().is_none() {
+            if inner.log.remove_oldest_segment(oldest).is_none() {
                 break;
             }
             report.segments_deleted += 1;
@@ -148,16 +164,27 @@ pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
         .all()
         .cloned()
         .collect();
+    let mut expired_files = Vec::new();
     for q in queues {
-        report.queue_files_deleted += q.delete_expired(cl_min).unwrap_or(0);
+        expired_files.extend(q.delete_expired(cl_min));
+    }
+    report.queue_files_deleted = expired_files.len();
+    if report.segments_deleted > 0 || report.queue_files_deleted > 0 {
+        // The queues' new minimums are recorded before their files go: a crash in between
+        // must not look, at the next start, like files lost at the head of a queue (which has
+        // the queue rebuilt from the start of the commit log).
+        if let Err(e) = inner.save_registry() {
+            warn!(error = %e, "cannot record the consume queues' new minimums");
+            inner.registry_dirty.store(true, Ordering::Release);
+        }
+    }
+    for path in expired_files {
+        if let Err(e) = inner.env.vfs.remove_file(&path) {
+            warn!(file = %path.display(), error = %e, "cannot delete an expired consume-queue file");
+        }
     }
     if let Some(index) = &inner.index {
         report.index_files_deleted = index.delete_expired(cl_min);
-    }
-    if report.segments_deleted > 0 || report.queue_files_deleted > 0 {
-        inner
-            .registry_dirty
-            .store(true, std::sync::atomic::Ordering::Release);
     }
     if report.segments_deleted > 0 {
         info!(?report, "retention pass");

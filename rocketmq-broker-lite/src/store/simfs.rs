@@ -176,6 +176,10 @@ struct SyncGate {
     writes_held: Option<PathBuf>,
     /// Writes waiting at the gate now.
     writes_waiting: usize,
+    /// Reads of files under it wait until it is cleared ([`SimFs::hold_reads`]).
+    reads_held: Option<PathBuf>,
+    /// Reads waiting at the gate now.
+    reads_waiting: usize,
 }
 
 /// The simulated file system. Cloning shares the same state.
@@ -399,6 +403,42 @@ impl SimFs {
         g.writes_waiting > 0
     }
 
+    /// Makes every read of a file under `dir` wait until [`SimFs::release_reads`]: a slow disk
+    /// under a read, to show what waits for it.
+    pub fn hold_reads(&self, dir: impl Into<PathBuf>) {
+        lock(&self.gate.0).reads_held = Some(dir.into());
+    }
+
+    /// Lets held reads (and later ones) through.
+    pub fn release_reads(&self) {
+        lock(&self.gate.0).reads_held = None;
+        self.gate.1.notify_all();
+    }
+
+    /// Waits up to `timeout` until at least one read waits at the gate.
+    pub fn wait_for_held_read(&self, timeout: Duration) -> bool {
+        let g = lock(&self.gate.0);
+        let (g, _) = self
+            .gate
+            .1
+            .wait_timeout_while(g, timeout, |g| g.reads_waiting == 0)
+            .unwrap_or_else(|p| p.into_inner());
+        g.reads_waiting > 0
+    }
+
+    fn pass_read_gate(&self, path: &Path) {
+        let mut g = lock(&self.gate.0);
+        if !g.reads_held.as_ref().is_some_and(|d| path.starts_with(d)) {
+            return;
+        }
+        g.reads_waiting += 1;
+        self.gate.1.notify_all();
+        while g.reads_held.as_ref().is_some_and(|d| path.starts_with(d)) {
+            g = self.gate.1.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.reads_waiting -= 1;
+    }
+
     fn pass_write_gate(&self, path: &Path) {
         let mut g = lock(&self.gate.0);
         if !g.writes_held.as_ref().is_some_and(|d| path.starts_with(d)) {
@@ -528,6 +568,7 @@ impl VfsFile for SimFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.check()?;
         self.fs.fault(FaultOp::Read, &self.path)?;
+        self.fs.pass_read_gate(&self.path);
         let i = lock(&self.inode);
         let off = offset as usize;
         if off >= i.data.len() {

@@ -1,5 +1,7 @@
 //! QUERY_MESSAGE (12) and VIEW_MESSAGE_BY_ID (33).
 
+use std::sync::Arc;
+
 use bytes::BytesMut;
 use rocketmq_remoting::protocol::headers::{
     QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader,
@@ -10,8 +12,10 @@ use rocketmq_remoting::transport::ProcessResult;
 
 use crate::broker::BrokerInner;
 
-/// QUERY_MESSAGE: by `topic#key` in a store-time window.
-pub(crate) fn query_message(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+/// QUERY_MESSAGE: by `topic#key` in a store-time window. The lookup reads index and commit-log
+/// files (a hot key's chain can be long): it runs on a blocking thread, not on the worker that
+/// reads the connection's requests.
+pub(crate) fn query_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
     let h: QueryMessageRequestHeader = match req.decode_header() {
         Ok(h) => h,
         Err(e) => {
@@ -29,6 +33,19 @@ pub(crate) fn query_message(b: &BrokerInner, req: &RemotingCommand) -> ProcessRe
     };
     // Java's `IndexService.queryOffset` answers at most `maxMsgsNumBatch` offsets.
     let max = max.min(b.cfg.max_msgs_num_batch);
+    let b = b.clone();
+    ProcessResult::Deferred(Box::pin(async move {
+        let answer = tokio::task::spawn_blocking(move || lookup(&b, &h, max)).await;
+        Some(answer.unwrap_or_else(|e| {
+            RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some(format!("query failed: {e}")),
+            )
+        }))
+    }))
+}
+
+fn lookup(b: &BrokerInner, h: &QueryMessageRequestHeader, max: i32) -> RemotingCommand {
     let found = b.store.query_by_key(
         &h.topic,
         &h.key,
@@ -40,8 +57,7 @@ pub(crate) fn query_message(b: &BrokerInner, req: &RemotingCommand) -> ProcessRe
         return RemotingCommand::response(
             ResponseCode::QueryNotFound,
             Some("can not find message, maybe time range not correct".into()),
-        )
-        .into();
+        );
     }
     let (ts, phys) = b.store.index_last_update();
     let mut body = BytesMut::new();
@@ -53,7 +69,7 @@ pub(crate) fn query_message(b: &BrokerInner, req: &RemotingCommand) -> ProcessRe
         index_last_update_timestamp: ts,
         index_last_update_phyoffset: phys,
     });
-    r.into()
+    r
 }
 
 /// VIEW_MESSAGE_BY_ID: the record at a commit-log offset.
