@@ -1,7 +1,7 @@
 //! Broker counters: totals since start, Java's per-topic and per-group statistics
 //! ([`stats_item`](super::stats_item)), the store's rates over the last 10 s, 1 min and 10 min
 //! (Java `StoreStatsService`), and the totals at the last two midnights (Java `BrokerStats`;
-//! midnight in UTC, the broker's clock).
+//! midnight in the host's time zone, as Java's `computeNextMorningTimeMillis`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +13,8 @@ use rocketmq_remoting::util::thread_copies::ThreadCopies;
 use rocketmq_remoting::util::thread_sums::own_add;
 use thread_local::ThreadLocal;
 
+use crate::store::clock::local_day;
+
 use super::stats_item::{
     group_key, push_group_key, StatsItem, StatsItemSet, BROKER_GET_NUMS, BROKER_PUT_NUMS,
     GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE,
@@ -20,7 +22,6 @@ use super::stats_item::{
 
 /// Samples of the rate counters kept (one a second: 10 minutes), as Java's.
 const RATE_SAMPLES: usize = 601;
-const DAY_MS: i64 = 86_400_000;
 
 /// Wall-clock milliseconds (the statistics' time, as Java's `System.currentTimeMillis`).
 pub fn now_ms() -> i64 {
@@ -131,7 +132,7 @@ impl BrokerStats {
             broker_get: OnceLock::new(),
             rates: Mutex::new(VecDeque::new()),
             daily: Mutex::new(Daily {
-                day: boot_ms.div_euclid(DAY_MS),
+                day: local_day(boot_ms),
                 ..Daily::default()
             }),
         }
@@ -287,7 +288,7 @@ impl BrokerStats {
             }
         }
         let mut d = lock(&self.daily);
-        let day = now.div_euclid(DAY_MS);
+        let day = local_day(now);
         if day != d.day {
             d.day = day;
             d.put_yesterday_morning = d.put_today_morning;
@@ -335,7 +336,7 @@ impl BrokerStats {
         ]
     }
 
-    /// Messages put and pulled at the last two midnights (UTC): `(put yesterday, put today,
+    /// Messages put and pulled at the last two (local) midnights: `(put yesterday, put today,
     /// got yesterday, got today)`; 0 before the broker saw a midnight, as Java.
     pub fn mornings(&self) -> (u64, u64, u64, u64) {
         let d = lock(&self.daily);

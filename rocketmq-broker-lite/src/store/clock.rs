@@ -29,6 +29,22 @@ pub fn local_hour(ms: i64) -> u32 {
         .map_or_else(|| utc_hour(ms), |t| t.with_timezone(&chrono::Local).hour())
 }
 
+/// The day at `ms` in the host's time zone (as [`local_hour`]), as a number that grows by one
+/// at each local midnight (days since 0001-01-01; the UTC day when the time is out of range).
+pub fn local_day(ms: i64) -> i64 {
+    use chrono::Datelike;
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+        || ms.div_euclid(86_400_000),
+        |t| {
+            i64::from(
+                t.with_timezone(&chrono::Local)
+                    .date_naive()
+                    .num_days_from_ce(),
+            )
+        },
+    )
+}
+
 /// The system clock.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
@@ -180,13 +196,20 @@ mod tests {
         }
     }
 
-    /// What the child process checks (see below): the hour, and that a store there runs its
-    /// daily deletion at `deleteWhen=04` local time.
+    /// What the child process checks (see below): the hour, the day turning at local
+    /// midnight, and that a store there runs its daily deletion at `deleteWhen=04` local time.
     fn check_in_child(expected: u32) {
         use crate::store::simfs::SimFs;
         use crate::store::{ManualDiskUsage, MessageStore, StoreConfig, StoreEnv};
 
         assert_eq!(Fixed(EVENING_UTC).hour_of_day(), expected);
+        // The day turns at local midnight (the broker's daily counters, Java's `BrokerStats`).
+        let turned = local_day(EVENING_UTC) - local_day(EVENING_UTC - 1);
+        assert_eq!(
+            turned,
+            i64::from(expected == 0),
+            "a new day at local midnight"
+        );
         let env = StoreEnv {
             vfs: Arc::new(SimFs::default()),
             clock: Arc::new(Fixed(EVENING_UTC)),
