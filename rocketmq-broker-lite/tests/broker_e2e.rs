@@ -1213,3 +1213,177 @@ async fn vip_channel_refuses_pulls() {
     assert_eq!(r.response_code(), ResponseCode::RequestCodeNotSupported);
     cl.stop().await;
 }
+
+/// Sends a level-`level` delayed message with `body` to `topic`, queue 0; returns the size of
+/// its record in SCHEDULE_TOPIC_XXXX (the `n`-th of that level's queue).
+async fn schedule(cl: &Cluster, topic: &str, level: i32, body: Vec<u8>, n: i64) -> i32 {
+    let b = cl.broker_addr();
+    let m = Message::new(topic, Bytes::from(body)).with_delay_level(level);
+    let r = client()
+        .invoke(&b, send_request(topic, 0, &m), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    let queue = level - 1;
+    eventually("scheduled", || {
+        cl.broker.store().max_offset("SCHEDULE_TOPIC_XXXX", queue) == n + 1
+    })
+    .await;
+    cl.broker
+        .store()
+        .queue_entry("SCHEDULE_TOPIC_XXXX", queue, n)
+        .unwrap()
+        .size
+}
+
+/// `maxMessageSize` bounds the body, as Java's `CommitLog.MessageExtEncoder` does, so a
+/// delayed message whose scheduled record is at the limit is delivered under a real topic
+/// longer than SCHEDULE_TOPIC_XXXX (a larger record), and the messages after it in its level
+/// are delivered too.
+#[tokio::test]
+async fn a_delayed_message_at_the_size_limit_is_delivered_to_a_long_topic() {
+    const MAX: usize = 1024;
+    let cl = Cluster::start_with(|c| c.store.max_message_size = MAX).await;
+    let b = cl.broker_addr();
+    let c = client();
+    let topic = "L".repeat(80);
+    create_topic(&c, &b, &topic, 1).await;
+    // A probe gives the record's size besides the body; the next record is exactly MAX.
+    let probe = schedule(&cl, &topic, 1, vec![b'p'; 100], 0).await as usize;
+    let body = 100 + MAX - probe;
+    let size = schedule(&cl, &topic, 1, vec![b'x'; body], 1).await;
+    assert_eq!(size as usize, MAX);
+    schedule(&cl, &topic, 1, b"small".to_vec(), 2).await;
+    cl.clock.advance(1_500);
+    eventually("the three delayed messages delivered", || {
+        cl.broker.inner().deliver_due_now();
+        cl.broker.store().max_offset(&topic, 0) == 3
+    })
+    .await;
+    let (_, got) = pull(&c, &b, "g", &topic, 0, 0).await;
+    let bodies: Vec<usize> = got.iter().map(|m| m.body.len()).collect();
+    assert_eq!(bodies, [100, body, 5]);
+    assert!(got[1].store_size as usize > MAX, "{}", got[1].store_size);
+    cl.stop().await;
+}
+
+/// A delayed message the store refuses for good when it is due (here: `maxMessageSize` was
+/// lowered below its body before it was due) is skipped with an error instead of being tried
+/// again forever, which held back every later message of its delay level.
+#[tokio::test]
+async fn a_delayed_message_the_store_refuses_does_not_block_its_level() {
+    let mut cl = Cluster::start_with(|c| c.store.max_message_size = 2048).await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Shrunk", 1).await;
+    schedule(&cl, "Shrunk", 1, vec![b'x'; 1500], 0).await;
+    schedule(&cl, "Shrunk", 1, b"after".to_vec(), 1).await;
+    cl.restart_broker(|c| c.store.max_message_size = 1024).await;
+    let b = cl.broker_addr();
+    cl.clock.advance(1_500);
+    eventually("the later message delivered", || {
+        cl.broker.inner().deliver_due_now();
+        cl.broker.store().max_offset("Shrunk", 0) == 1
+    })
+    .await;
+    let (_, got) = pull(&c, &b, "g", "Shrunk", 0, 0).await;
+    assert_eq!(got[0].body, Bytes::from_static(b"after"));
+    assert_eq!(
+        cl.broker.store().max_offset("SCHEDULE_TOPIC_XXXX", 0),
+        2,
+        "nothing scheduled again"
+    );
+    cl.stop().await;
+}
+
+/// A consumed message whose record is near `maxMessageSize` can be sent back: the retry
+/// record is larger (RETRY_TOPIC, ORIGIN_MESSAGE_ID, REAL_TOPIC... added) but its body is the
+/// same, which is what Java bounds.
+#[tokio::test]
+async fn a_message_near_the_size_limit_can_be_sent_back() {
+    const MAX: usize = 1024;
+    let cl = Cluster::start_with(|c| c.store.max_message_size = MAX).await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Near", 1).await;
+    assert_eq!(send(&c, &b, "Near", 0, &"p".repeat(100)).await.code, 0);
+    eventually("stored", || cl.broker.store().max_offset("Near", 0) == 1).await;
+    let probe = cl.broker.store().queue_entry("Near", 0, 0).unwrap().size as usize;
+    let body = 100 + 1000 - probe;
+    assert_eq!(send(&c, &b, "Near", 0, &"x".repeat(body)).await.code, 0);
+    let (_, msgs) = pull(&c, &b, "ng", "Near", 0, 1).await;
+    assert_eq!(msgs[0].store_size, 1000);
+    let r = c
+        .invoke(
+            &b,
+            RemotingCommand::request_with_header(
+                RequestCode::ConsumerSendMsgBack,
+                &ConsumerSendMsgBackRequestHeader {
+                    offset: msgs[0].commit_log_offset,
+                    group: "near-consumer-group".into(),
+                    delay_level: 0,
+                    origin_msg_id: None,
+                    origin_topic: Some("Near".into()),
+                    unit_mode: false,
+                    max_reconsume_times: Some(16),
+                    broker_name: None,
+                },
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    let retry = "%RETRY%near-consumer-group";
+    cl.clock.advance(3_500);
+    eventually("the retry delivered", || {
+        cl.broker.inner().deliver_due_now();
+        cl.broker.store().max_offset(retry, 0) == 1
+    })
+    .await;
+    let (_, retried) = pull(&c, &b, "near-consumer-group", retry, 0, 0).await;
+    assert_eq!(retried[0].body.len(), body);
+    assert!(retried[0].store_size as usize > MAX);
+    cl.stop().await;
+}
+
+/// A send whose body is exactly `maxMessageSize` is stored, as Java 4.9.8 stores it (the
+/// limit bounds the body; the record may be 64 KiB larger); one byte more is refused with
+/// `SendMessageProcessor.handlePutMessageResult`'s MESSAGE_ILLEGAL remark.
+#[tokio::test]
+async fn a_body_of_max_message_size_is_stored() {
+    const MAX: usize = 1024;
+    let cl = Cluster::start_with(|c| c.store.max_message_size = MAX).await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "Full", 1).await;
+    let r = send(&c, &b, "Full", 0, &"x".repeat(MAX)).await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    let r = send(&c, &b, "Full", 0, &"x".repeat(MAX + 1)).await;
+    assert_eq!(
+        (r.response_code(), r.remark_str()),
+        (
+            ResponseCode::MessageIllegal,
+            "the message is illegal, maybe msg body or properties length not matched. msg body length limit 1024B, msg properties length limit 32KB."
+        )
+    );
+    let (_, got) = pull(&c, &b, "g", "Full", 0, 0).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body.len(), MAX);
+    cl.stop().await;
+}

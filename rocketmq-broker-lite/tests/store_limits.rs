@@ -1,14 +1,15 @@
 //! What one read of the store may cost, whatever a request asks for: reads past the end of the
 //! commit log answer at once, a pull scans a bounded part of its consume queue, and sizes read
-//! from disk are checked before they are trusted.
+//! from disk are checked before they are trusted; and what `maxMessageSize` bounds (the body).
 
 mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use common::*;
-use rocketmq_broker_lite::store::{AcceptAll, GetStatus, MessageStore};
+use rocketmq_broker_lite::store::{AcceptAll, GetStatus, MessageStore, RecordSizes, StoreError};
 use rocketmq_remoting::protocol::message::tags_hash_code;
 
 /// Reads at or past the end of the commit log (VIEW_MESSAGE_BY_ID, CONSUMER_SEND_MSG_BACK and
@@ -127,5 +128,56 @@ fn a_corrupt_entry_size_does_not_break_reading_a_store_time() {
     assert_eq!(store.queue_entry("T", 0, 0).unwrap().size, 74);
     assert_eq!(store.earliest_message_time("T", 0), -1);
     assert_eq!(store.offset_by_time("T", 0, good), 0);
+    store.shutdown().unwrap();
+}
+
+/// `maxMessageSize` bounds a message's body, as Java 4.9.8's `CommitLog.MessageExtEncoder`
+/// does (the whole record may be up to 64 KiB larger): a body of exactly `maxMessageSize` is
+/// stored, alone or in a batch, read back and recovered after a restart; one byte more is
+/// refused.
+#[test]
+fn max_message_size_bounds_the_body_not_the_record() {
+    const MAX: usize = 2048;
+    let sim = SimEnv::new(4);
+    let cfg = small_config(64 * 1024);
+    assert_eq!(cfg.max_message_size, MAX);
+    let store = MessageStore::open_with(cfg.clone(), sim.env()).unwrap();
+    let mut at_limit = msg_with("T", 0, vec![b'a'; MAX], Some("TagA"), Some("k1 k2"));
+    at_limit
+        .properties
+        .push_str(&format!("\u{1}p\u{2}{}", "v".repeat(1000)));
+    let r = store.put_message_blocking(&at_limit).unwrap();
+    let RecordSizes::One(size) = r.sizes else {
+        panic!("one record: {:?}", r.sizes)
+    };
+    assert!(size as usize > MAX + 1000, "record of {size} bytes");
+    let batch = vec![msg("T", 1, vec![b'b'; MAX]), msg("T", 1, vec![b'c'; MAX])];
+    store.put_messages(&batch).unwrap();
+    let over = store
+        .put_message(&msg("T", 0, vec![b'x'; MAX + 1]))
+        .unwrap_err();
+    assert!(matches!(over, StoreError::MessageTooLarge { .. }), "{over}");
+    let over_batch = vec![msg("T", 1, "ok"), msg("T", 1, vec![b'x'; MAX + 1])];
+    assert!(matches!(
+        store.put_messages(&over_batch),
+        Err(StoreError::MessageTooLarge { .. })
+    ));
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert!(store.read_record(r.wrote_offset).is_some());
+    assert_eq!(
+        read_queue(&store, "T", 0),
+        vec![Bytes::from(vec![b'a'; MAX])]
+    );
+    assert_eq!(read_queue(&store, "T", 1).len(), 2);
+    store.shutdown().unwrap();
+    // Recovery takes such records as whole messages.
+    let store = MessageStore::open_with(cfg, sim.env()).unwrap();
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(
+        read_queue(&store, "T", 0),
+        vec![Bytes::from(vec![b'a'; MAX])]
+    );
+    assert_eq!(read_queue(&store, "T", 1).len(), 2);
+    assert!(store.read_record(r.wrote_offset).is_some());
     store.shutdown().unwrap();
 }

@@ -37,8 +37,12 @@ pub(crate) struct Round {
 enum Redeliver {
     /// Its record cannot be read or decoded: skipped.
     Unreadable(String),
-    /// Putting it into its real topic failed: tried again.
-    PutFailed(String),
+    /// The store refused it for good (too large, properties too long, a bad topic: it will
+    /// never fit): skipped.
+    Refused(StoreError),
+    /// Putting it into its real topic failed for now (a full disk, a busy store, ...): tried
+    /// again.
+    PutFailed(StoreError),
 }
 
 /// Delivery progress per level.
@@ -171,7 +175,9 @@ impl ScheduleService {
     /// [`DELIVERY_ROUND_LIMIT`] of them, stopping at the first not yet due, at a failed put
     /// (tried again next round, as Java does) or when the broker shuts down. A scheduled
     /// record that cannot be read (a read error, a corrupt record) is skipped with an error,
-    /// as Java's `executeOnTimeup` skips a message it cannot look up.
+    /// as Java's `executeOnTimeup` skips a message it cannot look up; so is one the store
+    /// refuses for good (too large, properties too long, a bad topic), which Java would try
+    /// again forever, holding back every later message of its level.
     pub(crate) fn deliver_round(&self, b: &BrokerInner) -> Round {
         // One round at a time (the periodic task, `deliver_due_now`): two rounds would deliver
         // the same messages twice.
@@ -219,6 +225,9 @@ impl ScheduleService {
                     Ok(()) => round.delivered += 1,
                     Err(Redeliver::Unreadable(err)) => {
                         error!(level, offset, phys = e.phys, error = %err, "cannot read a delayed message; skipping it");
+                    }
+                    Err(Redeliver::Refused(err)) => {
+                        error!(level, offset, phys = e.phys, error = %err, "the store refuses a delayed message for good; skipping it");
                     }
                     Err(Redeliver::PutFailed(err)) => {
                         // On a full disk the store has logged why (once).
@@ -274,9 +283,16 @@ impl ScheduleService {
             reconsume_times: msg.reconsume_times,
             prepared_transaction_offset: 0,
         };
-        b.put_internal(&m, MessageStore::put_message)
-            .map(|_| ())
-            .map_err(|e| Redeliver::PutFailed(e.to_string()))
+        match b.put_internal(&m, MessageStore::put_message) {
+            Ok(_) => Ok(()),
+            Err(
+                e @ (StoreError::MessageTooLarge { .. }
+                | StoreError::PropertiesTooLarge(_)
+                | StoreError::BadTopic(_)
+                | StoreError::BadBatch(_)),
+            ) => Err(Redeliver::Refused(e)),
+            Err(e) => Err(Redeliver::PutFailed(e)),
+        }
     }
 }
 

@@ -85,6 +85,14 @@ struct Chunk {
 /// allocate gigabytes. Brokers refuse topics with more than 1024 queues long before this.
 pub const MAX_QUEUE_ID: i32 = 65_535;
 
+/// The largest record an append may write for a `maxMessageSize` (which bounds the body):
+/// 64 KiB more, at most `i32::MAX`, as Java 4.9.8's `CommitLog.MessageExtEncoder` reserves.
+pub(crate) fn max_record_len_for(max_message_size: usize) -> usize {
+    max_message_size
+        .saturating_add(64 * 1024)
+        .min(i32::MAX as usize)
+}
+
 /// Topic → next queue offset per queue id (index): how a log numbers its queues.
 pub type QueueOffsetTable = std::collections::BTreeMap<String, Vec<i64>>;
 
@@ -893,11 +901,22 @@ impl CommitLog {
         if m.properties.len() > i16::MAX as usize {
             return Err(StoreError::PropertiesTooLarge(m.properties.len()));
         }
+        // Java 4.9.8's `CommitLog.MessageExtEncoder`: `maxMessageSize` bounds the body, and the
+        // whole record may be up to 64 KiB larger (room for the header, topic and properties,
+        // so that a stored message can always be put again under a longer topic or with more
+        // properties: a delayed delivery, a send-back, a transaction commit).
+        if m.body.len() > self.cfg.max_message_size {
+            return Err(StoreError::MessageTooLarge {
+                size: m.body.len(),
+                max: self.cfg.max_message_size,
+            });
+        }
         let len = record_len(m);
-        if len > self.cfg.max_message_size {
+        let max_len = max_record_len_for(self.cfg.max_message_size);
+        if len > max_len {
             return Err(StoreError::MessageTooLarge {
                 size: len,
-                max: self.cfg.max_message_size,
+                max: max_len,
             });
         }
         Ok(len)
@@ -1753,12 +1772,15 @@ impl CommitLog {
     }
 
     /// The largest record this log may hold: the configured maximum message size (which
-    /// bounds a whole record when it is appended) plus the most a record adds to its body
-    /// (header, IPv6 hosts, topic, properties), as a replicated record was checked against its
-    /// master's configuration.
+    /// bounds a body when it is appended) plus the most a record adds to its body (header,
+    /// IPv6 hosts, topic, properties), as a replicated record was checked against its
+    /// master's configuration. At least [`max_record_len_for`], the bound of an append.
     fn max_record_len(&self) -> usize {
         let overhead = stored_len(0, i16::MAX as usize, i16::MAX as usize, true, true);
-        self.cfg.max_message_size.saturating_add(overhead)
+        self.cfg
+            .max_message_size
+            .saturating_add(overhead)
+            .max(max_record_len_for(self.cfg.max_message_size))
     }
 
     /// Reads the record at `offset`; `None` unless a whole message record starts there.
@@ -1993,6 +2015,21 @@ mod tests {
         let largest = LARGEST_READ.with(|l| l.get());
         assert!(largest <= 64, "read {largest} bytes");
         store.shutdown().expect("shutdown");
+    }
+
+    /// Java's `MessageExtEncoder`: the whole record may be 64 KiB over the body limit, capped
+    /// at `Integer.MAX_VALUE`.
+    #[test]
+    fn the_record_bound_is_the_body_limit_plus_64_kib_saturating() {
+        assert_eq!(max_record_len_for(4 << 20), (4 << 20) + 65_536);
+        assert_eq!(
+            max_record_len_for(i32::MAX as usize - 10),
+            i32::MAX as usize
+        );
+        assert_eq!(max_record_len_for(usize::MAX), i32::MAX as usize);
+        // The widest record a body of the limit can make (longest topic and properties, IPv6
+        // hosts) is within it.
+        assert!(stored_len(1024, 127, i16::MAX as usize, true, true) <= max_record_len_for(1024));
     }
 
     /// What a waiter's receiver holds now: `None` while it waits, else whether it succeeded.

@@ -6,12 +6,13 @@ use std::sync::Arc;
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The message is larger than `maxMessageSize`.
+    /// The message's body is larger than `maxMessageSize`, or its whole record than
+    /// `maxMessageSize` + 64 KiB (Java's two limits).
     #[error("message of {size} bytes exceeds the maximum of {max} bytes")]
     MessageTooLarge {
-        /// Record size.
+        /// Body size (or record size, when the record is over its limit).
         size: usize,
-        /// Limit.
+        /// The limit it exceeds.
         max: usize,
     },
     /// The properties string is longer than 32767 bytes.
