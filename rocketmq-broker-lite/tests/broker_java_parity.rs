@@ -531,8 +531,13 @@ async fn pull_below_the_min_offset_after_retention() {
         assert_eq!(send(&c, &b, "Old", 0, &body).await.code, 0);
     }
     eventually("dispatch", || cl.broker.store().max_offset("Old", 0) == 20).await;
-    let report = cl.broker.store().run_retention();
-    assert!(report.segments_deleted > 0, "{report:?}");
+    // The store's own pass may delete them first (every hour is a deletion hour): either way
+    // the oldest segments go.
+    eventually("the oldest segments to be deleted", || {
+        cl.broker.store().run_retention();
+        cl.broker.store().commit_log_min_offset() > 0
+    })
+    .await;
     let min = cl.broker.store().min_offset("Old", 0);
     assert!(min > 0 && min < 20, "min offset {min}");
     expect(
