@@ -306,3 +306,32 @@ async fn pulls_stop_at_the_consumer_wide_cache_limit() {
     a.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// An "unlimited" cache size (Java's lite pull consumer checks no range) neither panics nor
+/// wraps to a small limit: the consumer pulls and delivers as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_cache_size_limit_does_not_overflow() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteHuge", 1).await;
+    fill(&ns, "LiteHuge", 0, 3).await;
+    let mut client = fast_client(&ns);
+    client.instance_name = "g-lite-huge-a".into();
+    let a = DefaultLitePullConsumer::builder()
+        .client_config(client)
+        .consumer_config(LitePullConsumerConfig {
+            group: "g-lite-huge".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            pull_threshold_size_for_queue: usize::MAX,
+            pull_threshold_for_queue: usize::MAX,
+            pull_threshold_for_all: usize::MAX,
+            ..LitePullConsumerConfig::default()
+        })
+        .build()
+        .unwrap();
+    a.assign([mq("LiteHuge", 0)]).await.unwrap();
+    a.start().await.unwrap();
+    poll_exactly_once(&a, 3).await;
+    a.shutdown().await;
+    c.shutdown().await.unwrap();
+}

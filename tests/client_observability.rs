@@ -707,3 +707,161 @@ async fn statistics_are_exported_through_the_metrics_facade() {
     assert!(get("rocketmq_pull_latency_seconds{group=g-metered,topic=Metered}") >= 1.0);
     c.shutdown().await.unwrap();
 }
+
+/// GET_CONSUMER_RUNNING_INFO of a namespaced consumer (Java
+/// `DefaultMQPushConsumerImpl.consumerRunningInfo`): the status table has one entry per
+/// subscription, under the topic as the brokers know it (namespaced, as in the subscription
+/// set), present before any message, and the figures are those of that topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_info_status_table_is_keyed_by_the_subscriptions() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "inst2%Orders", 2).await;
+    create_topic(&ns, "inst2%Quiet", 2).await;
+    let cons = push_builder(&ns, "g-status")
+        .namespace("inst2")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("Orders", "*")
+        .subscribe("Quiet", "*")
+        .build()
+        .unwrap();
+    let consumed = Arc::new(AtomicUsize::new(0));
+    let n = consumed.clone();
+    cons.register_message_listener_concurrently(concurrently_fn(move |msgs, _q| {
+        n.fetch_add(msgs.len(), Ordering::SeqCst);
+        async { ConsumeConcurrentlyStatus::ConsumeSuccess }
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    let client_id = cons.client_id().unwrap();
+    let admin = rocketmq_client::admin::MQAdmin::connect(&ns).unwrap();
+    wait_until(LIMIT, "running info", || async {
+        admin
+            .consumer_running_info("inst2%g-status", &client_id, false)
+            .await
+            .is_ok()
+    })
+    .await;
+    let info = admin
+        .consumer_running_info("inst2%g-status", &client_id, false)
+        .await
+        .unwrap();
+    let keys: Vec<&String> = info.status_table.keys().collect();
+    assert_eq!(
+        keys,
+        ["%RETRY%inst2%g-status", "inst2%Orders", "inst2%Quiet"],
+        "one entry per subscription, before any message"
+    );
+    let subs: Vec<&str> = info
+        .subscription_set
+        .iter()
+        .map(|s| s.topic.as_str())
+        .collect();
+    for k in keys {
+        assert!(subs.contains(&k.as_str()), "{k} not in {subs:?}");
+    }
+
+    let p = rocketmq_client::producer::DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .namespace("inst2")
+        .group("p-status")
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    for i in 0..3 {
+        p.send(Message::new("Orders", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let n = consumed.clone();
+    wait_until(LIMIT, "3 consumed", move || {
+        let n = n.load(Ordering::SeqCst);
+        async move { n >= 3 }
+    })
+    .await;
+    let info = admin
+        .consumer_running_info("inst2%g-status", &client_id, false)
+        .await
+        .unwrap();
+    let orders = &info.status_table["inst2%Orders"];
+    assert!(
+        orders.consume_ok_tps > 0.0 && orders.pull_tps > 0.0,
+        "{orders:?}"
+    );
+    assert_eq!(info.status_table["inst2%Quiet"].consume_ok_tps, 0.0);
+    assert!(!info.status_table.contains_key("Orders"));
+    admin.shutdown();
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// A lite pull consumer calls its consume hooks once per polled batch (Java
+/// `DefaultLitePullConsumerImpl.pullSyncImpl`: before, then after with success), with the
+/// group, queue and messages as the application sees them (no namespace).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lite_pull_consume_hooks_see_each_polled_batch() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "inst3%LiteHooked", 1).await;
+    let p = rocketmq_client::producer::DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .namespace("inst3")
+        .group("p-lite-hooked")
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    for i in 0..5 {
+        p.send(Message::new("LiteHooked", format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    let cons = rocketmq_client::consumer::DefaultLitePullConsumer::builder()
+        .client_config(fast_client(&ns))
+        .namespace("inst3")
+        .group("g-lite-hooked")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .pull_batch_size(2)
+        .build()
+        .unwrap();
+    let calls: Calls = Arc::default();
+    let before = Arc::new(AtomicUsize::new(0));
+    cons.register_consume_message_hook(RecordingConsumeHook {
+        before: before.clone(),
+        calls: calls.clone(),
+    });
+    cons.assign([rocketmq_client::MessageQueue::new(
+        "LiteHooked",
+        "broker-a",
+        0,
+    )])
+    .await
+    .unwrap();
+    cons.start().await.unwrap();
+    let mut batches: Vec<Vec<String>> = Vec::new();
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while batches.iter().map(Vec::len).sum::<usize>() < 5 {
+        assert!(tokio::time::Instant::now() < deadline, "{batches:?}");
+        let got = cons.poll_timeout(Duration::from_millis(500)).await.unwrap();
+        if !got.is_empty() {
+            assert!(got.iter().all(|m| m.topic == "LiteHooked"));
+            batches.push(
+                got.iter()
+                    .map(|m| String::from_utf8_lossy(&m.body).to_string())
+                    .collect(),
+            );
+        }
+    }
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), batches.len(), "one call per batch: {calls:?}");
+    assert_eq!(before.load(Ordering::SeqCst), batches.len());
+    for (call, batch) in calls.iter().zip(&batches) {
+        assert_eq!(call.0, "g-lite-hooked");
+        assert_eq!(call.1, "LiteHooked");
+        assert_eq!(&call.2, batch);
+        assert_eq!(call.3, ConsumeOutcome::ConsumeSuccess);
+    }
+    cons.shutdown().await;
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}

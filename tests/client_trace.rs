@@ -171,6 +171,62 @@ async fn a_send_and_its_consumption_are_traced() {
     c.shutdown().await.unwrap();
 }
 
+/// A lite pull consumer with `enable_msg_trace` traces each polled batch (`SubBefore`, then a
+/// successful `SubAfter`, as Java's `ConsumeMessageTraceHookImpl` registered by
+/// `DefaultLitePullConsumer`), to a custom topic here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lite_pull_consumers_polls_are_traced() {
+    let (c, _dir) = cluster_with(trace_topic_on).await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteTraced", 1).await;
+    create_topic(&ns, "LiteTraceTopic", 1).await;
+    let p = producer(&ns, "lite-trace-p").await;
+    let sent = p
+        .send(Message::new("LiteTraced", "hello").with_keys(["k-lite"]))
+        .await
+        .unwrap();
+    let cons = rocketmq_client::consumer::DefaultLitePullConsumer::builder()
+        .client_config(fast_client(&ns))
+        .group("lite-trace-c")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .enable_msg_trace(true)
+        .custom_trace_topic("LiteTraceTopic")
+        .build()
+        .unwrap();
+    cons.subscribe("LiteTraced", "*").unwrap();
+    cons.start().await.unwrap();
+    let deadline = Instant::now() + LIMIT;
+    let mut got = Vec::new();
+    while got.is_empty() {
+        assert!(Instant::now() < deadline, "nothing polled");
+        got = cons.poll_timeout(Duration::from_millis(500)).await.unwrap();
+    }
+    assert_eq!(got[0].body.as_ref(), b"hello");
+
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let views = wait_trace(
+        &admin,
+        &sent.msg_id,
+        Some("LiteTraceTopic"),
+        "SubBefore, SubAfter",
+        |v| !of(v, TraceType::SubBefore).is_empty() && !of(v, TraceType::SubAfter).is_empty(),
+    )
+    .await;
+    let before = of(&views, TraceType::SubBefore);
+    let after = of(&views, TraceType::SubAfter);
+    assert_eq!((before.len(), after.len()), (1, 1), "{views:#?}");
+    assert_eq!(before[0].group_name, "lite-trace-c");
+    assert_eq!(before[0].keys.as_deref(), Some("k-lite"));
+    assert_eq!(after[0].request_id, before[0].request_id);
+    assert!(after[0].success);
+    let cs = cons.trace_stats().unwrap();
+    assert!(cs.appended >= 2, "{cs:?}");
+    cons.shutdown().await;
+    p.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
 /// Commits at once for `commit-` bodies; otherwise unknown until the broker's check, which
 /// commits.
 struct CommitLater;

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel, SubscriptionData};
 use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
@@ -12,12 +12,18 @@ use rocketmq_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 use super::{LitePullConsumerConfig, MessageSelector, MIN_AUTO_COMMIT_INTERVAL};
 use crate::config::{check_group, check_topic, split_addrs, ClientConfig};
 use crate::error::{ClientError, Result};
+use crate::internal::hooks::{
+    call_hook, ConsumeMessageContext, ConsumeMessageHook, ConsumeOutcome, Hooks,
+};
 use crate::internal::lifecycle::{Lifecycle, Phase};
 use crate::internal::lite_pull::{Batch, LiteEngine};
 use crate::internal::lookup::MessageLookup;
 use crate::internal::namespace::Namespace;
 use crate::internal::send::now_ms;
 use crate::internal::stats::{ConsumeStatus, ConsumerStats};
+use crate::trace::dispatcher::TraceKind;
+use crate::trace::hooks::ConsumeMessageTraceHook;
+use crate::trace::{TraceDispatcher, TraceStats};
 
 /// What a built consumer's start uses.
 struct Created {
@@ -34,6 +40,11 @@ struct Inner {
     life: Lifecycle<Created, LiteEngine>,
     /// Pull figures (kept across starts).
     stats: Arc<ConsumerStats>,
+    /// Called around each polled batch (the trace hook first, with `enable_msg_trace`).
+    hooks: Hooks<dyn ConsumeMessageHook>,
+    /// The message-trace dispatcher (with `enable_msg_trace`); dropped with the consumer,
+    /// it sends what it still holds in the background.
+    trace: Option<TraceDispatcher>,
 }
 
 /// A lite pull consumer. Cheap to clone; every clone is the same consumer.
@@ -147,6 +158,26 @@ impl LitePullConsumerBuilder {
         self
     }
 
+    /// Traces every polled batch (`SubBefore`, then `SubAfter`) to the trace topic (Java's
+    /// `enableMsgTrace`): see [`crate::trace`]. Tracing never delays polling.
+    pub fn enable_msg_trace(mut self, on: bool) -> Self {
+        self.cfg.enable_msg_trace = on;
+        self
+    }
+
+    /// The topic of the traces, with [`enable_msg_trace`](Self::enable_msg_trace) (Java's
+    /// `customizedTraceTopic`; `RMQ_SYS_TRACE_TOPIC` by default).
+    pub fn custom_trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.cfg.customized_trace_topic = Some(topic.into());
+        self
+    }
+
+    /// How traces are queued and sent (Java's constants by default).
+    pub fn trace_config(mut self, c: crate::config::TraceConfig) -> Self {
+        self.cfg.trace = c;
+        self
+    }
+
     /// Replaces all client settings.
     pub fn client_config(mut self, c: ClientConfig) -> Self {
         self.client = c;
@@ -187,6 +218,20 @@ impl LitePullConsumerBuilder {
         if self.cfg.poll_timeout.is_zero() {
             return Err(ClientError::Config("poll_timeout must be positive".into()));
         }
+        let trace = match self.cfg.enable_msg_trace {
+            true => Some(TraceDispatcher::new(
+                &self.client,
+                &self.cfg.group,
+                TraceKind::Consume,
+                self.cfg.customized_trace_topic.as_deref(),
+                self.cfg.trace.clone(),
+            )?),
+            false => None,
+        };
+        let hooks: Hooks<dyn ConsumeMessageHook> = Hooks::default();
+        if let Some(t) = &trace {
+            hooks.add(Arc::new(ConsumeMessageTraceHook(t.appender())));
+        }
         Ok(DefaultLitePullConsumer {
             inner: Arc::new(Inner {
                 ns: Namespace::of(&self.client),
@@ -197,6 +242,8 @@ impl LitePullConsumerBuilder {
                     assigned: None,
                 }),
                 stats: Arc::default(),
+                hooks,
+                trace,
             }),
         })
     }
@@ -287,7 +334,12 @@ impl DefaultLitePullConsumer {
                 },
                 |engine, assigned| async move { engine.run(assigned).await },
             )
-            .await
+            .await?;
+        // Java starts the trace dispatcher once the consumer runs.
+        if let Some(t) = &inner.trace {
+            t.start();
+        }
+        Ok(())
     }
 
     /// An error as the application names its queues.
@@ -319,11 +371,62 @@ impl DefaultLitePullConsumer {
 
     /// [`poll`](Self::poll) with its own timeout.
     pub async fn poll_timeout(&self, timeout: Duration) -> Result<Vec<MessageExt>> {
-        let mut msgs = self.engine()?.poll(timeout).await;
+        let engine = self.engine()?;
+        let Some(Batch { mq, mut msgs, .. }) = engine.poll(timeout).await else {
+            return Ok(Vec::new());
+        };
         for m in &mut msgs {
             self.inner.ns.unwrap_msg(m);
         }
+        self.run_hooks(&engine, &mq, &msgs);
         Ok(msgs)
+    }
+
+    /// Adds a hook called around each polled batch (Java `registerConsumeMessageHook`): as
+    /// Java's lite pull consumer runs them on each pull's messages, `consume_message_before`
+    /// and then `consume_message_after` (with [`ConsumeOutcome::ConsumeSuccess`]) run when a
+    /// batch is taken, before `poll` returns it (a stream: when it takes a batch into its
+    /// buffer). Any time, also while running.
+    pub fn register_consume_message_hook(&self, hook: impl ConsumeMessageHook) {
+        self.inner.hooks.add(Arc::new(hook));
+    }
+
+    /// The message-trace figures (records queued, dropped because the queue was full, trace
+    /// messages sent); `None` without
+    /// [`enable_msg_trace`](LitePullConsumerBuilder::enable_msg_trace).
+    pub fn trace_stats(&self) -> Option<TraceStats> {
+        self.inner.trace.as_ref().map(TraceDispatcher::stats)
+    }
+
+    /// The hooks around a batch of `mq` (as sent) whose messages the application is given
+    /// (`msgs`, without the namespace), as Java's `pullSyncImpl`: before, then after with
+    /// success; group and queue without the namespace, as the push consumer's.
+    fn run_hooks(&self, engine: &LiteEngine, mq: &MessageQueue, msgs: &[MessageExt]) {
+        let Some(hooks) = self.inner.hooks.get() else {
+            return;
+        };
+        if msgs.is_empty() {
+            return;
+        }
+        let started = Instant::now();
+        let call_id = engine.inst.uniq.next_id();
+        let queue = self.inner.ns.unwrap_mq(mq);
+        let group = self.inner.ns.unwrap(&self.inner.cfg.group);
+        let ctx = ConsumeMessageContext {
+            consumer_group: &group,
+            queue: &queue,
+            messages: msgs,
+            call_id: &call_id,
+        };
+        for h in hooks.iter() {
+            call_hook(h.hook_name(), || h.consume_message_before(&ctx));
+        }
+        let elapsed = started.elapsed();
+        for h in hooks.iter() {
+            call_hook(h.hook_name(), || {
+                h.consume_message_after(&ctx, ConsumeOutcome::ConsumeSuccess, elapsed)
+            });
+        }
     }
 
     /// Message and offset lookups (by id, key, time; queue bounds) over this consumer's
@@ -498,11 +601,13 @@ impl DefaultLitePullConsumer {
     ///
     /// [`LitePullStream`]: super::LitePullStream
     pub(crate) async fn poll_held(&self, timeout: Duration) -> Result<Option<Batch>> {
-        let mut batch = self.engine()?.poll_held(timeout).await;
+        let engine = self.engine()?;
+        let mut batch = engine.poll_held(timeout).await;
         if let Some(b) = &mut batch {
             for m in &mut b.msgs {
                 self.inner.ns.unwrap_msg(m);
             }
+            self.run_hooks(&engine, &b.mq, &b.msgs);
         }
         Ok(batch)
     }
@@ -521,5 +626,9 @@ impl DefaultLitePullConsumer {
     /// for it. A shut-down consumer cannot be started again (as in Java).
     pub async fn shutdown(&self) {
         self.inner.life.shutdown().await;
+        // Then the traces of the last polls (Java: the consumer, then the dispatcher).
+        if let Some(t) = &self.inner.trace {
+            t.shutdown().await;
+        }
     }
 }

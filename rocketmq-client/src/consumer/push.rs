@@ -304,6 +304,9 @@ impl PushConsumerBuilder {
                 "consume_concurrently_max_span is 1..=65535".into(),
             ));
         }
+        if c.pull_interval > Duration::from_millis(65535) {
+            return Err(ClientError::Config("pull_interval is 0..=65535 ms".into()));
+        }
         let trace = match c.enable_msg_trace {
             true => Some(TraceDispatcher::new(
                 &self.client,
@@ -605,5 +608,81 @@ impl DefaultMQPushConsumer {
         if let Some(t) = &self.inner.trace {
             t.shutdown().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(cfg: PushConsumerConfig) -> Result<DefaultMQPushConsumer> {
+        DefaultMQPushConsumer::builder()
+            .namesrv_addr("127.0.0.1:9876")
+            .consumer_config(PushConsumerConfig {
+                group: "g".into(),
+                ..cfg
+            })
+            .build()
+    }
+
+    /// The ranges Java's `checkConfig` enforces are errors at build, never an overflow later.
+    #[test]
+    fn build_rejects_what_java_check_config_rejects() {
+        let d = PushConsumerConfig::default;
+        assert!(build(d()).is_ok());
+        let bad = [
+            PushConsumerConfig {
+                pull_threshold_for_queue: 65536,
+                ..d()
+            },
+            PushConsumerConfig {
+                pull_threshold_size_for_queue: 1025,
+                ..d()
+            },
+            PushConsumerConfig {
+                pull_threshold_size_for_queue: usize::MAX,
+                ..d()
+            },
+            PushConsumerConfig {
+                pull_threshold_for_topic: 0,
+                ..d()
+            },
+            PushConsumerConfig {
+                pull_threshold_size_for_topic: i32::MAX,
+                ..d()
+            },
+            PushConsumerConfig {
+                consume_concurrently_max_span: 65536,
+                ..d()
+            },
+            PushConsumerConfig {
+                pull_batch_size: 1025,
+                ..d()
+            },
+            PushConsumerConfig {
+                consume_message_batch_max_size: 0,
+                ..d()
+            },
+            PushConsumerConfig {
+                consume_thread_max: 1001,
+                ..d()
+            },
+            PushConsumerConfig {
+                pull_interval: Duration::from_millis(65536),
+                ..d()
+            },
+        ];
+        for (i, cfg) in bad.into_iter().enumerate() {
+            assert!(
+                matches!(build(cfg), Err(ClientError::Config(_))),
+                "case {i} accepted"
+            );
+        }
+        assert!(build(PushConsumerConfig {
+            pull_interval: Duration::from_millis(65535),
+            pull_threshold_for_topic: -1,
+            ..d()
+        })
+        .is_ok());
     }
 }

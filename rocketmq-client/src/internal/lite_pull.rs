@@ -331,7 +331,8 @@ impl LiteEngine {
     }
 
     async fn pull_loop(self: Arc<Self>, mq: MessageQueue, pq: Arc<ProcessQueue>, mut next: i64) {
-        let size_limit = self.cfg.pull_threshold_size_for_queue as u64 * 1024 * 1024;
+        // Saturating: Java's lite pull consumer checks no range, so "unlimited" is allowed.
+        let size_limit = (self.cfg.pull_threshold_size_for_queue as u64).saturating_mul(1 << 20);
         loop {
             if pq.is_dropped() || self.stopping.is_cancelled() {
                 return;
@@ -448,12 +449,9 @@ impl LiteEngine {
         Ok(Some((r.status, msgs, r.next_begin_offset)))
     }
 
-    /// Waits up to `timeout` for pulled messages; they count as consumed.
-    pub(crate) async fn poll(&self, timeout: Duration) -> Vec<MessageExt> {
-        self.next_batch(timeout, true)
-            .await
-            .map(|b| b.msgs)
-            .unwrap_or_default()
+    /// Waits up to `timeout` for a batch of pulled messages; they count as consumed.
+    pub(crate) async fn poll(&self, timeout: Duration) -> Option<Batch> {
+        self.next_batch(timeout, true).await
     }
 
     /// Waits up to `timeout` for pulled messages that count as consumed only as each is handed

@@ -8,6 +8,7 @@ use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};
 use rocketmq_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 
 use super::allocate::{AllocateMessageQueueAveragely, AllocateMessageQueueStrategy};
+use crate::config::TraceConfig;
 
 /// The shortest auto-commit period (Java `MIN_AUTOCOMMIT_INTERVAL_MILLIS`, 1 s).
 pub const MIN_AUTO_COMMIT_INTERVAL: Duration = Duration::from_secs(1);
@@ -29,7 +30,8 @@ pub struct LitePullConsumerConfig {
     pub pull_batch_size: i32,
     /// Cached messages per queue before pulling pauses (1000).
     pub pull_threshold_for_queue: usize,
-    /// Cached MiB per queue before pulling pauses (100).
+    /// Cached MiB per queue before pulling pauses (100; any value, `usize::MAX` for no
+    /// limit, as Java checks no range here).
     pub pull_threshold_size_for_queue: usize,
     /// Messages pulled but not yet polled, over all queues, before pulling pauses (10000,
     /// Java `pullThresholdForAll`). Each queue's pull in progress may still add one batch.
@@ -46,6 +48,13 @@ pub struct LitePullConsumerConfig {
     /// Period of the check of watched topics' queues (30 s, Java
     /// `topicMetadataCheckIntervalMillis`).
     pub topic_metadata_check_interval: Duration,
+    /// Trace every polled batch (`SubBefore`, then `SubAfter`) to the trace topic (Java
+    /// `enableMsgTrace`, off).
+    pub enable_msg_trace: bool,
+    /// The trace topic (Java `customizedTraceTopic`; `None`: `RMQ_SYS_TRACE_TOPIC`).
+    pub customized_trace_topic: Option<String>,
+    /// How traces are queued and sent.
+    pub trace: TraceConfig,
 }
 
 impl std::fmt::Debug for LitePullConsumerConfig {
@@ -75,6 +84,9 @@ impl Default for LitePullConsumerConfig {
             auto_commit_interval: Duration::from_secs(5),
             local_offset_store_dir: None,
             topic_metadata_check_interval: Duration::from_secs(30),
+            enable_msg_trace: false,
+            customized_trace_topic: None,
+            trace: TraceConfig::default(),
         }
     }
 }

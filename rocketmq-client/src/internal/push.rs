@@ -1369,8 +1369,16 @@ impl PushEngine {
             props,
             |mq| offsets.get(mq).copied().unwrap_or(-1),
         );
-        for topic in self.stats.topics() {
-            let s = self.stats.status(&topic);
+        // One entry per subscription, under its topic as the brokers know it (as the
+        // subscription set), figures or not (Java `consumerRunningInfo`); the figures are kept
+        // by plain topic.
+        let topics: Vec<String> = info
+            .subscription_set
+            .iter()
+            .map(|sd| sd.topic.clone())
+            .collect();
+        for topic in topics {
+            let s = self.stats.status(&self.ns.unwrap(&topic));
             info.status_table.insert(
                 topic,
                 ConsumeStatus {

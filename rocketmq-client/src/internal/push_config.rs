@@ -10,7 +10,12 @@ use rocketmq_remoting::protocol::topic::DEFAULT_CONSUMER_GROUP;
 use super::allocate::{AllocateMessageQueueAveragely, AllocateMessageQueueStrategy};
 use crate::config::TraceConfig;
 
-/// Push consumer settings; the defaults are Java's.
+/// Push consumer settings; the defaults are Java's. `build` rejects values outside the ranges
+/// Java's `checkConfig` allows (`pull_batch_size`, `consume_message_batch_max_size` and
+/// `pull_threshold_size_for_queue` 1..=1024, `pull_threshold_for_queue` and
+/// `consume_concurrently_max_span` 1..=65535, `consume_thread_max` 1..=1000,
+/// `pull_threshold_for_topic` -1 or 1..=6553500, `pull_threshold_size_for_topic` -1 or
+/// 1..=102400, `pull_interval` up to 65535 ms).
 #[derive(Clone)]
 pub struct PushConsumerConfig {
     /// Consumer group (`DEFAULT_CONSUMER`).
@@ -42,7 +47,7 @@ pub struct PushConsumerConfig {
     pub consume_timeout: Duration,
     /// Concurrent mode: largest offset span cached per queue before pulling pauses (2000).
     pub consume_concurrently_max_span: i64,
-    /// Pause between pulls of one queue (0).
+    /// Pause between pulls of one queue (0; at most 65535 ms, as Java checks).
     pub pull_interval: Duration,
     /// Messages per listener call (1).
     pub consume_message_batch_max_size: usize,

@@ -174,7 +174,8 @@ pub struct ConsumeStatus {
     pub pull_rt: f64,
     /// Messages pulled per second.
     pub pull_tps: f64,
-    /// Average listener call (ms).
+    /// Average listener call (ms); over the last hour when the last minute had none (or
+    /// only calls under a millisecond), as Java's `getConsumeRT`.
     pub consume_rt: f64,
     /// Messages consumed successfully per second.
     pub consume_ok_tps: f64,
@@ -233,7 +234,18 @@ impl ConsumerStats {
         ConsumeStatus {
             pull_rt: minute(&self.pull_rt).avgpt,
             pull_tps: minute(&self.pull_tps).tps,
-            consume_rt: minute(&self.consume_rt).avgpt,
+            consume_rt: {
+                // Java `getConsumeRT`: the hour's when the minute had no call.
+                let m = minute(&self.consume_rt);
+                if m.sum == 0 {
+                    self.consume_rt
+                        .get(topic)
+                        .map(|i| i.hour().avgpt)
+                        .unwrap_or_default()
+                } else {
+                    m.avgpt
+                }
+            },
             consume_ok_tps: minute(&self.consume_ok).tps,
             consume_failed_tps: minute(&self.consume_failed).tps,
             consume_failed_msgs: self
@@ -334,6 +346,24 @@ mod tests {
         assert_eq!(i.minute().sum, 0, "older samples left the window");
         assert_eq!(i.hour().sum, 45);
         assert!(set.get("other").is_none());
+    }
+
+    /// The consume RT of a topic with no call in the last minute is the last hour's (Java
+    /// `ConsumerStatsManager.getConsumeRT`); the rates stay the minute's.
+    #[test]
+    fn consume_rt_falls_back_to_the_hour() {
+        let stats = ConsumerStats::default();
+        stats.consume_rt.add("t", 10);
+        stats.consume_rt.add("t", 30);
+        stats.consume_ok.add("t", 2);
+        assert_eq!(stats.status("t").consume_rt, 20.0);
+        for _ in 0..SAMPLES_KEPT {
+            stats.sample_minute();
+        }
+        let s = stats.status("t");
+        assert_eq!(s.consume_rt, 20.0, "the hour's average");
+        assert_eq!(s.consume_ok_tps, 0.0);
+        assert_eq!(stats.status("other").consume_rt, 0.0);
     }
 
     /// Threads add to counters of their own and find items in maps of their own:
