@@ -644,6 +644,63 @@ async fn bad_input_and_an_unreachable_cluster_give_clear_error_pages() {
     c.shutdown().await.unwrap();
 }
 
+/// A broker that takes connections and never answers (frozen, or cut off by a firewall that
+/// drops packets) routes the retry topics of several groups: the groups page still answers
+/// within seconds, those groups' lag marked unknown, instead of waiting out each group's
+/// requests one after the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_groups_page_answers_while_a_broker_hangs() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap().to_string();
+    let mut registrations = Vec::new();
+    for i in 0..8 {
+        registrations.push(
+            register_broker(
+                &ns,
+                &format!("frozen-{i}"),
+                &silent_addr,
+                &format!("%RETRY%frozen{i}"),
+            )
+            .await,
+        );
+    }
+    let dash = Dashboard::builder()
+        .namesrv_addr(&ns)
+        .listen("127.0.0.1:0")
+        .lag_sample_interval(Duration::from_secs(3600))
+        .start()
+        .await
+        .unwrap();
+    let addr = dash.local_addr().to_string();
+    let started = std::time::Instant::now();
+    let r = http("GET", &addr, "/groups", &[], None)
+        .await
+        .expect("answer");
+    let took = started.elapsed();
+    let text = r.text();
+    assert_eq!(r.status, 200, "{text}");
+    // Serially: 8 groups x (3 s + 3 s) of request timeouts = 48 s.
+    assert!(took < Duration::from_secs(20), "the page took {took:?}");
+    for i in 0..8 {
+        let row = format!("data-group=\"frozen{i}\"");
+        assert!(text.contains(&row), "{row} missing: {text}");
+    }
+    assert!(text.contains("unknown ("), "{text}");
+    // Members that could not be read are not shown as none.
+    let row = text
+        .split("data-group=\"frozen0\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .expect("the row");
+    assert!(!row.contains("<td class=\"num\">0</td>"), "{row}");
+    drop(silent);
+    dash.shutdown().await;
+    drop(registrations);
+    c.shutdown().await.unwrap();
+}
+
 /// Writes `docs/dashboard.png`: the group page of a group with a history of lag (bursts
 /// produced while its listener is held, consumed when it is let go).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

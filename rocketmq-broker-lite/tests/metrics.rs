@@ -293,6 +293,82 @@ async fn halt_stops_the_endpoint_too() {
     namesrv.shutdown().await;
 }
 
+/// A deleted topic's series leave the scrape (rocketmq-exporter lists the topics that exist):
+/// a broker whose topics come and go must not export every topic it ever had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_topic_leaves_the_scrape() {
+    let dir = TempDir::new("metrics-delete").unwrap();
+    let namesrv = NameServer::builder()
+        .listen("127.0.0.1:0")
+        .start()
+        .await
+        .unwrap();
+    let mut cfg = broker_config(dir.path(), &namesrv.local_addr().to_string());
+    cfg.metrics_port = free_port();
+    let broker = Broker::builder(cfg).start().await.unwrap();
+    let metrics = broker.metrics_addr().unwrap();
+    let c = client();
+    let b = broker.broker_addr();
+    for topic in ["Gone", "Kept"] {
+        let r = send(&c, &b, topic, 0, "x").await;
+        assert_eq!(
+            r.response_code(),
+            ResponseCode::Success,
+            "{}",
+            r.remark_str()
+        );
+        let (r, msgs) = pull(&c, &b, "dg", topic, 0, 0).await;
+        assert_eq!(r.response_code(), ResponseCode::Success);
+        assert_eq!(msgs.len(), 1);
+    }
+    let series = |text: &str, topic: &str| -> Vec<String> {
+        parse(text)
+            .into_iter()
+            .filter(|s| s.labels.get("topic").map(String::as_str) == Some(topic))
+            .map(|s| s.name)
+            .collect()
+    };
+    let (_, text) = http_get(metrics, "/metrics").await;
+    let before = series(&text, "Gone");
+    for name in [
+        "rocketmq_producer_tps",
+        "rocketmq_topic_put_messages_total",
+        "rocketmq_group_get_messages_total",
+        "rocketmq_consumer_tps",
+    ] {
+        assert!(before.iter().any(|n| n == name), "{name} missing: {text}");
+    }
+    let delete = RemotingCommand::request_with_header(
+        RequestCode::DeleteTopicInBroker,
+        &rocketmq_remoting::protocol::headers::TopicRequestHeader {
+            topic: "Gone".into(),
+        },
+    );
+    let r = c.invoke(&b, delete, T).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    let (_, text) = http_get(metrics, "/metrics").await;
+    assert_eq!(series(&text, "Gone"), Vec::<String>::new(), "{text}");
+    let s = parse(&text);
+    assert_eq!(
+        value(
+            &s,
+            "rocketmq_topic_put_messages_total",
+            &[("topic", "Kept")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "rocketmq_group_get_messages_total",
+            &[("topic", "Kept"), ("group", "dg")]
+        ),
+        1.0
+    );
+    broker.shutdown().await.unwrap();
+    namesrv.shutdown().await;
+}
+
 /// An embedded group with `metricsPort` on its first broker (the others find the port taken,
 /// which is a warning).
 async fn group_with_metrics(

@@ -115,6 +115,19 @@ impl Html {
         self.open(tag, attrs).text(text).close(tag)
     }
 
+    /// `<tag attrs>text</tag>` for `pre` and `textarea`, whose first line break an HTML parser
+    /// drops: one is written before the text, so a text starting with a line break keeps it.
+    pub fn block(
+        &mut self,
+        tag: &'static str,
+        attrs: &[(&'static str, &str)],
+        text: impl Display,
+    ) -> &mut Self {
+        self.open(tag, attrs);
+        self.buf.push('\n');
+        self.text(text).close(tag)
+    }
+
     /// `<a href="...">text</a>`.
     pub fn link(&mut self, url: &str, text: impl Display) -> &mut Self {
         self.elem("a", &[("href", url)], text)

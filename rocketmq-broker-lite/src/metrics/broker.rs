@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rocketmq_remoting::protocol::body::TopicConfig;
 use rocketmq_remoting::transport::ServerHandle;
 
 use super::registry::Kind;
@@ -83,6 +84,11 @@ impl MetricsSource for BrokerMetrics {
         let cb = [("cluster", cluster), ("broker", broker)];
         let now = now_ms();
         let s = &b.stats;
+        // The topics that exist now: the statistics of a deleted topic are kept (as Java's,
+        // `autoDeleteUnusedStats` being off) but not exported, so a broker whose topics come
+        // and go exports the topics it has (as rocketmq-exporter, which lists the existing
+        // topics), not every topic it ever had.
+        let topics = b.topics.wrapper().topic_config_table;
 
         // --- rocketmq-exporter's rates (Java's minute windows) ---
         out.declare("rocketmq_broker_tps", "BrokerPutNums", Kind::Gauge);
@@ -107,6 +113,9 @@ impl MetricsSource for BrokerMetrics {
                 BROKER_PUT_NUMS => out.gauge("rocketmq_broker_tps", "BrokerPutNums", &cb, tps),
                 BROKER_GET_NUMS => out.gauge("rocketmq_broker_qps", "BrokerGetNums", &cb, tps),
                 TOPIC_PUT_NUMS | TOPIC_PUT_SIZE => {
+                    if !topics.contains_key(key.as_str()) {
+                        continue;
+                    }
                     let l = [("cluster", cluster), ("broker", broker), ("topic", &key)];
                     if name == TOPIC_PUT_NUMS {
                         out.gauge("rocketmq_producer_tps", "TopicPutNums", &l, tps);
@@ -135,6 +144,9 @@ impl MetricsSource for BrokerMetrics {
                     let Some((topic, group)) = split_group_key(&key) else {
                         continue;
                     };
+                    if !topics.contains_key(topic) {
+                        continue;
+                    }
                     let l = [
                         ("cluster", cluster),
                         ("broker", broker),
@@ -195,7 +207,7 @@ impl MetricsSource for BrokerMetrics {
         );
 
         // --- offsets and lag ---
-        self.collect_offsets(out, cluster, broker);
+        self.collect_offsets(out, cluster, broker, &topics);
 
         // --- requests ---
         out.declare(
@@ -384,13 +396,19 @@ impl BrokerMetrics {
 }
 
 impl BrokerMetrics {
-    fn collect_offsets(&self, out: &mut Exposition, cluster: &str, broker: &str) {
+    fn collect_offsets(
+        &self,
+        out: &mut Exposition,
+        cluster: &str,
+        broker: &str,
+        topic_configs: &BTreeMap<String, TopicConfig>,
+    ) {
         let b = &*self.broker;
         // rocketmq_producer_offset: the sum of the queues' max offsets of each topic.
-        let mut topics: BTreeMap<String, i64> = BTreeMap::new();
-        for (topic, tc) in b.topics.wrapper().topic_config_table {
+        let mut topics: BTreeMap<&str, i64> = BTreeMap::new();
+        for (topic, tc) in topic_configs {
             let sum = (0..tc.write_queue_nums.max(tc.read_queue_nums))
-                .map(|q| b.store.max_offset(&topic, q).max(0))
+                .map(|q| b.store.max_offset(topic, q).max(0))
                 .sum();
             topics.insert(topic, sum);
         }

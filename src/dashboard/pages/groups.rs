@@ -2,7 +2,10 @@
 //! per queue, its lag over time, its connected clients and the form that resets its offsets.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
 
+use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::ClientError;
 use rocketmq_remoting::protocol::body::{ConsumeStats, ConsumerConnection};
 use rocketmq_remoting::protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
@@ -16,9 +19,23 @@ use crate::dashboard::lag_history::{groups_of, queue_lag, total_lag, Sample};
 use crate::dashboard::time::{format_ms, now_ms};
 use crate::dashboard::AppState;
 
+/// How long the group list waits for its groups' figures: a group not read by then is shown
+/// with its figures unknown (a broker that takes connections and never answers would
+/// otherwise hold the page for every group's request timeouts).
+const LIST_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Groups of the list read at the same time.
+const LIST_CONCURRENCY: usize = 16;
+
+/// What the group list shows of a group: its members and its consume statistics.
+type GroupFigures = (
+    Result<Option<ConsumerConnection>, String>,
+    Result<ConsumeStats, String>,
+);
+
 /// A group's members: `Ok(None)` when none is online.
-async fn connections(st: &AppState, group: &str) -> Result<Option<ConsumerConnection>, String> {
-    match st.admin.consumer_connection(group).await {
+async fn connections(admin: &MQAdmin, group: &str) -> Result<Option<ConsumerConnection>, String> {
+    match admin.consumer_connection(group).await {
         Ok(c) if c.connection_set.is_empty() => Ok(None),
         Ok(c) => Ok(Some(c)),
         Err(ClientError::Server {
@@ -27,6 +44,47 @@ async fn connections(st: &AppState, group: &str) -> Result<Option<ConsumerConnec
         }) => Ok(None),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// The figures of `groups` (in their order): read [`LIST_CONCURRENCY`] at a time, each group's
+/// members and statistics together, all within [`LIST_DEADLINE`].
+async fn read_groups(admin: &MQAdmin, groups: &[String], deadline: Duration) -> Vec<GroupFigures> {
+    let until = tokio::time::Instant::now() + deadline;
+    let permits = Arc::new(tokio::sync::Semaphore::new(LIST_CONCURRENCY));
+    // Dropped with the page's request: the reads still running are aborted.
+    let mut reads = tokio::task::JoinSet::new();
+    for (i, g) in groups.iter().enumerate() {
+        let (admin, g, permits) = (admin.clone(), g.clone(), permits.clone());
+        reads.spawn(async move {
+            let read = async {
+                // The semaphore is never closed.
+                let _permit = permits.acquire_owned().await;
+                tokio::join!(connections(&admin, &g), admin.consume_stats(&g))
+            };
+            let figures = match tokio::time::timeout_at(until, read).await {
+                Ok((conn, stats)) => (conn, stats.map_err(|e| e.to_string())),
+                Err(_) => {
+                    let why = format!("no answer within {} s", deadline.as_secs());
+                    (Err(why.clone()), Err(why))
+                }
+            };
+            (i, figures)
+        });
+    }
+    let mut out: Vec<Option<GroupFigures>> = (0..groups.len()).map(|_| None).collect();
+    while let Some(done) = reads.join_next().await {
+        if let Ok((i, figures)) = done {
+            out[i] = Some(figures);
+        }
+    }
+    out.into_iter()
+        .map(|f| {
+            f.unwrap_or_else(|| {
+                let why = "the request did not finish".to_string();
+                (Err(why.clone()), Err(why))
+            })
+        })
+        .collect()
 }
 
 /// The group list.
@@ -55,15 +113,19 @@ pub(crate) async fn groups(st: &AppState) -> Page {
     h.raw("<table id=\"groups\">")
         .thead(&["Group", "Members", "Type", "Model", "Consume TPS", "Lag"])
         .raw("<tbody>");
-    for g in &groups {
-        let conn = connections(st, g).await.ok().flatten();
-        let stats = st.admin.consume_stats(g).await;
+    let figures = read_groups(&st.admin, &groups, LIST_DEADLINE).await;
+    for (g, (conn, stats)) in groups.iter().zip(figures) {
+        // Members that could not be read are unknown, not none.
+        let members = match &conn {
+            Ok(c) => c.as_ref().map_or(0, |c| c.connection_set.len()).to_string(),
+            Err(_) => "-".to_string(),
+        };
+        let conn = conn.ok().flatten();
         let lag = stats.as_ref().map(total_lag);
         let lag_text = match &lag {
             Ok(l) => l.to_string(),
             Err(e) => format!("unknown ({e})"),
         };
-        let members = conn.as_ref().map_or(0, |c| c.connection_set.len());
         let data_lag = lag.as_ref().map(i64::to_string).unwrap_or_default();
         let class = if lag.as_ref().is_ok_and(|l| *l > 0) {
             "group-row lagging"
@@ -138,7 +200,7 @@ pub(crate) async fn group(st: &AppState, name: &Option<String>, notice: Option<H
             lag: total,
         },
     );
-    let conn = connections(st, group).await;
+    let conn = connections(&st.admin, group).await;
     let members = conn
         .as_ref()
         .ok()

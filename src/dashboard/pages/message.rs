@@ -203,15 +203,20 @@ pub(crate) fn render_message(h: &mut Html, index: usize, m: &MessageExt) {
             .close("tr");
     }
     h.raw("</tbody></table><h3>Body</h3>");
-    let shown = &body[..body.len().min(BODY_SHOWN)];
+    let mut shown = &body[..body.len().min(BODY_SHOWN)];
     let text = match std::str::from_utf8(shown) {
         Ok(t) => t.to_string(),
+        // Text cut inside its last character by the limit: the whole characters before.
+        Err(e) if e.error_len().is_none() && body.len() > BODY_SHOWN => {
+            shown = &shown[..e.valid_up_to()];
+            String::from_utf8_lossy(shown).into_owned()
+        }
         Err(_) => {
             h.raw("<p class=\"muted\">The body is not UTF-8 text; shown with replacement characters.</p>");
             String::from_utf8_lossy(shown).into_owned()
         }
     };
-    h.elem(
+    h.block(
         "pre",
         &[
             ("class", "message-body"),
@@ -220,11 +225,11 @@ pub(crate) fn render_message(h: &mut Html, index: usize, m: &MessageExt) {
         ],
         text,
     );
-    if body.len() > BODY_SHOWN {
+    if body.len() > shown.len() {
         h.elem(
             "p",
             &[("class", "muted")],
-            format!("... {} bytes more not shown.", body.len() - BODY_SHOWN),
+            format!("... {} bytes more not shown.", body.len() - shown.len()),
         );
     }
     h.close("section");
@@ -429,5 +434,44 @@ pub(crate) async fn lookup(st: &AppState, q: &LookupQuery) -> Page {
             Page::ok(title, "/message", h)
         }
         Err(e) => Page::failed(title, "/message", &e, forms(q)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered(body: Vec<u8>) -> String {
+        let m = MessageExt {
+            message: rocketmq_client::Message::new("T", body),
+            ..MessageExt::default()
+        };
+        let mut h = Html::new();
+        render_message(&mut h, 0, &m);
+        h.into_string()
+    }
+
+    #[test]
+    fn a_utf8_body_cut_inside_a_character_is_still_text() {
+        let mut body = vec![b'a'; BODY_SHOWN - 1];
+        body.extend_from_slice("é and more".as_bytes());
+        let page = rendered(body.clone());
+        assert!(!page.contains("not UTF-8"), "a UTF-8 body called binary");
+        assert!(page.contains(&format!(
+            "... {} bytes more not shown.",
+            body.len() - (BODY_SHOWN - 1)
+        )));
+        // A body that is not UTF-8 is still said to be.
+        assert!(rendered(vec![b'a', 0xFF, b'b']).contains("not UTF-8"));
+    }
+
+    #[test]
+    fn a_body_starting_with_a_line_break_keeps_it() {
+        // An HTML parser drops one line break right after `<pre>`: the page adds one.
+        let page = rendered(b"\nsecond line".to_vec());
+        assert!(
+            page.contains("data-size=\"12\">\n\nsecond line</pre>"),
+            "{page}"
+        );
     }
 }

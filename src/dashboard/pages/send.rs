@@ -48,27 +48,25 @@ fn form(f: &SendForm) -> Html {
             ],
         )
         .raw("<label for=\"send-properties\">Properties</label>")
-        .open(
+        .block(
             "textarea",
             &[
                 ("id", "send-properties"),
                 ("name", "properties"),
                 ("placeholder", "one key=value a line"),
             ],
+            &f.properties,
         )
-        .text(&f.properties)
-        .close("textarea")
         .raw("<label for=\"send-body\">Body</label>")
-        .open(
+        .block(
             "textarea",
             &[
                 ("id", "send-body"),
                 ("name", "body"),
                 ("required", "required"),
             ],
+            &f.body,
         )
-        .text(&f.body)
-        .close("textarea")
         .raw(
             "<div class=\"actions\"><button id=\"send-submit\" type=\"submit\">Send</button></div>",
         )
@@ -103,11 +101,28 @@ fn result(r: &SendResult, f: &SendForm) -> Html {
         r.message_queue.queue_id.to_string(),
         r.queue_offset.to_string(),
     );
+    // The other statuses: stored on the broker, but not flushed or not replicated as its
+    // settings ask (Java's `SendStatus`); not a success to show in green.
+    let (class, said) = match r.status {
+        SendStatus::SendOk => ("notice ok", format!("Sent: {status}.")),
+        SendStatus::FlushDiskTimeout => (
+            "notice error",
+            format!("Stored, but {status}: the broker did not flush it to disk in time."),
+        ),
+        SendStatus::FlushSlaveTimeout => (
+            "notice error",
+            format!("Stored, but {status}: the slave did not acknowledge it in time."),
+        ),
+        SendStatus::SlaveNotAvailable => (
+            "notice error",
+            format!("Stored, but {status}: no slave was available to replicate it."),
+        ),
+    };
     h.open(
         "div",
         &[
             ("id", "send-result"),
-            ("class", "notice ok"),
+            ("class", class),
             ("data-status", status),
             ("data-msg-id", &r.msg_id),
             ("data-offset-msg-id", &r.offset_msg_id),
@@ -116,7 +131,7 @@ fn result(r: &SendResult, f: &SendForm) -> Html {
             ("data-queue-offset", &qoff),
         ],
     )
-    .text(format!("Sent: {status}."))
+    .text(said)
     .close("div");
     h.pairs(
         "send-result-fields",
@@ -175,4 +190,52 @@ pub(crate) async fn send(st: &AppState, f: &SendForm) -> Page {
 
 fn failed(title: &str, e: &PageError, f: &SendForm) -> Page {
     Page::failed(title, "/send", e, form(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_form_keeps_a_leading_line_break_of_the_body() {
+        // An HTML parser drops one line break right after `<textarea>`: a body given back to
+        // the form after a failed send must not lose its own.
+        let f = SendForm {
+            topic: "T".into(),
+            body: "\nsecond line".into(),
+            properties: "\na=b".into(),
+            ..SendForm::default()
+        };
+        let page = form(&f).into_string();
+        assert!(
+            page.contains("required=\"required\">\n\nsecond line</textarea>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("key=value a line\">\n\na=b</textarea>"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn a_send_the_broker_did_not_fully_acknowledge_is_not_shown_as_a_success() {
+        let r = SendResult {
+            status: SendStatus::FlushSlaveTimeout,
+            msg_id: "ID".into(),
+            offset_msg_id: "OID".into(),
+            message_queue: rocketmq_client::MessageQueue::new("T", "b", 0),
+            queue_offset: 3,
+            transaction_id: None,
+            region_id: "DefaultRegion".into(),
+            trace_on: false,
+        };
+        let f = SendForm {
+            topic: "T".into(),
+            body: "x".into(),
+            ..SendForm::default()
+        };
+        let page = result(&r, &f).into_string();
+        assert!(!page.contains("notice ok"), "{page}");
+        assert!(page.contains("FLUSH_SLAVE_TIMEOUT"), "{page}");
+    }
 }
