@@ -428,3 +428,34 @@ async fn a_decision_that_cannot_be_sent_is_settled_by_the_check_back() {
     tx.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// A check-back gets the message as it was sent: a body large enough to travel compressed
+/// (4 KiB and more) is inflated for the listener, as Java's `MessageDecoder.decode` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_back_sees_a_large_body_as_sent() {
+    let dir = TempDir::new("rmq-tx").unwrap();
+    let c = start_cluster(dir.path()).await;
+    let ns = c.namesrv_addr();
+    let (tx, checked) = tx_producer(&ns, "tx-g6", LocalTransactionState::RollbackMessage).await;
+    let body = format!("later-{}", "order 42;".repeat(1000));
+    let r = tx
+        .send_message_in_transaction(Message::new("TxLarge", body.clone()), &())
+        .await
+        .unwrap();
+    assert_eq!(r.local_transaction_state, LocalTransactionState::Unknown);
+    let ck = checked.clone();
+    wait_until(LIMIT, "a check-back", move || {
+        let n = ck.lock().unwrap().len();
+        async move { n > 0 }
+    })
+    .await;
+    let seen = checked.lock().unwrap()[0].clone();
+    assert!(
+        seen == body,
+        "the listener got {} bytes starting {:?}, not the body sent",
+        seen.len(),
+        seen.chars().take(16).collect::<String>()
+    );
+    tx.shutdown().await;
+    c.shutdown().await.unwrap();
+}

@@ -346,9 +346,11 @@ impl ClientInstance {
         Ok(inst)
     }
 
-    /// Registers a producer group; fails if the group is already registered here.
+    /// Registers a producer group (and heartbeats at once in a running instance); fails if the
+    /// group is already registered here.
     pub(crate) fn register_producer(&self, core: &Arc<ProducerCore>) -> Result<()> {
         let mut p = lock(&self.producers);
+        self.refuse_if_shut_down()?;
         let group = core.settings.group.clone();
         if p.get(&group).is_some_and(|w| w.strong_count() > 0) {
             return Err(ClientError::Config(format!(
@@ -357,12 +359,22 @@ impl ClientInstance {
             )));
         }
         p.insert(group, Arc::downgrade(core));
+        drop(p);
+        // The brokers hear of the group at once (Java's producer start ends with
+        // `sendHeartbeatToAllBrokerWithLock`): in a running instance whose brokers are known,
+        // no new route would trigger a heartbeat before the next period, and until then the
+        // brokers route no transaction check-back of the group here. A new instance sends its
+        // first heartbeat 1 s after its start.
+        if self.started.load(Ordering::Acquire) {
+            self.heartbeat_wakeup.notify_one();
+        }
         Ok(())
     }
 
     /// Registers a consumer group; fails if the group is already registered here.
     pub(crate) fn register_consumer(&self, hook: Arc<dyn ConsumerHook>) -> Result<()> {
         let mut c = lock(&self.consumers);
+        self.refuse_if_shut_down()?;
         let group = hook.group();
         if c.get(&group).is_some_and(|w| w.strong_count() > 0) {
             return Err(ClientError::Config(format!(
@@ -371,6 +383,19 @@ impl ClientInstance {
             )));
         }
         c.insert(group, Arc::downgrade(&hook));
+        Ok(())
+    }
+
+    /// An error once the instance is shut down: a member that found it just before its last
+    /// member left must not join it (it would never run). Checked under a member table's lock,
+    /// which [`Self::shutdown_if_unused`] holds when it decides to stop.
+    fn refuse_if_shut_down(&self) -> Result<()> {
+        if self.is_shut_down() {
+            return Err(ClientError::Config(format!(
+                "the client instance {} was shut down as its last member left; start again",
+                self.client_id
+            )));
+        }
         Ok(())
     }
 
@@ -574,6 +599,11 @@ impl ClientInstance {
     }
 
     async fn unregister_client(&self, producer: Option<&str>, consumer: Option<&str>) {
+        // After the heartbeats in flight are answered: one that named the group before it left
+        // (its data taken before the group was removed) must not be applied by a broker after
+        // the unregister, which would keep the stopped member in the group there (rebalanced
+        // queues, transaction checks) until its channel expires.
+        let _gate = self.heartbeat_gate.lock().await;
         let addrs: Vec<String> = lock(&self.brokers)
             .values()
             .flat_map(|m| m.values().map(|a| a.to_string()))
@@ -593,11 +623,19 @@ impl ClientInstance {
 
     /// Stops the instance if no producer or consumer is registered any more.
     pub(crate) fn shutdown_if_unused(&self) {
-        lock(&self.producers).retain(|_, w| w.strong_count() > 0);
-        lock(&self.consumers).retain(|_, w| w.strong_count() > 0);
-        if lock(&self.producers).is_empty() && lock(&self.consumers).is_empty() {
-            self.shutdown_now();
+        {
+            // Both tables held while deciding: a member registering meanwhile either is seen
+            // here, or sees the instance shut down and is refused.
+            let mut producers = lock(&self.producers);
+            let mut consumers = lock(&self.consumers);
+            producers.retain(|_, w| w.strong_count() > 0);
+            consumers.retain(|_, w| w.strong_count() > 0);
+            if !producers.is_empty() || !consumers.is_empty() {
+                return;
+            }
+            self.shut.store(true, Ordering::Release);
         }
+        self.shutdown_now();
     }
 
     /// Stops the tasks and closes every connection.
@@ -769,8 +807,13 @@ impl ClientInstance {
     }
 
     fn apply_route(&self, topic: &str, route: TopicRouteData) {
+        // The route first, then its brokers: the clean-up of offline brokers, which keeps the
+        // brokers some route names, then sees the route of every broker it finds.
+        let changed = lock(&self.routes)
+            .insert(topic.to_string(), route.clone())
+            .as_ref()
+            != Some(&route);
         self.merge_brokers(&route);
-        let changed = lock(&self.routes).get(topic) != Some(&route);
         let producers = self.live_producers();
         for p in producers
             .iter()
@@ -785,7 +828,6 @@ impl ClientInstance {
         if changed {
             tracing::debug!(topic, client = %self.client_id, "route changed");
         }
-        lock(&self.routes).insert(topic.to_string(), route);
     }
 
     /// Refreshes `topic`'s route now, in the background, because a broker of it failed (its
@@ -988,8 +1030,12 @@ impl ClientInstance {
             .await
     }
 
+    /// Drops the broker addresses no cached route names (Java `cleanOfflineBroker`). The
+    /// routes stay locked until the brokers are cleaned (Java cleans under its route lock): a
+    /// route applied meanwhile is either seen here or merges its brokers after the clean.
     fn clean_offline_brokers(&self) {
-        let live: BTreeSet<String> = lock(&self.routes)
+        let routes = lock(&self.routes);
+        let live: BTreeSet<String> = routes
             .values()
             .flat_map(|r| {
                 r.broker_datas
@@ -1003,6 +1049,8 @@ impl ClientInstance {
         }
         brokers.retain(|_, m| !m.is_empty());
         self.masters_seen.invalidate();
+        drop(brokers);
+        drop(routes);
     }
 
     // ---- heartbeats ----
@@ -1075,7 +1123,13 @@ impl ClientInstance {
                 return;
             }
         };
-        let msg = match decode_stored(&request.body, StoredDecodeOptions::default()) {
+        // The message as it was sent: a body stored compressed is inflated for the listener
+        // (Java `MessageDecoder.decode`, which inflates).
+        let options = StoredDecodeOptions {
+            decompress: true,
+            ..StoredDecodeOptions::default()
+        };
+        let msg = match decode_stored(&request.body, options) {
             Ok((m, _)) => m,
             Err(e) => {
                 tracing::warn!(error = %e, "bad CHECK_TRANSACTION_STATE body");
@@ -1173,6 +1227,219 @@ mod tests {
         // No route names the broker any more: cleaned, and no longer read.
         inst.clean_offline_brokers();
         assert_eq!(read(&inst), None);
+        inst.shutdown_now();
+    }
+
+    /// The periodic clean-up of brokers no route names never removes a broker whose route is
+    /// being applied at the same time: once `apply_route` returns, its brokers are known (Java
+    /// cleans under the route-update lock).
+    #[test]
+    fn cleaning_offline_brokers_keeps_a_route_being_applied() {
+        let config = ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "clean-vs-apply").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let cleaner = {
+            let (inst, stop) = (inst.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    inst.clean_offline_brokers();
+                }
+            })
+        };
+        let mut lost = 0;
+        for i in 0..20_000 {
+            let name = format!("b{i}");
+            let route = TopicRouteData {
+                broker_datas: vec![BrokerData {
+                    broker_name: name.clone(),
+                    cluster: "c".into(),
+                    broker_addrs: BTreeMap::from([(
+                        MASTER_ID,
+                        format!("10.0.{}.{}:10911", i / 256, i % 256),
+                    )]),
+                }],
+                ..Default::default()
+            };
+            inst.apply_route(&format!("T{i}"), route);
+            if inst
+                .find_broker_in_subscribe(&name, MASTER_ID, true)
+                .is_none()
+            {
+                lost += 1;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        cleaner.join().unwrap();
+        inst.shutdown_now();
+        assert_eq!(lost, 0, "brokers of applied routes removed by the clean-up");
+    }
+
+    /// A group leaving the brokers is not registered again by a heartbeat sent just before:
+    /// UNREGISTER_CLIENT waits until the heartbeats in flight are answered (a broker processes
+    /// its requests on several threads, so an unanswered heartbeat naming the group could be
+    /// applied after the unregister, and keep the group's stopped member there until its
+    /// channel expires).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unregister_waits_for_the_heartbeats_in_flight() {
+        use crate::internal::push::test_support::{Answer, Fake};
+        use rocketmq_remoting::transport::ProcessResult;
+
+        let events = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let answer: Answer = {
+            let (events, release) = (events.clone(), release.clone());
+            Box::new(move |req: &RemotingCommand| {
+                let ok = || RemotingCommand::response(ResponseCode::Success, None);
+                match req.request_code() {
+                    RequestCode::HeartBeat => {
+                        lock(&events).push("heartbeat");
+                        let (events, release) = (events.clone(), release.clone());
+                        ProcessResult::Deferred(Box::pin(async move {
+                            if let Ok(p) = release.acquire().await {
+                                p.forget();
+                            }
+                            lock(&events).push("heartbeat answered");
+                            Some(ok())
+                        }))
+                    }
+                    RequestCode::UnregisterClient => {
+                        lock(&events).push("unregister");
+                        ProcessResult::Response(ok())
+                    }
+                    _ => ProcessResult::Response(ok()),
+                }
+            })
+        };
+        let fake = Fake::start(&[0], answer).await;
+        let config = ClientConfig {
+            namesrv_addr: vec![fake.addr.clone()],
+            heartbeat_broker_interval: Duration::from_secs(600),
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "unregister-after-heartbeat").unwrap();
+        let core = Arc::new(ProducerCore::new(
+            super::super::producer_config::ProducerConfig {
+                group: "leaving-group".into(),
+                ..Default::default()
+            },
+            super::super::namespace::Namespace::none(),
+        ));
+        inst.register_producer(&core).unwrap();
+        inst.update_route("T").await.unwrap();
+        // A heartbeat naming the group reaches the broker, which has not answered it yet.
+        let beat = tokio::spawn({
+            let inst = inst.clone();
+            async move { inst.send_heartbeat_all().await }
+        });
+        fake.wait_for(RequestCode::HeartBeat, 1).await;
+        let leave = tokio::spawn({
+            let (inst, core) = (inst.clone(), core.clone());
+            async move { inst.unregister_producer(&core).await }
+        });
+        // Before the fix the unregister arrives here; after it, it waits for the answer.
+        let _ = tokio::time::timeout(
+            Duration::from_millis(500),
+            fake.wait_for(RequestCode::UnregisterClient, 1),
+        )
+        .await;
+        release.add_permits(1);
+        tokio::time::timeout(Duration::from_secs(10), leave)
+            .await
+            .expect("the unregister ended")
+            .unwrap();
+        beat.await.unwrap();
+        assert_eq!(
+            *lock(&events),
+            ["heartbeat", "heartbeat answered", "unregister"],
+            "the unregister overtook a heartbeat naming the group"
+        );
+        inst.shutdown_now();
+    }
+
+    /// A member cannot join an instance its last member has shut down: it would be registered
+    /// in an instance that never runs again (its sends failing with `NotRunning` for ever).
+    #[tokio::test]
+    async fn no_member_joins_a_shut_down_instance() {
+        let config = ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "join-after-shutdown").unwrap();
+        let core = Arc::new(ProducerCore::new(
+            super::super::producer_config::ProducerConfig {
+                group: "late-group".into(),
+                ..Default::default()
+            },
+            super::super::namespace::Namespace::none(),
+        ));
+        // The last member left (none here): the instance stops.
+        inst.shutdown_if_unused();
+        assert!(inst.is_shut_down());
+        assert!(
+            inst.register_producer(&core).is_err(),
+            "registered in a shut-down instance"
+        );
+        // A new instance of the same client id takes it.
+        let fresh = ClientInstance::get_or_create(&config, "join-after-shutdown").unwrap();
+        assert!(!Arc::ptr_eq(&inst, &fresh));
+        fresh.register_producer(&core).unwrap();
+        fresh.shutdown_now();
+    }
+
+    /// A producer that joins a running instance whose brokers are known is heartbeated at once
+    /// (Java `DefaultMQProducerImpl.start` ends with `sendHeartbeatToAllBrokerWithLock`), not
+    /// at the next period: until then the brokers do not route its group's check-backs to it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_producer_joining_a_running_instance_is_heartbeated_at_once() {
+        use crate::internal::push::test_support::{Answer, Fake};
+        use rocketmq_remoting::transport::ProcessResult;
+
+        let beats = Arc::new(Mutex::new(Vec::<String>::new()));
+        let answer: Answer = {
+            let beats = beats.clone();
+            Box::new(move |req: &RemotingCommand| {
+                if req.request_code() == RequestCode::HeartBeat {
+                    lock(&beats).push(String::from_utf8_lossy(&req.body).into_owned());
+                }
+                ProcessResult::Response(RemotingCommand::response(ResponseCode::Success, None))
+            })
+        };
+        let fake = Fake::start(&[0], answer).await;
+        let config = ClientConfig {
+            namesrv_addr: vec![fake.addr.clone()],
+            heartbeat_broker_interval: Duration::from_secs(600),
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "heartbeat-on-register").unwrap();
+        let producer = |group: &str| {
+            Arc::new(ProducerCore::new(
+                super::super::producer_config::ProducerConfig {
+                    group: group.to_string(),
+                    ..Default::default()
+                },
+                super::super::namespace::Namespace::none(),
+            ))
+        };
+        let first = producer("first-group");
+        inst.register_producer(&first).unwrap();
+        inst.update_route("T").await.unwrap();
+        inst.start();
+        // The instance's first periodic heartbeat (1 s after its start); the next is 600 s later.
+        fake.wait_for(RequestCode::HeartBeat, 1).await;
+        let second = producer("second-group");
+        inst.register_producer(&second).unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        // Polled: the fake records a heartbeat's body after it signals its arrival.
+        while !lock(&beats).iter().any(|b| b.contains("\"second-group\"")) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no heartbeat named the new producer group"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         inst.shutdown_now();
     }
 }
