@@ -333,3 +333,64 @@ async fn admin_reads_fall_back_to_a_slave_when_the_master_is_away() {
     admin.shutdown();
     c.shutdown().await.unwrap();
 }
+
+/// CONSUME_MESSAGE_DIRECTLY hands the member's listener the message as sent: a body the
+/// producer compressed (4 KiB and more) is inflated first, as Java's `MessageDecoder.decode`.
+#[tokio::test]
+async fn consume_message_directly_inflates_a_compressed_body() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let admin = MQAdmin::connect(&ns).unwrap();
+    admin
+        .create_topic("DefaultCluster", "DirectBig", 1)
+        .await
+        .unwrap();
+    let producer = producer(&ns, "direct-big-pg").await;
+    let body = "0123456789".repeat(900);
+    let sent = producer
+        .send(Message::new("DirectBig", body.clone()))
+        .await
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+    let consumer = push_builder(&ns, "direct-big-cg")
+        .subscribe("DirectBig", "*")
+        .build()
+        .unwrap();
+    let bodies = seen.clone();
+    consumer
+        .register_message_listener_concurrently(concurrently_fn(move |msgs, _q| {
+            let bodies = bodies.clone();
+            let got: Vec<Vec<u8>> = msgs.iter().map(|m| m.body.to_vec()).collect();
+            async move {
+                bodies.lock().unwrap().extend(got);
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            }
+        }))
+        .unwrap();
+    consumer.start().await.unwrap();
+    wait_until(LIMIT, "the message consumed", || {
+        let n = seen.lock().unwrap().len();
+        async move { n >= 1 }
+    })
+    .await;
+    let client_id = consumer.client_id().unwrap();
+    let r = admin
+        .consume_message_directly("direct-big-cg", &client_id, &sent.offset_msg_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.consume_result,
+        Some(rocketmq_remoting::protocol::body::CmResult::CrSuccess)
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "consumed, then once directly");
+    assert!(
+        seen[1] == body.as_bytes(),
+        "the body as sent, not {} bytes as stored",
+        seen[1].len()
+    );
+    consumer.shutdown().await;
+    producer.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}

@@ -140,7 +140,12 @@ pub(crate) async fn consume_directly(
         Ok(h) => h,
         Err(e) => return error(format!("bad request: {e}")),
     };
-    let msgs = match decode_stored_all(&req.body, StoredDecodeOptions::default()) {
+    // The message as sent: a compressed body inflated (Java `MessageDecoder.decode`).
+    let options = StoredDecodeOptions {
+        decompress: true,
+        ..StoredDecodeOptions::default()
+    };
+    let msgs = match decode_stored_all(&req.body, options) {
         Ok(m) => m,
         Err(e) => return error(format!("bad message: {e}")),
     };
