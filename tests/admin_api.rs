@@ -394,3 +394,37 @@ async fn consume_message_directly_inflates_a_compressed_body() {
     admin.shutdown();
     c.shutdown().await.unwrap();
 }
+
+/// An admin client sharing its client instance with a producer (the same instance name) keeps
+/// working after the producer stops, as Java keeps an instance while an admin is registered;
+/// the instance stops with the last of them.
+#[tokio::test]
+async fn an_admin_sharing_an_instance_outlives_its_producer() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let config = rocketmq_client::ClientConfig {
+        instance_name: "admin-and-producer".into(),
+        ..fast_client(&ns)
+    };
+    let admin = MQAdmin::with_config(config.clone()).unwrap();
+    let producer = rocketmq_client::producer::DefaultMQProducer::builder()
+        .client_config(config)
+        .group("shared-instance-pg")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
+        .build()
+        .unwrap();
+    producer.start().await.unwrap();
+    producer
+        .send(Message::new("SharedInstance", "one"))
+        .await
+        .unwrap();
+    producer.shutdown().await;
+    let clusters = admin.cluster_info().await.expect("the admin still works");
+    assert!(clusters.cluster_addr_table.contains_key("DefaultCluster"));
+    admin.shutdown();
+    assert!(
+        admin.cluster_info().await.is_err(),
+        "stopped with the last of them"
+    );
+    c.shutdown().await.unwrap();
+}

@@ -77,6 +77,40 @@ pub(crate) fn select_broker_addr(b: &body::BrokerData) -> Option<&String> {
 #[derive(Debug, Clone)]
 pub struct MQAdmin {
     inst: Arc<ClientInstance>,
+    /// This admin's place among the instance's users, given up at shutdown or when the last
+    /// clone is dropped.
+    membership: Arc<AdminMembership>,
+}
+
+/// An admin client counted by its client instance (Java's `registerAdminExt`), so that a
+/// producer or consumer sharing the instance does not stop it under the admin.
+#[derive(Debug)]
+struct AdminMembership {
+    inst: Arc<ClientInstance>,
+    left: std::sync::atomic::AtomicBool,
+}
+
+impl AdminMembership {
+    fn new(inst: Arc<ClientInstance>) -> Self {
+        inst.admin_joined();
+        Self {
+            inst,
+            left: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Gives the place up (once).
+    fn leave(&self) {
+        if !self.left.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            self.inst.admin_left();
+        }
+    }
+}
+
+impl Drop for AdminMembership {
+    fn drop(&mut self) {
+        self.leave();
+    }
 }
 
 impl MQAdmin {
@@ -96,8 +130,10 @@ impl MQAdmin {
             config.instance_name = format!("admin-{}", resolve_instance_name("DEFAULT"));
         }
         let name = config.instance_name.clone();
+        let inst = ClientInstance::get_or_create(&config, &name)?;
         Ok(Self {
-            inst: ClientInstance::get_or_create(&config, &name)?,
+            membership: Arc::new(AdminMembership::new(inst.clone())),
+            inst,
         })
     }
 
@@ -338,6 +374,7 @@ impl MQAdmin {
     /// Closes the connections (unless producers or consumers of the same client instance still
     /// use them; then they close with the last of those). Dropping the last clone does the same.
     pub fn shutdown(&self) {
+        self.membership.leave();
         self.inst.shutdown_if_unused();
     }
 }

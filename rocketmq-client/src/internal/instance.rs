@@ -175,6 +175,9 @@ pub(crate) struct ClientInstance {
     cancel: CancellationToken,
     /// Set with `cancel`: read on every send, where the token's check would take its lock.
     shut: AtomicBool,
+    /// Admin clients using this instance (Java's `adminExtTable`): it stays up while any
+    /// does, whatever its producers and consumers do.
+    admins: AtomicUsize,
     started: AtomicBool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     inner_producer: Arc<ProducerCore>,
@@ -332,6 +335,7 @@ impl ClientInstance {
                 heartbeat_gate: tokio::sync::Mutex::new(()),
                 cancel: CancellationToken::new(),
                 shut: AtomicBool::new(false),
+                admins: AtomicUsize::new(0),
                 started: AtomicBool::new(false),
                 tasks: Mutex::default(),
                 inner_producer: Arc::new(ProducerCore::new(
@@ -630,12 +634,27 @@ impl ClientInstance {
             let mut consumers = lock(&self.consumers);
             producers.retain(|_, w| w.strong_count() > 0);
             consumers.retain(|_, w| w.strong_count() > 0);
-            if !producers.is_empty() || !consumers.is_empty() {
+            if !producers.is_empty()
+                || !consumers.is_empty()
+                || self.admins.load(Ordering::Acquire) > 0
+            {
                 return;
             }
             self.shut.store(true, Ordering::Release);
         }
         self.shutdown_now();
+    }
+
+    /// An admin client starts using this instance (see [`Self::admin_left`]).
+    pub(crate) fn admin_joined(&self) {
+        self.admins.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An admin client stopped using this instance.
+    pub(crate) fn admin_left(&self) {
+        let _ = self
+            .admins
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
     /// Stops the tasks and closes every connection.
