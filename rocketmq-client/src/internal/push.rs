@@ -1622,6 +1622,18 @@ mod tests {
     use rocketmq_remoting::transport::ProcessResult;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+    /// [`engine`] of a clustering group whose orderly listener always succeeds.
+    fn orderly_engine(group: &str, namesrv: &str, topics: &[&str]) -> Arc<PushEngine> {
+        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
+        engine(
+            group,
+            namesrv,
+            MessageModel::Clustering,
+            Listener::Orderly(Arc::new(listener)),
+            topics,
+        )
+    }
+
     fn engine(
         group: &str,
         namesrv: &str,
@@ -1850,14 +1862,7 @@ mod tests {
     /// periodic rebalance only, until a rebalance sees no refusal.
     #[tokio::test]
     async fn quick_lock_retries_are_bounded() {
-        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
-        let e = engine(
-            "g-lock-retries",
-            "127.0.0.1:9",
-            MessageModel::Clustering,
-            Listener::Orderly(Arc::new(listener)),
-            &["T"],
-        );
+        let e = orderly_engine("g-lock-retries", "127.0.0.1:9", &["T"]);
         // The retry ran (it clears the pending flag before rebalancing).
         let ran = |e: &PushEngine| {
             e.lock_retry_pending
@@ -1880,14 +1885,7 @@ mod tests {
     /// `subscribe_running` that fails (or is cancelled) leaves the subscriptions as they were.
     #[tokio::test]
     async fn a_failed_subscribe_running_records_nothing() {
-        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
-        let e = engine(
-            "g-sub-fail",
-            "127.0.0.1:9",
-            MessageModel::Clustering,
-            Listener::Orderly(Arc::new(listener)),
-            &["A"],
-        );
+        let e = orderly_engine("g-sub-fail", "127.0.0.1:9", &["A"]);
         let before = e.rebalance.subscription("A");
         assert!(before.is_some());
         let b = SubscriptionData::from_tag_expression("B", "*", 2);
@@ -1900,12 +1898,9 @@ mod tests {
 
         // A name server that never answers: the call is dropped while it waits.
         let hole = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
-        let e = engine(
+        let e = orderly_engine(
             "g-sub-cancel",
             &hole.local_addr().unwrap().to_string(),
-            MessageModel::Clustering,
-            Listener::Orderly(Arc::new(listener)),
             &["A"],
         );
         let b = SubscriptionData::from_tag_expression("B", "*", 2);
@@ -1927,14 +1922,7 @@ mod tests {
             ProcessResult::Response(RemotingCommand::response(ResponseCode::Success, None))
         });
         let fake = Fake::start(&[MASTER_ID], answer).await;
-        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
-        let e = engine(
-            "g-unsub",
-            &fake.addr,
-            MessageModel::Clustering,
-            Listener::Orderly(Arc::new(listener)),
-            &["T"],
-        );
+        let e = orderly_engine("g-unsub", &fake.addr, &["T"]);
         let mq = MessageQueue::new("T", "b", 0);
         let pq = Arc::new(ProcessQueue::default());
         pq.set_locked(true);
@@ -1952,14 +1940,7 @@ mod tests {
     /// goes the dead-letter way without overflowing.
     #[tokio::test]
     async fn a_huge_reconsume_count_does_not_overflow() {
-        let listener = orderly_fn(|_m, _q| async { ConsumeOrderlyStatus::Success });
-        let e = engine(
-            "g-huge-times",
-            "127.0.0.1:9",
-            MessageModel::Clustering,
-            Listener::Orderly(Arc::new(listener)),
-            &["T"],
-        );
+        let e = orderly_engine("g-huge-times", "127.0.0.1:9", &["T"]);
         let mut msgs = vec![msg("T", 0)];
         msgs[0].reconsume_times = i32::MAX;
         // Nothing to send it to here: it stays to be consumed again, counted at the top.
