@@ -128,12 +128,17 @@ fn learn_master(b: &BrokerInner, resp: &RemotingCommand) {
     if let Some(ha) = h.ha_server_addr.as_deref().filter(|a| !a.is_empty()) {
         b.ha.update_master_address(ha);
     }
-    if let Some(master) = h.master_addr.filter(|a| !a.is_empty()) {
-        let mut cur = b.master_addr.lock().unwrap_or_else(|p| p.into_inner());
-        if cur.as_deref() != Some(master.as_str()) {
-            tracing::info!(%master, "master address learnt from the name server");
-            *cur = Some(master);
+    // Forgotten when the name server knows no master of the group (Java sets whatever the
+    // answer carries, null included): nothing is copied from an address that may since serve
+    // another broker, and no copy is tried every 10 s while the master is away.
+    let master = h.master_addr.filter(|a| !a.is_empty());
+    let mut cur = b.master_addr.lock().unwrap_or_else(|p| p.into_inner());
+    if *cur != master {
+        match &master {
+            Some(m) => tracing::info!(master = %m, "master address learnt from the name server"),
+            None => tracing::info!("the name server knows no master of this group now"),
         }
+        *cur = master;
     }
 }
 

@@ -329,8 +329,14 @@ mod tests {
         s.sync_from_master_now().await;
         assert_eq!(s.topics.data_version(), before);
 
-        slave.shutdown().await.unwrap();
+        // The master gone (unregistered), the slave forgets its address at its next
+        // registration, as Java's setMasterAddr(null), and copies nothing.
         master.shutdown().await.unwrap();
+        slave.register_now().await;
+        assert_eq!(s.master_addr(), None);
+        s.sync_from_master_now().await;
+
+        slave.shutdown().await.unwrap();
         namesrv.shutdown().await;
     }
 }
