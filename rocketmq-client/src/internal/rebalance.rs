@@ -16,6 +16,10 @@ use super::offset_store::{OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use crate::error::Result;
 
+/// Time given to LOCK_BATCH_MQ and UNLOCK_BATCH_MQ: Java `RebalanceImpl` passes 1000 ms to
+/// every lock and unlock, whatever the client's `mqClientApiTimeout`.
+const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1000);
+
 /// What a consumer does when its queues change.
 #[async_trait]
 pub(crate) trait RebalanceTarget: Send + Sync {
@@ -302,11 +306,7 @@ impl RebalanceCore {
             return None;
         };
         let body = self.lock_body(inst, BTreeSet::from([mq.clone()]));
-        match inst
-            .api
-            .lock_batch(&addr, &body, inst.config.mq_client_api_timeout)
-            .await
-        {
+        match inst.api.lock_batch(&addr, &body, LOCK_TIMEOUT).await {
             Ok(locked) => {
                 let ok = locked.contains(mq);
                 if let Some(pq) = self.process_queue(mq) {
@@ -330,11 +330,7 @@ impl RebalanceCore {
                 continue;
             };
             let body = self.lock_body(inst, mqs.clone());
-            match inst
-                .api
-                .lock_batch(&addr, &body, inst.config.mq_client_api_timeout)
-                .await
-            {
+            match inst.api.lock_batch(&addr, &body, LOCK_TIMEOUT).await {
                 Ok(locked) => {
                     for mq in &mqs {
                         if let Some(pq) = self.process_queue(mq) {
@@ -360,7 +356,7 @@ impl RebalanceCore {
             let body = self.lock_body(inst, mqs.clone());
             if let Err(e) = inst
                 .api
-                .unlock_batch(&addr, &body, false, inst.config.mq_client_api_timeout)
+                .unlock_batch(&addr, &body, false, LOCK_TIMEOUT)
                 .await
             {
                 tracing::warn!(broker, error = %e, "unlock failed");
@@ -381,7 +377,7 @@ impl RebalanceCore {
         let body = self.lock_body(inst, BTreeSet::from([mq.clone()]));
         if let Err(e) = inst
             .api
-            .unlock_batch(&addr, &body, false, inst.config.mq_client_api_timeout)
+            .unlock_batch(&addr, &body, false, LOCK_TIMEOUT)
             .await
         {
             tracing::warn!(queue = %mq, error = %e, "unlock failed");
@@ -578,6 +574,61 @@ mod tests {
         refuse.store(true, Ordering::SeqCst);
         assert!(!core.update_table(&inst, &Target, "T", &mine).await);
         assert!(core.take_lock_refused(), "the broker refused the lock");
+        inst.shutdown_now();
+    }
+
+    /// Java `RebalanceImpl` gives LOCK_BATCH_MQ and UNLOCK_BATCH_MQ 1000 ms, whatever the
+    /// client's `mqClientApiTimeout`: a broker that does not answer holds a rebalance (and the
+    /// lock renewal) that long per request, not longer.
+    #[tokio::test]
+    async fn lock_requests_give_up_after_a_second() {
+        let answer: Answer = Box::new(|req: &RemotingCommand| {
+            if matches!(
+                req.request_code(),
+                RequestCode::LockBatchMq | RequestCode::UnlockBatchMq
+            ) {
+                // Answered long after any timeout of the test.
+                return ProcessResult::Deferred(Box::pin(async {
+                    tokio::time::sleep(std::time::Duration::from_secs(120)).await;
+                    None
+                }));
+            }
+            ProcessResult::Response(RemotingCommand::response(ResponseCode::Success, None))
+        });
+        let fake = Fake::start(&[0], answer).await;
+        let config = ClientConfig {
+            namesrv_addr: vec![fake.addr.clone()],
+            mq_client_api_timeout: std::time::Duration::from_secs(60),
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "lock-timeout").unwrap();
+        let core = orderly_core();
+        inst.update_route("T").await.unwrap();
+        let mq = MessageQueue::new("T", "b", 0);
+        lock(&core.process_queues).insert(mq.clone(), Arc::new(ProcessQueue::default()));
+        let bound = std::time::Duration::from_secs(10);
+        let t = tokio::time::timeout(bound, core.lock_one(&inst, &mq)).await;
+        assert_eq!(t, Ok(false), "LOCK_BATCH_MQ gave up in time");
+        assert!(
+            tokio::time::timeout(bound, core.lock_all(&inst))
+                .await
+                .is_ok(),
+            "lock renewal gave up in time"
+        );
+        assert!(
+            tokio::time::timeout(bound, core.unlock_one(&inst, &mq))
+                .await
+                .is_ok(),
+            "UNLOCK_BATCH_MQ gave up in time"
+        );
+        assert!(
+            tokio::time::timeout(bound, core.unlock_all(&inst))
+                .await
+                .is_ok(),
+            "unlocking all gave up in time"
+        );
+        assert_eq!(fake.count(RequestCode::LockBatchMq), 2);
+        assert_eq!(fake.count(RequestCode::UnlockBatchMq), 2);
         inst.shutdown_now();
     }
 

@@ -69,7 +69,8 @@ impl LocalTransactionState {
 }
 
 /// The application's side of a transaction (Java `TransactionListener`). A panic counts as
-/// `Unknown`.
+/// `Unknown`, and the broker is told why in the END_TRANSACTION remark, as Java tells it of an
+/// exception.
 #[async_trait]
 pub trait TransactionListener: Send + Sync + 'static {
     /// What `send_message_in_transaction` passes along to the local transaction.
@@ -163,6 +164,18 @@ struct Checker<L: TransactionListener> {
     ns: Namespace,
 }
 
+/// The text of a caught panic (its message when it has one), for the END_TRANSACTION remark
+/// where Java puts the exception's description.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "the listener panicked".to_string()
+    }
+}
+
 /// Runs the end-transaction hooks (Java `doExecuteEndTransactionHook`); the message's topic
 /// and the group are shown without the namespace.
 #[allow(clippy::too_many_arguments)]
@@ -209,7 +222,9 @@ impl<L: TransactionListener> TransactionChecker for Checker<L> {
         mut msg: MessageExt,
         header: CheckTransactionStateRequestHeader,
     ) {
-        if let Some(id) = msg.uniq_key().map(str::to_string) {
+        // Java `ClientRemotingProcessor.checkTransactionState`: a non-empty UNIQ_KEY is the
+        // transaction id.
+        if let Some(id) = msg.uniq_key().filter(|k| !k.is_empty()).map(str::to_string) {
             msg.message.transaction_id = Some(id);
         }
         let (listener, group, permits, api) = (
@@ -240,10 +255,20 @@ impl<L: TransactionListener> TransactionChecker for Checker<L> {
                 .await
             {
                 Ok(s) => (s, None),
-                Err(_) => (
-                    LocalTransactionState::Unknown,
-                    Some("checkLocalTransactionState Exception: the listener panicked".to_string()),
-                ),
+                Err(panic) => {
+                    let text = panic_text(&*panic);
+                    tracing::error!(panic = %text, "the transaction check panicked; answering unknown");
+                    (
+                        LocalTransactionState::Unknown,
+                        Some(format!("checkLocalTransactionState Exception: {text}")),
+                    )
+                }
+            };
+            // Java `checkTransactionState`: the message's UNIQ_KEY, else its message id as
+            // `MessageDecoder.decode` sets it (the offset message id).
+            let msg_id = match msg.uniq_key() {
+                Some(k) => k.to_string(),
+                None => msg.offset_msg_id.clone(),
             };
             let end = EndTransactionRequestHeader {
                 producer_group: group,
@@ -251,13 +276,9 @@ impl<L: TransactionListener> TransactionChecker for Checker<L> {
                 commit_log_offset: header.commit_log_offset,
                 commit_or_rollback: state.wire(),
                 from_transaction_check: true,
-                msg_id: msg
-                    .uniq_key()
-                    .map(str::to_string)
-                    .or(header.msg_id.clone())
-                    .unwrap_or_default(),
+                msg_id,
                 transaction_id: header.transaction_id.clone(),
-                broker_name: None,
+                broker_name: header.broker_name.clone(),
             };
             run_end_hooks(
                 &end_hooks,
@@ -331,6 +352,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             self.producer.core().settings.group.clone(),
         );
         let result = self.producer.send(msg.clone()).await?;
+        let mut local_panic = None;
         let state = match result.status {
             SendStatus::SendOk => {
                 if let Some(t) = &result.transaction_id {
@@ -343,21 +365,29 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
                 {
                     msg.transaction_id = Some(id);
                 }
-                AssertUnwindSafe(self.listener.execute_local_transaction(&msg, arg))
+                match AssertUnwindSafe(self.listener.execute_local_transaction(&msg, arg))
                     .catch_unwind()
                     .await
-                    .unwrap_or_else(|_| {
-                        tracing::warn!("the local transaction panicked; its state is unknown");
+                {
+                    Ok(s) => s,
+                    Err(panic) => {
+                        // Java catches the listener's exception, ends the transaction UNKNOW
+                        // and tells the broker why.
+                        let text = panic_text(&*panic);
+                        tracing::warn!(panic = %text, "the local transaction panicked; its state is unknown");
+                        local_panic = Some(text);
                         LocalTransactionState::Unknown
-                    })
+                    }
+                }
             }
             _ => LocalTransactionState::RollbackMessage,
         };
+        let remark = local_panic.map(|t| format!("executeLocalTransactionBranch exception: {t}"));
         // The half message is stored and the local transaction has run: the result says so
         // even when the decision cannot be sent (an error here would invite running the
         // local transaction again). The broker checks the transaction back later (Java logs
         // the failure and returns the result too).
-        let end_transaction_error = match self.end_transaction(&msg, &result, state).await {
+        let end_transaction_error = match self.end_transaction(&msg, &result, state, remark).await {
             Ok(()) => None,
             Err(e) => {
                 tracing::warn!(
@@ -381,6 +411,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
         msg: &Message,
         result: &SendResult,
         state: LocalTransactionState,
+        remark: Option<String>,
     ) -> Result<()> {
         let inst = self.producer.instance()?;
         let (store_host, commit_log_offset) = decode_offset_msg_id(&result.offset_msg_id)
@@ -402,7 +433,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             from_transaction_check: false,
             msg_id: result.msg_id.clone(),
             transaction_id: result.transaction_id.clone(),
-            broker_name: None,
+            broker_name: Some(result.message_queue.broker_name.to_string()),
         };
         let core = self.producer.core();
         run_end_hooks(
@@ -419,7 +450,7 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
             .end_transaction(
                 &addr,
                 &header,
-                None,
+                remark,
                 self.producer.config().send_msg_timeout,
             )
             .await
@@ -434,6 +465,244 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::internal::push::test_support::{Answer, Fake};
+    use rocketmq_remoting::protocol::headers::SendMessageResponseHeader;
+    use rocketmq_remoting::protocol::message::StoredDecodeOptions;
+    use rocketmq_remoting::protocol::message::{
+        decode_stored, encode_offset_msg_id, encode_stored,
+    };
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+    use rocketmq_remoting::transport::ProcessResult;
+    use std::net::SocketAddr;
+    use std::sync::Mutex;
+
+    const STORE_HOST: &str = "127.0.0.1:10911";
+    const HALF_OFFSET: i64 = 4242;
+
+    /// Panics where told to; records what the check-back saw.
+    struct Panicky {
+        panic_execute: bool,
+        panic_check: bool,
+        checked: Mutex<Vec<MessageExt>>,
+    }
+
+    #[async_trait]
+    impl TransactionListener for Panicky {
+        type Arg = ();
+        async fn execute_local_transaction(
+            &self,
+            _msg: &Message,
+            _arg: &(),
+        ) -> LocalTransactionState {
+            if self.panic_execute {
+                panic!("boom in execute");
+            }
+            LocalTransactionState::CommitMessage
+        }
+        async fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
+            lock(&self.checked).push(msg.clone());
+            if self.panic_check {
+                panic!("boom in check");
+            }
+            LocalTransactionState::RollbackMessage
+        }
+    }
+
+    /// A fake broker that stores every send as a half message at [`HALF_OFFSET`] and records
+    /// the END_TRANSACTION requests.
+    async fn fake_broker() -> (Fake, Arc<Mutex<Vec<RemotingCommand>>>) {
+        let ends = Arc::new(Mutex::new(Vec::new()));
+        let answer: Answer = {
+            let ends = ends.clone();
+            Box::new(move |req: &RemotingCommand| match req.request_code() {
+                RequestCode::SendMessage | RequestCode::SendMessageV2 => {
+                    let mut r = RemotingCommand::response(ResponseCode::Success, None);
+                    r.set_header(&SendMessageResponseHeader {
+                        queue_id: 0,
+                        trace_on: None,
+                        msg_region: None,
+                        msg_id: encode_offset_msg_id(STORE_HOST.parse().unwrap(), HALF_OFFSET),
+                        queue_offset: 3,
+                        transaction_id: None,
+                    });
+                    ProcessResult::Response(r)
+                }
+                RequestCode::EndTransaction => {
+                    lock(&ends).push(req.clone());
+                    ProcessResult::NoResponse
+                }
+                _ => {
+                    ProcessResult::Response(RemotingCommand::response(ResponseCode::Success, None))
+                }
+            })
+        };
+        (Fake::start(&[0], answer).await, ends)
+    }
+
+    async fn started(fake: &Fake, name: &str, listener: Panicky) -> TransactionMQProducer<Panicky> {
+        let producer = DefaultMQProducer::builder()
+            .group(format!("tx-{name}"))
+            .namesrv_addr(&fake.addr)
+            .instance_name(format!("tx-test-{name}"))
+            .build()
+            .unwrap();
+        let tx = TransactionMQProducer::new(producer, listener);
+        tx.start().await.unwrap();
+        tx
+    }
+
+    /// The stored half message as a CHECK_TRANSACTION_STATE body decodes (Java
+    /// `MessageDecoder.decode`), with `UNIQ_KEY` as given.
+    fn half_message(group: &str, uniq_key: Option<&str>) -> MessageExt {
+        let store_host: SocketAddr = STORE_HOST.parse().unwrap();
+        let mut m = MessageExt {
+            commit_log_offset: HALF_OFFSET,
+            store_host,
+            born_host: store_host,
+            ..MessageExt::default()
+        };
+        m.message.topic = "T".into();
+        m.message.body = bytes::Bytes::from_static(b"half");
+        m.message.put_property(property::PRODUCER_GROUP, group);
+        m.message
+            .put_property(property::TRANSACTION_PREPARED, "true");
+        if let Some(k) = uniq_key {
+            m.message
+                .put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, k);
+        }
+        let options = StoredDecodeOptions {
+            decompress: true,
+            ..StoredDecodeOptions::default()
+        };
+        decode_stored(&encode_stored(&m), options).unwrap().0
+    }
+
+    /// Asks `tx` about the half message as the broker at `fake` would, and returns the
+    /// END_TRANSACTION that answers it.
+    async fn check_back(
+        tx: &TransactionMQProducer<Panicky>,
+        fake: &Fake,
+        ends: &Mutex<Vec<RemotingCommand>>,
+        msg: MessageExt,
+    ) -> RemotingCommand {
+        let n = lock(ends).len();
+        let header = CheckTransactionStateRequestHeader {
+            tran_state_table_offset: 3,
+            commit_log_offset: HALF_OFFSET,
+            msg_id: msg.uniq_key().map(str::to_string),
+            transaction_id: msg.uniq_key().map(str::to_string),
+            offset_msg_id: Some(msg.offset_msg_id.clone()),
+            broker_name: Some("b".into()),
+        };
+        let inst = tx.producer().instance().unwrap();
+        tx.producer()
+            .core()
+            .check_transaction(&inst, fake.addr.clone(), msg, header);
+        fake.wait_for(RequestCode::EndTransaction, n + 1).await;
+        lock(ends)[n].clone()
+    }
+
+    /// Java `checkTransactionState`: the END_TRANSACTION msgId is the message's `UNIQ_KEY`,
+    /// else its (offset) message id; the listener's transaction id is a non-empty `UNIQ_KEY`.
+    #[tokio::test]
+    async fn a_check_back_without_uniq_key_answers_with_the_offset_message_id() {
+        let (fake, ends) = fake_broker().await;
+        let listener = Panicky {
+            panic_execute: false,
+            panic_check: false,
+            checked: Mutex::new(Vec::new()),
+        };
+        let tx = started(&fake, "no-uniq", listener).await;
+        let group = tx.producer().core().settings.group.clone();
+
+        let msg = half_message(&group, None);
+        let offset_id = msg.offset_msg_id.clone();
+        assert!(!offset_id.is_empty());
+        let end = check_back(&tx, &fake, &ends, msg).await;
+        let h: EndTransactionRequestHeader = end.decode_header().unwrap();
+        assert_eq!(
+            h.msg_id, offset_id,
+            "the offset message id stands in for UNIQ_KEY"
+        );
+        assert!(h.from_transaction_check);
+        assert_eq!(h.commit_or_rollback, sys_flag::TRANSACTION_ROLLBACK_TYPE);
+        assert_eq!(
+            h.broker_name.as_deref(),
+            Some("b"),
+            "bname as the broker sent it"
+        );
+        assert_eq!(lock(&tx.listener.checked)[0].transaction_id, None);
+
+        let end = check_back(&tx, &fake, &ends, half_message(&group, Some("UNIQ-1"))).await;
+        let h: EndTransactionRequestHeader = end.decode_header().unwrap();
+        assert_eq!(h.msg_id, "UNIQ-1");
+        assert_eq!(
+            lock(&tx.listener.checked)[1].transaction_id.as_deref(),
+            Some("UNIQ-1")
+        );
+
+        // An empty UNIQ_KEY does not survive the decoding (nor does it in Java's
+        // `string2messageProperties`): the offset message id again, and no transaction id.
+        let msg = half_message(&group, Some(""));
+        let offset_id = msg.offset_msg_id.clone();
+        let end = check_back(&tx, &fake, &ends, msg).await;
+        let h: EndTransactionRequestHeader = end.decode_header().unwrap();
+        assert_eq!(h.msg_id, offset_id);
+        assert_eq!(lock(&tx.listener.checked)[2].transaction_id, None);
+        tx.shutdown().await;
+    }
+
+    /// Java `sendMessageInTransaction`: a local transaction that throws ends the transaction
+    /// UNKNOW with the remark `executeLocalTransactionBranch exception: ...`.
+    #[tokio::test]
+    async fn a_panicking_local_transaction_ends_unknown_with_a_remark() {
+        let (fake, ends) = fake_broker().await;
+        let listener = Panicky {
+            panic_execute: true,
+            panic_check: false,
+            checked: Mutex::new(Vec::new()),
+        };
+        let tx = started(&fake, "panic-exec", listener).await;
+        let r = tx
+            .send_message_in_transaction(Message::new("T", "x"), &())
+            .await
+            .unwrap();
+        assert_eq!(r.local_transaction_state, LocalTransactionState::Unknown);
+        fake.wait_for(RequestCode::EndTransaction, 1).await;
+        let end = lock(&ends)[0].clone();
+        let h: EndTransactionRequestHeader = end.decode_header().unwrap();
+        assert_eq!(h.commit_or_rollback, sys_flag::TRANSACTION_NOT_TYPE);
+        assert!(!h.from_transaction_check);
+        assert_eq!(h.commit_log_offset, HALF_OFFSET);
+        assert_eq!(
+            end.remark.as_deref(),
+            Some("executeLocalTransactionBranch exception: boom in execute")
+        );
+        assert_eq!(h.broker_name.as_deref(), Some("b"));
+        tx.shutdown().await;
+    }
+
+    /// Java `checkTransactionState`: a check that throws answers UNKNOW with the remark
+    /// `checkLocalTransactionState Exception: ...`.
+    #[tokio::test]
+    async fn a_panicking_check_answers_unknown_with_a_remark() {
+        let (fake, ends) = fake_broker().await;
+        let listener = Panicky {
+            panic_execute: false,
+            panic_check: true,
+            checked: Mutex::new(Vec::new()),
+        };
+        let tx = started(&fake, "panic-check", listener).await;
+        let group = tx.producer().core().settings.group.clone();
+        let end = check_back(&tx, &fake, &ends, half_message(&group, Some("UNIQ-2"))).await;
+        let h: EndTransactionRequestHeader = end.decode_header().unwrap();
+        assert_eq!(h.commit_or_rollback, sys_flag::TRANSACTION_NOT_TYPE);
+        assert_eq!(
+            end.remark.as_deref(),
+            Some("checkLocalTransactionState Exception: boom in check")
+        );
+        tx.shutdown().await;
+    }
 
     #[test]
     fn checks_held_at_once_are_bounded() {
