@@ -2,30 +2,37 @@
 //! runtime configuration: GET_PRODUCER_CONNECTION_LIST (204), GET_ALL_PRODUCER_INFO (328),
 //! QUERY_TOPIC_CONSUME_BY_WHO (300), QUERY_CONSUME_TIME_SPAN (303), CLONE_GROUP_OFFSET (314),
 //! GET_BROKER_CONSUME_STATS (317), VIEW_BROKER_STATS_DATA (315), QUERY_CONSUME_QUEUE (321),
-//! CLEAN_EXPIRED_CONSUMEQUEUE (306), DELETE_EXPIRED_COMMITLOG (329), CLEAN_UNUSED_TOPIC (316)
-//! and UPDATE_BROKER_CONFIG (25), as Java's `AdminBrokerProcessor` answers them.
+//! CLEAN_EXPIRED_CONSUMEQUEUE (306), DELETE_EXPIRED_COMMITLOG (329), CLEAN_UNUSED_TOPIC (316),
+//! QUERY_CORRECTION_OFFSET (308), RESUME_CHECK_HALF_MESSAGE (323) and UPDATE_BROKER_CONFIG
+//! (25), as Java's `AdminBrokerProcessor` answers them.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use rocketmq_remoting::protocol::body::{
-    self, ConnectionInfo, ConsumeQueueData, ConsumeStats, ConsumeStatsList, GroupList,
-    OffsetWrapper, ProducerConnection, ProducerInfo, ProducerTableInfo,
+    self, ConnectionInfo, ConsumeQueueData, ConsumeStats, ConsumeStatsList, ConsumerOffsetTable,
+    GroupList, OffsetWrapper, ProducerConnection, ProducerInfo, ProducerTableInfo,
     QueryConsumeQueueResponseBody, QueryConsumeTimeSpanBody, QueueTimeSpan, TopicConfig,
 };
 use rocketmq_remoting::protocol::headers::{
     CloneGroupOffsetRequestHeader, GetConsumeStatsInBrokerHeader,
     GetProducerConnectionListRequestHeader, QueryConsumeQueueRequestHeader,
-    QueryConsumeTimeSpanRequestHeader, TopicRequestHeader, ViewBrokerStatsDataRequestHeader,
+    QueryConsumeTimeSpanRequestHeader, QueryCorrectionOffsetHeader,
+    ResumeCheckHalfMessageRequestHeader, TopicRequestHeader, ViewBrokerStatsDataRequestHeader,
 };
-use rocketmq_remoting::protocol::message::MessageQueue;
+use rocketmq_remoting::protocol::message::{
+    decode_offset_msg_id, encode_properties, property, tags_hash_code, MessageQueue,
+};
+use rocketmq_remoting::protocol::topic;
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode};
 use rocketmq_remoting::transport::ProcessResult;
+use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::broker::dynamic_config::UpdateError;
 use crate::broker::filter_data::ConsumerFilterData;
 use crate::broker::{register, BrokerInner};
+use crate::store::{MessageStore, PutMessage};
 
 fn bad(e: impl std::fmt::Display) -> ProcessResult {
     RemotingCommand::response(ResponseCode::SystemError, Some(format!("bad request: {e}"))).into()
@@ -154,11 +161,12 @@ pub(crate) fn query_consume_time_span(b: &BrokerInner, req: &RemotingCommand) ->
         .into()
 }
 
-/// CLONE_GROUP_OFFSET (Java `cloneGroupOffset`): the source group's offsets in the topic (or in
-/// every topic it has offsets in) given to the destination group; a topic the source group is
-/// online without subscribing to is skipped unless `offline`. (Java, given no topic, clones
-/// nothing: it passes the blank topic of the request on; here every topic is cloned. Queues
-/// the source has no offset in keep the destination's, where Java drops them.)
+/// CLONE_GROUP_OFFSET (Java `cloneGroupOffset`): the destination group's offsets in the topic
+/// (or in every topic the source group has offsets in) become a copy of the source group's, as
+/// Java's `ConsumerOffsetManager.cloneOffset` replaces the destination's whole `topic@group`
+/// entry (a queue the source has no offset in loses the destination's); a topic the source
+/// group is online without subscribing to is skipped unless `offline`. (Java, given no topic,
+/// clones nothing: it passes the blank topic of the request on; here every topic is cloned.)
 pub(crate) fn clone_group_offset(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
     let h: CloneGroupOffsetRequestHeader = match req.decode_header() {
         Ok(h) => h,
@@ -177,11 +185,155 @@ pub(crate) fn clone_group_offset(b: &BrokerInner, req: &RemotingCommand) -> Proc
             warn!(group = %h.src_group, %topic, "[cloneGroupOffset], the consumer group does not subscribe to the topic");
             continue;
         }
-        for (queue_id, offset) in b.offsets.of(&h.src_group, &topic) {
-            b.offsets.commit(&h.dest_group, &topic, queue_id, offset);
+        let offsets = b.offsets.of(&h.src_group, &topic);
+        if offsets.is_empty() {
+            // Java's `cloneOffset` does nothing when the source has no entry.
+            continue;
         }
+        // `offsetTable.put(topic@dest, copy of the source's)`: the entry replaced whole.
+        b.offsets.put_all_from_master(ConsumerOffsetTable {
+            offset_table: BTreeMap::from([(format!("{topic}@{}", h.dest_group), offsets)]),
+        });
     }
     RemotingCommand::success().into()
+}
+
+/// Java's `QueryCorrectionOffsetBody`: `{"correctionOffsets":{queueId:offset}}`.
+#[derive(Debug, Default, Serialize)]
+struct QueryCorrectionOffsetBody {
+    #[serde(rename = "correctionOffsets")]
+    correction_offsets: BTreeMap<i32, i64>,
+}
+
+/// QUERY_CORRECTION_OFFSET (Java `queryCorrectionOffset`): per queue of the topic, the lowest
+/// offset of the groups with offsets in it, but those of `filterGroups` (comma-separated), an
+/// offset below the queue's minimum left out (`ConsumerOffsetManager.queryMinOffsetInAllGroup`).
+/// Then Java compares with the compare group's offsets: a queue where the lowest offset is
+/// above the compare group's is answered `Long.MAX_VALUE`. Java reads those offsets with
+/// `queryOffset(topic, compareGroup)`, whose parameters are (group, topic): it looks up
+/// `compareGroup@topic`, which is kept here; a queue found there without a lowest offset
+/// throws its NullPointerException (SYSTEM_ERROR). Java's lookup also removes the filtered
+/// groups' offsets from its table (it filters the table's key set in place); they are kept
+/// here.
+pub(crate) fn query_correction_offset(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
+    let h: QueryCorrectionOffsetHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    let topic = h.topic.as_str();
+    // `UtilAll.isBlank` then `split(",")`.
+    let filtered: Vec<&str> = match h.filter_groups.as_deref() {
+        Some(f) if !f.trim().is_empty() => f.split(',').collect(),
+        _ => Vec::new(),
+    };
+    let mut lowest: BTreeMap<i32, i64> = BTreeMap::new();
+    for (key, queues) in b.offsets.table().offset_table {
+        // `topicGroup.split("@")`: the topic, then the group.
+        let mut parts = key.split('@');
+        if parts.next() != Some(topic) {
+            continue;
+        }
+        let group = parts.next().unwrap_or("");
+        if filtered.contains(&group) {
+            continue;
+        }
+        for (queue_id, offset) in queues {
+            if offset >= b.store.min_offset(topic, queue_id) {
+                lowest
+                    .entry(queue_id)
+                    .and_modify(|o| *o = (*o).min(offset))
+                    .or_insert(offset);
+            }
+        }
+    }
+    // `offsets.of(group, topic)` reads `topic@group`: here `compareGroup@topic`, as Java.
+    for (queue_id, compare) in b.offsets.of(topic, &h.compare_group) {
+        match lowest.get_mut(&queue_id) {
+            Some(o) if *o > compare => *o = i64::MAX,
+            Some(_) => {}
+            None => return system_error("java.lang.NullPointerException".into()),
+        }
+    }
+    RemotingCommand::success()
+        .with_body(body::encode_fastjson(&QueryCorrectionOffsetBody {
+            correction_offsets: lowest,
+        }))
+        .into()
+}
+
+/// Java's remark when the message to resume cannot be read (its exception path).
+const RESUME_THROWN: &str =
+    "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.";
+
+/// RESUME_CHECK_HALF_MESSAGE (Java `resumeCheckHalfMessage`, `mqadmin resumeCheckHalfMessage`):
+/// the message at the commit-log offset of the (offset) message id, typically a half message
+/// the checks gave up on (in `TRANS_CHECK_MAX_TIME_TOPIC`), is put back into the half queue
+/// (queue 0) with its properties and TRANSACTION_CHECK_TIMES=0, so the checks ask about it
+/// again. SUCCESS once stored (without waiting for the disk or a slave, as Java's
+/// `setWaitStoreMsgOK(false)`), SYSTEM_ERROR with Java's remarks otherwise.
+pub(crate) fn resume_check_half_message(
+    b: &Arc<BrokerInner>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let h: ResumeCheckHalfMessageRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => return bad(e),
+    };
+    // The read and the append may wait for the disk (and, in DLedger mode, for the group).
+    let b = b.clone();
+    ProcessResult::Deferred(Box::pin(async move {
+        let answer =
+            tokio::task::spawn_blocking(move || resume_half(&b, h.msg_id.as_deref())).await;
+        Some(answer.unwrap_or_else(|e| {
+            warn!(error = %e, "{RESUME_THROWN}");
+            RemotingCommand::response(ResponseCode::SystemError, Some(RESUME_THROWN.into()))
+        }))
+    }))
+}
+
+/// [`resume_check_half_message`]'s work (blocking).
+fn resume_half(b: &BrokerInner, msg_id: Option<&str>) -> RemotingCommand {
+    let msg = msg_id
+        .and_then(decode_offset_msg_id)
+        .and_then(|(_, phys)| crate::broker::transaction::read_half(b, phys));
+    let Some(msg) = msg else {
+        warn!(?msg_id, "{RESUME_THROWN} (no message with that id)");
+        return RemotingCommand::response(ResponseCode::SystemError, Some(RESUME_THROWN.into()));
+    };
+    // Java's `toMessageExtBrokerInner`: the stored properties (WAIT as it was) with the count
+    // reset, the half topic's queue 0, no prepared-transaction offset.
+    let mut props = msg.properties.clone();
+    props.insert(property::TRANSACTION_CHECK_TIMES, "0");
+    let m = PutMessage {
+        topic: topic::TRANS_HALF_TOPIC.into(),
+        queue_id: 0,
+        flag: msg.flag,
+        body: msg.body.clone(),
+        tags_code: tags_hash_code(props.get(property::TAGS)),
+        properties: encode_properties(&props),
+        sys_flag: msg.sys_flag,
+        born_timestamp: msg.born_timestamp,
+        born_host: msg.born_host,
+        store_host: msg.store_host,
+        reconsume_times: msg.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    match b.put_internal(&m, MessageStore::put_message) {
+        Ok(_) => {
+            info!(
+                real_topic = props.get(property::REAL_TOPIC).unwrap_or(""),
+                "Put message back to RMQ_SYS_TRANS_HALF_TOPIC."
+            );
+            RemotingCommand::success()
+        }
+        Err(e) => {
+            warn!(error = %e, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.");
+            RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.".into()),
+            )
+        }
+    }
 }
 
 /// QUERY_TOPIC_CONSUME_BY_WHO: groups subscribed to the topic now, and groups with offsets in

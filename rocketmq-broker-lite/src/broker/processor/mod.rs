@@ -248,6 +248,8 @@ impl BrokerProcessor {
             RequestCode::GetAllProducerInfo => broker_admin::all_producer_info(b),
             RequestCode::QueryConsumeTimeSpan => broker_admin::query_consume_time_span(b, &req),
             RequestCode::CloneGroupOffset => broker_admin::clone_group_offset(b, &req),
+            RequestCode::QueryCorrectionOffset => broker_admin::query_correction_offset(b, &req),
+            RequestCode::ResumeCheckHalfMessage => broker_admin::resume_check_half_message(b, &req),
             RequestCode::QueryTopicConsumeByWho => broker_admin::topic_consume_by_who(b, &req),
             RequestCode::GetBrokerConsumeStats => broker_admin::broker_consume_stats(b, &req),
             RequestCode::ViewBrokerStatsData => broker_admin::view_stats(b, &req),

@@ -218,6 +218,21 @@ pub(crate) fn answer_after_topics_saved(
     if !b.topics.is_unsaved() {
         return answer;
     }
+    // A send answered from its note records itself in the request metrics
+    // (`answer_noted_send`); here the caller records the deferred answer this returns, so the
+    // note is answered without being recorded a second time.
+    let answer = match answer {
+        ProcessResult::AtBatchEnd(BatchEnd {
+            flush,
+            then: BatchThen::Note(note),
+        }) => {
+            let b = b.clone();
+            ProcessResult::AtBatchEnd(BatchEnd::call(flush, move || {
+                noted_send_answer(&b, SendNote::read(note, b.store_writes.epoch))
+            }))
+        }
+        other => other,
+    };
     let b = b.clone();
     ProcessResult::Deferred(Box::pin(async move {
         let saved = tokio::task::spawn_blocking(move || b.topics.persist_if_unsaved()).await;
@@ -509,9 +524,14 @@ impl SendNote {
 /// The answer to a single send buffered for its batch's write, once written: as
 /// [`ack_when_stored`], recorded in the request metrics.
 pub(crate) fn answer_noted_send(b: &Arc<BrokerInner>, n: SendNote) -> ProcessResult {
+    let (code, began) = (n.code, n.began);
+    super::recorded(b, noted_send_answer(b, n), code, true, began)
+}
+
+/// [`answer_noted_send`] without recording it.
+fn noted_send_answer(b: &Arc<BrokerInner>, n: SendNote) -> ProcessResult {
     let resp = single_answer(b, n.queue_id, &n.r);
-    let result = ack_when_stored(b, n.r, n.wait, resp);
-    super::recorded(b, result, n.code, true, n.began)
+    ack_when_stored(b, n.r, n.wait, resp)
 }
 
 /// The answer to a stored send: SendMessageResponseHeader's fields written straight into the
@@ -972,7 +992,9 @@ pub(crate) async fn send_back(
     b.apply_delay(&mut m, &mut props);
     m.properties = encode_properties(&props);
     let stored = match b.store_messages(vec![m]) {
-        Stored::Now(Ok(r)) => ack_when_stored(b, r, false, RemotingCommand::success()),
+        Stored::Now(Ok(r)) => {
+            send_back_answer(ack_when_stored(b, r, false, RemotingCommand::success()))
+        }
         // Java answers any failed put with SYSTEM_ERROR and the status's name.
         Stored::Now(Err(e)) => error(ResponseCode::SystemError, put_status_name(&e).to_string()),
         Stored::Later(put) => ProcessResult::Deferred(Box::pin(async move {
@@ -986,6 +1008,42 @@ pub(crate) async fn send_back(
         })),
     };
     answer_after_topics_saved(b, stored)
+}
+
+/// The answer to a stored send-back, as Java's `asyncConsumerSendMsgBack` gives it: SUCCESS for
+/// PUT_OK, and for any other status SYSTEM_ERROR with the status's name as the remark, never a
+/// send's FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE. (Stored with
+/// WAIT=false, a send-back waits for neither the disk nor a slave; its append not written
+/// within `syncFlushTimeout` is answered `FLUSH_DISK_TIMEOUT`: the consumer then sends the
+/// message back itself, and none is lost.)
+fn send_back_answer(stored: ProcessResult) -> ProcessResult {
+    match stored {
+        ProcessResult::Response(r) => ProcessResult::Response(send_back_status(r)),
+        ProcessResult::Deferred(answer) => {
+            ProcessResult::Deferred(Box::pin(async move { answer.await.map(send_back_status) }))
+        }
+        other => other,
+    }
+}
+
+/// [`send_back_answer`] of one response of [`ack_when_stored`].
+fn send_back_status(mut r: RemotingCommand) -> RemotingCommand {
+    if r.code == ResponseCode::Success.to_i32() {
+        return r;
+    }
+    let status = [
+        (ResponseCode::FlushDiskTimeout, "FLUSH_DISK_TIMEOUT"),
+        (ResponseCode::FlushSlaveTimeout, "FLUSH_SLAVE_TIMEOUT"),
+        (ResponseCode::SlaveNotAvailable, "SLAVE_NOT_AVAILABLE"),
+        (ResponseCode::MessageIllegal, "MESSAGE_ILLEGAL"),
+        (ResponseCode::ServiceNotAvailable, "SERVICE_NOT_AVAILABLE"),
+    ]
+    .iter()
+    .find(|(c, _)| c.to_i32() == r.code)
+    .map_or("UNKNOWN_ERROR", |(_, name)| name);
+    r.code = ResponseCode::SystemError.to_i32();
+    r.remark = Some(status.to_string());
+    r
 }
 
 #[cfg(test)]

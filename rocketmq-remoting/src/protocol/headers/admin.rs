@@ -2,7 +2,8 @@
 //! DELETE_TOPIC_IN_NAMESRV (216), DELETE_SUBSCRIPTIONGROUP (207), GET_CONSUME_STATS (208),
 //! GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST
 //! (204), VIEW_BROKER_STATS_DATA (315), GET_BROKER_CONSUME_STATS (317), QUERY_CONSUME_QUEUE (321),
-//! QUERY_CONSUME_TIME_SPAN (303), CLONE_GROUP_OFFSET (314).
+//! QUERY_CONSUME_TIME_SPAN (303), CLONE_GROUP_OFFSET (314), QUERY_CORRECTION_OFFSET (308),
+//! RESUME_CHECK_HALF_MESSAGE (323).
 
 use super::header;
 
@@ -129,5 +130,25 @@ header! {
         pub topic: Option<String> => "topic",
         /// Copy even topics the (online) source group no longer subscribes to.
         pub offline: bool => "offline" = false,
+    }
+}
+
+header! {
+    /// Request header of QUERY_CORRECTION_OFFSET (Java `QueryCorrectionOffsetHeader`).
+    pub struct QueryCorrectionOffsetHeader {
+        /// Groups left out, comma-separated.
+        pub filter_groups: Option<String> => "filterGroups",
+        /// The group compared with.
+        pub compare_group: String => "compareGroup",
+        /// Topic.
+        pub topic: String => "topic",
+    }
+}
+
+header! {
+    /// Request header of RESUME_CHECK_HALF_MESSAGE (Java `ResumeCheckHalfMessageRequestHeader`).
+    pub struct ResumeCheckHalfMessageRequestHeader {
+        /// Offset message id of the message to put back into the half queue.
+        pub msg_id: Option<String> => "msgId",
     }
 }
