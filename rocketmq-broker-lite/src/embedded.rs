@@ -76,7 +76,9 @@ pub struct EmbeddedOptions {
     pub segment_size: u64,
     /// Further broker settings applied on top.
     pub customize: Option<fn(&mut BrokerConfig)>,
-    /// `broker.conf` properties applied on top (Java key names), to the master and its slaves.
+    /// `broker.conf` properties applied on top (Java key names), to the master and its slaves;
+    /// but `namesrvAddr` is always the embedded name server, `storePathRootDir` the data
+    /// directory's store, and slaves pick their own ports whatever the file says.
     pub properties: std::collections::BTreeMap<String, String>,
     /// The master's role: `ASYNC_MASTER` (the default) or `SYNC_MASTER` (a send is answered
     /// once a slave holds it).
@@ -324,6 +326,12 @@ fn broker_config(
         for k in unknown {
             tracing::warn!(key = %k, "unknown broker property ignored");
         }
+        // The embedded layout: its name server, its data directory, slaves on their own ports.
+        cfg.namesrv_addr = vec![namesrv.to_string()];
+        cfg.store.store_path_root_dir = store_dir.clone();
+        if id > 0 {
+            cfg.ha.listen_port = Some(0);
+        }
     }
     if let Some(f) = opts.customize {
         f(&mut cfg);
@@ -348,4 +356,33 @@ fn broker_config(
         cfg.store.store_path_root_dir = store_dir;
     }
     Ok(cfg)
+}
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    /// Properties from a file do not move the embedded brokers off their name server, data
+    /// directory or ports.
+    #[test]
+    fn properties_keep_the_embedded_layout() {
+        let opts = EmbeddedOptions {
+            slaves: 1,
+            properties: crate::broker::config::parse_properties(
+                "namesrvAddr=10.9.9.9:9876\nstorePathRootDir=/elsewhere\nhaListenPort=20912\n\
+                 flushDiskType=SYNC_FLUSH\n",
+            ),
+            ..EmbeddedOptions::default()
+        };
+        let dir = Path::new("/data");
+        let master = broker_config(dir, &opts, "127.0.0.1:9876", 0, "").unwrap();
+        assert_eq!(master.namesrv_addr, ["127.0.0.1:9876"]);
+        assert_eq!(master.store.store_path_root_dir, dir.join("store"));
+        assert_eq!(master.ha.listen_port, Some(20912));
+        assert_eq!(master.store.flush_disk_type, FlushDiskType::SyncFlush);
+        let slave = broker_config(dir, &opts, "127.0.0.1:9876", 1, "").unwrap();
+        assert_eq!(slave.namesrv_addr, ["127.0.0.1:9876"]);
+        assert_eq!(slave.store.store_path_root_dir, dir.join("store-slave1"));
+        assert_eq!(slave.ha.listen_port, Some(0));
+    }
 }

@@ -239,3 +239,65 @@ fn a_crash_after_retention_without_the_registry_rebuilds_nothing() {
     assert_eq!([store.min_offset("T", 0), store.min_offset("T", 1)], mins);
     store.shutdown().unwrap();
 }
+
+/// The retention settings apply at the next pass when changed while the store runs (Java's
+/// `CleanCommitLogService` reads `fileReservedTime` and the ratios on every pass; an
+/// UPDATE_BROKER_CONFIG of them takes effect at once).
+#[test]
+fn retention_settings_changed_while_running_apply_at_the_next_pass() {
+    let sim = SimEnv::new(64);
+    sim.clock.set(NIGHT - 50 * HOUR);
+    let store = MessageStore::open_with(small_config(SEG), sim.env()).unwrap();
+    fill(&store, 400, 1);
+    sim.clock.set(NIGHT);
+    let young = fill(&store, 5, 1);
+    let young_segment = store.commit_log_max_offset() - store.commit_log_max_offset() % SEG;
+    assert!(young_segment >= 3 * SEG);
+    // 80 %: above diskMaxUsedSpaceRatio, so expired segments go; none is 72 hours old.
+    sim.disk.set(80);
+    let r = store.run_retention();
+    assert_eq!((r.trigger, r.segments_deleted), (Some("space"), 0));
+    let live = store.live_retention();
+    let mut s = live.get();
+    s.file_reserved_time = 12;
+    live.set(s).unwrap();
+    let r = store.run_retention();
+    assert!(r.segments_deleted > 0, "{r:?}");
+    assert_eq!(store.commit_log_min_offset(), young_segment);
+    assert!(read_queue(&store, "T", 0).ends_with(&young[0]));
+    // A bad value is refused and changes nothing.
+    let mut s = live.get();
+    s.delete_when = "25".into();
+    assert!(live.set(s).unwrap_err().contains("deleteWhen"));
+    s = live.get();
+    s.file_reserved_time = 9_999_999_999_999;
+    assert!(live.set(s).unwrap_err().contains("fileReservedTime"));
+    assert_eq!(live.get().file_reserved_time, 12);
+    store.shutdown().unwrap();
+}
+
+/// `cleanFileForciblyEnable=false`: past diskSpaceCleanForciblyRatio only expired segments go,
+/// never young ones (Java's `cleanAtOnce`).
+#[test]
+fn clean_file_forcibly_disabled_keeps_young_segments() {
+    for enabled in [true, false] {
+        let sim = SimEnv::new(65);
+        sim.clock.set(NIGHT - 2 * HOUR);
+        let mut cfg = small_config(SEG);
+        cfg.clean_file_forcibly_enable = enabled;
+        let store = MessageStore::open_with(cfg, sim.env()).unwrap();
+        fill(&store, 400, 1);
+        assert!(store.commit_log_max_offset() >= 3 * SEG);
+        sim.clock.set(NIGHT);
+        sim.disk.set(88);
+        let r = store.run_retention();
+        if enabled {
+            assert_eq!(r.trigger, Some("forced"));
+            assert!(r.segments_deleted > 0, "{r:?}");
+        } else {
+            assert_eq!((r.trigger, r.segments_deleted), (Some("space"), 0));
+            assert_eq!(store.commit_log_min_offset(), 0);
+        }
+        store.shutdown().unwrap();
+    }
+}

@@ -4,7 +4,11 @@
 //! binds 127.0.0.1 unless `--bind` says otherwise and prints a line containing `ready` once both
 //! serve. SIGINT or SIGTERM stop it gracefully.
 
-use clap::Parser;
+use std::collections::BTreeMap;
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
+use rocketmq_broker_lite::broker::config::{parse_properties_strict, properties_text};
 use rocketmq_broker_lite::broker::BrokerRole;
 use rocketmq_broker_lite::cli::stop_signal;
 use rocketmq_broker_lite::embedded::{EmbeddedCluster, EmbeddedOptions};
@@ -33,7 +37,9 @@ struct Args {
     /// Commit-log segment size in bytes.
     #[arg(long = "segment-size", default_value_t = 1 << 30)]
     segment_size: u64,
-    /// A broker.conf whose properties apply to the broker (Java key names).
+    /// A broker.conf whose properties apply to the broker (Java key names); the flags given
+    /// explicitly win over its keys (`listenPort`, `flushDiskType`, `mappedFileSizeCommitLog`),
+    /// and the broker always registers with the embedded name server.
     #[arg(short = 'c', long = "config")]
     config: Option<std::path::PathBuf>,
     /// Slaves of the broker, replicating its commit log (on ports the system picks).
@@ -55,9 +61,27 @@ struct Args {
     log: LogOptions,
 }
 
+/// The file's keys that the flags given explicitly on the command line set instead: removed
+/// from `props`, so that the flags win (the flags left at their defaults give way to the file).
+fn explicit_flags_win(matches: &ArgMatches, props: &mut BTreeMap<String, String>) {
+    for (flag, key) in [
+        ("broker_port", "listenPort"),
+        ("flush_disk_type", "flushDiskType"),
+        ("segment_size", "mappedFileSizeCommitLog"),
+    ] {
+        if matches.value_source(flag) == Some(ValueSource::CommandLine) {
+            props.remove(key);
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let args = Args::parse();
+    let matches = Args::command().get_matches();
+    let args = match Args::from_arg_matches(&matches) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
     // Listening before it says it is ready (see `stop_signal`).
     let stop = stop_signal();
     if let Err(e) = rocketmq_broker_lite::log_file::init("rocketmq-lite", &args.log) {
@@ -76,8 +100,12 @@ async fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     }
     let mut properties = match &args.config {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => rocketmq_broker_lite::broker::config::parse_properties(&text),
+        Some(path) => match std::fs::read(path)
+            .map(properties_text)
+            .map_err(|e| e.to_string())
+            .and_then(|text| parse_properties_strict(&text))
+        {
+            Ok(props) => props,
             Err(e) => {
                 eprintln!("cannot read {}: {e}", path.display());
                 return std::process::ExitCode::from(2);
@@ -85,6 +113,7 @@ async fn main() -> std::process::ExitCode {
         },
         None => Default::default(),
     };
+    explicit_flags_win(&matches, &mut properties);
     // One endpoint serves both processes: the broker does not start its own.
     let metrics_port = match (args.metrics_port, properties.remove("metricsPort")) {
         (Some(p), _) => p,
@@ -183,4 +212,46 @@ async fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(1);
     }
     std::process::ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flag given on the command line wins over the file; one left at its default gives way.
+    #[test]
+    fn explicit_flags_win_over_the_file() {
+        let file = || {
+            BTreeMap::from([
+                ("listenPort".to_string(), "10911".to_string()),
+                ("flushDiskType".to_string(), "ASYNC_FLUSH".to_string()),
+                ("mappedFileSizeCommitLog".to_string(), "8388608".to_string()),
+            ])
+        };
+        let matches = Args::command()
+            .try_get_matches_from([
+                "rocketmq-lite",
+                "--store-dir",
+                "/x",
+                "--broker-port",
+                "20911",
+                "--flush-disk-type",
+                "SYNC_FLUSH",
+                "-c",
+                "broker.conf",
+            ])
+            .unwrap();
+        let mut props = file();
+        explicit_flags_win(&matches, &mut props);
+        assert_eq!(
+            props.keys().collect::<Vec<_>>(),
+            ["mappedFileSizeCommitLog"]
+        );
+        let matches = Args::command()
+            .try_get_matches_from(["rocketmq-lite", "--store-dir", "/x", "-c", "broker.conf"])
+            .unwrap();
+        let mut props = file();
+        explicit_flags_win(&matches, &mut props);
+        assert_eq!(props, file());
+    }
 }

@@ -217,9 +217,10 @@ fn parse<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
 }
 
 /// A disk ratio: a percentage (`90`) or, as Java's system properties write it, a fraction
-/// (`0.90`).
+/// (`0.90`). Under Java's own property names (`rocketmq.broker.*`) the value is always a
+/// fraction, as Java's `Double.parseDouble` reads it: `1` is 100 %, not 1 %.
 fn percent(key: &str, v: &str) -> Result<u32, String> {
-    if v.contains('.') {
+    if v.contains('.') || key.starts_with("rocketmq.broker.") {
         let f: f64 = parse(key, v)?;
         if !(0.0..=1.0).contains(&f) {
             return Err(format!("invalid value {v:?} for key `{key}` (0.0 to 1.0)"));
@@ -229,6 +230,11 @@ fn percent(key: &str, v: &str) -> Result<u32, String> {
         parse(key, v)
     }
 }
+
+/// Keys of Java's `MessageStoreConfig` that place or protect data and that this broker does not
+/// support: set, they are refused rather than ignored (the data would go elsewhere than the
+/// operator said).
+const UNSUPPORTED_KEYS: [&str; 2] = ["storePathDLedgerCommitLog", "readOnlyCommitLogStorePaths"];
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
     match v.trim() {
@@ -244,16 +250,179 @@ fn millis(key: &str, v: &str) -> Result<Duration, String> {
     parse::<u64>(key, v).map(Duration::from_millis)
 }
 
-/// Parses Java properties text (`key=value` or `key: value` lines, `#`/`!` comments).
+/// Parses Java properties text as `java.util.Properties.load` does: a key ends at the first
+/// unescaped `=`, `:` or white space (`key=value`, `key: value`, `key value`); `#`/`!` start a
+/// comment line; a line ending in an odd number of `\` continues on the next one (whose
+/// leading white space is skipped); `\t`, `\n`, `\r`, `\f`, `\uXXXX` and `\`
+/// before any other character are escapes. Unlike Java, trailing unescaped white space of a
+/// value is dropped. A malformed `\uXXXX` is kept as written (see
+/// [`parse_properties_strict`] for an error instead).
 pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-        .filter_map(|l| {
-            let i = l.find(['=', ':'])?;
-            Some((l[..i].trim().to_string(), l[i + 1..].trim().to_string()))
-        })
-        .collect()
+    load_properties(text, false).unwrap_or_default()
+}
+
+/// [`parse_properties`], with an error naming the line for a malformed `\uXXXX` escape (as
+/// Java's `Properties.load` throws).
+pub fn parse_properties_strict(text: &str) -> Result<BTreeMap<String, String>, String> {
+    load_properties(text, true)
+}
+
+/// The text of a properties file: UTF-8, or else ISO-8859-1 (Java reads a properties stream as
+/// ISO-8859-1), so that no file is refused for its encoding.
+pub fn properties_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes)
+        .unwrap_or_else(|e| e.into_bytes().iter().map(|&b| char::from(b)).collect())
+}
+
+fn is_prop_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\u{c}')
+}
+
+/// Whether a natural line continues on the next: it ends with an odd number of `\`.
+fn continues(line: &str) -> bool {
+    line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1
+}
+
+/// The logical lines of properties text: comment and blank lines dropped, continuations joined
+/// (each with the number of its first natural line, from 1).
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (n, raw) in text.split('\n').enumerate() {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        // A lone CR ends a line too.
+        for (m, natural) in raw.split('\r').enumerate() {
+            let line = natural.trim_start_matches(is_prop_space);
+            let (no, mut acc) = match current.take() {
+                Some(c) => c,
+                None => {
+                    if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                        continue;
+                    }
+                    (n + m + 1, String::new())
+                }
+            };
+            if continues(line) {
+                acc.push_str(&line[..line.len() - 1]);
+                current = Some((no, acc));
+            } else {
+                acc.push_str(line);
+                out.push((no, acc));
+            }
+        }
+    }
+    if let Some(c) = current {
+        out.push(c);
+    }
+    out
+}
+
+/// Unescapes a key or value; returns the text and the length of its part up to the last
+/// escaped character (white space after it may be trimmed).
+fn unescape(s: &str, strict: bool, line: usize) -> Result<(String, usize), String> {
+    let mut out = String::with_capacity(s.len());
+    let mut kept = 0;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            None => {}
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('f') => out.push('\u{c}'),
+            Some('u') => {
+                let hex: String = chars.clone().take(4).collect();
+                match (hex.len() == 4)
+                    .then(|| u32::from_str_radix(&hex, 16).ok())
+                    .flatten()
+                {
+                    Some(code) => {
+                        for _ in 0..4 {
+                            chars.next();
+                        }
+                        // A lone surrogate half (Java keeps it in its UTF-16) becomes U+FFFD.
+                        out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                    }
+                    None if strict => {
+                        return Err(format!("malformed \\uXXXX escape on line {line}"))
+                    }
+                    None => out.push_str("\\u"),
+                }
+            }
+            Some(other) => out.push(other),
+        }
+        kept = out.len();
+    }
+    Ok((out, kept))
+}
+
+/// Splits a logical line into its raw key and raw value (`Properties.load`'s rules).
+fn split_key_value(line: &str) -> (&str, &str) {
+    let mut key_end = line.len();
+    let mut value_start = line.len();
+    let mut escaped = false;
+    let mut has_sep = false;
+    for (i, c) in line.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '=' | ':' => {
+                key_end = i;
+                value_start = i + 1;
+                has_sep = true;
+                break;
+            }
+            c if is_prop_space(c) => {
+                key_end = i;
+                value_start = i + c.len_utf8();
+                break;
+            }
+            _ => {}
+        }
+    }
+    let mut rest = line[value_start..].trim_start_matches(is_prop_space);
+    if !has_sep {
+        if let Some(r) = rest.strip_prefix(['=', ':']) {
+            rest = r.trim_start_matches(is_prop_space);
+        }
+    }
+    (&line[..key_end], rest)
+}
+
+/// The key a natural line of properties text sets (`None` for a comment or a blank line), as
+/// [`parse_properties`] reads it.
+pub(crate) fn line_key(line: &str) -> Option<String> {
+    let line = line.trim_start_matches(is_prop_space);
+    if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+        return None;
+    }
+    let (key, _) = split_key_value(line);
+    Some(unescape(key, false, 0).ok()?.0)
+}
+
+/// Whether a natural line of properties text continues on the next (see [`parse_properties`]).
+pub(crate) fn line_continues(line: &str) -> bool {
+    continues(line.strip_suffix('\r').unwrap_or(line))
+}
+
+fn load_properties(text: &str, strict: bool) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for (no, line) in logical_lines(text) {
+        let (key, value) = split_key_value(&line);
+        let (key, _) = unescape(key, strict, no)?;
+        let (mut value, kept) = unescape(value, strict, no)?;
+        let end = kept + value[kept..].trim_end().len();
+        value.truncate(end);
+        out.insert(key, value);
+    }
+    Ok(out)
 }
 
 impl BrokerConfig {
@@ -378,13 +547,18 @@ impl BrokerConfig {
                 "dLegerLogsToKeep" => self.dledger.logs_to_keep = parse(key, v)?,
                 // Store keys.
                 "storePathRootDir" => self.store.store_path_root_dir = PathBuf::from(v),
+                "storePathCommitLog" => {
+                    self.store.store_path_commit_log =
+                        Some(PathBuf::from(v.trim())).filter(|p| !p.as_os_str().is_empty())
+                }
                 "mappedFileSizeCommitLog" => self.store.mapped_file_size_commit_log = parse(key, v)?,
                 "mappedFileSizeConsumeQueue" => {
                     let bytes: u64 = parse(key, v)?;
-                    if bytes < 20 {
+                    if bytes == 0 {
                         return Err(format!("invalid value {v:?} for key `{key}`"));
                     }
-                    self.store.consume_queue_entries_per_file = bytes / 20;
+                    // Java's getter rounds up to whole 20-byte entries.
+                    self.store.consume_queue_entries_per_file = bytes.div_ceil(20);
                 }
                 "maxMessageSize" => self.store.max_message_size = parse(key, v)?,
                 "flushDiskType" => {
@@ -407,6 +581,9 @@ impl BrokerConfig {
                 "diskSpaceCleanForciblyRatio" | "rocketmq.broker.diskSpaceCleanForciblyRatio" => {
                     self.store.disk_space_clean_forcibly_ratio = percent(key, v)?
                 }
+                "cleanFileForciblyEnable" => {
+                    self.store.clean_file_forcibly_enable = parse_bool(key, v)?
+                }
                 "diskCheckInterval" => self.store.disk_check_interval = millis(key, v)?,
                 "cleanResourceInterval" => self.store.clean_resource_interval = millis(key, v)?,
                 "maxHashSlotNum" => self.store.max_hash_slot_num = parse(key, v)?,
@@ -422,6 +599,11 @@ impl BrokerConfig {
                 }
                 "warmMapedFileEnable" => self.store.warm_segments = parse_bool(key, v)?,
                 "haTlsEnable" => self.ha.tls = parse_bool(key, v)?,
+                _ if UNSUPPORTED_KEYS.contains(&key) => {
+                    if !v.trim().is_empty() {
+                        return Err(format!("key `{key}` is not supported (set {v:?})"));
+                    }
+                }
                 _ if key.starts_with("tls.") => {
                     if !self.tls.set(key, v).map_err(|e| e.to_string())? {
                         unknown.push(k.clone());
@@ -591,6 +773,9 @@ impl BrokerConfig {
             "storePathRootDir",
             st.store_path_root_dir.display().to_string(),
         );
+        if let Some(dir) = &st.store_path_commit_log {
+            put("storePathCommitLog", dir.display().to_string());
+        }
         put(
             "mappedFileSizeCommitLog",
             st.mapped_file_size_commit_log.to_string(),
@@ -629,6 +814,10 @@ impl BrokerConfig {
         put(
             "diskSpaceCleanForciblyRatio",
             st.disk_space_clean_forcibly_ratio.to_string(),
+        );
+        put(
+            "cleanFileForciblyEnable",
+            st.clean_file_forcibly_enable.to_string(),
         );
         put("diskCheckInterval", ms(st.disk_check_interval));
         put("cleanResourceInterval", ms(st.clean_resource_interval));
@@ -731,6 +920,17 @@ impl BrokerConfig {
                 ));
             }
         }
+        for (key, d) in [
+            (
+                "flushConsumerOffsetInterval",
+                self.flush_consumer_offset_interval,
+            ),
+            ("transactionCheckInterval", self.transaction_check_interval),
+        ] {
+            if d.is_zero() {
+                return Err(format!("key `{key}` must be positive"));
+            }
+        }
         if let Some(ip) = &self.broker_ip1 {
             if ip.parse::<IpAddr>().is_err() {
                 return Err(format!("invalid value {ip:?} for key `brokerIP1`"));
@@ -764,10 +964,11 @@ impl BrokerConfig {
         }
     }
 
-    /// The period of registrations, clamped to 10–60 s as Java does (shorter only for tests).
+    /// The period of registrations, clamped to 10–60 s as Java's `BrokerController.start`
+    /// clamps it.
     pub fn register_period(&self) -> Duration {
         self.register_name_server_period
-            .min(Duration::from_secs(60))
+            .clamp(Duration::from_secs(10), Duration::from_secs(60))
     }
 }
 
@@ -809,7 +1010,7 @@ mod tests {
              haMasterAddress=10.0.0.3:10912\nbrokerConfigPath=/etc/broker.conf\n\
              dLegerGroup=g\ndLegerPeers=n0-127.0.0.1:40911;n1-127.0.0.1:40912\ndLegerSelfId=n0\n\
              mappedFileSizeConsumeQueue=6000\nflushDiskType=SYNC_FLUSH\nbrokerRole=SLAVE\n\
-             brokerId=2\nshortPollingTimeMills=1500\n",
+             brokerId=2\nshortPollingTimeMills=1500\nstorePathCommitLog=/data2/commitlog\n",
         ))
         .unwrap();
         let props = c.to_properties();
@@ -870,5 +1071,128 @@ mod tests {
         c.apply_properties(&parse_properties("brokerRole=SLAVE\nbrokerId=0"))
             .unwrap();
         assert!(c.validate().unwrap_err().contains("brokerId"));
+    }
+
+    /// `java.util.Properties.load`'s syntax: white space as a separator, only the first
+    /// separator counts, continuations, escapes and comments.
+    #[test]
+    fn properties_are_read_as_java_reads_them() {
+        let text = "brokerRole SLAVE\nbrokerId\t1\nnamesrvAddr 1.2.3.4:9876;5.6.7.8:9876\n\
+                    deleteWhen  =  04;16\n  # comment\n! other comment\n\
+                    brokerName:b1\nkey\\:with\\=seps = v\\u00e9\\tx\n\
+                    messageDelayLevel = 1s 5s \\\n    10s\\\n\n\
+                    brokerClusterName=C1\r\nempty\nspaced = trailing   \nlit\\ key=a\\ \n\
+                    #continued\\\nnotAComment=1\n";
+        let p = parse_properties(text);
+        let get = |k: &str| p.get(k).map(String::as_str);
+        assert_eq!(get("brokerRole"), Some("SLAVE"));
+        assert_eq!(get("brokerId"), Some("1"));
+        assert_eq!(get("namesrvAddr"), Some("1.2.3.4:9876;5.6.7.8:9876"));
+        assert_eq!(get("deleteWhen"), Some("04;16"));
+        assert_eq!(get("brokerName"), Some("b1"));
+        assert_eq!(get("key:with=seps"), Some("v\u{e9}\tx"));
+        assert_eq!(get("messageDelayLevel"), Some("1s 5s 10s"));
+        assert_eq!(get("brokerClusterName"), Some("C1"));
+        assert_eq!(get("empty"), Some(""));
+        assert_eq!(get("spaced"), Some("trailing"));
+        assert_eq!(get("lit key"), Some("a "));
+        assert_eq!(get("notAComment"), Some("1"));
+        assert_eq!(p.len(), 12, "{p:?}");
+        let mut c = BrokerConfig::default();
+        c.apply_properties(&p).unwrap();
+        assert_eq!(c.broker_role, BrokerRole::Slave);
+        assert_eq!(c.broker_id, 1);
+        assert_eq!(c.namesrv_addr, ["1.2.3.4:9876", "5.6.7.8:9876"]);
+        // A malformed \uXXXX: kept as written, or an error naming the line.
+        assert_eq!(parse_properties("a=\\u12G4")["a"], "\\u12G4");
+        let e = parse_properties_strict("a=1\nb=\\u12").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+        // ISO-8859-1 text (not UTF-8) is read as Java reads it.
+        assert_eq!(
+            properties_text(b"regionId=r\xe9\n".to_vec()),
+            "regionId=r\u{e9}\n"
+        );
+        assert_eq!(line_key("  a\\ b = c"), Some("a b".to_string()));
+        assert_eq!(line_key("# a=b"), None);
+        assert!(line_continues("a=b\\\r") && !line_continues("a=b\\\\"));
+    }
+
+    /// The Java property names of the two disk ratios take Java's fraction: `1` is 100 %.
+    #[test]
+    fn java_named_disk_ratios_are_fractions() {
+        let mut c = BrokerConfig::default();
+        c.apply_properties(&parse_properties(
+            "rocketmq.broker.diskSpaceCleanForciblyRatio=1\n\
+             rocketmq.broker.diskSpaceWarningLevelRatio=0.95\n",
+        ))
+        .unwrap();
+        assert_eq!(c.store.disk_space_clean_forcibly_ratio, 100);
+        assert_eq!(c.store.disk_space_warning_level_ratio, 95);
+        assert!(c
+            .apply_properties(&parse_properties(
+                "rocketmq.broker.diskSpaceWarningLevelRatio=90"
+            ))
+            .is_err());
+        // The short names still take a percentage.
+        c.apply_properties(&parse_properties("diskSpaceCleanForciblyRatio=80"))
+            .unwrap();
+        assert_eq!(c.store.disk_space_clean_forcibly_ratio, 80);
+    }
+
+    /// Store keys: `mappedFileSizeConsumeQueue` rounds up to whole entries (Java's getter),
+    /// `storePathCommitLog` moves the commit log, `cleanFileForciblyEnable` is read, the data
+    /// placement keys this broker lacks are refused, and `fileReservedTime` is Java's `int`.
+    #[test]
+    fn store_keys_as_java_reads_them() {
+        let mut c = BrokerConfig::default();
+        c.apply_properties(&parse_properties(
+            "mappedFileSizeConsumeQueue=1048576\nstorePathRootDir=/data/store\n\
+             storePathCommitLog=/data2/commitlog\ncleanFileForciblyEnable=false\n",
+        ))
+        .unwrap();
+        assert_eq!(c.store.consume_queue_entries_per_file, 52429);
+        assert_eq!(c.store.commit_log_dir(), PathBuf::from("/data2/commitlog"));
+        assert_eq!(
+            c.store.consume_queue_dir(),
+            PathBuf::from("/data/store/consumequeue")
+        );
+        assert!(!c.store.clean_file_forcibly_enable);
+        c.validate().unwrap();
+        for key in ["storePathDLedgerCommitLog", "readOnlyCommitLogStorePaths"] {
+            let e = BrokerConfig::default()
+                .apply_properties(&parse_properties(&format!("{key}=/x")))
+                .unwrap_err();
+            assert!(e.contains(key), "{e}");
+        }
+        let mut c = BrokerConfig::default();
+        c.apply_properties(&parse_properties("storePathCommitLog=/a:/b"))
+            .unwrap();
+        assert!(c.validate().unwrap_err().contains("storePathCommitLog"));
+        let mut c = BrokerConfig::default();
+        c.apply_properties(&parse_properties("fileReservedTime=9999999999999"))
+            .unwrap();
+        assert!(c.validate().unwrap_err().contains("fileReservedTime"));
+    }
+
+    /// `registerNameServerPeriod` is clamped to 10-60 s (Java's `BrokerController.start`), and
+    /// the periods of the broker's loops must not be 0 (a hot loop).
+    #[test]
+    fn periods_are_clamped_or_refused_when_zero() {
+        let mut c = BrokerConfig::default();
+        for (ms, period) in [(0, 10), (1000, 10), (30_000, 30), (600_000, 60)] {
+            c.register_name_server_period = Duration::from_millis(ms);
+            assert_eq!(c.register_period(), Duration::from_secs(period), "{ms}");
+        }
+        for key in [
+            "flushConsumerOffsetInterval",
+            "transactionCheckInterval",
+            "flushIntervalCommitLog",
+            "cleanResourceInterval",
+        ] {
+            let mut c = BrokerConfig::default();
+            c.apply_properties(&parse_properties(&format!("{key}=0")))
+                .unwrap();
+            assert!(c.validate().unwrap_err().contains(key), "{key}");
+        }
     }
 }

@@ -3,25 +3,33 @@
 //!
 //! Java updates any existing field and leaves the effect to whoever reads it next; many of its
 //! fields are only read at start. Here only the keys in [`RUNTIME_KEYS`] are changed at run
-//! time: the broker reads each of them on every use. A known key outside that list is refused
-//! (it would only take effect after a restart), and nothing of the request is applied; an
-//! unknown key is ignored, as Java ignores it. Keys of the black list are refused as Java
-//! refuses them (`NO_PERMISSION`).
+//! time: the broker reads each of them on every use (the retention keys at the store's next
+//! disk check and retention pass, as Java's clean-up reads them). A known key outside that list
+//! is refused (it would only take effect after a restart), and so is a key of Java's
+//! configuration that this broker does not have ([`JAVA_KEYS`]); nothing of such a request is
+//! applied. A key Java does not know either is ignored, as Java ignores it. Keys of the black
+//! list are refused as Java refuses them (`NO_PERMISSION`).
+//!
+//! The changes are applied, then written to the config file; when the file cannot be written
+//! (a read-only ConfigMap), they stay applied and the failure is logged, as Java's
+//! `Configuration.persist` logs it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::body::DataVersion;
+use tracing::warn;
 
 use super::config::BrokerConfig;
+use crate::store::config::{LiveRetention, RetentionSettings};
 use crate::store::vfs::Vfs;
 use crate::store::StdFs;
 
 /// Keys UPDATE_BROKER_CONFIG changes at run time.
-pub const RUNTIME_KEYS: [&str; 9] = [
+pub const RUNTIME_KEYS: [&str; 18] = [
     "brokerPermission",
     "slaveReadEnable",
     "longPollingEnable",
@@ -31,6 +39,206 @@ pub const RUNTIME_KEYS: [&str; 9] = [
     "defaultQueryMaxNum",
     "transactionCheckMax",
     "storeReplyMessageEnable",
+    // Retention (the store's).
+    "fileReservedTime",
+    "deleteWhen",
+    "diskMaxUsedSpaceRatio",
+    "diskSpaceWarningLevelRatio",
+    "rocketmq.broker.diskSpaceWarningLevelRatio",
+    "diskSpaceCleanForciblyRatio",
+    "rocketmq.broker.diskSpaceCleanForciblyRatio",
+    "cleanFileForciblyEnable",
+    "cleanResourceInterval",
+];
+
+/// The keys of Java 4.9.8's `BrokerConfig`, `MessageStoreConfig`, `NettyServerConfig` and
+/// `NettyClientConfig` (the names `MixAll.properties2Object` derives from their setters): a key
+/// of these that this broker does not read is refused by UPDATE_BROKER_CONFIG, where Java would
+/// apply it.
+#[rustfmt::skip]
+pub const JAVA_KEYS: [&str; 182] = [
+    "accessMessageInMemoryMaxRatio",
+    "aclEnable",
+    "adminBrokerThreadPoolNums",
+    "autoCreateSubscriptionGroup",
+    "autoCreateTopicEnable",
+    "autoDeleteUnusedStats",
+    "bitMapLengthConsumeQueueExt",
+    "brokerClusterName",
+    "brokerFastFailureEnable",
+    "brokerIP1",
+    "brokerIP2",
+    "brokerId",
+    "brokerName",
+    "brokerPermission",
+    "brokerRole",
+    "brokerTopicEnable",
+    "channelNotActiveInterval",
+    "checkCRCOnRecover",
+    "cleanFileForciblyEnable",
+    "cleanResourceInterval",
+    "clientAsyncSemaphoreValue",
+    "clientCallbackExecutorThreads",
+    "clientChannelMaxIdleTimeSeconds",
+    "clientCloseSocketIfTimeout",
+    "clientManageThreadPoolNums",
+    "clientManagerThreadPoolQueueCapacity",
+    "clientOnewaySemaphoreValue",
+    "clientPooledByteBufAllocatorEnable",
+    "clientSocketRcvBufSize",
+    "clientSocketSndBufSize",
+    "clientWorkerThreads",
+    "clusterTopicEnable",
+    "commercialBaseCount",
+    "commercialBigCount",
+    "commercialEnable",
+    "commercialTimerCount",
+    "commercialTransCount",
+    "commitCommitLogLeastPages",
+    "commitCommitLogThoroughInterval",
+    "commitIntervalCommitLog",
+    "compressedRegister",
+    "configBlackList",
+    "connectTimeoutMillis",
+    "consumerFallbehindThreshold",
+    "consumerManageThreadPoolNums",
+    "consumerManagerThreadPoolQueueCapacity",
+    "debugLockEnable",
+    "defaultQueryMaxNum",
+    "defaultTopicQueueNums",
+    "deleteCommitLogFilesInterval",
+    "deleteConsumeQueueFilesInterval",
+    "deleteWhen",
+    "destroyMapedFileIntervalForcibly",
+    "disableConsumeIfConsumerReadSlowly",
+    "diskFallRecorded",
+    "diskMaxUsedSpaceRatio",
+    "duplicationEnable",
+    "enableBatchPush",
+    "enableCalcFilterBitMap",
+    "enableConsumeQueueExt",
+    "enableDLegerCommitLog",
+    "enableDetailStat",
+    "enableLmq",
+    "enableMultiDispatch",
+    "enablePropertyFilter",
+    "enableScheduleAsyncDeliver",
+    "enableScheduleMessageStats",
+    "endTransactionPoolQueueCapacity",
+    "endTransactionThreadPoolNums",
+    "expectConsumerNumUseFilter",
+    "fastFailIfNoBufferInStorePool",
+    "fetchNamesrvAddrByAddressServer",
+    "fileReservedTime",
+    "filterDataCleanTimeSpan",
+    "filterServerNums",
+    "filterSupportRetry",
+    "flushCommitLogLeastPages",
+    "flushCommitLogThoroughInterval",
+    "flushCommitLogTimed",
+    "flushConsumeQueueLeastPages",
+    "flushConsumeQueueThoroughInterval",
+    "flushConsumerOffsetHistoryInterval",
+    "flushConsumerOffsetInterval",
+    "flushDelayOffsetInterval",
+    "flushDiskType",
+    "flushIntervalCommitLog",
+    "flushIntervalConsumeQueue",
+    "flushLeastPagesWhenWarmMapedFile",
+    "forceRegister",
+    "haHousekeepingInterval",
+    "haListenPort",
+    "haMasterAddress",
+    "haSendHeartbeatInterval",
+    "haSlaveFallbehindMax",
+    "haTransferBatchSize",
+    "heartbeatThreadPoolNums",
+    "heartbeatThreadPoolQueueCapacity",
+    "highSpeedMode",
+    "isolateLogEnable",
+    "listenPort",
+    "longPollingEnable",
+    "mappedFileSizeCommitLog",
+    "mappedFileSizeConsumeQueue",
+    "mappedFileSizeConsumeQueueExt",
+    "maxDelayTime",
+    "maxErrorRateOfBloomFilter",
+    "maxHashSlotNum",
+    "maxIndexNum",
+    "maxLmqConsumeQueueNum",
+    "maxMessageSize",
+    "maxMsgsNumBatch",
+    "maxTransferBytesOnMessageInDisk",
+    "maxTransferBytesOnMessageInMemory",
+    "maxTransferCountOnMessageInDisk",
+    "maxTransferCountOnMessageInMemory",
+    "messageDelayLevel",
+    "messageIndexEnable",
+    "messageIndexSafe",
+    "messageStorePlugIn",
+    "msgTraceTopicName",
+    "namesrvAddr",
+    "notifyConsumerIdsChangedEnable",
+    "offsetCheckInSlave",
+    "osPageCacheBusyTimeOutMills",
+    "preferredLeaderId",
+    "processReplyMessageThreadPoolNums",
+    "pullMessageThreadPoolNums",
+    "pullThreadPoolQueueCapacity",
+    "putMessageFutureThreadPoolNums",
+    "putMsgIndexHightWater",
+    "putThreadPoolQueueCapacity",
+    "queryMessageThreadPoolNums",
+    "queryThreadPoolQueueCapacity",
+    "readOnlyCommitLogStorePaths",
+    "redeleteHangedFileInterval",
+    "regionId",
+    "registerBrokerTimeoutMills",
+    "registerNameServerPeriod",
+    "rejectTransactionMessage",
+    "replyThreadPoolQueueCapacity",
+    "rocketmqHome",
+    "scheduleAsyncDeliverMaxPendingLimit",
+    "scheduleAsyncDeliverMaxResendNum2Blocked",
+    "sendMessageThreadPoolNums",
+    "sendThreadPoolQueueCapacity",
+    "serverAsyncSemaphoreValue",
+    "serverCallbackExecutorThreads",
+    "serverChannelMaxIdleTimeSeconds",
+    "serverOnewaySemaphoreValue",
+    "serverPooledByteBufAllocatorEnable",
+    "serverSelectorThreads",
+    "serverSocketBacklog",
+    "serverSocketRcvBufSize",
+    "serverSocketSndBufSize",
+    "serverWorkerThreads",
+    "shortPollingTimeMills",
+    "slaveReadEnable",
+    "slaveTimeout",
+    "startAcceptSendRequestTimeStamp",
+    "storePathCommitLog",
+    "storePathDLedgerCommitLog",
+    "storePathRootDir",
+    "storeReplyMessageEnable",
+    "syncFlushTimeout",
+    "traceOn",
+    "traceTopicEnable",
+    "transactionCheckInterval",
+    "transactionCheckMax",
+    "transactionTimeOut",
+    "transferMsgByHeap",
+    "transientStorePoolEnable",
+    "transientStorePoolSize",
+    "useEpollNativeSelector",
+    "useReentrantLockWhenPutMessage",
+    "useTLS",
+    "waitTimeMillsInHeartbeatQueue",
+    "waitTimeMillsInPullQueue",
+    "waitTimeMillsInSendQueue",
+    "waitTimeMillsInTransactionQueue",
+    "warmMapedFileEnable",
+    "writeBufferHighWaterMark",
+    "writeBufferLowWaterMark",
 ];
 
 /// Keys never updated remotely (Java's `AdminBrokerProcessor.initConfigBlackList`), besides
@@ -50,6 +258,12 @@ pub enum UpdateError {
         .0.join(", ")
     )]
     RestartRequired(Vec<String>),
+    /// Keys of Java's configuration that this broker does not have.
+    #[error(
+        "Can not update config: {} not supported by this broker; nothing was changed.",
+        .0.join(", ")
+    )]
+    Unsupported(Vec<String>),
     /// A value does not parse or is out of range.
     #[error("{0}")]
     Invalid(String),
@@ -75,6 +289,8 @@ pub struct DynamicConfig {
     default_query_max_num: AtomicI32,
     transaction_check_max: AtomicI32,
     store_reply_message_enable: AtomicBool,
+    /// The store's retention settings (its own copy until [`DynamicConfig::with_retention`]).
+    retention: Arc<LiveRetention>,
     /// Updates run one at a time (Java's handler is `synchronized`); the data version.
     version: Mutex<DataVersion>,
 }
@@ -113,8 +329,21 @@ impl DynamicConfig {
             default_query_max_num: AtomicI32::new(cfg.default_query_max_num),
             transaction_check_max: AtomicI32::new(cfg.transaction_check_max),
             store_reply_message_enable: AtomicBool::new(cfg.store_reply_message_enable),
+            retention: Arc::new(LiveRetention::new(RetentionSettings::of(&cfg.store))),
             version: Mutex::new(DataVersion::new(now_ms)),
         }
+    }
+
+    /// Changes to the retention keys go to `live`: the store's
+    /// ([`MessageStore::live_retention`](crate::store::MessageStore::live_retention)).
+    pub fn with_retention(mut self, live: Arc<LiveRetention>) -> Self {
+        self.retention = live;
+        self
+    }
+
+    /// The retention settings in force.
+    pub fn retention(&self) -> RetentionSettings {
+        self.retention.get()
     }
 
     /// `brokerPermission`.
@@ -172,12 +401,14 @@ impl DynamicConfig {
         c.default_query_max_num = self.default_query_max_num();
         c.transaction_check_max = self.transaction_check_max();
         c.store_reply_message_enable = self.store_reply_message_enable();
+        self.retention.get().apply_to(&mut c.store);
         c
     }
 
     /// Applies `props` over `base` (the configuration the broker started with): checks the
-    /// black list and the keys, validates the values, persists them to `brokerConfigPath` if
-    /// the broker was started from a file, then applies them. Returns the keys applied.
+    /// black list and the keys, validates the values, applies them, then persists them to
+    /// `brokerConfigPath` if the broker was started from a file (a failure to write it is
+    /// logged; the values stay applied, as in Java). Returns the keys applied.
     pub fn update(
         &self,
         base: &BrokerConfig,
@@ -190,6 +421,7 @@ impl DynamicConfig {
         }
         let mut runtime = BTreeMap::new();
         let mut restart = Vec::new();
+        let mut unsupported = Vec::new();
         for (k, v) in props {
             if RUNTIME_KEYS.contains(&k.as_str()) {
                 runtime.insert(k.clone(), v.clone());
@@ -197,6 +429,10 @@ impl DynamicConfig {
             }
             let one = BTreeMap::from([(k.clone(), v.clone())]);
             match BrokerConfig::default().apply_properties(&one) {
+                // A key of Java's that this broker lacks: Java would apply it.
+                Ok(unknown) if unknown.contains(k) && JAVA_KEYS.contains(&k.as_str()) => {
+                    unsupported.push(k.clone())
+                }
                 // Not a configuration key: ignored, as Java ignores it.
                 Ok(unknown) if unknown.contains(k) => {}
                 _ => restart.push(k.clone()),
@@ -205,17 +441,17 @@ impl DynamicConfig {
         if !restart.is_empty() {
             return Err(UpdateError::RestartRequired(restart));
         }
+        if !unsupported.is_empty() {
+            return Err(UpdateError::Unsupported(unsupported));
+        }
         let mut version = lock(&self.version);
         let mut next = self.current(base);
         next.apply_properties(&runtime)
             .map_err(UpdateError::Invalid)?;
         next.validate().map_err(UpdateError::Invalid)?;
-        if let Some(path) = &base.broker_config_path {
-            persist_keys(path, &runtime).map_err(|e| UpdateError::Persist {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
-        }
+        self.retention
+            .set(RetentionSettings::of(&next.store))
+            .map_err(UpdateError::Invalid)?;
         self.broker_permission
             .store(next.broker_permission, Ordering::Relaxed);
         self.slave_read_enable
@@ -237,6 +473,16 @@ impl DynamicConfig {
         self.store_reply_message_enable
             .store(next.store_reply_message_enable, Ordering::Relaxed);
         version.next_version(now_ms);
+        if let Some(path) = &base.broker_config_path {
+            if let Err(e) = persist_keys(path, &runtime) {
+                warn!(
+                    file = %path.display(),
+                    error = %e,
+                    keys = ?runtime.keys().collect::<Vec<_>>(),
+                    "broker config updated in memory only: cannot persist it to the config file"
+                );
+            }
+        }
         Ok(runtime.into_keys().collect())
     }
 }
@@ -256,15 +502,28 @@ pub fn persist_keys(path: &Path, keys: &BTreeMap<String, String>) -> std::io::Re
     let mut pending: BTreeMap<&str, &str> =
         keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut out = String::with_capacity(text.len() + 64);
+    // A line replaced, and continued on the next ones: those go too.
+    let mut dropping = false;
+    // The previous line continues on this one (which is no key of its own).
+    let mut continued = false;
     for line in text.lines() {
-        let t = line.trim_start();
-        let key = (!t.starts_with('#') && !t.starts_with('!'))
-            .then(|| t.find(['=', ':']).map(|i| t[..i].trim()))
-            .flatten();
-        match key.and_then(|k| keys.get_key_value(k)) {
+        let continues = super::config::line_continues(line);
+        if dropping {
+            dropping = continues;
+            continued = continues;
+            continue;
+        }
+        let key = if continued {
+            None
+        } else {
+            super::config::line_key(line)
+        };
+        continued = continues;
+        match key.as_deref().and_then(|k| keys.get_key_value(k)) {
             Some((k, v)) => {
-                out.push_str(&format!("{k}={v}\n"));
+                out.push_str(&property_line(k, v));
                 pending.remove(k.as_str());
+                dropping = continues;
             }
             None => {
                 out.push_str(line);
@@ -273,9 +532,35 @@ pub fn persist_keys(path: &Path, keys: &BTreeMap<String, String>) -> std::io::Re
         }
     }
     for (k, v) in pending {
-        out.push_str(&format!("{k}={v}\n"));
+        out.push_str(&property_line(k, v));
     }
     StdFs.write_file_atomic(path, out.as_bytes())
+}
+
+/// `key=value` with the characters `Properties.load` would read otherwise escaped.
+fn property_line(k: &str, v: &str) -> String {
+    fn escape(out: &mut String, s: &str, key: bool) {
+        for (i, c) in s.chars().enumerate() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '=' | ':' | ' ' | '#' | '!' if key => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                ' ' if i == 0 => out.push_str("\\ "),
+                c => out.push(c),
+            }
+        }
+    }
+    let mut line = String::with_capacity(k.len() + v.len() + 2);
+    escape(&mut line, k, true);
+    line.push('=');
+    escape(&mut line, v, false);
+    line.push('\n');
+    line
 }
 
 #[cfg(test)]
@@ -337,5 +622,133 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "# c\nbrokerName=b\nbrokerPermission=4\nslaveReadEnable=true\n"
         );
+    }
+
+    fn props(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// The retention keys change the store's settings at once (Java's clean-up reads them on
+    /// every pass), are reported by `current` and written to the config file.
+    #[test]
+    fn retention_keys_apply_to_the_store_at_once() {
+        let dir = crate::embedded::TempDir::new("dyn-retention").unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(&path, "fileReservedTime=72\n").unwrap();
+        let base = BrokerConfig {
+            broker_config_path: Some(path.clone()),
+            ..BrokerConfig::default()
+        };
+        let store = Arc::new(LiveRetention::new(RetentionSettings::of(&base.store)));
+        let d = DynamicConfig::new(&base, 1).with_retention(store.clone());
+        let applied = d
+            .update(
+                &base,
+                &props(&[
+                    ("fileReservedTime", "12"),
+                    ("deleteWhen", "04;10;16"),
+                    ("diskMaxUsedSpaceRatio", "60"),
+                    ("rocketmq.broker.diskSpaceCleanForciblyRatio", "0.8"),
+                    ("cleanFileForciblyEnable", "false"),
+                ]),
+                2,
+            )
+            .unwrap();
+        assert_eq!(applied.len(), 5);
+        let live = store.get();
+        assert_eq!(live.file_reserved_time, 12);
+        assert_eq!(live.delete_when, "04;10;16");
+        assert_eq!(live.disk_max_used_space_ratio, 60);
+        assert_eq!(live.disk_space_clean_forcibly_ratio, 80);
+        assert!(!live.clean_file_forcibly_enable);
+        let now = d.current(&base).to_properties();
+        assert_eq!(now["fileReservedTime"], "12");
+        assert_eq!(now["cleanFileForciblyEnable"], "false");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("fileReservedTime=12\n"), "{text}");
+        assert!(text.contains("deleteWhen=04;10;16\n"), "{text}");
+        // A bad value changes nothing.
+        assert!(matches!(
+            d.update(&base, &props(&[("deleteWhen", "25")]), 3),
+            Err(UpdateError::Invalid(_))
+        ));
+        assert_eq!(store.get().delete_when, "04;10;16");
+    }
+
+    /// A key of Java's configuration that this broker lacks is refused (Java would apply it),
+    /// not answered with SUCCESS; a key Java does not know either is ignored.
+    #[test]
+    fn a_java_key_this_broker_lacks_is_refused() {
+        let base = BrokerConfig::default();
+        let d = DynamicConfig::new(&base, 1);
+        assert_eq!(
+            d.update(
+                &base,
+                &props(&[
+                    ("accessMessageInMemoryMaxRatio", "30"),
+                    ("brokerPermission", "4")
+                ]),
+                2
+            ),
+            Err(UpdateError::Unsupported(vec![
+                "accessMessageInMemoryMaxRatio".into()
+            ]))
+        );
+        assert_eq!(d.broker_permission(), 6);
+        assert!(d
+            .update(&base, &props(&[("noSuchKeyAnywhere", "1")]), 2)
+            .is_ok());
+    }
+
+    /// A config file that cannot be written (a read-only ConfigMap) does not stop the update:
+    /// it is applied in memory, as Java's `Configuration.update` does.
+    #[test]
+    fn an_unwritable_config_file_still_applies_the_update() {
+        let dir = crate::embedded::TempDir::new("dyn-ro").unwrap();
+        // A file where its directory should be: unwritable whoever runs the test.
+        std::fs::write(dir.path().join("not-a-dir"), "").unwrap();
+        let base = BrokerConfig {
+            broker_config_path: Some(dir.path().join("not-a-dir").join("broker.conf")),
+            ..BrokerConfig::default()
+        };
+        let d = DynamicConfig::new(&base, 1);
+        let applied = d
+            .update(&base, &props(&[("brokerPermission", "4")]), 2)
+            .unwrap();
+        assert_eq!(applied, ["brokerPermission"]);
+        assert_eq!(d.broker_permission(), 4);
+        assert_eq!(d.data_version().counter, 1);
+    }
+
+    /// Lines in any of Java's forms are replaced (with their continuation lines); values are
+    /// written escaped.
+    #[test]
+    fn persisting_reads_lines_as_java_does() {
+        let dir = crate::embedded::TempDir::new("dyn-conf-java").unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(
+            &path,
+            "brokerPermission 6\ndeleteWhen = 04;\\\n  05\nmessageDelayLevel=1s\n",
+        )
+        .unwrap();
+        persist_keys(
+            &path,
+            &BTreeMap::from([
+                ("brokerPermission".to_string(), "4".to_string()),
+                ("deleteWhen".to_string(), "10".to_string()),
+                ("storePathRootDir".to_string(), "C:\\store".to_string()),
+            ]),
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "brokerPermission=4\ndeleteWhen=10\nmessageDelayLevel=1s\nstorePathRootDir=C:\\\\store\n"
+        );
+        let back = super::super::config::parse_properties(&text);
+        assert_eq!(back["storePathRootDir"], "C:\\store");
+        assert_eq!(back["deleteWhen"], "10");
     }
 }

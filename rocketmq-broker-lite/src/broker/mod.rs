@@ -395,7 +395,8 @@ impl BrokerBuilder {
             transactions,
             stats: BrokerStats::new(&cfg.broker_cluster_name),
             request_metrics: Default::default(),
-            dynamic: dynamic_config::DynamicConfig::new(&cfg, env.clock.now_ms()),
+            dynamic: dynamic_config::DynamicConfig::new(&cfg, env.clock.now_ms())
+                .with_retention(store.live_retention()),
             clock: env.clock.clone(),
             namesrv: {
                 let b = RemotingClient::builder().connect_timeout(Duration::from_secs(3));

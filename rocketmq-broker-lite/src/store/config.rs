@@ -1,6 +1,7 @@
 //! Store configuration, with the Java defaults and `broker.conf` names.
 
 use std::path::PathBuf;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -34,6 +35,10 @@ impl FlushDiskType {
 pub struct StoreConfig {
     /// Root directory (`storePathRootDir`).
     pub store_path_root_dir: PathBuf,
+    /// The commit log's directory (`storePathCommitLog`; `<storePathRootDir>/commitlog` when
+    /// not set), e.g. on a disk of its own. One directory: Java 4.9.8's list of several
+    /// (`dir1:dir2`) is refused.
+    pub store_path_commit_log: Option<PathBuf>,
     /// Commit-log segment size (`mappedFileSizeCommitLog`, 1 GiB).
     pub mapped_file_size_commit_log: u64,
     /// Consume-queue entries per file (`mappedFileSizeConsumeQueue` / 20 = 300,000).
@@ -61,7 +66,8 @@ pub struct StoreConfig {
     /// `flushConsumeQueueThoroughInterval`, 60 s); between those, only queues with more than two
     /// unsynced pages are synced.
     pub flush_consume_queue_thorough_interval: Duration,
-    /// Hours a commit-log segment is kept (`fileReservedTime`, 72).
+    /// Hours a commit-log segment is kept (`fileReservedTime`, 72; at most `i32::MAX`, Java's
+    /// `int`).
     pub file_reserved_time: u64,
     /// Hours of the day deletion runs (`deleteWhen`, `"04"`; several as `"04;05"`).
     pub delete_when: String,
@@ -70,8 +76,14 @@ pub struct StoreConfig {
     /// ([`StoreConfig::max_used_space_ratio`]).
     pub disk_max_used_space_ratio: u32,
     /// Disk usage (percent) above which the oldest segments go whatever their age (Java's
-    /// system property `rocketmq.broker.diskSpaceCleanForciblyRatio`, 0.85).
+    /// system property `rocketmq.broker.diskSpaceCleanForciblyRatio`, 0.85), unless
+    /// `clean_file_forcibly_enable` is off.
     pub disk_space_clean_forcibly_ratio: u32,
+    /// `cleanFileForciblyEnable` (true): past `diskSpaceCleanForciblyRatio`, delete the oldest
+    /// segments whatever their age. Off, only segments older than `fileReservedTime` are ever
+    /// deleted (as Java's `CleanCommitLogService`; writes are still refused above
+    /// `diskSpaceWarningLevelRatio`).
+    pub clean_file_forcibly_enable: bool,
     /// Disk usage (percent) of the commit log's or the consume queues' file system above which
     /// new messages are refused with SERVICE_NOT_AVAILABLE (Java's system property
     /// `rocketmq.broker.diskSpaceWarningLevelRatio`, 0.90).
@@ -130,6 +142,7 @@ impl Default for StoreConfig {
         let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
         Self {
             store_path_root_dir: home.join("store"),
+            store_path_commit_log: None,
             mapped_file_size_commit_log: 1024 * 1024 * 1024,
             consume_queue_entries_per_file: 300_000,
             max_message_size: 4 * 1024 * 1024,
@@ -144,6 +157,7 @@ impl Default for StoreConfig {
             disk_max_used_space_ratio: 75,
             disk_space_clean_forcibly_ratio: 85,
             disk_space_warning_level_ratio: 90,
+            clean_file_forcibly_enable: true,
             disk_check_interval: Duration::from_secs(1),
             clean_resource_interval: Duration::from_secs(10),
             delete_files_batch_max: 10,
@@ -164,6 +178,107 @@ impl Default for StoreConfig {
 
 /// Java's default `messageDelayLevel`.
 pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+
+fn delete_hours(delete_when: &str) -> Vec<u32> {
+    delete_when
+        .split(';')
+        .filter_map(|h| h.trim().parse().ok())
+        .collect()
+}
+
+/// The retention settings, which may change while the store runs (UPDATE_BROKER_CONFIG applies
+/// them at once, as Java's clean-up reads its `MessageStoreConfig` fields on every pass).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetentionSettings {
+    /// `fileReservedTime` (hours).
+    pub file_reserved_time: u64,
+    /// `deleteWhen`.
+    pub delete_when: String,
+    /// `diskMaxUsedSpaceRatio` (percent; used clamped to 10-95).
+    pub disk_max_used_space_ratio: u32,
+    /// `diskSpaceCleanForciblyRatio` (percent).
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// `diskSpaceWarningLevelRatio` (percent).
+    pub disk_space_warning_level_ratio: u32,
+    /// `cleanFileForciblyEnable`.
+    pub clean_file_forcibly_enable: bool,
+    /// `cleanResourceInterval`.
+    pub clean_resource_interval: Duration,
+}
+
+impl RetentionSettings {
+    /// The settings of `cfg`.
+    pub fn of(cfg: &StoreConfig) -> Self {
+        Self {
+            file_reserved_time: cfg.file_reserved_time,
+            delete_when: cfg.delete_when.clone(),
+            disk_max_used_space_ratio: cfg.disk_max_used_space_ratio,
+            disk_space_clean_forcibly_ratio: cfg.disk_space_clean_forcibly_ratio,
+            disk_space_warning_level_ratio: cfg.disk_space_warning_level_ratio,
+            clean_file_forcibly_enable: cfg.clean_file_forcibly_enable,
+            clean_resource_interval: cfg.clean_resource_interval,
+        }
+    }
+
+    /// Sets these settings in `cfg`.
+    pub fn apply_to(&self, cfg: &mut StoreConfig) {
+        cfg.file_reserved_time = self.file_reserved_time;
+        cfg.delete_when = self.delete_when.clone();
+        cfg.disk_max_used_space_ratio = self.disk_max_used_space_ratio;
+        cfg.disk_space_clean_forcibly_ratio = self.disk_space_clean_forcibly_ratio;
+        cfg.disk_space_warning_level_ratio = self.disk_space_warning_level_ratio;
+        cfg.clean_file_forcibly_enable = self.clean_file_forcibly_enable;
+        cfg.clean_resource_interval = self.clean_resource_interval;
+    }
+
+    /// Hours of `delete_when`.
+    pub fn delete_hours(&self) -> Vec<u32> {
+        delete_hours(&self.delete_when)
+    }
+
+    /// `diskMaxUsedSpaceRatio` clamped to 10-95 (see [`StoreConfig::max_used_space_ratio`]).
+    pub fn max_used_space_ratio(&self) -> u32 {
+        self.disk_max_used_space_ratio.clamp(10, 95)
+    }
+
+    /// Retention in milliseconds (`fileReservedTime` hours; saturating).
+    pub fn reserved_ms(&self) -> i64 {
+        i64::try_from(self.file_reserved_time)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(3_600_000)
+    }
+
+    /// Checks the settings as [`StoreConfig::validate`] does.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut cfg = StoreConfig::new("/store");
+        self.apply_to(&mut cfg);
+        cfg.validate()
+    }
+}
+
+/// The store's current [`RetentionSettings`], shared with whoever may change them (the broker's
+/// UPDATE_BROKER_CONFIG): [`MessageStore::live_retention`](super::MessageStore::live_retention).
+#[derive(Debug)]
+pub struct LiveRetention(RwLock<RetentionSettings>);
+
+impl LiveRetention {
+    /// Starts with `settings`.
+    pub fn new(settings: RetentionSettings) -> Self {
+        Self(RwLock::new(settings))
+    }
+
+    /// The current settings.
+    pub fn get(&self) -> RetentionSettings {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the settings, once validated; the next retention pass and disk check use them.
+    pub fn set(&self, settings: RetentionSettings) -> Result<(), String> {
+        settings.validate()?;
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = settings;
+        Ok(())
+    }
+}
 
 /// Parses a `messageDelayLevel` string (units s, m, h, d) into milliseconds per level.
 pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
@@ -223,9 +338,12 @@ impl StoreConfig {
         }
     }
 
-    /// `commitlog/`.
+    /// The commit log's directory: `storePathCommitLog`, else `commitlog/` under the root.
     pub fn commit_log_dir(&self) -> PathBuf {
-        self.store_path_root_dir.join("commitlog")
+        match &self.store_path_commit_log {
+            Some(dir) => dir.clone(),
+            None => self.store_path_root_dir.join("commitlog"),
+        }
     }
     /// `consumequeue/`.
     pub fn consume_queue_dir(&self) -> PathBuf {
@@ -257,10 +375,7 @@ impl StoreConfig {
 
     /// Hours of `delete_when`.
     pub fn delete_hours(&self) -> Vec<u32> {
-        self.delete_when
-            .split(';')
-            .filter_map(|h| h.trim().parse().ok())
-            .collect()
+        delete_hours(&self.delete_when)
     }
 
     /// Checks the settings; the error names the offending key.
@@ -284,6 +399,27 @@ impl StoreConfig {
         }
         if self.max_hash_slot_num == 0 || self.max_index_num < 2 {
             return Err("maxHashSlotNum and maxIndexNum must be positive".into());
+        }
+        if let Some(dir) = &self.store_path_commit_log {
+            if dir.as_os_str().is_empty() || dir.to_string_lossy().contains(':') {
+                return Err(format!(
+                    "storePathCommitLog must be one directory (a list of several is not supported), got {:?}",
+                    dir.display().to_string()
+                ));
+            }
+        }
+        if self.file_reserved_time > i32::MAX as u64 {
+            return Err(format!(
+                "fileReservedTime is a number of hours up to {} (Java's int), got {}",
+                i32::MAX,
+                self.file_reserved_time
+            ));
+        }
+        if self.clean_resource_interval.is_zero() {
+            return Err("cleanResourceInterval must be positive".into());
+        }
+        if self.flush_interval.is_zero() {
+            return Err("flushIntervalCommitLog must be positive".into());
         }
         if self.delete_hours().is_empty() || self.delete_hours().iter().any(|h| *h > 23) {
             return Err(format!(

@@ -309,6 +309,8 @@ pub(crate) struct Inner {
     /// Passes of the service thread still to delete expired segments whatever the hour (Java's
     /// `manualDeleteFileSeveralTimes`).
     pub(crate) manual_passes: AtomicU32,
+    /// The retention settings in force (they may change while the store runs).
+    pub(crate) retention: Arc<config::LiveRetention>,
 }
 
 /// What opening the store had to do to recover its consume queues (see
@@ -694,7 +696,8 @@ impl MessageStore {
                     if last_disk_check.is_none_or(|t| t.elapsed() >= i.cfg.disk_check_interval) {
                         last_disk_check = Some(Instant::now());
                         let used = retention::check_disk(&i);
-                        pressure = used > i.cfg.max_used_space_ratio() || i.log.guard.is_full();
+                        pressure = used > i.retention.get().max_used_space_ratio()
+                            || i.log.guard.is_full();
                     }
                     if last_checkpoint.elapsed() >= i.cfg.checkpoint_interval
                         && i.log.failure().is_none()
@@ -720,8 +723,9 @@ impl MessageStore {
                     }
                     // Retention every cleanResourceInterval, and at the disk check's pace while
                     // the disk is fuller than diskMaxUsedSpaceRatio (writes may be waiting).
+                    let clean_resource_interval = i.retention.get().clean_resource_interval;
                     let due = lock(&i.last_clean_run).is_none_or(|t| {
-                        t.elapsed() >= i.cfg.clean_resource_interval
+                        t.elapsed() >= clean_resource_interval
                             || (pressure && t.elapsed() >= i.cfg.disk_check_interval)
                     });
                     if due {
@@ -1039,9 +1043,17 @@ impl MessageStore {
 
     // ----- reading -----
 
-    /// The configuration.
+    /// The configuration the store was opened with (the retention settings in force are
+    /// [`MessageStore::live_retention`]'s).
     pub fn config(&self) -> &StoreConfig {
         &self.inner.cfg
+    }
+
+    /// The retention settings in force (`fileReservedTime`, `deleteWhen`, the disk ratios,
+    /// `cleanFileForciblyEnable`, `cleanResourceInterval`): setting them takes effect at the
+    /// next disk check and retention pass.
+    pub fn live_retention(&self) -> Arc<config::LiveRetention> {
+        self.inner.retention.clone()
     }
 
     /// Next offset of a queue (0 for an unknown queue).

@@ -291,6 +291,9 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         registry_lock: Mutex::new(()),
         retention_lock: Mutex::new(()),
         manual_passes: AtomicU32::new(0),
+        retention: Arc::new(super::config::LiveRetention::new(
+            super::config::RetentionSettings::of(&cfg),
+        )),
     };
 
     // 3. Re-dispatch: everything from the durable dispatch point for all queues and the index,

@@ -5,9 +5,11 @@
 //! commit log's or the consume queues' disk is fuller than `diskMaxUsedSpaceRatio` they are
 //! deleted at once, whatever the hour; past `diskSpaceCleanForciblyRatio` the oldest segments go
 //! whatever their age (at most `deleteFilesBatchMax` a pass, as Java, but no more than it takes
-//! to get back under that ratio). The active segment is never deleted. A segment's age is the
-//! store time of its newest message (or, when unknown, of the first message of the next
-//! segment).
+//! to get back under that ratio), unless `cleanFileForciblyEnable` is off (Java's
+//! `cleanAtOnce`). The active segment is never deleted. These settings are read at every pass
+//! ([`LiveRetention`](super::config::LiveRetention)), so changing them takes effect at once. A
+//! segment's age is the store time of its newest message (or, when unknown, of the first
+//! message of the next segment).
 //!
 //! When the next segment cannot be allocated for lack of space although the disk is not above
 //! the forcible ratio (segments large against the disk), the oldest segment is deleted to make
@@ -51,7 +53,7 @@ fn usage(inner: &Inner) -> u32 {
 /// `isSpaceToDelete`). Returns the higher of the two percentages.
 pub(super) fn check_disk(inner: &Inner) -> u32 {
     let cfg = &inner.cfg;
-    let warn = cfg.disk_space_warning_level_ratio;
+    let warn = inner.retention.get().disk_space_warning_level_ratio;
     let cl = inner.env.disk.used_percent(&cfg.commit_log_dir());
     let cq = inner.env.disk.used_percent(&cfg.consume_queue_dir());
     let why = if cl > warn {
@@ -92,15 +94,18 @@ pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     let cfg = &inner.cfg;
+    let live = inner.retention.get();
     let now = inner.env.clock.now_ms();
-    let time_up = cfg.delete_hours().contains(&inner.env.clock.hour_of_day());
+    let time_up = live.delete_hours().contains(&inner.env.clock.hour_of_day());
     let used = usage(inner);
-    let space_full = used > cfg.max_used_space_ratio();
-    let mut forced = used > cfg.disk_space_clean_forcibly_ratio;
+    let space_full = used > live.max_used_space_ratio();
+    // Java's `cleanAtOnce`: only with `cleanFileForciblyEnable`.
+    let mut forced = live.clean_file_forcibly_enable && used > live.disk_space_clean_forcibly_ratio;
     // The next segment found no space, and there is indeed less than a segment free (segments
     // large against the disk): writes wait for it, so the oldest segment makes room, one a
-    // pass.
+    // pass (not with `cleanFileForciblyEnable` off: young segments are never deleted then).
     let no_room = !forced
+        && live.clean_file_forcibly_enable
         && inner.log.guard.site_full(Site::Segment)
         && inner
             .env
@@ -114,7 +119,7 @@ pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
             Some("no room for the next segment")
         } else if forced {
             Some("forced")
-        } else if space_full {
+        } else if space_full || used > live.disk_space_clean_forcibly_ratio {
             Some("space")
         } else if time_up {
             Some("time")
@@ -126,7 +131,7 @@ pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
         ..RetentionReport::default()
     };
     if report.trigger.is_some() {
-        let reserved_ms = cfg.file_reserved_time as i64 * 3_600_000;
+        let reserved_ms = live.reserved_ms();
         while report.segments_deleted < cfg.delete_files_batch_max {
             let segs = inner.log.segments();
             if segs.len() < 2 {
@@ -152,7 +157,7 @@ pub(super) fn run_with(inner: &Inner, manual: bool) -> RetentionReport {
             if forced && !expired {
                 // Deleting young data only to get back under the ratio (or to make room for
                 // one segment): stop once there.
-                forced = !no_room && usage(inner) > cfg.disk_space_clean_forcibly_ratio;
+                forced = !no_room && usage(inner) > live.disk_space_clean_forcibly_ratio;
             }
         }
     }
