@@ -602,7 +602,8 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
     let mut end = max;
     let now = b.clock.now_ms();
     let timeout = b.cfg.transaction_timeout.as_millis() as i64;
-    let retention = b.cfg.store.file_reserved_time as i64 * 3_600_000;
+    // The fileReservedTime in force (it may change while the broker runs).
+    let retention = b.dynamic.retention().reserved_ms();
     let mut out = Vec::new();
     while off < max {
         let Some(half) = read_half_at(store, off) else {

@@ -86,7 +86,8 @@ pub(crate) fn add_java_keys(b: &BrokerInner, table: &mut BTreeMap<String, String
         "remainHowManyDataToFlush",
         human_bytes(store.unflushed_bytes()),
     );
-    if let Some((total, free)) = capacity(&store.config().store_path_root_dir) {
+    // The commit log's disk (Java: storePathCommitLog), which may not be the root's.
+    if let Some((total, free)) = capacity(&store.config().commit_log_dir()) {
         put(
             "commitLogDirCapacity",
             format!(
