@@ -36,6 +36,13 @@ pub fn is_tag_type(expression_type: Option<&str>) -> bool {
     matches!(expression_type, None | Some("" | "TAG"))
 }
 
+/// Whether Java's `FilterAPI.buildSubscriptionData` refuses a TAG expression ("subString
+/// split error"): one that `split("\\|\\|")` turns into no part at all, which is one made
+/// only of `||` separators (`"||"`, `"||||"`; Java drops trailing empty parts).
+pub fn splits_into_no_tag(expression: &str) -> bool {
+    !expression.is_empty() && expression.len() % 2 == 0 && expression.bytes().all(|b| b == b'|')
+}
+
 /// Compiles an expression of a non-TAG type (only SQL92 exists in 4.9.8; Java's
 /// `FilterFactory` knows no other, and fails on one).
 pub fn compile(expression_type: &str, expression: &str) -> Result<SqlFilter, FilterError> {
@@ -504,6 +511,33 @@ impl PullFilter {
         }
     }
 
+    /// Whether `other` selects the same messages (a held pull keeps waiting with this one).
+    pub(crate) fn same_as(&self, other: &PullFilter) -> bool {
+        match (self, other) {
+            (PullFilter::All, PullFilter::All) => true,
+            (PullFilter::Tags(a), PullFilter::Tags(b)) => a.code_set == b.code_set,
+            (PullFilter::Sql(a), PullFilter::Sql(b)) => {
+                Arc::ptr_eq(a, b) || a.expression() == b.expression()
+            }
+            (
+                PullFilter::Retry {
+                    tags: a, group: g, ..
+                },
+                PullFilter::Retry {
+                    tags: b, group: h, ..
+                },
+            ) => {
+                g == h
+                    && match (a, b) {
+                        (None, None) => true,
+                        (Some(a), Some(b)) => a.code_set == b.code_set,
+                        _ => false,
+                    }
+            }
+            _ => false,
+        }
+    }
+
     /// Builds the retry filter for a subscription to `topic` if it is a retry topic.
     pub(crate) fn for_retry(
         topic: &str,
@@ -703,6 +737,34 @@ mod tests {
             let f = PullFilter::Sql(Arc::new(SqlFilter::compile("a > 5").unwrap()));
             assert!(!f.matches_record(&rec));
             assert!(!f.matches_record(&rec[..20]));
+        }
+    }
+
+    /// A held pull keeps waiting while its filter selects the same messages, and re-reads
+    /// when it changed; `FilterAPI`'s split refuses `||` separators only.
+    #[test]
+    fn filters_compared_and_tag_expressions_java_refuses() {
+        let sql = |e: &str| PullFilter::Sql(Arc::new(SqlFilter::compile(e).unwrap()));
+        let tags = |e: &str, v: i64| {
+            PullFilter::Tags(Arc::new(SubscriptionData::from_tag_expression("t", e, v)))
+        };
+        assert!(sql("a = 1").same_as(&sql("a = 1")));
+        assert!(!sql("a = 1").same_as(&sql("a = 2")));
+        assert!(tags("A || B", 1).same_as(&tags("B||A", 2)));
+        assert!(!tags("A", 1).same_as(&tags("B", 1)));
+        assert!(!tags("A", 1).same_as(&PullFilter::All));
+        assert!(PullFilter::All.same_as(&PullFilter::All));
+        assert!(!PullFilter::All.same_as(&sql("a = 1")));
+        for (e, refused) in [
+            ("||", true),
+            ("||||", true),
+            ("|||", false),
+            ("|| ||", false),
+            ("", false),
+            ("*", false),
+            ("A||", false),
+        ] {
+            assert_eq!(splits_into_no_tag(e), refused, "{e:?}");
         }
     }
 }

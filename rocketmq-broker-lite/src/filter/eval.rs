@@ -7,7 +7,8 @@
 //!   propagate NULL as SQL does; a message matches only when the result is TRUE.
 //! * Values of different types are converted as `ComparisonExpression.__compare` does with
 //!   `convertStringExpressions` on (always, in the broker): a string meeting a number is
-//!   parsed as that number's type (`Integer.valueOf`, `Long.valueOf`, `Double.valueOf`), a
+//!   parsed as that number's type (`Integer.valueOf`, `Long.valueOf`: decimal digits of any
+//!   script, as Java's `Character.digit`; `Double.valueOf`: ASCII only), a
 //!   string meeting a boolean is `"true"` (any case) or false; `int` widens to `long` and
 //!   numbers to `double`. A string that does not parse is an error, and an error makes the
 //!   whole expression fail (the message does not match).
@@ -106,16 +107,57 @@ fn double_cmp(a: f64, b: f64) -> Ordering {
     bits(a).cmp(&bits(b))
 }
 
-/// Java `Integer.valueOf(String)` (ASCII digits, optional sign).
-fn parse_int(s: &str) -> Result<i32, EvalError> {
-    s.parse()
-        .map_err(|_| EvalError::new(format!("For input string: \"{s}\" (as an int)")))
+/// The first digit (zero) of each run of ten Unicode decimal digits (`Nd`) in the Basic
+/// Multilingual Plane, ASCII first (Unicode 14; Java 8's Unicode 6.2 lacks U+0DE6 and U+A9F0).
+const BMP_DIGIT_ZEROS: [u32; 37] = [
+    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6,
+    0x0D66, 0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80,
+    0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0,
+    0xFF10,
+];
+
+/// Java `Character.digit(c, 10)` for one UTF-16 unit: the value of a decimal digit of the
+/// BMP (a character outside it is two surrogates to Java, neither a digit).
+fn java_decimal_digit(c: char) -> Option<u8> {
+    let c = u32::from(c);
+    let i = BMP_DIGIT_ZEROS
+        .partition_point(|&z| z <= c)
+        .checked_sub(1)?;
+    let d = c - BMP_DIGIT_ZEROS[i];
+    // `d < 10`, so it fits.
+    (d < 10).then_some(d as u8)
 }
 
-/// Java `Long.valueOf(String)`.
+/// The text Java's `Integer.parseInt` / `Long.parseLong` read, in ASCII: an optional ASCII
+/// sign, then one or more decimal digits of any script (`Character.digit(c, 10)`), or `None`.
+fn java_integer_text(s: &str) -> Option<String> {
+    let (sign, digits) = match s.as_bytes().first() {
+        Some(b'+' | b'-') => s.split_at(1),
+        _ => ("", s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut ascii = String::with_capacity(sign.len() + digits.len());
+    ascii.push_str(sign);
+    for c in digits.chars() {
+        ascii.push(char::from(b'0' + java_decimal_digit(c)?));
+    }
+    Some(ascii)
+}
+
+/// Java `Integer.valueOf(String)`: an optional sign and decimal digits of any script.
+fn parse_int(s: &str) -> Result<i32, EvalError> {
+    java_integer_text(s)
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| EvalError::new(format!("For input string: \"{s}\" (as an int)")))
+}
+
+/// Java `Long.valueOf(String)`: an optional sign and decimal digits of any script.
 fn parse_long(s: &str) -> Result<i64, EvalError> {
-    s.parse()
-        .map_err(|_| EvalError::new(format!("For input string: \"{s}\" (as a long)")))
+    java_integer_text(s)
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| EvalError::new(format!("For input string: \"{s}\" (as a long)")))
 }
 
 /// Java `Double.valueOf(String)`: surrounding control characters and spaces are ignored, an

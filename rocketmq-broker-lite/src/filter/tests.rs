@@ -246,6 +246,34 @@ fn type_conversions_follow_java() {
     check("-2147483648 = -2147483648", &[], Some(true));
 }
 
+/// Java's `Integer.valueOf` / `Long.valueOf` read any Unicode decimal digit of the BMP
+/// (`Character.digit(c, 10)`), `Double.valueOf` only ASCII ones.
+#[test]
+fn integer_conversions_read_unicode_digits_as_java() {
+    // Full-width (CJK input), Arabic-Indic, Devanagari.
+    check("level > 2", &[("level", "\u{ff13}")], Some(true));
+    check("a = 3", &[("a", "\u{663}")], Some(true));
+    check("a = 42", &[("a", "\u{96a}\u{968}")], Some(true));
+    check("a = -12", &[("a", "-\u{ff11}\u{ff12}")], Some(true));
+    check("a = 12", &[("a", "+\u{ff11}2")], Some(true));
+    check("a = 3000000000", &[("a", "\u{ff13}000000000")], Some(true));
+    check("a <> 5", &[("a", "\u{ff13}")], Some(true));
+    // Still an int: out of range, a sign alone, a full-width sign, a second sign.
+    check_error("a = 3", &[("a", "\u{ff13}000000000")]);
+    check_error("a = 3", &[("a", "-")]);
+    check_error("a = 3", &[("a", "")]);
+    check_error("a = 3", &[("a", "\u{ff0b}3")]);
+    check_error("a = 3", &[("a", "+-3")]);
+    // A digit outside the BMP is two UTF-16 units to Java, neither a digit.
+    check_error("a = 3", &[("a", "\u{1d7d1}")]);
+    // Not decimal digits: superscripts, Roman numerals.
+    check_error("a = 3", &[("a", "\u{b3}")]);
+    check_error("a = 3", &[("a", "\u{2162}")]);
+    // Double.valueOf is ASCII only.
+    check_error("a = 1.5", &[("a", "\u{ff11}.5")]);
+    check_error("a > 2", &[("a", "\u{ff13}.0")]);
+}
+
 #[test]
 fn constants_and_literals() {
     check("TRUE", &[], Some(true));

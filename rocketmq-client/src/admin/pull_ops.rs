@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use rocketmq_remoting::protocol::body::SubscriptionData;
 use rocketmq_remoting::protocol::headers::{pull_sys_flag, PullMessageRequestHeader};
 use rocketmq_remoting::protocol::message::{property, MessageQueue};
 
 use super::MQAdmin;
+use crate::consumer::MessageSelector;
 use crate::error::{ClientError, Result};
 use crate::internal::api::{PullResult, PullStatus};
 use crate::internal::instance::{subscribe_queues, MASTER_ID};
@@ -54,7 +54,8 @@ impl MQAdmin {
     /// (PULL_MESSAGE with the subscription flag only: no long polling, no offset committed). The broker filters by tag hash; the tags themselves are
     /// checked here, as Java's client does, so a `Found` result may hold fewer messages than
     /// the broker sent (or none). The messages carry their broker name and the queue's
-    /// `MIN_OFFSET`/`MAX_OFFSET` properties.
+    /// `MIN_OFFSET`/`MAX_OFFSET` properties. An expression made only of `||` separators is
+    /// [`ClientError::Config`], as Java refuses it.
     pub async fn pull_as(
         &self,
         group: &str,
@@ -63,7 +64,9 @@ impl MQAdmin {
         offset: i64,
         max_nums: i32,
     ) -> Result<PullResult> {
-        let sd = SubscriptionData::from_tag_expression(mq.topic.clone(), expression, 0);
+        // Java `FilterAPI.buildSubscriptionData`: an expression of `||` separators only is
+        // refused.
+        let sd = MessageSelector::by_tag(expression).subscription(&mq.topic, 0)?;
         let (addr, _slave) = self.inst.pull_addr(mq, MASTER_ID).await?;
         let header = PullMessageRequestHeader {
             consumer_group: group.to_string(),

@@ -37,7 +37,8 @@ impl MessageSelector {
     }
 
     /// A tag expression: `"*"` (or empty) for every message, or tags joined by `||` (Java
-    /// `MessageSelector.byTag`).
+    /// `MessageSelector.byTag`). One made only of `||` separators (`"||"`) is refused when
+    /// subscribing, as Java's `FilterAPI.buildSubscriptionData` refuses it.
     pub fn by_tag(tag: impl Into<String>) -> Self {
         MessageSelector {
             expression_type: EXPRESSION_TYPE_TAG,
@@ -61,15 +62,12 @@ impl MessageSelector {
     }
 
     /// The subscription Java's `FilterAPI.build` makes: a TAG one split into tags and their
-    /// hash codes; a SQL92 one with the expression as is, no tags, and `expressionType`
-    /// `SQL92` (an empty expression is refused).
+    /// hash codes (one made only of `||` separators is refused, as Java refuses it); a SQL92
+    /// one with the expression as is, no tags, and `expressionType` `SQL92` (an empty
+    /// expression is refused).
     pub(crate) fn subscription(&self, topic: &str, version: i64) -> Result<SubscriptionData> {
         if !self.is_sql() {
-            return Ok(SubscriptionData::from_tag_expression(
-                topic,
-                &self.expression,
-                version,
-            ));
+            return tag_subscription(topic, &self.expression, version);
         }
         if self.expression.trim().is_empty() {
             return Err(ClientError::Config(
@@ -85,6 +83,28 @@ impl MessageSelector {
             ..Default::default()
         })
     }
+}
+
+/// Java's `FilterAPI.buildSubscriptionData` for a TAG expression: `*` or empty takes every tag,
+/// otherwise the expression is split on `||`. An expression that splits into no part at all
+/// (only `||` separators: `"||"`, `"||||"`; Java's `split` drops trailing empty parts) is
+/// refused, as Java throws "subString split error"; it would otherwise take no message.
+pub(crate) fn tag_subscription(
+    topic: &str,
+    expression: &str,
+    version: i64,
+) -> Result<SubscriptionData> {
+    let only_separators = !expression.is_empty()
+        && expression.len() % 2 == 0
+        && expression.bytes().all(|b| b == b'|');
+    if only_separators {
+        return Err(ClientError::Config(format!(
+            "tag expression {expression:?} of topic {topic} names no tag (subString split error)"
+        )));
+    }
+    Ok(SubscriptionData::from_tag_expression(
+        topic, expression, version,
+    ))
 }
 
 impl From<&str> for MessageSelector {
@@ -121,5 +141,33 @@ mod tests {
                 .sub_string,
             "*"
         );
+    }
+
+    /// Java's `FilterAPI.buildSubscriptionData` throws "subString split error" for a tag
+    /// expression that `split("\\|\\|")` turns into no part at all (only `||` separators);
+    /// it keeps the others, even those with no tag left after trimming.
+    #[test]
+    fn tag_expressions_java_refuses_are_refused() {
+        for bad in ["||", "||||"] {
+            let e = MessageSelector::by_tag(bad)
+                .subscription("T", 1)
+                .unwrap_err();
+            assert!(
+                matches!(&e, ClientError::Config(m) if m.contains("subString split error")),
+                "{bad}: {e}"
+            );
+            assert!(tag_subscription("T", bad, 0).is_err(), "{bad}");
+        }
+        // Java: "|||" splits into "" and "|": the tag "|".
+        let sd = MessageSelector::by_tag("|||").subscription("T", 1).unwrap();
+        assert_eq!(sd.tags_set.iter().collect::<Vec<_>>(), ["|"]);
+        // Java: "|| ||" splits into "" and " ": accepted, with no tag.
+        let sd = MessageSelector::by_tag("|| ||")
+            .subscription("T", 1)
+            .unwrap();
+        assert!(sd.tags_set.is_empty());
+        for ok in ["", "*", "A", "A || B", "A||"] {
+            assert!(tag_subscription("T", ok, 0).is_ok(), "{ok}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! PULL_MESSAGE (11) with tag filtering and long polling.
 
+use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -16,15 +17,35 @@ use rocketmq_remoting::protocol::message::{
 use rocketmq_remoting::protocol::topic::{self, perm};
 use rocketmq_remoting::protocol::{RemotingCommand, ResponseCode, SerializeType, StringMap};
 use rocketmq_remoting::transport::{ChannelContext, ProcessResult};
+use tokio::sync::oneshot;
 
-use crate::broker::filter_data::{is_tag_type, ConsumerFilterData, PullFilter};
+use crate::broker::filter_data::{is_tag_type, splits_into_no_tag, ConsumerFilterData, PullFilter};
 use crate::broker::processor::APPLY_TOPIC_URL;
 use crate::broker::BrokerInner;
 use crate::filter::SqlFilter;
 use crate::store::{GetStatus, MessageStore, PutMessage};
 
 fn error(code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
-    ProcessResult::Response(RemotingCommand::response(code, Some(remark.into())))
+    ProcessResult::Response(refusal(code, remark).response())
+}
+
+/// Why a pull is answered without reading: the response's code and remark.
+struct Refusal {
+    code: ResponseCode,
+    remark: String,
+}
+
+impl Refusal {
+    fn response(self) -> RemotingCommand {
+        RemotingCommand::response(self.code, Some(self.remark))
+    }
+}
+
+fn refusal(code: ResponseCode, remark: impl Into<String>) -> Refusal {
+    Refusal {
+        code,
+        remark: remark.into(),
+    }
 }
 
 /// What a pull reads of its group's config (read in place: the config is not copied a pull).
@@ -73,6 +94,11 @@ enum Registered {
     },
 }
 
+/// How often a held pull that uses its group's registered subscription looks at the group's
+/// current one: Java's `PullRequestHoldService.checkHoldRequest` runs every 5 s and answers a
+/// held pull by running it again, with the group's subscription of that moment.
+const RECHECK_HELD: Duration = Duration::from_secs(5);
+
 /// PULL_MESSAGE, read and answered (or parked) at once: nothing in it waits.
 pub(crate) fn pull(
     b: &Arc<BrokerInner>,
@@ -85,70 +111,208 @@ pub(crate) fn pull(
         Ok(h) => h,
         Err(e) => return error(ResponseCode::SystemError, format!("bad pull header: {e}")),
     };
+    let remote = ctx.remote_addr();
+    let (group, filter) = match check(b, remote, &h).and_then(|g| Ok((g, pull_filter(b, &h, &g)?)))
+    {
+        Ok(r) => r,
+        Err(refused) => return refused.response().into(),
+    };
+    let suspend = h.sys_flag & pull_sys_flag::SUSPEND != 0;
+    // Commit the offset the consumer piggy-backs (first execution only, masters only).
+    if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && !b.is_slave() {
+        b.offsets
+            .commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset);
+    }
+    let first = read(b, &h, &filter, &group);
+    match first {
+        ReadOutcome::Done(resp) => resp.into(),
+        ReadOutcome::NotFound(resp) if !suspend => resp.into(),
+        ReadOutcome::NotFound(_) => {
+            let hold = if b.dynamic.long_polling_enable() {
+                Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
+            } else {
+                b.dynamic.short_polling_time()
+            };
+            let wake = b
+                .hold
+                .park(h.topic, h.queue_id, h.queue_offset, filter.wake_filter());
+            // The parked pull owns its header.
+            let h = h.to_header();
+            let b = b.clone();
+            let channel = ctx.channel.clone();
+            let opaque = req.opaque;
+            ProcessResult::Deferred(Box::pin(async move {
+                // A message may have arrived between the read and parking: check again.
+                let h = h.as_ref();
+                let resp = match read(&b, &h, &filter, &group) {
+                    ReadOutcome::Done(resp) => resp,
+                    ReadOutcome::NotFound(_) => {
+                        hold_and_read(&b, remote, &h, filter, wake, hold).await
+                    }
+                };
+                // Java answers a held pull from `PullMessageProcessor.executeRequestWhenWakeup`,
+                // which writes the response itself without taking the request's serialize
+                // type: it goes out in the broker's default encoding (JSON), also to a client
+                // that sent a ROCKETMQ (binary) header.
+                let mut resp = super::with_ext_map(resp);
+                resp.opaque = opaque;
+                resp.mark_response();
+                resp.serialize_type = SerializeType::Json;
+                if let Err(e) = channel.send_response(&resp).await {
+                    tracing::debug!(error = %e, "could not answer a held pull");
+                }
+                None
+            }))
+        }
+    }
+}
+
+/// Waits for a held pull's message, its time, or the broker's shutdown, then answers it as
+/// Java's `executeRequestWhenWakeup` does: by running the pull's checks again and reading with
+/// the group's config and subscription of that moment (a group switched off is refused, a
+/// subscription or filter data that changed is used or reported). A pull that uses its
+/// group's registered subscription also looks at it every [`RECHECK_HELD`]: when its filter
+/// changed, the pull reads with the new one, and waits on with it if nothing is there.
+async fn hold_and_read(
+    b: &Arc<BrokerInner>,
+    remote: SocketAddr,
+    h: &PullMessageRequestHeaderRef<'_>,
+    mut filter: Arc<PullFilter>,
+    mut wake: oneshot::Receiver<()>,
+    hold: Duration,
+) -> RemotingCommand {
+    let deadline = tokio::time::Instant::now() + hold;
+    let carries_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
+    loop {
+        tokio::select! {
+            _ = &mut wake => break,
+            _ = tokio::time::sleep_until(deadline) => break,
+            _ = b.shutdown.cancelled() => break,
+            _ = tokio::time::sleep(RECHECK_HELD), if !carries_subscription => {}
+        }
+        // A refusal is answered when the pull wakes or its time is up, as in Java.
+        let Ok((group, now)) = check(b, remote, h).and_then(|g| Ok((g, pull_filter(b, h, &g)?)))
+        else {
+            continue;
+        };
+        if now.same_as(&filter) {
+            continue;
+        }
+        // Parked with the new filter before reading, so that no arrival is missed between.
+        wake = b
+            .hold
+            .park(h.topic, h.queue_id, h.queue_offset, now.wake_filter());
+        filter = now;
+        if let ReadOutcome::Done(resp) = read(b, h, &filter, &group) {
+            return resp;
+        }
+    }
+    let checked = check(b, remote, h).and_then(|group| {
+        // The filter of a pull that carries its subscription cannot change: it is not built
+        // again.
+        let filter = if carries_subscription {
+            filter
+        } else {
+            pull_filter(b, h, &group)?
+        };
+        Ok((group, filter))
+    });
+    match checked {
+        Ok((group, filter)) => match read(b, h, &filter, &group) {
+            ReadOutcome::Done(r) | ReadOutcome::NotFound(r) => r,
+        },
+        Err(refused) => refused.response(),
+    }
+}
+
+/// Java `PullMessageProcessor.processRequest`'s checks before the subscription: the broker's
+/// and the topic's permission, the group's config (and that it may consume), the queue id.
+fn check(
+    b: &BrokerInner,
+    remote: SocketAddr,
+    h: &PullMessageRequestHeaderRef<'_>,
+) -> Result<PullGroup, Refusal> {
     if !perm::is_readable(b.dynamic.broker_permission()) {
-        return error(
+        return Err(refusal(
             ResponseCode::NoPermission,
             format!(
                 "the broker[{}] pulling message is forbidden",
                 b.broker_ip1()
             ),
-        );
+        ));
     }
     let Some(group) = b
         .subs
         .find_or_create_with(h.consumer_group, |c| PullGroup::from(c))
     else {
-        return error(
+        return Err(refusal(
             ResponseCode::SubscriptionGroupNotExist,
             format!(
                 "subscription group [{}] does not exist, {APPLY_TOPIC_URL}",
                 h.consumer_group
             ),
-        );
+        ));
     };
     if !group.consume_enable {
-        return error(
+        return Err(refusal(
             ResponseCode::NoPermission,
             format!("subscription group no permission, {}", h.consumer_group),
-        );
+        ));
     }
     let Some((topic_perm, read_queue_nums)) =
         b.topics.with(h.topic, |tc| (tc.perm, tc.read_queue_nums))
     else {
-        return error(
+        return Err(refusal(
             ResponseCode::TopicNotExist,
             format!(
                 "topic[{}] not exist, apply first please! {APPLY_TOPIC_URL}",
                 h.topic
             ),
-        );
+        ));
     };
     if !perm::is_readable(topic_perm) {
-        return error(
+        return Err(refusal(
             ResponseCode::NoPermission,
             format!("the topic[{}] pulling message is forbidden", h.topic),
-        );
+        ));
     }
     if h.queue_id < 0 || h.queue_id >= read_queue_nums {
-        return error(
+        return Err(refusal(
             ResponseCode::SystemError,
             format!(
                 "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                h.queue_id,
-                h.topic,
-                read_queue_nums,
-                ctx.remote_addr()
+                h.queue_id, h.topic, read_queue_nums, remote
             ),
-        );
+        ));
     }
+    Ok(group)
+}
+
+/// The filter a pull reads with: the subscription it carries, or its group's registered one
+/// and filter data (Java `PullMessageProcessor.processRequest`, from `hasSubscriptionFlag` to
+/// building the `MessageFilter`).
+fn pull_filter(
+    b: &BrokerInner,
+    h: &PullMessageRequestHeaderRef<'_>,
+    group: &PullGroup,
+) -> Result<Arc<PullFilter>, Refusal> {
     let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
     // The compiled SQL92 expression of a non-TAG subscription (Java `ConsumerFilterData`).
     let mut sql: Option<Arc<SqlFilter>> = None;
     let sub = if has_subscription {
         let ty = h.expression_type;
         if is_tag_type(ty) {
-            // Java `FilterAPI.buildSubscriptionData`: null, empty or `*` takes every tag.
-            let expr = h.subscription.unwrap_or(SUB_ALL).trim();
+            // Java `FilterAPI.buildSubscriptionData`: null, empty or `*` takes every tag; an
+            // expression that splits into no part (`||` separators only) fails.
+            let raw = h.subscription.unwrap_or(SUB_ALL);
+            if splits_into_no_tag(raw) {
+                tracing::warn!(group = %h.consumer_group, expression = raw, "cannot parse the consumer's subscription");
+                return Err(refusal(
+                    ResponseCode::SubscriptionParseFailed,
+                    "parse the consumer's subscription failed",
+                ));
+            }
+            let expr = raw.trim();
             PullSubscription {
                 non_tag_type: None,
                 tags: (!expr.is_empty() && expr != SUB_ALL)
@@ -175,16 +339,16 @@ pub(crate) fn pull(
                 Some(Ok(d)) => sql = Some(d.filter),
                 Some(Err(e)) => {
                     tracing::warn!(group = %h.consumer_group, expression = expr, error = %e, "cannot parse the consumer's subscription");
-                    return error(
+                    return Err(refusal(
                         ResponseCode::SubscriptionParseFailed,
                         "parse the consumer's subscription failed",
-                    );
+                    ));
                 }
                 None => {
-                    return error(
+                    return Err(refusal(
                         ResponseCode::SubscriptionParseFailed,
                         "parse the consumer's subscription failed",
-                    )
+                    ))
                 }
             }
             PullSubscription {
@@ -218,45 +382,45 @@ pub(crate) fn pull(
         let (sub_version, s) = match registered {
             Registered::Found { sub_version, sub } => (sub_version, sub),
             Registered::NoGroup => {
-                return error(
+                return Err(refusal(
                     ResponseCode::SubscriptionNotExist,
                     format!("the consumer's group info not exist {APPLY_TOPIC_URL}"),
-                )
+                ))
             }
             Registered::NoBroadcast => {
-                return error(
+                return Err(refusal(
                     ResponseCode::NoPermission,
                     format!(
                         "the consumer group[{}] can not consume by broadcast way",
                         h.consumer_group
                     ),
-                )
+                ))
             }
             Registered::NoSubscription => {
-                return error(
+                return Err(refusal(
                     ResponseCode::SubscriptionNotExist,
                     format!("the consumer's subscription not exist {APPLY_TOPIC_URL}"),
-                )
+                ))
             }
         };
         if sub_version < h.sub_version {
-            return error(
+            return Err(refusal(
                 ResponseCode::SubscriptionNotLatest,
                 "the consumer's subscription not latest",
-            );
+            ));
         }
         if s.non_tag_type.is_some() {
             let Some(d) = b.filters.get(h.topic, h.consumer_group) else {
-                return error(
+                return Err(refusal(
                     ResponseCode::FilterDataNotExist,
                     "The broker's consumer filter data is not exist!Your expression may be wrong!",
-                );
+                ));
             };
             if d.client_version < h.sub_version {
-                return error(
+                return Err(refusal(
                     ResponseCode::FilterDataNotLatest,
                     "the consumer's consumer filter data not latest",
-                );
+                ));
             }
             sql = Some(d.filter);
         }
@@ -264,10 +428,10 @@ pub(crate) fn pull(
     };
     if let Some(ty) = &sub.non_tag_type {
         if !b.cfg.enable_property_filter {
-            return error(
+            return Err(refusal(
                 ResponseCode::SystemError,
                 format!("The broker does not support consumer to filter message by {ty}"),
-            );
+            ));
         }
     }
     let tags = sub.tags.filter(|_| sql.is_none()).map(Arc::new);
@@ -276,68 +440,12 @@ pub(crate) fn pull(
     } else {
         None
     };
-    let filter = match (retry, sql, tags) {
+    Ok(match (retry, sql, tags) {
         (Some(retry), _, _) => Arc::new(retry),
         (None, Some(sql), _) => Arc::new(PullFilter::Sql(sql)),
         (None, None, Some(tags)) => Arc::new(PullFilter::Tags(tags)),
         (None, None, None) => every_message(),
-    };
-    let suspend = h.sys_flag & pull_sys_flag::SUSPEND != 0;
-    // Commit the offset the consumer piggy-backs (first execution only, masters only).
-    if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && !b.is_slave() {
-        b.offsets
-            .commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset);
-    }
-    let first = read(b, &h, &filter, &group);
-    match first {
-        ReadOutcome::Done(resp) => resp.into(),
-        ReadOutcome::NotFound(resp) if !suspend => resp.into(),
-        ReadOutcome::NotFound(_) => {
-            let hold = if b.dynamic.long_polling_enable() {
-                Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
-            } else {
-                b.dynamic.short_polling_time()
-            };
-            let wake = b
-                .hold
-                .park(h.topic, h.queue_id, h.queue_offset, filter.wake_filter());
-            // The parked pull owns its header.
-            let h = h.to_header();
-            let b = b.clone();
-            let stop = b.shutdown.clone();
-            let channel = ctx.channel.clone();
-            let opaque = req.opaque;
-            ProcessResult::Deferred(Box::pin(async move {
-                // A message may have arrived between the read and parking: check again.
-                let h = h.as_ref();
-                let resp = match read(&b, &h, &filter, &group) {
-                    ReadOutcome::Done(resp) => resp,
-                    ReadOutcome::NotFound(_) => {
-                        tokio::select! {
-                            _ = wake => {}
-                            _ = tokio::time::sleep(hold) => {}
-                            _ = stop.cancelled() => {}
-                        }
-                        match read(&b, &h, &filter, &group) {
-                            ReadOutcome::Done(r) | ReadOutcome::NotFound(r) => r,
-                        }
-                    }
-                };
-                // Java answers a held pull from `PullMessageProcessor.executeRequestWhenWakeup`,
-                // which writes the response itself without taking the request's serialize
-                // type: it goes out in the broker's default encoding (JSON), also to a client
-                // that sent a ROCKETMQ (binary) header.
-                let mut resp = super::with_ext_map(resp);
-                resp.opaque = opaque;
-                resp.mark_response();
-                resp.serialize_type = SerializeType::Json;
-                if let Err(e) = channel.send_response(&resp).await {
-                    tracing::debug!(error = %e, "could not answer a held pull");
-                }
-                None
-            }))
-        }
-    }
+    })
 }
 
 enum ReadOutcome {
