@@ -711,13 +711,35 @@ impl ClientInstance {
             ClientError::NoNameServer(format!("the lookup at {domain} answered no address"))
         })?;
         let addrs = crate::config::split_addrs(&fetched);
-        let mut current = lock(&self.namesrv);
-        if *current != addrs {
-            tracing::info!(old = ?*current, new = ?addrs, "name server addresses changed");
-            *current = addrs;
-            self.namesrv_current.store(0, Ordering::Relaxed);
+        if addrs.is_empty() {
+            return Err(ClientError::NoNameServer(format!(
+                "the lookup at {domain} answered no address: {fetched:?}"
+            )));
         }
+        self.use_namesrv_addrs(addrs);
         Ok(())
+    }
+
+    /// Uses a fetched name-server list if it names other servers (Java
+    /// `NettyRemotingClient.updateNameServerAddressList`): shuffled, so that the clients of
+    /// one address server spread over the name servers; the server in use stays in use while
+    /// it is listed, otherwise the next call starts at a random one.
+    fn use_namesrv_addrs(&self, mut addrs: Vec<String>) {
+        use rand::seq::SliceRandom;
+        let mut current = lock(&self.namesrv);
+        let changed = addrs.len() != current.len() || addrs.iter().any(|a| !current.contains(a));
+        if !changed {
+            return;
+        }
+        addrs.shuffle(&mut rand::thread_rng());
+        tracing::info!(old = ?*current, new = ?addrs, "name server addresses changed");
+        let in_use = (!current.is_empty())
+            .then(|| &current[self.namesrv_current.load(Ordering::Relaxed) % current.len()]);
+        let start = in_use
+            .and_then(|a| addrs.iter().position(|x| x == a))
+            .unwrap_or_else(|| rand::thread_rng().gen_range(0..addrs.len()));
+        *current = addrs;
+        self.namesrv_current.store(start, Ordering::Relaxed);
     }
 
     /// Calls the name servers in turn, starting with the last one that answered, until one
@@ -953,8 +975,10 @@ impl ClientInstance {
             })
     }
 
-    /// The address to read from: `broker_id` if known, else any of the group (Java
-    /// `findBrokerAddressInSubscribe`). Returns `(addr, is_slave)`.
+    /// The address to read from (Java `findBrokerAddressInSubscribe`): `broker_id` if known;
+    /// for a slave id, else the next id (a suggested slave 1 is found as 2: a DLedger
+    /// follower, or a group whose slave is numbered 2); else, unless `only_this`, any of the
+    /// group. Returns `(addr, is_slave)`.
     pub(crate) fn find_broker_in_subscribe(
         &self,
         broker_name: &str,
@@ -965,6 +989,11 @@ impl ClientInstance {
         let m = brokers.get(broker_name)?;
         if let Some(a) = m.get(&broker_id) {
             return Some((a.to_string(), broker_id != MASTER_ID));
+        }
+        if broker_id != MASTER_ID {
+            if let Some(a) = broker_id.checked_add(1).and_then(|next| m.get(&next)) {
+                return Some((a.to_string(), true));
+            }
         }
         if only_this {
             return None;
@@ -1246,6 +1275,149 @@ mod tests {
         // No route names the broker any more: cleaned, and no longer read.
         inst.clean_offline_brokers();
         assert_eq!(read(&inst), None);
+        inst.shutdown_now();
+    }
+
+    /// Java `findBrokerAddressInSubscribe`: a slave id that is not in the group is followed by
+    /// the next id (`brokerId + 1`) before any address of the group, so a suggested slave 1 is
+    /// found as id 2 (a DLedger follower, or a slave numbered 2) instead of the master.
+    #[test]
+    fn a_missing_slave_id_is_followed_by_the_next_id() {
+        let config = ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "slave-next-id").unwrap();
+        let group = |ids: &[(i64, &str)]| TopicRouteData {
+            broker_datas: vec![BrokerData {
+                broker_name: "b".into(),
+                cluster: "c".into(),
+                broker_addrs: ids.iter().map(|(i, a)| (*i, a.to_string())).collect(),
+            }],
+            ..Default::default()
+        };
+        let found = |inst: &ClientInstance, id: i64, only: bool| {
+            inst.find_broker_in_subscribe("b", id, only)
+        };
+        let at = |a: &str, slave: bool| Some((a.to_string(), slave));
+        inst.merge_brokers(&group(&[(0, "A:1"), (2, "C:1")]));
+        assert_eq!(found(&inst, 1, false), at("C:1", true));
+        assert_eq!(found(&inst, 1, true), at("C:1", true));
+        assert_eq!(found(&inst, 0, false), at("A:1", false));
+        // Only the next id: neither 3 nor any other is tried for 1 when 2 is missing too.
+        inst.merge_brokers(&group(&[(0, "A:1"), (3, "D:1")]));
+        assert_eq!(found(&inst, 1, false), at("A:1", false));
+        assert_eq!(found(&inst, 1, true), None);
+        // The master's id never moves on to slave 1.
+        inst.merge_brokers(&group(&[(1, "B:1"), (2, "C:1")]));
+        assert_eq!(found(&inst, MASTER_ID, true), None);
+        assert_eq!(found(&inst, MASTER_ID, false), at("B:1", true));
+        inst.shutdown_now();
+    }
+
+    /// A fake address server (Java `TopAddressing`'s HTTP server) answering each request with
+    /// the body currently set.
+    async fn address_server() -> (String, Arc<Mutex<String>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let body = Arc::new(Mutex::new(String::new()));
+        let served = body.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer = format!("HTTP/1.0 200 OK\r\n\r\n{}", lock(&served));
+                let _ = s.write_all(answer.as_bytes()).await;
+            }
+        });
+        (addr, body)
+    }
+
+    /// The name server the next call starts with.
+    fn chosen_namesrv(inst: &ClientInstance) -> Option<String> {
+        let addrs = inst.namesrv_addrs();
+        let i = inst.namesrv_current.load(Ordering::Relaxed);
+        (!addrs.is_empty()).then(|| addrs[i % addrs.len()].clone())
+    }
+
+    /// Java `NettyRemotingClient.updateNameServerAddressList`: an answer without an address
+    /// leaves the list alone; a changed list is shuffled, and the name server in use stays in
+    /// use while it is listed.
+    #[tokio::test]
+    async fn fetched_name_server_lists_are_applied_as_java_does() {
+        let (domain, body) = address_server().await;
+        let config = ClientConfig {
+            namesrv_addr: Vec::new(),
+            namesrv_domain: Some(domain),
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "namesrv-fetch-apply").unwrap();
+        let set = |s: &str| *lock(&body) = s.to_string();
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        set("10.0.0.1:9876;10.0.0.2:9876;10.0.0.3:9876");
+        inst.refresh_namesrv_addrs().await.unwrap();
+        let three: Vec<String> = (1..=3).map(|i| format!("10.0.0.{i}:9876")).collect();
+        assert_eq!(sorted(inst.namesrv_addrs()), three);
+        // Separators only: not a list to use (an error), the old one stays.
+        for empty in [";", " ; ;"] {
+            set(empty);
+            assert!(inst.refresh_namesrv_addrs().await.is_err(), "{empty:?}");
+            assert_eq!(sorted(inst.namesrv_addrs()), three, "{empty:?}");
+        }
+        // The same servers in another order: no change.
+        let before = inst.namesrv_addrs();
+        set("10.0.0.3:9876;10.0.0.2:9876;10.0.0.1:9876");
+        inst.refresh_namesrv_addrs().await.unwrap();
+        assert_eq!(inst.namesrv_addrs(), before);
+        // The server in use is still listed: it stays in use, whatever its place.
+        for (i, a) in before.iter().enumerate() {
+            if a == "10.0.0.2:9876" {
+                inst.namesrv_current.store(i, Ordering::Relaxed);
+            }
+        }
+        set("10.0.0.4:9876;10.0.0.5:9876;10.0.0.2:9876");
+        inst.refresh_namesrv_addrs().await.unwrap();
+        assert_eq!(
+            sorted(inst.namesrv_addrs()),
+            ["10.0.0.2:9876", "10.0.0.4:9876", "10.0.0.5:9876"]
+        );
+        assert_eq!(chosen_namesrv(&inst).as_deref(), Some("10.0.0.2:9876"));
+        for round in 0..16 {
+            set(&format!(
+                "10.0.3.{round}:9876;10.0.0.2:9876;10.0.4.{round}:9876"
+            ));
+            inst.refresh_namesrv_addrs().await.unwrap();
+            assert_eq!(chosen_namesrv(&inst).as_deref(), Some("10.0.0.2:9876"));
+        }
+        // A new list without it: the server to start with is drawn at random, not always the
+        // first listed (every client of the address server would pick the same one). 64
+        // draws of 1 in 4 that all give the first: about 3e-39.
+        let lists = [
+            "10.0.1.1:9876;10.0.1.2:9876;10.0.1.3:9876;10.0.1.4:9876",
+            "10.0.2.1:9876;10.0.2.2:9876;10.0.2.3:9876;10.0.2.4:9876",
+        ];
+        let mut not_first = 0;
+        for round in 0..64 {
+            let list = lists[round % 2];
+            set(list);
+            inst.refresh_namesrv_addrs().await.unwrap();
+            let chosen = chosen_namesrv(&inst).unwrap();
+            assert!(list.contains(chosen.as_str()));
+            if !list.starts_with(chosen.as_str()) {
+                not_first += 1;
+            }
+        }
+        assert!(not_first > 0, "always the first listed name server");
         inst.shutdown_now();
     }
 

@@ -389,11 +389,14 @@ impl LiteEngine {
                 }
                 Ok(None) => return,
                 Err(e) => {
+                    // Java 4.9.8 `PullTaskImpl`: an error per failed pull ("An error occurred
+                    // in pull message process."), so that a broker refusing the pulls (SQL92
+                    // filtering off, a bad expression) shows; one per queue per
+                    // `DELAY_ON_ERROR` at most, like Java's.
                     if matches!(e, ClientError::Protocol { .. }) {
-                        // The same answer is likely to come again: say so where it shows.
-                        tracing::warn!(queue = %mq, offset = next, error = %e, "pull failed: the broker's answer cannot be read");
+                        tracing::error!(queue = %mq, offset = next, error = %e, "pull failed: the broker's answer cannot be read");
                     } else {
-                        tracing::debug!(queue = %mq, error = %e, "pull failed");
+                        tracing::error!(queue = %mq, offset = next, error = %e, "pull failed");
                     }
                     if !self.pause_for(DELAY_ON_ERROR).await {
                         return;
@@ -750,5 +753,59 @@ impl Engine for LiteEngine {
             st.pq.set_dropped(true);
         }
         self.inst.forget_consumer(&self.cfg.group, addr_of(self));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::internal::push::test_support::{Answer, Fake, Logged};
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+    use rocketmq_remoting::transport::ProcessResult;
+
+    /// Java 4.9.8 `DefaultLitePullConsumerImpl.PullTaskImpl`: a failed pull is logged at error
+    /// ("An error occurred in pull message process."), so a broker refusing every pull
+    /// (SYSTEM_ERROR for SQL92 filtering, FILTER_DATA_NOT_EXIST, ...) shows at the default
+    /// levels; the pull is tried again after `pullTimeDelayMillsWhenException`.
+    #[tokio::test]
+    async fn a_refused_pull_is_logged_as_an_error() {
+        let (logged, _guard) = Logged::capture();
+        const REFUSAL: &str = "The broker does not support consumer to filter message by SQL92";
+        let answer: Answer = Box::new(|req: &RemotingCommand| {
+            let code = if req.request_code() == RequestCode::PullMessage {
+                ResponseCode::SystemError
+            } else {
+                ResponseCode::Success
+            };
+            ProcessResult::Response(RemotingCommand::response(code, Some(REFUSAL.to_string())))
+        });
+        let fake = Fake::start(&[MASTER_ID], answer).await;
+        let client = ClientConfig {
+            namesrv_addr: vec![fake.addr.clone()],
+            instance_name: "lite-refused-pull".into(),
+            ..ClientConfig::default()
+        };
+        let cfg = LitePullConsumerConfig {
+            group: "g-lite-refused-pull".into(),
+            ..LitePullConsumerConfig::default()
+        };
+        let e = LiteEngine::new(client, cfg, BTreeMap::new(), false, Arc::default()).unwrap();
+        e.add_queue(
+            MessageQueue::new("T", "b", 0),
+            Arc::new(ProcessQueue::default()),
+            0,
+        );
+        assert!(
+            logged
+                .wait_for(
+                    tracing::Level::ERROR,
+                    &["topic=T,", REFUSAL],
+                    Duration::from_secs(10)
+                )
+                .await,
+            "no error logged for the refused pull"
+        );
+        e.stopping.cancel();
+        e.inst.shutdown_now();
     }
 }

@@ -16,7 +16,7 @@ use rocketmq_remoting::protocol::headers::{
     pull_sys_flag, ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader,
 };
 use rocketmq_remoting::protocol::message::{property, Message, MessageExt, MessageQueue};
-use rocketmq_remoting::protocol::topic::retry_topic;
+use rocketmq_remoting::protocol::topic::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 use rocketmq_remoting::protocol::ResponseCode;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -474,8 +474,14 @@ impl PushEngine {
                     if matches!(e, ClientError::Protocol { .. }) {
                         // The same answer is likely to come again: say so where it shows.
                         tracing::warn!(queue = %mq, offset = next, error = %e, "pull failed: the broker's answer cannot be read");
-                    } else {
+                    } else if mq.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
                         tracing::debug!(queue = %mq, error = %e, "pull failed");
+                    } else {
+                        // Java 4.9.8 `PullCallback.onException`: a warning per failed pull
+                        // (not for retry topics), so that a broker refusing the pulls (SQL92
+                        // filtering off, filter data missing or stale) shows; one per failed
+                        // pull, retried after `pull_error_delay` as in Java.
+                        tracing::warn!(queue = %mq, offset = next, error = %e, "pull failed");
                     }
                     if super::send::broker_failed(&e) {
                         self.inst.refresh_route_soon(&mq.topic);
@@ -1552,6 +1558,88 @@ pub(crate) mod test_support {
         }
     }
 
+    /// The events logged on this thread while the guard lives (a current-thread runtime's
+    /// tasks included): their level and fields.
+    #[derive(Default)]
+    pub(crate) struct Logged {
+        events: Mutex<Vec<(tracing::Level, String)>>,
+        arrived: tokio::sync::Notify,
+    }
+
+    impl Logged {
+        /// Starts capturing this thread's events.
+        pub(crate) fn capture() -> (Arc<Logged>, tracing::subscriber::DefaultGuard) {
+            let logged = Arc::new(Logged::default());
+            let guard = tracing::subscriber::set_default(Capture(logged.clone()));
+            (logged, guard)
+        }
+
+        /// The events at `level` whose fields contain every one of `words`.
+        pub(crate) fn at(&self, level: tracing::Level, words: &[&str]) -> Vec<String> {
+            crate::internal::instance::lock(&self.events)
+                .iter()
+                .filter(|(l, f)| *l == level && words.iter().all(|w| f.contains(w)))
+                .map(|(_, f)| f.clone())
+                .collect()
+        }
+
+        /// Waits (at most `within`) for an event at `level` containing `words`.
+        pub(crate) async fn wait_for(
+            &self,
+            level: tracing::Level,
+            words: &[&str],
+            within: std::time::Duration,
+        ) -> bool {
+            let deadline = tokio::time::Instant::now() + within;
+            loop {
+                let notified = self.arrived.notified();
+                if !self.at(level, words).is_empty() {
+                    return true;
+                }
+                if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                    return false;
+                }
+            }
+        }
+    }
+
+    struct Capture(Arc<Logged>);
+
+    struct Fields<'a>(&'a mut String);
+
+    impl tracing::field::Visit for Fields<'_> {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            use std::fmt::Write;
+            let _ = write!(self.0, "{}={:?} ", field.name(), value);
+        }
+    }
+
+    impl tracing::Subscriber for Capture {
+        fn register_callsite(
+            &self,
+            _: &'static tracing::Metadata<'static>,
+        ) -> tracing::subscriber::Interest {
+            tracing::subscriber::Interest::sometimes()
+        }
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut fields = String::new();
+            event.record(&mut Fields(&mut fields));
+            crate::internal::instance::lock(&self.0.events)
+                .push((*event.metadata().level(), fields));
+            self.0.arrived.notify_waiters();
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
     /// The fake: its address, the codes of the requests it received, a wake-up per request.
     pub(crate) struct Fake {
         pub(crate) addr: String,
@@ -1713,6 +1801,67 @@ mod tests {
             pull_error_delay(&ClientError::BrokerNotFound { broker: "b".into() }),
             Duration::from_millis(1000)
         );
+    }
+
+    /// Java 4.9.8 `PullCallback.onException`: a failed pull is logged at warn (except on a
+    /// `%RETRY%` topic), so a broker refusing every pull (SYSTEM_ERROR for SQL92 filtering,
+    /// FILTER_DATA_NOT_EXIST, ...) shows at the default levels. One line per failed pull,
+    /// which is retried after `pullTimeDelayMillsWhenException`.
+    #[tokio::test]
+    async fn a_refused_pull_is_logged_as_a_warning() {
+        let (logged, _guard) = test_support::Logged::capture();
+        const REFUSAL: &str = "The broker does not support consumer to filter message by SQL92";
+        let answer: test_support::Answer = Box::new(|req: &RemotingCommand| {
+            let code = if req.request_code() == RequestCode::PullMessage {
+                ResponseCode::SystemError
+            } else {
+                ResponseCode::Success
+            };
+            ProcessResult::Response(RemotingCommand::response(code, Some(REFUSAL.to_string())))
+        });
+        let fake = Fake::start(&[MASTER_ID], answer).await;
+        let retry = "%RETRY%g-refused-pull";
+        let listener = crate::internal::listener::concurrently_fn(|_m, _q| async {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        });
+        let e = engine(
+            "g-refused-pull",
+            &fake.addr,
+            MessageModel::Clustering,
+            Listener::Concurrently(Arc::new(listener)),
+            &["T", retry],
+        );
+        // The retry topic's queue first: its second pull means the first failure was handled.
+        let pq = Arc::new(ProcessQueue::default());
+        let task = tokio::spawn(e.clone().pull_loop(
+            MessageQueue::new(retry, "b", 0),
+            pq.clone(),
+            0,
+        ));
+        fake.wait_for(RequestCode::PullMessage, 2).await;
+        pq.set_dropped(true);
+        task.abort();
+        assert!(
+            logged.at(tracing::Level::WARN, &[retry]).is_empty(),
+            "a retry topic's failed pull is not warned about"
+        );
+        let task = tokio::spawn(e.clone().pull_loop(
+            MessageQueue::new("T", "b", 0),
+            Arc::new(ProcessQueue::default()),
+            0,
+        ));
+        assert!(
+            logged
+                .wait_for(
+                    tracing::Level::WARN,
+                    &["topic=T,", REFUSAL],
+                    Duration::from_secs(10)
+                )
+                .await,
+            "no warning for the refused pull"
+        );
+        task.abort();
+        e.inst.shutdown_now();
     }
 
     /// A process queue replaced while its listener call runs (unsubscribe and subscribe again,
