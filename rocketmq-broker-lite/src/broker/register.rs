@@ -132,6 +132,11 @@ fn learn_master(b: &BrokerInner, resp: &RemotingCommand) {
     // answer carries, null included): nothing is copied from an address that may since serve
     // another broker, and no copy is tried every 10 s while the master is away.
     let master = h.master_addr.filter(|a| !a.is_empty());
+    // A DLedger follower knows its leader from the group itself (set at each leader change):
+    // an answer given before the new leader registered as the master does not clear it.
+    if master.is_none() && b.dledger.get().is_some() {
+        return;
+    }
     let mut cur = b.master_addr.lock().unwrap_or_else(|p| p.into_inner());
     if *cur != master {
         match &master {
