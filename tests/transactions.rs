@@ -159,11 +159,11 @@ async fn commit_delivers_once_rollback_never_unknown_is_checked() {
         .map(|s| s.to_string())
         .collect();
     wait_all(&rec, &want, LIMIT).await;
-    assert_eq!(
-        checked.lock().unwrap().as_slice(),
-        &["later-1".to_string()],
-        "only the unknown one was checked"
-    );
+    // Only the unknown one was checked. Possibly more than once, legitimately (as in Java): a
+    // check round re-puts the half message with its birth time, and when the answer to its
+    // check reaches the broker after the next round (200 ms later; one stall under load is
+    // enough), that round checks the copy again. The broker commits it once all the same.
+    assert_only_checked(&checked, "later-1");
     // A message after them proves the rolled-back one is not just late.
     let r = tx
         .send_message_in_transaction(Message::new("TxT", "commit-2"), &())
@@ -191,9 +191,18 @@ async fn commit_delivers_once_rollback_never_unknown_is_checked() {
         !bodies.iter().any(|b| b.starts_with("rollback-")),
         "rollback never delivers"
     );
-    assert_eq!(checked.lock().unwrap().len(), 1);
+    assert_only_checked(&checked, "later-1");
     tx.shutdown().await;
     c.shutdown().await.unwrap();
+}
+
+/// `checked` holds at least one check-back, and every one was for `body`.
+fn assert_only_checked(checked: &Mutex<Vec<String>>, body: &str) {
+    let checked = checked.lock().unwrap();
+    assert!(
+        !checked.is_empty() && checked.iter().all(|b| b == body),
+        "only {body} is checked: {checked:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,30 +2,16 @@
 
 #[path = "common/broker.rs"]
 mod common;
+#[path = "common/spawn.rs"]
+mod spawn;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use common::*;
 use rocketmq_broker_lite::embedded::TempDir;
 use rocketmq_remoting::protocol::ResponseCode;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn first_line(child: &mut Child) -> String {
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    line
-}
+use spawn::*;
 
 fn terminate(child: &mut Child) -> i32 {
     let status = Command::new("kill")
@@ -75,13 +61,21 @@ fn mqbroker_names_the_bad_key() {
 async fn mqnamesrv_and_mqbroker_with_a_broker_conf() {
     let dir = TempDir::new("bins").unwrap();
     let ns_port = free_port();
-    let mut ns = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
-        .args(["--bind", "127.0.0.1", "-p", &ns_port.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(first_line(&mut ns).contains("boot success"));
+    let stderr = dir.path().join("stderr.log");
+    let Started {
+        child: mut ns,
+        line,
+        ..
+    } = spawn_first_line(
+        Command::new(env!("CARGO_BIN_EXE_mqnamesrv")).args([
+            "--bind",
+            "127.0.0.1",
+            "-p",
+            &ns_port.to_string(),
+        ]),
+        &stderr,
+    );
+    assert!(line.contains("boot success"), "{line}");
     let broker_port = free_port();
     let conf = dir.path().join("broker.conf");
     std::fs::write(
@@ -93,21 +87,23 @@ async fn mqnamesrv_and_mqbroker_with_a_broker_conf() {
     )
     .unwrap();
     // Flags override the file.
-    let mut broker = Command::new(env!("CARGO_BIN_EXE_mqbroker"))
-        .arg("-c")
-        .arg(&conf)
-        .args([
-            "--bind",
-            "127.0.0.1",
-            "--listen-port",
-            &broker_port.to_string(),
-        ])
-        .env_remove("NAMESRV_ADDR")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let line = first_line(&mut broker);
+    let Started {
+        child: mut broker,
+        line,
+        ..
+    } = spawn_first_line(
+        Command::new(env!("CARGO_BIN_EXE_mqbroker"))
+            .arg("-c")
+            .arg(&conf)
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--listen-port",
+                &broker_port.to_string(),
+            ])
+            .env_remove("NAMESRV_ADDR"),
+        &stderr,
+    );
     assert!(line.contains(&format!("127.0.0.1:{broker_port}")), "{line}");
     let c = client();
     let b = format!("127.0.0.1:{broker_port}");
@@ -141,29 +137,30 @@ async fn rocketmq_lite_stops_gracefully_and_keeps_its_data() {
     let conf_dir = TempDir::new("lite-conf").unwrap();
     let conf = conf_dir.path().join("broker.conf");
     std::fs::write(&conf, HOST_DISK_IGNORED_CONF).unwrap();
+    let stderr = conf_dir.path().join("stderr.log");
+    // Started again on the same ports: they may be taken meanwhile for a while (see
+    // `spawn_first_line`).
     let start = |ns: u16, br: u16| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
-            .arg("-c")
-            .arg(&conf)
-            .arg("--store-dir")
-            .arg(dir.path())
-            .args([
-                "--namesrv-port",
-                &ns.to_string(),
-                "--broker-port",
-                &br.to_string(),
-            ])
-            .args([
-                "--segment-size",
-                "8388608",
-                "--flush-disk-type",
-                "SYNC_FLUSH",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let line = first_line(&mut child);
+        let Started { child, line, .. } = spawn_first_line(
+            Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+                .arg("-c")
+                .arg(&conf)
+                .arg("--store-dir")
+                .arg(dir.path())
+                .args([
+                    "--namesrv-port",
+                    &ns.to_string(),
+                    "--broker-port",
+                    &br.to_string(),
+                ])
+                .args([
+                    "--segment-size",
+                    "8388608",
+                    "--flush-disk-type",
+                    "SYNC_FLUSH",
+                ]),
+            &stderr,
+        );
         assert!(line.contains("ready"), "{line}");
         child
     };
@@ -199,29 +196,32 @@ async fn logs_go_to_a_rolling_file_as_json_and_carry_no_colour_when_redirected()
     let dir = TempDir::new("binlogs").unwrap();
     let logs = dir.path().join("logs");
     let (ns, br) = (free_port(), free_port());
-    let mut lite = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
-        .arg("--store-dir")
-        .arg(dir.path().join("data"))
-        .args([
-            "--namesrv-port",
-            &ns.to_string(),
-            "--broker-port",
-            &br.to_string(),
-        ])
-        .args([
-            "--segment-size",
-            "8388608",
-            "--log-format",
-            "json",
-            "--log-dir",
-        ])
-        .arg(&logs)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let line = first_line(&mut lite);
+    let stderr = dir.path().join("stderr.log");
+    let Started {
+        child: mut lite,
+        line,
+        stderr_from,
+    } = spawn_first_line(
+        Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+            .arg("--store-dir")
+            .arg(dir.path().join("data"))
+            .args([
+                "--namesrv-port",
+                &ns.to_string(),
+                "--broker-port",
+                &br.to_string(),
+            ])
+            .args([
+                "--segment-size",
+                "8388608",
+                "--log-format",
+                "json",
+                "--log-dir",
+            ])
+            .arg(&logs)
+            .env_remove("RUST_LOG"),
+        &stderr,
+    );
     assert!(line.contains("ready"), "{line}");
     // A client joins: one state change that matters, logged as such.
     let c = client();
@@ -244,9 +244,9 @@ async fn logs_go_to_a_rolling_file_as_json_and_carry_no_colour_when_redirected()
     assert!(msg("consumer joined its group"), "{text}");
     assert!(msg("new store: nothing to recover"), "{text}");
     assert!(!text.contains('\u{1b}'), "colour escapes in a log file");
-    // Nothing on standard error: the log went to the file.
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut lite.stderr.take().unwrap(), &mut err).unwrap();
+    // Nothing on standard error: the log went to the file. (What comes before `stderr_from`
+    // is from a start refused for a port in use, and made again.)
+    let err = read_from(&stderr, stderr_from);
     assert!(err.is_empty(), "{err}");
 
     // Text to a redirected standard error: no colour escapes either.
@@ -288,18 +288,21 @@ async fn scrape(port: u16) -> String {
 async fn rocketmq_lite_serves_both_processes_metrics_on_one_port() {
     let dir = TempDir::new("lite-metrics").unwrap();
     let (ns, br, metrics) = (free_port(), free_port(), free_port());
-    let mut lite = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
-        .arg("--store-dir")
-        .arg(dir.path())
-        .args(["--namesrv-port", &ns.to_string()])
-        .args(["--broker-port", &br.to_string()])
-        .args(["--segment-size", "8388608"])
-        .args(["--metrics-port", &metrics.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let line = first_line(&mut lite);
+    let stderr = dir.path().join("stderr.log");
+    let Started {
+        child: mut lite,
+        line,
+        ..
+    } = spawn_first_line(
+        Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+            .arg("--store-dir")
+            .arg(dir.path())
+            .args(["--namesrv-port", &ns.to_string()])
+            .args(["--broker-port", &br.to_string()])
+            .args(["--segment-size", "8388608"])
+            .args(["--metrics-port", &metrics.to_string()]),
+        &stderr,
+    );
     assert!(line.contains("ready"), "{line}");
     let c = client();
     let b = format!("127.0.0.1:{br}");
@@ -319,4 +322,40 @@ async fn rocketmq_lite_serves_both_processes_metrics_on_one_port() {
     );
     assert_eq!(terminate(&mut lite), 0);
     std::net::TcpListener::bind(("127.0.0.1", metrics)).expect("metrics port freed");
+}
+
+/// A port chosen ahead and taken meanwhile: the name server says so and exits, and the tests'
+/// start helper starts it again until the port is free (rather than failing the test).
+#[test]
+fn a_start_on_a_port_taken_meanwhile_is_made_again_once_it_is_free() {
+    let dir = TempDir::new("port-taken").unwrap();
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
+    let stderr = dir.path().join("stderr.log");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"));
+    cmd.args(["--bind", "127.0.0.1", "-p", &port.to_string()]);
+    let failure = match try_spawn_first_line(&mut cmd, &stderr, BOOT_TIMEOUT) {
+        Ok(s) => panic!("started on a taken port: {}", s.line),
+        Err(f) => f,
+    };
+    assert!(failure.exited, "{failure:?}");
+    assert!(
+        failure.stderr.contains("Address already in use"),
+        "{failure:?}"
+    );
+    // Freed while the helper tries again.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        drop(holder);
+    });
+    let Started {
+        child: mut ns,
+        line,
+        stderr_from,
+    } = spawn_first_line(&mut cmd, &stderr);
+    assert!(line.contains("boot success"), "{line}");
+    // What the started one writes comes after what the refused ones wrote.
+    assert!(stderr_from as usize >= failure.stderr.len());
+    release.join().unwrap();
+    assert_eq!(terminate(&mut ns), 0);
 }

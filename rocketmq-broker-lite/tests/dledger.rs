@@ -102,8 +102,7 @@ impl Group {
     /// the port in use as the local end of another test's outgoing connection (the ports come
     /// from the ephemeral range): it tries again until the port is free, for at most 30 s.
     async fn start_node(&self, i: usize) -> BrokerHandle {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        start_retrying_port_in_use(&format!("node n{i}"), || {
             let mut builder = Broker::builder(self.config(i));
             if let Some(disk) = self.disks.get(i) {
                 builder = builder.env(StoreEnv {
@@ -111,15 +110,9 @@ impl Group {
                     ..StoreEnv::default()
                 });
             }
-            match builder.start().await {
-                Ok(b) => return b,
-                Err(e) if e.to_string().contains("Address already in use") => {
-                    assert!(Instant::now() < deadline, "node n{i}: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(e) => panic!("node n{i}: {e}"),
-            }
-        }
+            builder
+        })
+        .await
     }
 
     fn node(&self, i: usize) -> &BrokerHandle {

@@ -149,6 +149,7 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
     // then nothing waits: try again.)
     const SENDS: i32 = 72;
     let mut outcome = None;
+    let mut early_refusals = Vec::new();
     for attempt in 0..10 {
         fs.hold_writes("/store/commitlog");
         let release = Release(&fs);
@@ -198,18 +199,28 @@ async fn a_send_that_waited_longer_than_wait_time_mills_in_send_queue_is_answere
                 eprintln!("attempt {attempt}: no send waited behind the stalled write; again");
                 continue;
             }
+            // One of the first 64, processed without waiting behind the held write, was refused:
+            // legitimate only when the reader itself was descheduled for more than 50 ms
+            // between reading the frames and processing that send (a loaded machine). Not
+            // what is tested here: try again. (Were the first 64 refused every time, no
+            // attempt would succeed and the test would fail below.)
+            Some(i) if i <= 64 => {
+                eprintln!("attempt {attempt}: send {i} of the first 64 refused; again");
+                early_refusals.push((i, by_opaque[&i].clone()));
+                continue;
+            }
             Some(i) => {
-                assert!(
-                    i > 64,
-                    "send {i} of the first 64 refused: {:?}",
-                    by_opaque[&i]
-                );
                 outcome = Some(by_opaque[&i].clone());
                 break;
             }
         }
     }
-    let busy: RemotingCommand = outcome.expect("no send was answered SYSTEM_BUSY");
+    let busy: RemotingCommand = outcome.unwrap_or_else(|| {
+        panic!(
+            "no send after the 64th was answered SYSTEM_BUSY; refused among the first 64: \
+             {early_refusals:?}"
+        )
+    });
     assert_eq!(busy.response_code(), ResponseCode::SystemBusy);
     let remark = busy.remark_str();
     let head =

@@ -6,10 +6,14 @@
 //! `ROCKETMQ_CPP_CLIENT` (`.ci/run` does both). Without it the test fails when
 //! `ROCKETMQ_REQUIRE_INTEROP` is set (CI) and is skipped with a notice otherwise.
 
-use std::io::{BufRead, BufReader};
+#[path = "common/spawn.rs"]
+mod spawn;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use spawn::{spawn_first_line, ChildGuard, Started};
 
 use serde_json::Value;
 
@@ -28,7 +32,8 @@ fn client_dir() -> Option<PathBuf> {
 }
 
 struct Lite {
-    child: Child,
+    /// Killed when dropped.
+    _child: ChildGuard,
     namesrv: String,
     _dir: rocketmq_broker_lite::embedded::TempDir,
 }
@@ -59,42 +64,30 @@ impl Lite {
                     .map(|(k, v)| format!("{k}={v}\n"))
                     .collect::<String>();
         std::fs::write(&conf, text).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
-            .arg("-c")
-            .arg(&conf)
-            .args(["--store-dir"])
-            .arg(dir.path())
-            .args([
-                "--namesrv-port",
-                &ns.to_string(),
-                "--broker-port",
-                &broker.to_string(),
-            ])
-            .args(["--segment-size", &(64 << 20).to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let Started { child, line, .. } = spawn_first_line(
+            Command::new(env!("CARGO_BIN_EXE_rocketmq-lite"))
+                .arg("-c")
+                .arg(&conf)
+                .args(["--store-dir"])
+                .arg(dir.path())
+                .args([
+                    "--namesrv-port",
+                    &ns.to_string(),
+                    "--broker-port",
+                    &broker.to_string(),
+                ])
+                .args(["--segment-size", &(64 << 20).to_string()]),
+            &dir.path().join("stderr.log"),
+        );
         assert!(
             line.contains("ready"),
             "rocketmq-lite did not start: {line:?}"
         );
         Lite {
-            child,
+            _child: child,
             namesrv: format!("127.0.0.1:{ns}"),
             _dir: dir,
         }
-    }
-}
-
-impl Drop for Lite {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -14,6 +14,30 @@ use rocketmq_remoting::protocol::headers::UpdateConsumerOffsetRequestHeader;
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// How many times a process is started again when the metrics port chosen for it was taken
+/// meanwhile (see [`broker_with_metrics`]).
+const PORT_ATTEMPTS: usize = 5;
+
+/// A broker with its metrics endpoint on a free port. The port is chosen ahead, from the
+/// ephemeral range, and another connection may take it as its local end before the broker binds
+/// it: the broker then runs without metrics (a warning), and is stopped and started again on
+/// another port.
+async fn broker_with_metrics(
+    cfg: &rocketmq_broker_lite::broker::BrokerConfig,
+) -> rocketmq_broker_lite::broker::BrokerHandle {
+    for attempt in 1.. {
+        let mut cfg = cfg.clone();
+        cfg.metrics_port = free_port();
+        let broker = Broker::builder(cfg).start().await.unwrap();
+        if broker.metrics_addr().is_some() {
+            return broker;
+        }
+        assert!(attempt < PORT_ATTEMPTS, "no metrics port could be bound");
+        broker.shutdown().await.unwrap();
+    }
+    unreachable!()
+}
+
 /// `GET path` over a plain TCP connection: (status, body).
 async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -107,22 +131,35 @@ fn commit_offset(group: &str, topic: &str, queue_id: i32, offset: i64) -> Remoti
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scrape_shows_sends_pulls_lag_and_latency() {
     let dir = TempDir::new("metrics-test").unwrap();
-    let ns_port = free_port();
-    let namesrv = NameServer::builder()
-        .listen("127.0.0.1:0")
-        .metrics_port(ns_port)
-        .start()
-        .await
-        .unwrap();
-    let ns_metrics = namesrv.metrics_addr().expect("name-server metrics");
-    assert_eq!(ns_metrics.port(), ns_port);
+    // Started again on another port if this one was taken meanwhile (see
+    // `broker_with_metrics`).
+    let mut attempt = 0;
+    let (namesrv, ns_metrics) = loop {
+        attempt += 1;
+        let ns_port = free_port();
+        let namesrv = NameServer::builder()
+            .listen("127.0.0.1:0")
+            .metrics_port(ns_port)
+            .start()
+            .await
+            .unwrap();
+        match namesrv.metrics_addr() {
+            Some(addr) => {
+                assert_eq!(addr.port(), ns_port);
+                break (namesrv, addr);
+            }
+            None => {
+                assert!(attempt < PORT_ATTEMPTS, "no name-server metrics port");
+                namesrv.shutdown().await;
+            }
+        }
+    };
     let mut cfg = broker_config(dir.path(), &namesrv.local_addr().to_string());
     sync_flush(&mut cfg);
-    let broker_port = free_port();
-    cfg.metrics_port = broker_port;
-    let broker = Broker::builder(cfg).start().await.unwrap();
+    let broker = broker_with_metrics(&cfg).await;
     let metrics = broker.metrics_addr().expect("broker metrics");
-    assert_eq!(metrics.port(), broker_port);
+    let broker_port = metrics.port();
+    let ns_port = ns_metrics.port();
 
     // 10 messages in queue 0 and 5 in queue 1.
     let c = client();
@@ -283,9 +320,8 @@ async fn halt_stops_the_endpoint_too() {
         .await
         .unwrap();
     assert!(namesrv.metrics_addr().is_none(), "off by default");
-    let mut cfg = broker_config(dir.path(), &namesrv.local_addr().to_string());
-    cfg.metrics_port = free_port();
-    let broker = Broker::builder(cfg.clone()).start().await.unwrap();
+    let cfg = broker_config(dir.path(), &namesrv.local_addr().to_string());
+    let broker = broker_with_metrics(&cfg).await;
     let addr = broker.metrics_addr().unwrap();
     assert_eq!(http_get(addr, "/metrics").await.0, 200);
     broker.halt().await;
@@ -303,9 +339,8 @@ async fn a_deleted_topic_leaves_the_scrape() {
         .start()
         .await
         .unwrap();
-    let mut cfg = broker_config(dir.path(), &namesrv.local_addr().to_string());
-    cfg.metrics_port = free_port();
-    let broker = Broker::builder(cfg).start().await.unwrap();
+    let cfg = broker_config(dir.path(), &namesrv.local_addr().to_string());
+    let broker = broker_with_metrics(&cfg).await;
     let metrics = broker.metrics_addr().unwrap();
     let c = client();
     let b = broker.broker_addr();
@@ -378,17 +413,22 @@ async fn group_with_metrics(
     rocketmq_broker_lite::embedded::EmbeddedCluster,
     std::net::SocketAddr,
 ) {
-    let mut opts = opts;
-    opts.properties
-        .insert("metricsPort".into(), free_port().to_string());
-    let c = rocketmq_broker_lite::embedded::EmbeddedCluster::start(dir, opts)
-        .await
-        .unwrap();
-    let addr = c
-        .broker()
-        .metrics_addr()
-        .expect("the first broker's metrics");
-    (c, addr)
+    // Started again on another port if this one was taken meanwhile (see
+    // `broker_with_metrics`).
+    for attempt in 1.. {
+        let mut opts = opts.clone();
+        opts.properties
+            .insert("metricsPort".into(), free_port().to_string());
+        let c = rocketmq_broker_lite::embedded::EmbeddedCluster::start(dir, opts)
+            .await
+            .unwrap();
+        if let Some(addr) = c.broker().metrics_addr() {
+            return (c, addr);
+        }
+        assert!(attempt < PORT_ATTEMPTS, "the first broker has no metrics");
+        c.shutdown().await.unwrap();
+    }
+    unreachable!()
 }
 
 /// A SYNC_MASTER's scrape shows its slave, how long each send waited for it, and no lag once

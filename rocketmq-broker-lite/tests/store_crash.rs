@@ -2,9 +2,11 @@
 //! threads and prints each acknowledgement; the parent kills it with SIGKILL at a random moment,
 //! reopens the store and checks that every acknowledged message is present and intact, in
 //! order, and that nothing but whole messages follows. Repeated `STORE_CRASH_KILLS` times
-//! (default 200).
+//! (default 100; `STORE_CRASH_KILLS=500` for a longer run).
 
 mod common;
+#[path = "common/spawn.rs"]
+mod spawn;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -70,26 +72,29 @@ fn sigkill_never_loses_acknowledged_messages() {
     let kills: usize = std::env::var("STORE_CRASH_KILLS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+        .unwrap_or(100);
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut rng = rand::thread_rng();
     let mut acked = vec![-1i64; QUEUES as usize];
     let mut total_acks = 0usize;
     for round in 0..kills {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "child_appender",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("STORE_CRASH_CHILD", dir.path())
-            .env("RUST_BACKTRACE", "0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        // Killed if the round fails before its kill.
+        let mut child = spawn::ChildGuard(
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "child_appender",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("STORE_CRASH_CHILD", dir.path())
+                .env("RUST_BACKTRACE", "0")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         let reader = std::thread::spawn(move || {

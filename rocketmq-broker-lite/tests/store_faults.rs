@@ -123,13 +123,15 @@ fn a_segment_that_cannot_be_allocated_leaves_nothing_behind_and_writes_resume() 
         assert!(store.is_disk_full());
         assert!(store.failure().is_none(), "a full disk is not a failure");
         assert_whole_segments(&fs);
-        // Refused quickly and for as long as there is no room.
+        // Refused at once (not after waiting for room: the bound is far below the 5 s a
+        // blocking put would wait, and generous for a loaded machine) and for as long as
+        // there is no room.
         let t = Instant::now();
         assert!(matches!(
             store.put_message(&msg("T", 0, "no")),
             Err(StoreError::DiskFull { .. })
         ));
-        assert!(t.elapsed() < Duration::from_millis(100));
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
         std::thread::sleep(Duration::from_millis(200));
         assert!(store.put_message(&msg("T", 0, "no")).is_err());
         // Reads go on.
@@ -137,10 +139,9 @@ fn a_segment_that_cannot_be_allocated_leaves_nothing_behind_and_writes_resume() 
         assert_eq!(read_queue(&store, "T", 0), acked);
         // The operator grows the file system: writes resume by themselves.
         fs.set_capacity(None);
-        let took = wait_until("writes to resume", Duration::from_secs(3), || {
+        wait_until("writes to resume", Duration::from_secs(15), || {
             store.put_message(&msg("T", 0, "probe")).is_ok()
         });
-        assert!(took < Duration::from_secs(2), "resumed after {took:?}");
         assert!(!store.is_disk_full());
         acked.push(Bytes::from("probe"));
         acked.extend(fill(&store, 5000, 200));
@@ -296,7 +297,7 @@ fn a_commit_log_write_without_space_is_kept_and_written_once_there_is_room() {
             None,
         );
         let pending = store.put_message(&msg("T", 0, body(30))).unwrap();
-        wait_until("the disk-full state", Duration::from_secs(3), || {
+        wait_until("the disk-full state", Duration::from_secs(15), || {
             store.is_disk_full()
         });
         assert_disk_full_error(&store.put_message(&msg("T", 0, "no")).unwrap_err());
@@ -314,13 +315,13 @@ fn a_commit_log_write_without_space_is_kept_and_written_once_there_is_room() {
         fs.clear_faults();
         if sync {
             store
-                .wait_durable(pending.end_offset, Duration::from_secs(3))
+                .wait_durable(pending.end_offset, Duration::from_secs(15))
                 .unwrap();
         } else {
-            assert!(store.wait_written(pending.end_offset, Duration::from_secs(3)));
+            assert!(store.wait_written(pending.end_offset, Duration::from_secs(15)));
         }
         acked.push(body(30));
-        wait_until("writes to resume", Duration::from_secs(2), || {
+        wait_until("writes to resume", Duration::from_secs(15), || {
             !store.is_disk_full()
         });
         acked.extend(fill(&store, 31, 300));
@@ -503,7 +504,7 @@ fn used_space_above_the_warning_level_refuses_messages_and_below_accepts_them() 
     assert_eq!(store.check_disk(), 90);
     assert!(!store.is_disk_full());
     disk.set(91);
-    wait_until("the disk-full state", Duration::from_secs(2), || {
+    wait_until("the disk-full state", Duration::from_secs(15), || {
         store.is_disk_full()
     });
     let e = store.put_message(&msg("T", 0, "no")).unwrap_err();
@@ -513,10 +514,10 @@ fn used_space_above_the_warning_level_refuses_messages_and_below_accepts_them() 
         "{e}"
     );
     disk.set(80);
-    let took = wait_until("writes to resume", Duration::from_secs(2), || {
+    // By themselves, within a disk check (20 ms); the bound is for a loaded machine.
+    wait_until("writes to resume", Duration::from_secs(15), || {
         store.put_message(&msg("T", 0, "yes")).is_ok()
     });
-    assert!(took < Duration::from_millis(500), "{took:?}");
     store.shutdown().unwrap();
 }
 
@@ -527,30 +528,50 @@ fn a_stalled_sync_times_out_and_reads_do_not_wait_for_it() {
     let store = MessageStore::open_with(config(true), env(&fs, &disk)).unwrap();
     let acked = fill(&store, 0, 10);
     assert!(store.wait_dispatched(Duration::from_secs(5)));
-    fs.delay_syncs("/store/commitlog", Some(Duration::from_millis(800)));
+    // The disk stops answering syncs until released: a wait or a read stuck behind the stall
+    // would never return, so generous bounds (for a loaded machine) tell it apart.
+    fs.hold_syncs("/store/commitlog");
+    let release = ReleaseOnDrop(fs.clone());
     let r = store.put_message(&msg("T", 0, body(10))).unwrap();
+    assert!(fs.wait_for_held_sync(Duration::from_secs(10)));
     let t = Instant::now();
     assert!(matches!(
         store.wait_durable(r.end_offset, store.config().sync_flush_timeout),
         Err(StoreError::FlushTimeout)
     ));
-    assert!(t.elapsed() < Duration::from_millis(700));
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     // Reads answer during the stall.
-    let t = Instant::now();
-    assert_eq!(
-        store.get_messages("T", 0, 0, 32, &AcceptAll).messages.len(),
-        10
-    );
-    assert!(t.elapsed() < Duration::from_millis(100));
-    fs.delay_syncs("/store/commitlog", None);
+    let read = std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let store = &store;
+        s.spawn(move || {
+            let _ = tx.send(store.get_messages("T", 0, 0, 32, &AcceptAll).messages.len());
+        });
+        let read = rx.recv_timeout(Duration::from_secs(5));
+        // Lets a read stuck at the gate finish, so the scope can end and the test report.
+        fs.release_syncs();
+        read
+    });
+    assert_eq!(read, Ok(10), "a read waited for the stalled sync");
+    drop(release);
     store
-        .wait_durable(r.end_offset, Duration::from_secs(3))
+        .wait_durable(r.end_offset, Duration::from_secs(15))
         .unwrap();
     let mut all = acked;
     all.push(body(10));
     assert!(store.wait_dispatched(Duration::from_secs(5)));
     assert_eq!(read_queue(&store, "T", 0), all);
     store.shutdown().unwrap();
+}
+
+/// Releases held syncs when dropped: a failed assertion then reports, instead of leaving the
+/// store's flush thread at the gate, which the store's drop would wait for.
+struct ReleaseOnDrop(SimFs);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.release_syncs();
+    }
 }
 
 // ----- model test -----

@@ -184,7 +184,11 @@ async fn a_dledger_group_replicates_over_tls_and_its_peer_port_refuses_plain_pee
             props.insert(k.to_string(), v);
         }
         apply(&mut cfg, &props);
-        nodes.push(Broker::builder(cfg).start().await.unwrap());
+        // The peer ports were fixed ahead: one may be taken meanwhile.
+        nodes.push(
+            start_retrying_port_in_use(&format!("node n{i}"), || Broker::builder(cfg.clone()))
+                .await,
+        );
     }
     // A loaded host can delay a heartbeat past the election timeout, so the group may change
     // leader while the test runs: every send goes to whichever node leads now.

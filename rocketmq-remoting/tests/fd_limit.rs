@@ -176,7 +176,9 @@ async fn the_server_and_client_ride_out_descriptor_exhaustion() {
         request(&mut s, i as i32).await;
         streams.push(s);
     }
-    let first = answered(&mut streams, Duration::from_millis(1500)).await;
+    // The waiting ones are not answered at all while the descriptors stay exhausted: the bound
+    // only has to be long enough for the served ones on a loaded machine.
+    let first = answered(&mut streams, Duration::from_secs(5)).await;
     let served = first.iter().filter(|a| **a).count();
     assert!(
         (20..CONNECTIONS - 5).contains(&served),
@@ -195,7 +197,7 @@ async fn the_server_and_client_ride_out_descriptor_exhaustion() {
     // The connections it has are still served.
     for (i, s) in streams.iter_mut().take(served).enumerate() {
         request(s, 1000 + i as i32).await;
-        let r = tokio::time::timeout(Duration::from_secs(1), response(s))
+        let r = tokio::time::timeout(Duration::from_secs(5), response(s))
             .await
             .expect("an open connection is still served")
             .unwrap();
@@ -206,7 +208,7 @@ async fn the_server_and_client_ride_out_descriptor_exhaustion() {
     let mut waiting = streams.split_off(served);
     streams.truncate(served - 40.min(served));
     let t = Instant::now();
-    let later = answered(&mut waiting, Duration::from_secs(5)).await;
+    let later = answered(&mut waiting, Duration::from_secs(15)).await;
     assert!(later.iter().all(|a| *a), "{later:?}");
     eprintln!(
         "{served} connections served at first; {} more accepted {:?} after 40 closed",

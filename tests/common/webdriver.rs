@@ -278,45 +278,56 @@ impl Browser {
     /// console log recorded, a 1200x800 window).
     pub async fn start() -> Browser {
         let profile = TempDir::new("dashboard-chromium").expect("profile dir");
-        let port = free_port();
         let log = profile.path().join("chromedriver.log");
-        let driver = Command::new(CHROMEDRIVER)
-            .arg(format!("--port={port}"))
-            .arg(format!("--log-path={}", log.display()))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            // A group of its own: killing it kills the browser it starts too.
-            .process_group(0)
-            .spawn()
-            .expect("chromedriver starts");
         let mut b = Browser {
-            driver: Some(driver),
-            addr: format!("127.0.0.1:{port}"),
+            driver: None,
+            addr: String::new(),
             session: None,
             profile,
         };
-        // ChromeDriver is up when /status says ready.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(Ok(Some(st))) = b.driver.as_mut().map(Child::try_wait) {
-                panic!(
-                    "chromedriver exited at start: {st}; log: {}",
+        // The port is free when chosen, but another connection may take it as its local end
+        // before ChromeDriver binds it: ChromeDriver then exits, and starts again on another.
+        let mut attempt = 0;
+        'start: loop {
+            attempt += 1;
+            let port = free_port();
+            let driver = Command::new(CHROMEDRIVER)
+                .arg(format!("--port={port}"))
+                .arg(format!("--log-path={}", log.display()))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                // A group of its own: killing it kills the browser it starts too.
+                .process_group(0)
+                .spawn()
+                .expect("chromedriver starts");
+            b.driver = Some(driver);
+            b.addr = format!("127.0.0.1:{port}");
+            // ChromeDriver is up when /status says ready.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                if let Some(Ok(Some(st))) = b.driver.as_mut().map(Child::try_wait) {
+                    assert!(
+                        attempt < 3,
+                        "chromedriver exited at start: {st}; log: {}",
+                        b.driver_log()
+                    );
+                    eprintln!("chromedriver exited at start ({st}); again on another port");
+                    continue 'start;
+                }
+                if let Ok(r) = http("GET", &b.addr, "/status", &[], None).await {
+                    let v: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+                    if v["value"]["ready"] == true {
+                        break 'start;
+                    }
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "chromedriver not ready after 30 s; log: {}",
                     b.driver_log()
                 );
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            if let Ok(r) = http("GET", &b.addr, "/status", &[], None).await {
-                let v: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
-                if v["value"]["ready"] == true {
-                    break;
-                }
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "chromedriver not ready after 30 s; log: {}",
-                b.driver_log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let user_data = b.profile.path().join("profile");
         let caps = json!({

@@ -307,6 +307,27 @@ pub fn java_disk_ratios(c: &mut BrokerConfig) {
     c.store.disk_space_warning_level_ratio = java.disk_space_warning_level_ratio;
 }
 
+/// Starts the broker `build` makes, again and again (a new builder each time) while it fails
+/// because an address it binds is in use, for at most 30 s. A port fixed ahead (a DLedger peer's,
+/// from [`free_port`]) or kept across a restart comes from the ephemeral range: meanwhile any
+/// connection, of this test binary or another, may hold it as its local end.
+pub async fn start_retrying_port_in_use(
+    what: &str,
+    mut build: impl FnMut() -> rocketmq_broker_lite::broker::BrokerBuilder,
+) -> BrokerHandle {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match build().start().await {
+            Ok(b) => return b,
+            Err(e) if e.to_string().contains("Address already in use") => {
+                assert!(std::time::Instant::now() < deadline, "{what}: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
 /// A free TCP port on the loopback interface (for the settings that need one fixed ahead).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

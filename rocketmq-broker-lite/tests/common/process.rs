@@ -2,9 +2,8 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::ResponseCode;
@@ -12,46 +11,20 @@ use rocketmq_remoting::transport::RemotingClient;
 
 use super::pull;
 
-/// A child process killed when dropped (a failing test leaves no broker behind).
-pub struct ChildGuard(pub Child);
+#[path = "spawn.rs"]
+mod spawn;
+pub use spawn::*;
 
-impl std::ops::Deref for ChildGuard {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for ChildGuard {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// Starts a program and waits for its first line (its "boot success").
+/// Starts a program and waits for its first line (its "boot success"), for at most
+/// [`BOOT_TIMEOUT`]; started again while a port it binds is in use (see [`spawn_first_line`]).
 pub fn start(mut cmd: Command) -> ChildGuard {
-    let mut child = ChildGuard(
-        cmd.stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .env("RUST_LOG", "warn")
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("boot success"), "{line}");
-    child
+    cmd.env("RUST_LOG", "warn");
+    // Its standard error, kept only to tell a port in use from other failures.
+    let log = std::env::temp_dir().join(format!("rmq-child-{}.log", rand::random::<u64>()));
+    let started = spawn_first_line(&mut cmd, &log);
+    let _ = std::fs::remove_file(&log);
+    assert!(started.line.contains("boot success"), "{}", started.line);
+    started.child
 }
 
 pub fn broker(dir: &Path, conf: &str) -> ChildGuard {
