@@ -67,12 +67,10 @@ async fn mqnamesrv_and_mqbroker_with_a_broker_conf() {
         line,
         ..
     } = spawn_first_line(
-        Command::new(env!("CARGO_BIN_EXE_mqnamesrv")).args([
-            "--bind",
-            "127.0.0.1",
-            "-p",
-            &ns_port.to_string(),
-        ]),
+        Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+            .args(["--bind", "127.0.0.1", "-p", &ns_port.to_string()])
+            .arg("--kv-config-path")
+            .arg(dir.path().join("namesrv-kv.json")),
         &stderr,
     );
     assert!(line.contains("boot success"), "{line}");
@@ -262,6 +260,7 @@ async fn logs_go_to_a_rolling_file_as_json_and_carry_no_colour_when_redirected()
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "x").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"))
+        .env("HOME", dir.path())
         .arg("--log-dir")
         .arg(blocker.join("sub"))
         .output()
@@ -333,7 +332,9 @@ fn a_start_on_a_port_taken_meanwhile_is_made_again_once_it_is_free() {
     let port = holder.local_addr().unwrap().port();
     let stderr = dir.path().join("stderr.log");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"));
-    cmd.args(["--bind", "127.0.0.1", "-p", &port.to_string()]);
+    cmd.args(["--bind", "127.0.0.1", "-p", &port.to_string()])
+        .arg("--kv-config-path")
+        .arg(dir.path().join("namesrv-kv.json"));
     let failure = match try_spawn_first_line(&mut cmd, &stderr, BOOT_TIMEOUT) {
         Ok(s) => panic!("started on a taken port: {}", s.line),
         Err(f) => f,

@@ -101,7 +101,7 @@ async fn leaders_killed_under_load_lose_no_acknowledged_message() {
         .unwrap_or(3);
     let dir = TempDir::new("dledger-crash").unwrap();
     let ns_port = free_port();
-    let mut ns = namesrv(ns_port);
+    let mut ns = namesrv(dir.path(), ns_port);
     let ports: Vec<u16> = (0..NODES).map(|_| free_port()).collect();
     let peers = (0..NODES)
         .map(|i| format!("n{i}-127.0.0.1:{}", free_port()))

@@ -36,7 +36,7 @@ fn conf(ns: u16, role: &str, id: i64, port: u16, ha_port: u16, store: &Path) -> 
 async fn master_killed_mid_stream_loses_no_acknowledged_message() {
     let dir = TempDir::new("ha-crash").unwrap();
     let ns_port = free_port();
-    let mut ns = namesrv(ns_port);
+    let mut ns = namesrv(dir.path(), ns_port);
     let (m_port, m_ha) = (free_port(), free_port());
     let s_port = free_port();
     let master_conf = conf(

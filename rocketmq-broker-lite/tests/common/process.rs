@@ -89,10 +89,13 @@ pub async fn read_all(
     Ok(bodies)
 }
 
-/// Starts a name server on `port`.
-pub fn namesrv(port: u16) -> ChildGuard {
+/// Starts a name server on `port`, its KV configuration kept in `dir` (not in the user's
+/// `~/namesrv`, shared by every test).
+pub fn namesrv(dir: &Path, port: u16) -> ChildGuard {
     let mut c = Command::new(env!("CARGO_BIN_EXE_mqnamesrv"));
-    c.args(["--bind", "127.0.0.1", "-p", &port.to_string()]);
+    c.args(["--bind", "127.0.0.1", "-p", &port.to_string()])
+        .arg("--kv-config-path")
+        .arg(dir.join("namesrv-kv.json"));
     start(c)
 }
 
