@@ -55,9 +55,11 @@ pub struct BrokerConfig {
     /// 0 (the default here; `mqbroker` defaults to 5557) serves no metrics.
     pub metrics_port: u16,
     /// `brokerIP1`: the address clients are told (defaults to the bind address, or this host's
-    /// first non-loopback address when binding to all interfaces).
+    /// first non-loopback address when binding to all interfaces). An IP address or, as in
+    /// Java, a host name: registered as it is (`host:listenPort`), and resolved once at start
+    /// for the store host of messages (Java's `new InetSocketAddress(brokerIP1, listenPort)`).
     pub broker_ip1: Option<String>,
-    /// `brokerIP2`: the HA address.
+    /// `brokerIP2`: the HA address (an IP address or a host name; `brokerIP1` when not set).
     pub broker_ip2: Option<String>,
     /// `brokerPermission` (6 = read and write).
     pub broker_permission: i32,
@@ -235,6 +237,22 @@ fn percent(key: &str, v: &str) -> Result<u32, String> {
 /// support: set, they are refused rather than ignored (the data would go elsewhere than the
 /// operator said).
 const UNSUPPORTED_KEYS: [&str; 2] = ["storePathDLedgerCommitLog", "readOnlyCommitLogStorePaths"];
+
+/// A DNS host name (`broker-a.example.com`): dot-separated labels of letters, digits, `-` and
+/// `_`, at most 253 characters (as `brokerIP1`/`brokerIP2` may be in Java, which takes any
+/// string and resolves it).
+pub(crate) fn is_host_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.trim_end_matches('.').split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && label
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+        })
+}
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
     match v.trim() {
@@ -597,6 +615,9 @@ impl BrokerConfig {
                 "maxTransferBytesOnMessageInMemory" => {
                     self.store.max_transfer_bytes_on_message_in_memory = parse(key, v)?
                 }
+                "accessMessageInMemoryMaxRatio" => {
+                    self.store.access_message_in_memory_max_ratio = parse(key, v)?
+                }
                 "warmMapedFileEnable" => self.store.warm_segments = parse_bool(key, v)?,
                 "haTlsEnable" => self.ha.tls = parse_bool(key, v)?,
                 _ if UNSUPPORTED_KEYS.contains(&key) => {
@@ -834,6 +855,10 @@ impl BrokerConfig {
             "maxTransferBytesOnMessageInMemory",
             st.max_transfer_bytes_on_message_in_memory.to_string(),
         );
+        put(
+            "accessMessageInMemoryMaxRatio",
+            st.access_message_in_memory_max_ratio.to_string(),
+        );
         put("warmMapedFileEnable", st.warm_segments.to_string());
         // Flow control.
         let f = &self.flow;
@@ -931,14 +956,16 @@ impl BrokerConfig {
                 return Err(format!("key `{key}` must be positive"));
             }
         }
-        if let Some(ip) = &self.broker_ip1 {
-            if ip.parse::<IpAddr>().is_err() {
-                return Err(format!("invalid value {ip:?} for key `brokerIP1`"));
-            }
-        }
-        if let Some(ip) = &self.broker_ip2 {
-            if ip.parse::<IpAddr>().is_err() {
-                return Err(format!("invalid value {ip:?} for key `brokerIP2`"));
+        for (key, host) in [
+            ("brokerIP1", &self.broker_ip1),
+            ("brokerIP2", &self.broker_ip2),
+        ] {
+            if let Some(host) = host {
+                if host.parse::<IpAddr>().is_err() && !is_host_name(host) {
+                    return Err(format!(
+                        "invalid value {host:?} for key `{key}` (an IP address or a host name)"
+                    ));
+                }
             }
         }
         self.ha.validate()?;
@@ -1045,6 +1072,47 @@ mod tests {
             );
         }
         assert!(n > 90, "only {n} keys found");
+    }
+
+    /// `brokerIP1`/`brokerIP2`: an IP address or a host name, as Java takes them; anything
+    /// else is refused naming the key.
+    #[test]
+    fn broker_ips_may_be_host_names() {
+        for ok in [
+            "10.0.0.1",
+            "::1",
+            "localhost",
+            "broker-a.example.com",
+            "b_1.local.",
+        ] {
+            let c = BrokerConfig {
+                broker_ip1: Some(ok.into()),
+                broker_ip2: Some(ok.into()),
+                ..BrokerConfig::default()
+            };
+            c.validate().unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for bad in [
+            "",
+            "a b",
+            "host:10911",
+            "-a.b",
+            "a..b",
+            "10.0.0.1/24",
+            "é.com",
+        ] {
+            let c = BrokerConfig {
+                broker_ip1: Some(bad.into()),
+                ..BrokerConfig::default()
+            };
+            let e = c.validate().unwrap_err();
+            assert!(e.contains("brokerIP1"), "{bad}: {e}");
+            let c = BrokerConfig {
+                broker_ip2: Some(bad.into()),
+                ..BrokerConfig::default()
+            };
+            assert!(c.validate().unwrap_err().contains("brokerIP2"), "{bad}");
+        }
     }
 
     #[test]

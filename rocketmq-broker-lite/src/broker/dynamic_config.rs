@@ -4,7 +4,9 @@
 //! Java updates any existing field and leaves the effect to whoever reads it next; many of its
 //! fields are only read at start. Here only the keys in [`RUNTIME_KEYS`] are changed at run
 //! time: the broker reads each of them on every use (the retention keys at the store's next
-//! disk check and retention pass, as Java's clean-up reads them). A known key outside that list
+//! disk check and retention pass, as Java's clean-up reads them; `maxMessageSize` at the next
+//! send, lowered or raised up to its value at start, which the store and the connections are
+//! sized for). A known key outside that list
 //! is refused (it would only take effect after a restart), and so is a key of Java's
 //! configuration that this broker does not have ([`JAVA_KEYS`]); nothing of such a request is
 //! applied. A key Java does not know either is ignored, as Java ignores it. Keys of the black
@@ -24,12 +26,13 @@ use rocketmq_remoting::protocol::body::DataVersion;
 use tracing::warn;
 
 use super::config::BrokerConfig;
+use super::flow::LiveFastFailure;
 use crate::store::config::{LiveRetention, RetentionSettings};
 use crate::store::vfs::Vfs;
 use crate::store::StdFs;
 
 /// Keys UPDATE_BROKER_CONFIG changes at run time.
-pub const RUNTIME_KEYS: [&str; 18] = [
+pub const RUNTIME_KEYS: [&str; 27] = [
     "brokerPermission",
     "slaveReadEnable",
     "longPollingEnable",
@@ -49,6 +52,18 @@ pub const RUNTIME_KEYS: [&str; 18] = [
     "rocketmq.broker.diskSpaceCleanForciblyRatio",
     "cleanFileForciblyEnable",
     "cleanResourceInterval",
+    // The store's, read at every append and read.
+    "maxMessageSize",
+    "accessMessageInMemoryMaxRatio",
+    // Read at every send through TBW102 and every lookup of a group.
+    "autoCreateTopicEnable",
+    "autoCreateSubscriptionGroup",
+    // Fast failure, read for every request.
+    "brokerFastFailureEnable",
+    "waitTimeMillsInSendQueue",
+    "waitTimeMillsInPullQueue",
+    "waitTimeMillsInHeartbeatQueue",
+    "waitTimeMillsInTransactionQueue",
 ];
 
 /// The keys of Java 4.9.8's `BrokerConfig`, `MessageStoreConfig`, `NettyServerConfig` and
@@ -289,8 +304,15 @@ pub struct DynamicConfig {
     default_query_max_num: AtomicI32,
     transaction_check_max: AtomicI32,
     store_reply_message_enable: AtomicBool,
-    /// The store's retention settings (its own copy until [`DynamicConfig::with_retention`]).
+    /// The store's retention settings, `maxMessageSize` and `accessMessageInMemoryMaxRatio`
+    /// (its own copy until [`DynamicConfig::with_retention`]).
     retention: Arc<LiveRetention>,
+    auto_create_topic_enable: AtomicBool,
+    /// Shared with the broker's groups ([`DynamicConfig::with_subscription_auto_create`]).
+    auto_create_subscription_group: Arc<AtomicBool>,
+    /// `brokerFastFailureEnable` and the `waitTimeMills...` keys, which the broker's
+    /// configuration reads once attached to it ([`DynamicConfig::fast_failure`]).
+    fast_failure: Arc<LiveFastFailure>,
     /// Updates run one at a time (Java's handler is `synchronized`); the data version.
     version: Mutex<DataVersion>,
 }
@@ -330,8 +352,27 @@ impl DynamicConfig {
             transaction_check_max: AtomicI32::new(cfg.transaction_check_max),
             store_reply_message_enable: AtomicBool::new(cfg.store_reply_message_enable),
             retention: Arc::new(LiveRetention::new(RetentionSettings::of(&cfg.store))),
+            auto_create_topic_enable: AtomicBool::new(cfg.auto_create_topic_enable),
+            auto_create_subscription_group: Arc::new(AtomicBool::new(
+                cfg.auto_create_subscription_group,
+            )),
+            fast_failure: Arc::new(LiveFastFailure::new(&cfg.flow)),
             version: Mutex::new(DataVersion::new(now_ms)),
         }
+    }
+
+    /// Changes to `autoCreateSubscriptionGroup` go to `switch`: the broker's groups'
+    /// ([`SubscriptionGroupManager::auto_create_switch`](super::subscription::SubscriptionGroupManager::auto_create_switch)).
+    pub fn with_subscription_auto_create(mut self, switch: Arc<AtomicBool>) -> Self {
+        switch.store(self.auto_create_subscription_group(), Ordering::Relaxed);
+        self.auto_create_subscription_group = switch;
+        self
+    }
+
+    /// The fast-failure settings in force, which updates change: the broker attaches them to
+    /// its configuration's flow control, whose `expired` then reads them.
+    pub fn fast_failure(&self) -> Arc<LiveFastFailure> {
+        self.fast_failure.clone()
     }
 
     /// Changes to the retention keys go to `live`: the store's
@@ -383,6 +424,18 @@ impl DynamicConfig {
     pub fn store_reply_message_enable(&self) -> bool {
         self.store_reply_message_enable.load(Ordering::Relaxed)
     }
+    /// `autoCreateTopicEnable`.
+    pub fn auto_create_topic_enable(&self) -> bool {
+        self.auto_create_topic_enable.load(Ordering::Relaxed)
+    }
+    /// `autoCreateSubscriptionGroup`.
+    pub fn auto_create_subscription_group(&self) -> bool {
+        self.auto_create_subscription_group.load(Ordering::Relaxed)
+    }
+    /// `maxMessageSize` in force.
+    pub fn max_message_size(&self) -> usize {
+        self.retention.max_message_size()
+    }
 
     /// The configuration's data version (bumped by every update).
     pub fn data_version(&self) -> DataVersion {
@@ -401,6 +454,9 @@ impl DynamicConfig {
         c.default_query_max_num = self.default_query_max_num();
         c.transaction_check_max = self.transaction_check_max();
         c.store_reply_message_enable = self.store_reply_message_enable();
+        c.auto_create_topic_enable = self.auto_create_topic_enable();
+        c.auto_create_subscription_group = self.auto_create_subscription_group();
+        self.fast_failure.apply_to(&mut c.flow);
         self.retention.get().apply_to(&mut c.store);
         c
     }
@@ -472,6 +528,11 @@ impl DynamicConfig {
             .store(next.transaction_check_max, Ordering::Relaxed);
         self.store_reply_message_enable
             .store(next.store_reply_message_enable, Ordering::Relaxed);
+        self.auto_create_topic_enable
+            .store(next.auto_create_topic_enable, Ordering::Relaxed);
+        self.auto_create_subscription_group
+            .store(next.auto_create_subscription_group, Ordering::Relaxed);
+        self.fast_failure.set(&next.flow);
         version.next_version(now_ms);
         if let Some(path) = &base.broker_config_path {
             if let Err(e) = persist_keys(path, &runtime) {
@@ -677,6 +738,77 @@ mod tests {
         assert_eq!(store.get().delete_when, "04;10;16");
     }
 
+    /// The keys Java reads on every use change the shared settings at once and are reported
+    /// by `current`; `maxMessageSize` goes no higher than its value at start, and a refused
+    /// value leaves every key of the request as it was.
+    #[test]
+    fn keys_read_on_every_use_apply_at_once() {
+        let base = BrokerConfig::default();
+        let groups = Arc::new(AtomicBool::new(true));
+        let d = DynamicConfig::new(&base, 1).with_subscription_auto_create(groups.clone());
+        d.update(
+            &base,
+            &props(&[
+                ("autoCreateTopicEnable", "false"),
+                ("autoCreateSubscriptionGroup", "false"),
+                ("maxMessageSize", "1024"),
+                ("accessMessageInMemoryMaxRatio", "25"),
+                ("brokerFastFailureEnable", "false"),
+                ("waitTimeMillsInPullQueue", "7"),
+            ]),
+            2,
+        )
+        .unwrap();
+        assert!(!d.auto_create_topic_enable());
+        assert!(!groups.load(Ordering::Relaxed));
+        assert_eq!(d.max_message_size(), 1024);
+        assert_eq!(d.retention().access_message_in_memory_max_ratio, 25);
+        let now = d.current(&base);
+        assert!(!now.flow.broker_fast_failure_enable);
+        assert_eq!(now.flow.wait_time_in_pull_queue, Duration::from_millis(7));
+        assert_eq!(now.flow.wait_time_in_send_queue, Duration::from_millis(200));
+        let now = now.to_properties();
+        assert_eq!(now["autoCreateSubscriptionGroup"], "false");
+        assert_eq!(now["maxMessageSize"], "1024");
+        assert_eq!(now["waitTimeMillsInPullQueue"], "7");
+        // Above the size at start, or a ratio over 100: refused, nothing applied.
+        for bad in [
+            (
+                "maxMessageSize",
+                (base.store.max_message_size + 1).to_string(),
+            ),
+            ("accessMessageInMemoryMaxRatio", "101".to_string()),
+        ] {
+            let e = d
+                .update(
+                    &base,
+                    &props(&[
+                        (bad.0, bad.1.as_str()),
+                        ("autoCreateTopicEnable", "true"),
+                        ("waitTimeMillsInPullQueue", "9"),
+                    ]),
+                    3,
+                )
+                .unwrap_err();
+            assert!(
+                matches!(&e, UpdateError::Invalid(m) if m.contains(bad.0)),
+                "{e}"
+            );
+            assert!(!d.auto_create_topic_enable());
+            assert_eq!(
+                d.current(&base).flow.wait_time_in_pull_queue,
+                Duration::from_millis(7)
+            );
+        }
+        d.update(
+            &base,
+            &props(&[("maxMessageSize", &base.store.max_message_size.to_string())]),
+            4,
+        )
+        .unwrap();
+        assert_eq!(d.max_message_size(), base.store.max_message_size);
+    }
+
     /// A key of Java's configuration that this broker lacks is refused (Java would apply it),
     /// not answered with SUCCESS; a key Java does not know either is ignored.
     #[test]
@@ -686,15 +818,10 @@ mod tests {
         assert_eq!(
             d.update(
                 &base,
-                &props(&[
-                    ("accessMessageInMemoryMaxRatio", "30"),
-                    ("brokerPermission", "4")
-                ]),
+                &props(&[("commercialBaseCount", "30"), ("brokerPermission", "4")]),
                 2
             ),
-            Err(UpdateError::Unsupported(vec![
-                "accessMessageInMemoryMaxRatio".into()
-            ]))
+            Err(UpdateError::Unsupported(vec!["commercialBaseCount".into()]))
         );
         assert_eq!(d.broker_permission(), 6);
         assert!(d

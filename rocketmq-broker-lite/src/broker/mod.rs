@@ -104,7 +104,6 @@ pub struct BrokerInner {
     pub(crate) register_now: Notify,
     pub(crate) watched: Mutex<HashSet<u64>>,
     pub(crate) shutdown: CancellationToken,
-    pub(crate) hot_memory: u64,
     /// Replication: the HA port, and a slave's connection to its master.
     pub(crate) ha: HaService,
     /// A slave's master (its remoting address, from the name servers), which it copies
@@ -133,6 +132,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The address of `host`: an IP address as it is, a host name resolved (its first IPv4
+/// address, else its first), as Java's `InetSocketAddress` resolves `brokerIP1`.
+async fn resolve_host(host: &str) -> Result<IpAddr, BrokerError> {
+    if let Ok(ip) = host.parse() {
+        return Ok(ip);
+    }
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, 0))
+        .await
+        .map_err(|e| BrokerError::Config(format!("cannot resolve brokerIP1 {host:?}: {e}")))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .map(SocketAddr::ip)
+        .ok_or_else(|| BrokerError::Config(format!("brokerIP1 {host:?} has no address")))
+}
+
 impl BrokerInner {
     /// `brokerIP1:listenPort`, the store host of every message.
     pub fn store_host(&self) -> SocketAddr {
@@ -141,17 +158,23 @@ impl BrokerInner {
             .map_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)), |(a, _)| *a)
     }
 
-    /// `ip:port` as registered with the name servers.
+    /// `ip:port` (or `host:port` when `brokerIP1` is a host name) as registered with the name
+    /// servers.
     pub fn broker_addr(&self) -> String {
         self.addr.get().map(|(_, s)| s.clone()).unwrap_or_default()
     }
 
-    /// The address's IP alone (Java's `brokerIP1`, which its remarks name).
+    /// Java's `brokerIP1`, which its remarks name: the configured one (an IP or a host name),
+    /// else the address's IP.
     pub(crate) fn broker_ip1(&self) -> String {
-        self.addr
-            .get()
-            .map(|(a, _)| a.ip().to_string())
-            .unwrap_or_default()
+        match &self.cfg.broker_ip1 {
+            Some(host) => host.clone(),
+            None => self
+                .addr
+                .get()
+                .map(|(a, _)| a.ip().to_string())
+                .unwrap_or_default(),
+        }
     }
 
     /// `brokerIP2:haPort` (brokerIP2 defaults to brokerIP1).
@@ -160,6 +183,7 @@ impl BrokerInner {
             .cfg
             .broker_ip2
             .clone()
+            .or_else(|| self.cfg.broker_ip1.clone())
             .unwrap_or_else(|| self.store_host().ip().to_string());
         format!("{ip}:{}", self.ha.local_addr().port())
     }
@@ -310,6 +334,11 @@ impl BrokerBuilder {
     pub async fn start(self) -> Result<BrokerHandle, BrokerError> {
         let cfg = self.cfg;
         cfg.validate().map_err(BrokerError::Config)?;
+        // A host name as `brokerIP1` is resolved once, before anything starts.
+        let broker_ip1 = match &cfg.broker_ip1 {
+            Some(host) => Some(resolve_host(host).await?),
+            None => None,
+        };
         let tls = tls::resolve(&cfg)?;
         let env = self.env;
         let mut store_cfg = cfg.store.clone();
@@ -378,10 +407,16 @@ impl BrokerBuilder {
         let hold = Arc::new(PullHold::default());
         store.set_arrival_listener(hold.clone());
         let store_writes = Arc::new(put::StoreWrites::new(store.clone()));
+        // The settings UPDATE_BROKER_CONFIG changes: the store's and the groups' are shared,
+        // and the flow control of the configuration reads the fast-failure ones.
+        let dynamic = dynamic_config::DynamicConfig::new(&cfg, env.clock.now_ms())
+            .with_retention(store.live_retention())
+            .with_subscription_auto_create(subs.auto_create_switch());
+        let mut cfg = cfg;
+        cfg.flow.attach_live(dynamic.fast_failure());
         let inner = Arc::new(BrokerInner {
             delay_levels: cfg.store.delay_levels(),
             store_writes: store_writes.clone(),
-            hot_memory: crate::store::physical_memory() * 40 / 100,
             cfg: cfg.clone(),
             store: store.clone(),
             topics,
@@ -395,8 +430,7 @@ impl BrokerBuilder {
             transactions,
             stats: BrokerStats::new(&cfg.broker_cluster_name),
             request_metrics: Default::default(),
-            dynamic: dynamic_config::DynamicConfig::new(&cfg, env.clock.now_ms())
-                .with_retention(store.live_retention()),
+            dynamic,
             clock: env.clock.clone(),
             namesrv: {
                 let b = RemotingClient::builder().connect_timeout(Duration::from_secs(3));
@@ -444,7 +478,11 @@ impl BrokerBuilder {
         let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
         let server = match cfg
             .flow
-            .server_limits(with_acl(RemotingServer::builder(bind.clone())), &cfg)
+            .server_limits(
+                with_acl(RemotingServer::builder(bind.clone())),
+                &cfg,
+                &store.live_retention(),
+            )
             .tls_context(tls.server.clone())
             .processor_default(inner.clone(), false)
             .start()
@@ -458,25 +496,32 @@ impl BrokerBuilder {
             }
         };
         let port = server.local_addr().port();
-        let ip: IpAddr = match &cfg.broker_ip1 {
-            Some(ip) => ip
-                .parse()
-                .map_err(|_| BrokerError::Config("brokerIP1".into()))?,
+        let ip: IpAddr = match broker_ip1 {
+            Some(ip) => ip,
             None => match server.local_addr().ip() {
                 ip if ip.is_unspecified() => local_ip(),
                 ip => ip,
             },
         };
         let store_host = SocketAddr::new(ip, port);
-        let _ = inner.addr.set((store_host, store_host.to_string()));
+        // A host name is registered as it is (Java's `brokerIP1 + ":" + listenPort`).
+        let registered = match &cfg.broker_ip1 {
+            Some(host) if host.parse::<IpAddr>().is_err() => format!("{host}:{port}"),
+            _ => store_host.to_string(),
+        };
+        let _ = inner.addr.set((store_host, registered.clone()));
         if let Some(node) = inner.dledger.get() {
-            node.set_broker_addr(store_host.to_string());
+            node.set_broker_addr(registered);
         }
         let vip = if cfg.vip_channel_enable && cfg.listen_port > 2 {
             let vip_bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port - 2);
             match cfg
                 .flow
-                .server_limits(with_acl(RemotingServer::builder(vip_bind)), &cfg)
+                .server_limits(
+                    with_acl(RemotingServer::builder(vip_bind)),
+                    &cfg,
+                    &store.live_retention(),
+                )
                 .tls_context(tls.server.clone())
                 .processor_default(inner.clone(), true)
                 .start()

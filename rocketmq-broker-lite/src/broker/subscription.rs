@@ -22,7 +22,8 @@ pub struct SubscriptionGroupManager {
     path: PathBuf,
     vfs: Arc<dyn Vfs>,
     clock: Arc<dyn Clock>,
-    auto_create: bool,
+    /// `autoCreateSubscriptionGroup`, read at every lookup (UPDATE_BROKER_CONFIG changes it).
+    auto_create: Arc<AtomicBool>,
     /// The table changed since the file was last written.
     dirty: AtomicBool,
     /// Serialises saves of the file (they share its temporary file).
@@ -70,10 +71,16 @@ impl SubscriptionGroupManager {
             path,
             vfs,
             clock,
-            auto_create,
+            auto_create: Arc::new(AtomicBool::new(auto_create)),
             dirty: AtomicBool::new(false),
             save_lock: Mutex::new(()),
         })
+    }
+
+    /// `autoCreateSubscriptionGroup` as the lookups read it: setting it takes effect at the
+    /// next lookup, as Java's `findSubscriptionGroupConfig` reads the key on every call.
+    pub fn auto_create_switch(&self) -> Arc<AtomicBool> {
+        self.auto_create.clone()
     }
 
     /// A group's settings, created with the defaults when `autoCreateSubscriptionGroup` is on.
@@ -95,7 +102,9 @@ impl SubscriptionGroupManager {
         if let Some(c) = st.subscription_group_table.get(group) {
             return Some(f(c));
         }
-        if !self.auto_create || topic::name_problem(group, topic::GROUP_MAX_LENGTH).is_some() {
+        if !self.auto_create.load(Ordering::Relaxed)
+            || topic::name_problem(group, topic::GROUP_MAX_LENGTH).is_some()
+        {
             return None;
         }
         let c = SubscriptionGroupConfig::new(group);

@@ -260,6 +260,11 @@ impl TopicConfigManager {
     /// `min(default_topic_queue_nums, template write queues)` queues. Returns the topic (new or
     /// existing) and whether it was created.
     ///
+    /// `auto_create_topic_enable` is the broker's setting in force: when it is off and the
+    /// template is TBW102, TBW102 loses its inherit permission (Java sets its `perm` to
+    /// read-write in the table, saved with the table's next write), so nothing is created from
+    /// it, now or after the setting is turned on again, as in Java.
+    ///
     /// The table is not saved here: the send saves it before it answers (off the
     /// connection), see [`TopicConfigManager::persist_if_unsaved`].
     pub fn create_on_send(
@@ -268,9 +273,19 @@ impl TopicConfigManager {
         default_topic: &str,
         default_topic_queue_nums: i32,
         topic_sys_flag: i32,
+        auto_create_topic_enable: bool,
     ) -> Option<(TopicConfig, bool)> {
         self.create_unsaved(topic, || {
-            let template = self.get(default_topic)?;
+            let template = if default_topic == topic::AUTO_CREATE_TOPIC_KEY_TOPIC
+                && !auto_create_topic_enable
+            {
+                let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+                let t = table.get_mut(default_topic)?;
+                t.perm = perm::READ_WRITE;
+                t.clone()
+            } else {
+                self.get(default_topic)?
+            };
             if !perm::is_inherited(template.perm) {
                 return None;
             }
@@ -471,5 +486,30 @@ mod tests {
         assert!(m.replace_from_master(master_wrapper(3, 9_001, &["Other"])));
         assert!(m.get("Other").is_some());
         assert!(m.get("A").is_none());
+    }
+
+    /// `autoCreateTopicEnable` read at each send (Java's `createTopicInSendMessageMethod`):
+    /// off, TBW102 becomes read-write and creates nothing; another template still does.
+    #[test]
+    fn auto_creation_through_tbw102_follows_the_setting_in_force() {
+        let fs = Arc::new(SimFs::default());
+        let m = manager(&fs);
+        let tbw = topic::AUTO_CREATE_TOPIC_KEY_TOPIC;
+        let (t, new) = m.create_on_send("A", tbw, 4, 0, true).unwrap();
+        assert!(new);
+        assert_eq!(t.write_queue_nums, 4);
+        assert!(m.create_on_send("B", tbw, 4, 0, false).is_none());
+        assert!(m.get("B").is_none());
+        assert_eq!(m.get(tbw).unwrap().perm, perm::READ_WRITE);
+        // As in Java, TBW102 stays without its inherit permission.
+        assert!(m.create_on_send("B", tbw, 4, 0, true).is_none());
+        // Existing topics and other templates are not affected.
+        assert!(!m.create_on_send("A", tbw, 4, 0, false).unwrap().1);
+        m.update(TopicConfig {
+            perm: perm::INHERIT | perm::READ_WRITE,
+            ..TopicConfig::new("Template", 2)
+        })
+        .unwrap();
+        assert!(m.create_on_send("C", "Template", 4, 0, false).unwrap().1);
     }
 }

@@ -224,7 +224,7 @@ pub(crate) async fn end_transaction(
                 let remark = match store_error_code(&e) {
                     ResponseCode::MessageIllegal => format!(
                         "The message is illegal, maybe msg body or properties length not matched. msg body length limit {}B, msg properties length limit 32KB.",
-                        b.cfg.store.max_message_size
+                        b.dynamic.max_message_size()
                     ),
                     ResponseCode::ServiceNotAvailable => "Service not available now.".into(),
                     _ if matches!(e, StoreError::Busy) => {

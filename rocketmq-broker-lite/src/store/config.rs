@@ -1,6 +1,7 @@
 //! Store configuration, with the Java defaults and `broker.conf` names.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::RwLock;
 use std::time::Duration;
 
@@ -43,7 +44,8 @@ pub struct StoreConfig {
     pub mapped_file_size_commit_log: u64,
     /// Consume-queue entries per file (`mappedFileSizeConsumeQueue` / 20 = 300,000).
     pub consume_queue_entries_per_file: u64,
-    /// Largest message accepted (`maxMessageSize`, 4 MiB).
+    /// Largest message body accepted (`maxMessageSize`, 4 MiB). May be lowered while the store
+    /// runs, and raised again up to this value ([`LiveRetention::max_message_size`]).
     pub max_message_size: usize,
     /// Flush mode (`flushDiskType`).
     pub flush_disk_type: FlushDiskType,
@@ -56,7 +58,7 @@ pub struct StoreConfig {
     /// A commit-log write in progress for longer than this makes the store busy
     /// (`osPageCacheBusyTimeOutMills`, 1 s, Java's `DefaultMessageStore.isOSPageCacheBusy`):
     /// request handlers' appends are refused with [`StoreError::Busy`](super::StoreError)
-    /// ("[PC_SYNCHRONIZED]...") until it completes.
+    /// (`"[PC_SYNCHRONIZED]..."`) until it completes.
     #[serde(with = "millis")]
     pub os_page_cache_busy_timeout: Duration,
     /// How often consume-queue and index data are made durable and the checkpoint written.
@@ -108,6 +110,11 @@ pub struct StoreConfig {
     pub max_transfer_count_on_message_in_memory: usize,
     /// Bytes returned per pull at most when in memory (`maxTransferBytesOnMessageInMemory`, 256 KiB).
     pub max_transfer_bytes_on_message_in_memory: usize,
+    /// The share of the machine's memory (percent, 0-100; `accessMessageInMemoryMaxRatio`, 40)
+    /// within which a message counts as in memory: one further behind the commit log's end is
+    /// read from disk (a pull then returns at most 8 messages / 64 KiB) and makes a pull
+    /// suggest the slave (Java's `checkInDiskByCommitOffset`).
+    pub access_message_in_memory_max_ratio: u32,
     /// Check body CRCs when reading for recovery (`checkCRCOnRecover`, true).
     pub check_crc_on_recover: bool,
     /// Write zeros through new segments before use so later writes overwrite cached pages.
@@ -166,6 +173,7 @@ impl Default for StoreConfig {
             message_index_enable: true,
             max_transfer_count_on_message_in_memory: 32,
             max_transfer_bytes_on_message_in_memory: 256 * 1024,
+            access_message_in_memory_max_ratio: 40,
             check_crc_on_recover: true,
             warm_segments: true,
             write_buffer_size: 4 * 1024 * 1024,
@@ -186,8 +194,9 @@ fn delete_hours(delete_when: &str) -> Vec<u32> {
         .collect()
 }
 
-/// The retention settings, which may change while the store runs (UPDATE_BROKER_CONFIG applies
-/// them at once, as Java's clean-up reads its `MessageStoreConfig` fields on every pass).
+/// The store settings that may change while it runs: retention, the message size bound and the
+/// in-memory ratio (UPDATE_BROKER_CONFIG applies them at once, as Java's clean-up, commit log
+/// and reads take their `MessageStoreConfig` fields on every use).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetentionSettings {
     /// `fileReservedTime` (hours).
@@ -204,6 +213,11 @@ pub struct RetentionSettings {
     pub clean_file_forcibly_enable: bool,
     /// `cleanResourceInterval`.
     pub clean_resource_interval: Duration,
+    /// `maxMessageSize`: a larger body is refused (at most the store's configured value, which
+    /// its commit log is sized for).
+    pub max_message_size: usize,
+    /// `accessMessageInMemoryMaxRatio` (percent).
+    pub access_message_in_memory_max_ratio: u32,
 }
 
 impl RetentionSettings {
@@ -217,6 +231,8 @@ impl RetentionSettings {
             disk_space_warning_level_ratio: cfg.disk_space_warning_level_ratio,
             clean_file_forcibly_enable: cfg.clean_file_forcibly_enable,
             clean_resource_interval: cfg.clean_resource_interval,
+            max_message_size: cfg.max_message_size,
+            access_message_in_memory_max_ratio: cfg.access_message_in_memory_max_ratio,
         }
     }
 
@@ -229,6 +245,8 @@ impl RetentionSettings {
         cfg.disk_space_warning_level_ratio = self.disk_space_warning_level_ratio;
         cfg.clean_file_forcibly_enable = self.clean_file_forcibly_enable;
         cfg.clean_resource_interval = self.clean_resource_interval;
+        cfg.max_message_size = self.max_message_size;
+        cfg.access_message_in_memory_max_ratio = self.access_message_in_memory_max_ratio;
     }
 
     /// Hours of `delete_when`.
@@ -259,23 +277,69 @@ impl RetentionSettings {
 /// The store's current [`RetentionSettings`], shared with whoever may change them (the broker's
 /// UPDATE_BROKER_CONFIG): [`MessageStore::live_retention`](super::MessageStore::live_retention).
 #[derive(Debug)]
-pub struct LiveRetention(RwLock<RetentionSettings>);
+pub struct LiveRetention {
+    settings: RwLock<RetentionSettings>,
+    /// `settings.max_message_size`, read by every append without the lock.
+    max_message_size: AtomicUsize,
+    /// `settings.access_message_in_memory_max_ratio`, read by every read.
+    access_ratio: AtomicU32,
+    /// The `maxMessageSize` the settings started with: the most it may be raised to (the
+    /// commit log and the broker's connections are sized for it).
+    max_message_size_ceiling: usize,
+}
 
 impl LiveRetention {
-    /// Starts with `settings`.
+    /// Starts with `settings`; their `max_message_size` is the most it may be raised to.
     pub fn new(settings: RetentionSettings) -> Self {
-        Self(RwLock::new(settings))
+        Self {
+            max_message_size: AtomicUsize::new(settings.max_message_size),
+            access_ratio: AtomicU32::new(settings.access_message_in_memory_max_ratio),
+            max_message_size_ceiling: settings.max_message_size,
+            settings: RwLock::new(settings),
+        }
     }
 
     /// The current settings.
     pub fn get(&self) -> RetentionSettings {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.settings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
-    /// Replaces the settings, once validated; the next retention pass and disk check use them.
+    /// The `maxMessageSize` in force: an append of a larger body is refused.
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size.load(Ordering::Relaxed)
+    }
+
+    /// The most `maxMessageSize` may be raised to while the store runs (its value at start).
+    pub fn max_message_size_ceiling(&self) -> usize {
+        self.max_message_size_ceiling
+    }
+
+    /// The `accessMessageInMemoryMaxRatio` in force.
+    pub fn access_message_in_memory_max_ratio(&self) -> u32 {
+        self.access_ratio.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the settings, once validated; the next retention pass, disk check, append and
+    /// read use them. A `maxMessageSize` above [`Self::max_message_size_ceiling`] is refused.
     pub fn set(&self, settings: RetentionSettings) -> Result<(), String> {
         settings.validate()?;
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = settings;
+        if settings.max_message_size > self.max_message_size_ceiling {
+            return Err(format!(
+                "maxMessageSize can be raised up to {} while the broker runs (its value at start, which the store and the connections are sized for), got {}; set it in the config file and restart the broker to go higher",
+                self.max_message_size_ceiling, settings.max_message_size
+            ));
+        }
+        let mut s = self.settings.write().unwrap_or_else(|p| p.into_inner());
+        self.max_message_size
+            .store(settings.max_message_size, Ordering::Relaxed);
+        self.access_ratio.store(
+            settings.access_message_in_memory_max_ratio,
+            Ordering::Relaxed,
+        );
+        *s = settings;
         Ok(())
     }
 }
@@ -444,6 +508,12 @@ impl StoreConfig {
         if self.disk_check_interval.is_zero() {
             return Err("diskCheckInterval must be positive".into());
         }
+        if self.access_message_in_memory_max_ratio > 100 {
+            return Err(format!(
+                "accessMessageInMemoryMaxRatio is a percentage (0-100), got {}",
+                self.access_message_in_memory_max_ratio
+            ));
+        }
         Ok(())
     }
 }
@@ -490,5 +560,33 @@ mod tests {
             .validate()
             .unwrap_err()
             .contains("diskSpaceCleanForciblyRatio"));
+    }
+
+    /// `maxMessageSize` may be lowered and raised back up to its value at start, not beyond;
+    /// `accessMessageInMemoryMaxRatio` is a percentage.
+    #[test]
+    fn live_settings_are_bounded() {
+        let cfg = StoreConfig::new("/store");
+        let live = LiveRetention::new(RetentionSettings::of(&cfg));
+        assert_eq!(live.max_message_size(), 4 << 20);
+        assert_eq!(live.access_message_in_memory_max_ratio(), 40);
+        let mut s = live.get();
+        s.max_message_size = 1024;
+        s.access_message_in_memory_max_ratio = 0;
+        live.set(s.clone()).unwrap();
+        assert_eq!(live.max_message_size(), 1024);
+        assert_eq!(live.access_message_in_memory_max_ratio(), 0);
+        s.max_message_size = (4 << 20) + 1;
+        assert!(live.set(s.clone()).unwrap_err().contains("maxMessageSize"));
+        s.max_message_size = 4 << 20;
+        s.access_message_in_memory_max_ratio = 101;
+        assert!(live
+            .set(s.clone())
+            .unwrap_err()
+            .contains("accessMessageInMemoryMaxRatio"));
+        assert_eq!(live.max_message_size(), 1024);
+        s.access_message_in_memory_max_ratio = 100;
+        live.set(s).unwrap();
+        assert_eq!(live.max_message_size(), 4 << 20);
     }
 }

@@ -362,6 +362,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Inner {
+    /// [`MessageStore::hot_memory`].
+    pub(crate) fn hot_memory(&self) -> u64 {
+        let ratio = u64::from(self.retention.access_message_in_memory_max_ratio());
+        self.memory_bytes.saturating_mul(ratio) / 100
+    }
+
     pub(crate) fn queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
         self.queues
             .read()
@@ -742,7 +748,22 @@ impl MessageStore {
     /// Appends one message. Under SYNC_FLUSH (and `wait`), wait for [`MessageStore::durable`]
     /// of the result's `end_offset` before acknowledging.
     pub fn put_message(&self, msg: &PutMessage) -> StoreResult<AppendResult> {
+        self.check_body_size(std::slice::from_ref(msg))?;
         self.inner.log.append(std::slice::from_ref(msg))
+    }
+
+    /// Refuses a body over the `maxMessageSize` in force (it may have been lowered since the
+    /// store opened: Java's `CommitLog.updateMaxMessageSize` takes the new value at the next
+    /// append). The commit log checks the bound it was opened with itself.
+    fn check_body_size(&self, msgs: &[PutMessage]) -> StoreResult<()> {
+        let max = self.inner.retention.max_message_size();
+        match msgs.iter().find(|m| m.body.len() > max) {
+            Some(m) => Err(StoreError::MessageTooLarge {
+                size: m.body.len(),
+                max,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Appends one message and, under ASYNC_FLUSH, writes it on the calling thread when nobody
@@ -755,6 +776,7 @@ impl MessageStore {
     /// been in progress for longer than `osPageCacheBusyTimeOutMills`, it fails with
     /// [`StoreError::Busy`].
     pub fn put_message_now(&self, msg: &PutMessage) -> StoreResult<AppendResult> {
+        self.check_body_size(std::slice::from_ref(msg))?;
         let r = self
             .inner
             .log
@@ -775,12 +797,14 @@ impl MessageStore {
     /// sends of one read after one write); the writer thread writes it within a few
     /// milliseconds otherwise. Never waits for the disk, as [`MessageStore::put_message_now`].
     pub fn append_buffered(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
+        self.check_body_size(msgs)?;
         self.inner.log.append_with(msgs, false, false)
     }
 
     /// [`MessageStore::put_messages`], written on the calling thread like
     /// [`MessageStore::put_message_now`].
     pub fn put_messages_now(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
+        self.check_body_size(msgs)?;
         let r = self.inner.log.append_with(msgs, false, false)?;
         self.inner.log.write_inline(&*self.inner);
         Ok(r)
@@ -805,6 +829,7 @@ impl MessageStore {
 
     /// Appends a batch (one topic and queue, consecutive queue offsets, one segment).
     pub fn put_messages(&self, msgs: &[PutMessage]) -> StoreResult<AppendResult> {
+        self.check_body_size(msgs)?;
         self.inner.log.append(msgs)
     }
 
@@ -1043,17 +1068,26 @@ impl MessageStore {
 
     // ----- reading -----
 
-    /// The configuration the store was opened with (the retention settings in force are
-    /// [`MessageStore::live_retention`]'s).
+    /// The configuration the store was opened with (the settings in force of those that may
+    /// change while it runs are [`MessageStore::live_retention`]'s).
     pub fn config(&self) -> &StoreConfig {
         &self.inner.cfg
     }
 
-    /// The retention settings in force (`fileReservedTime`, `deleteWhen`, the disk ratios,
-    /// `cleanFileForciblyEnable`, `cleanResourceInterval`): setting them takes effect at the
-    /// next disk check and retention pass.
+    /// The settings in force that may change while the store runs: retention
+    /// (`fileReservedTime`, `deleteWhen`, the disk ratios, `cleanFileForciblyEnable`,
+    /// `cleanResourceInterval`: at the next disk check and retention pass), `maxMessageSize`
+    /// (at the next append; lowered, or raised up to its value at open) and
+    /// `accessMessageInMemoryMaxRatio` (at the next read).
     pub fn live_retention(&self) -> Arc<config::LiveRetention> {
         self.inner.retention.clone()
+    }
+
+    /// How far behind the commit log's end (bytes) a message still counts as in memory: the
+    /// machine's memory times `accessMessageInMemoryMaxRatio` in force (Java's
+    /// `checkInDiskByCommitOffset`).
+    pub fn hot_memory(&self) -> u64 {
+        self.inner.hot_memory()
     }
 
     /// Next offset of a queue (0 for an unknown queue).
@@ -1252,7 +1286,7 @@ impl MessageStore {
         r.queue_offsets = Vec::with_capacity(max_msgs.min(entries.len()));
         let cl_max = self.inner.log.max_offset();
         let cl_min = self.inner.log.min_offset();
-        let mem = self.inner.memory_bytes * 40 / 100;
+        let mem = self.inner.hot_memory();
         let mut total = 0usize;
         let mut scanned = 0i64;
         let mut last_phys = 0u64;

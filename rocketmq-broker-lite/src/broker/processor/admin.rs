@@ -534,7 +534,8 @@ pub(crate) fn broker_config(b: &BrokerInner) -> ProcessResult {
     };
     put("brokerId", b.broker_id_now().to_string());
     put("listenPort", b.store_host().port().to_string());
-    put("brokerIP1", b.store_host().ip().to_string());
+    // As configured: a host name stays a name, as Java shows it.
+    put("brokerIP1", b.broker_ip1());
     put("haListenPort", b.ha().local_addr().port().to_string());
     // Java's `NettyClientConfig.clientCallbackExecutorThreads` defaults to the number of
     // processors; Java's `exportMetrics` reports it as the broker's `cpuNum`.

@@ -58,7 +58,7 @@ pub(crate) fn query_offset(b: &BrokerInner, req: &RemotingCommand) -> ProcessRes
                         b.store
                             .commit_log_max_offset()
                             .saturating_sub(e.phys.max(0) as u64)
-                            < b.hot_memory
+                            < b.store.hot_memory()
                     });
             in_memory.then_some(0)
         }

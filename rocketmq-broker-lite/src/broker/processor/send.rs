@@ -70,9 +70,10 @@ pub(crate) fn put_error_remark(b: &BrokerInner, e: &StoreError) -> String {
     }
 }
 
-/// `SendMessageProcessor.handlePutMessageResult`'s remark for MESSAGE_ILLEGAL.
+/// `SendMessageProcessor.handlePutMessageResult`'s remark for MESSAGE_ILLEGAL (naming the
+/// `maxMessageSize` in force).
 pub(crate) fn illegal_message_remark(b: &BrokerInner) -> String {
-    illegal_message_remark_for(b.cfg.store.max_message_size)
+    illegal_message_remark_for(b.dynamic.max_message_size())
 }
 
 /// [`illegal_message_remark`] for a `maxMessageSize`.
@@ -160,9 +161,13 @@ pub(crate) fn check_topic_for_send(
             };
             // Created in memory; the send's answer waits for the table's save (off the
             // connection: `answer_after_topics_saved`).
-            let created =
-                b.topics
-                    .create_on_send(h.topic, h.default_topic, h.default_topic_queue_nums, sys);
+            let created = b.topics.create_on_send(
+                h.topic,
+                h.default_topic,
+                h.default_topic_queue_nums,
+                sys,
+                b.dynamic.auto_create_topic_enable(),
+            );
             let created = match created {
                 Some(c) => Some(c),
                 None if h.topic.starts_with(topic::RETRY_GROUP_TOPIC_PREFIX) => {
@@ -708,7 +713,7 @@ fn send_batch(
         )
         .into();
     }
-    if body.len() > b.cfg.store.max_message_size
+    if body.len() > b.dynamic.max_message_size()
         || sys_flag::transaction_value(sys) != sys_flag::TRANSACTION_NOT_TYPE
     {
         return send_error(b, ResponseCode::MessageIllegal, illegal_message_remark(b));
