@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::{
     BatchEnd, BatchThen, ChannelContext, ProcessResult, Processed, RequestProcessor,
 };
@@ -100,6 +100,21 @@ impl RequestProcessor for BrokerProcessor {
 }
 
 /// The send requests ([`RequestProcessor::process_now`] takes them).
+/// Java's `SendMessageProcessor.rejectRequest`: while the store's page cache is busy (a
+/// commit-log write stalled past `osPageCacheBusyTimeOutMills`), sends and send-backs are
+/// answered SYSTEM_BUSY `[REJECTREQUEST]` before they are processed (the Java 4.9.8 producer
+/// does not retry SYSTEM_BUSY on another broker; a send that meets the stall inside the store
+/// is answered `[PC_SYNCHRONIZED]` SYSTEM_ERROR, as in Java).
+fn reject_while_page_cache_busy(b: &BrokerInner) -> Option<ProcessResult> {
+    if !b.store.is_os_page_cache_busy() {
+        return None;
+    }
+    Some(ProcessResult::Response(RemotingCommand::response(
+        ResponseCode::SystemBusy,
+        Some("[REJECTREQUEST]system busy, start flow control for a while".to_string()),
+    )))
+}
+
 fn is_send(code: RequestCode) -> bool {
     matches!(
         code,
@@ -167,6 +182,9 @@ impl BrokerProcessor {
         if let Some(busy) = b.cfg.flow.expired(ctx, req.request_code(), began) {
             return busy.into();
         }
+        if let Some(busy) = reject_while_page_cache_busy(b) {
+            return busy;
+        }
         send::answer_after_topics_saved(b, send::send(b, ctx, req, began))
     }
 
@@ -207,6 +225,9 @@ impl BrokerProcessor {
                 reply::send_reply(b, ctx, req).await
             }
             RequestCode::ConsumerSendMsgBack => {
+                if let Some(busy) = reject_while_page_cache_busy(b) {
+                    return busy;
+                }
                 send::answer_after_topics_saved(b, send::send_back(b, ctx, req).await)
             }
             RequestCode::PullMessage if !self.vip => pull::pull(b, ctx, req),
