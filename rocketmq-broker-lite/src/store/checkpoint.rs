@@ -2,8 +2,12 @@
 //!
 //! Java's three timestamps at their Java offsets (physic @0, logics @8, index @16), followed by
 //! this store's own fields: a magic number @24, the durable commit-log offset @32, the offset up
-//! to which consume queues and index are durable @40, and a CRC-32 of bytes 0..48 @48. A torn or
-//! foreign checkpoint fails the magic or CRC check and is ignored (recovery then scans more).
+//! to which consume queues and index are durable @40, and a CRC-32 of bytes 0..48 @48.
+//!
+//! Java's `StoreCheckpoint` writes only the three timestamps and leaves the rest of the file
+//! zero; it also rewrites them in a checkpoint of ours that it runs on, which breaks the CRC.
+//! [`Saved`] tells these apart, so that recovery can do what Java's would with a checkpoint of
+//! Java's, and trusts the offsets only when they are ours.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,6 +32,84 @@ pub struct Checkpoint {
     pub commit_log_flushed: u64,
     /// Consume-queue and index entries of records below this offset are durable.
     pub dispatched: u64,
+}
+
+/// What the checkpoint file held when the store was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    /// No checkpoint file, or one that is neither ours nor Java's (too short, or garbage
+    /// after the three timestamps).
+    Missing,
+    /// One of ours, intact: its offsets say what is durable.
+    Ours(Checkpoint),
+    /// Java's layout: the three timestamps, zeros after them (Java never writes past byte 24;
+    /// a file that was never written is all zeros). Only the timestamps mean something.
+    Java(JavaTimestamps),
+    /// Our magic number, but the CRC does not match: a Java broker ran on this store and
+    /// rewrote the timestamps (or a write of ours was torn by a crash). Its offsets prove
+    /// nothing.
+    Overwritten(JavaTimestamps),
+}
+
+/// The three timestamps of Java's `StoreCheckpoint` (store times, in milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JavaTimestamps {
+    /// `physicMsgTimestamp`.
+    pub physic: i64,
+    /// `logicsMsgTimestamp`.
+    pub logics: i64,
+    /// `indexMsgTimestamp`.
+    pub index: i64,
+}
+
+impl JavaTimestamps {
+    /// Java's `StoreCheckpoint.getMinTimestamp`: the older of the commit-log and consume-queue
+    /// timestamps, minus 3 seconds, at least 0.
+    pub fn min_timestamp(&self) -> i64 {
+        self.physic.min(self.logics).saturating_sub(3000).max(0)
+    }
+}
+
+impl Saved {
+    /// Our own intact checkpoint, if that is what was read.
+    pub fn ours(&self) -> Option<Checkpoint> {
+        match self {
+            Saved::Ours(cp) => Some(*cp),
+            _ => None,
+        }
+    }
+
+    /// Store time of the newest durable commit-log message, as far as the file says.
+    pub fn physic_msg_timestamp(&self) -> i64 {
+        match self {
+            Saved::Missing => 0,
+            Saved::Ours(cp) => cp.physic_msg_timestamp,
+            Saved::Java(t) | Saved::Overwritten(t) => t.physic,
+        }
+    }
+
+    fn read(b: &[u8; LEN]) -> Self {
+        if let Some(cp) = Checkpoint::decode(b) {
+            return Saved::Ours(cp);
+        }
+        let l = |a: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[a..a + 8]);
+            i64::from_be_bytes(x)
+        };
+        let t = JavaTimestamps {
+            physic: l(0),
+            logics: l(8),
+            index: l(16),
+        };
+        if l(24) as u64 == MAGIC {
+            Saved::Overwritten(t)
+        } else if b[24..].iter().all(|x| *x == 0) {
+            Saved::Java(t)
+        } else {
+            Saved::Missing
+        }
+    }
 }
 
 impl Checkpoint {
@@ -73,18 +155,26 @@ pub struct CheckpointFile {
 }
 
 impl CheckpointFile {
-    /// Opens (creating) the file and reads a valid checkpoint if there is one.
-    pub fn open(vfs: &dyn Vfs, path: &Path) -> StoreResult<(Self, Option<Checkpoint>)> {
+    /// Opens (creating) the file and reads what it holds (see [`Saved`]).
+    pub fn open(vfs: &dyn Vfs, path: &Path) -> StoreResult<(Self, Saved)> {
         let existed = vfs.exists(path);
         let file = vfs
             .open(path, true)
             .map_err(|e| StoreError::io("opening the checkpoint", e))?;
-        let mut current = None;
-        if existed {
+        let mut current = Saved::Missing;
+        if existed && file.len().unwrap_or(0) >= 24 {
+            // Java's file is a whole page; a shorter one reads as zeros past its end.
             let mut b = [0u8; LEN];
-            if file.read_exact_at(&mut b, 0).is_ok() {
-                current = Checkpoint::decode(&b);
+            let mut n = 0;
+            while n < LEN {
+                match file.read_at(&mut b[n..], n as u64) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(StoreError::io("reading the checkpoint", e)),
+                }
             }
+            current = Saved::read(&b);
         }
         if file.len().unwrap_or(0) < FILE_SIZE {
             file.set_len(FILE_SIZE)
@@ -130,5 +220,67 @@ mod tests {
         b[33] ^= 1;
         assert_eq!(Checkpoint::decode(&b), None);
         assert_eq!(Checkpoint::decode(&[0u8; LEN]), None);
+    }
+
+    #[test]
+    fn java_layout_and_a_checkpoint_java_rewrote_are_told_apart() {
+        // Java's StoreCheckpoint.flush: three longs at 0/8/16, the rest of the page zero.
+        let mut java = [0u8; LEN];
+        java[0..8].copy_from_slice(&10_000i64.to_be_bytes());
+        java[8..16].copy_from_slice(&9_000i64.to_be_bytes());
+        java[16..24].copy_from_slice(&8_000i64.to_be_bytes());
+        let t = JavaTimestamps {
+            physic: 10_000,
+            logics: 9_000,
+            index: 8_000,
+        };
+        assert_eq!(Saved::read(&java), Saved::Java(t));
+        assert_eq!(t.min_timestamp(), 6_000);
+        assert_eq!(
+            Saved::read(&[0u8; LEN]),
+            Saved::Java(JavaTimestamps::default())
+        );
+        // Ours, then Java rewrote the timestamps.
+        let ours = Checkpoint {
+            physic_msg_timestamp: 1,
+            logics_msg_timestamp: 1,
+            index_msg_timestamp: 1,
+            commit_log_flushed: 4096,
+            dispatched: 4096,
+        };
+        let mut b = ours.encode();
+        assert_eq!(Saved::read(&b), Saved::Ours(ours));
+        b[0..24].copy_from_slice(&java[0..24]);
+        assert_eq!(Saved::read(&b), Saved::Overwritten(t));
+        assert_eq!(Saved::read(&b).ours(), None);
+        // Garbage is neither.
+        let mut garbage = java;
+        garbage[30] = 7;
+        assert_eq!(Saved::read(&garbage), Saved::Missing);
+    }
+
+    #[test]
+    fn a_java_checkpoint_file_is_read() {
+        let fs = crate::store::simfs::SimFs::new(1);
+        fs.create_dir_all(Path::new("/store")).unwrap();
+        let path = Path::new("/store/checkpoint");
+        let f = fs.open(path, true).unwrap();
+        let mut page = vec![0u8; FILE_SIZE as usize];
+        page[0..8].copy_from_slice(&5_000i64.to_be_bytes());
+        page[8..16].copy_from_slice(&5_000i64.to_be_bytes());
+        page[16..24].copy_from_slice(&4_000i64.to_be_bytes());
+        f.write_all_at(&page, 0).unwrap();
+        f.sync_data().unwrap();
+        let (_, saved) = CheckpointFile::open(&fs, path).unwrap();
+        assert_eq!(
+            saved,
+            Saved::Java(JavaTimestamps {
+                physic: 5_000,
+                logics: 5_000,
+                index: 4_000
+            })
+        );
+        let (_, none) = CheckpointFile::open(&fs, Path::new("/store/other")).unwrap();
+        assert_eq!(none, Saved::Missing);
     }
 }

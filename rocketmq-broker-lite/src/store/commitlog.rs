@@ -270,6 +270,8 @@ pub struct CommitLog {
     pub(crate) guard: DiskGuard,
     /// Serialises commit-log syncs.
     sync_lock: Mutex<()>,
+    /// The store's `lock` file lock, held from recovery until [`CommitLog::close`].
+    store_lock: Mutex<Option<super::open::StoreLock>>,
 }
 
 /// How a write round ended.
@@ -535,6 +537,7 @@ impl CommitLog {
             born: std::time::Instant::now(),
             guard,
             sync_lock: Mutex::new(()),
+            store_lock: Mutex::new(None),
         };
         Ok((log, segments))
     }
@@ -854,6 +857,37 @@ impl CommitLog {
                 }
             }
         }
+    }
+
+    /// Base of the segment Java's `CommitLog.recoverNormally` starts at: the third-last one
+    /// (the first when there are fewer).
+    pub fn last_three_start(&self) -> u64 {
+        let segs = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        segs.get(segs.len().saturating_sub(3)).map_or(0, |s| s.base)
+    }
+
+    /// Base of the segment Java's `CommitLog.recoverAbnormally` starts at: the newest one
+    /// whose first record's store time is set and at most `min_ts`
+    /// (`isMappedFileMatchedRecover`); `None` when no segment qualifies (Java then starts at
+    /// the first).
+    pub fn recover_start_by_timestamp(&self, min_ts: i64) -> Option<u64> {
+        let segs = self.segments();
+        segs.iter()
+            .rev()
+            .find(|s| self.first_store_timestamp(s).is_some_and(|ts| ts <= min_ts))
+            .map(|s| s.base)
+    }
+
+    /// The segments after the one holding `end` that hold data (their first bytes are not
+    /// zero), as `(base, file name)`.
+    pub fn non_empty_after(&self, end: u64) -> StoreResult<Vec<(u64, String)>> {
+        let mut out = Vec::new();
+        for s in self.segments() {
+            if s.base > end && file_head(&*s.file)? != [0; 8] {
+                out.push((s.base, file_name(s.base)));
+            }
+        }
+        Ok(out)
     }
 
     /// Store time of the first record of the segment at `base` (used as the age bound of the
@@ -1707,6 +1741,17 @@ impl CommitLog {
             })
             .unwrap_or_else(|p| p.into_inner());
         self.dispatched.load(Ordering::Acquire) >= end
+    }
+
+    /// Keeps the store's lock until [`CommitLog::release_store_lock`].
+    pub(crate) fn hold_store_lock(&self, l: super::open::StoreLock) {
+        *lock(&self.store_lock) = Some(l);
+    }
+
+    /// Releases the store's lock: another open of the store may follow (the store has stopped
+    /// writing its files).
+    pub(crate) fn release_store_lock(&self) {
+        lock(&self.store_lock).take();
     }
 
     /// Stops accepting appends; the writer drains what is buffered, then the flusher flushes.

@@ -130,7 +130,9 @@ pub struct StoreConfig {
     /// After a crash, keep only the commit log that the checkpoint proves durable (not what a
     /// scan finds valid past it): a replica (a slave) whose tail may be torn by a power cut
     /// (a record whose last bytes never reached the disk can look whole) fetches that tail
-    /// from its master again instead. Not a Java key.
+    /// from its master again instead. Only when the checkpoint is this store's own (one
+    /// written by Java proves nothing durable: the log is then recovered as Java would). Not a
+    /// Java key.
     pub recover_to_durable: bool,
 }
 

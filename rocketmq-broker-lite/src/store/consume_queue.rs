@@ -741,6 +741,19 @@ impl ConsumeQueue {
         self.truncate_to(lo)
     }
 
+    /// Commit-log offset past the record of the queue's last entry (Java's
+    /// `ConsumeQueue.getMaxPhysicOffset`); `None` when the queue is empty or its last entry
+    /// points at no record.
+    pub fn last_phys_end(&self) -> Option<u64> {
+        let max = self.max_offset();
+        if max <= self.min_offset() {
+            return None;
+        }
+        self.get(max - 1)
+            .filter(|e| e.is_real() && e.phys >= 0 && e.size > 0)
+            .map(|e| e.phys as u64 + e.size as u64)
+    }
+
     /// Checks the durable entries: ordered, positive sizes, inside `[cl_min, cl_end)`. `false`
     /// means the queue must be rebuilt.
     pub fn validate(&self, cl_min: u64, cl_end: u64) -> bool {

@@ -82,6 +82,10 @@ pub enum StoreError {
         #[source]
         source: Arc<std::io::Error>,
     },
+    /// The store's `lock` file is locked: another broker (this one, or Java's, which takes the
+    /// same lock in `DefaultMessageStore.start`) has the store open.
+    #[error("Lock failed, MQ already started: {0}")]
+    Locked(String),
 }
 
 impl StoreError {

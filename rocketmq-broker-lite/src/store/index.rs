@@ -4,7 +4,8 @@
 //! commit-log offset, used slot count, entry count starting at 1), `slots` hash slots of 4 bytes
 //! holding the newest entry of their chain, then 20-byte entries (key hash, commit-log offset,
 //! seconds since the begin time, previous entry of the chain). Files are named by their creation
-//! time (`yyyyMMddHHmmssSSS`). A full file is followed by a new one.
+//! time (`yyyyMMddHHmmssSSS` in the host's local time, as Java names them). A full file is followed
+//! by a new one.
 //!
 //! The active file's slots live in memory (allocated on the first write, dropped once the file
 //! is full and written out); entries and changed slot pages are written at each
@@ -502,7 +503,7 @@ impl IndexService {
             .list_dir(dir)
             .map_err(|e| StoreError::io("listing the index directory", e))?
         {
-            let Some(created) = parse_compact_ms(&name) else {
+            let Some(created) = parse_local_name(&name) else {
                 warn!(file = %name, "ignoring a stray file in the index directory");
                 continue;
             };
@@ -516,7 +517,8 @@ impl IndexService {
             )?;
             files.push(Arc::new(f));
         }
-        files.sort_by_key(|f| f.created_ms);
+        // By name, as Java's `IndexService.load` orders them.
+        files.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Self {
             dir: dir.to_path_buf(),
             vfs,
@@ -551,10 +553,28 @@ impl IndexService {
             f.seal()?;
         }
         let mut created = now_ms;
+        let mut name = String::new();
         if let Some(last) = files.last() {
             created = created.max(last.created_ms + 1);
+            name = local_file_name(created);
+            // Never below the newest name (local time repeats an hour when summer time
+            // ends): Java takes the last by name as the newest.
+            let last_name = last
+                .path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if name.as_str() <= last_name {
+                if let Some(t) = parse_compact_ms(last_name) {
+                    // The next millisecond in the name's own (local) fields.
+                    name = format_compact_ms(t + 1);
+                }
+            }
         }
-        let path = self.dir.join(format_compact_ms(created));
+        if name.is_empty() {
+            name = local_file_name(created);
+        }
+        let path = self.dir.join(name);
         let f = Arc::new(IndexFile::open(
             &*self.vfs,
             path,
@@ -686,6 +706,38 @@ impl IndexService {
     }
 }
 
+/// An index file's name: its creation time as `yyyyMMddHHmmssSSS` in the host's local time,
+/// as Java's `UtilAll.timeMillisToHumanString` (a `Calendar`) names it.
+fn local_file_name(ms: i64) -> String {
+    use chrono::{Datelike, TimeZone, Timelike};
+    match chrono::Local.timestamp_millis_opt(ms).single() {
+        Some(t) if (0..=9999).contains(&t.year()) => format!(
+            "{:04}{:02}{:02}{:02}{:02}{:02}{:03}",
+            t.year(),
+            t.month(),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.timestamp_subsec_millis().min(999)
+        ),
+        _ => format_compact_ms(ms),
+    }
+}
+
+/// The creation time an index file's name (local time, see [`local_file_name`]) stands for.
+fn parse_local_name(name: &str) -> Option<i64> {
+    use chrono::TimeZone;
+    let fields = parse_compact_ms(name)?;
+    let local = chrono::DateTime::from_timestamp_millis(fields)?.naive_utc();
+    Some(
+        chrono::Local
+            .from_local_datetime(&local)
+            .earliest()
+            .map_or(fields, |t| t.timestamp_millis()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -718,6 +770,69 @@ mod tests {
             uniq_key: None,
             sys_flag: 0,
         }
+    }
+
+    /// Index files are named in the host's local time (Java's `timeMillisToHumanString`, a
+    /// `Calendar`), so that a Java broker started on the store later orders them with its
+    /// own: run in a child process with `TZ` set (it cannot change safely in a running
+    /// process).
+    #[test]
+    fn index_files_are_named_in_local_time() {
+        const CHILD: &str = "ROCKETMQ_LITE_INDEX_TEST_TZ";
+        if std::env::var(CHILD).is_ok() {
+            // 2023-11-14 22:13:20.000 UTC is 17:13:20 five hours west of it.
+            let fs = SimFs::default();
+            let idx = service(&fs, 16, 4);
+            for i in 0..6u64 {
+                idx.put(&keyed(&format!("k{i}"), i * 100, T0 + i as i64))
+                    .unwrap();
+            }
+            idx.flush().unwrap();
+            let mut names = fs.list_dir(Path::new("/store/index")).unwrap();
+            names.sort();
+            assert_eq!(names[0], "20231114171320000", "{names:?}");
+            assert!(names.len() >= 2, "{names:?}");
+            // Reopened, the files keep their order and a new one sorts after them.
+            drop(idx);
+            let idx = service(&fs, 16, 4);
+            let created: Vec<i64> = lock(&idx.files).iter().map(|f| f.created_ms).collect();
+            assert_eq!(created[0], T0, "{created:?}");
+            for i in 6..12u64 {
+                idx.put(&keyed(&format!("k{i}"), i * 100, T0 + i as i64))
+                    .unwrap();
+            }
+            let mut again = fs.list_dir(Path::new("/store/index")).unwrap();
+            again.sort();
+            assert_eq!(&again[..names.len()], &names[..]);
+            assert!(again.len() > names.len());
+            for w in lock(&idx.files).windows(2) {
+                assert!(
+                    w[0].path < w[1].path,
+                    "{} {}",
+                    w[0].path.display(),
+                    w[1].path.display()
+                );
+            }
+            return;
+        }
+        let exe = std::env::current_exe().unwrap();
+        // POSIX form, no zone file needed (5 hours west of UTC).
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "store::index::tests::index_files_are_named_in_local_time",
+                "--test-threads=1",
+            ])
+            .env("TZ", "XYZ+5")
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// A full file keeps no slot table in memory (20 MB each with the defaults, kept for as

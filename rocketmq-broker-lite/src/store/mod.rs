@@ -1817,11 +1817,18 @@ impl MessageStore {
     }
 
     /// Stops cleanly: drains and flushes the commit log, makes consume queues and index
-    /// durable, writes the checkpoint and removes the abort marker. Idempotent.
+    /// durable, writes the checkpoint and removes the abort marker, then releases the store's
+    /// `lock` file (held until its last write). Idempotent.
     pub fn shutdown(&self) -> StoreResult<()> {
         if self.halted.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        let r = self.shutdown_files();
+        self.inner.log.release_store_lock();
+        r
+    }
+
+    fn shutdown_files(&self) -> StoreResult<()> {
         self.stop_threads();
         if let Some(why) = self.inner.log.failure() {
             return Err(StoreError::NotRunning(why));
@@ -1846,6 +1853,7 @@ impl MessageStore {
             return;
         }
         self.stop_threads();
+        self.inner.log.release_store_lock();
     }
 }
 

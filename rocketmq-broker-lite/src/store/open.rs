@@ -6,13 +6,116 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tracing::{info, warn};
 
-use super::checkpoint::CheckpointFile;
+use super::checkpoint::{CheckpointFile, Saved};
 use super::commitlog::{CommitLog, MAX_QUEUE_ID};
 use super::config::StoreConfig;
 use super::consume_queue::ConsumeQueue;
 use super::error::{StoreError, StoreResult};
 use super::index::IndexService;
+use super::vfs::{Vfs, VfsFile};
 use super::{physical_memory, Inner, RecoveryReport, StoreEnv};
+
+/// The lock on `<storeRoot>/lock` (Java's `DefaultMessageStore.start` takes the same: an
+/// exclusive `FileChannel.tryLock(0, 1, false)`, a POSIX record lock on Linux), held while the
+/// store runs. A second open of the store, by this process or another (a Java broker too),
+/// fails. On a simulated file system (no real descriptor) there is nothing to lock.
+pub(crate) struct StoreLock {
+    held: Option<(Arc<dyn VfsFile>, (u64, u64))>,
+}
+
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreLock")
+            .field("held", &self.held.is_some())
+            .finish()
+    }
+}
+
+/// Lock files this process holds, by (device, inode). A POSIX lock does not exclude its own
+/// process, and closing any descriptor of the file drops it: a second open in this process is
+/// refused here, and the descriptor it opened is kept until the lock is released.
+type HeldLocks = HashMap<(u64, u64), Vec<Arc<dyn VfsFile>>>;
+
+fn held_locks() -> std::sync::MutexGuard<'static, HeldLocks> {
+    static HELD: std::sync::OnceLock<Mutex<HeldLocks>> = std::sync::OnceLock::new();
+    HELD.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+impl StoreLock {
+    /// Locks `<root>/lock`, creating it.
+    pub(crate) fn acquire(vfs: &dyn Vfs, root: &std::path::Path) -> StoreResult<Self> {
+        let path = root.join("lock");
+        let file = vfs
+            .open(&path, true)
+            .map_err(|e| StoreError::io("opening the store's lock file", e))?;
+        let Some(fd) = file.clone().send_source() else {
+            return Ok(Self { held: None });
+        };
+        let st = rustix::fs::fstat(&*fd)
+            .map_err(|e| StoreError::io("reading the store's lock file", e.into()))?;
+        #[allow(clippy::unnecessary_cast)]
+        let key = (st.st_dev as u64, st.st_ino as u64);
+        let mut held = held_locks();
+        let in_use = || {
+            StoreError::Locked(format!(
+                "the store at {} is in use by another broker (its lock file {} is locked)",
+                root.display(),
+                path.display()
+            ))
+        };
+        if let Some(extra) = held.get_mut(&key) {
+            extra.push(file);
+            return Err(in_use());
+        }
+        match rustix::fs::fcntl_lock(&*fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(e) if e == rustix::io::Errno::AGAIN || e == rustix::io::Errno::ACCESS => {
+                return Err(in_use());
+            }
+            Err(e) => return Err(StoreError::io("locking the store's lock file", e.into())),
+        }
+        // As Java writes it.
+        let _ = file.write_all_at(b"lock", 0);
+        held.insert(key, Vec::new());
+        Ok(Self {
+            held: Some((file, key)),
+        })
+    }
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        if let Some((file, key)) = self.held.take() {
+            let mut held = held_locks();
+            held.remove(&key);
+            // Closing the descriptor releases the lock.
+            drop(file);
+        }
+    }
+}
+
+/// Refuses to recover past an invalid record that non-empty segments follow, when no checkpoint
+/// says where the log may end: cutting there would delete them (one bad record in an old
+/// segment would take every later segment with it).
+fn refuse_cut_before_data(log: &CommitLog, end: u64) -> StoreResult<()> {
+    let after = log.non_empty_after(end)?;
+    if after.is_empty() {
+        return Ok(());
+    }
+    let seg = log.segment_size();
+    let names: Vec<&str> = after.iter().map(|(_, n)| n.as_str()).collect();
+    Err(StoreError::Corrupt(format!(
+        "the commit log has an invalid record at offset {end} (commit-log file {}), followed by \
+         {} non-empty segment(s) ({}); no checkpoint says the log may end there, so nothing \
+         was cut: check the file at that offset (restore it, or move the later segments away \
+         if they are to be dropped)",
+        super::segment::file_name(end - end % seg),
+        after.len(),
+        names.join(", ")
+    )))
+}
 
 /// Topic → queue id → (min offset, offset below which the entries are durable) as of the
 /// last checkpoint round (`queues.json`).
@@ -62,6 +165,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
     let root = cfg.store_path_root_dir.clone();
     vfs.create_dir_all(&root)
         .map_err(|e| StoreError::io("creating the store directory", e))?;
+    let store_lock = StoreLock::acquire(&*vfs, &root)?;
     let abort_path = cfg.abort_path();
     let crashed = vfs.exists(&abort_path);
     let fresh = !vfs.is_dir(&cfg.commit_log_dir())
@@ -80,11 +184,17 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         env.clock.clone(),
         env.disk.clone(),
     )?;
+    log.hold_store_lock(store_lock);
     let cl_min = log.min_offset();
     let check_crc = cfg.check_crc_on_recover;
+    let ours = saved.ours();
+    let mut queues = load_queues(&cfg, &env)?;
+    // A clean stop with a checkpoint that is not ours (Java's, or ours rewritten by Java):
+    // recovered as Java's `recoverNormally` does, the consume queues trusted.
+    let mut queues_trusted = false;
 
     // 1. Where does the commit log end, and how far are consume queues and index durable?
-    let trusted = saved.filter(|cp| {
+    let trusted = ours.filter(|cp| {
         !crashed && cp.commit_log_flushed >= cl_min && cp.dispatched == cp.commit_log_flushed
     });
     let (end, durable_dispatch) = match trusted {
@@ -99,25 +209,68 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             );
             (cp.commit_log_flushed, cp.dispatched)
         }
+        None if !crashed && ours.is_none() => {
+            // Java's `recoverNormally`: the last three segments are read (everything was
+            // flushed at the clean stop), the consume queues kept, and the records after the
+            // last one they hold dispatched again (`maxPhysicalPosInLogicQueue`).
+            let scan_from = log.last_three_start().max(cl_min);
+            info!(
+                checkpoint = ?saved,
+                scan_from,
+                "clean shutdown without a checkpoint of ours (a Java broker's store): scanning \
+                 the last segments"
+            );
+            let end = log.scan(scan_from, check_crc, |_| {})?;
+            refuse_cut_before_data(&log, end)?;
+            info!(end, "commit log recovered");
+            log.wipe_tail(end)?;
+            log.sync_recovered(scan_from, end)?;
+            let mut dispatched = cl_min;
+            for q in queues.values() {
+                // Java's `truncateDirtyLogicFiles`: entries past the log's end go.
+                q.truncate_from_phys(end)?;
+                if let Some(e) = q.last_phys_end() {
+                    dispatched = dispatched.max(e);
+                }
+            }
+            queues_trusted = true;
+            (end, dispatched.clamp(cl_min, end))
+        }
         None => {
-            let from = saved
-                .map(|cp| cp.commit_log_flushed.min(cp.dispatched))
-                .unwrap_or(cl_min)
-                .max(cl_min);
             let seg = cfg.mapped_file_size_commit_log;
-            let scan_from = (from - from % seg).max(cl_min);
+            // Where the scan starts, and whether a checkpoint says so (the log may then end
+            // wherever the scan finds it ends, as after any crash).
+            let (scan_from, vouched) = match saved {
+                Saved::Ours(cp) => {
+                    let from = cp.commit_log_flushed.min(cp.dispatched).max(cl_min);
+                    ((from - from % seg).max(cl_min), true)
+                }
+                // Java's `recoverAbnormally`: the newest segment whose first record is older
+                // than the checkpoint's minimum time (Java's own, or the one Java wrote over
+                // ours).
+                Saved::Java(t) | Saved::Overwritten(t) => {
+                    match log.recover_start_by_timestamp(t.min_timestamp()) {
+                        Some(base) => (base.max(cl_min), true),
+                        None => (cl_min, false),
+                    }
+                }
+                Saved::Missing => (cl_min, false),
+            };
             warn!(
                 crashed,
-                checkpoint = saved.is_some(),
+                checkpoint = ?saved,
                 scan_from,
                 "abnormal shutdown: scanning the commit log"
             );
             let mut end = log.scan(scan_from, check_crc, |_| {})?;
+            if !vouched {
+                refuse_cut_before_data(&log, end)?;
+            }
             info!(end, "commit log recovered");
-            if cfg.recover_to_durable {
-                let durable = saved
-                    .map_or(cl_min, |cp| cp.commit_log_flushed)
-                    .clamp(cl_min, end);
+            // Only our own checkpoint says what is durable (a foreign one would make it the
+            // log's start, and throw the whole log away).
+            if let (true, Some(cp)) = (cfg.recover_to_durable, ours) {
+                let durable = cp.commit_log_flushed.clamp(cl_min, end);
                 if durable < end {
                     warn!(
                         from = end,
@@ -132,12 +285,16 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             // anything (consumers, the checkpoint) relies on it. Past what the checkpoint proves
             // durable it is written again first: after a failed sync the page cache may hold
             // pages the kernel will never write back by itself.
-            let proven = saved
-                .map_or(cl_min, |cp| cp.commit_log_flushed)
+            let proven = ours
+                .map_or(scan_from, |cp| cp.commit_log_flushed)
                 .clamp(scan_from, end);
             log.rewrite_range(proven, end)?;
             log.sync_recovered(scan_from, end)?;
-            let dispatched = saved.map_or(cl_min, |cp| cp.dispatched).clamp(cl_min, end);
+            // Without our checkpoint, everything from where the scan started is dispatched
+            // again (as Java's `recoverAbnormally` does).
+            let dispatched = ours
+                .map_or(scan_from, |cp| cp.dispatched)
+                .clamp(cl_min, end);
             (end, dispatched)
         }
     };
@@ -157,7 +314,6 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
     };
 
     // 2. Consume queues: cut what is not durable-and-valid, find what must be rebuilt.
-    let mut queues = load_queues(&cfg, &env)?;
     let registry: Registry =
         super::persist::load_json(&*vfs, &cfg.consume_queue_dir().join("queues.json"))
             .unwrap_or_else(|e| {
@@ -166,12 +322,15 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             })
             .unwrap_or_default();
     let mut rebuild: HashSet<(String, i32)> = HashSet::new();
+    // The registry is as of our last checkpoint: after a Java broker ran on the store (the
+    // checkpoint is Java's), its queues may have changed in ways it does not record.
+    let registry_current = !matches!(saved, Saved::Java(_) | Saved::Overwritten(_));
     // Entries the registry saw durable must still be there, whatever the crash (it records how
     // far each queue was synced, so a crash that takes only what was not synced is no loss).
     // Checked before the queues are cut back to the checkpoint below: durable entries may point
     // past what the commit log kept (an ASYNC_FLUSH log loses more than its queues), and the
     // cut, not a rebuild, drops them.
-    for (topic, qs) in &registry {
+    for (topic, qs) in registry.iter().filter(|_| registry_current) {
         for (qid, (_, synced)) in qs {
             let key = (topic.clone(), *qid);
             let present = queues.get(&key).map_or(0, |q| q.max_offset());
@@ -187,7 +346,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             }
         }
     }
-    let abnormal = (trusted.is_none() && !fresh) || cut;
+    let abnormal = (trusted.is_none() && !fresh && !queues_trusted) || cut;
     for ((topic, qid), q) in &queues {
         if abnormal && !rebuild.contains(&(topic.clone(), *qid)) {
             // Only what the checkpoint proves durable stays (the rest is dispatched again),
@@ -205,7 +364,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
             }
         }
     }
-    for (topic, qs) in &registry {
+    for (topic, qs) in registry.iter().filter(|_| registry_current) {
         for (qid, (min, synced)) in qs {
             let key = (topic.clone(), *qid);
             if let Some(q) = queues.get(&key) {
@@ -275,7 +434,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         index,
         checkpoint,
         dispatched: AtomicU64::new(end),
-        last_store_ts: AtomicI64::new(saved.map_or(0, |c| c.physic_msg_timestamp)),
+        last_store_ts: AtomicI64::new(saved.physic_msg_timestamp()),
         listener: RwLock::new(None),
         registry_dirty: AtomicBool::new(true),
         stop: AtomicBool::new(false),
