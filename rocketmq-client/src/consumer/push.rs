@@ -175,7 +175,8 @@ impl PushConsumerBuilder {
         self
     }
 
-    /// Deliveries before the dead-letter queue.
+    /// Retries before the dead-letter queue (a failed message is delivered at most this many
+    /// times plus one; -1, the default: 16 for concurrent listeners, unlimited for orderly ones).
     pub fn max_reconsume_times(mut self, n: i32) -> Self {
         self.cfg.max_reconsume_times = n;
         self

@@ -157,11 +157,14 @@ impl Accumulator {
         }
     }
 
-    /// Whether `msg` may share a batch: no delay level, not transactional, not for a retry or
-    /// dead-letter topic (selector and queue sends never come here).
+    /// Whether `msg` may share a batch: no delay level, not transactional, not a reply (a
+    /// reply goes out as SEND_REPLY_MESSAGE_V2, which the broker pushes to its requester; in a
+    /// SEND_BATCH_MESSAGE it would only be stored), not for a retry or dead-letter topic
+    /// (selector and queue sends never come here).
     pub(crate) fn batchable(msg: &Message) -> bool {
         msg.delay_level() <= 0
             && msg.property(property::TRANSACTION_PREPARED).is_none()
+            && msg.property(property::MESSAGE_TYPE) != Some(super::reply::REPLY_MESSAGE_FLAG)
             && !msg.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
             && !msg.topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
     }
@@ -478,6 +481,17 @@ pub(crate) fn arm_linger(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replies_and_delayed_messages_are_never_batched() {
+        assert!(Accumulator::batchable(&Message::new("T", "plain")));
+        let request = Message::new("Rpc", "ask").with_property(property::CLUSTER, "C1");
+        let reply = crate::reply::create_reply_message(&request, "answer").unwrap();
+        assert!(!Accumulator::batchable(&reply), "a reply");
+        let mut delayed = Message::new("T", "later");
+        delayed.set_delay_level(3);
+        assert!(!Accumulator::batchable(&delayed), "a delayed message");
+    }
 
     fn reply() -> Reply {
         Reply::new("id".into(), oneshot::channel().0, None)

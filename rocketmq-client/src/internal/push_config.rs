@@ -53,8 +53,8 @@ pub struct PushConsumerConfig {
     pub consume_message_batch_max_size: usize,
     /// Listener calls running at once (20, Java's `consumeThreadMax`).
     pub consume_thread_max: usize,
-    /// Deliveries before the dead-letter queue (-1: 16 for concurrent listeners, unlimited for
-    /// orderly ones).
+    /// Retries before the dead-letter queue (a failed message is delivered at most this many
+    /// times plus one; -1: 16 for concurrent listeners, unlimited for orderly ones).
     pub max_reconsume_times: i32,
     /// Orderly: pause after `SuspendCurrentQueueAMoment` (1 s).
     pub suspend_current_queue_time: Duration,
