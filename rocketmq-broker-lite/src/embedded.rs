@@ -329,6 +329,15 @@ fn broker_config(
         // The embedded layout: its name server, its data directory, slaves on their own ports.
         cfg.namesrv_addr = vec![namesrv.to_string()];
         cfg.store.store_path_root_dir = store_dir.clone();
+        // One commit-log directory for every broker of the group would be written by all of
+        // them (the store's lock is in its root directory, which differs).
+        if (opts.slaves > 0 || dledger) && cfg.store.store_path_commit_log.is_some() {
+            return Err(BrokerError::Config(
+                "storePathCommitLog cannot be set for a group in one process (slaves or DLedger \
+                 nodes): each broker keeps its commit log in its own store directory"
+                    .into(),
+            ));
+        }
         if id > 0 {
             cfg.ha.listen_port = Some(0);
         }
@@ -361,6 +370,31 @@ fn broker_config(
 #[cfg(test)]
 mod config_tests {
     use super::*;
+
+    /// The brokers of a group in one process never share a commit-log directory.
+    #[test]
+    fn a_group_cannot_share_a_commit_log_directory() {
+        let props = crate::broker::config::parse_properties("storePathCommitLog=/data2/cl\n");
+        let dir = Path::new("/tmp/x");
+        let alone = EmbeddedOptions {
+            properties: props.clone(),
+            ..EmbeddedOptions::default()
+        };
+        let cfg = broker_config(dir, &alone, "127.0.0.1:9876", 0, "").unwrap();
+        assert_eq!(
+            cfg.store.commit_log_dir(),
+            std::path::PathBuf::from("/data2/cl")
+        );
+        let group = EmbeddedOptions {
+            slaves: 1,
+            properties: props,
+            ..EmbeddedOptions::default()
+        };
+        for id in 0..2 {
+            let e = broker_config(dir, &group, "127.0.0.1:9876", id, "").unwrap_err();
+            assert!(e.to_string().contains("storePathCommitLog"), "{e}");
+        }
+    }
 
     /// Properties from a file do not move the embedded brokers off their name server, data
     /// directory or ports.
