@@ -8,9 +8,13 @@
 //! zero; it also rewrites them in a checkpoint of ours that it runs on, which breaks the CRC.
 //! [`Saved`] tells these apart, so that recovery can do what Java's would with a checkpoint of
 //! Java's, and trusts the offsets only when they are ours.
+//!
+//! Our recovery goes by the offsets; a Java broker recovering the store after a crash of ours
+//! goes by the timestamps alone, so they claim only what is durable (see [`CheckpointFile`]).
 
+use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::error::{StoreError, StoreResult};
 use super::vfs::{Vfs, VfsFile};
@@ -20,13 +24,19 @@ const LEN: usize = 52;
 const FILE_SIZE: u64 = 4096;
 
 /// Checkpoint contents.
+///
+/// Each timestamp vouches that every record stored at or before it is durable in its file
+/// (records are stored in commit-log order with non-decreasing store times): Java's
+/// `recoverAbnormally` re-dispatches only from the newest segment whose first store time is at
+/// most `min(physic, logics) - 3 s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Checkpoint {
-    /// Store time of the newest durable commit-log message.
+    /// `physicMsgTimestamp`: records stored up to this time are durable in the commit log.
     pub physic_msg_timestamp: i64,
-    /// Store time of the newest durable consume-queue entry.
+    /// `logicsMsgTimestamp`: records stored up to this time have durable consume-queue
+    /// entries.
     pub logics_msg_timestamp: i64,
-    /// Store time of the newest durable index entry.
+    /// `indexMsgTimestamp`: records stored up to this time have durable index entries.
     pub index_msg_timestamp: i64,
     /// Commit-log bytes below this offset are durable.
     pub commit_log_flushed: u64,
@@ -148,10 +158,88 @@ impl Checkpoint {
     }
 }
 
-/// The open checkpoint file.
+/// Where dispatching stood at one moment: every record below `dispatched` is in the consume
+/// queues and the index (maybe not durably), and `store_ts` is the newest store time among
+/// them. Taken in one piece (under the dispatcher's lock), so that the two agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sample {
+    /// Dispatch point (a commit-log offset).
+    pub dispatched: u64,
+    /// Store time of the newest record dispatched below it.
+    pub store_ts: i64,
+}
+
+/// One checkpoint round, as [`CheckpointFile::save_round`] writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    /// Taken before the round flushed and synced anything.
+    pub sample: Sample,
+    /// Whether every consume queue was synced in this round (Java's thorough
+    /// `FlushConsumeQueueService` round); the index is synced in every round.
+    pub thorough: bool,
+    /// Commit-log bytes below this offset are durable (read after the sample).
+    pub commit_log_flushed: u64,
+    /// Our own dispatch point for recovery.
+    pub dispatched: u64,
+}
+
+/// Samples not yet known to be in the durable commit log are kept up to this many (a log whose
+/// flushes lag far behind replaces the newest one: a later claim, never a wrong one).
+const MAX_UNFLUSHED: usize = 16;
+
+/// What the checkpoint may claim, carried from round to round.
+#[derive(Debug, Default)]
+struct Claims {
+    physic: i64,
+    logics: i64,
+    index: i64,
+    /// Samples whose dispatch point is past the durable commit log, oldest first.
+    unflushed: VecDeque<Sample>,
+}
+
+impl Claims {
+    /// The timestamps a round may claim, all of them made durable by it or before it.
+    fn advance(&mut self, r: &Round) -> (i64, i64, i64) {
+        // physicMsgTimestamp (Java: the store time of the last record flushed, set by the
+        // commit log's flush services): the newest sample whose records the commit log synced.
+        if self.unflushed.back() != Some(&r.sample) {
+            if self.unflushed.len() >= MAX_UNFLUSHED {
+                self.unflushed.pop_back();
+            }
+            self.unflushed.push_back(r.sample);
+        }
+        while let Some(s) = self.unflushed.front().copied() {
+            if s.dispatched > r.commit_log_flushed {
+                break;
+            }
+            self.physic = self.physic.max(s.store_ts);
+            self.unflushed.pop_front();
+        }
+        // logicsMsgTimestamp: Java's `FlushConsumeQueueService.doFlush` captures it before a
+        // thorough flush and stores it after; rounds in between sync only the busy queues and
+        // keep the last thorough claim.
+        if r.thorough {
+            self.logics = self.logics.max(r.sample.store_ts);
+        }
+        // indexMsgTimestamp: every round syncs the index files.
+        self.index = self.index.max(r.sample.store_ts);
+        (self.physic, self.logics, self.index)
+    }
+}
+
+/// The open checkpoint file, and what its timestamps may claim.
+///
+/// Java's `physicMsgTimestamp` is the store time of the last record its commit log flushed;
+/// its `logicsMsgTimestamp` is captured before a thorough consume-queue flush and written after
+/// it, and its `indexMsgTimestamp` is the last store time of an index file it synced. The same
+/// here: each round takes a [`Sample`] of where dispatching stands before it syncs anything,
+/// and a timestamp advances to a sample's store time only once the sync that covers it is done
+/// (for the commit log: once its durable offset reaches the sample's dispatch point, which may
+/// be a later round under `ASYNC_FLUSH`).
 #[derive(Debug)]
 pub struct CheckpointFile {
     file: Arc<dyn VfsFile>,
+    claims: Mutex<Claims>,
 }
 
 impl CheckpointFile {
@@ -188,7 +276,38 @@ impl CheckpointFile {
             Err(e) if super::vfs::is_no_space(&e) => {}
             Err(e) => return Err(StoreError::io("allocating the checkpoint", e)),
         }
-        Ok((Self { file }, current))
+        // Until the first round, the claims of the checkpoint read (only ours vouch for this
+        // store's durable state as it was recovered).
+        let claims = Claims {
+            physic: current.ours().map_or(0, |cp| cp.physic_msg_timestamp),
+            logics: current.ours().map_or(0, |cp| cp.logics_msg_timestamp),
+            index: current.ours().map_or(0, |cp| cp.index_msg_timestamp),
+            unflushed: VecDeque::new(),
+        };
+        Ok((
+            Self {
+                file,
+                claims: Mutex::new(claims),
+            },
+            current,
+        ))
+    }
+
+    /// Writes and syncs the checkpoint of a round whose syncs all succeeded, its timestamps
+    /// claiming only what they made durable (see [`CheckpointFile`]).
+    pub fn save_round(&self, round: &Round) -> StoreResult<()> {
+        let (physic, logics, index) = self
+            .claims
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .advance(round);
+        self.save(&Checkpoint {
+            physic_msg_timestamp: physic,
+            logics_msg_timestamp: logics,
+            index_msg_timestamp: index,
+            commit_log_flushed: round.commit_log_flushed,
+            dispatched: round.dispatched,
+        })
     }
 
     /// Writes and syncs `cp`.
@@ -220,6 +339,36 @@ mod tests {
         b[33] ^= 1;
         assert_eq!(Checkpoint::decode(&b), None);
         assert_eq!(Checkpoint::decode(&[0u8; LEN]), None);
+    }
+
+    #[test]
+    fn claims_advance_only_over_what_a_round_made_durable() {
+        let s = |dispatched, store_ts| Sample {
+            dispatched,
+            store_ts,
+        };
+        let round = |sample, thorough, commit_log_flushed| Round {
+            sample,
+            thorough,
+            commit_log_flushed,
+            dispatched: 0,
+        };
+        let mut c = Claims::default();
+        // SYNC_FLUSH: the log is synced before dispatch, the sample is flushed already.
+        assert_eq!(c.advance(&round(s(100, 10), true, 100)), (10, 10, 10));
+        // ASYNC_FLUSH: a sample past the durable log waits for a later round.
+        assert_eq!(c.advance(&round(s(200, 20), false, 150)), (10, 10, 20));
+        assert_eq!(c.advance(&round(s(300, 30), false, 250)), (20, 10, 30));
+        assert_eq!(c.advance(&round(s(300, 30), true, 300)), (30, 30, 30));
+        // A log whose flushes lag far behind: a bounded backlog, the claims still honest.
+        for i in 0..100 {
+            c.advance(&round(s(400 + i, 40 + i as i64), false, 300));
+        }
+        assert_eq!(c.unflushed.len(), MAX_UNFLUSHED);
+        assert_eq!(c.physic, 30);
+        assert_eq!(c.advance(&round(s(499, 139), false, 420)), (54, 30, 139));
+        assert_eq!(c.advance(&round(s(500, 140), false, 500)), (140, 30, 140));
+        assert!(c.unflushed.is_empty());
     }
 
     #[test]

@@ -283,6 +283,8 @@ pub(crate) struct Inner {
     pub(crate) checkpoint: checkpoint::CheckpointFile,
     /// Records below this commit-log offset are in the consume queues (maybe not durably).
     pub(crate) dispatched: AtomicU64,
+    /// Store time of the newest record dispatched (updated with `dispatched`, under the
+    /// dispatcher's lock); the checkpoint's timestamps are taken from it.
     pub(crate) last_store_ts: AtomicI64,
     pub(crate) listener: RwLock<Option<Arc<dyn ArrivalListener>>>,
     pub(crate) registry_dirty: AtomicBool,
@@ -486,8 +488,22 @@ impl Inner {
         }
     }
 
+    /// Where dispatching stands: the dispatch point and the newest store time below it, read
+    /// together under the dispatcher's lock (a batch updates both before releasing it).
+    fn dispatch_sample(&self) -> checkpoint::Sample {
+        let _batch = lock(&self.dispatch_cache);
+        checkpoint::Sample {
+            dispatched: self.dispatched.load(Ordering::Acquire),
+            store_ts: self.last_store_ts.load(Ordering::Acquire),
+        }
+    }
+
     fn checkpoint_writes(&self, thorough: bool) -> StoreResult<()> {
-        let dispatched_now = self.dispatched.load(Ordering::Acquire);
+        // Taken before anything is synced: the checkpoint's timestamps claim only what the
+        // syncs below (or earlier ones) cover, as Java's `FlushConsumeQueueService.doFlush`
+        // captures `logicsMsgTimestamp` before its thorough flush.
+        let sample = self.dispatch_sample();
+        let dispatched_now = sample.dispatched;
         let queues: Vec<Arc<ConsumeQueue>> = self
             .queues
             .read()
@@ -524,11 +540,9 @@ impl Inner {
                 return Err(e);
             }
         }
-        let ts = self.last_store_ts.load(Ordering::Acquire);
-        self.checkpoint.save(&checkpoint::Checkpoint {
-            physic_msg_timestamp: ts,
-            logics_msg_timestamp: ts,
-            index_msg_timestamp: ts,
+        self.checkpoint.save_round(&checkpoint::Round {
+            sample,
+            thorough,
             commit_log_flushed: self.log.flushed_offset(),
             dispatched,
         })
