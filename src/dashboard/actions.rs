@@ -45,7 +45,7 @@ pub(crate) struct ResetForm {
     /// `beginning`, `end` or `time`.
     #[serde(default)]
     pub to: String,
-    /// With `time`: the time (UTC).
+    /// With `time`: the time (read in the host's local time zone, as Java's tools read it).
     #[serde(default)]
     pub time: String,
     /// Present when "force" is ticked.

@@ -1,22 +1,12 @@
-//! Times as the dashboard shows and reads them: UTC, `yyyy-MM-dd HH:mm:ss` (as `mqadmin` prints
-//! and parses UTC too).
+//! Times as the dashboard shows and reads them: shown in UTC, `yyyy-MM-dd HH:mm:ss` (as
+//! `mqadmin` prints them); read in the host's local time zone, as Java's tools and `mqadmin`
+//! read them.
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// The civil date of a day number (`civil_from_days`).
@@ -62,14 +52,15 @@ pub fn format_clock(ms: i64) -> String {
     format!("{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// Reads a time (UTC): milliseconds since the epoch; `yyyy-MM-dd HH:mm[:ss[.SSS]]` with a
-/// space, `T` (an HTML `datetime-local` value) or `#` between date and time; `yyyy-MM-dd`; or
-/// `mqadmin`'s `yyyy-MM-dd#HH:mm:ss:SSS`.
+/// Reads a time: milliseconds since the epoch; `yyyy-MM-dd HH:mm[:ss[.SSS]]` with a space, `T`
+/// (an HTML `datetime-local` value) or `#` between date and time; `yyyy-MM-dd`; or `mqadmin`'s
+/// `yyyy-MM-dd#HH:mm:ss:SSS`. A date and time is read in the host's local time zone (`TZ`,
+/// else `/etc/localtime`), as Java's `resetOffsetByTime` reads it.
 pub fn parse_time(s: &str) -> Result<i64, String> {
     let s = s.trim();
     let bad = || {
         format!(
-            "{s:?} is not a time: give milliseconds since the epoch or yyyy-MM-dd HH:mm:ss (UTC)"
+            "{s:?} is not a time: give milliseconds since the epoch or yyyy-MM-dd HH:mm:ss (local time)"
         )
     };
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
@@ -106,8 +97,7 @@ pub fn parse_time(s: &str) -> Result<i64, String> {
             return Err(bad());
         }
     }
-    let days = days_from_civil(y, mo, da);
-    Ok(((days * 24 + h) * 60 + mi) * 60_000 + se * 1000 + ms)
+    rocketmq_remoting::util::time::local_civil_to_ms(y, mo, da, h, mi, se, ms).ok_or_else(bad)
 }
 
 #[cfg(test)]
@@ -115,17 +105,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn times_print_and_parse_in_utc() {
+    fn times_print_in_utc() {
         assert_eq!(format_ms(0), "-");
         assert_eq!(format_ms(1_700_000_000_123), "2023-11-14 22:13:20");
         assert_eq!(format_clock(1_700_000_000_123), "22:13:20");
+    }
+
+    /// Times are read in the host's zone, as Java's tools read them: checked in China
+    /// (UTC+8), New York (UTC-5) and UTC, each in a process of its own (the zone is read once
+    /// per process).
+    #[test]
+    fn times_parse_in_local_time() {
+        if std::env::var_os("RMQ_TZ_CHILD").is_none() {
+            for tz in ["CST-8", "EST5EDT,M3.2.0,M11.1.0", "UTC0"] {
+                let exe = std::env::current_exe().unwrap();
+                let ok = std::process::Command::new(exe)
+                    .args([
+                        "dashboard::time::tests::times_parse_in_local_time",
+                        "--exact",
+                        "--test-threads=1",
+                    ])
+                    .env("TZ", tz)
+                    .env("RMQ_TZ_CHILD", "1")
+                    .status()
+                    .is_ok_and(|s| s.success());
+                assert!(ok, "in {tz}");
+            }
+            return;
+        }
+        // The zone's offset from UTC in November and February (no daylight saving then).
+        let offset: i64 = match std::env::var("TZ").unwrap_or_default().as_str() {
+            "CST-8" => 8 * 3_600_000,
+            "EST5EDT,M3.2.0,M11.1.0" => -5 * 3_600_000,
+            _ => 0,
+        };
         assert_eq!(parse_time("1700000000123"), Ok(1_700_000_000_123));
-        assert_eq!(parse_time("2023-11-14 22:13:20"), Ok(1_700_000_000_000));
-        assert_eq!(parse_time("2023-11-14T22:13"), Ok(1_699_999_980_000));
-        assert_eq!(parse_time("2023-11-14#22:13:20:123"), Ok(1_700_000_000_123));
-        assert_eq!(parse_time("2023-11-14 22:13:20.500"), Ok(1_700_000_000_500));
-        assert_eq!(parse_time("1970-01-01"), Ok(0));
-        assert_eq!(parse_time("2024-02-29 00:00:00"), Ok(1_709_164_800_000));
+        assert_eq!(
+            parse_time("2023-11-14 22:13:20"),
+            Ok(1_700_000_000_000 - offset)
+        );
+        assert_eq!(
+            parse_time("2023-11-14T22:13"),
+            Ok(1_699_999_980_000 - offset)
+        );
+        assert_eq!(
+            parse_time("2023-11-14#22:13:20:123"),
+            Ok(1_700_000_000_123 - offset)
+        );
+        assert_eq!(
+            parse_time("2023-11-14 22:13:20.500"),
+            Ok(1_700_000_000_500 - offset)
+        );
+        assert_eq!(parse_time("1970-01-01"), Ok(-offset));
+        assert_eq!(
+            parse_time("2024-02-29 00:00:00"),
+            Ok(1_709_164_800_000 - offset)
+        );
         for bad in [
             "",
             "yesterday",

@@ -532,7 +532,7 @@ pub struct ResetOffsetByTime {
     /// Topic.
     #[arg(short = 't', long = "topic")]
     topic: String,
-    /// `now`, ms since the epoch, or `yyyy-MM-dd#HH:mm:ss:SSS` (UTC).
+    /// `now`, ms since the epoch, or `yyyy-MM-dd#HH:mm:ss:SSS` (local time, as Java's tool).
     #[arg(short = 's', long = "timestamp")]
     timestamp: String,
     /// Move forwards too (else only back).
@@ -610,7 +610,8 @@ async fn reset(
     })
 }
 
-/// `now` (-1), ms since the epoch, or `yyyy-MM-dd#HH:mm:ss:SSS` read as UTC.
+/// `now` (-1), ms since the epoch, or `yyyy-MM-dd#HH:mm:ss:SSS` read in the host's local time
+/// zone (`TZ`, else `/etc/localtime`), as Java's tool reads it (`UtilAll.parseDate`).
 pub(crate) fn parse_timestamp(s: &str) -> Result<i64, Failure> {
     if s == "now" {
         return Ok(-1);
@@ -620,7 +621,7 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, Failure> {
     }
     let bad = || {
         Failure::Usage(format!(
-            "bad timestamp {s:?}: give `now`, milliseconds or yyyy-MM-dd#HH:mm:ss:SSS"
+            "bad timestamp {s:?}: give `now`, milliseconds or yyyy-MM-dd#HH:mm:ss:SSS (local time)"
         ))
     };
     let (date, time) = s.split_once('#').ok_or_else(bad)?;
@@ -635,40 +636,53 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, Failure> {
     let (&[y, mo, da], &[h, mi, se, ms]) = (&d[..], &t[..]) else {
         return Err(bad());
     };
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&da) || h > 23 || mi > 59 || se > 59 {
-        return Err(bad());
-    }
-    Ok(days_from_civil(y, mo, da) * 86_400_000 + ((h * 60 + mi) * 60 + se) * 1000 + ms)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    rocketmq_remoting::util::time::local_civil_to_ms(y, mo, da, h, mi, se, ms).ok_or_else(bad)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Java's `resetOffsetByTime -s` (`UtilAll.parseDate` with `yyyy-MM-dd#HH:mm:ss:SSS`)
+    /// reads the time in the JVM's default zone: checked in China (UTC+8), New York (UTC-5)
+    /// and UTC, each in a process of its own (the zone is read once per process).
     #[test]
     fn timestamps_parse_as_java_tools_take_them() {
+        if std::env::var_os("RMQ_TZ_CHILD").is_none() {
+            for tz in ["CST-8", "EST5EDT,M3.2.0,M11.1.0", "UTC0"] {
+                let exe = std::env::current_exe().unwrap();
+                let ok = std::process::Command::new(exe)
+                    .args([
+                        "mqadmin::group::tests::timestamps_parse_as_java_tools_take_them",
+                        "--exact",
+                        "--test-threads=1",
+                    ])
+                    .env("TZ", tz)
+                    .env("RMQ_TZ_CHILD", "1")
+                    .status()
+                    .is_ok_and(|s| s.success());
+                assert!(ok, "in {tz}");
+            }
+            return;
+        }
         assert_eq!(parse_timestamp("now").unwrap(), -1);
         assert_eq!(parse_timestamp("1700000000123").unwrap(), 1_700_000_000_123);
-        assert_eq!(
-            parse_timestamp("2023-11-14#22:13:20:123").unwrap(),
-            1_700_000_000_123
-        );
+        // 2023-11-14T22:13:20.123Z, written as the local time of each zone.
+        let (local, leap_day) = match std::env::var("TZ").unwrap_or_default().as_str() {
+            "CST-8" => ("2023-11-15#06:13:20:123", 951_782_400_000 - 8 * 3_600_000),
+            "EST5EDT,M3.2.0,M11.1.0" => {
+                ("2023-11-14#17:13:20:123", 951_782_400_000 + 5 * 3_600_000)
+            }
+            _ => ("2023-11-14#22:13:20:123", 951_782_400_000),
+        };
+        assert_eq!(parse_timestamp(local).unwrap(), 1_700_000_000_123);
         assert_eq!(
             parse_timestamp("2000-02-29#00:00:00:000").unwrap(),
-            951_782_400_000
+            leap_day
         );
         assert!(parse_timestamp("2023-13-01#00:00:00:000").is_err());
+        assert!(parse_timestamp("2023-01-01#00:00:00:1000").is_err());
+        assert!(parse_timestamp("99999999999-01-01#00:00:00:000").is_err());
         assert!(parse_timestamp("yesterday").is_err());
     }
 }

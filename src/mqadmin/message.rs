@@ -147,7 +147,8 @@ pub struct QueryMsgByUniqueKey {
     /// Topic.
     #[arg(short = 't', long = "topic")]
     topic: String,
-    /// Every copy (a retried send may be stored more than once); else the first.
+    /// Every message found (Java's `-a`; as Java's, the lookup keeps only the copy stored
+    /// first of a message a retried send stored more than once).
     #[arg(short = 'a', long = "showAll")]
     all: bool,
     /// With -d: the consumer group whose member consumes the message now.

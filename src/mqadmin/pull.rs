@@ -33,7 +33,7 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// A `-b`/`-e`-style time: milliseconds, `yyyy-MM-dd#HH:mm:ss:SSS` (UTC) or `now`.
+/// A `-b`/`-e`-style time: milliseconds, `yyyy-MM-dd#HH:mm:ss:SSS` (local time) or `now`.
 fn time_arg(s: Option<&str>) -> Result<Option<i64>, Failure> {
     s.map(|s| parse_timestamp(s.trim()).map(|t| if t == -1 { now_ms() } else { t }))
         .transpose()
@@ -259,10 +259,10 @@ pub struct PrintMsg {
     /// Tag expression (`*`, or tags joined by `||`).
     #[arg(short = 's', long = "subExpression", default_value = "*")]
     expression: String,
-    /// Earliest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (UTC).
+    /// Earliest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (local time).
     #[arg(short = 'b', long = "beginTimestamp")]
     begin: Option<String>,
-    /// Latest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (UTC).
+    /// Latest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (local time).
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
     /// Print the bodies (true|false).
@@ -326,10 +326,10 @@ pub struct PrintMsgByQueue {
     /// Tag expression (`*`, or tags joined by `||`).
     #[arg(short = 's', long = "subExpression", default_value = "*")]
     expression: String,
-    /// Earliest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (UTC).
+    /// Earliest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (local time).
     #[arg(short = 'b', long = "beginTimestamp")]
     begin: Option<String>,
-    /// Latest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (UTC).
+    /// Latest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (local time).
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
     /// List the messages (true|false).
@@ -414,10 +414,10 @@ pub struct ConsumeMessage {
     /// Consumer group to pull as (default `TOOLS_CONSUMER`).
     #[arg(short = 'g', long = "consumerGroup")]
     group: Option<String>,
-    /// Earliest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (UTC).
+    /// Earliest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (local time).
     #[arg(short = 's', long = "beginTimestamp")]
     begin: Option<String>,
-    /// Latest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (UTC).
+    /// Latest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (local time).
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
     /// How many messages at most.

@@ -727,15 +727,7 @@ fn local_file_name(ms: i64) -> String {
 
 /// The creation time an index file's name (local time, see [`local_file_name`]) stands for.
 fn parse_local_name(name: &str) -> Option<i64> {
-    use chrono::TimeZone;
-    let fields = parse_compact_ms(name)?;
-    let local = chrono::DateTime::from_timestamp_millis(fields)?.naive_utc();
-    Some(
-        chrono::Local
-            .from_local_datetime(&local)
-            .earliest()
-            .map_or(fields, |t| t.timestamp_millis()),
-    )
+    parse_compact_ms(name).map(rocketmq_remoting::util::time::instant_of_local_wall_ms)
 }
 
 #[cfg(test)]

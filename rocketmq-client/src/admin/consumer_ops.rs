@@ -28,7 +28,9 @@ pub enum ResetOutcome {
     /// The brokers told the group's online members, which moved to these offsets.
     Online(BTreeMap<MessageQueue, i64>),
     /// No member was online: the offsets were committed on the brokers (Java's
-    /// `resetOffsetByTimeOld`); per queue, the committed offset before and after.
+    /// `resetOffsetByTimestampOld`); per queue, the group's offset before (0 where it had none
+    /// in a queue of a broker where it has some of the topic; the queue's min offset on a broker
+    /// where it has none) and after (the same where nothing was committed).
     Offline(BTreeMap<MessageQueue, (i64, i64)>),
 }
 
@@ -127,9 +129,11 @@ impl MQAdmin {
         Self::decode(addr, &resp)
     }
 
-    /// Moves `group`'s offsets of `topic` to the first message stored at or after
-    /// `timestamp` (ms; -1: the end of each queue). Without `force`, an offset only moves
-    /// back. Online members are told by their brokers and apply it; for a group with no member
+    /// Moves `group`'s offsets of `topic`, in each queue, to the message whose store time is
+    /// nearest `timestamp` (ms; the earlier of two as near; the broker's SEARCH_OFFSET_BY_TIMESTAMP,
+    /// Java's `getOffsetInQueueByTime`: it may be stored just before `timestamp`, and past the
+    /// newest message it is the newest one, not the end), or with -1 to the end of each queue.
+    /// Without `force`, an offset only moves back. Online members are told by their brokers and apply it; for a group with no member
     /// online, the offsets are committed on the brokers directly. Every broker of the topic
     /// needs its master online ([`ClientError::BrokerNotFound`] naming those whose master is
     /// away, and nothing is changed).
@@ -196,8 +200,12 @@ impl MQAdmin {
         Ok(ResetOutcome::Online(table))
     }
 
-    /// Java's `resetOffsetByTimeOld`: each queue's offset of the time, committed with
-    /// UPDATE_CONSUMER_OFFSET where it moves back (or always, with `force`).
+    /// Java's `resetOffsetByTimestampOld`: on each master, the group's offsets of the topic
+    /// (its consume stats of every topic, as Java asks; a queue it has no offset of counts as
+    /// 0, as the broker reports it); when it has none of the topic there, each read queue from
+    /// its min offset. Each queue's offset of the time is committed with UPDATE_CONSUMER_OFFSET
+    /// only where it is not past the group's offset (or always, with `force`); nothing is
+    /// written for the others (Java `resetOffsetConsumeOffset`).
     async fn reset_offline(
         &self,
         topic: &str,
@@ -207,12 +215,18 @@ impl MQAdmin {
         masters: &[(String, String)],
     ) -> Result<BTreeMap<MessageQueue, (i64, i64)>> {
         let lookup = self.lookup();
+        let route = self
+            .topic_route(topic)
+            .await?
+            .ok_or_else(|| ClientError::NoRoute {
+                topic: topic.to_string(),
+            })?;
         let mut out = BTreeMap::new();
         for (name, addr) in masters {
             let stats = self
                 .inst
                 .api
-                .consume_stats(addr, group, Some(topic), self.timeout())
+                .consume_stats(addr, group, None, self.timeout())
                 .await?;
             let mut queues: Vec<(MessageQueue, i64)> = stats
                 .offset_table
@@ -221,13 +235,22 @@ impl MQAdmin {
                 .map(|(mq, w)| (mq, w.consumer_offset))
                 .collect();
             if queues.is_empty() {
-                // The group never consumed here: every queue, from its min offset.
+                // The group never consumed the topic here: every read queue, from its min
+                // offset.
+                let read_queues = route
+                    .queue_datas
+                    .iter()
+                    .find(|q| q.broker_name == *name)
+                    .map_or(0, |q| q.read_queue_nums);
                 let t = self.topic_stats_on(addr, topic).await?;
-                queues = t
-                    .offset_table
-                    .into_iter()
-                    .map(|(mq, o)| (mq, o.min_offset))
-                    .collect();
+                for queue_id in 0..read_queues {
+                    let mq = MessageQueue::new(topic, name.clone(), queue_id);
+                    let min = match t.offset_table.get(&mq) {
+                        Some(o) => o.min_offset,
+                        None => lookup.min_offset(&mq).await?,
+                    };
+                    queues.push((mq, min));
+                }
             }
             for (mq, committed) in queues {
                 let target = if timestamp == -1 {
@@ -235,23 +258,22 @@ impl MQAdmin {
                 } else {
                     lookup.search_offset(&mq, timestamp).await?
                 };
-                let next = if force || target <= committed {
-                    target
-                } else {
-                    committed
-                };
+                if !(force || target <= committed) {
+                    out.insert(mq, (committed, committed));
+                    continue;
+                }
                 let req = RemotingCommand::request_with_header(
                     RequestCode::UpdateConsumerOffset,
                     &UpdateConsumerOffsetRequestHeader {
                         consumer_group: group.to_string(),
                         topic: topic.to_string(),
                         queue_id: mq.queue_id,
-                        commit_offset: next,
+                        commit_offset: target,
                         broker_name: Some(name.clone()),
                     },
                 );
                 self.inst.api.call(addr, req, self.timeout()).await?;
-                out.insert(mq, (committed, next));
+                out.insert(mq, (committed, target));
             }
         }
         Ok(out)

@@ -77,8 +77,9 @@ impl MessageLookup {
         self.query(topic, key, max, begin, end, false).await
     }
 
-    /// The messages of `topic` whose unique id (`UNIQ_KEY`, `SendResult::msg_id`) is `msg_id`
-    /// (Java `queryMessageByUniqKey`; a retried message is stored more than once).
+    /// The message of `topic` whose unique id (`UNIQ_KEY`, `SendResult::msg_id`) is `msg_id`
+    /// (Java `queryMessageByUniqKey`): a retried send may have stored it more than once; as in
+    /// Java, only the copy stored first is kept (none: no message).
     pub async fn query_message_by_unique_key(
         &self,
         topic: &str,
@@ -141,13 +142,22 @@ impl MessageLookup {
             match r {
                 Ok(Some((ts, msgs))) => {
                     result.index_last_update_timestamp = result.index_last_update_timestamp.max(ts);
-                    result.messages.extend(msgs.into_iter().filter(|m| {
+                    for m in msgs {
                         if unique {
-                            m.uniq_key() == Some(key)
-                        } else {
-                            m.keys().any(|k| k == key)
+                            // Java keeps the copy stored first (the first of equal times).
+                            if m.uniq_key() != Some(key) {
+                                continue;
+                            }
+                            match result.messages.first() {
+                                Some(kept) if kept.store_timestamp <= m.store_timestamp => {}
+                                _ => result.messages = vec![m],
+                            }
+                        } else if m.topic == *topic && m.keys().any(|k| k == key) {
+                            // Java checks the topic too: topics whose `topic#key` hash the
+                            // same share index slots.
+                            result.messages.push(m);
                         }
-                    }));
+                    }
                 }
                 Ok(None) => {}
                 Err(e) => errors.push(e),

@@ -147,14 +147,21 @@ impl OffsetStore {
     }
 
     /// Writes the offsets of `mqs` to the store (and forgets queues no longer owned, for the
-    /// broker backend). The error names every queue whose offset was not stored.
+    /// broker backend; the file keeps the offsets of other queues it holds, as Java's
+    /// `LocalFileOffsetStore.persistAll`). The error names every queue whose offset was not
+    /// stored.
     pub(crate) async fn persist_all(
         &self,
         inst: &ClientInstance,
         mqs: &BTreeSet<MessageQueue>,
     ) -> Result<()> {
         match &self.backend {
-            Backend::File(path) => self.write_file(path, mqs.iter()),
+            Backend::File(path) => {
+                if mqs.is_empty() {
+                    return Ok(());
+                }
+                self.write_file(path, mqs)
+            }
             Backend::Broker => {
                 if mqs.is_empty() {
                     return Ok(());
@@ -193,7 +200,7 @@ impl OffsetStore {
             return Ok(());
         };
         match &self.backend {
-            Backend::File(path) => self.write_file(path, std::iter::once(mq)),
+            Backend::File(path) => self.write_file(path, &BTreeSet::from([mq.clone()])),
             Backend::Broker => self
                 .push_to_broker(inst, mq, off)
                 .await
@@ -206,19 +213,27 @@ impl OffsetStore {
         }
     }
 
-    /// Rewrites the local offsets file; on failure every queue of `mqs` is reported.
-    fn write_file<'a>(
-        &self,
-        path: &Path,
-        mqs: impl Iterator<Item = &'a MessageQueue>,
-    ) -> Result<()> {
-        write_offsets_file(path, self.snapshot()).map_err(|e| {
-            tracing::warn!(path = %path.display(), error = %e, "cannot write the offsets file");
-            let why = format!("cannot write {}: {e}", path.display());
+    /// Rewrites the local offsets file with the in-memory offsets of `mqs` over what it holds
+    /// (Java's `LocalFileOffsetStore.persist`/`persistAll` read the file first): a queue this
+    /// consumer forgot, such as one whose offset an admin reset just set and persisted before
+    /// a rebalance takes it again, keeps its offset in the file. On failure every queue of
+    /// `mqs` is reported.
+    fn write_file(&self, path: &Path, mqs: &BTreeSet<MessageQueue>) -> Result<()> {
+        let failed = |why: String| {
+            tracing::warn!(path = %path.display(), error = %why, "cannot write the offsets file");
             ClientError::OffsetsNotStored {
-                failed: mqs.map(|mq| (mq.clone(), why.clone())).collect(),
+                failed: mqs.iter().map(|mq| (mq.clone(), why.clone())).collect(),
             }
-        })
+        };
+        let mut offsets = read_offsets_with_backup(path).map_err(|e| failed(e.to_string()))?;
+        offsets.extend(
+            lock(&self.table)
+                .iter()
+                .filter(|(mq, _)| mqs.contains(*mq))
+                .map(|(mq, o)| (mq.clone(), *o)),
+        );
+        write_offsets_file(path, offsets)
+            .map_err(|e| failed(format!("cannot write {}: {e}", path.display())))
     }
 
     async fn push_to_broker(
@@ -381,6 +396,44 @@ mod tests {
             );
             let _ = std::fs::remove_dir_all(&dir);
         }
+        inst.shutdown_now();
+    }
+
+    /// Java's `LocalFileOffsetStore.persistAll` writes the given queues over what the file
+    /// holds: an admin reset persists a queue's new offset and forgets it until the next
+    /// rebalance takes the queue again; a persist of the owned queues in between keeps it in
+    /// the file, so the rebalance starts there.
+    #[tokio::test]
+    async fn a_forgotten_queue_keeps_its_offset_in_the_file() {
+        let inst = test_instance("offsets-forgotten-test");
+        let dir = std::env::temp_dir().join(format!("rmq-offsets-forgot-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = OffsetStore::local(&dir, "cid", "g").unwrap();
+        let (reset, other) = (
+            MessageQueue::new("T", "b", 0),
+            MessageQueue::new("T", "b", 1),
+        );
+        store.update(&reset, 10, false);
+        store.update(&other, 7, false);
+        let both = BTreeSet::from([reset.clone(), other.clone()]);
+        store.persist_all(&inst, &both).await.unwrap();
+        // The reset: the new offset, persisted, and the queue forgotten until a rebalance.
+        store.update(&reset, 2, false);
+        store.persist(&inst, &reset).await.unwrap();
+        store.remove(&reset);
+        // The periodic persist of the queues still owned.
+        store.update(&other, 8, false);
+        store
+            .persist_all(&inst, &BTreeSet::from([other.clone()]))
+            .await
+            .unwrap();
+        let path = dir.join("cid").join("g").join("offsets.json");
+        let file = read_offsets_file(&path).unwrap();
+        assert_eq!(file.get(&reset), Some(&2));
+        assert_eq!(file.get(&other), Some(&8));
+        // The rebalance reads the reset offset.
+        assert_eq!(store.read(&inst, &reset, ReadOffsetType::Store).await, 2);
+        let _ = std::fs::remove_dir_all(&dir);
         inst.shutdown_now();
     }
 

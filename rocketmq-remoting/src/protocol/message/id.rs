@@ -5,6 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::util::time::local_month_start_ms;
+#[cfg(test)]
 use crate::util::time::{civil_from_days, days_from_civil};
 
 /// Upper-case hex digits, as Java's `UtilAll.bytes2string` writes them.
@@ -90,6 +92,7 @@ pub fn decode_offset_msg_id(id: &str) -> Option<(SocketAddr, i64)> {
 }
 
 /// Start of the month (UTC, ms) containing `ms`, shifted by `delta` months.
+#[cfg(test)]
 fn month_start_ms(ms: i64, delta: i64) -> i64 {
     let (y, m, _) = civil_from_days(ms.div_euclid(86_400_000));
     let idx = y * 12 + (m - 1) + delta;
@@ -105,8 +108,10 @@ fn now_ms() -> i64 {
 /// Generates `UNIQ_KEY` ids: a fixed per-process prefix (client IP, process id, an instance hash)
 /// followed by the milliseconds since the start of the current month and a 16-bit counter.
 ///
-/// Java measures the month in the JVM's local time zone; this uses UTC (the ids stay unique and
-/// parseable; only the embedded time reads differently in other zones).
+/// The month starts at midnight of its first day in the host's local time zone, as Java's
+/// `MessageClientIDSetter` (a `Calendar` of the JVM's default zone) takes it, so that Java's
+/// `getNearlyTimeFromID` (which `queryMessageByUniqKey` and so the Java tools' lookups by id
+/// start their time window from) reads the time back on a host of the same zone.
 #[derive(Debug)]
 pub struct UniqIdGenerator {
     prefix: String,
@@ -138,8 +143,8 @@ impl UniqIdGenerator {
         Self {
             prefix,
             counter: AtomicU32::new(0),
-            month_start: AtomicI64::new(month_start_ms(now, 0)),
-            next_month: AtomicI64::new(month_start_ms(now, 1)),
+            month_start: AtomicI64::new(local_month_start_ms(now, 0)),
+            next_month: AtomicI64::new(local_month_start_ms(now, 1)),
         }
     }
 
@@ -152,10 +157,10 @@ impl UniqIdGenerator {
     pub fn next_id_at(&self, now: i64) -> String {
         let mut start = self.month_start.load(Ordering::Relaxed);
         if now >= self.next_month.load(Ordering::Relaxed) || now < start - 86_400_000 * 31 {
-            start = month_start_ms(now, 0);
+            start = local_month_start_ms(now, 0);
             self.month_start.store(start, Ordering::Relaxed);
             self.next_month
-                .store(month_start_ms(now, 1), Ordering::Relaxed);
+                .store(local_month_start_ms(now, 1), Ordering::Relaxed);
         }
         let mut diff = (now - start) as i32;
         if diff < 0 && diff > -1_000_000 {
@@ -185,7 +190,8 @@ pub struct UniqIdInfo {
 
 impl UniqIdInfo {
     /// Parses a `UNIQ_KEY` (32 hex digits for IPv4 clients, 56 for IPv6), resolving its time
-    /// against `now` (ms): the current month, or the previous one if that would be in the future.
+    /// against `now` (ms) as Java's `getNearlyTimeFromID`: from the start of the current month
+    /// in the host's local time zone, or of the previous one if that would be in the future.
     pub fn parse(id: &str, now: i64) -> Option<Self> {
         let b = unhex(id)?;
         let ip_len = match b.len() {
@@ -204,9 +210,9 @@ impl UniqIdInfo {
         let t = ip_len + 6;
         let span = i64::from(u32::from_be_bytes([b[t], b[t + 1], b[t + 2], b[t + 3]]));
         let counter = u16::from_be_bytes([b[t + 4], b[t + 5]]);
-        let mut start = month_start_ms(now, 0);
+        let mut start = local_month_start_ms(now, 0);
         if start + span >= now {
-            start = month_start_ms(now, -1);
+            start = local_month_start_ms(now, -1);
         }
         Some(Self {
             ip,
@@ -275,5 +281,58 @@ mod tests {
         );
         let g6 = UniqIdGenerator::new("fe80::1".parse().unwrap(), 1, 2);
         assert_eq!(g6.next_id().len(), 56);
+    }
+
+    /// Java's `MessageClientIDSetter.getNearlyTimeFromID`: the span of the id added to the
+    /// start of the month in the reader's local zone (then the previous month if that is in
+    /// the future). Java's `queryMessageByUniqKey` looks from that time less 1 s, so an id
+    /// whose span is measured from another start is not found by Java's tools.
+    fn java_nearly_time(id: &str, now: i64) -> i64 {
+        let b = unhex(id).unwrap();
+        let t = b.len() - 6;
+        let span = i64::from(u32::from_be_bytes([b[t], b[t + 1], b[t + 2], b[t + 3]]));
+        let mut start = local_month_start_ms(now, 0);
+        if start + span >= now {
+            start = local_month_start_ms(now, -1);
+        }
+        start + span
+    }
+
+    #[test]
+    fn uniq_id_time_is_measured_from_the_local_month_start_as_java_reads_it() {
+        if std::env::var_os("RMQ_TZ_CHILD").is_some() {
+            // Mid-month, the first hours of a month in UTC, and its last hours.
+            for now in [
+                1_700_000_000_123,             // 2023-11-14T22:13:20Z
+                1_698_796_800_000 + 3_600_000, // 2023-11-01T01:00Z
+                1_701_388_800_000 - 3_600_000, // 2023-11-30T23:00Z
+            ] {
+                let g = UniqIdGenerator::new("10.0.0.1".parse().unwrap(), 7, 9);
+                let id = g.next_id_at(now);
+                // Java reads it an hour and a day later, on a host of the same zone.
+                for later in [3_600_000, 86_400_000] {
+                    let nearly = java_nearly_time(&id, now + later);
+                    assert!(
+                        nearly - 1000 <= now && now <= nearly,
+                        "id made at {now} reads as {nearly} ({:?})",
+                        std::env::var("TZ")
+                    );
+                    assert_eq!(
+                        UniqIdInfo::parse(&id, now + later).unwrap().timestamp_ms,
+                        now
+                    );
+                }
+            }
+            return;
+        }
+        for tz in crate::util::time::TEST_ZONES {
+            assert!(
+                crate::util::time::run_in_zone(
+                    "protocol::message::id::tests::uniq_id_time_is_measured_from_the_local_month_start_as_java_reads_it",
+                    tz
+                ),
+                "in {tz}"
+            );
+        }
     }
 }
