@@ -318,6 +318,36 @@ fn offset_for_timestamp() {
     store.shutdown().unwrap();
 }
 
+/// A queue whose every record has expired answers 0 for any time, -1 included (Java's
+/// getOffsetInQueueByTime finds no record; -1 compared equal to "no time found" here).
+#[test]
+fn offset_for_timestamp_of_a_queue_whose_records_expired() {
+    let sim = SimEnv::new(11);
+    let mut cfg = small_config(4 * 1024);
+    cfg.file_reserved_time = 1;
+    let store = MessageStore::open_with(cfg, sim.env()).unwrap();
+    let t0 = sim.clock.now();
+    for i in 0..4 {
+        store
+            .put_message(&msg("Old", 0, format!("old-{i}")))
+            .unwrap();
+    }
+    // Hours later, enough to fill several segments: the old ones expire.
+    sim.clock.set(t0 + 10 * 3_600_000);
+    for i in 0..40 {
+        store
+            .put_message(&msg("New", 0, format!("new-{i:0>200}")))
+            .unwrap();
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    sim.clock.set(t0 + 20 * 3_600_000);
+    assert!(store.delete_expired_files_now().segments_deleted > 0);
+    assert!(store.commit_log_min_offset() > 0);
+    assert_eq!(store.offset_by_time("Old", 0, -1), 0);
+    assert_eq!(store.offset_by_time("Old", 0, t0), 0);
+    store.shutdown().unwrap();
+}
+
 #[test]
 fn arrival_listener_sees_every_message() {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1485,6 +1485,9 @@ impl MessageStore {
         let (mut low, mut high) = (q.min_offset() as i64, q.max_offset() as i64 - 1);
         let (mut left, mut right) = (-1i64, -1i64);
         let (mut left_ts, mut right_ts) = (-1i64, -1i64);
+        // A record stored at exactly `timestamp` was met (Java compares the found time with
+        // the one asked for, which a time of -1 over no live record would match).
+        let mut exact = false;
         while high >= low {
             let mid = low + (high - low) / 2;
             let Some(e) = q.get(mid as u64) else {
@@ -1502,6 +1505,7 @@ impl MessageStore {
             match ts.cmp(&timestamp) {
                 std::cmp::Ordering::Equal => {
                     // The first of equal times.
+                    exact = true;
                     right = mid;
                     right_ts = ts;
                     high = mid - 1;
@@ -1518,7 +1522,7 @@ impl MessageStore {
                 }
             }
         }
-        if right_ts == timestamp {
+        if exact {
             return right;
         }
         if left_ts == -1 {
