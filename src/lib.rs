@@ -4,3 +4,5 @@
 pub mod bench;
 pub mod dashboard;
 pub mod mqadmin;
+#[cfg(test)]
+mod test_zones;

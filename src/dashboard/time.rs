@@ -116,21 +116,7 @@ mod tests {
     /// per process).
     #[test]
     fn times_parse_in_local_time() {
-        if std::env::var_os("RMQ_TZ_CHILD").is_none() {
-            for tz in ["CST-8", "EST5EDT,M3.2.0,M11.1.0", "UTC0"] {
-                let exe = std::env::current_exe().unwrap();
-                let ok = std::process::Command::new(exe)
-                    .args([
-                        "dashboard::time::tests::times_parse_in_local_time",
-                        "--exact",
-                        "--test-threads=1",
-                    ])
-                    .env("TZ", tz)
-                    .env("RMQ_TZ_CHILD", "1")
-                    .status()
-                    .is_ok_and(|s| s.success());
-                assert!(ok, "in {tz}");
-            }
+        if crate::test_zones::ran_in_zones("dashboard::time::tests::times_parse_in_local_time") {
             return;
         }
         // The zone's offset from UTC in November and February (no daylight saving then).

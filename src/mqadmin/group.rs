@@ -648,21 +648,9 @@ mod tests {
     /// and UTC, each in a process of its own (the zone is read once per process).
     #[test]
     fn timestamps_parse_as_java_tools_take_them() {
-        if std::env::var_os("RMQ_TZ_CHILD").is_none() {
-            for tz in ["CST-8", "EST5EDT,M3.2.0,M11.1.0", "UTC0"] {
-                let exe = std::env::current_exe().unwrap();
-                let ok = std::process::Command::new(exe)
-                    .args([
-                        "mqadmin::group::tests::timestamps_parse_as_java_tools_take_them",
-                        "--exact",
-                        "--test-threads=1",
-                    ])
-                    .env("TZ", tz)
-                    .env("RMQ_TZ_CHILD", "1")
-                    .status()
-                    .is_ok_and(|s| s.success());
-                assert!(ok, "in {tz}");
-            }
+        if crate::test_zones::ran_in_zones(
+            "mqadmin::group::tests::timestamps_parse_as_java_tools_take_them",
+        ) {
             return;
         }
         assert_eq!(parse_timestamp("now").unwrap(), -1);
