@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rocketmq_remoting::util::time::local_wall_ms;
+
 /// A wall clock in milliseconds since the epoch, plus the local hour of day.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Milliseconds since the epoch.
@@ -24,25 +26,14 @@ pub fn utc_hour(ms: i64) -> u32 {
 /// Hour of the day (0-23) at `ms` in the host's time zone: `TZ` if set, else
 /// `/etc/localtime` (UTC when neither says), as Java's `Calendar.getInstance()` takes it.
 pub fn local_hour(ms: i64) -> u32 {
-    use chrono::Timelike;
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map_or_else(|| utc_hour(ms), |t| t.with_timezone(&chrono::Local).hour())
+    utc_hour(local_wall_ms(ms))
 }
 
 /// The day at `ms` in the host's time zone (as [`local_hour`]), as a number that grows by one
-/// at each local midnight (days since 0001-01-01; the UTC day when the time is out of range).
+/// at each local midnight (days since 1970-01-01 of the local clock; the UTC day when the time
+/// is out of range).
 pub fn local_day(ms: i64) -> i64 {
-    use chrono::Datelike;
-    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
-        || ms.div_euclid(86_400_000),
-        |t| {
-            i64::from(
-                t.with_timezone(&chrono::Local)
-                    .date_naive()
-                    .num_days_from_ce(),
-            )
-        },
-    )
+    local_wall_ms(ms).div_euclid(86_400_000)
 }
 
 /// The system clock.

@@ -709,20 +709,7 @@ impl IndexService {
 /// An index file's name: its creation time as `yyyyMMddHHmmssSSS` in the host's local time,
 /// as Java's `UtilAll.timeMillisToHumanString` (a `Calendar`) names it.
 fn local_file_name(ms: i64) -> String {
-    use chrono::{Datelike, TimeZone, Timelike};
-    match chrono::Local.timestamp_millis_opt(ms).single() {
-        Some(t) if (0..=9999).contains(&t.year()) => format!(
-            "{:04}{:02}{:02}{:02}{:02}{:02}{:03}",
-            t.year(),
-            t.month(),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second(),
-            t.timestamp_subsec_millis().min(999)
-        ),
-        _ => format_compact_ms(ms),
-    }
+    format_compact_ms(rocketmq_remoting::util::time::local_wall_ms(ms))
 }
 
 /// The creation time an index file's name (local time, see [`local_file_name`]) stands for.
