@@ -112,6 +112,21 @@ fn held_pull(
     })
 }
 
+/// A broker with property filters on, group `g` registered with `a = 1` (version 10), and a
+/// pull of queue 0 from offset 0 held for up to `hold` on the group's subscription.
+async fn group_a_1_with_a_held_pull(
+    hold: Duration,
+) -> (Cluster, String, RemotingClient, JoinHandle<RemotingCommand>) {
+    let cl = Cluster::start_with(on).await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, TOPIC, 1).await;
+    heartbeat(&c, &b, "g", "a = 1", 10).await;
+    let held = held_pull(&cl, &c, 0, 10, hold);
+    parked(&cl).await;
+    (cl, b, c, held)
+}
+
 async fn parked(cl: &Cluster) {
     eventually("the pull to be held", || {
         cl.broker.inner().hold_parked() == 1
@@ -149,13 +164,7 @@ async fn a_held_pull_times_out_with_the_groups_current_expression() {
 /// `checkHoldRequest` does every 5 s) and is answered well before its 60 s run out.
 #[tokio::test]
 async fn a_held_pull_wakes_for_the_groups_new_expression() {
-    let cl = Cluster::start_with(on).await;
-    let b = cl.broker_addr();
-    let c = client();
-    create_topic(&c, &b, TOPIC, 1).await;
-    heartbeat(&c, &b, "g", "a = 1", 10).await;
-    let held = held_pull(&cl, &c, 0, 10, Duration::from_secs(60));
-    parked(&cl).await;
+    let (cl, b, c, held) = group_a_1_with_a_held_pull(Duration::from_secs(60)).await;
     heartbeat(&c, &b, "g", "a = 2", 11).await;
     put(&c, &b, "second", "2").await;
     let r = tokio::time::timeout(Duration::from_secs(15), held)
@@ -176,13 +185,7 @@ async fn a_held_pull_wakes_for_the_groups_new_expression() {
 /// NO_PERMISSION, as Java's re-run of `processRequest` answers, not PULL_NOT_FOUND.
 #[tokio::test]
 async fn a_held_pull_of_a_group_switched_off_is_refused() {
-    let cl = Cluster::start_with(on).await;
-    let b = cl.broker_addr();
-    let c = client();
-    create_topic(&c, &b, TOPIC, 1).await;
-    heartbeat(&c, &b, "g", "a = 1", 10).await;
-    let held = held_pull(&cl, &c, 0, 10, Duration::from_millis(1500));
-    parked(&cl).await;
+    let (cl, b, c, held) = group_a_1_with_a_held_pull(Duration::from_millis(1500)).await;
     let off = SubscriptionGroupConfig {
         group_name: "g".into(),
         consume_enable: false,
@@ -204,13 +207,7 @@ async fn a_held_pull_of_a_group_switched_off_is_refused() {
 /// is answered FILTER_DATA_NOT_EXIST, as Java's re-run answers.
 #[tokio::test]
 async fn a_held_pull_whose_filter_data_went_away_is_told_so() {
-    let cl = Cluster::start_with(on).await;
-    let b = cl.broker_addr();
-    let c = client();
-    create_topic(&c, &b, TOPIC, 1).await;
-    heartbeat(&c, &b, "g", "a = 1", 10).await;
-    let held = held_pull(&cl, &c, 0, 10, Duration::from_millis(1500));
-    parked(&cl).await;
+    let (cl, b, c, held) = group_a_1_with_a_held_pull(Duration::from_millis(1500)).await;
     heartbeat(&c, &b, "g", "a >", 11).await;
     let r = tokio::time::timeout(T, held).await.unwrap().unwrap();
     assert_eq!(r.response_code(), ResponseCode::FilterDataNotExist);
