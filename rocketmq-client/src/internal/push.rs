@@ -232,14 +232,40 @@ impl PushEngine {
         {
             tracing::warn!(group = %self.cfg.group, "listener calls still running at shutdown; their messages will be delivered again");
         }
+        // A rebalance in progress ends first, so the queues it takes (and locks) are released
+        // below; the later ones return at once (`stopping`).
+        let gate = self.rebalance.exclusive().await;
         let owned = self.rebalance.owned();
         let _ = self.offsets.persist_all(&self.inst, &owned).await;
+        let table: Vec<(MessageQueue, Arc<ProcessQueue>)> = lock(&self.rebalance.process_queues)
+            .iter()
+            .map(|(mq, pq)| (mq.clone(), pq.clone()))
+            .collect();
+        // Orderly: the queues whose listener call still runs keep their broker locks, which
+        // expire there (60 s), so that their next owner does not consume them alongside that
+        // call; the others are unlocked, with no call starting meanwhile (their consume locks
+        // are held until their process queues are dropped).
+        let mut idle = Vec::new();
         if self.is_orderly() && self.clustering() {
-            self.rebalance.unlock_all(&self.inst).await;
+            let mut busy = std::collections::BTreeSet::new();
+            for (mq, pq) in &table {
+                match pq.consume_lock.try_lock() {
+                    Ok(g) => idle.push(g),
+                    Err(_) => {
+                        busy.insert(mq.clone());
+                    }
+                }
+            }
+            if !busy.is_empty() {
+                tracing::warn!(group = %self.cfg.group, queues = ?busy, "listener calls still running; their queues stay locked on the broker until the lock expires");
+            }
+            self.rebalance.unlock_all(&self.inst, &busy).await;
         }
         for mq in &owned {
             self.rebalance.remove_process_queue(mq);
         }
+        drop(idle);
+        drop(gate);
         self.inst
             .unregister_consumer(&self.cfg.group, addr_of(self))
             .await;
@@ -1205,10 +1231,11 @@ impl RebalanceTarget for PushEngine {
                 if pq.has_temp_messages() {
                     let Some(me) = self.arc() else { return true };
                     let (mq, delay) = (mq.clone(), self.cfg.unlock_delay);
-                    // Unlocked after the delay, or at once when the consumer stops first.
+                    // Unlocked after the delay, or at once when the consumer stops first;
+                    // not if the queue was taken back meanwhile (its lock is ours again).
                     self.consume_tasks.spawn(async move {
                         me.pause(delay).await;
-                        me.rebalance.unlock_one(&me.inst, &mq).await;
+                        me.rebalance.unlock_if_released(&me.inst, &mq).await;
                     });
                 } else {
                     self.rebalance.unlock_one(&self.inst, mq).await;
@@ -1225,6 +1252,10 @@ impl RebalanceTarget for PushEngine {
 
     fn remove_dirty_offset(&self, mq: &MessageQueue) {
         self.offsets.remove(mq);
+    }
+
+    fn stopping(&self) -> bool {
+        self.stopping.is_cancelled()
     }
 }
 
@@ -1504,8 +1535,14 @@ pub(crate) mod test_support {
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
+    use crate::internal::instance::lock;
     use async_trait::async_trait;
-    use rocketmq_remoting::protocol::body::{self, BrokerData, QueueData, TopicRouteData};
+    use rocketmq_remoting::protocol::body::{
+        self, BrokerData, ConsumerListBody, LockBatchRequestBody, LockBatchResponseBody, QueueData,
+        TopicRouteData,
+    };
+    use rocketmq_remoting::protocol::headers::OffsetResponseHeader;
+    use rocketmq_remoting::protocol::message::MessageQueue;
     use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
     use rocketmq_remoting::transport::{
         ChannelContext, ProcessResult, RemotingServer, RequestProcessor, ServerHandle,
@@ -1698,6 +1735,105 @@ pub(crate) mod test_support {
             }
         }
     }
+
+    /// A [`Fake`] broker keeping a queue lock table: LOCK_BATCH_MQ grants every queue asked
+    /// (while `hold` is set, its answer, and the grant, wait for `release`), UNLOCK_BATCH_MQ
+    /// releases them; GET_CONSUMER_LIST_BY_GROUP answers `members`, QUERY_CONSUMER_OFFSET 0.
+    pub(crate) struct LockBroker {
+        pub(crate) fake: Fake,
+        /// The queues locked now.
+        pub(crate) locked: Arc<Mutex<std::collections::BTreeSet<MessageQueue>>>,
+        /// The queues of each UNLOCK_BATCH_MQ, in arrival order.
+        pub(crate) unlocks: Arc<Mutex<Vec<std::collections::BTreeSet<MessageQueue>>>>,
+        pub(crate) members: Arc<Mutex<Vec<String>>>,
+        pub(crate) hold: Arc<std::sync::atomic::AtomicBool>,
+        pub(crate) release: Arc<tokio::sync::Notify>,
+    }
+
+    impl LockBroker {
+        pub(crate) async fn start() -> LockBroker {
+            let locked: Arc<Mutex<std::collections::BTreeSet<MessageQueue>>> = Arc::default();
+            let unlocks: Arc<Mutex<Vec<std::collections::BTreeSet<MessageQueue>>>> = Arc::default();
+            let members: Arc<Mutex<Vec<String>>> = Arc::default();
+            let hold = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let release = Arc::new(tokio::sync::Notify::new());
+            let answer: Answer = {
+                let (locked, unlocks, members, hold, release) = (
+                    locked.clone(),
+                    unlocks.clone(),
+                    members.clone(),
+                    hold.clone(),
+                    release.clone(),
+                );
+                Box::new(move |req: &RemotingCommand| {
+                    let ok = || RemotingCommand::response(ResponseCode::Success, None);
+                    let r = match req.request_code() {
+                        RequestCode::LockBatchMq => {
+                            let asked: LockBatchRequestBody =
+                                body::decode(&req.body).expect("a lock body");
+                            let grant = {
+                                let locked = locked.clone();
+                                move || {
+                                    lock(&locked).extend(asked.mq_set.iter().cloned());
+                                    ok().with_body(body::encode_fastjson(&LockBatchResponseBody {
+                                        lock_ok_mq_set: asked.mq_set,
+                                    }))
+                                }
+                            };
+                            if hold.load(std::sync::atomic::Ordering::SeqCst) {
+                                let release = release.clone();
+                                return ProcessResult::Deferred(Box::pin(async move {
+                                    release.notified().await;
+                                    Some(grant())
+                                }));
+                            }
+                            grant()
+                        }
+                        RequestCode::UnlockBatchMq => {
+                            let asked: LockBatchRequestBody =
+                                body::decode(&req.body).expect("an unlock body");
+                            let mut l = lock(&locked);
+                            for mq in &asked.mq_set {
+                                l.remove(mq);
+                            }
+                            lock(&unlocks).push(asked.mq_set);
+                            ok()
+                        }
+                        RequestCode::GetConsumerListByGroup => {
+                            ok().with_body(body::encode_fastjson(&ConsumerListBody {
+                                consumer_id_list: lock(&members).clone(),
+                            }))
+                        }
+                        RequestCode::QueryConsumerOffset => {
+                            let mut r = ok();
+                            r.set_header(&OffsetResponseHeader { offset: 0 });
+                            r
+                        }
+                        _ => ok(),
+                    };
+                    ProcessResult::Response(r)
+                })
+            };
+            LockBroker {
+                fake: Fake::start(&[0], answer).await,
+                locked,
+                unlocks,
+                members,
+                hold,
+                release,
+            }
+        }
+
+        /// The queues locked now.
+        pub(crate) fn locked(&self) -> std::collections::BTreeSet<MessageQueue> {
+            lock(&self.locked).clone()
+        }
+
+        /// Every queue named by an UNLOCK_BATCH_MQ so far.
+        pub(crate) fn unlocked(&self) -> std::collections::BTreeSet<MessageQueue> {
+            lock(&self.unlocks).iter().flatten().cloned().collect()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1708,6 +1844,7 @@ mod tests {
     use rocketmq_remoting::protocol::headers::PullMessageResponseHeader;
     use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
     use rocketmq_remoting::transport::ProcessResult;
+    use std::collections::BTreeSet;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     /// [`engine`] of a clustering group whose orderly listener always succeeds.
@@ -1729,12 +1866,23 @@ mod tests {
         listener: Listener,
         topics: &[&str],
     ) -> Arc<PushEngine> {
+        engine_with(group, namesrv, model, listener, topics, |_| {})
+    }
+
+    fn engine_with(
+        group: &str,
+        namesrv: &str,
+        model: MessageModel,
+        listener: Listener,
+        topics: &[&str],
+        tweak: impl FnOnce(&mut PushConsumerConfig),
+    ) -> Arc<PushEngine> {
         let client = ClientConfig {
             namesrv_addr: vec![namesrv.to_string()],
             instance_name: format!("push-test-{group}"),
             ..ClientConfig::default()
         };
-        let cfg = PushConsumerConfig {
+        let mut cfg = PushConsumerConfig {
             group: group.to_string(),
             message_model: model,
             local_offset_store_dir: Some(
@@ -1742,6 +1890,7 @@ mod tests {
             ),
             ..PushConsumerConfig::default()
         };
+        tweak(&mut cfg);
         let subs = topics
             .iter()
             .map(|t| {
@@ -2082,6 +2231,211 @@ mod tests {
         assert!(e.rebalance.owned().is_empty());
         assert_eq!(fake.count(RequestCode::UpdateConsumerOffset), 1);
         assert_eq!(fake.count(RequestCode::UnlockBatchMq), 1);
+        e.inst.shutdown_now();
+    }
+
+    /// A locked process queue of `mq` holding one cached message, in the table.
+    fn owned_pq(e: &PushEngine, mq: &MessageQueue) -> Arc<ProcessQueue> {
+        let pq = Arc::new(ProcessQueue::default());
+        pq.set_locked(true);
+        pq.put(&[msg(&mq.topic, 0)], true);
+        lock(&e.rebalance.process_queues).insert(mq.clone(), pq.clone());
+        pq
+    }
+
+    /// Waits (at most 10 s) for the consume tasks to end once the consumer stops.
+    async fn consume_tasks_end(e: &PushEngine) {
+        e.consume_tasks.close();
+        tokio::time::timeout(Duration::from_secs(10), e.consume_tasks.wait())
+            .await
+            .expect("the consume tasks end");
+    }
+
+    /// A queue released with cached messages is unlocked after `unlock_delay`; taken back
+    /// meanwhile (its broker lock renewed by the same client), it keeps its lock: the delayed
+    /// unlock would otherwise free it under a consumer still consuming it.
+    #[tokio::test]
+    async fn a_delayed_unlock_spares_a_queue_taken_back() {
+        let broker = test_support::LockBroker::start().await;
+        let e = orderly_engine("g-delayed-unlock", &broker.fake.addr, &["T"]);
+        e.inst.update_route("T").await.unwrap();
+        let (q0, q1) = (
+            MessageQueue::new("T", "b", 0),
+            MessageQueue::new("T", "b", 1),
+        );
+        for q in [&q0, &q1] {
+            let pq = owned_pq(&e, q);
+            pq.set_dropped(true);
+            assert!(RebalanceTarget::remove_unnecessary(&*e, q, &pq).await);
+            lock(&e.rebalance.process_queues).remove(q);
+        }
+        assert_eq!(broker.fake.count(RequestCode::UnlockBatchMq), 0, "delayed");
+        // q0 is taken back before its unlock is due.
+        lock(&e.rebalance.process_queues).insert(q0.clone(), Arc::new(ProcessQueue::default()));
+        // Stopping makes the delayed unlocks due at once.
+        e.stopping.cancel();
+        consume_tasks_end(&e).await;
+        assert_eq!(
+            broker.unlocked(),
+            BTreeSet::from([q1]),
+            "only the queue not taken back is unlocked"
+        );
+        e.inst.shutdown_now();
+    }
+
+    /// A rebalance taking a queue when the consumer stops: shutdown waits for it, so the lock
+    /// it obtains is released with the others rather than left to expire on the broker; and
+    /// it takes no further queue.
+    #[tokio::test]
+    async fn shutdown_releases_the_locks_of_a_rebalance_in_flight() {
+        let broker = test_support::LockBroker::start().await;
+        let e = orderly_engine("g-stop-mid-rebalance", &broker.fake.addr, &["T"]);
+        e.inst.update_route("T").await.unwrap();
+        let (q0, q1) = (
+            MessageQueue::new("T", "b", 0),
+            MessageQueue::new("T", "b", 1),
+        );
+        e.rebalance
+            .update_subscribe_info("T", BTreeSet::from([q0.clone(), q1]));
+        lock(&broker.members).push(e.inst.client_id.clone());
+        broker.hold.store(true, Ordering::SeqCst);
+        let rebalance = {
+            let e = e.clone();
+            tokio::spawn(async move { ConsumerHook::rebalance(&*e).await })
+        };
+        broker.fake.wait_for(RequestCode::LockBatchMq, 1).await;
+        broker.hold.store(false, Ordering::SeqCst);
+        // The consumer stops while the LOCK_BATCH_MQ of the queue taken is in flight.
+        let mut stop = std::pin::pin!(e.shutdown());
+        assert!(futures::poll!(&mut stop).is_pending());
+        broker.release.notify_one();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            stop.await;
+            rebalance.await.unwrap();
+        })
+        .await
+        .expect("shutdown and rebalance end");
+        assert_eq!(
+            broker.fake.count(RequestCode::LockBatchMq),
+            1,
+            "a queue taken after the stop began"
+        );
+        assert_eq!(broker.unlocked(), BTreeSet::from([q0]));
+        assert!(
+            broker.locked().is_empty(),
+            "locks left behind by the stopped consumer: {:?}",
+            broker.locked()
+        );
+        e.inst.shutdown_now();
+    }
+
+    /// The periodic lock renewal and a rebalance releasing a queue exclude each other: a
+    /// renewal whose LOCK_BATCH_MQ was sent before the release does not lock the queue again
+    /// after it (which would leave a lock nobody renews or releases).
+    #[tokio::test]
+    async fn lock_renewal_does_not_lock_again_a_queue_released_meanwhile() {
+        let broker = test_support::LockBroker::start().await;
+        let e = orderly_engine("g-renew-vs-release", &broker.fake.addr, &["T"]);
+        e.inst.update_route("T").await.unwrap();
+        let q = MessageQueue::new("T", "b", 0);
+        lock(&broker.members).push(e.inst.client_id.clone());
+        ConsumerHook::rebalance(&*e).await;
+        assert_eq!(e.rebalance.owned(), BTreeSet::from([q.clone()]));
+        assert_eq!(broker.locked(), BTreeSet::from([q.clone()]));
+        // The renewal's LOCK_BATCH_MQ is held by the broker...
+        broker.hold.store(true, Ordering::SeqCst);
+        let renewal = {
+            let e = e.clone();
+            tokio::spawn(async move { e.rebalance.lock_all(&e.inst).await })
+        };
+        broker.fake.wait_for(RequestCode::LockBatchMq, 2).await;
+        broker.hold.store(false, Ordering::SeqCst);
+        // ... while a member joins and takes the queue ("!" sorts before any client id).
+        lock(&broker.members).insert(0, "!other".into());
+        let renewal_first = e.rebalance.gate_busy();
+        let rebalance = {
+            let e = e.clone();
+            tokio::spawn(async move { ConsumerHook::rebalance(&*e).await })
+        };
+        if !renewal_first {
+            // Nothing holds the rebalance back: it releases the queue now.
+            broker.fake.wait_for(RequestCode::UnlockBatchMq, 1).await;
+        }
+        broker.release.notify_one();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            renewal.await.unwrap();
+            rebalance.await.unwrap();
+        })
+        .await
+        .expect("renewal and rebalance end");
+        assert!(e.rebalance.owned().is_empty());
+        assert!(
+            broker.locked().is_empty(),
+            "a released queue locked again: {:?}",
+            broker.locked()
+        );
+        e.inst.shutdown_now();
+    }
+
+    /// A lock retry (`try_lock_later`) of a queue released meanwhile does not lock it again.
+    #[tokio::test]
+    async fn a_lock_retry_does_not_lock_a_released_queue() {
+        let broker = test_support::LockBroker::start().await;
+        let e = orderly_engine("g-retry-released", &broker.fake.addr, &["T"]);
+        e.inst.update_route("T").await.unwrap();
+        let q = MessageQueue::new("T", "b", 0);
+        assert!(!e.rebalance.lock_one(&e.inst, &q).await, "not owned");
+        assert!(broker.locked().is_empty());
+        owned_pq(&e, &q);
+        assert!(e.rebalance.lock_one(&e.inst, &q).await);
+        assert_eq!(broker.locked(), BTreeSet::from([q]));
+        e.inst.shutdown_now();
+    }
+
+    /// Shutdown leaves the broker lock of a queue whose listener call still runs after
+    /// `await_termination` (it expires there), so the next owner does not consume the queue
+    /// alongside that call; the other queues are unlocked.
+    #[tokio::test]
+    async fn shutdown_keeps_the_lock_of_a_queue_still_consumed() {
+        let broker = test_support::LockBroker::start().await;
+        let started = Arc::new(tokio::sync::Notify::new());
+        let release = Arc::new(tokio::sync::Notify::new());
+        let listener = {
+            let (started, release) = (started.clone(), release.clone());
+            orderly_fn(move |_msgs, _mq| {
+                let (started, release) = (started.clone(), release.clone());
+                async move {
+                    started.notify_one();
+                    release.notified().await;
+                    ConsumeOrderlyStatus::Success
+                }
+            })
+        };
+        let e = engine_with(
+            "g-stop-busy",
+            &broker.fake.addr,
+            MessageModel::Clustering,
+            Listener::Orderly(Arc::new(listener)),
+            &["T"],
+            |c| c.await_termination = Duration::ZERO,
+        );
+        e.inst.update_route("T").await.unwrap();
+        let (q0, q1) = (
+            MessageQueue::new("T", "b", 0),
+            MessageQueue::new("T", "b", 1),
+        );
+        let busy = owned_pq(&e, &q0);
+        owned_pq(&e, &q1);
+        e.submit_orderly(busy, q0.clone(), Duration::ZERO);
+        started.notified().await;
+        tokio::time::timeout(Duration::from_secs(10), e.shutdown())
+            .await
+            .expect("shutdown ends");
+        assert_eq!(broker.unlocked(), BTreeSet::from([q1]));
+        release.notify_one();
+        tokio::time::timeout(Duration::from_secs(10), e.consume_tasks.wait())
+            .await
+            .expect("the listener call ends");
         e.inst.shutdown_now();
     }
 

@@ -33,6 +33,10 @@ pub(crate) trait RebalanceTarget: Send + Sync {
     async fn remove_unnecessary(&self, mq: &MessageQueue, pq: &Arc<ProcessQueue>) -> bool;
     /// Forgets a stale in-memory offset of a newly owned queue.
     fn remove_dirty_offset(&self, mq: &MessageQueue);
+    /// Whether the consumer is stopping: a rebalance then takes no more queues.
+    fn stopping(&self) -> bool {
+        false
+    }
     /// The owned queues of `topic` changed.
     fn queues_changed(
         &self,
@@ -249,6 +253,9 @@ impl RebalanceCore {
             }
         }
         for mq in mine {
+            if target.stopping() {
+                break;
+            }
             if lock(&self.process_queues).contains_key(mq) {
                 continue;
             }
@@ -293,8 +300,22 @@ impl RebalanceCore {
         }
     }
 
-    /// Locks one queue on its broker (Java `RebalanceImpl.lock`).
+    /// Holds rebalances (and lock renewals) back while the guard lives: one in progress ends
+    /// first. For shutdown, whose snapshot of the owned queues must include the queues a
+    /// rebalance in progress takes (and locks).
+    pub(crate) async fn exclusive(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.gate.lock().await
+    }
+
+    /// Locks one owned queue on its broker (Java `RebalanceImpl.lock`, for a lock retry of
+    /// the orderly service). A queue no longer owned is not asked for (`false`): a rebalance
+    /// released it, and locking it again would leave a lock nobody renews or releases. Under
+    /// the gate, as a rebalance locks a queue before it records it.
     pub(crate) async fn lock_one(&self, inst: &ClientInstance, mq: &MessageQueue) -> bool {
+        let _gate = self.gate.lock().await;
+        if !lock(&self.process_queues).contains_key(mq) {
+            return false;
+        }
         self.try_lock(inst, mq).await == Some(true)
     }
 
@@ -323,8 +344,12 @@ impl RebalanceCore {
         }
     }
 
-    /// Renews the locks of every owned queue, broker by broker (Java `lockAll`).
+    /// Renews the locks of every owned queue, broker by broker (Java `lockAll`). Unlike
+    /// Java, under the gate: a rebalance releasing (unlocking) a queue while a renewal naming
+    /// it is in flight would otherwise see the queue locked again after its release, a lock
+    /// then neither renewed nor released until the broker expires it.
     pub(crate) async fn lock_all(&self, inst: &ClientInstance) {
+        let _gate = self.gate.lock().await;
         for (broker, mqs) in self.by_broker() {
             let Some(addr) = inst.master_addr(&broker) else {
                 continue;
@@ -347,9 +372,13 @@ impl RebalanceCore {
         }
     }
 
-    /// Releases every owned queue's lock (shutdown).
-    pub(crate) async fn unlock_all(&self, inst: &ClientInstance) {
-        for (broker, mqs) in self.by_broker() {
+    /// Releases the lock of every owned queue but those of `keep` (shutdown).
+    pub(crate) async fn unlock_all(&self, inst: &ClientInstance, keep: &BTreeSet<MessageQueue>) {
+        for (broker, mut mqs) in self.by_broker() {
+            mqs.retain(|mq| !keep.contains(mq));
+            if mqs.is_empty() {
+                continue;
+            }
             let Some(addr) = inst.master_addr(&broker) else {
                 continue;
             };
@@ -369,6 +398,20 @@ impl RebalanceCore {
         }
     }
 
+    /// Releases the lock of a queue released earlier (a delayed unlock), unless it was taken
+    /// back meanwhile: the broker lock is then this consumer's again, renewed when it was
+    /// taken back (same client id), and unlocking it would let another member consume the
+    /// queue alongside this one. Under the gate, as a rebalance locks a queue before it
+    /// records it.
+    pub(crate) async fn unlock_if_released(&self, inst: &ClientInstance, mq: &MessageQueue) {
+        let _gate = self.gate.lock().await;
+        if lock(&self.process_queues).contains_key(mq) {
+            tracing::debug!(group = %self.group, queue = %mq, "queue taken back; its delayed unlock is skipped");
+            return;
+        }
+        self.unlock_one(inst, mq).await;
+    }
+
     /// Releases one queue's lock.
     pub(crate) async fn unlock_one(&self, inst: &ClientInstance, mq: &MessageQueue) {
         let Some(addr) = inst.master_addr(&mq.broker_name) else {
@@ -382,6 +425,12 @@ impl RebalanceCore {
         {
             tracing::warn!(queue = %mq, error = %e, "unlock failed");
         }
+    }
+
+    /// Whether a rebalance would have to wait for the gate now.
+    #[cfg(test)]
+    pub(crate) fn gate_busy(&self) -> bool {
+        self.gate.try_lock().is_err()
     }
 
     fn by_broker(&self) -> BTreeMap<String, BTreeSet<MessageQueue>> {
@@ -622,7 +671,7 @@ mod tests {
             "UNLOCK_BATCH_MQ gave up in time"
         );
         assert!(
-            tokio::time::timeout(bound, core.unlock_all(&inst))
+            tokio::time::timeout(bound, core.unlock_all(&inst, &BTreeSet::new()))
                 .await
                 .is_ok(),
             "unlocking all gave up in time"
