@@ -106,13 +106,27 @@ pub fn key_hash(key: &str) -> i32 {
 /// [`key_hash`] of `topic#key` without building that string (`hashCode` continued over the
 /// parts, as over their concatenation).
 pub fn topic_key_hash(topic: &str, key: &str) -> i32 {
-    abs_hash(
+    topic_key_hash_bytes(topic.as_bytes(), key.as_bytes())
+}
+
+/// [`topic_key_hash`] of the UTF-8 texts `topic` and `key` given as bytes: ASCII (every
+/// message id and nearly every topic and key) is hashed byte by byte, a UTF-16 code unit
+/// being the byte; other text goes through its UTF-16 code units.
+fn topic_key_hash_bytes(topic: &[u8], key: &[u8]) -> i32 {
+    let h = if topic.is_ascii() && key.is_ascii() {
+        [topic, b"#", key]
+            .iter()
+            .flat_map(|part| part.iter())
+            .fold(0i32, |h, &c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+    } else {
+        let (topic, key) = (String::from_utf8_lossy(topic), String::from_utf8_lossy(key));
         topic
             .encode_utf16()
             .chain("#".encode_utf16())
             .chain(key.encode_utf16())
-            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c))),
-    )
+            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+    };
+    abs_hash(h)
 }
 
 fn abs_hash(h: i32) -> i32 {
@@ -608,14 +622,20 @@ impl IndexService {
                 }
             }
         }
+        // As bytes: a key's UTF-8 check would cost more than its hash (a space never sits
+        // inside a multi-byte character, so the pieces are text).
         let keys = d
             .uniq_key
             .iter()
-            .map(|k| k.as_str())
-            .chain(d.keys.iter().flat_map(|k| k.split(' ')))
+            .map(|k| k.as_bytes())
+            .chain(
+                d.keys
+                    .iter()
+                    .flat_map(|k| k.as_bytes().split(|&b| b == b' ')),
+            )
             .filter(|k| !k.is_empty());
         for key in keys {
-            let hash = topic_key_hash(&d.topic, key);
+            let hash = topic_key_hash_bytes(d.topic.as_bytes(), key);
             let mut f = self.active(d.store_timestamp)?;
             if !f.put(hash, phys, d.store_timestamp) {
                 f = self.active(d.store_timestamp)?;
@@ -920,6 +940,13 @@ mod tests {
         ] {
             assert_eq!(
                 topic_key_hash(topic, key),
+                key_hash(&format!("{topic}#{key}")),
+                "{topic}#{key}"
+            );
+            // A record's key, held inline or not, hashes as its text.
+            let record_key = super::super::record::RecordKey::new(key);
+            assert_eq!(
+                topic_key_hash_bytes(topic.as_bytes(), record_key.as_bytes()),
                 key_hash(&format!("{topic}#{key}")),
                 "{topic}#{key}"
             );

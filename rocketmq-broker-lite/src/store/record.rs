@@ -76,6 +76,14 @@ impl<const N: usize> InlineText<N> {
             InlineText::Heap(s) => s,
         }
     }
+
+    /// The text's bytes, without the UTF-8 check that [`Self::as_str`] repeats each call.
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            InlineText::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            InlineText::Heap(s) => s.as_bytes(),
+        }
+    }
 }
 
 /// A record's `UNIQ_KEY`, held inline when it is short (a client's message id is 32 hex
@@ -95,6 +103,11 @@ impl RecordKey {
     /// The key.
     pub fn as_str(&self) -> &str {
         self.0.as_str()
+    }
+
+    /// The key's bytes, without the UTF-8 check of [`Self::as_str`].
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
     }
 }
 
@@ -129,6 +142,23 @@ impl TopicName {
     /// The name.
     pub fn as_str(&self) -> &str {
         self.0.as_str()
+    }
+
+    /// The name's bytes. This and [`Self::len`], [`Self::is_empty`] and the comparisons with
+    /// text skip the UTF-8 check that reading the inline name as a `str` repeats each time
+    /// (a send's append reads its topic several times).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
+    /// The name's length in bytes.
+    pub fn len(&self) -> usize {
+        self.as_bytes().len()
+    }
+
+    /// Whether the name is empty.
+    pub fn is_empty(&self) -> bool {
+        self.as_bytes().is_empty()
     }
 }
 
@@ -199,19 +229,19 @@ impl From<TopicName> for String {
 
 impl PartialEq<str> for TopicName {
     fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for TopicName {
     fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<String> for TopicName {
     fn eq(&self, other: &String) -> bool {
-        self.as_str() == other
+        self.as_bytes() == other.as_bytes()
     }
 }
 
