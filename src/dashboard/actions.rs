@@ -74,6 +74,13 @@ pub(crate) fn parse_properties(text: &str) -> Result<Vec<(String, String)>, Page
                 i + 1
             )));
         }
+        if v.is_empty() {
+            // An empty value never reaches the broker (the property decoders drop the pair).
+            return Err(PageError::bad_input(format!(
+                "property line {} ({k:?}) has no value",
+                i + 1
+            )));
+        }
         if Message::is_reserved_property(k) {
             return Err(PageError::bad_input(format!(
                 "{k:?} is a system property: choose another key"
@@ -258,5 +265,21 @@ mod tests {
             StatusCode::BAD_REQUEST
         );
         assert!(reset_timestamp(&f("middle", "")).is_err());
+    }
+
+    #[test]
+    fn property_lines_need_a_key_and_a_value() {
+        assert_eq!(
+            parse_properties("a = 1\n\n b=2 ").unwrap(),
+            vec![("a".to_string(), "1".to_string()), ("b".into(), "2".into())]
+        );
+        for bad in ["=1", "a=", "a = ", "a", "TAGS=x"] {
+            let e = parse_properties(bad).unwrap_err();
+            assert_eq!(e.status, StatusCode::BAD_REQUEST, "{bad:?}");
+        }
+        assert!(parse_properties("a=")
+            .unwrap_err()
+            .message
+            .contains("has no value"));
     }
 }

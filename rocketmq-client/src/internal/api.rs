@@ -10,7 +10,8 @@ use rocketmq_remoting::protocol::body::{
 use rocketmq_remoting::protocol::codes::VERSION_4_9_8;
 use rocketmq_remoting::protocol::headers::*;
 use rocketmq_remoting::protocol::message::{
-    decode_stored_all, decode_stored_each, MessageExt, MessageQueue, StoredDecodeOptions,
+    decode_stored_all, decode_stored_each, CompressionError, MessageExt, MessageQueue,
+    StoredDecodeError, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{
     CommandHeader, ExtFields, LanguageCode, RemotingCommand, RequestCode, ResponseCode,
@@ -52,7 +53,8 @@ pub struct PullResult {
     pub max_offset: i64,
     /// Broker to pull from next.
     pub suggest_which_broker_id: i64,
-    /// Messages (decoded; bodies still compressed if they were stored so).
+    /// Messages, decoded, their bodies inflated when they were stored compressed (zlib, LZ4 or
+    /// ZSTD; the sys flag keeps its compression bits, as in Java).
     pub messages: Vec<MessageExt>,
 }
 
@@ -609,24 +611,26 @@ impl Api {
     }
 }
 
-/// The messages of a PULL_MESSAGE body, inflated. A message whose body cannot be inflated (an
-/// LZ4 or ZSTD body from a Java 5 producer, a corrupt zlib stream, more than 64 MiB inflated)
-/// is skipped with a warning naming it, and the others are kept: the queue moves past it, as
-/// in Java, whose decoder drops it (and, in 4.9.8, every message after it in the response).
-/// Only a body whose records cannot be told apart fails the whole pull.
+/// The messages of a PULL_MESSAGE body, inflated (zlib, LZ4 or ZSTD, as Java 4.9.8 producers
+/// write them).
+///
+/// A message whose body cannot be inflated because it is corrupt or of an unknown compression
+/// type (sys flag bits 8-10 of 4 to 7) is skipped with a warning naming it, and the others are
+/// kept: the queue moves past it, as in Java, whose decoder drops it (and, in 4.9.8, every
+/// message after it in the response). A message that inflates past the decoder's limit
+/// ([`StoredDecodeOptions::max_decompressed_len`], 64 MiB) is not skipped: Java would deliver
+/// it, so the whole pull fails with [`ClientError::Protocol`] naming it and the queue waits at
+/// its offset. Only a body whose records cannot be told apart fails the pull otherwise.
 fn decode_pulled(
     addr: &str,
     header: &PullMessageRequestHeader,
     body: &Bytes,
 ) -> Result<Vec<MessageExt>> {
-    let records = decode_stored_each(
-        body,
-        StoredDecodeOptions {
-            decompress: true,
-            ..StoredDecodeOptions::default()
-        },
-    )
-    .map_err(|e| ClientError::Protocol {
+    let opts = StoredDecodeOptions {
+        decompress: true,
+        ..StoredDecodeOptions::default()
+    };
+    let records = decode_stored_each(body, opts).map_err(|e| ClientError::Protocol {
         addr: addr.to_string(),
         reason: format!("bad pull body: {e}"),
     })?;
@@ -634,6 +638,25 @@ fn decode_pulled(
     for r in records {
         match r {
             Ok(m) => messages.push(m),
+            Err(bad)
+                if matches!(
+                    bad.error,
+                    StoredDecodeError::Decompress(CompressionError::TooLarge(_))
+                ) =>
+            {
+                return Err(ClientError::Protocol {
+                    addr: addr.to_string(),
+                    reason: format!(
+                        "message {} at offset {} of topic {} queue {} inflates past {} bytes, \
+                         this client's limit; it is not skipped, so the queue waits at it",
+                        bad.message.msg_id,
+                        bad.message.queue_offset,
+                        header.topic,
+                        header.queue_id,
+                        opts.max_decompressed_len
+                    ),
+                });
+            }
             Err(bad) => tracing::warn!(
                 broker = addr,
                 topic = %header.topic,
@@ -660,4 +683,86 @@ pub(crate) fn send_response<'a>(
             reason: format!("bad send response header: {e}"),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use rocketmq_remoting::protocol::message::{
+        compress_zlib, encode_stored, sys_flag, Message, MessageExt,
+    };
+
+    use super::*;
+
+    fn record(offset: i64, sys: i32, body: Vec<u8>) -> Vec<u8> {
+        encode_stored(&MessageExt {
+            message: Message::new("T", body),
+            queue_offset: offset,
+            commit_log_offset: 100 + offset,
+            sys_flag: sys,
+            ..MessageExt::default()
+        })
+    }
+
+    fn header() -> PullMessageRequestHeader {
+        PullMessageRequestHeader {
+            topic: "T".into(),
+            queue_id: 3,
+            ..PullMessageRequestHeader::default()
+        }
+    }
+
+    /// `"hello"` as Java 4.9.8's `Lz4Compressor` and `ZstdCompressor` (level 5) compress it.
+    const JAVA_LZ4_HELLO: &[u8] = &[
+        0x04, 0x22, 0x4d, 0x18, 0x60, 0x70, 0x73, 0x05, 0x00, 0x00, 0x80, 0x68, 0x65, 0x6c, 0x6c,
+        0x6f, 0x00, 0x00, 0x00, 0x00,
+    ];
+    const JAVA_ZSTD_HELLO: &[u8] = &[
+        0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58, 0x28, 0x00, 0x00, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x01,
+        0x00, 0x00,
+    ];
+
+    /// Bodies a Java 4.9.8 producer compressed with LZ4 (sys flag 0x101) or ZSTD (0x201) are
+    /// delivered inflated, not skipped.
+    #[test]
+    fn pulled_lz4_and_zstd_bodies_from_java_are_delivered() {
+        let mut body = record(0, 0, b"plain".to_vec());
+        body.extend(record(
+            1,
+            sys_flag::COMPRESSED | sys_flag::COMPRESSION_LZ4,
+            JAVA_LZ4_HELLO.to_vec(),
+        ));
+        body.extend(record(
+            2,
+            sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZSTD,
+            JAVA_ZSTD_HELLO.to_vec(),
+        ));
+        let got = decode_pulled("b:1", &header(), &Bytes::from(body)).unwrap();
+        let got: Vec<(i64, &[u8])> = got.iter().map(|m| (m.queue_offset, &m.body[..])).collect();
+        assert_eq!(got, [(0, &b"plain"[..]), (1, b"hello"), (2, b"hello")]);
+    }
+
+    /// A body that inflates past the limit fails the pull (the queue waits at it) instead of
+    /// being skipped; a corrupt one is still skipped, as Java drops it.
+    #[test]
+    fn a_body_over_the_inflate_limit_fails_the_pull_instead_of_being_skipped() {
+        let limit = StoredDecodeOptions::default().max_decompressed_len;
+        let zlib = sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB;
+        let mut body = record(0, 0, b"plain".to_vec());
+        body.extend(record(1, zlib, compress_zlib(&vec![0u8; limit + 1], 1)));
+        body.extend(record(2, 0, b"after".to_vec()));
+        let err = decode_pulled("b:1", &header(), &Bytes::from(body)).unwrap_err();
+        let ClientError::Protocol { addr, reason } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(addr, "b:1");
+        assert!(reason.contains("offset 1 of topic T queue 3"), "{reason}");
+        assert!(reason.contains("not skipped"), "{reason}");
+
+        let mut body = record(0, 0, b"plain".to_vec());
+        body.extend(record(1, zlib, b"not zlib".to_vec()));
+        body.extend(record(2, 0, b"after".to_vec()));
+        let got = decode_pulled("b:1", &header(), &Bytes::from(body)).unwrap();
+        let offsets: Vec<i64> = got.iter().map(|m| m.queue_offset).collect();
+        assert_eq!(offsets, [0, 2]);
+    }
 }

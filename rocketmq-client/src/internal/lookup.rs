@@ -44,9 +44,12 @@ impl MessageLookup {
         Ok((addr.to_string(), mq))
     }
 
-    /// The message whose offset message id (`SendResult::offset_msg_id`, `MessageExt::msg_id`
-    /// of a pulled message) is `offset_msg_id`: the id names the broker and the commit-log
-    /// offset (Java `viewMessage`).
+    /// The message whose offset message id (`SendResult::offset_msg_id`,
+    /// `MessageExt::offset_msg_id`) is `offset_msg_id`: the id names the broker and the
+    /// commit-log offset (Java `viewMessage`). Not `SendResult::msg_id` nor, for a message a
+    /// client sent, `MessageExt::msg_id`: those are its unique id (`UNIQ_KEY`), which has the
+    /// same form but names no broker; look it up with
+    /// [`query_message_by_unique_key`](Self::query_message_by_unique_key).
     pub async fn view_message(&self, offset_msg_id: &str) -> Result<MessageExt> {
         let (addr, offset) = decode_offset_msg_id(offset_msg_id).ok_or_else(|| {
             ClientError::InvalidMessage(format!("{offset_msg_id:?} is not an offset message id"))

@@ -19,7 +19,7 @@ pub use self::id::{
     decode_offset_msg_id, encode_offset_msg_id, offset_msg_id_in, push_offset_msg_id,
     UniqIdGenerator, UniqIdInfo,
 };
-pub use self::model::{Message, MessageExt, MessageQueue};
+pub use self::model::{Message, MessageExt, MessageQueue, PropertyError};
 pub use self::properties::{
     decode_properties, encode_properties, plain_properties, property_items, push_properties,
     PlainProperties, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
@@ -94,11 +94,18 @@ pub mod property {
     pub const MESSAGE_TYPE: &str = "MSG_TYPE";
     /// Buyer id (legacy).
     pub const BUYER_ID: &str = "BUYER_ID";
+    /// LMQ (light message queue) names a message is also dispatched to, comma separated (a
+    /// Java broker with `enableLmq` and `enableMultiDispatch`).
+    pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
+    /// The message's queue offsets in those LMQs, comma separated (set by such a broker).
+    pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
 
     /// Separator of `KEYS` entries.
     pub const KEY_SEPARATOR: &str = " ";
 
-    /// Names a user may not set through `put_user_property` (`MessageConst.STRING_HASH_SET`).
+    /// Names a user may not set through `put_user_property`: Java 4.9.8's
+    /// `MessageConst.STRING_HASH_SET`, exactly (so `CHECK_IMMUNITY_TIME_IN_SECONDS` and the
+    /// other transaction-check names are not in it, and `INNER_MULTI_DISPATCH` is not either).
     pub const RESERVED: &[&str] = &[
         TRACE_SWITCH,
         MSG_REGION,
@@ -122,9 +129,6 @@ pub mod property {
         UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
         MAX_RECONSUME_TIMES,
         CONSUME_START_TIMESTAMP,
-        TRANSACTION_PREPARED_QUEUE_OFFSET,
-        TRANSACTION_CHECK_TIMES,
-        CHECK_IMMUNITY_TIME_IN_SECONDS,
         INSTANCE_ID,
         CORRELATION_ID,
         MESSAGE_REPLY_TO_CLIENT,
@@ -133,6 +137,7 @@ pub mod property {
         PUSH_REPLY_TIME,
         CLUSTER,
         MESSAGE_TYPE,
+        INNER_MULTI_QUEUE_OFFSET,
     ];
 }
 

@@ -68,7 +68,10 @@ impl Message {
         self
     }
 
-    /// Sets a user property.
+    /// Sets a property, unchecked (Java's `putProperty`): a reserved name is taken, and an empty
+    /// name or value does not reach the broker (Java's decoder drops the pair), so a producer
+    /// refuses to send it ([`Message::check_properties`]). [`Message::put_user_property`] checks
+    /// as Java's `putUserProperty` does.
     pub fn with_property(mut self, key: impl AsRef<str>, value: impl AsRef<str>) -> Self {
         self.properties.insert(key, value);
         self
@@ -85,9 +88,46 @@ impl Message {
         self.properties.get(key)
     }
 
-    /// Sets a property (system or user).
+    /// Sets a property (system or user), unchecked, as [`Message::with_property`].
     pub fn put_property(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
         self.properties.insert(key, value);
+    }
+
+    /// Sets a user property as Java's `Message.putUserProperty` does: a name of
+    /// [`property::RESERVED`] (`MessageConst.STRING_HASH_SET`) is refused with
+    /// [`PropertyError::Reserved`], and a name or value that is empty or only whitespace (Java's
+    /// `trim().isEmpty()`) with [`PropertyError::Blank`]; the message is then left unchanged.
+    pub fn put_user_property(
+        &mut self,
+        name: impl AsRef<str>,
+        value: impl AsRef<str>,
+    ) -> Result<(), PropertyError> {
+        let (name, value) = (name.as_ref(), value.as_ref());
+        if Self::is_reserved_property(name) {
+            return Err(PropertyError::Reserved(name.to_string()));
+        }
+        if java_blank(name) || java_blank(value) {
+            return Err(PropertyError::Blank {
+                name: name.to_string(),
+            });
+        }
+        self.put_property(name, value);
+        Ok(())
+    }
+
+    /// Refuses a property that would not reach the broker: one with an empty name or value,
+    /// which Java's and this crate's property decoders drop (the unchecked setters accept it).
+    pub fn check_properties(&self) -> Result<(), PropertyError> {
+        match self
+            .properties
+            .iter()
+            .find(|(k, v)| k.is_empty() || v.is_empty())
+        {
+            Some((k, _)) => Err(PropertyError::Blank {
+                name: k.to_string(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Removes a property.
@@ -163,6 +203,27 @@ impl Message {
     pub fn is_reserved_property(key: &str) -> bool {
         property::RESERVED.contains(&key)
     }
+}
+
+/// A user property was refused ([`Message::put_user_property`], [`Message::check_properties`]);
+/// the texts are Java's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PropertyError {
+    /// A system property name (`MessageConst.STRING_HASH_SET`).
+    #[error("The Property<{0}> is used by system, input another please")]
+    Reserved(String),
+    /// An empty or blank name or value.
+    #[error("The name or value of property can not be null or blank string! (property {name:?})")]
+    Blank {
+        /// The property's name.
+        name: String,
+    },
+}
+
+/// Java's `s.trim().isEmpty()`: only characters up to U+0020.
+fn java_blank(s: &str) -> bool {
+    s.chars().all(|c| c <= ' ')
 }
 
 /// A stored message as a consumer receives it: the message plus where and when it was stored.
@@ -315,6 +376,98 @@ mod tests {
         assert!(!m.wait_store_msg_ok());
         assert!(Message::is_reserved_property("UNIQ_KEY"));
         assert!(!Message::is_reserved_property("mine"));
+    }
+
+    /// `MessageConst.STRING_HASH_SET` of Java 4.9.8, in its order.
+    #[test]
+    fn reserved_names_are_java_string_hash_set() {
+        const JAVA: [&str; 31] = [
+            "TRACE_ON",
+            "MSG_REGION",
+            "KEYS",
+            "TAGS",
+            "WAIT",
+            "DELAY",
+            "RETRY_TOPIC",
+            "REAL_TOPIC",
+            "REAL_QID",
+            "TRAN_MSG",
+            "PGROUP",
+            "MIN_OFFSET",
+            "MAX_OFFSET",
+            "BUYER_ID",
+            "ORIGIN_MESSAGE_ID",
+            "TRANSFER_FLAG",
+            "CORRECTION_FLAG",
+            "MQ2_FLAG",
+            "RECONSUME_TIME",
+            "UNIQ_KEY",
+            "MAX_RECONSUME_TIMES",
+            "CONSUME_START_TIME",
+            "INSTANCE_ID",
+            "CORRELATION_ID",
+            "REPLY_TO_CLIENT",
+            "TTL",
+            "ARRIVE_TIME",
+            "PUSH_REPLY_TIME",
+            "CLUSTER",
+            "MSG_TYPE",
+            "INNER_MULTI_QUEUE_OFFSET",
+        ];
+        assert_eq!(property::RESERVED, JAVA);
+        for name in JAVA {
+            assert!(Message::is_reserved_property(name), "{name}");
+        }
+        // Java users set these with `putUserProperty` (the first delays a transaction's first
+        // check-back).
+        for name in [
+            "CHECK_IMMUNITY_TIME_IN_SECONDS",
+            "TRANSACTION_CHECK_TIMES",
+            "TRAN_PREPARED_QUEUE_OFFSET",
+            "INNER_MULTI_DISPATCH",
+        ] {
+            assert!(!Message::is_reserved_property(name), "{name}");
+        }
+    }
+
+    /// Java `Message.putUserProperty`: system names and blank names or values are refused.
+    #[test]
+    fn user_properties_are_checked_as_java_does() {
+        let mut m = Message::new("T", "b");
+        m.put_user_property("k", "v").unwrap();
+        m.put_user_property("CHECK_IMMUNITY_TIME_IN_SECONDS", "60")
+            .unwrap();
+        assert_eq!(m.property("k"), Some("v"));
+        let e = m.put_user_property("TAGS", "x").unwrap_err();
+        assert_eq!(e, PropertyError::Reserved("TAGS".into()));
+        assert_eq!(
+            e.to_string(),
+            "The Property<TAGS> is used by system, input another please"
+        );
+        for (k, v) in [("k2", ""), ("k2", " \t"), ("", "v"), (" ", "v")] {
+            let e = m.put_user_property(k, v).unwrap_err();
+            assert_eq!(e, PropertyError::Blank { name: k.into() }, "{k:?}={v:?}");
+            assert!(
+                e.to_string()
+                    .starts_with("The name or value of property can not be null or blank string!"),
+                "{e}"
+            );
+        }
+        assert_eq!(m.property("TAGS"), None);
+        assert_eq!(m.property("k2"), None);
+        assert!(m.check_properties().is_ok());
+        // The unchecked setters accept anything, but what the wire would drop (an empty name
+        // or value; Java's decoder skips such pairs) is reported before a send.
+        let m = m.with_property("k3", "");
+        assert_eq!(
+            m.check_properties(),
+            Err(PropertyError::Blank { name: "k3".into() })
+        );
+        let m = Message::new("T", "b").with_property("", "v");
+        assert_eq!(
+            m.check_properties(),
+            Err(PropertyError::Blank { name: "".into() })
+        );
     }
 
     #[test]

@@ -35,7 +35,9 @@ pub struct StoredDecodeOptions {
     pub check_crc: bool,
     /// Inflate a compressed body (the sys flag is left as stored, as Java does).
     pub decompress: bool,
-    /// Upper bound on an inflated body.
+    /// Upper bound on an inflated body (64 MiB by default, four times the largest body the
+    /// `rocketmq-client` producer sends): a body that would inflate past it fails with
+    /// [`CompressionError::TooLarge`] (a guard against bodies built to inflate without end).
     pub max_decompressed_len: usize,
 }
 
@@ -317,7 +319,7 @@ pub fn decode_stored_all(
 }
 
 /// A record of a PULL or QUERY body that is well delimited but whose body cannot be inflated
-/// (an unsupported compression type, a corrupt stream, or more than the size limit once
+/// (an unknown compression type, a corrupt stream, or more than the size limit once
 /// inflated): see [`decode_stored_each`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -441,9 +443,10 @@ mod tests {
     #[test]
     fn a_body_that_cannot_be_inflated_spoils_only_its_own_record() {
         let zlib = sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB;
-        let lz4 = sys_flag::COMPRESSED | sys_flag::COMPRESSION_LZ4;
+        // Type 4 is unknown (Java's `CompressionType.findByValue` throws for it).
+        let unknown = sys_flag::COMPRESSED | 0x400;
         let mut buf = record(0, 0, b"plain".to_vec());
-        buf.extend(record(1, lz4, b"lz4 frame".to_vec()));
+        buf.extend(record(1, unknown, b"type 4".to_vec()));
         buf.extend(record(2, zlib, compress_zlib(b"inflated", 5)));
         buf.extend(record(3, zlib, b"not zlib at all".to_vec()));
         buf.extend(record(4, zlib, compress_zlib(&[b'x'; 4096], 5)));
@@ -476,9 +479,7 @@ mod tests {
             bad[0],
             (
                 1,
-                &StoredDecodeError::Decompress(CompressionError::Unsupported(
-                    sys_flag::COMPRESSION_LZ4
-                ))
+                &StoredDecodeError::Decompress(CompressionError::Unsupported(0x400))
             )
         );
         assert!(matches!(
@@ -496,7 +497,7 @@ mod tests {
             )
         );
         let Err(u) = &each[1] else { unreachable!() };
-        assert_eq!(&u.message.body[..], b"lz4 frame", "the body as stored");
+        assert_eq!(&u.message.body[..], b"type 4", "the body as stored");
         assert_eq!(u.message.commit_log_offset, 1001);
         // The all-or-nothing decoder still fails the whole body.
         assert!(decode_stored_all(&buf, opts).is_err());
@@ -506,5 +507,37 @@ mod tests {
             decode_stored_each(&cut, opts),
             Err(StoredDecodeError::Truncated { .. })
         ));
+    }
+
+    /// A pulled record whose body a Java 4.9.8 producer compressed with LZ4 or ZSTD
+    /// (`-Drocketmq.message.compressType=LZ4|ZSTD`): sys flag 0x101 or 0x201.
+    #[test]
+    fn records_with_java_lz4_and_zstd_bodies_are_read() {
+        use super::super::compression::java_fixtures;
+        let lz4 = sys_flag::COMPRESSED | sys_flag::COMPRESSION_LZ4;
+        let zstd = sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZSTD;
+        let mut buf = record(7, lz4, java_fixtures::LZ4.to_vec());
+        buf.extend(record(8, zstd, java_fixtures::ZSTD.to_vec()));
+        let buf = Bytes::from(buf);
+        let opts = StoredDecodeOptions {
+            decompress: true,
+            ..StoredDecodeOptions::default()
+        };
+        let body = java_fixtures::body();
+        let each = decode_stored_each(&buf, opts).unwrap();
+        assert_eq!(each.len(), 2);
+        for (r, (offset, flag)) in each.iter().zip([(7, lz4), (8, zstd)]) {
+            let m = r.as_ref().expect("inflated");
+            assert_eq!(
+                (m.queue_offset, m.sys_flag),
+                (offset, flag),
+                "flag kept, as Java"
+            );
+            assert_eq!(&m.body[..], &body[..]);
+        }
+        let all = decode_stored_all(&buf, opts).unwrap();
+        assert!(all.iter().all(|m| m.body[..] == body[..]));
+        let (one, _) = decode_stored(&buf, opts).unwrap();
+        assert_eq!(&one.body[..], &body[..]);
     }
 }
