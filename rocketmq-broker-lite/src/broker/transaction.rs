@@ -1,7 +1,7 @@
 //! Transactional messages: half messages, END_TRANSACTION (37) and op records.
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,7 +45,8 @@ pub(crate) fn to_half(m: &mut PutMessage, props: &mut StringMap) {
 /// properties are Java's (`TransactionalMessageBridge.addRemoveTagInTransactionOp`): a
 /// `Message` is born with WAIT=true and `makeOpMessageInner` builds the stored string before it
 /// sets WAIT=false (and the unique key) in the map only, so the record keeps TAGS=d, WAIT=true.
-pub(crate) fn put_op_record(b: &BrokerInner, half_queue_offset: i64) -> Result<(), String> {
+/// Returns the op record's offset in the op queue.
+pub(crate) fn put_op_record(b: &BrokerInner, half_queue_offset: i64) -> Result<i64, String> {
     let mut props = StringMap::new();
     props.insert(property::TAGS, REMOVE_TAG);
     props.insert(property::WAIT_STORE_MSG_OK, "true");
@@ -64,9 +65,15 @@ pub(crate) fn put_op_record(b: &BrokerInner, half_queue_offset: i64) -> Result<(
         prepared_transaction_offset: 0,
     };
     b.put_internal(&m, MessageStore::put_message)
-        .map(|_| ())
+        .map(|r| r.queue_offset)
         .map_err(|e| e.to_string())
 }
+
+/// The remark of a SYSTEM_ERROR answer to an END_TRANSACTION whose `commitOrRollback` is not
+/// 0, 8 or 12 (Java's `RemotingHelper.exceptionSimpleDesc` of the exception `checkFields`
+/// throws, without the stack frame Java appends).
+const COMMIT_OR_ROLLBACK_WRONG: &str =
+    "org.apache.rocketmq.remoting.exception.RemotingCommandException: commitOrRollback field wrong";
 
 fn error(code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
     ProcessResult::Response(RemotingCommand::response(code, Some(remark.into())))
@@ -124,7 +131,8 @@ pub(crate) fn committed_message(b: &BrokerInner, half: &MessageExt) -> Option<Pu
 }
 
 /// END_TRANSACTION: commit (write the message to its real topic) or roll back, then mark the
-/// half message resolved. `commitOrRollback = 0` (unknown) is ignored without an answer.
+/// half message resolved. `commitOrRollback = 0` (unknown) is ignored without an answer; any
+/// other value but 8 (commit) and 12 (rollback) is answered with SYSTEM_ERROR, as in Java.
 pub(crate) async fn end_transaction(
     b: &Arc<BrokerInner>,
     _ctx: &ChannelContext,
@@ -134,12 +142,21 @@ pub(crate) async fn end_transaction(
         Ok(h) => h,
         Err(e) => return error(ResponseCode::SystemError, format!("bad header: {e}")),
     };
+    let kind = h.commit_or_rollback;
+    // Java's `EndTransactionRequestHeader.checkFields`, run as the header is decoded (before
+    // the role is looked at): a kind other than 0, 8 or 12 throws, and the exception is
+    // answered with SYSTEM_ERROR and its description.
+    if kind != sys_flag::TRANSACTION_NOT_TYPE
+        && kind != sys_flag::TRANSACTION_COMMIT_TYPE
+        && kind != sys_flag::TRANSACTION_ROLLBACK_TYPE
+    {
+        return error(ResponseCode::SystemError, COMMIT_OR_ROLLBACK_WRONG);
+    }
     if b.is_slave() {
         // Java answers with the response `createResponseCommand` made, its code changed.
         return error(ResponseCode::SlaveNotAvailable, NOT_SET_REMARK);
     }
-    let kind = h.commit_or_rollback;
-    if kind != sys_flag::TRANSACTION_COMMIT_TYPE && kind != sys_flag::TRANSACTION_ROLLBACK_TYPE {
+    if kind == sys_flag::TRANSACTION_NOT_TYPE {
         debug!(msg_id = %h.msg_id, from_check = h.from_transaction_check, "transaction state unknown; nothing to do");
         return ProcessResult::NoResponse;
     }
@@ -193,10 +210,11 @@ pub(crate) async fn end_transaction(
         let wait = half.property(property::WAIT_STORE_MSG_OK) != Some("false");
         match b.put_internal(&m, MessageStore::put_message_now) {
             Ok(r) => {
-                if let Err(e) = put_op_record(b, half.queue_offset) {
-                    warn!(error = %e, "cannot write the transaction op record");
-                }
-                b.transactions.settle(claim);
+                let op = put_op_record(b, half.queue_offset)
+                    .map_err(|e| warn!(error = %e, "cannot write the transaction op record"))
+                    .ok();
+                b.transactions.settle(claim, op);
+                compact_if_full(b);
                 return match ack_when_stored(b, r, wait, RemotingCommand::success()) {
                     ProcessResult::Deferred(answer) => {
                         ProcessResult::Deferred(Box::pin(async move {
@@ -240,11 +258,15 @@ pub(crate) async fn end_transaction(
             }
         }
     }
-    if let Err(e) = put_op_record(b, half.queue_offset) {
-        b.transactions.release(claim);
-        return error(ResponseCode::SystemError, e);
-    }
-    b.transactions.settle(claim);
+    let op = match put_op_record(b, half.queue_offset) {
+        Ok(op) => op,
+        Err(e) => {
+            b.transactions.release(claim);
+            return error(ResponseCode::SystemError, e);
+        }
+    };
+    b.transactions.settle(claim, Some(op));
+    compact_if_full(b);
     // Java answers a rollback with `checkPrepareMessage`'s response: code SUCCESS, but the
     // remark `createResponseCommand` started it with.
     RemotingCommand::response(ResponseCode::Success, Some(NOT_SET_REMARK.to_string())).into()
@@ -253,15 +275,20 @@ pub(crate) async fn end_transaction(
 /// Which half messages are resolved (an op record exists), and which are being ended by an
 /// END_TRANSACTION in progress.
 ///
-/// Built at start from the op queue (`TransactionBook::load`). In DLedger mode the op
-/// records other leaders wrote reach this node's store as replicated entries: before this node
-/// ends or checks a transaction in a term it leads, it reads them (`catch_up`), as Java's
-/// check reads the op queue from the store every round (`fillOpRemoveMap`).
+/// Built at start from the op queue (`TransactionBook::load`), read from the op-queue
+/// progress the check rounds persist (as Java reads it from the offset of `CID_RMQ_SYS_TRANS`
+/// on the op queue): the op records below it name only transactions the checks had moved
+/// past. In DLedger mode the op records other leaders wrote reach this node's store as
+/// replicated entries: before this node ends or checks a transaction in a term it leads, it
+/// reads them (`catch_up`), as Java's check reads the op queue from the store every round
+/// (`fillOpRemoveMap`).
 ///
 /// Bounded by the check progress, as Java's state is bounded by the half- and op-queue
 /// progress: a resolved transaction is forgotten once a check round has moved past its half
 /// message and every copy of it (`TransactionBook::round_ended`). An END_TRANSACTION for it
 /// after that is answered as Java answers it, from the half message at the given offset.
+/// When many transactions end between rounds, the progress is moved past the resolved ones
+/// without waiting for the next round (`compact`).
 #[derive(Debug, Default)]
 pub struct TransactionBook {
     state: std::sync::Mutex<BookState>,
@@ -270,13 +297,32 @@ pub struct TransactionBook {
     /// The DLedger term in which this node read the op records its group committed before,
     /// plus one (0: none yet).
     caught_up: AtomicU64,
-    /// One check round at a time (the check service, `check_transactions_now`).
+    /// One check round at a time (the check service, `check_transactions_now`, [`compact`]).
     rounds: std::sync::Mutex<()>,
+    /// Op records read so far (tests).
+    ops_read: AtomicU64,
+    /// Turns of the checks over a group's producers ([`check_channel`]).
+    turn: AtomicU64,
+    /// How many transactions may be resolved since the last round before [`compact`] runs (0:
+    /// [`DEFAULT_BOOK_LIMIT`]).
+    limit: AtomicUsize,
+    /// A [`compact`] is running or about to.
+    compacting: AtomicBool,
 }
+
+/// How many half messages may be resolved between two check rounds before the check progress
+/// is moved past the resolved ones without waiting for the next round.
+pub const DEFAULT_BOOK_LIMIT: usize = 100_000;
+
+/// The op-queue offset of a resolved half message whose op record is unknown (not written):
+/// it holds the op-queue progress back for nothing.
+const NO_OP_RECORD: i64 = i64::MAX;
 
 #[derive(Debug, Default)]
 struct BookState {
-    resolved: HashSet<i64>,
+    /// Resolved half-queue offsets, each with the op-queue offset of the op record that
+    /// resolved it.
+    resolved: HashMap<i64, i64>,
     /// Half-queue offsets claimed by an END_TRANSACTION not yet finished.
     ending: HashSet<i64>,
     /// Offsets added to `resolved` since the last check round ended.
@@ -291,8 +337,10 @@ struct BookState {
 }
 
 impl BookState {
-    fn add(&mut self, half_queue_offset: i64) {
-        if self.resolved.insert(half_queue_offset) {
+    fn add(&mut self, half_queue_offset: i64, op_offset: i64) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.resolved.entry(half_queue_offset)
+        {
+            e.insert(op_offset);
             self.fresh.push(half_queue_offset);
         }
     }
@@ -311,22 +359,35 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl TransactionBook {
-    /// Reads the op records in the store; `offsets` holds the check progress.
+    /// Reads the op records in the store from the op-queue progress the rounds persisted;
+    /// `offsets` holds the check progress, corrected here when it lies past the half queue's
+    /// end (it could no longer be told apart once new half messages reach it). Without a
+    /// usable op-queue progress (none stored, past the op queue's end, or the check progress
+    /// corrected) every op record is read.
     pub(crate) fn load(store: &MessageStore, offsets: &ConsumerOffsetManager) -> Self {
         let book = Self::default();
-        book.read_ops(store, check_floor(store, offsets));
+        let (floor, corrected) = corrected_floor(store, offsets);
+        let stored_floor = offsets.query(topic::CID_SYS_RMQ_TRANS, topic::TRANS_HALF_TOPIC, 0);
+        let op = topic::TRANS_OP_HALF_TOPIC;
+        let from = match offsets.query(topic::CID_SYS_RMQ_TRANS, op, 0) {
+            Some(p) if !corrected && stored_floor.is_some() && p <= store.max_offset(op, 0) => p,
+            _ => 0,
+        };
+        *lock(&book.next_op) = from;
+        book.read_ops(store, floor);
         book
     }
 
     /// Reads the op records stored since the last call. Each resolves its half message and the
-    /// original that one copies. Those of transactions with no half message (original or copy)
-    /// at or past the check progress `floor` are left out: no round reaches them again.
+    /// original it copies, when a check round can still reach them: at or past the check
+    /// progress `floor`, or an original of a message there.
     fn read_ops(&self, store: &MessageStore, floor: i64) {
         let op = topic::TRANS_OP_HALF_TOPIC;
         let mut next = lock(&self.next_op);
         let max = store.max_offset(op, 0);
         let mut live: Option<HashSet<i64>> = None;
         for offset in (*next).max(store.min_offset(op, 0))..max {
+            self.ops_read.fetch_add(1, Ordering::Relaxed);
             let Some(half) = read_op(store, offset) else {
                 continue;
             };
@@ -334,7 +395,7 @@ impl TransactionBook {
                 // Ended here (its original with it), or a second record.
                 continue;
             }
-            let original = read_half_at(store, half).map(|m| original_offset(store, &m));
+            let original = read_half_head_at(store, half).map(|m| original_offset(store, &m));
             let reachable = half >= floor
                 || original.is_some_and(|o| {
                     live.get_or_insert_with(|| live_originals(store, floor))
@@ -342,13 +403,19 @@ impl TransactionBook {
                 });
             if reachable {
                 let mut st = self.lock();
-                st.add(half);
+                st.add(half, offset);
                 if let Some(o) = original {
-                    st.add(o);
+                    st.add(o, offset);
                 }
             }
         }
         *next = (*next).max(max);
+    }
+
+    /// Reads every op record again (the check progress moved back).
+    fn reread_ops(&self, store: &MessageStore, floor: i64) {
+        *lock(&self.next_op) = 0;
+        self.read_ops(store, floor);
     }
 
     /// Whether `half` (or the original it copies) is resolved.
@@ -363,7 +430,7 @@ impl TransactionBook {
         let mut st = self.lock();
         if offsets
             .iter()
-            .any(|o| st.resolved.contains(o) || st.ending.contains(o))
+            .any(|o| st.resolved.contains_key(o) || st.ending.contains(o))
         {
             return None;
         }
@@ -371,12 +438,13 @@ impl TransactionBook {
         Some(Claim { offsets })
     }
 
-    /// The claimed transaction ended: it is resolved.
-    pub(crate) fn settle(&self, claim: Claim) {
+    /// The claimed transaction ended: it is resolved, by the op record at `op_offset` in the
+    /// op queue (`None`: not written).
+    pub(crate) fn settle(&self, claim: Claim, op_offset: Option<i64>) {
         let mut st = self.lock();
         for o in claim.offsets {
             st.ending.remove(&o);
-            st.add(o);
+            st.add(o, op_offset.unwrap_or(NO_OP_RECORD));
         }
     }
 
@@ -391,7 +459,12 @@ impl TransactionBook {
     /// A check round ended with the check progress at `floor`, and no half message it wrote
     /// (or any before) at or past `end`: what the progress has moved past is forgotten, and
     /// what was resolved since the last round will be once the progress reaches `end`.
-    fn round_ended(&self, end: i64, floor: i64) {
+    ///
+    /// Returns the op-queue progress to persist: below every op record of a transaction still
+    /// remembered, and at most `op_end`, the op queue's end read before (the records past it
+    /// are newer); `None` while an END_TRANSACTION is being handled (its op record may be
+    /// stored before it is remembered).
+    fn round_ended(&self, end: i64, floor: i64, op_end: i64) -> Option<i64> {
         let mut st = self.lock();
         while st.retiring.front().is_some_and(|(e, _)| *e <= floor) {
             if let Some((_, offsets)) = st.retiring.pop_front() {
@@ -406,6 +479,10 @@ impl TransactionBook {
         if !fresh.is_empty() {
             st.retiring.push_back((end, fresh));
         }
+        if !st.ending.is_empty() {
+            return None;
+        }
+        Some(st.resolved.values().copied().fold(op_end, i64::min))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BookState> {
@@ -414,7 +491,74 @@ impl TransactionBook {
 
     /// Whether a half message is resolved.
     fn is_resolved(&self, half_queue_offset: i64) -> bool {
-        self.lock().resolved.contains(&half_queue_offset)
+        self.lock().resolved.contains_key(&half_queue_offset)
+    }
+
+    fn limit(&self) -> usize {
+        match self.limit.load(Ordering::Relaxed) {
+            0 => DEFAULT_BOOK_LIMIT,
+            n => n,
+        }
+    }
+}
+
+/// After an END_TRANSACTION: when many transactions were resolved since the last round,
+/// [`compact`] (off the async workers), once at a time.
+fn compact_if_full(b: &Arc<BrokerInner>) {
+    if b.transactions.lock().fresh.len() < b.transactions.limit()
+        || b.transactions.compacting.swap(true, Ordering::AcqRel)
+    {
+        return;
+    }
+    let me = b.clone();
+    tokio::task::spawn_blocking(move || {
+        compact(&me);
+        me.transactions.compacting.store(false, Ordering::Release);
+    });
+}
+
+/// Moves the check progress past the resolved half messages at its head, as a check round
+/// would (a round skips them), without checking anything, so that what the book remembers of
+/// them is forgotten before the next round (which may be far off: `transactionCheckInterval`).
+/// Stops at the first half message not resolved, which is the next round's to check. Skipped
+/// while a round runs (it does the same).
+fn compact(b: &BrokerInner) {
+    let _round = match b.transactions.rounds.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    if let Err(e) = catch_up_blocking(b) {
+        debug!(error = %e, "transaction book not compacted");
+        return;
+    }
+    let store = &b.store;
+    let max = store.max_offset(topic::TRANS_HALF_TOPIC, 0);
+    let mut off = round_floor(b);
+    while off < max {
+        if let Some(half) = read_half_head_at(store, off) {
+            if !b.transactions.is_resolved_msg(store, &half) {
+                break;
+            }
+        }
+        off += 1;
+    }
+    // No round runs: no copy lies at or past `max`.
+    finish_round(b, off, max);
+}
+
+/// Ends a round (or a [`compact`]) that moved the check progress to `floor`, no half message
+/// it read or wrote lying at or past `end`: persists the check progress and the op-queue
+/// progress, and lets the book forget what the progress has passed.
+fn finish_round(b: &BrokerInner, floor: i64, end: i64) {
+    let half = topic::TRANS_HALF_TOPIC;
+    let op = topic::TRANS_OP_HALF_TOPIC;
+    // Read before the book is: an op record stored after this is past it.
+    let op_end = b.store.max_offset(op, 0);
+    b.offsets.commit(topic::CID_SYS_RMQ_TRANS, half, 0, floor);
+    let end = end.max(b.store.max_offset(half, 0));
+    if let Some(p) = b.transactions.round_ended(end, floor, op_end) {
+        b.offsets.commit(topic::CID_SYS_RMQ_TRANS, op, 0, p);
     }
 }
 
@@ -423,6 +567,19 @@ impl BrokerInner {
     #[doc(hidden)]
     pub fn transaction_book_len(&self) -> usize {
         self.transactions.lock().resolved.len()
+    }
+
+    /// How many op records the transaction book has read (at start and since; tests).
+    #[doc(hidden)]
+    pub fn transaction_ops_read(&self) -> u64 {
+        self.transactions.ops_read.load(Ordering::Relaxed)
+    }
+
+    /// Sets how many transactions may be resolved between rounds before the check progress
+    /// is moved past the resolved ones (tests; 0: [`DEFAULT_BOOK_LIMIT`]).
+    #[doc(hidden)]
+    pub fn set_transaction_book_limit(&self, limit: usize) {
+        self.transactions.limit.store(limit, Ordering::Relaxed);
     }
 }
 
@@ -439,19 +596,60 @@ fn read_op(store: &MessageStore, offset: i64) -> Option<i64> {
 fn live_originals(store: &MessageStore, floor: i64) -> HashSet<i64> {
     let half = topic::TRANS_HALF_TOPIC;
     (floor.max(store.min_offset(half, 0))..store.max_offset(half, 0))
-        .filter_map(|o| read_half_at(store, o))
+        .filter_map(|o| read_half_head_at(store, o))
         .map(|m| original_offset(store, &m))
         .collect()
 }
 
-/// The check progress: the half-queue offset of the next message a round reads.
+/// The check progress: the half-queue offset of the next message a round reads. A stored
+/// progress outside the half queue is corrected as Java's round corrects it (the store's
+/// `nextBeginOffset` for an illegal offset): below the queue, to its first message; past its
+/// end (a store wiped or truncated under its offsets, a slave's copy of its master's offsets),
+/// to 0 when the queue starts at 0, else to its end.
 fn check_floor(store: &MessageStore, offsets: &ConsumerOffsetManager) -> i64 {
     let half = topic::TRANS_HALF_TOPIC;
     let min = store.min_offset(half, 0);
-    offsets
+    let max = store.max_offset(half, 0);
+    match offsets.query(topic::CID_SYS_RMQ_TRANS, half, 0) {
+        None => min,
+        Some(o) if o > max => {
+            if min == 0 {
+                0
+            } else {
+                max
+            }
+        }
+        Some(o) => o.max(min),
+    }
+}
+
+/// The check progress, and whether the stored one lay past the half queue's end (and was
+/// corrected).
+fn corrected_floor(store: &MessageStore, offsets: &ConsumerOffsetManager) -> (i64, bool) {
+    let half = topic::TRANS_HALF_TOPIC;
+    let floor = check_floor(store, offsets);
+    let past = offsets
         .query(topic::CID_SYS_RMQ_TRANS, half, 0)
-        .unwrap_or(min)
-        .max(min)
+        .is_some_and(|o| o > store.max_offset(half, 0));
+    if past {
+        warn!(
+            floor,
+            "the transaction check progress lay past the half queue's end; corrected"
+        );
+        offsets.commit(topic::CID_SYS_RMQ_TRANS, half, 0, floor);
+    }
+    (floor, past)
+}
+
+/// The check progress a round starts from. When the stored one lay past the half queue's
+/// end, it is corrected, and the book reads every op record again: the round may now read
+/// half messages resolved by op records below the op-queue progress.
+fn round_floor(b: &BrokerInner) -> i64 {
+    let (floor, corrected) = corrected_floor(&b.store, &b.offsets);
+    if corrected {
+        b.transactions.reread_ops(&b.store, floor);
+    }
+    floor
 }
 
 /// How long a node that became its DLedger group's leader waits for the entries committed
@@ -484,8 +682,8 @@ fn read_committed_ops(b: &BrokerInner, term: u64) -> Result<(), String> {
     if !b.store.wait_dispatched(CATCH_UP_LIMIT) {
         return Err("the commit log is not dispatched to the queues".into());
     }
-    b.transactions
-        .read_ops(&b.store, check_floor(&b.store, &b.offsets));
+    let floor = round_floor(b);
+    b.transactions.read_ops(&b.store, floor);
     b.transactions
         .caught_up
         .store(term.wrapping_add(1), Ordering::Release);
@@ -524,16 +722,35 @@ fn catch_up_blocking(b: &BrokerInner) -> Result<(), String> {
 /// commit-log offset of the original): Java stores copies with that field 0 and without a link
 /// (`renewHalfMessageInner`), so a late answer to the original leaves the copy to be checked
 /// and committed again; the field is never shown to clients (a check shows the field of the
-/// message it checks, which is 0). Stores written before kept the link in
-/// TRAN_PREPARED_QUEUE_OFFSET.
+/// message it checks, which is 0). Immunity copies (and stores written before) keep the link in
+/// TRAN_PREPARED_QUEUE_OFFSET, see [`linked_by_property`].
 pub(crate) fn original_offset(store: &MessageStore, half: &MessageExt) -> i64 {
-    if let Some(o) = half
-        .property(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(o) = linked_by_property(store, half) {
         return o;
     }
     original_of(store, half).map_or(half.queue_offset, |m| m.queue_offset)
+}
+
+/// The half-queue offset TRAN_PREPARED_QUEUE_OFFSET names, when it names an earlier copy of
+/// the same message: a half message there with the same unique key, born at the same time on
+/// the same host (every copy keeps the original's). A client may send the property too: a
+/// committed message keeps every property of its half message, so a consumed message
+/// forwarded as a new transaction carries the offset of another transaction's half message
+/// (born at another time), possibly on another broker; that links to nothing.
+fn linked_by_property(store: &MessageStore, half: &MessageExt) -> Option<i64> {
+    let x: i64 = half
+        .property(property::TRANSACTION_PREPARED_QUEUE_OFFSET)?
+        .parse()
+        .ok()?;
+    if x < 0 || x >= half.queue_offset {
+        return None;
+    }
+    let m = read_half_head_at(store, x)?;
+    let uniq = property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX;
+    (m.property(uniq) == half.property(uniq)
+        && m.born_timestamp == half.born_timestamp
+        && m.born_host == half.born_host)
+        .then_some(x)
 }
 
 /// The original a check copy links to (see [`original_offset`]): the half message at the copy's
@@ -556,11 +773,26 @@ fn original_of(store: &MessageStore, half: &MessageExt) -> Option<MessageExt> {
 }
 
 fn read_half_at(store: &MessageStore, offset: i64) -> Option<MessageExt> {
+    read_half_with(store, offset, StoredDecodeOptions::default())
+}
+
+/// The half message at half-queue `offset`, without its body.
+fn read_half_head_at(store: &MessageStore, offset: i64) -> Option<MessageExt> {
+    let opts = StoredDecodeOptions {
+        read_body: false,
+        ..StoredDecodeOptions::default()
+    };
+    read_half_with(store, offset, opts)
+}
+
+fn read_half_with(
+    store: &MessageStore,
+    offset: i64,
+    opts: StoredDecodeOptions,
+) -> Option<MessageExt> {
     let e = store.queue_entry(topic::TRANS_HALF_TOPIC, 0, offset)?;
     let raw = store.read_record(u64::try_from(e.phys).ok()?)?;
-    decode_stored(&raw, StoredDecodeOptions::default())
-        .ok()
-        .map(|(m, _)| m)
+    decode_stored(&raw, opts).ok().map(|(m, _)| m)
 }
 
 /// A check to send to a producer of `group`.
@@ -597,7 +829,7 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
     }
     let store = &b.store;
     let max = store.max_offset(half_topic, 0);
-    let mut off = check_floor(store, &b.offsets);
+    let mut off = round_floor(b);
     // Past every half message this round reads or writes.
     let mut end = max;
     let now = b.clock.now_ms();
@@ -625,8 +857,11 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
         }
         let mut props = half.properties.clone();
         props.insert(property::TRANSACTION_CHECK_TIMES, (times + 1).to_string());
+        // The born timestamp is the client's: Java's `long` arithmetic wraps, and so does
+        // this (no overflow panic on an extreme value).
+        let age = now.wrapping_sub(half.born_timestamp);
         // `needSkip`: older than the commit-log retention.
-        if now - half.born_timestamp > retention {
+        if age > retention {
             discard(b, &half, props);
             off += 1;
             continue;
@@ -634,7 +869,6 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
         if half.store_timestamp >= now {
             break;
         }
-        let age = now - half.born_timestamp;
         match half.property(property::CHECK_IMMUNITY_TIME_IN_SECONDS) {
             // No immunity time of its own: a message younger than `transactionTimeOut` stops
             // the round (it and everything after it are checked later).
@@ -687,10 +921,7 @@ pub(crate) fn check_round(b: &BrokerInner) -> Vec<PendingCheck> {
         }
         off += 1;
     }
-    b.offsets
-        .commit(topic::CID_SYS_RMQ_TRANS, half_topic, 0, off);
-    b.transactions
-        .round_ended(end.max(store.max_offset(half_topic, 0)), off);
+    finish_round(b, off, end);
     out
 }
 
@@ -704,17 +935,16 @@ fn java_long(v: &str) -> i64 {
 /// a check. `renewHalfMessageInner` shares the properties map with the message (the check count
 /// `needDiscard` incremented included), sets WAIT=false in it, then the immunity copy adds
 /// TRAN_PREPARED_QUEUE_OFFSET (kept when present, else the half-queue offset of the message)
-/// and rebuilds the string from that map: the copy stores all of them. Returns the copy's
-/// half-queue offset, `None` when it could not be stored.
+/// and rebuilds the string from that map: the copy stores all of them. A property the client
+/// sent, naming no earlier copy of this message ([`linked_by_property`]), is replaced by the
+/// offset of this message's original, as if absent: the copy links to its own transaction.
+/// Returns the copy's half-queue offset, `None` when it could not be stored.
 fn put_immunity_copy(b: &BrokerInner, half: &MessageExt, mut props: StringMap) -> Option<i64> {
     props.insert(property::WAIT_STORE_MSG_OK, "false");
-    if props
-        .get(property::TRANSACTION_PREPARED_QUEUE_OFFSET)
-        .is_none()
-    {
+    if linked_by_property(&b.store, half).is_none() {
         props.insert(
             property::TRANSACTION_PREPARED_QUEUE_OFFSET,
-            half.queue_offset.to_string(),
+            original_offset(&b.store, half).to_string(),
         );
     }
     let m = PutMessage {
@@ -871,10 +1101,30 @@ fn discard(b: &BrokerInner, half: &MessageExt, props: StringMap) {
     }
 }
 
-/// Sends the checks of a round (oneway, as Java does).
+/// The producer connection of `group` the next check goes to: Java's
+/// `ProducerManager.getAvailableChannel` takes the group's connections in turn (a counter
+/// modulo their number), passing over closed ones, so the checks of a round are spread over
+/// the group's producers. (Java also passes over a connection whose write buffer is full;
+/// the connections here do not tell, and a full one makes the send wait.)
+fn check_channel(b: &BrokerInner, group: &str) -> Option<rocketmq_remoting::transport::Channel> {
+    let mut members = b.clients.producer_channels(group);
+    if members.is_empty() {
+        return None;
+    }
+    // A stable order for the turns: the connections' ids.
+    members.sort_unstable_by_key(|m| m.channel.id());
+    let n = members.len();
+    let start = (b.transactions.turn.fetch_add(1, Ordering::Relaxed) % n as u64) as usize;
+    (0..n)
+        .map(|i| &members[(start + i) % n].channel)
+        .find(|c| c.is_active())
+        .cloned()
+}
+
+/// Sends the checks of a round (oneway, as Java does), each to the next producer of its group.
 pub(crate) async fn send_checks(b: &BrokerInner, checks: Vec<PendingCheck>) {
     for c in checks {
-        let Some(ch) = b.clients.producer_channel(&c.group) else {
+        let Some(ch) = check_channel(b, &c.group) else {
             debug!(group = %c.group, "no producer of the group is connected; the check waits for the next round");
             continue;
         };
