@@ -17,6 +17,12 @@ use crate::namesrv::{NameServer, NameServerHandle};
 use crate::store::{FlushDiskType, StoreConfig, StoreEnv};
 
 /// A name server and a broker (the master of its group, with its slaves if any).
+///
+/// Dropped without [`EmbeddedCluster::shutdown`], it stops in the background, as its handles do
+/// ([`BrokerHandle`]): the brokers gracefully, then the name server, on the runtime that started
+/// it, as long as that runtime runs; a temporary directory ([`EmbeddedCluster::start_temp`]) is
+/// removed once they stopped. Await [`EmbeddedCluster::shutdown`] to know when it stopped (its
+/// directory can serve another cluster from then on).
 #[derive(Debug)]
 pub struct EmbeddedCluster {
     namesrv: NameServerHandle,
@@ -123,8 +129,10 @@ impl Default for EmbeddedOptions {
 }
 
 impl EmbeddedCluster {
-    /// Starts both over a new temporary directory (removed when the cluster is dropped), as
-    /// [scratch space](EmbeddedOptions::scratch_disk).
+    /// Starts both over a new temporary directory, as [scratch
+    /// space](EmbeddedOptions::scratch_disk). The directory is removed when the cluster is
+    /// dropped: at once after [`EmbeddedCluster::shutdown`], else once the background stop
+    /// finished.
     pub async fn start_temp() -> Result<Self, BrokerError> {
         let dir = TempDir::new("rocketmq-lite").map_err(|e| BrokerError::Config(e.to_string()))?;
         let opts = EmbeddedOptions {
@@ -255,6 +263,36 @@ impl EmbeddedCluster {
         }
         self.namesrv.shutdown().await;
         r
+    }
+}
+
+impl Drop for EmbeddedCluster {
+    fn drop(&mut self) {
+        let stopped = self.brokers().iter().all(|b| b.is_stopped()) && self.namesrv.is_stopped();
+        if stopped {
+            return;
+        }
+        // Each handle would stop itself in the background when dropped; here the brokers stop
+        // first (they unregister from the name server), then the name server, then the data
+        // directory goes, if it is a temporary one.
+        let temp = self._temp.take();
+        let brokers: Vec<_> = self
+            .brokers()
+            .iter()
+            .map(|b| b.stop_in_background())
+            .collect();
+        let namesrv = self.namesrv.stop_in_background();
+        self.broker.runtime().spawn(async move {
+            for b in brokers {
+                if let Err(e) = b.await {
+                    tracing::warn!(error = %e, "an embedded broker did not stop cleanly");
+                }
+            }
+            namesrv.await;
+            if let Some(temp) = temp {
+                let _ = tokio::task::spawn_blocking(move || drop(temp)).await;
+            }
+        });
     }
 }
 

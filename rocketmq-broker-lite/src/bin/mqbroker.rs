@@ -142,6 +142,13 @@ fn build_config(args: &Args, env_namesrv: Option<String>) -> Result<BrokerConfig
     Ok(cfg)
 }
 
+/// A stop signal before the broker is up ends the process at once, with status 130, as the
+/// signal's default action would (no graceful stop: the store recovers at the next start).
+fn stopped_during_start_up() -> ! {
+    eprintln!("mqbroker: stop signal during start-up; exiting without a graceful stop");
+    std::process::exit(130);
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
@@ -162,7 +169,14 @@ async fn main() -> std::process::ExitCode {
         print!("{}", config_items(&cfg, !args.print_config));
         return std::process::ExitCode::SUCCESS;
     }
-    let broker = match Broker::builder(cfg).start().await {
+    let mut stop = stop;
+    let started = tokio::select! {
+        r = Broker::builder(cfg).start() => r,
+        // Java installs its shutdown hook only once the broker is initialised: a signal during
+        // the store's recovery ends the process at once. The store recovers at the next start.
+        _ = &mut stop => stopped_during_start_up(),
+    };
+    let broker = match started {
         Ok(b) => b,
         Err(e) => {
             eprintln!("broker failed to start: {e}");

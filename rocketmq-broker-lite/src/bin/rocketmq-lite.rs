@@ -75,6 +75,13 @@ fn explicit_flags_win(matches: &ArgMatches, props: &mut BTreeMap<String, String>
     }
 }
 
+/// A stop signal before the cluster is ready ends the process at once, with status 130, as the
+/// signal's default action would (no graceful stop: the stores recover at the next start).
+fn stopped_during_start_up() -> ! {
+    eprintln!("rocketmq-lite: stop signal during start-up; exiting without a graceful stop");
+    std::process::exit(130);
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let matches = Args::command().get_matches();
@@ -153,7 +160,14 @@ async fn main() -> std::process::ExitCode {
         // An operator's store: Java's disk-usage lines hold.
         scratch_disk: false,
     };
-    let cluster = match EmbeddedCluster::start(&args.store_dir, opts).await {
+    let mut stop = stop;
+    // Java's programs install their shutdown hook once initialised: a signal before that ends
+    // the process at once (the stores recover at the next start).
+    let started = tokio::select! {
+        r = EmbeddedCluster::start(&args.store_dir, opts) => r,
+        _ = &mut stop => stopped_during_start_up(),
+    };
+    let cluster = match started {
         Ok(c) => c,
         Err(e) => {
             eprintln!("rocketmq-lite failed to start: {e}");
@@ -173,7 +187,10 @@ async fn main() -> std::process::ExitCode {
                 let _ = cluster.shutdown().await;
                 return std::process::ExitCode::from(1);
             }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+                _ = &mut stop => stopped_during_start_up(),
+            }
         }
     }
     let metrics = if metrics_port != 0 {

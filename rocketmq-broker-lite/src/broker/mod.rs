@@ -66,12 +66,16 @@ use crate::ha::HaService;
 use crate::store::{Clock, MessageStore, PutMessage, StoreEnv, StoreError};
 
 /// Why the broker could not start or stop.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum BrokerError {
     /// Bad configuration (the message names the key).
     #[error("bad broker configuration: {0}")]
     Config(String),
+    /// The task stopping the broker ended before it finished (its runtime shut down, or it
+    /// panicked): the broker may not have stopped.
+    #[error("the broker's stop did not finish: {0}")]
+    Stop(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -365,216 +369,237 @@ impl BrokerBuilder {
         } else {
             (store, None)
         };
-        let config_dir = cfg.store.config_dir();
-        let topics = TopicConfigManager::load(&cfg, env.vfs.clone(), env.clock.clone())?;
-        let subs = SubscriptionGroupManager::load(
-            &config_dir,
-            cfg.auto_create_subscription_group,
-            env.vfs.clone(),
-            env.clock.clone(),
-        )?;
-        let offsets = ConsumerOffsetManager::load(&config_dir, env.vfs.clone())?;
-        let schedule =
-            ScheduleService::load(&config_dir, cfg.store.delay_levels(), env.vfs.clone())?;
-        // Java's `ScheduleMessageService.load` corrects the offsets against the queues.
-        schedule.correct_offsets(&store);
-        let transactions = TransactionBook::load(&store, &offsets);
-        let filters = Arc::new(filter_data::ConsumerFilterManager::load(
-            &config_dir,
-            env.vfs.clone(),
-            env.clock.now_ms(),
-        )?);
-        let ha = match HaService::start(
-            store.clone(),
-            cfg.ha.clone(),
-            &cfg.listen_ip,
-            cfg.ha_listen_port(),
-            cfg.broker_role == BrokerRole::Slave,
-            tls.ha.clone(),
-        )
-        .await
-        {
-            Ok(ha) => ha,
+        match start_on(cfg, env, tls, broker_ip1, store.clone(), dledger.clone()).await {
+            Ok(handle) => Ok(handle),
             Err(e) => {
-                let _ = store.shutdown();
-                return Err(BrokerError::Config(format!(
-                    "cannot listen on the HA port {}:{}: {e}",
-                    cfg.listen_ip,
-                    cfg.ha_listen_port()
-                )));
-            }
-        };
-        let hold = Arc::new(PullHold::default());
-        store.set_arrival_listener(hold.clone());
-        let store_writes = Arc::new(put::StoreWrites::new(store.clone()));
-        // The settings UPDATE_BROKER_CONFIG changes: the store's and the groups' are shared,
-        // and the flow control of the configuration reads the fast-failure ones.
-        let dynamic = dynamic_config::DynamicConfig::new(&cfg, env.clock.now_ms())
-            .with_retention(store.live_retention())
-            .with_subscription_auto_create(subs.auto_create_switch());
-        let mut cfg = cfg;
-        cfg.flow.attach_live(dynamic.fast_failure());
-        let inner = Arc::new(BrokerInner {
-            delay_levels: cfg.store.delay_levels(),
-            store_writes: store_writes.clone(),
-            cfg: cfg.clone(),
-            store: store.clone(),
-            topics,
-            subs,
-            offsets,
-            clients: ClientManager::default(),
-            filters,
-            locks: RebalanceLockManager::default(),
-            hold,
-            schedule,
-            transactions,
-            stats: BrokerStats::new(&cfg.broker_cluster_name),
-            request_metrics: Default::default(),
-            dynamic,
-            clock: env.clock.clone(),
-            namesrv: {
-                let b = RemotingClient::builder().connect_timeout(Duration::from_secs(3));
-                match tls.namesrv.clone() {
-                    Some(t) => b.tls(t),
-                    None => b,
+                // Nothing may run over the store once it closes: the Raft node first (it
+                // writes its log and applies entries to the store), then the store.
+                if let Some(node) = dledger {
+                    node.shutdown().await;
                 }
-                .build()
-            },
-            register_now: Notify::new(),
-            watched: Mutex::new(HashSet::new()),
-            shutdown: CancellationToken::new(),
-            ha: ha.clone(),
-            master_addr: Mutex::new(None),
-            dledger: OnceLock::new(),
-            addr: OnceLock::new(),
-            acl: OnceLock::new(),
-        });
-        let _ = store_writes.broker.set(Arc::downgrade(&inner));
-        if let Some(node) = dledger {
-            let _ = inner.dledger.set(node);
+                let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+                Err(e)
+            }
         }
-        let acl = if cfg.acl_enable {
-            let paths = crate::acl::files::AclPaths::new(&cfg.acl_file_path(), &cfg.acl_dir_path());
-            match crate::acl::files::AclFiles::load(paths) {
-                Ok(files) => {
-                    let files_in: Vec<_> = files.files().map(|p| p.display().to_string()).collect();
-                    let rules = crate::acl::hook::AclRules::from_files(files);
-                    info!(files = ?files_in, accounts = rules.current().accounts.len(), "ACL on");
-                    Some(rules)
-                }
-                Err(e) => {
-                    ha.shutdown();
-                    let _ = store.shutdown();
-                    return Err(BrokerError::Config(format!("aclEnable: {e}")));
-                }
+    }
+}
+
+/// Starts the broker over its open store (and DLedger node): on an error, the caller closes
+/// them.
+async fn start_on(
+    cfg: BrokerConfig,
+    env: StoreEnv,
+    tls: tls::BrokerTls,
+    broker_ip1: Option<IpAddr>,
+    store: MessageStore,
+    dledger: Option<Arc<DLedgerNode>>,
+) -> Result<BrokerHandle, BrokerError> {
+    let config_dir = cfg.store.config_dir();
+    let topics = TopicConfigManager::load(&cfg, env.vfs.clone(), env.clock.clone())?;
+    let subs = SubscriptionGroupManager::load(
+        &config_dir,
+        cfg.auto_create_subscription_group,
+        env.vfs.clone(),
+        env.clock.clone(),
+    )?;
+    let offsets = ConsumerOffsetManager::load(&config_dir, env.vfs.clone())?;
+    let schedule = ScheduleService::load(&config_dir, cfg.store.delay_levels(), env.vfs.clone())?;
+    // Java's `ScheduleMessageService.load` corrects the offsets against the queues.
+    schedule.correct_offsets(&store);
+    let transactions = TransactionBook::load(&store, &offsets);
+    let filters = Arc::new(filter_data::ConsumerFilterManager::load(
+        &config_dir,
+        env.vfs.clone(),
+        env.clock.now_ms(),
+    )?);
+    let ha = match HaService::start(
+        store.clone(),
+        cfg.ha.clone(),
+        &cfg.listen_ip,
+        cfg.ha_listen_port(),
+        cfg.broker_role == BrokerRole::Slave,
+        tls.ha.clone(),
+    )
+    .await
+    {
+        Ok(ha) => ha,
+        Err(e) => {
+            return Err(BrokerError::Config(format!(
+                "cannot listen on the HA port {}:{}: {e}",
+                cfg.listen_ip,
+                cfg.ha_listen_port()
+            )));
+        }
+    };
+    let hold = Arc::new(PullHold::default());
+    store.set_arrival_listener(hold.clone());
+    let store_writes = Arc::new(put::StoreWrites::new(store.clone()));
+    // The settings UPDATE_BROKER_CONFIG changes: the store's and the groups' are shared,
+    // and the flow control of the configuration reads the fast-failure ones.
+    let dynamic = dynamic_config::DynamicConfig::new(&cfg, env.clock.now_ms())
+        .with_retention(store.live_retention())
+        .with_subscription_auto_create(subs.auto_create_switch());
+    let mut cfg = cfg;
+    cfg.flow.attach_live(dynamic.fast_failure());
+    let inner = Arc::new(BrokerInner {
+        delay_levels: cfg.store.delay_levels(),
+        store_writes: store_writes.clone(),
+        cfg: cfg.clone(),
+        store: store.clone(),
+        topics,
+        subs,
+        offsets,
+        clients: ClientManager::default(),
+        filters,
+        locks: RebalanceLockManager::default(),
+        hold,
+        schedule,
+        transactions,
+        stats: BrokerStats::new(&cfg.broker_cluster_name),
+        request_metrics: Default::default(),
+        dynamic,
+        clock: env.clock.clone(),
+        namesrv: {
+            let b = RemotingClient::builder().connect_timeout(Duration::from_secs(3));
+            match tls.namesrv.clone() {
+                Some(t) => b.tls(t),
+                None => b,
             }
-        } else {
-            None
-        };
-        let with_acl = |b: rocketmq_remoting::transport::RemotingServerBuilder| match &acl {
-            Some(rules) => b.hook(Arc::new(crate::acl::hook::AclHook(rules.clone()))),
-            None => b,
-        };
-        let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
-        let server = match cfg
+            .build()
+        },
+        register_now: Notify::new(),
+        watched: Mutex::new(HashSet::new()),
+        shutdown: CancellationToken::new(),
+        ha: ha.clone(),
+        master_addr: Mutex::new(None),
+        dledger: OnceLock::new(),
+        addr: OnceLock::new(),
+        acl: OnceLock::new(),
+    });
+    let _ = store_writes.broker.set(Arc::downgrade(&inner));
+    if let Some(node) = dledger {
+        let _ = inner.dledger.set(node);
+    }
+    let acl = if cfg.acl_enable {
+        let paths = crate::acl::files::AclPaths::new(&cfg.acl_file_path(), &cfg.acl_dir_path());
+        match crate::acl::files::AclFiles::load(paths) {
+            Ok(files) => {
+                let files_in: Vec<_> = files.files().map(|p| p.display().to_string()).collect();
+                let rules = crate::acl::hook::AclRules::from_files(files);
+                info!(files = ?files_in, accounts = rules.current().accounts.len(), "ACL on");
+                Some(rules)
+            }
+            Err(e) => {
+                ha.shutdown();
+                return Err(BrokerError::Config(format!("aclEnable: {e}")));
+            }
+        }
+    } else {
+        None
+    };
+    let with_acl = |b: rocketmq_remoting::transport::RemotingServerBuilder| match &acl {
+        Some(rules) => b.hook(Arc::new(crate::acl::hook::AclHook(rules.clone()))),
+        None => b,
+    };
+    let bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port);
+    let server = match cfg
+        .flow
+        .server_limits(
+            with_acl(RemotingServer::builder(bind.clone())),
+            &cfg,
+            &store.live_retention(),
+        )
+        .tls_context(tls.server.clone())
+        .processor_default(inner.clone(), false)
+        .start()
+        .await
+    {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            ha.shutdown();
+            return Err(e.into());
+        }
+    };
+    let port = server.local_addr().port();
+    let ip: IpAddr = match broker_ip1 {
+        Some(ip) => ip,
+        None => match server.local_addr().ip() {
+            ip if ip.is_unspecified() => local_ip(),
+            ip => ip,
+        },
+    };
+    let store_host = SocketAddr::new(ip, port);
+    // A host name is registered as it is (Java's `brokerIP1 + ":" + listenPort`).
+    let registered = match &cfg.broker_ip1 {
+        Some(host) if host.parse::<IpAddr>().is_err() => format!("{host}:{port}"),
+        _ => store_host.to_string(),
+    };
+    let _ = inner.addr.set((store_host, registered.clone()));
+    if let Some(node) = inner.dledger.get() {
+        node.set_broker_addr(registered);
+    }
+    let vip = if cfg.vip_channel_enable && cfg.listen_port > 2 {
+        let vip_bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port - 2);
+        match cfg
             .flow
             .server_limits(
-                with_acl(RemotingServer::builder(bind.clone())),
+                with_acl(RemotingServer::builder(vip_bind)),
                 &cfg,
                 &store.live_retention(),
             )
             .tls_context(tls.server.clone())
-            .processor_default(inner.clone(), false)
+            .processor_default(inner.clone(), true)
             .start()
             .await
         {
-            Ok(s) => Arc::new(s),
+            Ok(s) => Some(Arc::new(s)),
             Err(e) => {
-                ha.shutdown();
-                let _ = store.shutdown();
-                return Err(e.into());
+                warn!(error = %e, "cannot start the VIP channel on listenPort - 2; continuing without it");
+                None
             }
-        };
-        let port = server.local_addr().port();
-        let ip: IpAddr = match broker_ip1 {
-            Some(ip) => ip,
-            None => match server.local_addr().ip() {
-                ip if ip.is_unspecified() => local_ip(),
-                ip => ip,
-            },
-        };
-        let store_host = SocketAddr::new(ip, port);
-        // A host name is registered as it is (Java's `brokerIP1 + ":" + listenPort`).
-        let registered = match &cfg.broker_ip1 {
-            Some(host) if host.parse::<IpAddr>().is_err() => format!("{host}:{port}"),
-            _ => store_host.to_string(),
-        };
-        let _ = inner.addr.set((store_host, registered.clone()));
-        if let Some(node) = inner.dledger.get() {
-            node.set_broker_addr(registered);
         }
-        let vip = if cfg.vip_channel_enable && cfg.listen_port > 2 {
-            let vip_bind = format!("{}:{}", cfg.listen_ip, cfg.listen_port - 2);
-            match cfg
-                .flow
-                .server_limits(
-                    with_acl(RemotingServer::builder(vip_bind)),
-                    &cfg,
-                    &store.live_retention(),
-                )
-                .tls_context(tls.server.clone())
-                .processor_default(inner.clone(), true)
-                .start()
-                .await
-            {
-                Ok(s) => Some(Arc::new(s)),
-                Err(e) => {
-                    warn!(error = %e, "cannot start the VIP channel on listenPort - 2; continuing without it");
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let mut tasks = spawn_services(&inner);
-        tasks.push(watchdog::spawn(inner.shutdown.clone()));
-        if let Some(rules) = acl {
-            let _ = inner.acl.set(rules.clone());
-            tasks.push(crate::acl::hook::spawn_watcher(
-                rules,
-                crate::acl::hook::WATCH_INTERVAL,
-                inner.shutdown.clone(),
-            ));
-        }
-        register::register_all(&inner, false).await;
-        let servers: Vec<Arc<ServerHandle>> =
-            std::iter::once(server.clone()).chain(vip.clone()).collect();
-        let metrics = if cfg.metrics_port != 0 {
-            let source = crate::metrics::broker::BrokerMetrics::new(inner.clone(), servers);
-            crate::metrics::MetricsServer::start(
-                &cfg.listen_ip,
-                cfg.metrics_port,
-                vec![Arc::new(source)],
-            )
-            .await
-        } else {
-            None
-        };
-        info!(
-            addr = %store_host,
-            name = %cfg.broker_name,
-            cluster = %cfg.broker_cluster_name,
-            "broker started"
-        );
-        Ok(BrokerHandle {
-            inner,
-            server,
-            vip,
-            metrics,
-            tasks: Mutex::new(tasks),
-            stopped: tokio::sync::Mutex::new(false),
-        })
+    } else {
+        None
+    };
+    let mut tasks = spawn_services(&inner);
+    tasks.push(watchdog::spawn(inner.shutdown.clone()));
+    if let Some(rules) = acl {
+        let _ = inner.acl.set(rules.clone());
+        tasks.push(crate::acl::hook::spawn_watcher(
+            rules,
+            crate::acl::hook::WATCH_INTERVAL,
+            inner.shutdown.clone(),
+        ));
     }
+    register::register_all(&inner, false).await;
+    let servers: Vec<Arc<ServerHandle>> =
+        std::iter::once(server.clone()).chain(vip.clone()).collect();
+    let metrics = if cfg.metrics_port != 0 {
+        let source = crate::metrics::broker::BrokerMetrics::new(inner.clone(), servers);
+        crate::metrics::MetricsServer::start(
+            &cfg.listen_ip,
+            cfg.metrics_port,
+            vec![Arc::new(source)],
+        )
+        .await
+    } else {
+        None
+    };
+    info!(
+        addr = %store_host,
+        name = %cfg.broker_name,
+        cluster = %cfg.broker_cluster_name,
+        "broker started"
+    );
+    Ok(BrokerHandle {
+        inner,
+        server,
+        vip,
+        metrics: metrics.map(Arc::new),
+        tasks: Arc::new(Mutex::new(tasks)),
+        stop: Mutex::new(None),
+        runtime: tokio::runtime::Handle::current(),
+    })
 }
 
 /// Registers the broker processor as the default processor of a server builder.
@@ -799,14 +824,160 @@ impl BrokerInner {
 }
 
 /// A running broker.
+///
+/// Stopping is cancel-safe: [`BrokerHandle::shutdown`] and [`BrokerHandle::halt`] run the stop
+/// in a task of its own, started by the first call, so a call whose future is dropped (a
+/// `timeout`, a `select!`) does not leave the broker half-stopped; every call waits for that
+/// same stop and reports how it ended.
+///
+/// Dropping the handle without a stop stops the broker gracefully in the background (as
+/// [`BrokerHandle::shutdown`], errors logged), on the runtime that started it, as long as that
+/// runtime runs: the ports and the store's lock are freed shortly after, not when `drop`
+/// returns. Await [`BrokerHandle::shutdown`] to know when it stopped.
 pub struct BrokerHandle {
     inner: Arc<BrokerInner>,
     server: Arc<ServerHandle>,
     vip: Option<Arc<ServerHandle>>,
     /// The Prometheus endpoint (`metricsPort`), if it runs.
-    metrics: Option<crate::metrics::MetricsServer>,
-    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    stopped: tokio::sync::Mutex<bool>,
+    metrics: Option<Arc<crate::metrics::MetricsServer>>,
+    tasks: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    /// The outcome of the stop, once one began (`None` inside until it ends).
+    stop: Mutex<Option<tokio::sync::watch::Receiver<StopOutcome>>>,
+    /// The runtime the broker's tasks run on (where the stop runs).
+    runtime: tokio::runtime::Handle,
+}
+
+/// How a stop ended (`None` while it runs).
+type StopOutcome = Option<Result<(), BrokerError>>;
+
+/// How a broker stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopKind {
+    Graceful,
+    Halt,
+}
+
+/// What stopping a broker needs, owned by the task that stops it.
+struct StopParts {
+    inner: Arc<BrokerInner>,
+    server: Arc<ServerHandle>,
+    vip: Option<Arc<ServerHandle>>,
+    metrics: Option<Arc<crate::metrics::MetricsServer>>,
+    tasks: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl StopParts {
+    /// Both remoting servers stop taking requests at once, then drain theirs for up to `grace`.
+    async fn stop_servers(&self, grace: Duration) {
+        let vip = async {
+            if let Some(v) = &self.vip {
+                v.shutdown(grace).await;
+            }
+        };
+        futures::join!(self.server.shutdown(grace), vip);
+    }
+
+    async fn halt(self) {
+        let b = &self.inner;
+        if let Some(m) = &self.metrics {
+            m.shutdown().await;
+        }
+        b.shutdown.cancel();
+        b.ha.shutdown();
+        b.hold.wake_all();
+        self.stop_servers(Duration::from_millis(100)).await;
+        for t in lock(&self.tasks).drain(..) {
+            t.abort();
+        }
+        b.namesrv.shutdown();
+        if let Some(node) = b.dledger.get() {
+            node.shutdown().await;
+        }
+        let store = b.store.clone();
+        // Joins the store's threads: not on a worker that serves requests.
+        if tokio::task::spawn_blocking(move || store.halt())
+            .await
+            .is_err()
+        {
+            b.store.halt();
+        }
+    }
+
+    /// The order of Java's `BrokerController.shutdown`: requests first (both servers), then
+    /// the store's services — the DLedger node, replication — then the store; unregistering
+    /// comes first here (Java's comes last), so that clients stop routing to the broker before
+    /// its ports close.
+    async fn shutdown(self) -> Result<(), BrokerError> {
+        let b = &self.inner;
+        if let Some(m) = &self.metrics {
+            m.shutdown().await;
+        }
+        register::unregister_all(b).await;
+        b.shutdown.cancel();
+        b.hold.wake_all();
+        // Replication still runs while the requests in progress drain: a SYNC_MASTER send is
+        // acknowledged by its slave, and whatever was stored reaches the slaves.
+        self.stop_servers(Duration::from_secs(3)).await;
+        if let Some(node) = b.dledger.get() {
+            node.shutdown().await;
+        }
+        b.ha.shutdown();
+        let tasks: Vec<_> = lock(&self.tasks).drain(..).collect();
+        for t in tasks {
+            let _ = t.await;
+        }
+        b.namesrv.shutdown();
+        let me = b.clone();
+        let r = tokio::task::spawn_blocking(move || persist_and_close(&me))
+            .await
+            .unwrap_or_else(|e| {
+                Err(BrokerError::Stop(format!(
+                    "the thread closing the store failed: {e}"
+                )))
+            });
+        match &r {
+            Ok(()) => info!(addr = %b.broker_addr(), "broker stopped"),
+            Err(e) => warn!(addr = %b.broker_addr(), error = %e, "broker stopped with an error"),
+        }
+        r
+    }
+}
+
+/// Persists what the broker keeps in memory (offsets, delay progress, topics, groups, filter
+/// data), then closes the store (flush, checkpoint, unlock). Every step is tried whatever the
+/// others did, as Java's `ConfigManager.persist` logs a failure and goes on; the first failure
+/// is returned.
+fn persist_and_close(b: &BrokerInner) -> Result<(), BrokerError> {
+    let mut first: Option<BrokerError> = None;
+    let mut step = |what: &str, r: Result<(), StoreError>| {
+        if let Err(e) = r {
+            warn!(error = %e, "cannot persist {what} at shutdown");
+            first.get_or_insert(e.into());
+        }
+    };
+    step("consumer offsets", b.offsets.persist_if_dirty());
+    step("delay offsets", b.schedule.persist_if_dirty());
+    step("topics", b.topics.persist());
+    step("subscription groups", b.subs.persist());
+    step("consumer filter data", b.filters.persist_if_dirty());
+    if let Err(e) = b.store.shutdown() {
+        warn!(error = %e, "the store did not close cleanly");
+        first.get_or_insert(e.into());
+    }
+    first.map_or(Ok(()), Err)
+}
+
+/// Waits for the end of a stop.
+async fn stop_outcome(
+    mut rx: tokio::sync::watch::Receiver<StopOutcome>,
+) -> Result<(), BrokerError> {
+    match rx.wait_for(Option::is_some).await {
+        Ok(outcome) => outcome.clone().unwrap_or(Ok(())),
+        Err(_) => Err(BrokerError::Stop(
+            "the task stopping the broker ended early (its runtime shut down, or it panicked)"
+                .into(),
+        )),
+    }
 }
 
 impl std::fmt::Debug for BrokerHandle {
@@ -835,9 +1006,7 @@ impl BrokerHandle {
 
     /// The Prometheus endpoint's address (`metricsPort`), if it runs.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        self.metrics
-            .as_ref()
-            .map(crate::metrics::MetricsServer::local_addr)
+        self.metrics.as_ref().map(|m| m.local_addr())
     }
 
     /// This broker's metrics, to serve on an endpoint shared with other processes (as
@@ -874,73 +1043,82 @@ impl BrokerHandle {
 
     /// Stops as a crash would (tests): no more requests, replication or background work, and
     /// nothing persisted or flushed on the way out. The store's files are left as the process
-    /// death would leave them; a broker started over them recovers.
+    /// death would leave them; a broker started over them recovers. Once a stop began (this or
+    /// [`BrokerHandle::shutdown`]), waits for that one to end instead.
     pub async fn halt(&self) {
-        let mut stopped = self.stopped.lock().await;
-        if *stopped {
-            return;
-        }
-        *stopped = true;
-        let b = &self.inner;
-        if let Some(m) = &self.metrics {
-            m.shutdown().await;
-        }
-        b.shutdown.cancel();
-        b.ha.shutdown();
-        b.hold.wake_all();
-        self.server.shutdown(Duration::from_millis(100)).await;
-        if let Some(v) = &self.vip {
-            v.shutdown(Duration::from_millis(100)).await;
-        }
-        for t in lock(&self.tasks).drain(..) {
-            t.abort();
-        }
-        b.namesrv.shutdown();
-        if let Some(node) = b.dledger.get() {
-            node.shutdown().await;
-        }
-        b.store.halt();
+        let _ = stop_outcome(self.begin_stop(StopKind::Halt)).await;
     }
 
-    /// Stops gracefully: unregisters, answers parked pulls, drains requests, persists offsets,
-    /// topics, groups and delay progress, then flushes and checkpoints the store. Idempotent.
+    /// Stops gracefully: unregisters, answers parked pulls, stops taking requests on both ports
+    /// and drains those in progress, stops the DLedger node and replication, persists offsets,
+    /// topics, groups and delay progress, then flushes, checkpoints and unlocks the store. A
+    /// step that fails (a configuration file that cannot be written) is logged and the others
+    /// still run; the first failure is returned.
+    ///
+    /// Idempotent and cancel-safe: the stop runs in a task of its own, which a dropped call does
+    /// not cancel; every call waits for it and returns its outcome (the same error again if it
+    /// failed).
     pub async fn shutdown(&self) -> Result<(), BrokerError> {
-        let mut stopped = self.stopped.lock().await;
-        if *stopped {
-            return Ok(());
+        stop_outcome(self.begin_stop(StopKind::Graceful)).await
+    }
+
+    /// Whether a stop began and ended (whatever its outcome).
+    pub fn is_stopped(&self) -> bool {
+        lock(&self.stop)
+            .as_ref()
+            .is_some_and(|rx| rx.borrow().is_some())
+    }
+
+    /// Starts the stop in the background (graceful) unless one began; the returned future
+    /// waits for its outcome.
+    pub(crate) fn stop_in_background(
+        &self,
+    ) -> impl std::future::Future<Output = Result<(), BrokerError>> + Send + 'static {
+        stop_outcome(self.begin_stop(StopKind::Graceful))
+    }
+
+    /// The runtime the broker runs on.
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+
+    /// Starts the stop, once: a later call gets the stop already under way, or its outcome.
+    fn begin_stop(&self, kind: StopKind) -> tokio::sync::watch::Receiver<StopOutcome> {
+        let mut slot = lock(&self.stop);
+        if let Some(rx) = slot.as_ref() {
+            return rx.clone();
         }
-        *stopped = true;
-        let b = &self.inner;
-        if let Some(m) = &self.metrics {
-            m.shutdown().await;
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let parts = StopParts {
+            inner: self.inner.clone(),
+            server: self.server.clone(),
+            vip: self.vip.clone(),
+            metrics: self.metrics.clone(),
+            tasks: self.tasks.clone(),
+        };
+        self.runtime.spawn(async move {
+            let r = match kind {
+                StopKind::Graceful => parts.shutdown().await,
+                StopKind::Halt => {
+                    parts.halt().await;
+                    Ok(())
+                }
+            };
+            tx.send_replace(Some(r));
+        });
+        *slot = Some(rx.clone());
+        rx
+    }
+}
+
+impl Drop for BrokerHandle {
+    /// Unless a stop began, stops the broker gracefully in the background (see
+    /// [`BrokerHandle`]).
+    fn drop(&mut self) {
+        if lock(&self.stop).is_none() {
+            debug!(addr = %self.inner.broker_addr(), "broker handle dropped; stopping the broker");
+            let _ = self.begin_stop(StopKind::Graceful);
         }
-        register::unregister_all(b).await;
-        b.shutdown.cancel();
-        b.ha.shutdown();
-        b.hold.wake_all();
-        self.server.shutdown(Duration::from_secs(3)).await;
-        if let Some(node) = b.dledger.get() {
-            node.shutdown().await;
-        }
-        if let Some(v) = &self.vip {
-            v.shutdown(Duration::from_secs(1)).await;
-        }
-        let tasks: Vec<_> = lock(&self.tasks).drain(..).collect();
-        for t in tasks {
-            let _ = t.await;
-        }
-        b.namesrv.shutdown();
-        b.offsets.persist_if_dirty()?;
-        b.schedule.persist_if_dirty()?;
-        b.topics.persist()?;
-        b.subs.persist()?;
-        b.filters.persist_if_dirty()?;
-        let store = b.store.clone();
-        tokio::task::spawn_blocking(move || store.shutdown())
-            .await
-            .map_err(|e| BrokerError::Config(format!("store thread failed: {e}")))??;
-        info!(addr = %b.broker_addr(), "broker stopped");
-        Ok(())
     }
 }
 

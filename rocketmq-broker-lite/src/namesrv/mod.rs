@@ -17,7 +17,7 @@ pub mod route;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -196,6 +196,9 @@ impl NameServerBuilder {
             state,
             stop,
             metrics,
+            stop_begun: AtomicBool::new(false),
+            stopped: Arc::new(AtomicBool::new(false)),
+            runtime: tokio::runtime::Handle::current(),
         })
     }
 }
@@ -231,11 +234,21 @@ impl State {
 }
 
 /// A running name server.
+///
+/// Dropping the handle without [`NameServerHandle::shutdown`] stops it in the background, on
+/// the runtime that started it (as long as that runtime runs): the port is freed shortly after
+/// `drop` returns.
 pub struct NameServerHandle {
     server: Arc<ServerHandle>,
     state: Arc<State>,
     stop: CancellationToken,
     metrics: Option<crate::metrics::MetricsServer>,
+    /// Set once a stop began (`stop_in_background`).
+    stop_begun: AtomicBool,
+    /// Set once a shutdown completed.
+    stopped: Arc<AtomicBool>,
+    /// The runtime it runs on (where a dropped handle's stop runs).
+    runtime: tokio::runtime::Handle,
 }
 
 impl std::fmt::Debug for NameServerHandle {
@@ -278,15 +291,45 @@ impl NameServerHandle {
         ))
     }
 
-    /// Stops serving. Idempotent.
+    /// Stops serving. Idempotent; cancel-safe (a call whose future is dropped leaves what the
+    /// next call completes).
     pub async fn shutdown(&self) {
         if let Some(m) = &self.metrics {
             m.shutdown().await;
         }
+        self.stop_in_background().await;
+    }
+
+    /// Whether a shutdown completed.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// The stop of the port and the scan, as a future that owns what it needs.
+    pub(crate) fn stop_in_background(
+        &self,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (server, state, stop) = (self.server.clone(), self.state.clone(), self.stop.clone());
+        let stopped = self.stopped.clone();
+        self.stop_begun.store(true, Ordering::Release);
+        async move {
+            stop.cancel();
+            server.shutdown(Duration::from_secs(1)).await;
+            if let Err(e) = lock(&state.kv).persist() {
+                tracing::warn!(error = %e, "cannot persist the KV configuration");
+            }
+            stopped.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for NameServerHandle {
+    fn drop(&mut self) {
+        // The metrics endpoint stops with its own handle, dropped with this one; the port at
+        // the latest with the last clone of its handle.
         self.stop.cancel();
-        self.server.shutdown(Duration::from_secs(1)).await;
-        if let Err(e) = lock(&self.state.kv).persist() {
-            tracing::warn!(error = %e, "cannot persist the KV configuration");
+        if !self.stop_begun.load(Ordering::Acquire) {
+            self.runtime.spawn(self.stop_in_background());
         }
     }
 }

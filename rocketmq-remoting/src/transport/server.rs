@@ -325,6 +325,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A running server.
+///
+/// Dropping the handle stops the server at once, without a grace period: it stops accepting
+/// (the port is freed) and closes every connection, requests in progress included. Call
+/// [`ServerHandle::shutdown`] first for a graceful stop.
 pub struct ServerHandle {
     local_addr: SocketAddr,
     shutdown: CancellationToken,
@@ -405,5 +409,18 @@ impl ServerHandle {
         }
         drop(open);
         info!(local_addr = %self.local_addr, "remoting server stopped");
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        // The accept loop owns the listener: the port is free once it ends.
+        if let Some(task) = lock(&self.accept_task).take() {
+            task.abort();
+        }
+        for ch in lock(&self.channels).drain().map(|(_, ch)| ch) {
+            ch.close();
+        }
     }
 }
