@@ -304,7 +304,10 @@ async fn timeouts_and_cancellations_leave_nothing_pending() {
 async fn each_request_times_out_at_its_own_deadline_on_a_shared_connection() {
     let (server, _) = start_server(1 << 24, 100).await;
     let addr = server.local_addr().to_string();
-    let client = RemotingClient::default();
+    // A timeout would close the shared connection (Java's `clientCloseSocketIfTimeout`).
+    let client = RemotingClient::builder()
+        .close_socket_if_timeout(false)
+        .build();
     assert_eq!(echoed(&client, &addr, "connect").await, "connect");
     let started = std::time::Instant::now();
     let short = client.invoke(&addr, request(SILENT), Duration::from_millis(60));

@@ -295,7 +295,10 @@ impl BrokerInner {
                 &header,
             );
             tokio::spawn(async move {
-                if let Err(e) = ch.invoke_oneway(req).await {
+                if let Err(e) = ch
+                    .invoke_oneway_timeout(req, Duration::from_millis(10))
+                    .await
+                {
                     debug!(error = %e, "cannot notify a consumer");
                 }
             });

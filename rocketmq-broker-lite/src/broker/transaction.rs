@@ -1133,7 +1133,10 @@ pub(crate) async fn send_checks(b: &BrokerInner, checks: Vec<PendingCheck>) {
             &c.header,
         )
         .with_body(c.body);
-        if let Err(e) = ch.invoke_oneway(req).await {
+        if let Err(e) = ch
+            .invoke_oneway_timeout(req, Duration::from_millis(10))
+            .await
+        {
             debug!(group = %c.group, error = %e, "cannot send a transaction check");
         }
     }

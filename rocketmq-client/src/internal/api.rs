@@ -19,6 +19,7 @@ use rocketmq_remoting::protocol::{
 use rocketmq_remoting::transport::RemotingClient;
 
 use crate::error::{ClientError, Result};
+use crate::internal::send::SendMode;
 
 /// The remote API of one client instance.
 #[derive(Clone, Debug)]
@@ -143,7 +144,7 @@ impl Api {
         header: &SendMessageRequestHeaderRef<'_>,
         body: Bytes,
         timeout: Duration,
-        oneway: bool,
+        mode: SendMode,
     ) -> Result<Option<RemotingCommand>> {
         let code = if header.batch {
             RequestCode::SendBatchMessage
@@ -162,11 +163,17 @@ impl Api {
         // ACL signer reads and extends it as it is).
         req.ext_json = Some(header.to_v2_json());
         req.body = body;
-        if oneway {
-            self.remoting.invoke_oneway(addr, req, timeout).await?;
-            return Ok(None);
-        }
-        let mut resp = self.invoke(addr, req, timeout).await?;
+        // As Java's `MQClientAPIImpl.sendMessage`: a synchronous send's timeout closes its
+        // connection (`invokeSync`), an asynchronous one's does not (`invokeAsync`): the other
+        // sends in flight on it are not failed for one late answer.
+        let mut resp = match mode {
+            SendMode::Oneway => {
+                self.remoting.invoke_oneway(addr, req, timeout).await?;
+                return Ok(None);
+            }
+            SendMode::Sync => self.invoke(addr, req, timeout).await?,
+            SendMode::Async => self.remoting.invoke_async(addr, req, timeout).await?,
+        };
         match resp.response_code() {
             ResponseCode::Success
             | ResponseCode::FlushDiskTimeout
@@ -188,7 +195,9 @@ impl Api {
         timeout: Duration,
     ) -> Result<PullResult> {
         let req = self.request(RequestCode::PullMessage, header);
-        let resp = self.invoke(addr, req, timeout).await?;
+        // `invokeAsync`, as Java's `pullMessageAsync`: a pull's timeout (a long poll answered
+        // late) does not close the connection the other queues' pulls and the sends share.
+        let resp = self.remoting.invoke_async(addr, req, timeout).await?;
         let status = match resp.response_code() {
             ResponseCode::Success => PullStatus::Found,
             ResponseCode::PullNotFound => PullStatus::NoNewMsg,

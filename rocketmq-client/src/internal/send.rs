@@ -986,13 +986,7 @@ impl ProducerCore {
         }
         let resp = inst
             .api
-            .send(
-                &addr,
-                &header,
-                p.body.clone(),
-                timeout,
-                mode == SendMode::Oneway,
-            )
+            .send(&addr, &header, p.body.clone(), timeout, mode)
             .await;
         let result = resp.and_then(|resp| self.send_result(p, mq, &addr, resp));
         let ended = Instant::now();

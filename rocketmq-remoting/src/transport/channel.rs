@@ -181,6 +181,9 @@ struct Inner {
     is_closed: AtomicBool,
     born: Instant,
     last_activity_ms: AtomicU64,
+    /// Close after this long without reading or writing anything (also checked by a sender
+    /// that waits for room in the write queue: see [`Channel::enqueue_waiting`]).
+    idle_timeout: Option<Duration>,
     hooks: Arc<[Arc<dyn RpcHook>]>,
     /// Senders may write to the socket themselves (plain TCP; not TLS, whose session is owned
     /// by the writer task).
@@ -287,7 +290,8 @@ impl Channel {
         processor: Option<Arc<dyn RequestProcessor>>,
         hooks: Arc<[Arc<dyn RpcHook>]>,
     ) -> Result<Channel, RemotingError> {
-        let deadline = tokio::time::Instant::now() + connect_timeout;
+        // `Duration::MAX` means no limit: no overflow (a panic in the connect task).
+        let deadline = crate::util::time::deadline(tokio::time::Instant::now(), connect_timeout);
         let stream = match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
@@ -379,12 +383,20 @@ impl Channel {
             max_unsent_bytes: config.max_unsent_bytes.max(1),
             budget: config.memory_budget.clone(),
         };
+        let idle = config.idle_timeout;
         match conn {
             MaybeTlsStream::Plain(stream) => {
                 let (read_half, write_half) = stream.into_split();
                 let write_half = Arc::new(write_half);
-                let channel =
-                    Self::new_inner(remote, local, tx, Some(write_half.clone()), hooks, limits);
+                let channel = Self::new_inner(
+                    remote,
+                    local,
+                    tx,
+                    Some(write_half.clone()),
+                    hooks,
+                    limits,
+                    idle,
+                );
                 tokio::spawn(writer_loop(
                     channel.clone(),
                     WriteSide::Plain(write_half),
@@ -397,7 +409,7 @@ impl Channel {
             #[cfg(feature = "tls")]
             MaybeTlsStream::Tls(stream) => {
                 let (read_half, write_half) = tokio::io::split(*stream);
-                let channel = Self::new_inner(remote, local, tx, None, hooks, limits);
+                let channel = Self::new_inner(remote, local, tx, None, hooks, limits, idle);
                 // Frames are gathered into TLS records of up to 16 KiB (rustls makes at least
                 // one record per write); larger writes bypass the buffer.
                 let writer = tokio::io::BufWriter::with_capacity(16 * 1024, write_half);
@@ -420,6 +432,7 @@ impl Channel {
         socket: Option<Arc<OwnedWriteHalf>>,
         hooks: Arc<[Arc<dyn RpcHook>]>,
         limits: Limits,
+        idle_timeout: Option<Duration>,
     ) -> Channel {
         Channel {
             inner: Arc::new(Inner {
@@ -440,6 +453,7 @@ impl Channel {
                 is_closed: AtomicBool::new(false),
                 born: Instant::now(),
                 last_activity_ms: AtomicU64::new(0),
+                idle_timeout,
                 hooks,
                 held: Arc::default(),
                 limits,
@@ -492,9 +506,26 @@ impl Channel {
     }
 
     /// Records activity at `now` (a clock reading the caller already has).
+    /// Never moves the time back (a reader decoding frames read long ago, after a pause, must
+    /// not hide a write done since): a load and, when later, a store, as before (no
+    /// read-modify-write; a race between the reader and a writer may lose a few microseconds).
     fn touch_at(&self, now: Instant) {
         let ms = now.saturating_duration_since(self.inner.born).as_millis() as u64;
-        self.inner.last_activity_ms.store(ms, Ordering::Relaxed);
+        if ms > self.inner.last_activity_ms.load(Ordering::Relaxed) {
+            self.inner.last_activity_ms.store(ms, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether frames wait to be written (queued, or being written by the writer task).
+    fn has_unwritten(&self) -> bool {
+        self.unsent_bytes() > 0 || lock(&self.inner.gate).queued > 0
+    }
+
+    /// Whether nothing was read or written for the idle timeout.
+    fn idle_expired(&self) -> bool {
+        self.inner
+            .idle_timeout
+            .is_some_and(|limit| self.idle_for() >= limit)
     }
 
     fn idle_for(&self) -> Duration {
@@ -603,6 +634,12 @@ impl Channel {
     /// Queues a frame [`Self::try_enqueue`] could not queue at once (counted in `queued`
     /// already), waiting for room. The count is taken back unless the frame goes in the queue:
     /// on an error, and when this future is dropped while it waits (a request's deadline).
+    ///
+    /// The wait ends with [`RemotingError::ConnectionClosed`] when the connection closes, and
+    /// it closes the connection when nothing was read or written for the idle timeout: a full
+    /// queue that does not move is a peer that stopped reading, and the reader may be the one
+    /// waiting here (answering a request), away from its own idle check. Only this slow path
+    /// has a timer.
     async fn enqueue_waiting(&self, frame: Frame) -> Result<(), RemotingError> {
         struct Uncount<'a>(Option<&'a Inner>);
         impl Drop for Uncount<'_> {
@@ -613,8 +650,32 @@ impl Channel {
             }
         }
         let mut uncount = Uncount(Some(&self.inner));
-        if self.inner.tx.send(Outbound::Frame(frame)).await.is_err() {
-            return Err(self.closed_error());
+        let check = self
+            .inner
+            .idle_timeout
+            .map(|t| (t / 4).max(Duration::from_millis(10)));
+        let send = self.inner.tx.send(Outbound::Frame(frame));
+        tokio::pin!(send);
+        let closed = self.inner.closed.cancelled();
+        tokio::pin!(closed);
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut closed => return Err(self.closed_error()),
+                sent = &mut send => {
+                    if sent.is_err() {
+                        return Err(self.closed_error());
+                    }
+                    break;
+                }
+                _ = tokio::time::sleep(check.unwrap_or(Duration::MAX)), if check.is_some() => {
+                    if self.idle_expired() {
+                        debug!(remote = %self.inner.remote, "closing idle connection (its peer does not read: the write queue is full)");
+                        close_channel(&self.inner, "idle with the write queue full");
+                        return Err(self.closed_error());
+                    }
+                }
+            }
         }
         uncount.0 = None;
         Ok(())
@@ -750,7 +811,33 @@ impl Channel {
     }
 
     /// Sends `request` as oneway (no response expected); returns once it is queued for writing.
-    pub async fn invoke_oneway(&self, mut request: RemotingCommand) -> Result<(), RemotingError> {
+    ///
+    /// When the write queue is full this waits for room for as long as the connection lives:
+    /// until it closes, at the latest by the idle timeout when its peer stopped reading. Use
+    /// [`invoke_oneway_timeout`](Self::invoke_oneway_timeout) to bound the wait, as Java's
+    /// `invokeOneway(channel, request, timeoutMillis)` does.
+    pub async fn invoke_oneway(&self, request: RemotingCommand) -> Result<(), RemotingError> {
+        self.oneway(request, None).await
+    }
+
+    /// [`invoke_oneway`](Self::invoke_oneway) waiting at most `timeout` for room in the write
+    /// queue; [`RemotingError::Timeout`] past it (the connection stays open). As Java's
+    /// `NettyRemotingAbstract.invokeOnewayImpl`, whose `timeoutMillis` bounds the wait for a
+    /// oneway permit (a write not done yet) and fails with `RemotingTimeoutException`; with a
+    /// zero timeout a full queue fails at once.
+    pub async fn invoke_oneway_timeout(
+        &self,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<(), RemotingError> {
+        self.oneway(request, Some(timeout)).await
+    }
+
+    async fn oneway(
+        &self,
+        mut request: RemotingCommand,
+        timeout: Option<Duration>,
+    ) -> Result<(), RemotingError> {
         if !self.is_active() {
             return Err(self.closed_error());
         }
@@ -758,11 +845,26 @@ impl Channel {
         request.flag &= !FLAG_RESPONSE;
         request.mark_oneway();
         self.run_before_hooks(&mut request)?;
-        match self.try_enqueue(&request)? {
-            None => Ok(()),
-            // Boxed: the future does not carry the wait's state for the common case.
-            Some(frame) => Box::pin(self.enqueue_waiting(frame)).await,
-        }
+        let Some(frame) = self.try_enqueue(&request)? else {
+            return Ok(());
+        };
+        // Boxed: the future does not carry the wait's state for the common case.
+        let Some(timeout) = timeout else {
+            return Box::pin(self.enqueue_waiting(frame)).await;
+        };
+        let code = request.code;
+        Box::pin(async move {
+            tokio::select! {
+                biased;
+                r = self.enqueue_waiting(frame) => r,
+                _ = tokio::time::sleep(timeout) => Err(RemotingError::Timeout {
+                    addr: self.inner.remote_str.clone(),
+                    code,
+                    after: timeout,
+                }),
+            }
+        })
+        .await
     }
 
     /// Sends a response (its opaque must already match the request's).
@@ -855,14 +957,40 @@ enum WriteSide {
 type TlsWriter =
     tokio::io::BufWriter<tokio::io::WriteHalf<tokio_rustls::TlsStream<tokio::net::TcpStream>>>;
 
+/// Closes the connection if the task holding it ends without doing so (its runtime stopped:
+/// the task was dropped mid-await), so that the connection does not claim to be open with
+/// nobody reading or writing it.
+struct CloseOnDrop(Option<Arc<Inner>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            close_channel(&inner, "connection task stopped");
+            // Direct writes stop, and the write half goes with the last reference.
+            lock(&inner.gate).socket = None;
+        }
+    }
+}
+
 async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiver<Outbound>) {
+    let _close_on_drop = CloseOnDrop(Some(channel.inner.clone()));
     let mut batch: Vec<Frame> = Vec::new();
+    // One wait for the close for the whole loop, polled only while the writer waits (for
+    // frames or for the socket): no waiter registered and dropped a batch.
+    let closed = channel.inner.closed.cancelled();
+    tokio::pin!(closed);
     loop {
         let first = tokio::select! {
-            _ = channel.inner.closed.cancelled() => break,
+            biased;
             m = rx.recv() => m,
+            _ = &mut closed => break,
         };
         let Some(first) = first else { break };
+        // Nothing more is written once the connection is closed (its requests' callers were
+        // told so): an atomic load, not the token's lock.
+        if !channel.is_active() {
+            break;
+        }
         // A woken task runs next on its worker (tokio's LIFO slot), so in a burst (a flush
         // completes a dozen sends at once) the writer would write each response as soon as its
         // task queued it, though the tasks woken with it are about to queue theirs. When the
@@ -896,10 +1024,20 @@ async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiv
             }
             next = rx.try_recv().ok();
         }
-        let written = match &mut side {
-            WriteSide::Plain(socket) => write_frames(socket, &batch).await,
-            #[cfg(feature = "tls")]
-            WriteSide::Tls(w) => write_frames_tls(w, &batch).await,
+        // Raced against the close: a peer that does not read keeps a write waiting for ever,
+        // and a closed connection must free its socket and queue at once (a frame left half
+        // written does not matter then). The write first: it is usually done at its first
+        // poll, and the close is then not polled at all.
+        let written = tokio::select! {
+            biased;
+            r = async {
+                match &mut side {
+                    WriteSide::Plain(socket) => write_frames(socket, &batch).await,
+                    #[cfg(feature = "tls")]
+                    WriteSide::Tls(w) => write_frames_tls(w, &batch).await,
+                }
+            } => r,
+            _ = &mut closed => break,
         };
         if let Err(e) = written {
             debug!(remote = %channel.inner.remote, error = %e, "write failed");
@@ -920,6 +1058,10 @@ async fn writer_loop(channel: Channel, mut side: WriteSide, mut rx: mpsc::Receiv
             break;
         }
     }
+    // Senders waiting for room fail now; the frames not written are dropped (their charges
+    // given back).
+    drop(rx);
+    drop(batch);
     // Direct writes stop; the write side is shut down when the last reference goes (now, or
     // when a direct write in progress ends).
     lock(&channel.inner.gate).socket = None;
@@ -1181,6 +1323,8 @@ impl Reader {
             (t / 4).max(Duration::from_millis(10))
         });
         let mut stopped_gracefully = false;
+        // Closes the connection if this task is dropped before its end (its runtime stopped).
+        let mut close_on_drop = CloseOnDrop(Some(self.channel.inner.clone()));
         // One timer for the idle check, re-armed when it fires (not a new one for every frame).
         let idle_check = tokio::time::sleep(check_every);
         tokio::pin!(idle_check);
@@ -1222,7 +1366,12 @@ impl Reader {
                     _ = self.stop_reading.cancelled() => { stopped_gracefully = true; break }
                     _ = &mut idle_check => {
                         idle_check.as_mut().reset(tokio::time::Instant::now() + check_every);
-                        if self.idle_expired("closing idle connection (not reading its responses?)") {
+                        // Idle while not read: the peer's fault only if it leaves answers
+                        // unread. Held back by its requests in flight or by a budget shared
+                        // with other connections, it is this side that does not read.
+                        if self.channel.has_unwritten()
+                            && self.idle_expired("closing idle connection (not reading its responses?)")
+                        {
                             break;
                         }
                         continue;
@@ -1325,7 +1474,9 @@ impl Reader {
             self.tracker
                 .spawn(async move { while deferred.next().await.is_some() {} });
         }
-        if !stopped_gracefully {
+        if stopped_gracefully {
+            close_on_drop.0 = None;
+        } else {
             close_channel(&self.channel.inner, "reader stopped");
         }
     }

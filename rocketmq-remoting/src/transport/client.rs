@@ -43,6 +43,7 @@ const RECONNECT_JITTER: f64 = 0.2;
 #[derive(Default)]
 pub struct RemotingClientBuilder {
     connect_timeout: Option<Duration>,
+    keep_socket_on_timeout: bool,
     reconnect_backoff: Option<(Duration, Duration)>,
     channel: ChannelConfig,
     processor: Option<Arc<dyn RequestProcessor>>,
@@ -53,6 +54,7 @@ impl std::fmt::Debug for RemotingClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemotingClientBuilder")
             .field("connect_timeout", &self.connect_timeout)
+            .field("close_socket_if_timeout", &!self.keep_socket_on_timeout)
             .field("reconnect_backoff", &self.reconnect_backoff)
             .field("channel", &self.channel)
             .field("hooks", &self.hooks.len())
@@ -61,9 +63,21 @@ impl std::fmt::Debug for RemotingClientBuilder {
 }
 
 impl RemotingClientBuilder {
-    /// Connect timeout (Java `connectTimeoutMillis`: 3 s).
+    /// Connect timeout (Java `connectTimeoutMillis`: 3 s). `Duration::MAX` means no limit.
     pub fn connect_timeout(mut self, t: Duration) -> Self {
         self.connect_timeout = Some(t);
+        self
+    }
+
+    /// Whether a request made with [`RemotingClient::invoke`] that times out closes its
+    /// connection (default `true`, as Java's `clientCloseSocketIfTimeout`, system property
+    /// `com.rocketmq.remoting.client.closeSocketIfTimeout`). The other requests waiting on that
+    /// connection then fail at once with [`RemotingError::ConnectionClosed`], and the next
+    /// request connects again: a connection that silently lost its path (a NAT or firewall that
+    /// forgot the flow, a frozen host) is replaced after one timeout instead of failing every
+    /// request until TCP gives up on it.
+    pub fn close_socket_if_timeout(mut self, close: bool) -> Self {
+        self.keep_socket_on_timeout = !close;
         self
     }
 
@@ -128,6 +142,7 @@ impl RemotingClientBuilder {
         RemotingClient {
             inner: Arc::new(ClientInner {
                 connect_timeout: self.connect_timeout.unwrap_or(Duration::from_secs(3)),
+                close_socket_if_timeout: !self.keep_socket_on_timeout,
                 backoff_min,
                 backoff_max,
                 channel_config: self.channel,
@@ -168,6 +183,7 @@ impl Peer {
 
 struct ClientInner {
     connect_timeout: Duration,
+    close_socket_if_timeout: bool,
     backoff_min: Duration,
     backoff_max: Duration,
     channel_config: ChannelConfig,
@@ -230,14 +246,26 @@ impl ClientInner {
         let config = self.channel_config.clone();
         let processor = self.processor.clone();
         let hooks = self.hooks.clone();
+        // Forgets the connect if its task ends without recording an outcome (dropped with its
+        // runtime, before or while it ran; or a panic): the next caller connects again instead
+        // of getting this task's `JoinError` for ever. Moved into the task so that it is dropped
+        // with it even if the task never ran.
+        let mut unfinished = Unfinished {
+            client: weak.clone(),
+            addr: addr.clone(),
+            id,
+        };
         let task = tokio::spawn(async move {
+            let guard = &mut unfinished;
             let result = tokio::select! {
                 biased;
                 _ = stop.cancelled() => Err(RemotingError::Shutdown),
                 r = Channel::connect(&addr, timeout, &config, processor, hooks) => r,
             };
             // No await from here on: the outcome is recorded whoever still waits for it.
-            finish_connect(&weak, &addr, id, result)
+            let outcome = finish_connect(&weak, &addr, id, result);
+            guard.id = u64::MAX;
+            outcome
         });
         let pending = task
             .map(|joined| {
@@ -248,6 +276,35 @@ impl ClientInner {
             .shared();
         peer.connecting = Some((id, pending.clone()));
         pending
+    }
+}
+
+/// A connect task's record of its connect, for [`ClientInner::start_connect`].
+struct Unfinished {
+    client: Weak<ClientInner>,
+    addr: String,
+    /// `u64::MAX` once the outcome is recorded.
+    id: u64,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if self.id == u64::MAX {
+            return;
+        }
+        let Some(inner) = self.client.upgrade() else {
+            return;
+        };
+        let mut peers = lock(&inner.peers);
+        if let Some(peer) = peers.get_mut(&self.addr) {
+            if peer.connecting.as_ref().is_some_and(|(c, _)| *c == self.id) {
+                peer.connecting = None;
+                tracing::debug!(addr = %self.addr, "connect task ended without an outcome");
+            }
+            if peer.is_empty() {
+                peers.remove(&self.addr);
+            }
+        }
     }
 }
 
@@ -287,6 +344,15 @@ fn finish_connect(
                 old.close();
             }
             inner.channels_seen.invalidate();
+            // Forgotten when it closes, as Java's `channelTables` entry when its channel goes
+            // inactive: a dead connection to an address never used again is not kept.
+            let (client, at, closed) = (client.clone(), addr.to_string(), ch.clone());
+            tokio::spawn(async move {
+                closed.closed().await;
+                if let Some(inner) = client.upgrade() {
+                    forget_channel(&inner, &at, &closed);
+                }
+            });
             tracing::debug!(addr, "connected");
             Ok(ch)
         }
@@ -302,6 +368,21 @@ fn finish_connect(
                 "connect failed"
             );
             Err(e)
+        }
+    }
+}
+
+/// Forgets `ch` as the connection to `addr` if it still is (and the address if nothing else is
+/// known of it).
+fn forget_channel(inner: &ClientInner, addr: &str, ch: &Channel) {
+    let mut peers = lock(&inner.peers);
+    if let Some(peer) = peers.get_mut(addr) {
+        if peer.channel.as_ref() == Some(ch) {
+            peer.channel = None;
+            inner.channels_seen.invalidate();
+        }
+        if peer.is_empty() {
+            peers.remove(addr);
         }
     }
 }
@@ -402,11 +483,37 @@ impl RemotingClient {
     /// Sends `request` to `addr` and waits up to `timeout` (connecting included) for the
     /// response. Dropping the future early leaves nothing behind (a connect it started goes
     /// on for the other callers and the next ones).
+    ///
+    /// As Java's `invokeSync`: when the request times out ([`RemotingError::Timeout`]) its
+    /// connection is closed, unless [`RemotingClientBuilder::close_socket_if_timeout`] says
+    /// otherwise.
     pub async fn invoke(
         &self,
         addr: &str,
         request: RemotingCommand,
         timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        self.invoke_closing(addr, request, timeout, self.inner.close_socket_if_timeout)
+            .await
+    }
+
+    /// [`invoke`](Self::invoke) for what Java sends with `invokeAsync` (a pull, an
+    /// asynchronous send): a timeout leaves the connection open, as there.
+    pub async fn invoke_async(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        self.invoke_closing(addr, request, timeout, false).await
+    }
+
+    async fn invoke_closing(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+        close_on_timeout: bool,
     ) -> Result<RemotingCommand, RemotingError> {
         let deadline = crate::util::time::deadline(tokio::time::Instant::now(), timeout);
         // A connected address answers at once: a timer only when it has to connect (boxed:
@@ -426,7 +533,26 @@ impl RemotingClient {
                 .await?
             }
         };
-        ch.invoke_until(request, deadline, timeout).await
+        let r = ch.invoke_until(request, deadline, timeout).await;
+        if let Err(RemotingError::Timeout { .. }) = &r {
+            if close_on_timeout {
+                // As Java's `NettyRemotingClient.invokeSync` with `clientCloseSocketIfTimeout`.
+                tracing::warn!(
+                    addr,
+                    timeout_ms = timeout.as_millis() as u64,
+                    "invoke: close socket because of timeout"
+                );
+                self.close_this_channel(addr, &ch);
+            }
+        }
+        r
+    }
+
+    /// Closes `ch`, and forgets it if it is still the connection to `addr` (a connection opened
+    /// since is kept), as Java's `closeChannel(addr, channel)`.
+    fn close_this_channel(&self, addr: &str, ch: &Channel) {
+        forget_channel(&self.inner, addr, ch);
+        ch.close();
     }
 
     /// Sends `request` to `addr` without waiting for a response.
@@ -504,6 +630,36 @@ impl RemotingClient {
         self.inner.channels_seen.invalidate();
         for ch in channels {
             ch.close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Finding 5: a connection that closes is forgotten, with its address, though the address
+    /// is not used again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_closed_connection_is_forgotten() {
+        let server = crate::transport::RemotingServer::builder("127.0.0.1:0")
+            .start()
+            .await
+            .unwrap();
+        let addr = server.local_addr().to_string();
+        let client = RemotingClient::default();
+        let ch = client.channel(&addr).await.unwrap();
+        server.shutdown(Duration::from_millis(100)).await;
+        tokio::time::timeout(Duration::from_secs(10), ch.closed())
+            .await
+            .expect("the client's connection did not close");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !lock(&client.inner.peers).is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the dead connection is still kept"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 }

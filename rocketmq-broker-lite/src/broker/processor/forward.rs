@@ -228,7 +228,11 @@ pub(crate) fn reset_offset(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proce
                 &header,
             )
             .with_body(to_clients.clone());
-            if let Err(e) = m.channel.invoke_oneway(request).await {
+            if let Err(e) = m
+                .channel
+                .invoke_oneway_timeout(request, Duration::from_millis(5000))
+                .await
+            {
                 warn!(client = %m.client_id, error = %e, "cannot send the offset reset to a consumer");
             }
         }

@@ -432,9 +432,12 @@ impl DLedgerNode {
         let partition = Arc::new(Partition::default());
         // Raft paces its own retries (heartbeats, elections): a peer that comes back must be
         // reachable at once, not after a reconnect backoff grown while it was down.
+        // Nor does a late answer close the connection the other requests share: DLedger's
+        // `DLedgerRpcNettyService` sends through `invokeAsync`, which never closes it.
         let mut client = RemotingClient::builder()
             .connect_timeout(Duration::from_millis(500))
-            .reconnect_backoff(Duration::from_millis(20), Duration::from_millis(100));
+            .reconnect_backoff(Duration::from_millis(20), Duration::from_millis(100))
+            .close_socket_if_timeout(false);
         if let Some(t) = tls.client {
             client = client.tls(t);
         }
