@@ -128,7 +128,7 @@ async fn the_requests_of_one_read_share_one_flush_and_are_answered_after_it() {
     for i in 0..N {
         let mut r = request(match i {
             10 => PANIC_LATER,
-            i if i % 3 == 0 => NOTED,
+            i if i.is_multiple_of(3) => NOTED,
             _ => BATCHED,
         });
         r.opaque = i as i32;
@@ -146,7 +146,7 @@ async fn the_requests_of_one_read_share_one_flush_and_are_answered_after_it() {
         if i == 10 {
             assert_eq!(r.response_code(), ResponseCode::SystemError);
             assert!(r.remark_str().contains("failed"), "{}", r.remark_str());
-        } else if i % 3 == 0 {
+        } else if i.is_multiple_of(3) {
             assert_eq!(r.response_code(), ResponseCode::Success);
             assert_eq!(r.remark_str(), format!("{i}:noted:written"));
         } else {

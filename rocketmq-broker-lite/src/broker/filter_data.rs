@@ -40,7 +40,9 @@ pub fn is_tag_type(expression_type: Option<&str>) -> bool {
 /// split error"): one that `split("\\|\\|")` turns into no part at all, which is one made
 /// only of `||` separators (`"||"`, `"||||"`; Java drops trailing empty parts).
 pub fn splits_into_no_tag(expression: &str) -> bool {
-    !expression.is_empty() && expression.len() % 2 == 0 && expression.bytes().all(|b| b == b'|')
+    !expression.is_empty()
+        && expression.len().is_multiple_of(2)
+        && expression.bytes().all(|b| b == b'|')
 }
 
 /// Compiles an expression of a non-TAG type (only SQL92 exists in 4.9.8; Java's

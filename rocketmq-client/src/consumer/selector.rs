@@ -95,7 +95,7 @@ pub(crate) fn tag_subscription(
     version: i64,
 ) -> Result<SubscriptionData> {
     let only_separators = !expression.is_empty()
-        && expression.len() % 2 == 0
+        && expression.len().is_multiple_of(2)
         && expression.bytes().all(|b| b == b'|');
     if only_separators {
         return Err(ClientError::Config(format!(

@@ -475,7 +475,7 @@ impl ClientInstance {
                     _ = tick.tick() => {}
                 }
                 let Some(inst) = weak.upgrade() else { return };
-                let hour = n % per_hour == 0;
+                let hour = n.is_multiple_of(per_hour);
                 for p in inst.live_producers() {
                     p.stats.sample_minute();
                     if hour {

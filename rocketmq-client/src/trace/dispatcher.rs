@@ -74,7 +74,7 @@ impl TraceAppender {
             }
             Err(e) => {
                 let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-                if n == 1 || n % 1000 == 0 {
+                if n == 1 || n.is_multiple_of(1000) {
                     let why = match e {
                         mpsc::error::TrySendError::Full(_) => "the trace queue is full",
                         mpsc::error::TrySendError::Closed(_) => "the trace dispatcher stopped",

@@ -135,7 +135,7 @@ impl CommitLog {
     /// Moves an empty log to start at `base` (a segment boundary): an empty slave starts at its
     /// master's last segment, as Java's does. The empty segments are replaced by one at `base`.
     pub fn restart_empty_at(&self, base: u64) -> StoreResult<()> {
-        if base % self.seg_size != 0 {
+        if !base.is_multiple_of(self.seg_size) {
             return Err(StoreError::Diverged(format!(
                 "offset {base} is not the start of a commit-log segment of {} bytes",
                 self.seg_size
