@@ -30,12 +30,16 @@ pub struct SubscriptionGroupManager {
     save_lock: Mutex<()>,
 }
 
+/// The prefix of system consumer groups (Java `MixAll.CID_RMQ_SYS_PREFIX`), created on first
+/// use whatever `autoCreateSubscriptionGroup` says.
+const SYS_CONSUMER_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl SubscriptionGroupManager {
-    /// Java's system groups, then the saved file.
+    /// Java's system groups (`SubscriptionGroupManager.init`), then the saved file.
     pub fn load(
         config_dir: &std::path::Path,
         auto_create: bool,
@@ -52,7 +56,6 @@ impl SubscriptionGroupManager {
             "CID_ONSAPI_PULL",
             "CID_ONSAPI_PERMISSION",
             "CID_ONSAPI_OWNER",
-            topic::CID_SYS_RMQ_TRANS,
         ] {
             table.insert(g.to_string(), SubscriptionGroupConfig::new(g));
         }
@@ -83,7 +86,10 @@ impl SubscriptionGroupManager {
         self.auto_create.clone()
     }
 
-    /// A group's settings, created with the defaults when `autoCreateSubscriptionGroup` is on.
+    /// A group's settings, created with the defaults when `autoCreateSubscriptionGroup` is on
+    /// or the group is a system group (`CID_RMQ_SYS_*`, Java's `MixAll.isSysConsumerGroup`),
+    /// as Java's `findSubscriptionGroupConfig` does. A name that is not a valid group name is
+    /// never created.
     ///
     /// An auto-created group is saved by the broker's periodic persist (and at shutdown), not
     /// here: heartbeats and pulls, which call this, never wait for the disk.
@@ -102,7 +108,8 @@ impl SubscriptionGroupManager {
         if let Some(c) = st.subscription_group_table.get(group) {
             return Some(f(c));
         }
-        if !self.auto_create.load(Ordering::Relaxed)
+        if !(self.auto_create.load(Ordering::Relaxed)
+            || group.starts_with(SYS_CONSUMER_GROUP_PREFIX))
             || topic::name_problem(group, topic::GROUP_MAX_LENGTH).is_some()
         {
             return None;
@@ -237,5 +244,40 @@ mod tests {
         assert!(!m.replace_from_master(master(4, 2_000, &["G3"])));
         assert!(m.find_or_create("G3").is_none());
         assert!(m.find_or_create("G1").is_some());
+    }
+
+    /// Java's `findSubscriptionGroupConfig` creates a missing `CID_RMQ_SYS_*` group
+    /// (`MixAll.isSysConsumerGroup`) even with `autoCreateSubscriptionGroup=false`, and its
+    /// `init()` holds seven groups, `CID_RMQ_SYS_TRANS` not among them.
+    #[test]
+    fn system_groups_are_created_whatever_the_switch_and_trans_is_not_preloaded() {
+        let fs = Arc::new(SimFs::default());
+        let dir = std::path::Path::new("/store/config");
+        let m = SubscriptionGroupManager::load(dir, false, fs, ManualClock::new(1)).unwrap();
+        let w = m.wrapper();
+        assert_eq!(
+            w.subscription_group_table.keys().collect::<Vec<_>>(),
+            [
+                "CID_ONS-HTTP-PROXY",
+                "CID_ONSAPI_OWNER",
+                "CID_ONSAPI_PERMISSION",
+                "CID_ONSAPI_PULL",
+                "FILTERSRV_CONSUMER",
+                "SELF_TEST_C_GROUP",
+                "TOOLS_CONSUMER",
+            ]
+        );
+        assert!(m.find_or_create("UserGroup").is_none());
+        let c = m
+            .find_or_create("CID_RMQ_SYS_X")
+            .expect("a system group is created");
+        assert_eq!(c, SubscriptionGroupConfig::new("CID_RMQ_SYS_X"));
+        assert!(m
+            .wrapper()
+            .subscription_group_table
+            .contains_key("CID_RMQ_SYS_X"));
+        assert!(m.find_or_create("CID_RMQ_SYS_TRANS").is_some());
+        // Still a valid name only.
+        assert!(m.find_or_create("CID_RMQ_SYS_a b").is_none());
     }
 }

@@ -40,17 +40,23 @@ pub(crate) async fn heartbeat(
         last_update: now,
     };
     for c in &hb.consumer_data_set {
-        let Some(group) = b.subs.find_or_create(&c.group_name) else {
-            continue;
-        };
-        if group.retry_queue_nums > 0 {
-            let retry = topic::retry_topic(&c.group_name);
-            // Saved by the periodic persist: a heartbeat never waits for the disk.
-            if let (_, true) =
-                b.topics
-                    .ensure_unsaved(&retry, group.retry_queue_nums, perm::READ_WRITE)
-            {
-                b.register_soon();
+        // Java `ClientManageProcessor.heartBeat`: a group without config (not created, deleted,
+        // or not creatable with `autoCreateSubscriptionGroup=false`) gets no retry topic, but
+        // its consumer is registered all the same, notifying changes (Java's default), so the
+        // heartbeat keeps the connection alive and pulls meet SUBSCRIPTION_GROUP_NOT_EXIST.
+        let group = b.subs.find_or_create(&c.group_name);
+        let mut notify = true;
+        if let Some(group) = &group {
+            notify = group.notify_consumer_ids_changed_enable;
+            if group.retry_queue_nums > 0 {
+                let retry = topic::retry_topic(&c.group_name);
+                // Saved by the periodic persist: a heartbeat never waits for the disk.
+                if let (_, true) =
+                    b.topics
+                        .ensure_unsaved(&retry, group.retry_queue_nums, perm::READ_WRITE)
+                {
+                    b.register_soon();
+                }
             }
         }
         let subs: Vec<SubscriptionData> = c.subscription_data_set.clone();
@@ -66,7 +72,7 @@ pub(crate) async fn heartbeat(
         );
         if reg.changed() {
             debug!(group = %c.group_name, client = %hb.client_id, new_member = reg.new_member, "consumer group changed");
-            if group.notify_consumer_ids_changed_enable {
+            if notify {
                 b.notify_consumer_ids_changed(&c.group_name);
             }
         }

@@ -970,6 +970,21 @@ pub(crate) async fn send_back(
         // capped at the highest one anyway.
         delay = msg.reconsume_times.saturating_add(3);
     }
+    // Java's store refuses a topic longer than 127 (`DefaultMessageStore.checkMessage`,
+    // MESSAGE_ILLEGAL) before the delay level moves the message to SCHEDULE_TOPIC_XXXX, so a
+    // group of more than 120 characters gets SYSTEM_ERROR `MESSAGE_ILLEGAL` (the consumer
+    // keeps the message), not SUCCESS and a message the delivery of its level cannot store.
+    if topic_name.len() > topic::TOPIC_MAX_LENGTH {
+        debug!(
+            group = %h.group,
+            topic = %topic_name,
+            "send-back refused: the topic is longer than a stored message's may be"
+        );
+        return answer_after_topics_saved(
+            b,
+            error(ResponseCode::SystemError, "MESSAGE_ILLEGAL".into()),
+        );
+    }
     props.insert(property::DELAY_TIME_LEVEL, delay.to_string());
     // The header's originMsgId is not used: the stored ORIGIN_MESSAGE_ID, else the stored
     // message's (offset) id, which is what Java's `MessageDecoder.decode` calls its msgId.
