@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
+use bytestring::ByteString;
 
 use super::codes::LanguageCode;
 use super::command::{ExtFields, RemotingCommand};
@@ -434,7 +435,7 @@ impl<'a> Scan<'a> {
     /// [`Scan::ext_fields`], the entries left where they are in `header` (the bytes this scan
     /// reads): no copy; the only allocation holds the unescaped text of escaped keys and
     /// strings, if there are any (see [`ExtFields::in_place`]).
-    fn ext_fields_in_place(&mut self, header: &Bytes) -> Option<Option<ExtFields>> {
+    fn ext_fields_in_place(&mut self, header: &ByteString) -> Option<Option<ExtFields>> {
         if self.peek()? == b'n' {
             self.literal(b"null")?;
             return Some(None);
@@ -475,8 +476,8 @@ impl<'a> Scan<'a> {
             count += 1;
             Some(())
         })?;
-        // Between the braces.
-        let members = header.slice(open + 1..self.i - 1);
+        // Between the braces (ASCII delimiters: character boundaries).
+        let members = header.slice_ref(header.get(open + 1..self.i - 1)?);
         Some(Some(ExtFields::in_place(members, count, unescaped)))
     }
 }
@@ -502,12 +503,18 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<RemotingCommand> {
 /// whose `code` comes before them (as Java's fastjson orders the keys) are left where they are
 /// (see [`ExtFields::in_place`]).
 pub(crate) fn decode_in_place(header: &Bytes) -> Option<RemotingCommand> {
-    decode_in(header, Some(header))
+    // One UTF-8 check for the whole header (the general reader refuses what fails it too),
+    // kept with it: the members read in place are slices of known text.
+    let header = ByteString::try_from(header.clone()).ok()?;
+    decode_in(header.as_bytes(), Some(&header))
 }
 
-fn decode_in(bytes: &[u8], header: Option<&Bytes>) -> Option<RemotingCommand> {
-    // One UTF-8 check for the whole header (the general reader refuses what fails it too).
-    let text = std::str::from_utf8(bytes).ok()?;
+fn decode_in(bytes: &[u8], header: Option<&ByteString>) -> Option<RemotingCommand> {
+    let text = match header {
+        Some(h) => &**h,
+        // One UTF-8 check for the whole header (the general reader refuses what fails it too).
+        None => std::str::from_utf8(bytes).ok()?,
+    };
     let mut s = Scan {
         s: text,
         b: bytes,

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::fmt;
 
-use bytes::Bytes;
+use bytestring::ByteString;
 
 use crate::util::spare::{self, Kept};
 
@@ -83,7 +83,8 @@ pub struct StringMap {
 /// such token of a non-null member, in order.
 #[derive(Clone)]
 struct JsonMembers {
-    text: Bytes,
+    /// The members' JSON text, known to be UTF-8: a key or value is a `str` slice of it.
+    text: ByteString,
     /// Members whose value is not `null`.
     count: u32,
 }
@@ -163,14 +164,14 @@ impl JsonMembers {
         at: &mut usize,
     ) -> &'a str {
         let text = if escaped {
-            let len = unescaped_len(&self.text[start..end]);
+            let len = unescaped_len(&self.text.as_bytes()[start..end]);
             let from = *at;
             *at += len;
             unescaped.get(from..from + len)
         } else {
-            // Every delimiter is ASCII, so the range is a character boundary of text the
-            // decoder checked as UTF-8.
-            std::str::from_utf8(&self.text[start..end]).ok()
+            // Every delimiter is ASCII, so the range is a character boundary (the only check a
+            // `str` slice makes; the text was checked as UTF-8 once, when it was decoded).
+            self.text.get(start..end)
         };
         text.unwrap_or_default()
     }
@@ -178,7 +179,7 @@ impl JsonMembers {
     /// The next member with a value that is not `null`, from `at` on (moved past it);
     /// `unescaped` is the map's text.
     fn next<'a>(&'a self, unescaped: &'a str, at: &mut Cursor) -> Option<(&'a str, &'a str)> {
-        let b = &self.text[..];
+        let b = self.text.as_bytes();
         loop {
             let mut i = at.json;
             Self::skip(b, &mut i, b',');
@@ -252,7 +253,7 @@ impl StringMap {
     /// text, the first change copies the entries out. `unescaped` holds the unescaped text of
     /// every key and string value with an escape, in order (members whose value is `null` left
     /// out).
-    pub(crate) fn in_place(members: Bytes, count: u32, unescaped: String) -> Self {
+    pub(crate) fn in_place(members: ByteString, count: u32, unescaped: String) -> Self {
         Self {
             text: unescaped,
             entries: Vec::new(),
@@ -657,7 +658,7 @@ mod tests {
         assert_eq!(m.get_letters::<4>(), [Some("A"), Some("B"), Some(""), None]);
         // Read in place (a decoded pull's fields) the same way.
         let json = r#"{"code":11,"extFields":{"b":"B","a":"\u0041","b":"2","n":null}}"#;
-        let cmd = crate::protocol::header_json::decode_shared(&Bytes::from(json)).unwrap();
+        let cmd = crate::protocol::header_json::decode_shared(&bytes::Bytes::from(json)).unwrap();
         let ext = cmd.ext_fields.unwrap();
         assert!(ext.is_in_place());
         assert_eq!(ext.get_letters::<4>(), want(&ext));
@@ -771,11 +772,7 @@ mod tests {
         let count = members.matches(':').count()
             - members.matches(":null").count()
             - members.matches(": null").count();
-        StringMap::in_place(
-            Bytes::copy_from_slice(members.as_bytes()),
-            count as u32,
-            String::new(),
-        )
+        StringMap::in_place(ByteString::from(members), count as u32, String::new())
     }
 
     #[test]
