@@ -5,23 +5,19 @@
 
 #[path = "common/broker.rs"]
 mod common;
+#[path = "common/transactions.rs"]
+mod transactions;
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use common::*;
 use rocketmq_remoting::protocol::headers::{
-    CheckTransactionStateRequestHeader, EndTransactionRequestHeader, OffsetResponseHeader,
-    QueryConsumerOffsetRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader,
-    UpdateConsumerOffsetRequestHeader,
-};
-use rocketmq_remoting::protocol::message::{
-    decode_offset_msg_id, encode_properties, sys_flag, Message,
+    OffsetResponseHeader, QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use rocketmq_remoting::protocol::topic::{CID_SYS_RMQ_TRANS, TRANS_HALF_TOPIC};
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::RemotingClient;
-use tokio::sync::mpsc;
+use transactions::{checks_received, send_half_message, Half};
 
 const GROUP: &str = "tx_book_pg";
 
@@ -30,45 +26,10 @@ const PAST_THE_TIMEOUT: i64 = 7_000;
 
 const BORN: i64 = 1_700_000_000_000;
 
-/// A half message as a transactional producer sends it (TRAN_MSG=true, PGROUP, sys flag 4),
-/// with `extra` properties and the born timestamp `born`.
+/// A half message as a transactional producer of [`GROUP`] sends it, with `extra` properties
+/// and the born timestamp `born`.
 fn half_message(topic: &str, uniq: &str, born: i64, extra: &[(&str, &str)]) -> RemotingCommand {
-    let mut m = Message::new(topic, Bytes::from(format!("body of {uniq}")))
-        .with_tags("TagT")
-        .with_property("UNIQ_KEY", uniq)
-        .with_property("WAIT", "true")
-        .with_property("TRAN_MSG", "true")
-        .with_property("PGROUP", GROUP);
-    for (k, v) in extra {
-        m = m.with_property(k, v);
-    }
-    let h = SendMessageRequestHeader {
-        producer_group: GROUP.into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: sys_flag::TRANSACTION_PREPARED_TYPE,
-        born_timestamp: born,
-        flag: 0,
-        properties: Some(encode_properties(&m.properties)),
-        reconsume_times: Some(0),
-        unit_mode: false,
-        max_reconsume_times: None,
-        batch: false,
-        broker_name: Some("broker-a".into()),
-    };
-    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2);
-    h.write_v2(cmd.ext_fields.get_or_insert_with(Default::default));
-    cmd.with_body(m.body.clone())
-}
-
-/// A half message stored: its commit-log and half-queue offsets, and its unique key.
-#[derive(Debug, Clone)]
-struct Half {
-    phys: i64,
-    queue_offset: i64,
-    uniq: String,
+    transactions::half_message(GROUP, topic, uniq, born, true, extra)
 }
 
 async fn send_half_with(
@@ -79,18 +40,7 @@ async fn send_half_with(
     born: i64,
     extra: &[(&str, &str)],
 ) -> Half {
-    let r = c
-        .invoke(b, half_message(topic, uniq, born, extra), T)
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0, "{}", r.remark_str());
-    let h: SendMessageResponseHeader = r.decode_header().unwrap();
-    let (_, phys) = decode_offset_msg_id(&h.msg_id).unwrap();
-    Half {
-        phys,
-        queue_offset: h.queue_offset,
-        uniq: uniq.into(),
-    }
+    send_half_message(c, b, half_message(topic, uniq, born, extra), uniq).await
 }
 
 async fn send_half(c: &RemotingClient, b: &str, topic: &str, uniq: &str) -> Half {
@@ -98,51 +48,12 @@ async fn send_half(c: &RemotingClient, b: &str, topic: &str, uniq: &str) -> Half
 }
 
 fn end_request(half: &Half, kind: i32, from_check: bool) -> RemotingCommand {
-    RemotingCommand::request_with_header(
-        RequestCode::EndTransaction,
-        &EndTransactionRequestHeader {
-            producer_group: GROUP.into(),
-            tran_state_table_offset: half.queue_offset,
-            commit_log_offset: half.phys,
-            commit_or_rollback: kind,
-            from_transaction_check: from_check,
-            msg_id: half.uniq.clone(),
-            transaction_id: Some(half.uniq.clone()),
-            broker_name: None,
-        },
-    )
+    transactions::end_request(GROUP, half, kind, from_check)
 }
 
 /// Commits (`commit`) or rolls back a half message, asserting SUCCESS.
 async fn end(c: &RemotingClient, b: &str, half: &Half, commit: bool, from_check: bool) {
-    let kind = if commit {
-        sys_flag::TRANSACTION_COMMIT_TYPE
-    } else {
-        sys_flag::TRANSACTION_ROLLBACK_TYPE
-    };
-    let r = c
-        .invoke(b, end_request(half, kind, from_check), T)
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0, "{}", r.remark_str());
-}
-
-/// `n` checks the broker sent, as the half messages they ask about.
-async fn checks_received(rx: &mut mpsc::UnboundedReceiver<RemotingCommand>, n: usize) -> Vec<Half> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let check = tokio::time::timeout(T, rx.recv())
-            .await
-            .expect("a check arrives")
-            .unwrap();
-        let h: CheckTransactionStateRequestHeader = check.decode_header().unwrap();
-        out.push(Half {
-            phys: h.commit_log_offset,
-            queue_offset: h.tran_state_table_offset,
-            uniq: h.msg_id.unwrap_or_default(),
-        });
-    }
-    out
+    transactions::end(c, b, GROUP, half, commit, from_check).await
 }
 
 fn stored_in(cl: &Cluster, topic: &str) -> i64 {

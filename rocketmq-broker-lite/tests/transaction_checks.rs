@@ -4,122 +4,35 @@
 
 #[path = "common/broker.rs"]
 mod common;
+#[path = "common/transactions.rs"]
+mod transactions;
 
-use bytes::Bytes;
 use common::*;
-use rocketmq_remoting::protocol::headers::{
-    CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageRequestHeader,
-    SendMessageResponseHeader,
-};
-use rocketmq_remoting::protocol::message::{
-    decode_offset_msg_id, decode_stored, encode_properties, sys_flag, Message, MessageExt,
-    StoredDecodeOptions,
-};
+use rocketmq_remoting::protocol::message::{decode_stored, MessageExt, StoredDecodeOptions};
 use rocketmq_remoting::protocol::topic::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC};
-use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
+use rocketmq_remoting::protocol::RemotingCommand;
 use rocketmq_remoting::transport::RemotingClient;
-use tokio::sync::mpsc;
+use transactions::{checks_received, send_half_message, Half};
 
 const GROUP: &str = "tx_checks_pg";
 
 /// Past the default `transactionTimeOut` (6 s): every half message sent before is checked.
 const PAST_THE_TIMEOUT: i64 = 7_000;
 
-/// A half message as a transactional producer sends it (TRAN_MSG=true, sys flag 4), with the
-/// PGROUP property only when `pgroup` says so.
+/// A half message as a transactional producer of [`GROUP`] sends it, with the PGROUP
+/// property only when `pgroup` says so.
 fn half_message(topic: &str, uniq: &str, pgroup: bool, born: i64) -> RemotingCommand {
-    let mut m = Message::new(topic, Bytes::from(format!("body of {uniq}")))
-        .with_tags("TagT")
-        .with_property("UNIQ_KEY", uniq)
-        .with_property("WAIT", "true")
-        .with_property("TRAN_MSG", "true");
-    if pgroup {
-        m = m.with_property("PGROUP", GROUP);
-    }
-    let h = SendMessageRequestHeader {
-        producer_group: GROUP.into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: sys_flag::TRANSACTION_PREPARED_TYPE,
-        born_timestamp: born,
-        flag: 0,
-        properties: Some(encode_properties(&m.properties)),
-        reconsume_times: Some(0),
-        unit_mode: false,
-        max_reconsume_times: None,
-        batch: false,
-        broker_name: Some("broker-a".into()),
-    };
-    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2);
-    h.write_v2(cmd.ext_fields.get_or_insert_with(Default::default));
-    cmd.with_body(m.body.clone())
-}
-
-/// A half message stored: its commit-log and half-queue offsets, and its unique key.
-#[derive(Debug, Clone)]
-struct Half {
-    phys: i64,
-    queue_offset: i64,
-    uniq: String,
+    transactions::half_message(GROUP, topic, uniq, born, pgroup, &[])
 }
 
 async fn send_half(c: &RemotingClient, b: &str, topic: &str, uniq: &str, pgroup: bool) -> Half {
-    let r = c
-        .invoke(b, half_message(topic, uniq, pgroup, 1_700_000_000_000), T)
-        .await
-        .unwrap();
-    assert_eq!(r.code, 0, "{}", r.remark_str());
-    let h: SendMessageResponseHeader = r.decode_header().unwrap();
-    let (_, phys) = decode_offset_msg_id(&h.msg_id).unwrap();
-    Half {
-        phys,
-        queue_offset: h.queue_offset,
-        uniq: uniq.into(),
-    }
+    let half = half_message(topic, uniq, pgroup, 1_700_000_000_000);
+    send_half_message(c, b, half, uniq).await
 }
 
 /// Commits (`commit`) or rolls back a half message, asserting SUCCESS.
 async fn end(c: &RemotingClient, b: &str, half: &Half, commit: bool, from_check: bool) {
-    let kind = if commit {
-        sys_flag::TRANSACTION_COMMIT_TYPE
-    } else {
-        sys_flag::TRANSACTION_ROLLBACK_TYPE
-    };
-    let req = RemotingCommand::request_with_header(
-        RequestCode::EndTransaction,
-        &EndTransactionRequestHeader {
-            producer_group: GROUP.into(),
-            tran_state_table_offset: half.queue_offset,
-            commit_log_offset: half.phys,
-            commit_or_rollback: kind,
-            from_transaction_check: from_check,
-            msg_id: half.uniq.clone(),
-            transaction_id: Some(half.uniq.clone()),
-            broker_name: None,
-        },
-    );
-    let r = c.invoke(b, req, T).await.unwrap();
-    assert_eq!(r.code, 0, "{}", r.remark_str());
-}
-
-/// The checks the broker sent since the last call, as the half messages they ask about.
-async fn checks_received(rx: &mut mpsc::UnboundedReceiver<RemotingCommand>, n: usize) -> Vec<Half> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let check = tokio::time::timeout(T, rx.recv())
-            .await
-            .expect("a check arrives")
-            .unwrap();
-        let h: CheckTransactionStateRequestHeader = check.decode_header().unwrap();
-        out.push(Half {
-            phys: h.commit_log_offset,
-            queue_offset: h.tran_state_table_offset,
-            uniq: h.msg_id.unwrap_or_default(),
-        });
-    }
-    out
+    transactions::end(c, b, GROUP, half, commit, from_check).await
 }
 
 /// Every message of queue 0 of `topic`, read from the store.
