@@ -160,14 +160,27 @@ pub async fn producer_member(
 }
 
 pub fn send_request(topic: &str, queue_id: i32, msg: &Message) -> RemotingCommand {
+    send_request_as("test_pg", topic, queue_id, 0, 1_700_000_000_000, msg)
+}
+
+/// SEND_MESSAGE_V2 of `msg` from producer group `group`, with sys flag `sys_flag` and born
+/// timestamp `born`.
+pub fn send_request_as(
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    sys_flag: i32,
+    born: i64,
+    msg: &Message,
+) -> RemotingCommand {
     let h = SendMessageRequestHeader {
-        producer_group: "test_pg".into(),
+        producer_group: group.into(),
         topic: topic.into(),
         default_topic: "TBW102".into(),
         default_topic_queue_nums: 4,
         queue_id,
-        sys_flag: 0,
-        born_timestamp: 1_700_000_000_000,
+        sys_flag,
+        born_timestamp: born,
         flag: msg.flag,
         properties: Some(encode_properties(&msg.properties)),
         reconsume_times: Some(0),

@@ -5,12 +5,9 @@
 
 use bytes::Bytes;
 use rocketmq_remoting::protocol::headers::{
-    CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageRequestHeader,
-    SendMessageResponseHeader,
+    CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageResponseHeader,
 };
-use rocketmq_remoting::protocol::message::{
-    decode_offset_msg_id, encode_properties, sys_flag, Message,
-};
+use rocketmq_remoting::protocol::message::{decode_offset_msg_id, sys_flag, Message};
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
 use rocketmq_remoting::transport::RemotingClient;
 use tokio::sync::mpsc;
@@ -46,25 +43,14 @@ pub fn half_message(
     for (k, v) in extra {
         m = m.with_property(k, v);
     }
-    let h = SendMessageRequestHeader {
-        producer_group: group.into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: sys_flag::TRANSACTION_PREPARED_TYPE,
-        born_timestamp: born,
-        flag: 0,
-        properties: Some(encode_properties(&m.properties)),
-        reconsume_times: Some(0),
-        unit_mode: false,
-        max_reconsume_times: None,
-        batch: false,
-        broker_name: Some("broker-a".into()),
-    };
-    let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2);
-    h.write_v2(cmd.ext_fields.get_or_insert_with(Default::default));
-    cmd.with_body(m.body.clone())
+    crate::common::send_request_as(
+        group,
+        topic,
+        0,
+        sys_flag::TRANSACTION_PREPARED_TYPE,
+        born,
+        &m,
+    )
 }
 
 /// Sends `half` (a [`half_message`] with unique key `uniq`) to broker `b`, asserting it is
