@@ -83,6 +83,20 @@ impl JsonExtFields {
             .extend_from_slice(if value { b"\"true\"" } else { b"\"false\"" });
     }
 
+    /// Appends `n` members that `write` encodes straight into the buffer (`"k":"v"` pairs
+    /// separated by commas, as the other pushes write them; the comma before the first is
+    /// written here): for a header writer whose keys are known not to need escaping.
+    pub(crate) fn push_encoded(&mut self, n: usize, write: impl FnOnce(&mut Vec<u8>)) {
+        if n == 0 {
+            return;
+        }
+        if self.len > 0 {
+            self.members.push(b',');
+        }
+        self.len += n;
+        write(&mut self.members);
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.len

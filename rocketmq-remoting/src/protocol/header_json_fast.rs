@@ -17,6 +17,7 @@ use super::codes::LanguageCode;
 use super::command::{ExtFields, RemotingCommand};
 use super::json::escape::short_unescape;
 use super::json::find::string_stop;
+use super::string_map::IN_JSON;
 
 /// The members of an object of strings without its braces (`"k":"v","k2":"v2"`, no white
 /// space), as [`JsonExtFields`](super::header_json::JsonExtFields) holds them: the pairs,
@@ -350,69 +351,85 @@ impl<'a> Scan<'a> {
         }
     }
 
-    fn ext_fields(&mut self) -> Option<Option<ExtFields>> {
+    /// The `extFields` object at the cursor (or `null`). With `header` (the bytes this scan
+    /// reads), its entries are left where they are (see [`ExtFields::for_members`]): no copy,
+    /// and an allocation only for the unescaped text of escaped tokens, if there are any.
+    /// Without, the rest of the header is copied into the map once, and the entries without
+    /// escapes are read where they are in the copy (see [`ExtFields::for_json`]).
+    fn ext_fields(&mut self, header: Option<&ByteString>) -> Option<Option<ExtFields>> {
         if self.peek()? == b'n' {
             self.literal(b"null")?;
             return Some(None);
         }
-        // The rest of the header, copied into the map once: keys and values without escapes
-        // are read where they are in the copy (offsets from `open`).
         let open = self.i;
-        let mut ext = ExtFields::for_json(self.s.get(open..)?, 16);
-        let span = |from: usize, to: usize| ((from - open) as u32, (to - from) as u32);
+        // Spans are u32 offsets below the mark bit (a frame's header is far shorter).
+        if self.b.len() >= IN_JSON as usize {
+            return None;
+        }
+        // Spans of tokens without escapes: offsets from `base` (in the copy, or in the members
+        // between the braces, marked so), their lengths.
+        let (mut ext, base, mark) = match header {
+            Some(_) => (ExtFields::for_members(16), open + 1, IN_JSON),
+            None => (ExtFields::for_json(self.s.get(open..)?, 16), open, 0),
+        };
+        let span = |from: usize, to: usize| (((from - base) as u32) | mark, (to - from) as u32);
         self.eat(b'{')?;
         self.ws();
-        if self.eat(b'}').is_some() {
-            return Some(Some(ext));
-        }
-        loop {
-            self.ws();
-            let key = self.token(&mut ext, open)?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            let from = self.i;
-            let value = match self.peek()? {
-                b'"' => Some(self.token(&mut ext, open)?),
-                b't' => {
-                    self.literal(b"true")?;
-                    Some(span(from, self.i))
+        if self.eat(b'}').is_none() {
+            loop {
+                self.ws();
+                let key = self.token(&mut ext, base, mark)?;
+                self.ws();
+                self.eat(b':')?;
+                self.ws();
+                let from = self.i;
+                let value = match self.peek()? {
+                    b'"' => Some(self.token(&mut ext, base, mark)?),
+                    b't' => {
+                        self.literal(b"true")?;
+                        Some(span(from, self.i))
+                    }
+                    b'f' => {
+                        self.literal(b"false")?;
+                        Some(span(from, self.i))
+                    }
+                    // A null value is dropped, as the general reader does.
+                    b'n' => {
+                        self.literal(b"null")?;
+                        None
+                    }
+                    // An accepted integer's text is what the general reader writes for it.
+                    _ => {
+                        self.int()?;
+                        Some(span(from, self.i))
+                    }
+                };
+                if let Some(value) = value {
+                    ext.push_spans(key, value);
                 }
-                b'f' => {
-                    self.literal(b"false")?;
-                    Some(span(from, self.i))
+                self.ws();
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b'}' => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
                 }
-                // A null value is dropped, as the general reader does.
-                b'n' => {
-                    self.literal(b"null")?;
-                    None
-                }
-                // An accepted integer's text is what the general reader writes for it.
-                _ => {
-                    self.int()?;
-                    Some(span(from, self.i))
-                }
-            };
-            if let Some(value) = value {
-                ext.push_spans(key, value);
             }
-            self.ws();
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Some(Some(ext));
-                }
-                _ => return None,
-            }
         }
+        if let Some(header) = header {
+            // Between the braces (ASCII delimiters: character boundaries).
+            ext.set_members(header.slice_ref(header.get(open + 1..self.i - 1)?));
+        }
+        Some(Some(ext))
     }
 
-    /// The string token at the cursor as a span of `ext`'s text (which holds the header from
-    /// `open` on, see [`ExtFields::for_json`]): where it is when it has no escape, else its
-    /// unescaped text, appended.
+    /// The string token at the cursor as a span of `ext`'s entries: where it is (an offset
+    /// from `base`, marked with `mark`) when it has no escape, else its unescaped text,
+    /// appended to the map's text.
     #[inline]
-    fn token(&mut self, ext: &mut ExtFields, open: usize) -> Option<(u32, u32)> {
+    fn token(&mut self, ext: &mut ExtFields, base: usize, mark: u32) -> Option<(u32, u32)> {
         if self.peek()? != b'"' {
             return None;
         }
@@ -425,68 +442,19 @@ impl<'a> Scan<'a> {
         match self.b[stop] {
             b'"' => {
                 self.i = stop + 1;
-                Some(((start - open) as u32, (stop - start) as u32))
+                Some((((start - base) as u32) | mark, (stop - start) as u32))
             }
             b'\\' => ext.append_with(|text| self.string_into(text)),
             _ => None,
         }
     }
-
-    /// [`Scan::ext_fields`], the entries left where they are in `header` (the bytes this scan
-    /// reads): no copy; the only allocation holds the unescaped text of escaped keys and
-    /// strings, if there are any (see [`ExtFields::in_place`]).
-    fn ext_fields_in_place(&mut self, header: &ByteString) -> Option<Option<ExtFields>> {
-        if self.peek()? == b'n' {
-            self.literal(b"null")?;
-            return Some(None);
-        }
-        let open = self.i;
-        let mut count = 0u32;
-        let mut unescaped = String::new();
-        let remaining = self.b.len() - self.i;
-        self.members(|s, key| {
-            let value = match s.peek()? {
-                b'"' => Some(s.string()?),
-                b't' => {
-                    s.literal(b"true")?;
-                    None
-                }
-                b'f' => {
-                    s.literal(b"false")?;
-                    None
-                }
-                b'n' => {
-                    s.literal(b"null")?;
-                    return Some(());
-                }
-                _ => {
-                    s.int()?;
-                    None
-                }
-            };
-            for token in [Some(key), value].into_iter().flatten() {
-                if let Cow::Owned(text) = token {
-                    if unescaped.capacity() == 0 {
-                        // Once: unescaping never lengthens the rest of the header.
-                        unescaped.reserve(remaining);
-                    }
-                    unescaped.push_str(&text);
-                }
-            }
-            count += 1;
-            Some(())
-        })?;
-        // Between the braces (ASCII delimiters: character boundaries).
-        let members = header.slice_ref(header.get(open + 1..self.i - 1)?);
-        Some(Some(ExtFields::in_place(members, count, unescaped)))
-    }
 }
 
 /// Whether a command's `extFields` are read where they arrived (see [`decode_in_place`]): the
-/// successful answers (no request has code 0), which a client reads once, in one pass, and
-/// pulls. A send's header is not: its thirteen fields, their properties escaped, cost more to
-/// scan again in place than to copy once (P2 measured 5 % slower that way); its map holds one
-/// copy of the header's text, and its entries point into it.
+/// successful answers (no request has code 0) and pulls. Other requests' maps hold one copy of
+/// the header's text, and their entries point into it: a request's map may outlive its frame's
+/// buffer (a send's body is stored, its header kept by a waiting answer), which the copy does
+/// not hold.
 fn read_in_place(code: Option<i32>) -> bool {
     use crate::protocol::{RequestCode, ResponseCode};
     code.is_some_and(|c| {
@@ -561,12 +529,7 @@ fn decode_in(bytes: &[u8], header: Option<&ByteString>) -> Option<RemotingComman
                 }
             }
             "remark" => cmd.remark = s.string_or_null()?.map(Cow::into_owned),
-            "extFields" => {
-                cmd.ext_fields = match header {
-                    Some(h) if read_in_place(code) => s.ext_fields_in_place(h)?,
-                    _ => s.ext_fields()?,
-                }
-            }
+            "extFields" => cmd.ext_fields = s.ext_fields(header.filter(|_| read_in_place(code)))?,
             "serializeTypeCurrentRPC" => {
                 s.string_or_null()?;
             }

@@ -33,8 +33,9 @@ impl Drop for StringMap {
     fn drop(&mut self) {
         let mut text = std::mem::take(&mut self.text);
         let mut entries = std::mem::take(&mut self.entries);
-        if text.capacity() > 0
-            && entries.capacity() > 0
+        // A map read in place may have no text of its own: its entries' buffer is kept all
+        // the same.
+        if entries.capacity() > 0
             && text.capacity() <= spare::MAX_BYTES
             && entries.capacity() <= KEPT_ENTRIES_MAX
         {
@@ -63,158 +64,24 @@ struct Span {
 /// tokens, unescaped, follow it): see [`StringMap::for_json`].
 ///
 /// A header's `extFields` may also be read where it arrived: the JSON decoder hands over the
-/// object's members as they are in the frame (see [`StringMap::in_place`]), and the map reads
-/// them there, with no allocation, until it is first changed.
+/// object's members as they are in the frame, with the entries it found there (see
+/// [`StringMap::for_members`]), and the map reads them there, without copying them, until it
+/// is first changed.
 #[derive(Clone, Default)]
 pub struct StringMap {
+    /// The keys and values (those of a map read in place: only the unescaped text of escaped
+    /// tokens).
     text: String,
     entries: Vec<Span>,
-    /// The entries still in the frame's JSON (`text` and `entries` are empty then).
-    json: Option<JsonMembers>,
+    /// The members of a JSON object, between its braces, as a frame carried them, when the
+    /// map is read in place: the entries' spans marked [`IN_JSON`] are in this text, checked
+    /// as UTF-8 once when the frame was decoded.
+    json: Option<ByteString>,
 }
 
-/// The members of a JSON object, between its braces, as a frame carried them: `"key":value`
-/// pairs separated by commas, white space allowed around the tokens, where every value is a
-/// string, an integer, `true`, `false` or `null` (skipped, as a decoded map leaves it out). The
-/// decoder checked all this; reading them again only looks for the delimiters.
-///
-/// A key or string with escapes (Java's fastjson writes the properties' separators `\u0001`
-/// and `\u0002` so) is read from the map's `text`, which then holds the unescaped text of each
-/// such token of a non-null member, in order.
-#[derive(Clone)]
-struct JsonMembers {
-    /// The members' JSON text, known to be UTF-8: a key or value is a `str` slice of it.
-    text: ByteString,
-    /// Members whose value is not `null`.
-    count: u32,
-}
-
-/// Where a reading of [`JsonMembers`] stands: the next member's offset in the JSON text, and
-/// the next escaped token's in the unescaped text.
-#[derive(Clone, Copy, Debug, Default)]
-struct Cursor {
-    json: usize,
-    unescaped: usize,
-}
-
-/// The string token whose opening quote is at `i`: its contents' range, whether it holds an
-/// escape, and the offset after its closing quote.
-fn string_token(b: &[u8], i: usize) -> Option<(usize, usize, bool, usize)> {
-    let start = i + 1;
-    let mut at = start;
-    let mut escaped = false;
-    loop {
-        at = crate::protocol::json::find::string_stop(b, at)?;
-        match b[at] {
-            b'"' => return Some((start, at, escaped, at + 1)),
-            // `\x` or `\uXXXX`: neither the escaped letter nor hex digits are quotes.
-            b'\\' => {
-                escaped = true;
-                at += 2;
-            }
-            // A control character (the decoder refuses them in strings; never here).
-            _ => at += 1,
-        }
-    }
-}
-
-/// The length of an escaped token's text once unescaped (the decoder refused surrogate
-/// escapes, so each `\uXXXX` is one character).
-fn unescaped_len(raw: &[u8]) -> usize {
-    let (mut i, mut n) = (0, 0);
-    while i < raw.len() {
-        if raw[i] != b'\\' {
-            i += 1;
-            n += 1;
-            continue;
-        }
-        if raw.get(i + 1) == Some(&b'u') {
-            let hex = raw
-                .get(i + 2..i + 6)
-                .and_then(|h| std::str::from_utf8(h).ok());
-            let c = hex
-                .and_then(|h| u32::from_str_radix(h, 16).ok())
-                .and_then(char::from_u32);
-            n += c.map_or(1, char::len_utf8);
-            i += 6;
-        } else {
-            n += 1;
-            i += 2;
-        }
-    }
-    n
-}
-
-impl JsonMembers {
-    fn skip(b: &[u8], i: &mut usize, also: u8) {
-        while let Some(&c) = b.get(*i) {
-            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') && c != also {
-                break;
-            }
-            *i += 1;
-        }
-    }
-
-    /// The text of the string token `start..end`: in place, or the next unescaped one at
-    /// `*unescaped` (then moved past it).
-    fn token<'a>(
-        &'a self,
-        unescaped: &'a str,
-        (start, end, escaped): (usize, usize, bool),
-        at: &mut usize,
-    ) -> &'a str {
-        let text = if escaped {
-            let len = unescaped_len(&self.text.as_bytes()[start..end]);
-            let from = *at;
-            *at += len;
-            unescaped.get(from..from + len)
-        } else {
-            // Every delimiter is ASCII, so the range is a character boundary (the only check a
-            // `str` slice makes; the text was checked as UTF-8 once, when it was decoded).
-            self.text.get(start..end)
-        };
-        text.unwrap_or_default()
-    }
-
-    /// The next member with a value that is not `null`, from `at` on (moved past it);
-    /// `unescaped` is the map's text.
-    fn next<'a>(&'a self, unescaped: &'a str, at: &mut Cursor) -> Option<(&'a str, &'a str)> {
-        let b = self.text.as_bytes();
-        loop {
-            let mut i = at.json;
-            Self::skip(b, &mut i, b',');
-            if b.get(i)? != &b'"' {
-                return None;
-            }
-            let (key, key_end, key_escaped, after) = string_token(b, i)?;
-            i = after;
-            Self::skip(b, &mut i, b':');
-            let value = if b.get(i)? == &b'"' {
-                let (v, end, escaped, after) = string_token(b, i)?;
-                i = after;
-                Some((v, end, escaped))
-            } else {
-                let v = i;
-                while let Some(c) = b.get(i) {
-                    if matches!(c, b',' | b' ' | b'\t' | b'\n' | b'\r') {
-                        break;
-                    }
-                    i += 1;
-                }
-                (&b[v..i] != b"null").then_some((v, i, false))
-            };
-            at.json = i;
-            let Some((value, value_end, value_escaped)) = value else {
-                continue;
-            };
-            let mut u = at.unescaped;
-            let k = self.token(unescaped, (key, key_end, key_escaped), &mut u);
-            let v = self.token(unescaped, (value, value_end, value_escaped), &mut u);
-            at.unescaped = u;
-            return Some((k, v));
-        }
-    }
-}
+/// The bit of a span's offset that places it in the map's JSON members (see
+/// [`StringMap::for_members`]) rather than in its own text.
+pub(crate) const IN_JSON: u32 = 1 << 31;
 
 impl StringMap {
     /// An empty map.
@@ -248,20 +115,19 @@ impl StringMap {
         }
     }
 
-    /// The map of a JSON object's members read where they are (see [`JsonMembers`] for what
-    /// `members` must hold; the JSON header decoder checks it): lookups and iteration scan the
-    /// text, the first change copies the entries out. `unescaped` holds the unescaped text of
-    /// every key and string value with an escape, in order (members whose value is `null` left
-    /// out).
-    pub(crate) fn in_place(members: ByteString, count: u32, unescaped: String) -> Self {
-        Self {
-            text: unescaped,
-            entries: Vec::new(),
-            json: Some(JsonMembers {
-                text: members,
-                count,
-            }),
-        }
+    /// An empty map for a decoder that reads a JSON object's members where they are (see
+    /// [`StringMap::set_members`]): it adds each member with [`StringMap::push_spans`], a
+    /// token without escapes as its span in the members marked [`IN_JSON`], an escaped one as
+    /// the span [`StringMap::append_with`] gives its unescaped text. Lookups and iteration read
+    /// the entries where they are, the first change copies them out.
+    pub(crate) fn for_members(entries: usize) -> Self {
+        Self::with_capacities(entries, 0)
+    }
+
+    /// Sets the members that the spans marked [`IN_JSON`] are in (the text between the
+    /// object's braces).
+    pub(crate) fn set_members(&mut self, members: ByteString) {
+        self.json = Some(members);
     }
 
     /// Whether the entries are still read in place from a frame's JSON.
@@ -274,13 +140,28 @@ impl StringMap {
         let Some(json) = self.json.take() else {
             return;
         };
-        let unescaped = std::mem::take(&mut self.text);
-        self.text.reserve(json.text.len());
-        self.entries.reserve(json.count as usize);
-        let mut at = Cursor::default();
-        while let Some((k, v)) = json.next(&unescaped, &mut at) {
-            self.push(k, v);
+        self.text.reserve(json.len());
+        for i in 0..self.entries.len() {
+            let e = self.entries[i];
+            let (k, kl) = self.own_span(&json, e.key, e.key_len);
+            let (v, vl) = self.own_span(&json, e.value, e.value_len);
+            self.entries[i] = Span {
+                key: k,
+                key_len: kl,
+                value: v,
+                value_len: vl,
+            };
         }
+    }
+
+    /// A span of an entry read in place, as a span of the map's own text (a span in the JSON
+    /// members copied to its end).
+    fn own_span(&mut self, json: &str, at: u32, len: u32) -> (u32, u32) {
+        if at & IN_JSON == 0 {
+            return (at, len);
+        }
+        let from = (at & !IN_JSON) as usize;
+        self.append(json.get(from..from + len as usize).unwrap_or_default())
     }
 
     /// `map`, or an empty map when there is none (a command's `ext_fields`, which a header
@@ -307,20 +188,9 @@ impl StringMap {
     /// reads, without comparing keys as strings.
     pub fn get_letters<const N: usize>(&self) -> [Option<&str>; N] {
         let mut out = [None; N];
-        if self.json.is_some() {
-            for (k, v) in self.iter() {
-                if let [c] = k.as_bytes() {
-                    if let Some(slot) = out.get_mut(usize::from(c.wrapping_sub(b'a'))) {
-                        slot.get_or_insert(v);
-                    }
-                }
-            }
-            return out;
-        }
-        let text = self.text.as_bytes();
         for e in &self.entries {
             if e.key_len == 1 {
-                let c = text[e.key as usize].wrapping_sub(b'a');
+                let c = self.key_of(e).as_bytes()[0].wrapping_sub(b'a');
                 if let Some(slot @ None) = out.get_mut(usize::from(c)) {
                     *slot = Some(self.value_of(e));
                 }
@@ -329,24 +199,33 @@ impl StringMap {
         out
     }
 
+    /// The text at a span: in the JSON members when it is marked so, else in `text`.
+    #[inline]
+    fn at(&self, at: u32, len: u32) -> &str {
+        let (text, from) = match &self.json {
+            Some(json) if at & IN_JSON != 0 => (&**json, (at & !IN_JSON) as usize),
+            _ => (self.text.as_str(), at as usize),
+        };
+        &text[from..from + len as usize]
+    }
+
     fn key_of(&self, e: &Span) -> &str {
-        &self.text[e.key as usize..(e.key + e.key_len) as usize]
+        self.at(e.key, e.key_len)
     }
 
     fn value_of(&self, e: &Span) -> &str {
-        &self.text[e.value as usize..(e.value + e.value_len) as usize]
+        self.at(e.value, e.value_len)
     }
 
     fn find(&self, key: &str) -> Option<usize> {
         // Header keys are often one letter (SEND_MESSAGE_V2): compare lengths and first bytes
         // before calling into `memcmp`.
         let want = key.as_bytes();
-        let text = self.text.as_bytes();
         self.entries.iter().position(|e| {
-            let at = e.key as usize;
-            e.key_len as usize == want.len()
-                && want.first().is_none_or(|b| text.get(at) == Some(b))
-                && text[at..at + want.len()] == *want
+            e.key_len as usize == want.len() && {
+                let k = self.key_of(e).as_bytes();
+                k.first() == want.first() && k == want
+            }
         })
     }
 
@@ -384,15 +263,6 @@ impl StringMap {
 
     /// The value stored under `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        if let Some(json) = &self.json {
-            let mut at = Cursor::default();
-            while let Some((k, v)) = json.next(&self.text, &mut at) {
-                if k == key {
-                    return Some(v);
-                }
-            }
-            return None;
-        }
         self.find(key).map(|i| self.value_of(&self.entries[i]))
     }
 
@@ -521,10 +391,7 @@ impl StringMap {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        match &self.json {
-            Some(json) => json.count as usize,
-            None => self.entries.len(),
-        }
+        self.entries.len()
     }
 
     /// Whether the map is empty.
@@ -537,8 +404,6 @@ impl StringMap {
         Iter {
             map: self,
             inner: self.entries.iter(),
-            json_at: Cursor::default(),
-            left: self.len(),
         }
     }
 
@@ -574,26 +439,16 @@ impl StringMap {
 pub struct Iter<'a> {
     map: &'a StringMap,
     inner: std::slice::Iter<'a, Span>,
-    /// Where the next member starts, for entries read in place.
-    json_at: Cursor,
-    left: usize,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a str, &'a str);
     fn next(&mut self) -> Option<Self::Item> {
-        let item = match &self.map.json {
-            Some(json) => json.next(&self.map.text, &mut self.json_at)?,
-            None => {
-                let e = self.inner.next()?;
-                (self.map.key_of(e), self.map.value_of(e))
-            }
-        };
-        self.left = self.left.saturating_sub(1);
-        Some(item)
+        let e = self.inner.next()?;
+        Some((self.map.key_of(e), self.map.value_of(e)))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
+        self.inner.size_hint()
     }
 }
 
@@ -768,11 +623,14 @@ mod tests {
         assert_eq!(m.get("du"), None);
     }
 
+    /// The map of an answer whose `extFields` members are `members`, as the JSON decoder
+    /// reads it in place.
     fn in_place(members: &str) -> StringMap {
-        let count = members.matches(':').count()
-            - members.matches(":null").count()
-            - members.matches(": null").count();
-        StringMap::in_place(ByteString::from(members), count as u32, String::new())
+        let json = format!(r#"{{"code":0,"extFields":{{{members}}},"flag":1}}"#);
+        let cmd = crate::protocol::header_json::decode_shared(&bytes::Bytes::from(json)).unwrap();
+        let m = cmd.ext_fields.unwrap();
+        assert!(m.is_in_place());
+        m
     }
 
     #[test]
@@ -850,6 +708,23 @@ mod tests {
         assert_eq!(kept.iter().collect::<Vec<_>>(), vec![("t", "true")]);
         assert!(in_place("").is_empty());
         assert_eq!(in_place("").iter().next(), None);
+        // Escaped tokens (unescaped into the map's own text) among plain ones, in order.
+        let mixed = in_place(r#""\u0061":"1","p":"K\u0001V\u0002","x":"plain","q\"":"\"""#);
+        let want = [
+            ("a", "1"),
+            ("p", "K\u{1}V\u{2}"),
+            ("x", "plain"),
+            ("q\"", "\""),
+        ];
+        assert_eq!(mixed.iter().collect::<Vec<_>>(), want);
+        assert_eq!(mixed.get("p"), Some("K\u{1}V\u{2}"));
+        assert_eq!(mixed.get("q\""), Some("\""));
+        let mut owned = mixed.clone();
+        owned.insert("x", "changed");
+        assert!(!owned.is_in_place());
+        let mut expected: StringMap = want.into_iter().collect();
+        expected.insert("x", "changed");
+        assert_eq!(owned, expected);
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and their response.
 
 use super::{
-    decode_or, header, int_text, optional_text, required_text, CommandHeader, HeaderError,
-    HeaderField,
+    decode_or, header, int_bytes, int_text, optional_text, required_text, CommandHeader,
+    HeaderError, HeaderField,
 };
 use crate::protocol::command::ExtFields;
 use crate::protocol::header_json::JsonExtFields;
+use crate::protocol::json::escape::{write_json_string, EscapeMode};
 
 /// Where a send header's fields go: a map, or JSON written at once. One writer serves both, so
 /// the two hold the same entries in the same order.
@@ -224,9 +225,54 @@ impl<'a> SendMessageRequestHeaderRef<'a> {
     }
 
     /// Writes the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`) as JSON at once, as
-    /// [`SendMessageRequestHeader::write_v2_json`] does.
+    /// [`SendMessageRequestHeader::write_v2_json`] does: the same members as
+    /// [`SendMessageRequestHeaderRef::write_v2`] writes into a map, in one pass with the keys'
+    /// text written as constants.
     pub fn write_v2_json(&self, out: &mut JsonExtFields) {
-        self.write_keys(out, &V2_KEYS);
+        // `a`..`h`, `k` and `m` always; the optional ones when present.
+        let n = 10
+            + usize::from(self.properties.is_some())
+            + usize::from(self.reconsume_times.is_some())
+            + usize::from(self.max_reconsume_times.is_some())
+            + usize::from(self.broker_name.is_some());
+        out.push_encoded(n, |m| {
+            let mut num = [0u8; 20];
+            let text = |m: &mut Vec<u8>, key: &[u8], v: &str| {
+                m.extend_from_slice(key);
+                write_json_string(m, v, EscapeMode::Fastjson);
+            };
+            let mut int = |m: &mut Vec<u8>, key: &[u8], v: i64| {
+                m.extend_from_slice(key);
+                m.extend_from_slice(int_bytes(v, &mut num));
+                m.push(b'"');
+            };
+            let boolean = |m: &mut Vec<u8>, key: &[u8], v: bool| {
+                m.extend_from_slice(key);
+                m.extend_from_slice(if v { b"\"true\"" } else { b"\"false\"" });
+            };
+            text(m, b"\"a\":", self.producer_group);
+            text(m, b",\"b\":", self.topic);
+            text(m, b",\"c\":", self.default_topic);
+            int(m, b",\"d\":\"", i64::from(self.default_topic_queue_nums));
+            int(m, b",\"e\":\"", i64::from(self.queue_id));
+            int(m, b",\"f\":\"", i64::from(self.sys_flag));
+            int(m, b",\"g\":\"", self.born_timestamp);
+            int(m, b",\"h\":\"", i64::from(self.flag));
+            if let Some(p) = self.properties {
+                text(m, b",\"i\":", p);
+            }
+            if let Some(r) = self.reconsume_times {
+                int(m, b",\"j\":\"", i64::from(r));
+            }
+            boolean(m, b",\"k\":", self.unit_mode);
+            if let Some(r) = self.max_reconsume_times {
+                int(m, b",\"l\":\"", i64::from(r));
+            }
+            boolean(m, b",\"m\":", self.batch);
+            if let Some(b) = self.broker_name {
+                text(m, b",\"n\":", b);
+            }
+        });
     }
 
     /// The SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form as JSON, in a buffer sized for it.
@@ -553,6 +599,41 @@ mod tests {
         direct.opaque = 77;
         direct.ext_json = Some(h.to_v2_json());
         (generic, direct)
+    }
+
+    #[test]
+    fn the_direct_v2_writer_writes_what_the_field_writer_writes() {
+        let mut h = header(true);
+        h.producer_group = "g\"\\é\u{7f}\u{85}".into();
+        let shapes = [
+            (None, None, None, None),
+            (Some("p\u{1}v\u{2}"), Some(3), Some(16), Some("b")),
+        ];
+        for (props, reconsume, max, bname) in shapes {
+            for (unit, batch) in [(false, true), (true, false)] {
+                let mut r = h.borrowed();
+                (
+                    r.properties,
+                    r.reconsume_times,
+                    r.max_reconsume_times,
+                    r.broker_name,
+                ) = (props, reconsume, max, bname);
+                (r.unit_mode, r.batch, r.born_timestamp, r.queue_id) = (unit, batch, i64::MIN, -1);
+                for before in [0, 1] {
+                    let (mut direct, mut fields) =
+                        (JsonExtFields::default(), JsonExtFields::default());
+                    for out in [&mut direct, &mut fields] {
+                        if before == 1 {
+                            out.push("x", "y");
+                        }
+                    }
+                    r.write_v2_json(&mut direct);
+                    r.write_keys(&mut fields, &V2_KEYS);
+                    assert_eq!(direct.as_bytes(), fields.as_bytes());
+                    assert_eq!(direct.len(), fields.len());
+                }
+            }
+        }
     }
 
     #[test]
