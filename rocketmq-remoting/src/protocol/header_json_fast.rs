@@ -450,6 +450,44 @@ impl<'a> Scan<'a> {
     }
 }
 
+impl Scan<'_> {
+    /// A header as fastjson (and [`super::header_json::encode`]) writes one: compact, its keys
+    /// in their alphabetical order, `code`, `flag`, `opaque` and `version` integers, `language`
+    /// a name without escapes, `serializeTypeCurrentRPC` `"JSON"`; `extFields`, `language` and
+    /// `remark` optional. Each key is matched as a constant where it must be, without reading
+    /// it as a string. `None` for anything else, which [`decode_in`] then reads member by
+    /// member: both read such a header alike.
+    fn canonical(&mut self, header: Option<&ByteString>) -> Option<RemotingCommand> {
+        let mut cmd = RemotingCommand::default();
+        self.literal(b"{\"code\":")?;
+        cmd.code = i32::try_from(self.int()?).ok()?;
+        if self.literal(b",\"extFields\":").is_some() {
+            let in_place = header.filter(|_| read_in_place(Some(cmd.code)));
+            cmd.ext_fields = self.ext_fields(in_place)?;
+        }
+        self.literal(b",\"flag\":")?;
+        cmd.flag = i32::try_from(self.int()?).ok()?;
+        cmd.language = if self.literal(b",\"language\":\"").is_some() {
+            let start = self.i;
+            self.i = string_stop(self.b, start)?;
+            let name = self.s.get(start..self.i)?;
+            self.eat(b'"')?;
+            LanguageCode::from_name(name)
+        } else {
+            LanguageCode::Java
+        };
+        self.literal(b",\"opaque\":")?;
+        cmd.opaque = i32::try_from(self.int()?).ok()?;
+        if self.literal(b",\"remark\":").is_some() {
+            cmd.remark = Some(self.string()?.into_owned());
+        }
+        self.literal(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":")?;
+        cmd.version = i32::try_from(self.int()?).ok()?;
+        self.eat(b'}')?;
+        (self.i == self.b.len()).then_some(cmd)
+    }
+}
+
 /// Whether a command's `extFields` are read where they arrived (see [`decode_in_place`]): the
 /// successful answers (no request has code 0) and pulls. Other requests' maps hold one copy of
 /// the header's text, and their entries point into it: a request's map may outlive its frame's
@@ -488,6 +526,10 @@ fn decode_in(bytes: &[u8], header: Option<&ByteString>) -> Option<RemotingComman
         b: bytes,
         i: 0,
     };
+    if let Some(cmd) = s.canonical(header) {
+        return Some(cmd);
+    }
+    s.i = 0;
     let mut cmd = RemotingCommand::default();
     let (mut code, mut flag, mut opaque, mut version) = (None, None, None, None);
     let mut language = None;
@@ -595,6 +637,69 @@ mod tests {
             }
         }
         fast.is_some()
+    }
+
+    /// What the in-order reader makes of `json`, if it takes it.
+    fn canonical(json: &str) -> Option<RemotingCommand> {
+        let mut s = super::Scan {
+            s: json,
+            b: json.as_bytes(),
+            i: 0,
+        };
+        s.canonical(None)
+    }
+
+    #[test]
+    fn headers_as_the_encoder_writes_them_are_read_in_order_as_the_general_reader_reads_them() {
+        use crate::protocol::codes::LanguageCode;
+        let mut ext = crate::protocol::command::ExtFields::new();
+        ext.push("a", "G\u{1}\"x");
+        ext.push("queueId", "3");
+        let shapes = [
+            RemotingCommand::default(),
+            RemotingCommand {
+                code: -7,
+                flag: 3,
+                opaque: i32::MIN,
+                version: i32::MAX,
+                language: LanguageCode::Cpp,
+                remark: Some("why \"not\"\n".into()),
+                ext_fields: Some(ext.clone()),
+                ..Default::default()
+            },
+            RemotingCommand {
+                language: LanguageCode::Unknown(200),
+                ext_fields: Some(Default::default()),
+                remark: Some(String::new()),
+                ..Default::default()
+            },
+        ];
+        for cmd in shapes {
+            let mut out = Vec::new();
+            encode(&cmd, &mut out);
+            let json = std::str::from_utf8(&out).unwrap();
+            let read = canonical(json).unwrap_or_else(|| panic!("not in order: {json}"));
+            assert_eq!(Some(&read), decode_general(json.as_bytes()).ok().as_ref());
+            assert!(agree(json));
+        }
+        // Near misses are left to the member-by-member reader, which reads them as the
+        // general reader does.
+        for json in [
+            r#"{"code":0,"flag":1,"language":"JAVA","opaque":2,"serializeTypeCurrentRPC":"JSON"}"#,
+            r#"{"code":0,"flag":1,"language":"JA\u0056A","opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
+            r#"{"code":0,"flag":1,"language":3,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
+            r#"{"code":0,"flag":1,"opaque":2,"remark":null,"serializeTypeCurrentRPC":"JSON","version":1}"#,
+            r#"{"code":0,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1,"flag":2}"#,
+            r#"{"code":0, "flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
+            r#"{"code":01,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
+            r#"{"code":4294967296,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
+        ] {
+            assert_eq!(canonical(json), None, "{json}");
+            agree(json);
+        }
+        let null_ext = r#"{"code":0,"extFields":null,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#;
+        assert_eq!(canonical(null_ext).unwrap().ext_fields, None);
+        assert!(agree(null_ext));
     }
 
     #[test]
