@@ -1024,11 +1024,17 @@ async fn transaction_half_commit_rollback_and_check_match_java() {
 }
 
 /// A half message that carries a delay level (Java's producer strips it; other clients may
-/// not): committing it goes through `CommitLog.asyncPutMessage`'s delay branch, which rebuilds
+/// not) is kept in the half topic and scheduled when committed, with the properties Java's
+/// commit path gives a delayed message (`CommitLog.asyncPutMessage`'s delay branch rebuilds
 /// the string from the map `endMessageTransaction` left: without TRAN_MSG, with REAL_TOPIC and
-/// REAL_QID of the real topic, DELAY and the half message's WAIT.
+/// REAL_QID of the real topic, DELAY and the half message's WAIT).
+///
+/// A deliberate difference: Java 4.9.8 loses such a message. `parseHalfMessageInner` resets
+/// the half message to TRANSACTION_NOT_TYPE, so its put is redirected to SCHEDULE_TOPIC_XXXX
+/// (REAL_TOPIC=RMQ_SYS_TRANS_HALF_TOPIC), and `ScheduleMessageService` discards it when due
+/// ("[BUG] the real topic of schedule msg is RMQ_SYS_TRANS_HALF_TOPIC").
 #[tokio::test]
-async fn a_committed_message_with_a_delay_level_is_scheduled_like_java() {
+async fn a_committed_message_with_a_delay_level_is_scheduled() {
     let cl = Cluster::start().await; // delay levels "1s 2s 3s"
     let b = cl.broker_addr();
     let (producer, _checks) = producer_member(&b, TX_GROUP, "10.0.0.9@tx").await;
@@ -1679,5 +1685,192 @@ async fn a_retry_send_past_the_maximum_keeps_its_delay_like_java() {
     let dead = pull_one(&cl, &c, "%DLQ%dg", 0).await;
     assert_eq!(dead.body.as_ref(), b"dead");
     assert_eq!(dead.reconsume_times, 16);
+    cl.stop().await;
+}
+
+/// Per-topic put statistics under the topic a message is stored in, as Java counts them:
+/// `SendMessageProcessor.handlePutMessageResult` counts `msg.getTopic()` after the store
+/// rewrote it (SCHEDULE_TOPIC_XXXX for a delayed send, RMQ_SYS_TRANS_HALF_TOPIC for a half
+/// message); `ScheduleMessageService.PutResultProcess.onSuccess` counts a delivery under its
+/// real topic, in BROKER_PUT_NUMS and as a get of `SCHEDULE_TOPIC_XXXX@SCHEDULE_CONSUMER`;
+/// `asyncConsumerSendMsgBack` counts SNDBCK_PUT_NUMS (`topic@group`) and the SCHEDULE put.
+/// The store-level totals count every record stored, and GET_BROKER_RUNTIME_INFO reports
+/// each level's delay progress (`scheduleMessageOffset_<level>`).
+#[tokio::test]
+async fn put_statistics_count_the_stored_topic_like_java() {
+    let cl = Cluster::start().await; // delay levels "1s 2s 3s"
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "StatsT", 1).await;
+    let sum = |name: &str, key: &str| {
+        cl.broker
+            .stats()
+            .view(name, key)
+            .map(|d| d.stats_minute.sum)
+    };
+    let m = Message::new("StatsT", Bytes::from_static(b"later")).with_delay_level(1);
+    let r = c
+        .invoke(&b, send_request("StatsT", 0, &m), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    assert_eq!(sum("TOPIC_PUT_NUMS", SCHEDULE_TOPIC), Some(1));
+    assert_eq!(sum("TOPIC_PUT_NUMS", "StatsT"), None);
+    cl.clock.advance(1_500);
+    let d = pull_one(&cl, &c, "StatsT", 0).await;
+    eventually("the delivery counted", || {
+        sum("TOPIC_PUT_NUMS", "StatsT") == Some(1)
+    })
+    .await;
+    assert_eq!(
+        sum("TOPIC_PUT_SIZE", "StatsT"),
+        Some(i64::from(d.store_size))
+    );
+    assert_eq!(sum("BROKER_PUT_NUMS", "DefaultCluster"), Some(2));
+    assert_eq!(
+        sum("GROUP_GET_NUMS", "SCHEDULE_TOPIC_XXXX@SCHEDULE_CONSUMER"),
+        Some(1)
+    );
+    let info = runtime_info(&c, &b).await;
+    assert_eq!(
+        info.get("scheduleMessageOffset_1").map(String::as_str),
+        Some("1,1")
+    );
+
+    // Sent back with level 1: SCHEDULE again, then %RETRY%pg when delivered.
+    let r = c
+        .invoke(&b, send_back(d.commit_log_offset, "pg", 1, 16), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    assert_eq!(sum("SNDBCK_PUT_NUMS", "StatsT@pg"), Some(1));
+    assert_eq!(sum("TOPIC_PUT_NUMS", SCHEDULE_TOPIC), Some(2));
+    cl.clock.advance(1_500);
+    pull_one(&cl, &c, "%RETRY%pg", 0).await;
+    eventually("the retry counted", || {
+        sum("TOPIC_PUT_NUMS", "%RETRY%pg") == Some(1)
+    })
+    .await;
+
+    // A half message: under RMQ_SYS_TRANS_HALF_TOPIC, not its topic.
+    let half = Message::new("HalfT", Bytes::from_static(b"half"))
+        .with_property("TRAN_MSG", "true")
+        .with_property("PGROUP", "tg");
+    let r = c
+        .invoke(
+            &b,
+            send_request_as(
+                "tg",
+                "HalfT",
+                0,
+                sys_flag::TRANSACTION_PREPARED_TYPE,
+                1_700_000_000_000,
+                &half,
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{}", r.remark_str());
+    assert_eq!(sum("TOPIC_PUT_NUMS", TRANS_HALF_TOPIC), Some(1));
+    assert_eq!(sum("TOPIC_PUT_NUMS", "HalfT"), None);
+    // Five records stored: two scheduled, their two deliveries, the half message.
+    assert!(cl.broker.store().wait_dispatched(T));
+    let info = runtime_info(&c, &b).await;
+    assert_eq!(
+        info.get("msgPutTotalTodayNow").map(String::as_str),
+        Some("5")
+    );
+    cl.stop().await;
+}
+
+/// GET_BROKER_RUNTIME_INFO has every key Java 4.9.8's broker gives, in the form Java's tools
+/// parse without a default (apache/rocketmq-exporter's `BrokerRuntimeStats` constructor,
+/// `mqadmin clusterList`): numbers where Java gives numbers, and `putMessageDistributeTime`
+/// as Java's 13 `[bucket]:count` pairs.
+#[tokio::test]
+async fn runtime_info_has_every_key_java_tools_read() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    send(&c, &b, "InfoT", 0, "x").await;
+    let info = runtime_info(&c, &b).await;
+    let ints = [
+        "bootTimestamp",
+        "putMessageEntireTimeMax",
+        "putMessageTimesTotal",
+        "putMessageFailedTimes",
+        "putMessageSizeTotal",
+        "dispatchMaxBuffer",
+        "getMessageEntireTimeMax",
+        "commitLogMinOffset",
+        "commitLogMaxOffset",
+        "brokerVersion",
+        "msgPutTotalYesterdayMorning",
+        "msgPutTotalTodayMorning",
+        "msgPutTotalTodayNow",
+        "msgGetTotalYesterdayMorning",
+        "msgGetTotalTodayMorning",
+        "msgGetTotalTodayNow",
+        "sendThreadPoolQueueSize",
+        "sendThreadPoolQueueCapacity",
+        "pullThreadPoolQueueSize",
+        "pullThreadPoolQueueCapacity",
+        "queryThreadPoolQueueSize",
+        "queryThreadPoolQueueCapacity",
+        "EndTransactionQueueSize",
+        "EndTransactionThreadPoolQueueCapacity",
+        "dispatchBehindBytes",
+        "pageCacheLockTimeMills",
+        "sendThreadPoolQueueHeadWaitTimeMills",
+        "pullThreadPoolQueueHeadWaitTimeMills",
+        "queryThreadPoolQueueHeadWaitTimeMills",
+        "earliestMessageTimeStamp",
+        "startAcceptSendRequestTimeStamp",
+        "remainTransientStoreBufferNumbs",
+    ];
+    for k in ints {
+        let v = info.get(k).unwrap_or_else(|| panic!("{k} missing"));
+        assert!(v.parse::<i64>().is_ok(), "{k} = {v:?}");
+    }
+    for k in [
+        "putMessageAverageSize",
+        "putLatency99",
+        "putLatency999",
+        "commitLogDiskRatio",
+        "consumeQueueDiskRatio",
+    ] {
+        let v = info.get(k).unwrap_or_else(|| panic!("{k} missing"));
+        assert!(v.parse::<f64>().is_ok(), "{k} = {v:?}");
+    }
+    assert_eq!(info["putLatency99"], "0.00", "Java's %.2f");
+    assert_eq!(
+        info["remainTransientStoreBufferNumbs"],
+        i32::MAX.to_string()
+    );
+    assert_eq!(info["putMessageFailedTimes"], "0");
+    let buckets: Vec<&str> = info["putMessageDistributeTime"]
+        .split_whitespace()
+        .collect();
+    assert_eq!(buckets.len(), 13, "{buckets:?}");
+    assert_eq!(buckets[0], "[<=0ms]:0");
+    assert!(buckets[12].starts_with("[10s~]:"));
+    for bucket in buckets {
+        let (_, n) = bucket.rsplit_once(':').unwrap();
+        assert!(n.parse::<i64>().is_ok(), "{bucket}");
+    }
+    for k in [
+        "runtime",
+        "putTps",
+        "getFoundTps",
+        "getMissTps",
+        "getTotalTps",
+        "getTransferedTps",
+        "brokerVersionDesc",
+        "remainHowManyDataToFlush",
+        "commitLogDirCapacity",
+    ] {
+        assert!(info.contains_key(k), "{k} missing");
+    }
     cl.stop().await;
 }

@@ -327,3 +327,39 @@ fn store_reply_message_enable_is_read_from_broker_conf() {
     assert!(unknown.is_empty(), "{unknown:?}");
     assert!(!c.store_reply_message_enable);
 }
+
+/// A stored reply that carries a delay level is scheduled, as Java's `ReplyMessageProcessor`
+/// puts it through `CommitLog.asyncPutMessage` (sys flag NOT_TYPE): stored in
+/// SCHEDULE_TOPIC_XXXX (REAL_TOPIC the reply topic), delivered to the reply topic once due.
+#[tokio::test]
+async fn a_stored_reply_with_a_delay_level_is_scheduled() {
+    let cl = Cluster::start().await; // delay levels "1s 2s 3s"
+    let b = cl.broker_addr();
+    let replier = client();
+    let m = reply_message(None, "later").with_delay_level(1);
+    let r = replier.invoke(&b, reply_v2(&m), T).await.unwrap();
+    // Nobody to push it to; stored all the same.
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    let store = cl.broker.store();
+    eventually("the scheduled reply", || {
+        store.max_offset("SCHEDULE_TOPIC_XXXX", 0) == 1
+    })
+    .await;
+    assert_eq!(store.max_offset(REPLY_TOPIC, 0), 0);
+    let e = store.queue_entry("SCHEDULE_TOPIC_XXXX", 0, 0).unwrap();
+    let raw = store.read_record(e.phys as u64).unwrap();
+    let (s, _) = rocketmq_remoting::protocol::message::decode_stored(
+        &raw,
+        rocketmq_remoting::protocol::message::StoredDecodeOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(s.property("REAL_TOPIC"), Some(REPLY_TOPIC));
+    assert_eq!(s.property("REAL_QID"), Some("0"));
+    cl.clock.advance(1_500);
+    eventually("the delivered reply", || {
+        cl.broker.inner().deliver_due_now();
+        store.max_offset(REPLY_TOPIC, 0) == 1
+    })
+    .await;
+    cl.stop().await;
+}

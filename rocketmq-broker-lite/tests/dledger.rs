@@ -277,6 +277,11 @@ async fn a_group_elects_a_leader_that_replicates_every_write() {
     assert_eq!(r.response_code(), ResponseCode::ServiceNotAvailable);
     let end = g.node(l).store().commit_log_written_offset();
     replicas_identical(&g, end).await;
+    // Every node counts the records it applied in its put totals (`msgPutTotalTodayNow`,
+    // `putTps`), as Java's follower (a SLAVE) counts them at dispatch.
+    for (i, n) in g.running() {
+        assert_eq!(n.stats().put_messages(), 100, "node {i}");
+    }
     // The leader is the group's master in the route; the followers are its slaves.
     let route = rocketmq_client_route(&c, &g.namesrv.local_addr().to_string()).await;
     assert_eq!(route.get(&0).cloned(), Some(g.node(l).broker_addr()));

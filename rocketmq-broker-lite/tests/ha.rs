@@ -654,6 +654,38 @@ async fn runtime_info_shows_replication() {
     g.namesrv.shutdown().await;
 }
 
+/// A slave counts the records it applies from its master in its put totals, as Java's
+/// `ReputMessageService` does on a SLAVE: `clusterList` shows replication flowing on the slave
+/// (`msgPutTotalTodayNow`, `putMessageTimesTotal`, `putTps`) as on the master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_counts_the_records_it_replicates() {
+    let g = group(|_| {}).await;
+    let s = slave(&g, 1, |_| {}).await;
+    let c = client();
+    for i in 0..10 {
+        send_ok(&c, &g.master.broker_addr(), "Counted", 0, &format!("m{i}")).await;
+    }
+    caught_up(&g.master, &s).await;
+    for b in [&g.master, &s] {
+        let info = runtime_info(&c, &b.broker_addr()).await;
+        assert_eq!(
+            info.get("msgPutTotalTodayNow").map(String::as_str),
+            Some("10")
+        );
+        assert_eq!(
+            info.get("putMessageTimesTotal").map(String::as_str),
+            Some("10")
+        );
+        assert_eq!(
+            info.get("putMessageSizeTotal"),
+            Some(&g.master.store().commit_log_written_offset().to_string())
+        );
+    }
+    s.shutdown().await.unwrap();
+    g.master.shutdown().await.unwrap();
+    g.namesrv.shutdown().await;
+}
+
 /// A master with ACL on: the HA port replicates as always, but the slave's metadata requests
 /// are unsigned (as Apache's), so the master answers them only once the slave's address is
 /// in its `globalWhiteRemoteAddresses`.

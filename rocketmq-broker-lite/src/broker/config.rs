@@ -970,6 +970,7 @@ impl BrokerConfig {
         }
         self.ha.validate()?;
         self.dledger.validate()?;
+        check_delay_levels(&self.store.message_delay_level)?;
         self.store.validate()
     }
 
@@ -997,6 +998,49 @@ impl BrokerConfig {
         self.register_name_server_period
             .clamp(Duration::from_secs(10), Duration::from_secs(60))
     }
+}
+
+/// The largest delay of a level, in milliseconds: a delivery time (a store time plus the
+/// delay) must stay within an `i64`.
+const MAX_DELAY_MS: i64 = i64::MAX / 2;
+
+/// Checks `messageDelayLevel` as a broker needs it: at least one level (Java's
+/// `ScheduleMessageService.parseDelayLevel` fails on an empty list, and the broker does not
+/// start), each `<number><unit>` with units s, m, h, d, and a delay that fits (Java would wrap
+/// it to a negative one).
+fn check_delay_levels(text: &str) -> Result<(), String> {
+    let mut levels = 0;
+    for item in text.split_whitespace() {
+        levels += 1;
+        let at = item.char_indices().last().map_or(0, |(at, _)| at);
+        let (num, unit) = item.split_at(at);
+        let factor: i64 = match unit {
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => {
+                return Err(format!(
+                    "messageDelayLevel: bad delay level {item:?} (units s, m, h, d)"
+                ))
+            }
+        };
+        num.parse::<i64>()
+            .map_err(|_| format!("messageDelayLevel: bad delay level {item:?}"))?
+            .checked_mul(factor)
+            .filter(|ms| *ms <= MAX_DELAY_MS)
+            .ok_or_else(|| {
+                format!(
+                    "messageDelayLevel: delay level {item:?} is too long (at most {MAX_DELAY_MS} ms)"
+                )
+            })?;
+    }
+    if levels == 0 {
+        return Err(format!(
+            "messageDelayLevel: no delay level in {text:?} (e.g. \"1s 5s 10s 30s 1m\"); delayed messages and consumer retries need at least one"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1240,6 +1284,30 @@ mod tests {
         c.apply_properties(&parse_properties("fileReservedTime=9999999999999"))
             .unwrap();
         assert!(c.validate().unwrap_err().contains("fileReservedTime"));
+    }
+
+    /// `messageDelayLevel` without a level (empty, or only spaces) is refused at start, as
+    /// Java's `parseDelayLevel` fails and the broker does not start: otherwise every delayed
+    /// message and every retry would be stored in queue -1 of SCHEDULE_TOPIC_XXXX and never
+    /// delivered. So is a level whose milliseconds do not fit (Java wraps it to a negative
+    /// delay); a live update of the key is refused too (it needs a restart).
+    #[test]
+    fn delay_levels_must_be_given_and_fit() {
+        for bad in ["", "   ", "1s 200000000000000d", "9223372036854775807s"] {
+            let mut c = BrokerConfig::default();
+            c.apply_properties(&parse_properties(&format!("messageDelayLevel={bad}")))
+                .unwrap();
+            let e = c.validate().unwrap_err();
+            assert!(e.contains("messageDelayLevel"), "{bad:?}: {e}");
+        }
+        let mut c = BrokerConfig::default();
+        c.apply_properties(&parse_properties("messageDelayLevel=1s 2m 3h 4d"))
+            .unwrap();
+        c.validate().unwrap();
+        let base = BrokerConfig::default();
+        let d = super::super::dynamic_config::DynamicConfig::new(&base, 1);
+        let props = BTreeMap::from([("messageDelayLevel".to_string(), String::new())]);
+        assert!(d.update(&base, &props, 2).is_err());
     }
 
     /// `registerNameServerPeriod` is clamped to 10-60 s (Java's `BrokerController.start`), and

@@ -248,7 +248,9 @@ impl BrokerInner {
             .get(property::DELAY_TIME_LEVEL)
             .and_then(|l| l.parse().ok())
             .unwrap_or(0);
-        if level <= 0 {
+        // No level configured (the configuration refuses it; a queue -1 would never be
+        // delivered): stored as it is.
+        if level <= 0 || self.delay_levels.is_empty() {
             return false;
         }
         let level = level.min(self.delay_levels.len() as i32);
@@ -458,7 +460,7 @@ async fn start_on(
         hold,
         schedule,
         transactions,
-        stats: BrokerStats::new(&cfg.broker_cluster_name),
+        stats: BrokerStats::with_store_puts(&cfg.broker_cluster_name, store.put_totals()),
         request_metrics: Default::default(),
         dynamic,
         clock: env.clock.clone(),

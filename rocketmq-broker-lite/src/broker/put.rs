@@ -121,22 +121,28 @@ impl BrokerInner {
     /// Stores `msgs` (one message, or a batch of one topic and queue) as a request handler
     /// does: appended and written on the calling thread, or proposed to the DLedger group.
     pub(crate) fn store_messages(self: &Arc<Self>, msgs: Vec<PutMessage>) -> Stored {
+        let began = Instant::now();
         match self.dledger.get() {
-            None => Stored::Now(if msgs.len() == 1 {
-                self.store.put_message_now(&msgs[0])
-            } else {
-                self.store.put_messages_now(&msgs)
-            }),
+            None => Stored::Now(self.timed_put(began, || {
+                if msgs.len() == 1 {
+                    self.store.put_message_now(&msgs[0])
+                } else {
+                    self.store.put_messages_now(&msgs)
+                }
+            })),
             // A full disk refuses the write before it is proposed: once committed, a write
             // must be applied, and no replica could apply it until space is freed.
             Some(node) => match self.store.disk_full_refusal() {
                 Some(full) => Stored::Now(Err(full)),
-                None => Stored::Later(Box::pin(propose(
-                    node.clone(),
-                    self.store.clone(),
-                    msgs,
-                    self.clock.now_ms(),
-                ))),
+                None => {
+                    let put = propose(node.clone(), self.store.clone(), msgs, self.clock.now_ms());
+                    let b = self.clone();
+                    Stored::Later(Box::pin(async move {
+                        let r = put.await;
+                        b.stats.record_put_time(began.elapsed(), r.is_err());
+                        r
+                    }))
+                }
             },
         }
     }
@@ -172,7 +178,7 @@ impl BrokerInner {
     }
 
     fn append_buffered(&self, msgs: &[PutMessage]) -> Batched {
-        match self.store.append_buffered(msgs) {
+        match self.timed_put(Instant::now(), || self.store.append_buffered(msgs)) {
             Ok(r) => Batched::Buffered(r),
             Err(e) => Batched::Other(Stored::Now(Err(e))),
         }
@@ -192,14 +198,28 @@ impl BrokerInner {
         }
         let fut = propose(node, self.store.clone(), msgs, self.clock.now_ms());
         match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| h.block_on(fut))
-            }
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => self
+                .timed_put(Instant::now(), || {
+                    tokio::task::block_in_place(|| h.block_on(fut))
+                }),
             Ok(_) => Err(StoreError::NotRunning(
                 "DLedger writes need a multi-thread runtime".into(),
             )),
-            Err(_) => futures::executor::block_on(fut),
+            Err(_) => self.timed_put(Instant::now(), || futures::executor::block_on(fut)),
         }
+    }
+
+    /// Runs `put` (begun at `began`) and counts its time and whether it failed (Java's
+    /// `DefaultMessageStore.asyncPutMessage`: `putMessageEntireTimeMax`,
+    /// `putMessageDistributeTime`, `putMessageFailedTimes`).
+    fn timed_put(
+        &self,
+        began: Instant,
+        put: impl FnOnce() -> StoreResult<AppendResult>,
+    ) -> StoreResult<AppendResult> {
+        let r = put();
+        self.stats.record_put_time(began.elapsed(), r.is_err());
+        r
     }
 
     /// Appends one message for the broker's own services (delayed deliveries, transaction
@@ -223,7 +243,7 @@ impl BrokerInner {
         if self.is_dledger() {
             self.store_replicated_blocking(vec![m.clone()])
         } else {
-            direct(&self.store, m)
+            self.timed_put(Instant::now(), || direct(&self.store, m))
         }
     }
 }

@@ -15,6 +15,7 @@ use rocketmq_remoting::protocol::topic;
 use tracing::{debug, error, warn};
 
 use super::BrokerInner;
+use crate::store::consume_queue::CqEntry;
 use crate::store::persist::{load_json, save_json};
 use crate::store::vfs::Vfs;
 use crate::store::{MessageStore, PutMessage, StoreError};
@@ -35,8 +36,10 @@ pub(crate) struct Round {
 
 /// Why a scheduled message was not delivered.
 enum Redeliver {
-    /// Its record cannot be read or decoded: skipped.
+    /// Its record is not stored (any more) or does not decode: skipped.
     Unreadable(String),
+    /// Reading its record failed (an I/O error): tried again.
+    ReadFailed(std::io::Error),
     /// The store refused it for good (too large, properties too long, a bad topic: it will
     /// never fit): skipped.
     Refused(StoreError),
@@ -172,9 +175,9 @@ impl ScheduleService {
     }
 
     /// One delivery round: for each level, the due messages from its saved offset on, at most
-    /// [`DELIVERY_ROUND_LIMIT`] of them, stopping at the first not yet due, at a failed put
-    /// (tried again next round, as Java does) or when the broker shuts down. A scheduled
-    /// record that cannot be read (a read error, a corrupt record) is skipped with an error,
+    /// [`DELIVERY_ROUND_LIMIT`] of them, stopping at the first not yet due, at a failed put or
+    /// read (tried again next round, as Java does for a put) or when the broker shuts down. A
+    /// scheduled record that is gone or corrupt is skipped with an error,
     /// as Java's `executeOnTimeup` skips a message it cannot look up; so is one the store
     /// refuses for good (too large, properties too long, a bad topic), which Java would try
     /// again forever, holding back every later message of its level.
@@ -212,7 +215,7 @@ impl ScheduleService {
                     continue;
                 }
                 // A delivery time further away than the level's delay is corrected to now.
-                let limit = now + self.levels[(level - 1) as usize];
+                let limit = now.saturating_add(self.levels[(level - 1) as usize]);
                 let due = if e.tags_code > limit {
                     now
                 } else {
@@ -221,10 +224,16 @@ impl ScheduleService {
                 if due > now {
                     break;
                 }
-                match self.redeliver(b, e.phys) {
+                match self.redeliver(b, &e) {
                     Ok(()) => round.delivered += 1,
                     Err(Redeliver::Unreadable(err)) => {
                         error!(level, offset, phys = e.phys, error = %err, "cannot read a delayed message; skipping it");
+                    }
+                    Err(Redeliver::ReadFailed(err)) => {
+                        // Logged by the commit log; the message is not lost to a read that
+                        // may succeed next time.
+                        warn!(level, offset, phys = e.phys, error = %err, "cannot read a delayed message for now; will retry");
+                        break;
                     }
                     Err(Redeliver::Refused(err)) => {
                         error!(level, offset, phys = e.phys, error = %err, "the store refuses a delayed message for good; skipping it");
@@ -249,10 +258,12 @@ impl ScheduleService {
         round
     }
 
-    fn redeliver(&self, b: &BrokerInner, phys: i64) -> Result<(), Redeliver> {
+    fn redeliver(&self, b: &BrokerInner, e: &CqEntry) -> Result<(), Redeliver> {
+        let phys = e.phys;
         let raw = b
             .store
-            .read_record(phys as u64)
+            .read_record_checked(phys as u64, usize::try_from(e.size).unwrap_or(0))
+            .map_err(Redeliver::ReadFailed)?
             .ok_or_else(|| Redeliver::Unreadable(format!("no record at {phys}")))?;
         let (msg, _) = decode_stored(&raw, StoredDecodeOptions::default())
             .map_err(|e| Redeliver::Unreadable(e.to_string()))?;
@@ -270,7 +281,7 @@ impl ScheduleService {
         // included.
         let props = &msg.properties;
         let m = PutMessage {
-            topic: real_topic.into(),
+            topic: real_topic.as_str().into(),
             queue_id: real_qid,
             flag: msg.flag,
             body: msg.body.clone(),
@@ -284,7 +295,15 @@ impl ScheduleService {
             prepared_transaction_offset: 0,
         };
         match b.put_internal(&m, MessageStore::put_message) {
-            Ok(_) => Ok(()),
+            Ok(r) => {
+                // Java's `PutResultProcess.onSuccess` (`enableScheduleMessageStats`, true by
+                // default): a put of the real topic, and a get of the schedule topic by
+                // SCHEDULE_CONSUMER.
+                let bytes = r.end_offset - r.wrote_offset;
+                b.stats.record_put(&real_topic, 1, bytes);
+                b.stats.record_schedule_get(bytes);
+                Ok(())
+            }
             Err(
                 e @ (StoreError::MessageTooLarge { .. }
                 | StoreError::PropertiesTooLarge(_)
@@ -315,6 +334,16 @@ mod tests {
         clock: Arc<ManualClock>,
         delay_offsets: Option<&str>,
     ) -> (NameServerHandle, BrokerHandle) {
+        broker_on(dir, clock, delay_offsets, None).await
+    }
+
+    /// [`broker`] over the file system `vfs` (the real one if `None`).
+    async fn broker_on(
+        dir: &TempDir,
+        clock: Arc<ManualClock>,
+        delay_offsets: Option<&str>,
+        vfs: Option<Arc<dyn Vfs>>,
+    ) -> (NameServerHandle, BrokerHandle) {
         let namesrv = NameServer::builder()
             .listen("127.0.0.1:0")
             .start()
@@ -338,10 +367,13 @@ mod tests {
             std::fs::create_dir_all(&config).unwrap();
             std::fs::write(config.join("delayOffset.json"), text).unwrap();
         }
-        let env = StoreEnv {
+        let mut env = StoreEnv {
             clock,
             ..StoreEnv::default()
         };
+        if let Some(vfs) = vfs {
+            env.vfs = vfs;
+        }
         let broker = Broker::builder(cfg).env(env).start().await.unwrap();
         (namesrv, broker)
     }
@@ -538,6 +570,95 @@ mod tests {
         assert_eq!(inner.store.max_offset("Later", 0), 3);
         drop(held);
         broker.shutdown().await.unwrap();
+        namesrv.shutdown().await;
+    }
+
+    /// A read error on a due scheduled record (EIO from a flaky device, say) does not skip the
+    /// message: its level waits, and the next round delivers it. (Only a record that is gone
+    /// or does not decode is skipped, as Java skips a message it cannot look up.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_error_on_a_due_record_is_tried_again() {
+        use crate::store::simfs::{FaultKind, FaultOp};
+
+        let dir = TempDir::new("schedule-eio").unwrap();
+        let clock = ManualClock::new(T0);
+        let fs = SimFs::default();
+        let (namesrv, broker) =
+            broker_on(&dir, clock.clone(), None, Some(Arc::new(fs.clone()))).await;
+        let inner = broker.inner().clone();
+        // Delivered by the service below only: the broker's own rounds wait.
+        let held = lock(&inner.schedule.delivering);
+        schedule(&inner, "Later", 1, "flaky");
+        assert!(inner
+            .store
+            .wait_dispatched(std::time::Duration::from_secs(10)));
+        clock.advance(1_000);
+        let s = ScheduleService::load(
+            &inner.cfg.store.config_dir(),
+            vec![1_000, 2_000, 3_000],
+            Arc::new(fs.clone()),
+        )
+        .unwrap();
+        // The next two reads of the commit log fail.
+        fs.inject(
+            FaultOp::Read,
+            inner.cfg.store.commit_log_dir(),
+            FaultKind::Io,
+            0,
+            Some(2),
+        );
+        assert_eq!(s.deliver_round(&inner), Round::default());
+        assert!(fs.faults_fired() > 0);
+        assert_eq!(
+            s.table().offset_table.get(&1).copied().unwrap_or(0),
+            0,
+            "the message was skipped"
+        );
+        fs.clear_faults();
+        assert_eq!(s.deliver_round(&inner).delivered, 1);
+        assert_eq!(s.table().offset_table[&1], 1);
+        assert!(inner
+            .store
+            .wait_dispatched(std::time::Duration::from_secs(10)));
+        assert_eq!(inner.store.max_offset("Later", 0), 1);
+        drop(held);
+        broker.shutdown().await.unwrap();
+        namesrv.shutdown().await;
+    }
+
+    /// The store-level put totals (`msgPutTotalTodayNow`, `putTps`, ...) count every record the
+    /// store appends, whoever appends it (here a scheduled message put by the broker itself
+    /// and its delivery), as Java's `CommitLog.asyncPutMessage` counts; the records start-up
+    /// recovery dispatches again are not counted again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_record_the_store_appends_is_counted_once() {
+        let dir = TempDir::new("schedule-count").unwrap();
+        let clock = ManualClock::new(T0);
+        let (namesrv, handle) = broker(&dir, clock.clone(), None).await;
+        let b = handle.inner().clone();
+        schedule(&b, "Later", 1, "counted");
+        assert!(b.store.wait_dispatched(std::time::Duration::from_secs(10)));
+        let size = b
+            .store
+            .queue_entry(topic::SCHEDULE_TOPIC, 0, 0)
+            .unwrap()
+            .size as u64;
+        assert_eq!((b.stats.put_messages(), b.stats.put_bytes()), (1, size));
+        clock.advance(1_000);
+        deliver_until(&b, "the delivery", || b.store.max_offset("Later", 0) == 1).await;
+        assert_eq!(b.stats.put_messages(), 2);
+        // A crash, and consume queues rebuilt from the commit log at the next start.
+        handle.halt().await;
+        std::fs::remove_dir_all(b.cfg.store.consume_queue_dir()).unwrap();
+        drop(b);
+        namesrv.shutdown().await;
+        let (namesrv, handle) = broker(&dir, clock.clone(), None).await;
+        let b = handle.inner().clone();
+        assert!(b.store.wait_dispatched(std::time::Duration::from_secs(10)));
+        assert!(b.store.recovery().records_redispatched >= 2);
+        assert_eq!(b.store.max_offset("Later", 0), 1);
+        assert_eq!((b.stats.put_messages(), b.stats.put_bytes()), (0, 0));
+        handle.shutdown().await.unwrap();
         namesrv.shutdown().await;
     }
 

@@ -24,15 +24,19 @@ pub const GROUP_GET_SIZE: &str = "GROUP_GET_SIZE";
 pub const BROKER_PUT_NUMS: &str = "BROKER_PUT_NUMS";
 /// Messages pulled from the broker (key: the cluster name).
 pub const BROKER_GET_NUMS: &str = "BROKER_GET_NUMS";
+/// Messages sent back by consumers (CONSUMER_SEND_MSG_BACK; key: `topic@group`, the topic the
+/// message came from).
+pub const SNDBCK_PUT_NUMS: &str = "SNDBCK_PUT_NUMS";
 
 /// The statistics kept, in Java's names.
-pub const STATS_NAMES: [&str; 6] = [
+pub const STATS_NAMES: [&str; 7] = [
     TOPIC_PUT_NUMS,
     TOPIC_PUT_SIZE,
     GROUP_GET_NUMS,
     GROUP_GET_SIZE,
     BROKER_PUT_NUMS,
     BROKER_GET_NUMS,
+    SNDBCK_PUT_NUMS,
 ];
 
 /// Java's key of the group statistics (`BrokerStatsManager.buildStatsKey`).
@@ -162,13 +166,26 @@ impl StatsItem {
 }
 
 /// Every statistic by name and key.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StatsItemSet {
     /// By name, then by key: looked up with borrowed strings (a count costs no allocation once
     /// its item exists).
     items: Mutex<BTreeMap<&'static str, BTreeMap<String, Arc<StatsItem>>>>,
-    /// When each window was last sampled.
-    sampled: Mutex<[i64; 3]>,
+    /// When each window was last sampled: the wall clock's time (ms) and the monotonic
+    /// clock's (ms since `started`).
+    sampled: Mutex<[(i64, u64); 3]>,
+    /// The origin of the monotonic times.
+    started: std::time::Instant,
+}
+
+impl Default for StatsItemSet {
+    fn default() -> Self {
+        Self {
+            items: Mutex::default(),
+            sampled: Mutex::default(),
+            started: std::time::Instant::now(),
+        }
+    }
 }
 
 impl StatsItemSet {
@@ -210,15 +227,27 @@ impl StatsItemSet {
             .collect()
     }
 
-    /// Samples the windows whose period has passed since their last sample.
+    /// Samples the windows whose period has passed since their last sample (samples are
+    /// stamped `now_ms`, the wall clock's time).
     pub fn sample_due(&self, now_ms: i64) {
+        let mono = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.sample_due_at(now_ms, mono);
+    }
+
+    /// [`StatsItemSet::sample_due`] at monotonic time `mono_ms`: a window is due when its
+    /// period has passed on either clock, so that a wall clock stepped back keeps the
+    /// windows sampled at their pace, as Java's timers (`System.nanoTime`) keep them.
+    pub(crate) fn sample_due_at(&self, now_ms: i64, mono_ms: u64) {
         let due: Vec<usize> = {
             let mut sampled = lock(&self.sampled);
             (0..3)
                 .filter(|&w| {
-                    let due = now_ms - sampled[w] >= WINDOWS[w].0;
+                    let (wall, mono) = sampled[w];
+                    let period = WINDOWS[w].0;
+                    let due = now_ms.saturating_sub(wall) >= period
+                        || mono_ms.saturating_sub(mono) >= period as u64;
                     if due {
-                        sampled[w] = now_ms;
+                        sampled[w] = (now_ms, mono_ms);
                     }
                     due
                 })
@@ -264,6 +293,27 @@ mod tests {
         let d = set.get(TOPIC_PUT_NUMS, "t").unwrap().data(t0 + 80_000);
         assert_eq!(d.stats_minute.sum, 1);
         assert_eq!(d.stats_hour.sum, 6);
+    }
+
+    /// A wall clock stepped back an hour: the windows are still sampled every period of the
+    /// monotonic clock (before, none was for the hour).
+    #[test]
+    fn a_wall_clock_stepped_back_does_not_stop_sampling() {
+        let set = StatsItemSet::default();
+        let t0 = 10_000_000_000;
+        set.add(TOPIC_PUT_NUMS, "t", 1, 1, t0);
+        set.sample_due_at(t0, 0);
+        set.sample_due_at(t0 + 10_000, 10_000);
+        let samples =
+            |set: &StatsItemSet| lock(&set.get(TOPIC_PUT_NUMS, "t").unwrap().windows)[0].len();
+        let before = samples(&set);
+        for i in 1..=3u64 {
+            set.sample_due_at(t0 - 3_600_000 + i as i64, 10_000 + i * 10_000);
+        }
+        assert_eq!(samples(&set), before + 3);
+        // And on from the new wall time.
+        set.sample_due_at(t0 - 3_600_000 + 10_003, 40_001);
+        assert_eq!(samples(&set), before + 4);
     }
 
     #[test]

@@ -313,6 +313,35 @@ pub(crate) struct Inner {
     pub(crate) manual_passes: AtomicU32,
     /// The retention settings in force (they may change while the store runs).
     pub(crate) retention: Arc<config::LiveRetention>,
+    /// Records appended (and applied from a master or a DLedger leader) since the store
+    /// opened.
+    pub(crate) put_totals: Arc<PutTotals>,
+}
+
+/// Records a store appended since it opened and their bytes, whoever appended them (a send,
+/// the broker's own services, a slave's or DLedger follower's copy of its master's records),
+/// counted once each when they are written and dispatched; the records start-up recovery
+/// dispatches again are not counted. Java's `StoreStatsService` put totals, counted by
+/// `CommitLog.asyncPutMessage(s)` and, on a slave, by `ReputMessageService`.
+#[derive(Debug, Default)]
+pub struct PutTotals {
+    messages: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl PutTotals {
+    /// Records appended.
+    pub fn messages(&self) -> u64 {
+        self.messages.load(Ordering::Relaxed)
+    }
+    /// Their bytes (whole records).
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+    fn add(&self, messages: u64, bytes: u64) {
+        self.messages.fetch_add(messages, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
 }
 
 /// What opening the store had to do to recover its consume queues (see
@@ -584,6 +613,10 @@ impl Inner {
 
 impl DispatchSink for Inner {
     fn dispatch(&self, batch: &[DispatchRequest]) {
+        // Counted before the records can be read, so that a reader who sees one sees it
+        // counted.
+        let bytes = batch.iter().map(|d| u64::from(d.size)).sum();
+        self.put_totals.add(batch.len() as u64, bytes);
         let mut cache = lock(&self.dispatch_cache);
         let listener = self
             .listener
@@ -1163,9 +1196,26 @@ impl MessageStore {
         true
     }
 
+    /// The records appended since the store opened ([`PutTotals`]).
+    pub fn put_totals(&self) -> Arc<PutTotals> {
+        self.inner.put_totals.clone()
+    }
+
     /// The stored record at commit-log offset `phys`.
     pub fn read_record(&self, phys: u64) -> Option<Bytes> {
         self.inner.log.read_record(phys).map(Bytes::from)
+    }
+
+    /// [`MessageStore::read_record`] of a record of `size` bytes (from its consume-queue
+    /// entry), telling a read error (`Err`, worth trying again later) from a record that is
+    /// not (or no longer) stored or does not check (`Ok(None)`).
+    pub fn read_record_checked(&self, phys: u64, size: usize) -> std::io::Result<Option<Bytes>> {
+        if let Some(r) = self.read_record(phys) {
+            return Ok(Some(r));
+        }
+        // Read the record's bytes again: an I/O error shows here.
+        self.inner.log.read_checked(phys, size.max(1))?;
+        Ok(self.read_record(phys))
     }
 
     /// Store time of the record at `phys` (-1 if not readable, or if `size`, taken from a

@@ -453,6 +453,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         retention: Arc::new(super::config::LiveRetention::new(
             super::config::RetentionSettings::of(&cfg),
         )),
+        put_totals: Default::default(),
     };
 
     // 3. Re-dispatch: everything from the durable dispatch point for all queues and the index,

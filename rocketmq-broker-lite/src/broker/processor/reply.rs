@@ -80,7 +80,7 @@ pub(crate) async fn send_reply(
     // Stored as it came: Java writes the request's properties string (no CLUSTER, no
     // PUSH_REPLY_TIME). Java also leaves the sys flag out of the stored record; it is kept
     // here, so that a compressed reply read from the reply topic can be inflated.
-    let stored = PutMessage {
+    let mut stored = PutMessage {
         topic: h.topic.as_str().into(),
         queue_id,
         flag: h.flag,
@@ -94,6 +94,14 @@ pub(crate) async fn send_reply(
         reconsume_times: h.reconsume_times.unwrap_or(0),
         prepared_transaction_offset: 0,
     };
+    // A delay level schedules it, as Java's `CommitLog.asyncPutMessage` schedules the stored
+    // reply (its properties then rebuilt from the map, REAL_TOPIC and REAL_QID added).
+    if props.get(property::DELAY_TIME_LEVEL).is_some() {
+        let mut delayed = props.clone();
+        if b.apply_delay(&mut stored, &mut delayed) {
+            stored.properties = encode_properties(&delayed);
+        }
+    }
     let mut push_header = ReplyMessageRequestHeader {
         producer_group: h.producer_group.clone(),
         topic: h.topic.as_str().into(),

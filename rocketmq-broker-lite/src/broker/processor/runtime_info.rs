@@ -1,7 +1,11 @@
-//! The keys of Java's GET_BROKER_RUNTIME_INFO that `mqadmin clusterList`, `brokerStatus` and
-//! the metrics export read, from what this broker measures. Keys Java derives from parts this
-//! broker does not have (thread-pool queues, put latency histograms, the transient store
-//! pool) are left out rather than reported as zeros.
+//! The keys of Java's GET_BROKER_RUNTIME_INFO (all of them: Java's tools, such as
+//! apache/rocketmq-exporter and `mqadmin clusterList`, read some without a default), from what
+//! this broker measures. Keys of parts this broker does not have are given the value Java
+//! gives without them, or a neutral one: its thread-pool queues are empty (sizes and head
+//! waits 0, capacities Java's defaults, the send queue's `maxRequestsInFlightPerConnection`),
+//! `remainTransientStoreBufferNumbs` is `Integer.MAX_VALUE` (Java's value with the pool
+//! disabled), `dispatchMaxBuffer` is 0 (Java 4.9.8 never sets it) and so is
+//! `getMessageEntireTimeMax` (gets are not timed here).
 
 use std::collections::BTreeMap;
 
@@ -55,9 +59,47 @@ pub(crate) fn add_java_keys(b: &BrokerInner, table: &mut BTreeMap<String, String
         "putMessageAverageSize",
         java_double(s.put_bytes() as f64 / times as f64),
     );
+    put("putMessageEntireTimeMax", s.put_time_max().to_string());
+    put("putMessageFailedTimes", s.put_failed().to_string());
+    for (k, v) in s.put_time_info() {
+        put(k, v);
+    }
+    put("dispatchMaxBuffer", "0".to_string());
+    put("getMessageEntireTimeMax", "0".to_string());
     for (k, v) in s.rate_info() {
         put(k, v);
     }
+    // Java's `ScheduleMessageService.buildRunningStats`: every level of the progress table,
+    // `"<delivered offset>,<queue max offset>"`.
+    for (level, offset) in b.schedule.table().offset_table {
+        let max = b.store.max_offset(
+            rocketmq_remoting::protocol::topic::SCHEDULE_TOPIC,
+            level.saturating_sub(1),
+        );
+        put(
+            &format!("scheduleMessageOffset_{level}"),
+            format!("{offset},{max}"),
+        );
+    }
+    // This broker has no thread-pool queues: requests wait in no queue of Java's kind.
+    let in_flight = b.cfg.flow.max_requests_in_flight_per_connection;
+    for (pool, capacity) in [("send", in_flight), ("pull", 100_000), ("query", 20_000)] {
+        put(&format!("{pool}ThreadPoolQueueSize"), "0".to_string());
+        put(
+            &format!("{pool}ThreadPoolQueueCapacity"),
+            capacity.to_string(),
+        );
+        put(
+            &format!("{pool}ThreadPoolQueueHeadWaitTimeMills"),
+            "0".to_string(),
+        );
+    }
+    put("EndTransactionQueueSize", "0".to_string());
+    put(
+        "EndTransactionThreadPoolQueueCapacity",
+        "100000".to_string(),
+    );
+    put("remainTransientStoreBufferNumbs", i32::MAX.to_string());
     let (put_yesterday, put_today, get_yesterday, get_today) = s.mornings();
     put("msgPutTotalYesterdayMorning", put_yesterday.to_string());
     put("msgPutTotalTodayMorning", put_today.to_string());

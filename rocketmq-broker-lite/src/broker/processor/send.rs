@@ -358,9 +358,14 @@ pub(crate) fn send(
     let broker = b.clone();
     let answer = move |r: &AppendResult| single_answer(&broker, queue_id, r);
     let topic = h.topic;
+    // Counted under the topic it is stored in, as Java's `handlePutMessageResult` counts
+    // `msg.getTopic()` after the store rewrote it: SCHEDULE_TOPIC_XXXX for a delayed send,
+    // RMQ_SYS_TRANS_HALF_TOPIC for a half message.
+    let counted = m.topic.clone();
     let stored = match b.store_message_batched(m) {
         Batched::Buffered(r) => {
-            b.stats.record_put(topic, 1, r.end_offset - r.wrote_offset);
+            b.stats
+                .record_put(&counted, 1, r.end_offset - r.wrote_offset);
             return ProcessResult::AtBatchEnd(BatchEnd {
                 flush: b.store_writes.clone(),
                 then: BatchThen::Note(
@@ -385,7 +390,8 @@ pub(crate) fn send(
             return ProcessResult::Deferred(Box::pin(async move {
                 Some(match put.await {
                     Ok(r) => {
-                        b.stats.record_put(&topic, 1, r.end_offset - r.wrote_offset);
+                        b.stats
+                            .record_put(&counted, 1, r.end_offset - r.wrote_offset);
                         answer(&r)
                     }
                     Err(e) => refused_put(&b, &topic, &e),
@@ -394,7 +400,8 @@ pub(crate) fn send(
         }
     };
     let resp = answer(&r);
-    b.stats.record_put(topic, 1, r.end_offset - r.wrote_offset);
+    b.stats
+        .record_put(&counted, 1, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
 }
 
@@ -1011,23 +1018,59 @@ pub(crate) async fn send_back(
     };
     b.apply_delay(&mut m, &mut props);
     m.properties = encode_properties(&props);
+    // Java's `asyncConsumerSendMsgBack` on PUT_OK: the put of SCHEDULE_TOPIC_XXXX in the topic
+    // statistics (not a dead letter's put), and SNDBCK_PUT_NUMS under the message's topic
+    // (RETRY_TOPIC if it has one) and the group.
+    let counted = SentBack {
+        scheduled: m.topic.as_str() == topic::SCHEDULE_TOPIC,
+        back_topic: props
+            .get(property::RETRY_TOPIC)
+            .map_or_else(|| msg.topic.to_string(), str::to_string),
+        group: h.group.to_string(),
+    };
     let stored = match b.store_messages(vec![m]) {
         Stored::Now(Ok(r)) => {
+            counted.count(b, &r);
             send_back_answer(ack_when_stored(b, r, false, RemotingCommand::success()))
         }
         // Java answers any failed put with SYSTEM_ERROR and the status's name.
         Stored::Now(Err(e)) => error(ResponseCode::SystemError, put_status_name(&e).to_string()),
-        Stored::Later(put) => ProcessResult::Deferred(Box::pin(async move {
-            Some(match put.await {
-                Ok(_) => RemotingCommand::success(),
-                Err(e) => RemotingCommand::response(
-                    ResponseCode::SystemError,
-                    Some(put_status_name(&e).to_string()),
-                ),
-            })
+        Stored::Later(put) => ProcessResult::Deferred(Box::pin({
+            let b = b.clone();
+            async move {
+                Some(match put.await {
+                    Ok(r) => {
+                        counted.count(&b, &r);
+                        RemotingCommand::success()
+                    }
+                    Err(e) => RemotingCommand::response(
+                        ResponseCode::SystemError,
+                        Some(put_status_name(&e).to_string()),
+                    ),
+                })
+            }
         })),
     };
     answer_after_topics_saved(b, stored)
+}
+
+/// What a stored send-back counts ([`send_back`]).
+struct SentBack {
+    /// Stored in SCHEDULE_TOPIC_XXXX (not a dead letter).
+    scheduled: bool,
+    /// The topic the message came from (its RETRY_TOPIC, else its stored topic).
+    back_topic: String,
+    group: String,
+}
+
+impl SentBack {
+    fn count(&self, b: &BrokerInner, r: &AppendResult) {
+        if self.scheduled {
+            b.stats
+                .record_put(topic::SCHEDULE_TOPIC, 1, r.end_offset - r.wrote_offset);
+        }
+        b.stats.record_send_back(&self.group, &self.back_topic);
+    }
 }
 
 /// The answer to a stored send-back, as Java's `asyncConsumerSendMsgBack` gives it: SUCCESS for
