@@ -11,12 +11,15 @@ use async_trait::async_trait;
 use common::*;
 use rocketmq_broker_lite::broker::BrokerConfig;
 use rocketmq_client::admin::MQAdmin;
-use rocketmq_client::consumer::{concurrently_fn, ConsumeConcurrentlyStatus, ConsumeFromWhere};
+use rocketmq_client::consumer::{
+    concurrently_fn, orderly_fn, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyStatus,
+};
 use rocketmq_client::producer::{
     DefaultMQProducer, LocalTransactionState, TransactionListener, TransactionMQProducer,
 };
 use rocketmq_client::trace::{
-    decode, encode, MessageType, TraceContext, TraceType, TraceView, RMQ_SYS_TRACE_TOPIC,
+    decode, encode, query_trace, ConsumeReturnType, MessageType, TraceContext, TraceType,
+    TraceView, RMQ_SYS_TRACE_TOPIC,
 };
 use rocketmq_client::{Message, MessageExt, TraceConfig};
 
@@ -417,7 +420,9 @@ async fn a_full_trace_queue_drops_records_and_never_fails_a_send() {
             queue_size: 8,
             max_sends_in_flight: 1,
             flush_interval: Duration::from_millis(100),
-            send_timeout: Duration::from_secs(1),
+            // Longer than the shutdown's 500 ms flush: records are still queued when it gives
+            // up on them.
+            send_timeout: Duration::from_secs(3),
             ..TraceConfig::default()
         })
         .build()
@@ -452,6 +457,12 @@ async fn a_full_trace_queue_drops_records_and_never_fails_a_send() {
         "{:?}",
         begin.elapsed()
     );
+    // Every record queued is accounted for: none reached the black hole, so all are lost
+    // (the failed trace messages', the batch and the queue the flush gave up on).
+    let s = p.trace_stats().unwrap();
+    assert_eq!(s.appended + s.dropped, sent, "{s:?}");
+    assert_eq!((s.sent_messages, s.in_flight, s.queued), (0, 0, 0), "{s:?}");
+    assert_eq!(s.lost, s.appended, "{s:?}");
     drop(hole);
     c.shutdown().await.unwrap();
 }
@@ -498,6 +509,152 @@ async fn the_broker_creates_the_trace_topic_it_is_told_to() {
         admin.topic_route(RMQ_SYS_TRACE_TOPIC).await,
         Ok(None)
     ));
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
+/// Java's `ConsumeReturnType` as a `SubAfter`'s context code: a listener that panics (Java: throws)
+/// is `EXCEPTION` (2), not `FAILED`; the messages are consumed again later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_listener_is_traced_as_an_exception() {
+    let (c, _dir) = cluster_with(trace_topic_on).await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "PanicTraced", 1).await;
+    let p = producer(&ns, "trace-panic-p").await;
+    let cons = push_builder(&ns, "trace-panic-c")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("PanicTraced", "*")
+        .enable_msg_trace(true)
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(concurrently_fn(|msgs, _q| async move {
+        if msgs.iter().any(|m| m.reconsume_times == 0) {
+            panic!("the listener fails (on purpose)");
+        }
+        ConsumeConcurrentlyStatus::ConsumeSuccess
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    let sent = p.send(Message::new("PanicTraced", "boom")).await.unwrap();
+
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let views = wait_trace(&admin, &sent.msg_id, None, "SubAfter", |v| {
+        !of(v, TraceType::SubAfter).is_empty()
+    })
+    .await;
+    let after = of(&views, TraceType::SubAfter)[0];
+    assert!(!after.success, "{after:#?}");
+    assert_eq!(
+        after.context_code,
+        ConsumeReturnType::Exception.ordinal(),
+        "{after:#?}"
+    );
+    cons.shutdown().await;
+    p.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
+/// An orderly listener call that lasts `consume_timeout` or longer is `TIME_OUT` (1), its
+/// success as its status says (Java `ConsumeMessageOrderlyService`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_orderly_call_is_traced_as_timed_out() {
+    let (c, _dir) = cluster_with(trace_topic_on).await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "SlowOrderly", 1).await;
+    let p = producer(&ns, "trace-slow-p").await;
+    let timeout = Duration::from_millis(300);
+    let cons = push_builder(&ns, "trace-slow-c")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("SlowOrderly", "*")
+        .consume_timeout(timeout)
+        .enable_msg_trace(true)
+        .build()
+        .unwrap();
+    cons.register_message_listener_orderly(orderly_fn(move |_msgs, _q| async move {
+        // A slow listener (not a wait for anything): it outlives consume_timeout.
+        tokio::time::sleep(timeout + Duration::from_millis(100)).await;
+        ConsumeOrderlyStatus::Success
+    }))
+    .unwrap();
+    cons.start().await.unwrap();
+    let sent = p.send(Message::new("SlowOrderly", "slow")).await.unwrap();
+
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let views = wait_trace(&admin, &sent.msg_id, None, "SubAfter", |v| {
+        !of(v, TraceType::SubAfter).is_empty()
+    })
+    .await;
+    let after = of(&views, TraceType::SubAfter)[0];
+    assert!(after.success, "{after:#?}");
+    assert_eq!(
+        after.context_code,
+        ConsumeReturnType::TimeOut.ordinal(),
+        "{after:#?}"
+    );
+    cons.shutdown().await;
+    p.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
+/// A namespaced consumer's traces go to the custom trace topic without the namespace (the trace
+/// producer has none, as in Java), and reading them through the consumer's own lookup asks
+/// that same topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespaced_consumer_reads_its_custom_topic_traces_back() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "tns%NsTraced", 1).await;
+    create_topic(&ns, "NsTraceTopic", 1).await;
+    let p = DefaultMQProducer::builder()
+        .client_config(fast_client(&ns))
+        .namespace("tns")
+        .group("trace-ns-p")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
+        .build()
+        .unwrap();
+    p.start().await.unwrap();
+    let rec = Recorder::default();
+    let cons = push_builder(&ns, "trace-ns-c")
+        .namespace("tns")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe("NsTraced", "*")
+        .enable_msg_trace(true)
+        .custom_trace_topic("NsTraceTopic")
+        .build()
+        .unwrap();
+    cons.register_message_listener_concurrently(rec.concurrent(0))
+        .unwrap();
+    cons.start().await.unwrap();
+    let sent = p.send(Message::new("NsTraced", "hello")).await.unwrap();
+
+    let lookup = cons.lookup().unwrap();
+    let deadline = Instant::now() + LIMIT;
+    let views = loop {
+        let r = query_trace(&lookup, Some("NsTraceTopic"), &sent.msg_id).await;
+        if let Ok(v) = &r {
+            if !of(v, TraceType::SubAfter).is_empty() {
+                break r.unwrap();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no SubAfter through the lookup: {r:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let after = of(&views, TraceType::SubAfter)[0];
+    assert_eq!(after.group_name, "trace-ns-c");
+    assert!(after.success);
+    // Nothing went to a namespaced trace topic.
+    let admin = MQAdmin::connect(&ns).unwrap();
+    assert!(matches!(
+        admin.topic_route("tns%NsTraceTopic").await,
+        Ok(None)
+    ));
+    cons.shutdown().await;
+    p.shutdown().await;
     admin.shutdown();
     c.shutdown().await.unwrap();
 }

@@ -201,6 +201,34 @@ pub fn check_topic(topic: &str) -> Result<()> {
     }
 }
 
+/// Checks a topic as sent, `wire` (`topic` with the client's namespace): Java checks the
+/// topic after adding the namespace, so a name valid alone may be too long with it.
+pub(crate) fn check_topic_on_wire(topic: &str, wire: &str) -> Result<()> {
+    match rocketmq_remoting::protocol::topic::name_problem(
+        wire,
+        rocketmq_remoting::protocol::topic::TOPIC_MAX_LENGTH,
+    ) {
+        Some(p) => Err(ClientError::InvalidMessage(format!(
+            "invalid topic {topic:?}: with the namespace ({wire:?}) {p}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Checks a group as sent, `wire` (`group` with the client's namespace), as Java's
+/// `checkConfig` does after adding the namespace.
+pub(crate) fn check_group_on_wire(group: &str, wire: &str) -> Result<()> {
+    match rocketmq_remoting::protocol::topic::name_problem(
+        wire,
+        rocketmq_remoting::protocol::topic::GROUP_MAX_LENGTH,
+    ) {
+        Some(p) => Err(ClientError::Config(format!(
+            "invalid group {group:?}: with the namespace ({wire:?}) {p}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Message-trace settings of a producer or push consumer with `enable_msg_trace` (the
 /// constants of Java's `AsyncTraceDispatcher`, which Java does not let one change).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,5 +285,53 @@ impl TraceConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Java checks a client's group with its namespace (`checkConfig` after `start` wrapped
+    /// it): a group valid alone but too long once wrapped is refused when the client is built.
+    #[test]
+    fn a_group_too_long_with_its_namespace_is_refused() {
+        let ns = "N".repeat(60);
+        let long = "G".repeat(200);
+        assert!(check_group(&long).is_ok(), "valid without the namespace");
+        let refused = |r: Result<()>| matches!(&r, Err(ClientError::Config(m)) if m.contains(&long) && m.contains("namespace"));
+        let producer = |group: &str| {
+            crate::producer::DefaultMQProducer::builder()
+                .namesrv_addr("127.0.0.1:9876")
+                .namespace(ns.clone())
+                .group(group)
+                .build()
+                .map(|_| ())
+        };
+        let push = |group: &str| {
+            crate::consumer::DefaultMQPushConsumer::builder()
+                .namesrv_addr("127.0.0.1:9876")
+                .namespace(ns.clone())
+                .group(group)
+                .build()
+                .map(|_| ())
+        };
+        let lite = |group: &str| {
+            crate::consumer::DefaultLitePullConsumer::builder()
+                .namesrv_addr("127.0.0.1:9876")
+                .namespace(ns.clone())
+                .group(group)
+                .build()
+                .map(|_| ())
+        };
+        assert!(refused(producer(&long)), "producer");
+        assert!(refused(push(&long)), "push consumer");
+        assert!(refused(lite(&long)), "lite pull consumer");
+        // 194 + "%" + 60 = 255: fits.
+        let fits = "G".repeat(194);
+        assert!(producer(&fits).is_ok());
+        assert!(push(&fits).is_ok());
+        assert!(lite(&fits).is_ok());
+        assert!(producer(&"G".repeat(195)).is_err());
     }
 }

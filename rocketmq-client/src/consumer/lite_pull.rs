@@ -194,6 +194,7 @@ impl LitePullConsumerBuilder {
     pub fn build(self) -> Result<DefaultLitePullConsumer> {
         self.client.validate()?;
         check_group(&self.cfg.group)?;
+        Namespace::of(&self.client).check_group(&self.cfg.group)?;
         if self.cfg.group == DEFAULT_CONSUMER_GROUP {
             return Err(ClientError::Config(
                 "the consumer group must be set (DEFAULT_CONSUMER is reserved)".into(),

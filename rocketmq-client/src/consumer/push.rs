@@ -133,7 +133,9 @@ impl PushConsumerBuilder {
         self
     }
 
-    /// The queue allocation strategy.
+    /// The queue allocation strategy. With a namespace, it receives the group and queues as
+    /// sent (`ns%name`) and may return queues named with or without the namespace (see
+    /// [`AllocateMessageQueueStrategy`]).
     pub fn allocate_strategy(mut self, s: impl AllocateMessageQueueStrategy) -> Self {
         self.cfg.allocate_strategy = Arc::new(s);
         self
@@ -254,6 +256,7 @@ impl PushConsumerBuilder {
     pub fn build(self) -> Result<DefaultMQPushConsumer> {
         self.client.validate()?;
         check_group(&self.cfg.group)?;
+        Namespace::of(&self.client).check_group(&self.cfg.group)?;
         let c = &self.cfg;
         if c.group == DEFAULT_CONSUMER_GROUP {
             return Err(ClientError::Config(

@@ -14,6 +14,14 @@ use rocketmq_remoting::protocol::message::MessageQueue;
 /// A consumer not in `cid_all` gets nothing. Closures
 /// `Fn(&str, &str, &[MessageQueue], &[String]) -> Vec<MessageQueue>` (group, own id, queues,
 /// ids) are strategies too.
+///
+/// Names: with a consumer namespace `ns`, a strategy receives the names as sent (as Java's):
+/// the group as `ns%group` and the queues of `mq_all` with topic `ns%topic`. It may return
+/// queues named either way: a plain topic (as the rest of the API names queues, e.g.
+/// `fetch_subscribe_message_queues` and `fetch_message_queues`) gets the namespace added, one with it stays as it is. A
+/// returned queue that is not one of `mq_all` is not taken: quietly if it is a queue of
+/// another subscribed topic, with a warning otherwise (a queue id or broker the topic does not
+/// have, a topic not subscribed).
 pub trait AllocateMessageQueueStrategy: Send + Sync + 'static {
     /// The strategy's name (Java's `getName()`).
     fn name(&self) -> &str;
@@ -194,6 +202,11 @@ impl AllocateMessageQueueStrategy for AllocateMessageQueueConsistentHash {
 }
 
 /// A fixed list, whatever the group looks like (Java `AllocateMessageQueueByConfig`).
+///
+/// With a consumer namespace, the queues may be named without it (as
+/// `fetch_subscribe_message_queues` gives them) or with it. As in Java, the same list is
+/// offered for every subscribed topic, the group's retry topic included: each topic takes the
+/// listed queues it has (see [`AllocateMessageQueueStrategy`] for the others).
 #[derive(Debug, Clone, Default)]
 pub struct AllocateMessageQueueByConfig {
     /// The queues to take.

@@ -21,6 +21,7 @@ use super::api::PullStatus;
 use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
 use super::lifecycle::Engine;
 use super::lite_pull_config::LitePullConsumerConfig;
+use super::namespace::Namespace;
 use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::push::post_process;
@@ -124,6 +125,7 @@ impl LiteEngine {
                 false,
                 cfg.allocate_strategy.clone(),
                 subscriptions,
+                Namespace::of(&client),
             ),
             consume_timestamp: cfg
                 .consume_timestamp

@@ -34,6 +34,12 @@ impl MessageLookup {
         Self { inst, ns }
     }
 
+    /// The same lookups without a namespace (the trace topic, which traces are written to
+    /// without one).
+    pub(crate) fn without_namespace(&self) -> Self {
+        Self::new(self.inst.clone(), Namespace::none())
+    }
+
     /// The broker address of `mq` and the queue as sent.
     async fn master(&self, mq: &MessageQueue) -> Result<(String, MessageQueue)> {
         let mq = self.ns.wrap_mq(mq);

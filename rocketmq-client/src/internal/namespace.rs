@@ -114,6 +114,15 @@ impl Namespace {
         }
     }
 
+    /// Checks `group` as sent (with the namespace), as Java's `checkConfig` does once `start`
+    /// added it; the plain name is checked by [`crate::config::check_group`].
+    pub(crate) fn check_group(&self, group: &str) -> crate::error::Result<()> {
+        match self.wrap_cow(group) {
+            Cow::Owned(wire) => crate::config::check_group_on_wire(group, &wire),
+            Cow::Borrowed(_) => Ok(()),
+        }
+    }
+
     /// The queue as sent.
     pub(crate) fn wrap_mq(&self, mq: &MessageQueue) -> MessageQueue {
         MessageQueue::new(

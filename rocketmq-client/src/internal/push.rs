@@ -136,6 +136,7 @@ impl PushEngine {
                 orderly,
                 cfg.allocate_strategy.clone(),
                 subscriptions,
+                ns.clone(),
             ),
             permits: Arc::new(Semaphore::new(cfg.consume_thread_max)),
             consume_timestamp: cfg
@@ -367,13 +368,15 @@ impl PushEngine {
     }
 
     /// After a listener call: figures (`ok` of the messages consumed, the rest failed), hooks,
-    /// the span's status.
+    /// the span's status. `panicked`: the listener panicked (the outcome is then the status
+    /// used instead).
     fn call_end(
         &self,
         call: ListenerCall,
         msgs: &[MessageExt],
         outcome: ConsumeOutcome,
         ok: usize,
+        panicked: bool,
     ) {
         let elapsed = call.started.elapsed();
         let topic = &call.queue.topic;
@@ -402,11 +405,15 @@ impl PushEngine {
                 messages: msgs,
                 call_id: &call.call_id,
             };
-            for h in hooks.iter() {
-                call_hook(h.hook_name(), || {
-                    h.consume_message_after(&ctx, outcome, elapsed)
-                });
-            }
+            let timed_out = elapsed >= self.cfg.consume_timeout;
+            let rt = crate::trace::hooks::return_type(outcome, panicked, timed_out);
+            crate::trace::hooks::with_return_type(rt, || {
+                for h in hooks.iter() {
+                    call_hook(h.hook_name(), || {
+                        h.consume_message_after(&ctx, outcome, elapsed)
+                    });
+                }
+            });
         }
     }
 
@@ -731,6 +738,7 @@ impl PushEngine {
                 run.await
             }
         };
+        let panicked = outcome.is_err();
         let status = outcome.unwrap_or_else(|_| {
             tracing::warn!(queue = %mq, "the listener panicked; consuming later");
             ConsumeConcurrentlyStatus::ReconsumeLater
@@ -740,7 +748,7 @@ impl PushEngine {
             ConsumeConcurrentlyStatus::ReconsumeLater => ConsumeOutcome::ReconsumeLater,
         };
         let consumed = consumed_count(status, &ctx, msgs.len());
-        self.call_end(call, &msgs, observed, consumed);
+        self.call_end(call, &msgs, observed, consumed, panicked);
         drop(permit);
         if pq.is_dropped() {
             tracing::debug!(queue = %mq, "queue dropped during consumption; result discarded");
@@ -779,7 +787,7 @@ impl PushEngine {
         let mut pending = self
             .send_back_expired(msgs.iter().enumerate().collect(), pq, mq)
             .await;
-        self.call_end(call, msgs, ConsumeOutcome::TimedOut, 0);
+        self.call_end(call, msgs, ConsumeOutcome::TimedOut, 0, false);
         while !pending.is_empty() && !pq.is_dropped() {
             tokio::select! {
                 (outcome, ctx) = &mut run => {
@@ -1034,21 +1042,22 @@ impl PushEngine {
                     return;
                 }
                 let call = self.call_begin(&mq, &msgs);
-                let status = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
+                let result = AssertUnwindSafe(listener.consume_message(&msgs, &mut ctx))
                     .catch_unwind()
                     .instrument(call.span.clone())
-                    .await
-                    .unwrap_or_else(|_| {
-                        tracing::warn!(queue = %mq, "the listener panicked; suspending the queue");
-                        ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
-                    });
+                    .await;
+                let panicked = result.is_err();
+                let status = result.unwrap_or_else(|_| {
+                    tracing::warn!(queue = %mq, "the listener panicked; suspending the queue");
+                    ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+                });
                 let (observed, ok) = match status {
                     ConsumeOrderlyStatus::Success => (ConsumeOutcome::Success, msgs.len()),
                     ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => {
                         (ConsumeOutcome::SuspendCurrentQueueAMoment, 0)
                     }
                 };
-                self.call_end(call, &msgs, observed, ok);
+                self.call_end(call, &msgs, observed, ok, panicked);
                 status
             };
             let commit = match status {

@@ -12,6 +12,7 @@ use rocketmq_remoting::protocol::message::MessageQueue;
 
 use super::allocate::AllocateMessageQueueStrategy;
 use super::instance::{lock, ClientInstance};
+use super::namespace::Namespace;
 use super::offset_store::{OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use crate::error::Result;
@@ -53,6 +54,8 @@ pub(crate) struct RebalanceCore {
     pub(crate) model: MessageModel,
     pub(crate) orderly: bool,
     pub(crate) strategy: Arc<dyn AllocateMessageQueueStrategy>,
+    /// The consumer's namespace: the queues a strategy returns are taken with it.
+    ns: Namespace,
     pub(crate) subscriptions: Mutex<BTreeMap<String, SubscriptionData>>,
     pub(crate) topic_queues: Mutex<HashMap<String, BTreeSet<MessageQueue>>>,
     pub(crate) process_queues: Mutex<BTreeMap<MessageQueue, Arc<ProcessQueue>>>,
@@ -78,12 +81,14 @@ impl RebalanceCore {
         orderly: bool,
         strategy: Arc<dyn AllocateMessageQueueStrategy>,
         subscriptions: BTreeMap<String, SubscriptionData>,
+        ns: Namespace,
     ) -> Self {
         Self {
             group,
             model,
             orderly,
             strategy,
+            ns,
             subscriptions: Mutex::new(subscriptions),
             topic_queues: Mutex::default(),
             process_queues: Mutex::default(),
@@ -183,7 +188,7 @@ impl RebalanceCore {
                         .strategy
                         .try_allocate(&self.group, &inst.client_id, &mq_all, &cids)
                     {
-                        Ok(mine) => mine.into_iter().collect(),
+                        Ok(mine) => self.allocated_queues(topic, &all, mine),
                         // As Java on an allocator exception: the current queues stay.
                         Err(e) => {
                             tracing::error!(group = %self.group, topic, strategy = self.strategy.name(), error = %e, "cannot allocate the queues");
@@ -198,6 +203,42 @@ impl RebalanceCore {
             }
         }
         self.truncate_unsubscribed(target).await;
+    }
+
+    /// The queues a strategy allocated for `topic`, as sent: with the consumer's namespace (a
+    /// strategy may name them as the API does, without it, as `AllocateMessageQueueByConfig`
+    /// is usually given them; names with it stay as they are), and only queues of `all`, the
+    /// topic's. Java keeps the others, to pull a queue that does not exist, or one of another
+    /// topic, which the same rebalance here would release again. A queue of another
+    /// subscribed topic is expected (`AllocateMessageQueueByConfig` offers its whole list for
+    /// every topic) and skipped quietly; one of this topic that it does not have, or of a topic
+    /// not subscribed, is dropped with a warning.
+    fn allocated_queues(
+        &self,
+        topic: &str,
+        all: &BTreeSet<MessageQueue>,
+        allocated: Vec<MessageQueue>,
+    ) -> BTreeSet<MessageQueue> {
+        let mut mine = BTreeSet::new();
+        let mut ignored = Vec::new();
+        for mq in allocated {
+            let mq = self.ns.wrap_mq(&mq);
+            if all.contains(&mq) {
+                mine.insert(mq);
+            } else if mq.topic == topic || !lock(&self.subscriptions).contains_key(&*mq.topic) {
+                ignored.push(mq.to_string());
+            }
+        }
+        if !ignored.is_empty() {
+            tracing::warn!(
+                group = %self.group,
+                topic,
+                strategy = self.strategy.name(),
+                queues = %ignored.join(", "),
+                "the allocation strategy returned queues the topic does not have; ignored"
+            );
+        }
+        mine
     }
 
     /// Releases the owned queues of topics no longer subscribed now (`unsubscribe`).
@@ -566,6 +607,7 @@ mod tests {
             true,
             Arc::new(AllocateMessageQueueAveragely),
             BTreeMap::new(),
+            Namespace::none(),
         )
     }
 
@@ -678,6 +720,124 @@ mod tests {
         );
         assert_eq!(fake.count(RequestCode::LockBatchMq), 2);
         assert_eq!(fake.count(RequestCode::UnlockBatchMq), 2);
+        inst.shutdown_now();
+    }
+
+    /// Records the queues whose pull started.
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<MessageQueue>>);
+
+    #[async_trait]
+    impl RebalanceTarget for Recording {
+        fn consume_type(&self) -> ConsumeType {
+            ConsumeType::ConsumePassively
+        }
+        async fn compute_pull_from_where(&self, _mq: &MessageQueue) -> Option<i64> {
+            Some(0)
+        }
+        fn start_pull(&self, mq: MessageQueue, _pq: Arc<ProcessQueue>, _offset: i64) {
+            lock(&self.0).push(mq);
+        }
+        async fn remove_unnecessary(&self, _mq: &MessageQueue, _pq: &Arc<ProcessQueue>) -> bool {
+            true
+        }
+        fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
+    }
+
+    /// With a namespace, a strategy naming queues as the API does (plain topic, as
+    /// `AllocateMessageQueueByConfig` is usually given) gets them taken with the namespace;
+    /// queues named already with it are unchanged; a queue that is not one of the topic's
+    /// (another queue id, a topic not subscribed) is dropped with a warning rather than pulled.
+    #[tokio::test]
+    async fn queues_a_strategy_names_without_the_namespace_are_taken_with_it() {
+        use crate::internal::allocate::AllocateMessageQueueByConfig;
+        use crate::internal::push::test_support::{LockBroker, Logged};
+        let (logged, _guard) = Logged::capture();
+        let broker = LockBroker::start().await;
+        let config = ClientConfig {
+            namesrv_addr: vec![broker.fake.addr.clone()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "rebalance-namespace").unwrap();
+        lock(&broker.members).push(inst.client_id.clone());
+        let ns = Namespace::of(&ClientConfig {
+            namespace: Some("ns".into()),
+            ..ClientConfig::default()
+        });
+        let (topic, retry) = ("ns%T", "%RETRY%ns%g");
+        let wrapped = MessageQueue::new(topic, "b", 0);
+        for (name, queues) in [
+            ("plain", vec![MessageQueue::new("T", "b", 0)]),
+            ("wrapped", vec![wrapped.clone()]),
+            (
+                "plain with strangers",
+                vec![
+                    MessageQueue::new("T", "b", 0),
+                    MessageQueue::new("T", "b", 7),
+                    MessageQueue::new("U", "b", 0),
+                    MessageQueue::new(topic, "b", 0),
+                ],
+            ),
+        ] {
+            for orderly in [false, true] {
+                let core = RebalanceCore::new(
+                    "ns%g".into(),
+                    MessageModel::Clustering,
+                    orderly,
+                    Arc::new(AllocateMessageQueueByConfig {
+                        queues: queues.clone(),
+                    }),
+                    BTreeMap::from([
+                        (
+                            topic.to_string(),
+                            SubscriptionData::from_tag_expression(topic, "*", 1),
+                        ),
+                        (
+                            retry.to_string(),
+                            SubscriptionData::from_tag_expression(retry, "*", 1),
+                        ),
+                    ]),
+                    ns.clone(),
+                );
+                for t in [topic, retry] {
+                    inst.update_route(t).await.unwrap();
+                    core.update_subscribe_info(t, BTreeSet::from([MessageQueue::new(t, "b", 0)]));
+                }
+                let target = Recording::default();
+                core.rebalance(&inst, &target).await;
+                assert_eq!(
+                    core.owned(),
+                    BTreeSet::from([wrapped.clone()]),
+                    "{name}, orderly {orderly}"
+                );
+                assert_eq!(*lock(&target.0), vec![wrapped.clone()], "{name}");
+                if orderly {
+                    assert!(
+                        broker.locked().contains(&wrapped),
+                        "the wrapped queue locked"
+                    );
+                    assert!(broker.locked().iter().all(|q| q.topic == topic));
+                }
+            }
+        }
+        for stranger in ["topic=ns%T, brokerName=b, queueId=7", "topic=ns%U"] {
+            assert!(
+                !logged.at(tracing::Level::WARN, &[stranger]).is_empty(),
+                "{stranger} dropped with a warning"
+            );
+        }
+        // The retry topic's rebalance skips the queue of `T` quietly: it is a subscribed
+        // topic's.
+        assert!(
+            logged
+                .at(
+                    tracing::Level::WARN,
+                    &["topic=ns%T, brokerName=b, queueId=0"]
+                )
+                .is_empty(),
+            "{:?}",
+            logged.at(tracing::Level::WARN, &[])
+        );
         inst.shutdown_now();
     }
 

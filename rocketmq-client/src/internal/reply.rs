@@ -5,10 +5,13 @@
 //! Each waiting request owns a [`PendingReply`] guard: however the request ends (reply,
 //! timeout, send failure, its future dropped), the guard removes the entry, so the table
 //! holds only requests someone still waits for and no periodic scan is needed (Java scans
-//! every second). A reply whose entry is gone is dropped with a debug line.
+//! every second). A reply whose entry is gone (late, or unknown) is dropped with a warning, as
+//! Java's; at most one every [`UNMATCHED_WARN_INTERVAL`], counting those dropped meanwhile (a
+//! burst of timed-out requests would otherwise log one a reply).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rocketmq_remoting::protocol::headers::ReplyMessageRequestHeader;
 use rocketmq_remoting::protocol::message::{decode_properties, decompress_body, property};
@@ -24,14 +27,60 @@ pub(crate) const REPLY_MESSAGE_FLAG: &str = "reply";
 /// The largest reply body inflated (a pushed body larger than this stays compressed).
 const MAX_INFLATED: usize = 64 * 1024 * 1024;
 
+/// Warnings about replies no request waits for: one at most this often.
+const UNMATCHED_WARN_INTERVAL: Duration = Duration::from_secs(10);
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Lets one warning through every `interval`, counting those held back in between.
+#[derive(Debug)]
+struct WarnLimit {
+    interval: Duration,
+    /// When the last warning went out, and how many were held back since.
+    state: Mutex<(Option<Instant>, u64)>,
+}
+
+impl WarnLimit {
+    fn new(interval: Duration) -> Self {
+        Self {
+            interval,
+            state: Mutex::new((None, 0)),
+        }
+    }
+
+    /// `Some(held back since the last one)` when a warning may go out at `now`.
+    fn allow(&self, now: Instant) -> Option<u64> {
+        let mut s = lock(&self.state);
+        match s.0 {
+            Some(last) if now.saturating_duration_since(last) < self.interval => {
+                s.1 += 1;
+                None
+            }
+            _ => {
+                let held = s.1;
+                *s = (Some(now), 0);
+                Some(held)
+            }
+        }
+    }
+}
+
 /// Requests waiting for a reply, by correlation id.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PendingReplies {
     table: Mutex<FastHashMap<String, oneshot::Sender<MessageExt>>>,
+    unmatched_warn: WarnLimit,
+}
+
+impl Default for PendingReplies {
+    fn default() -> Self {
+        Self {
+            table: Mutex::default(),
+            unmatched_warn: WarnLimit::new(UNMATCHED_WARN_INTERVAL),
+        }
+    }
 }
 
 /// A request's place in [`PendingReplies`]; dropping it removes the entry.
@@ -74,11 +123,22 @@ impl PendingReplies {
     pub(crate) fn complete(&self, reply: MessageExt) -> bool {
         let id = reply.property(property::CORRELATION_ID).unwrap_or_default();
         let Some(waiter) = lock(&self.table).remove(id) else {
-            tracing::debug!(
-                correlation_id = id,
-                from = %reply.born_host,
-                "reply matches no waiting request (timed out or unknown); dropped"
-            );
+            // Java warns (`receiveReplyMessage`): a reply for another process (two clients
+            // with one client id) shows here.
+            match self.unmatched_warn.allow(Instant::now()) {
+                Some(held_back) => tracing::warn!(
+                    correlation_id = id,
+                    from = %reply.born_host,
+                    held_back,
+                    "reply matches no waiting request (timed out or unknown); dropped \
+                     (held_back: such replies not logged since the last warning)"
+                ),
+                None => tracing::debug!(
+                    correlation_id = id,
+                    from = %reply.born_host,
+                    "reply matches no waiting request (timed out or unknown); dropped"
+                ),
+            }
             return false;
         };
         let id = id.to_string();
@@ -228,6 +288,45 @@ mod tests {
         let (_g, rx) = t.register("ending".into());
         drop(rx);
         assert!(!t.complete(reply("ending")));
+    }
+
+    /// Java warns of a reply no request waits for; a burst of them warns once an interval,
+    /// with the count of those held back.
+    #[test]
+    fn an_unmatched_reply_is_warned_of_at_a_bounded_rate() {
+        use crate::internal::push::test_support::Logged;
+        let (logged, _guard) = Logged::capture();
+        let t = Arc::new(PendingReplies::default());
+        let (guard, _rx) = t.register("late".into());
+        drop(guard);
+        assert!(!t.complete(reply("late")));
+        let warned = logged.at(tracing::Level::WARN, &["correlation_id=\"late\""]);
+        assert_eq!(
+            warned.len(),
+            1,
+            "{:?}",
+            logged.at(tracing::Level::DEBUG, &[])
+        );
+        for i in 0..100 {
+            assert!(!t.complete(reply(&format!("unknown-{i}"))));
+        }
+        assert_eq!(
+            logged.at(tracing::Level::WARN, &["correlation_id"]).len(),
+            1,
+            "the burst is held back"
+        );
+        assert_eq!(
+            logged.at(tracing::Level::DEBUG, &["correlation_id"]).len(),
+            100
+        );
+
+        let limit = WarnLimit::new(Duration::from_secs(10));
+        let t0 = Instant::now();
+        assert_eq!(limit.allow(t0), Some(0));
+        assert_eq!(limit.allow(t0 + Duration::from_secs(1)), None);
+        assert_eq!(limit.allow(t0 + Duration::from_secs(9)), None);
+        assert_eq!(limit.allow(t0 + Duration::from_secs(10)), Some(2));
+        assert_eq!(limit.allow(t0 + Duration::from_secs(30)), Some(0));
     }
 
     fn push(sys: i32, body: Bytes, props: &StringMap) -> RemotingCommand {

@@ -34,7 +34,7 @@ use super::instance::{lock, ClientInstance, MASTER_ID};
 use super::namespace::Namespace;
 use super::producer_config::{ProducerConfig, SendResult, SendStatus};
 use super::stats::ProducerStats;
-use crate::config::check_topic;
+use crate::config::{check_topic, check_topic_on_wire};
 use crate::error::{ClientError, Result};
 
 /// How a send waits.
@@ -622,6 +622,14 @@ impl ProducerCore {
     /// Sets the unique id, compresses, and flags a message for the wire.
     pub(crate) fn prepare(&self, inst: &ClientInstance, mut msg: Message) -> Result<Prepared> {
         check_message(&msg, self.settings.max_message_size)?;
+        // Java checks the topic with the namespace too (`checkMessage` after `withNamespace`).
+        let wire = match self.ns.wrap_cow(&msg.topic) {
+            Cow::Owned(wire) => {
+                check_topic_on_wire(&msg.topic, &wire)?;
+                Some(wire)
+            }
+            Cow::Borrowed(_) => None,
+        };
         // A new id is the send's id too, and is appended to the encoded properties rather than
         // inserted into the message's map first (the same text: a new key goes last).
         let new_id = match msg.uniq_key() {
@@ -635,8 +643,8 @@ impl ProducerCore {
             }
             m
         });
-        if let Cow::Owned(wrapped) = self.ns.wrap_cow(&msg.topic) {
-            msg.topic = wrapped;
+        if let Some(wire) = wire {
+            msg.topic = wire;
         }
         let mut sys = 0;
         // Moved, not cloned: a clone writes the body's reference count, which other sends of
@@ -720,6 +728,10 @@ impl ProducerCore {
             }
             check_message(m, self.settings.max_message_size)?;
         }
+        let wire = self.ns.wrap(&topic);
+        if wire != topic {
+            check_topic_on_wire(&topic, &wire)?;
+        }
         // A message's own UNIQ_KEY wins; the others are encoded with the id given or a new one.
         let ids: Vec<std::borrow::Cow<'_, str>> = msgs
             .iter()
@@ -735,7 +747,7 @@ impl ProducerCore {
             .zip(&ids)
             .map(|(m, id)| m.uniq_key().is_none().then_some(id.as_ref()))
             .collect();
-        let topic = self.ns.wrap(&topic);
+        let topic = wire;
         let body = encode_batch_with_ids(msgs.iter().zip(added));
         if body.len() > self.settings.max_message_size {
             return Err(ClientError::MessageTooLarge {
@@ -1050,15 +1062,15 @@ impl ProducerCore {
 }
 
 /// A send result's region: Java's default region (`DefaultRegion`, what a broker without
-/// `regionId` reports, or an answer without one) shared by every result, another made once a
-/// result.
+/// `regionId` reports, or an answer without one or with an empty one, as Java's
+/// `processSendResponse`) shared by every result, another made once a result.
 fn region(reported: Option<&str>) -> SharedStr {
     thread_local! {
         /// One a thread: cores sending at once do not take turns writing its count.
         static DEFAULT: SharedStr = SharedStr::from("DefaultRegion");
     }
     match reported {
-        None | Some("DefaultRegion") => DEFAULT.with(SharedStr::clone),
+        None | Some("" | "DefaultRegion") => DEFAULT.with(SharedStr::clone),
         Some(r) => r.into(),
     }
 }
@@ -1353,6 +1365,59 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(queues(&there), "a:0,a:1");
+        inst.shutdown_now();
+    }
+
+    /// Java `MQClientAPIImpl.processSendResponse`: a region absent or empty in the answer is
+    /// `DefaultRegion`.
+    #[test]
+    fn an_empty_region_reads_as_the_default_region() {
+        assert_eq!(&*region(None), "DefaultRegion");
+        assert_eq!(&*region(Some("")), "DefaultRegion");
+        assert_eq!(&*region(Some("DefaultRegion")), "DefaultRegion");
+        assert_eq!(&*region(Some("east")), "east");
+    }
+
+    /// Java checks the topic with the namespace (`Validators.checkMessage` after
+    /// `withNamespace`): a plain topic valid alone but too long once wrapped is refused on the
+    /// client, before any request, single or batched.
+    #[tokio::test]
+    async fn a_topic_too_long_with_its_namespace_is_refused_before_sending() {
+        let config = crate::ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..crate::ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "wrapped-topic-check").unwrap();
+        let ns = Namespace::of(&crate::ClientConfig {
+            namespace: Some("N".repeat(60)),
+            ..crate::ClientConfig::default()
+        });
+        let core = ProducerCore::new(ProducerConfig::default(), ns);
+        let topic = "T".repeat(100);
+        assert!(check_topic(&topic).is_ok(), "valid without the namespace");
+        let err = core
+            .prepare(&inst, Message::new(topic.clone(), "x"))
+            .err()
+            .unwrap_or_else(|| panic!("refused"));
+        assert!(
+            matches!(&err, ClientError::InvalidMessage(m) if m.contains(&topic) && m.contains("namespace")),
+            "{err:?}"
+        );
+        let err = core
+            .prepare_batch(
+                &inst,
+                vec![Message::new(topic.clone(), "x"), Message::new(topic, "y")],
+            )
+            .err()
+            .unwrap_or_else(|| panic!("refused"));
+        assert!(matches!(&err, ClientError::InvalidMessage(_)), "{err:?}");
+        // Short enough with it: accepted.
+        assert!(core
+            .prepare(&inst, Message::new("T".repeat(66), "x"))
+            .is_ok());
+        assert!(core
+            .prepare(&inst, Message::new("T".repeat(67), "x"))
+            .is_err());
         inst.shutdown_now();
     }
 

@@ -261,6 +261,7 @@ impl ProducerBuilder {
     pub fn build(self) -> Result<DefaultMQProducer> {
         self.client.validate()?;
         check_group(&self.producer.group)?;
+        Namespace::of(&self.client).check_group(&self.producer.group)?;
         let p = &self.producer;
         if p.max_message_size == 0 || p.max_message_size > 16 * 1024 * 1024 - 4096 {
             return Err(ClientError::Config(format!(

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use rocketmq_remoting::protocol::message::{Message, MessageQueue};
+use rocketmq_remoting::protocol::topic::{name_problem, GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -21,7 +22,7 @@ use super::{
     TraceContext, TraceStats, GROUP_NAME_PREFIX, RMQ_SYS_TRACE_TOPIC, TRACE_INSTANCE_NAME,
 };
 use crate::config::{ClientConfig, TraceConfig};
-use crate::error::Result;
+use crate::error::{ClientError, Result};
 use crate::internal::instance::lock;
 use crate::internal::lifecycle::Stopping;
 use crate::producer::{DefaultMQProducer, ProducerConfig};
@@ -42,6 +43,11 @@ impl TraceKind {
     }
 }
 
+/// The longest `flush_interval` and `send_timeout` accepted (1 day).
+const MAX_TRACE_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The largest `queue_size` and `max_sends_in_flight` accepted.
+const MAX_TRACE_COUNT: usize = 1 << 20;
+
 /// Numbers the trace producers' groups (Java's `COUNTER`).
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -53,6 +59,7 @@ struct Counters {
     sent: AtomicU64,
     failed: AtomicU64,
     in_flight: AtomicUsize,
+    lost: AtomicU64,
 }
 
 /// What the hooks hold: the queue's sending side. Cheap to clone; never waits.
@@ -126,7 +133,8 @@ impl std::fmt::Debug for TraceDispatcher {
 impl TraceDispatcher {
     /// A dispatcher for the client of `group` with settings `client` (its name servers,
     /// credentials and TLS; not its namespace: the trace topic and group have none, as in
-    /// Java). Nothing runs until [`start`](Self::start).
+    /// Java). Nothing runs until [`start`](Self::start). Settings out of range and an invalid
+    /// custom trace topic are [`ClientError::Config`].
     pub(crate) fn new(
         client: &ClientConfig,
         group: &str,
@@ -135,19 +143,21 @@ impl TraceDispatcher {
         cfg: TraceConfig,
     ) -> Result<Self> {
         cfg.validate()?;
+        check_bounds(&cfg)?;
         let topic = custom_topic
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .unwrap_or(RMQ_SYS_TRACE_TOPIC);
-        crate::config::check_topic(topic)?;
+        if let Some(p) = name_problem(topic, TOPIC_MAX_LENGTH) {
+            return Err(ClientError::Config(format!(
+                "invalid custom trace topic {topic:?}: {p}"
+            )));
+        }
         let mut client = client.clone();
         client.namespace = None;
         client.instance_name = format!("{TRACE_INSTANCE_NAME}_{}", client.namesrv_addr.join(";"));
-        let trace_group = format!(
-            "{GROUP_NAME_PREFIX}-{group}-{}-{}",
-            kind.as_str(),
-            COUNTER.fetch_add(1, Ordering::Relaxed) + 1
-        );
+        let trace_group =
+            trace_group_name(group, kind, COUNTER.fetch_add(1, Ordering::Relaxed) + 1);
         let producer = DefaultMQProducer::builder()
             .client_config(client)
             .producer_config(ProducerConfig {
@@ -186,6 +196,7 @@ impl TraceDispatcher {
             sent_messages: c.sent.load(Ordering::Relaxed),
             failed_messages: c.failed.load(Ordering::Relaxed),
             in_flight: c.in_flight.load(Ordering::Relaxed),
+            lost: c.lost.load(Ordering::Relaxed),
         }
     }
 
@@ -236,7 +247,15 @@ impl TraceDispatcher {
                     done.clone()
                 }
                 State::Idle(_) => {
-                    *state = State::Stopped;
+                    // Never ran: what is queued is lost (counted).
+                    if let State::Idle(mut rx) = std::mem::replace(&mut *state, State::Stopped) {
+                        rx.close();
+                        let lost = drain(&mut rx);
+                        self.appender
+                            .counters
+                            .lost
+                            .fetch_add(lost, Ordering::Relaxed);
+                    }
                     return;
                 }
                 State::Stopped => return,
@@ -255,12 +274,45 @@ impl Drop for TraceDispatcher {
     }
 }
 
+/// The upper bounds `TraceConfig::validate` leaves out: past them a timer would overflow or a
+/// queue or semaphore would refuse its size.
+fn check_bounds(cfg: &TraceConfig) -> Result<()> {
+    if cfg.flush_interval > MAX_TRACE_DURATION || cfg.send_timeout > MAX_TRACE_DURATION {
+        return Err(ClientError::Config(
+            "trace flush_interval and send_timeout are at most 1 day".into(),
+        ));
+    }
+    if cfg.queue_size > MAX_TRACE_COUNT || cfg.max_sends_in_flight > MAX_TRACE_COUNT {
+        return Err(ClientError::Config(format!(
+            "trace queue_size and max_sends_in_flight are at most {MAX_TRACE_COUNT}"
+        )));
+    }
+    Ok(())
+}
+
+/// The trace producer's group, `_INNER_TRACE_PRODUCER-<group>-<TYPE>-<n>` (Java's), with
+/// `<group>` cut short when the whole would pass the 255 characters a group may have (Java's
+/// check would then fail and leave the client untraced).
+fn trace_group_name(group: &str, kind: TraceKind, n: u64) -> String {
+    let tail = format!("-{}-{n}", kind.as_str());
+    let room = GROUP_MAX_LENGTH.saturating_sub(GROUP_NAME_PREFIX.len() + 1 + tail.len());
+    if group.chars().count() <= room {
+        return format!("{GROUP_NAME_PREFIX}-{group}{tail}");
+    }
+    let short: String = group.chars().take(room).collect();
+    let name = format!("{GROUP_NAME_PREFIX}-{short}{tail}");
+    tracing::info!(group, trace_group = %name, "the trace producer's group is shortened to 255 characters");
+    name
+}
+
 /// The batch being filled (Java `TraceDataSegment`).
 #[derive(Default)]
 struct Batch {
     data: String,
     keys: Vec<String>,
     seen: HashSet<String>,
+    /// The records in it.
+    records: u64,
     /// When its first record came.
     since: Option<Instant>,
 }
@@ -272,6 +324,7 @@ impl Batch {
             return;
         }
         self.since.get_or_insert_with(Instant::now);
+        self.records += 1;
         self.data.push_str(&e.data);
         for k in e.keys {
             if self.seen.insert(k.clone()) {
@@ -280,12 +333,12 @@ impl Batch {
         }
     }
 
-    fn take(&mut self) -> Option<(String, Vec<String>)> {
+    fn take(&mut self) -> Option<(String, Vec<String>, u64)> {
         if self.data.is_empty() {
             return None;
         }
         let b = std::mem::take(self);
-        Some((b.data, b.keys))
+        Some((b.data, b.keys, b.records))
     }
 }
 
@@ -317,7 +370,9 @@ impl Worker {
         let full = self.cfg.max_message_size.saturating_sub(10_000);
         loop {
             while self.out.sends.try_join_next().is_some() {}
-            let due = batch.since.map(|t| t + self.cfg.flush_interval);
+            let due = batch
+                .since
+                .and_then(|t| t.checked_add(self.cfg.flush_interval));
             tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => break,
@@ -337,8 +392,8 @@ impl Worker {
         }
         // The flush: what is queued now goes out, within Java's 500 ms.
         let (rx, out) = (&mut self.rx, &mut self.out);
+        rx.close();
         let flush = async {
-            rx.close();
             while let Some(ctx) = rx.recv().await {
                 batch.add(&ctx);
                 if batch.data.len() >= full {
@@ -351,15 +406,21 @@ impl Worker {
             .await
             .is_err()
         {
-            tracing::warn!("trace records still queued at shutdown were dropped");
+            // What the flush did not send (the batch waiting for a send slot, the queue) is
+            // lost, and counted.
+            let lost = batch.records + drain(&mut self.rx);
+            self.out.counters.lost.fetch_add(lost, Ordering::Relaxed);
+            tracing::warn!(lost, "trace records still queued at shutdown were dropped");
         }
-        let wait = self.cfg.send_timeout + Duration::from_secs(1);
+        let wait = self.cfg.send_timeout.saturating_add(Duration::from_secs(1));
         let sends = &mut self.out.sends;
         if tokio::time::timeout(wait, async { while sends.join_next().await.is_some() {} })
             .await
             .is_err()
         {
             tracing::warn!("trace messages still being sent at shutdown were abandoned");
+            // Aborted and waited for: each counts as failed, its records as lost.
+            sends.shutdown().await;
         }
         self.producer.shutdown().await;
     }
@@ -369,10 +430,15 @@ impl Outbox {
     /// Sends the batch, once fewer than `max_sends_in_flight` trace messages are in flight
     /// (meanwhile the queue fills, and past its size drops).
     async fn send(&mut self, batch: &mut Batch) {
-        let Some((data, keys)) = batch.take() else {
+        if batch.data.is_empty() {
+            return;
+        }
+        // The batch stays whole until a slot is free: a flush that gives up meanwhile counts
+        // its records.
+        let Ok(slot) = self.slots.clone().acquire_owned().await else {
             return;
         };
-        let Ok(slot) = self.slots.clone().acquire_owned().await else {
+        let Some((data, keys, records)) = batch.take() else {
             return;
         };
         let (producer, topic, counters, next) = (
@@ -381,21 +447,72 @@ impl Outbox {
             self.counters.clone(),
             self.next_queue.clone(),
         );
-        counters.in_flight.fetch_add(1, Ordering::Relaxed);
-        self.sends.spawn(async move {
+        self.sends.spawn(track(counters, records, async move {
             let msg = Message::new(topic.to_string(), data.into_bytes()).with_keys(keys);
             let r = send_trace(&producer, &topic, msg, &next).await;
-            counters.in_flight.fetch_sub(1, Ordering::Relaxed);
-            match r {
-                Ok(()) => counters.sent.fetch_add(1, Ordering::Relaxed),
-                Err(e) => {
-                    tracing::warn!(topic = %topic, error = %e, "a trace message was not sent");
-                    counters.failed.fetch_add(1, Ordering::Relaxed)
-                }
-            };
+            if let Err(e) = &r {
+                tracing::warn!(topic = %topic, error = %e, "a trace message was not sent");
+            }
             drop(slot);
-        });
+            r
+        }));
     }
+}
+
+/// One trace message (of `records` records) in flight from now until `send` ends: sent, or
+/// failed with its records lost; also when its task is aborted before (the shutdown gave up on
+/// it).
+fn track(
+    counters: Arc<Counters>,
+    records: u64,
+    send: impl std::future::Future<Output = Result<()>>,
+) -> impl std::future::Future<Output = ()> {
+    counters.in_flight.fetch_add(1, Ordering::Relaxed);
+    let mut flight = InFlight {
+        counters,
+        records,
+        settled: false,
+    };
+    async move {
+        if send.await.is_ok() {
+            flight.sent();
+        }
+    }
+}
+
+/// A trace message in flight; its figures are settled when it is dropped.
+struct InFlight {
+    counters: Arc<Counters>,
+    records: u64,
+    /// Sent.
+    settled: bool,
+}
+
+impl InFlight {
+    fn sent(&mut self) {
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        self.settled = true;
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let c = &self.counters;
+        c.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if !self.settled {
+            c.failed.fetch_add(1, Ordering::Relaxed);
+            c.lost.fetch_add(self.records, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Takes what is left in a closed queue; how many.
+fn drain(rx: &mut mpsc::Receiver<TraceContext>) -> u64 {
+    let mut n = 0;
+    while rx.try_recv().is_ok() {
+        n += 1;
+    }
+    n
 }
 
 async fn sleep_until(due: Option<Instant>) {
@@ -515,14 +632,171 @@ mod tests {
         assert_eq!(d.stats().dropped, 1);
     }
 
+    #[tokio::test]
+    async fn an_aborted_trace_send_is_counted_as_failed_and_lost() {
+        // A trace message still being sent when shutdown gives up on it (its task aborted):
+        // no longer in flight, counted as failed, its records lost.
+        let counters = Arc::new(Counters::default());
+        let mut sends = JoinSet::new();
+        sends.spawn(track(
+            counters.clone(),
+            3,
+            futures::future::pending::<Result<()>>(),
+        ));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while counters.in_flight.load(Ordering::Relaxed) == 0 {
+            assert!(Instant::now() < deadline, "the send never started");
+            tokio::task::yield_now().await;
+        }
+        sends.shutdown().await;
+        assert_eq!(counters.in_flight.load(Ordering::Relaxed), 0);
+        assert_eq!(counters.failed.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.lost.load(Ordering::Relaxed), 3);
+    }
+
+    #[tokio::test]
+    async fn a_failed_trace_message_loses_its_records() {
+        let counters = Arc::new(Counters::default());
+        let failed = async { Err(crate::error::ClientError::Config("nope".into())) };
+        track(counters.clone(), 5, failed).await;
+        track(counters.clone(), 2, async { Ok(()) }).await;
+        assert_eq!(counters.failed.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.sent.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.lost.load(Ordering::Relaxed), 5);
+        assert_eq!(counters.in_flight.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn records_queued_in_a_dispatcher_that_never_ran_are_lost_at_shutdown() {
+        let d = dispatcher(8);
+        let a = d.appender();
+        for i in 0..3 {
+            assert!(a.append(ctx(i)));
+        }
+        d.shutdown().await;
+        let s = d.stats();
+        assert_eq!(
+            (s.appended, s.lost, s.queued, s.dropped),
+            (3, 3, 0, 0),
+            "{s:?}"
+        );
+    }
+
+    fn client() -> ClientConfig {
+        ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..ClientConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_long_host_group_gets_a_valid_trace_group() {
+        // Java would fail the trace producer's group check and run untraced; a shortened
+        // group keeps tracing on.
+        for len in [224, 230, 255] {
+            let group = "g".repeat(len);
+            for kind in [TraceKind::Produce, TraceKind::Consume] {
+                let d = TraceDispatcher::new(&client(), &group, kind, None, TraceConfig::default())
+                    .unwrap();
+                let g = d.producer.group();
+                crate::config::check_group(g).unwrap();
+                assert!(g.starts_with("_INNER_TRACE_PRODUCER-ggg"), "{g}");
+                assert!(g.contains(&format!("-{}-", kind.as_str())), "{g}");
+            }
+        }
+        // The hosts build too.
+        let p = DefaultMQProducer::builder()
+            .client_config(client())
+            .group("p".repeat(230))
+            .enable_msg_trace(true)
+            .build();
+        assert!(p.is_ok(), "{p:?}");
+        let c = crate::consumer::DefaultMQPushConsumer::builder()
+            .client_config(client())
+            .group("c".repeat(255))
+            .enable_msg_trace(true)
+            .build();
+        assert!(c.is_ok(), "{:?}", c.err());
+        let l = crate::consumer::DefaultLitePullConsumer::builder()
+            .client_config(client())
+            .group("l".repeat(240))
+            .enable_msg_trace(true)
+            .build();
+        assert!(l.is_ok(), "{:?}", l.err());
+    }
+
+    #[test]
+    fn a_bad_custom_trace_topic_is_a_config_error() {
+        for topic in ["bad topic", "t".repeat(200).as_str(), "a/b"] {
+            let r = TraceDispatcher::new(
+                &client(),
+                "g",
+                TraceKind::Produce,
+                Some(topic),
+                TraceConfig::default(),
+            );
+            match r {
+                Err(crate::error::ClientError::Config(m)) => {
+                    assert!(m.contains("trace topic"), "{m}")
+                }
+                other => panic!("{topic:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_trace_settings_are_refused_without_panicking() {
+        let bad = [
+            TraceConfig {
+                flush_interval: Duration::MAX,
+                ..TraceConfig::default()
+            },
+            TraceConfig {
+                send_timeout: Duration::MAX,
+                ..TraceConfig::default()
+            },
+            TraceConfig {
+                queue_size: usize::MAX,
+                ..TraceConfig::default()
+            },
+            TraceConfig {
+                max_sends_in_flight: usize::MAX,
+                ..TraceConfig::default()
+            },
+        ];
+        for cfg in bad {
+            let r = std::panic::catch_unwind(|| {
+                TraceDispatcher::new(&client(), "g", TraceKind::Produce, None, cfg.clone())
+                    .map(|_| ())
+            });
+            match r {
+                Ok(Err(crate::error::ClientError::Config(m))) => {
+                    assert!(m.contains("trace"), "{m}")
+                }
+                Ok(other) => panic!("{cfg:?}: {other:?}"),
+                Err(_) => panic!("{cfg:?}: panicked"),
+            }
+        }
+        // The largest accepted values build and run.
+        let top = TraceConfig {
+            flush_interval: MAX_TRACE_DURATION,
+            send_timeout: MAX_TRACE_DURATION,
+            queue_size: MAX_TRACE_COUNT,
+            max_sends_in_flight: MAX_TRACE_COUNT,
+            ..TraceConfig::default()
+        };
+        TraceDispatcher::new(&client(), "g", TraceKind::Produce, None, top).unwrap();
+    }
+
     #[test]
     fn a_batch_joins_records_and_keys_once() {
         let mut b = Batch::default();
         b.add(&ctx(1));
         b.add(&ctx(1));
         b.add(&ctx(2));
-        let (data, keys) = b.take().unwrap();
+        let (data, keys, records) = b.take().unwrap();
         assert_eq!(data.matches('\u{2}').count(), 3);
+        assert_eq!(records, 3);
         assert_eq!(keys, ["ID1", "ID2"]);
         assert!(b.take().is_none());
     }

@@ -2,6 +2,7 @@
 //! `SendMessageTraceHookImpl`, `ConsumeMessageTraceHookImpl`, `EndTransactionTraceHookImpl`).
 //! They only build a context and queue it: nothing waits, nothing fails the traced operation.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::message::{property, MessageExt};
@@ -87,6 +88,46 @@ impl SendMessageHook for SendMessageTraceHook {
     }
 }
 
+thread_local! {
+    /// The Java return type of the listener call whose `consume_message_after` hooks run on
+    /// this thread now (set by the push consumer, see [`with_return_type`]).
+    static RETURN_TYPE: Cell<Option<ConsumeReturnType>> = const { Cell::new(None) };
+}
+
+/// Java's `ConsumeReturnType` of a listener call (`ConsumeMessageConcurrentlyService` and
+/// `ConsumeMessageOrderlyService`): `Exception` when the listener panicked (Java: threw),
+/// else `TimeOut` when the call lasted `consume_timeout` or longer (or was given up on), else
+/// `Success` or `Failed` as its status says.
+pub(crate) fn return_type(
+    outcome: ConsumeOutcome,
+    panicked: bool,
+    timed_out: bool,
+) -> ConsumeReturnType {
+    if panicked {
+        ConsumeReturnType::Exception
+    } else if timed_out || outcome == ConsumeOutcome::TimedOut {
+        ConsumeReturnType::TimeOut
+    } else if outcome.is_success() {
+        ConsumeReturnType::Success
+    } else {
+        ConsumeReturnType::Failed
+    }
+}
+
+/// Runs `f`, a listener call's `consume_message_after` hooks, with the call's return type
+/// known to the trace hook (Java passes it in the context's `ConsumeContextType` property;
+/// without it, the trace hook derives it from the outcome alone).
+pub(crate) fn with_return_type<R>(rt: ConsumeReturnType, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<ConsumeReturnType>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            RETURN_TYPE.set(self.0);
+        }
+    }
+    let _restore = Restore(RETURN_TYPE.replace(Some(rt)));
+    f()
+}
+
 /// Traces each listener call (`SubBefore`, then `SubAfter`).
 pub(crate) struct ConsumeMessageTraceHook(pub(crate) TraceAppender);
 
@@ -144,13 +185,9 @@ impl ConsumeMessageHook for ConsumeMessageTraceHook {
         if beans.is_empty() {
             return;
         }
-        let code = match outcome {
-            ConsumeOutcome::ConsumeSuccess | ConsumeOutcome::Success => ConsumeReturnType::Success,
-            ConsumeOutcome::TimedOut => ConsumeReturnType::TimeOut,
-            ConsumeOutcome::ReconsumeLater | ConsumeOutcome::SuspendCurrentQueueAMoment => {
-                ConsumeReturnType::Failed
-            }
-        };
+        let code = RETURN_TYPE
+            .get()
+            .unwrap_or_else(|| return_type(outcome, false, false));
         let per_message = millis(elapsed) / ctx.messages.len().max(1) as i32;
         self.0.append(TraceContext {
             timestamp: now_ms(),
@@ -201,5 +238,58 @@ impl EndTransactionHook for EndTransactionTraceHook {
             }],
             ..TraceContext::new(TraceType::EndTransaction)
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_types_follow_java() {
+        use ConsumeOutcome::*;
+        use ConsumeReturnType as R;
+        // A panic wins over everything (Java: a null status after a throw).
+        for o in [
+            ConsumeSuccess,
+            ReconsumeLater,
+            Success,
+            SuspendCurrentQueueAMoment,
+        ] {
+            assert_eq!(return_type(o, true, true), R::Exception);
+            assert_eq!(return_type(o, true, false), R::Exception);
+            // Then the time: at least consume_timeout.
+            assert_eq!(return_type(o, false, true), R::TimeOut);
+        }
+        assert_eq!(return_type(TimedOut, false, false), R::TimeOut);
+        assert_eq!(return_type(ConsumeSuccess, false, false), R::Success);
+        assert_eq!(return_type(Success, false, false), R::Success);
+        assert_eq!(return_type(ReconsumeLater, false, false), R::Failed);
+        assert_eq!(
+            return_type(SuspendCurrentQueueAMoment, false, false),
+            R::Failed
+        );
+    }
+
+    #[test]
+    fn the_return_type_is_told_to_the_hooks_of_one_call_only() {
+        assert_eq!(RETURN_TYPE.get(), None);
+        let seen = with_return_type(ConsumeReturnType::Exception, || {
+            let inner = with_return_type(ConsumeReturnType::TimeOut, || RETURN_TYPE.get());
+            (inner, RETURN_TYPE.get())
+        });
+        assert_eq!(
+            seen,
+            (
+                Some(ConsumeReturnType::TimeOut),
+                Some(ConsumeReturnType::Exception)
+            )
+        );
+        assert_eq!(RETURN_TYPE.get(), None);
+        // Reset even when a hook panics.
+        let _ = std::panic::catch_unwind(|| {
+            with_return_type(ConsumeReturnType::Exception, || panic!("a hook fails"))
+        });
+        assert_eq!(RETURN_TYPE.get(), None);
     }
 }

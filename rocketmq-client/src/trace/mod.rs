@@ -288,4 +288,8 @@ pub struct TraceStats {
     pub failed_messages: u64,
     /// Trace messages being sent now.
     pub in_flight: usize,
+    /// Records queued but never stored: those of trace messages that failed or were abandoned,
+    /// and those still queued or batched when the shutdown's flush gave up (after 500 ms, as
+    /// Java's). Once the dispatcher has stopped, `appended` is the records stored plus `lost`.
+    pub lost: u64,
 }

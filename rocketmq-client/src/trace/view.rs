@@ -112,6 +112,9 @@ impl TraceView {
 /// `trace_topic` (`None`: `RMQ_SYS_TRACE_TOPIC`): QUERY_MESSAGE by key on every broker of the
 /// trace topic (64 trace messages each at most, stored until now), decoded, the records of
 /// that message kept, sorted by time (stable). As `mqadmin queryMsgTraceById`.
+///
+/// The trace topic is asked as named, without the namespace of `lookup`'s client: traces are
+/// written without one (as Java's trace producer writes them).
 pub async fn query_trace(
     lookup: &MessageLookup,
     trace_topic: Option<&str>,
@@ -119,6 +122,7 @@ pub async fn query_trace(
 ) -> Result<Vec<TraceView>> {
     let topic = trace_topic.unwrap_or(RMQ_SYS_TRACE_TOPIC);
     let found = lookup
+        .without_namespace()
         .query_message(topic, msg_id, MAX_TRACE_MESSAGES, 0, now_ms())
         .await?;
     let mut views: Vec<TraceView> = found
