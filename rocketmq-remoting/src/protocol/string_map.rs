@@ -188,25 +188,52 @@ impl StringMap {
     /// reads, without comparing keys as strings.
     pub fn get_letters<const N: usize>(&self) -> [Option<&str>; N] {
         let mut out = [None; N];
+        if self.json.is_some() {
+            for e in &self.entries {
+                if e.key_len == 1 {
+                    let c = self.key_bytes(e)[0].wrapping_sub(b'a');
+                    if let Some(slot @ None) = out.get_mut(usize::from(c)) {
+                        *slot = Some(self.value_of(e));
+                    }
+                }
+            }
+            return out;
+        }
+        // Every span in the map's own text (a send's header, copied): read there directly.
+        let text = self.text.as_str();
         for e in &self.entries {
             if e.key_len == 1 {
-                let c = self.key_of(e).as_bytes()[0].wrapping_sub(b'a');
+                let c = text.as_bytes()[e.key as usize].wrapping_sub(b'a');
                 if let Some(slot @ None) = out.get_mut(usize::from(c)) {
-                    *slot = Some(self.value_of(e));
+                    *slot = Some(&text[e.value as usize..(e.value + e.value_len) as usize]);
                 }
             }
         }
         out
     }
 
-    /// The text at a span: in the JSON members when it is marked so, else in `text`.
+    /// The text a span's offset is in (the JSON members when it is marked so, else `text`),
+    /// and the offset in it.
+    #[inline]
+    fn source(&self, at: u32) -> (&str, usize) {
+        match &self.json {
+            Some(json) if at & IN_JSON != 0 => (json, (at & !IN_JSON) as usize),
+            _ => (&self.text, at as usize),
+        }
+    }
+
+    /// The text at a span.
     #[inline]
     fn at(&self, at: u32, len: u32) -> &str {
-        let (text, from) = match &self.json {
-            Some(json) if at & IN_JSON != 0 => (&**json, (at & !IN_JSON) as usize),
-            _ => (self.text.as_str(), at as usize),
-        };
+        let (text, from) = self.source(at);
         &text[from..from + len as usize]
+    }
+
+    /// An entry's key as bytes (no character-boundary checks: for comparing).
+    #[inline]
+    fn key_bytes(&self, e: &Span) -> &[u8] {
+        let (text, from) = self.source(e.key);
+        &text.as_bytes()[from..from + e.key_len as usize]
     }
 
     fn key_of(&self, e: &Span) -> &str {
@@ -223,7 +250,7 @@ impl StringMap {
         let want = key.as_bytes();
         self.entries.iter().position(|e| {
             e.key_len as usize == want.len() && {
-                let k = self.key_of(e).as_bytes();
+                let k = self.key_bytes(e);
                 k.first() == want.first() && k == want
             }
         })
