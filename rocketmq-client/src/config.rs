@@ -284,8 +284,25 @@ impl TraceConfig {
                 "trace max_sends_in_flight must be positive".into(),
             ));
         }
+        // Past these a timer would overflow or a queue or semaphore refuse its size.
+        if self.flush_interval > Self::MAX_DURATION || self.send_timeout > Self::MAX_DURATION {
+            return Err(ClientError::Config(
+                "trace flush_interval and send_timeout are at most 1 day".into(),
+            ));
+        }
+        if self.queue_size > Self::MAX_COUNT || self.max_sends_in_flight > Self::MAX_COUNT {
+            return Err(ClientError::Config(format!(
+                "trace queue_size and max_sends_in_flight are at most {}",
+                Self::MAX_COUNT
+            )));
+        }
         Ok(())
     }
+
+    /// The longest `flush_interval` and `send_timeout` accepted (1 day).
+    pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+    /// The largest `queue_size` and `max_sends_in_flight` accepted.
+    pub const MAX_COUNT: usize = 1 << 20;
 }
 
 #[cfg(test)]

@@ -970,7 +970,6 @@ impl BrokerConfig {
         }
         self.ha.validate()?;
         self.dledger.validate()?;
-        check_delay_levels(&self.store.message_delay_level)?;
         self.store.validate()
     }
 
@@ -998,49 +997,6 @@ impl BrokerConfig {
         self.register_name_server_period
             .clamp(Duration::from_secs(10), Duration::from_secs(60))
     }
-}
-
-/// The largest delay of a level, in milliseconds: a delivery time (a store time plus the
-/// delay) must stay within an `i64`.
-const MAX_DELAY_MS: i64 = i64::MAX / 2;
-
-/// Checks `messageDelayLevel` as a broker needs it: at least one level (Java's
-/// `ScheduleMessageService.parseDelayLevel` fails on an empty list, and the broker does not
-/// start), each `<number><unit>` with units s, m, h, d, and a delay that fits (Java would wrap
-/// it to a negative one).
-fn check_delay_levels(text: &str) -> Result<(), String> {
-    let mut levels = 0;
-    for item in text.split_whitespace() {
-        levels += 1;
-        let at = item.char_indices().last().map_or(0, |(at, _)| at);
-        let (num, unit) = item.split_at(at);
-        let factor: i64 = match unit {
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
-            _ => {
-                return Err(format!(
-                    "messageDelayLevel: bad delay level {item:?} (units s, m, h, d)"
-                ))
-            }
-        };
-        num.parse::<i64>()
-            .map_err(|_| format!("messageDelayLevel: bad delay level {item:?}"))?
-            .checked_mul(factor)
-            .filter(|ms| *ms <= MAX_DELAY_MS)
-            .ok_or_else(|| {
-                format!(
-                    "messageDelayLevel: delay level {item:?} is too long (at most {MAX_DELAY_MS} ms)"
-                )
-            })?;
-    }
-    if levels == 0 {
-        return Err(format!(
-            "messageDelayLevel: no delay level in {text:?} (e.g. \"1s 5s 10s 30s 1m\"); delayed messages and consumer retries need at least one"
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -183,13 +183,13 @@ impl MetricsSource for BrokerMetrics {
         // --- totals since start ---
         out.counter(
             "rocketmq_broker_put_messages_total",
-            "Messages stored by sends since the broker started.",
+            "Records the store appended (sends, the broker's own puts, a slave's copies) since the broker started.",
             &cb,
             s.put_messages() as f64,
         );
         out.counter(
             "rocketmq_broker_put_bytes_total",
-            "Bytes stored by sends since the broker started.",
+            "Bytes of the records the store appended (sends, the broker's own puts, a slave's copies) since the broker started.",
             &cb,
             s.put_bytes() as f64,
         );

@@ -348,12 +348,13 @@ impl LiveRetention {
 
 /// Parses a `messageDelayLevel` string (units s, m, h, d) into milliseconds per level.
 pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
-    s.split_whitespace()
+    let levels = s
+        .split_whitespace()
         .map(|item| {
             // The unit is the last character (whatever its length in bytes).
             let at = item.char_indices().last().map_or(0, |(at, _)| at);
             let (num, unit) = item.split_at(at);
-            let factor = match unit {
+            let factor: i64 = match unit {
                 "s" => 1_000,
                 "m" => 60_000,
                 "h" => 3_600_000,
@@ -361,11 +362,27 @@ pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
                 _ => return Err(format!("bad delay level {item:?} (units s, m, h, d)")),
             };
             num.parse::<i64>()
-                .map(|n| n * factor)
-                .map_err(|_| format!("bad delay level {item:?}"))
+                .map_err(|_| format!("bad delay level {item:?}"))?
+                .checked_mul(factor)
+                .filter(|ms| *ms <= MAX_DELAY_MS)
+                .ok_or_else(|| {
+                    format!("delay level {item:?} is too long (at most {MAX_DELAY_MS} ms)")
+                })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if levels.is_empty() {
+        // Java's `ScheduleMessageService.parseDelayLevel` fails on it and the broker does not
+        // start: delayed messages and consumer retries need at least one level.
+        return Err(format!(
+            "no delay level in {s:?} (e.g. \"1s 5s 10s 30s 1m\"); delayed messages and consumer retries need at least one"
+        ));
+    }
+    Ok(levels)
 }
+
+/// The longest delay of a level, in milliseconds: a delivery time (a store time plus the
+/// delay) must stay within an `i64` (Java would wrap it to a negative delay).
+const MAX_DELAY_MS: i64 = i64::MAX / 2;
 
 impl StoreConfig {
     /// Delay levels in milliseconds.
@@ -534,6 +551,11 @@ mod tests {
         for bad in ["1s 5秒", "秒", "5é", "1🚀"] {
             let e = parse_delay_levels(bad).unwrap_err();
             assert!(e.contains("bad delay level"), "{bad}: {e}");
+        }
+        // No level, or one whose milliseconds do not fit: refused, not a store that never
+        // delivers or a delay that wraps (a panic in a debug build).
+        for bad in ["", "  ", "9223372036854775807s", "1s 200000000000000d"] {
+            assert!(parse_delay_levels(bad).is_err(), "{bad:?}");
         }
         let cfg = StoreConfig {
             message_delay_level: "1s 5秒".into(),

@@ -43,11 +43,6 @@ impl TraceKind {
     }
 }
 
-/// The longest `flush_interval` and `send_timeout` accepted (1 day).
-const MAX_TRACE_DURATION: Duration = Duration::from_secs(24 * 3600);
-/// The largest `queue_size` and `max_sends_in_flight` accepted.
-const MAX_TRACE_COUNT: usize = 1 << 20;
-
 /// Numbers the trace producers' groups (Java's `COUNTER`).
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -143,7 +138,6 @@ impl TraceDispatcher {
         cfg: TraceConfig,
     ) -> Result<Self> {
         cfg.validate()?;
-        check_bounds(&cfg)?;
         let topic = custom_topic
             .map(str::trim)
             .filter(|t| !t.is_empty())
@@ -272,22 +266,6 @@ impl Drop for TraceDispatcher {
             cancel.cancel();
         }
     }
-}
-
-/// The upper bounds `TraceConfig::validate` leaves out: past them a timer would overflow or a
-/// queue or semaphore would refuse its size.
-fn check_bounds(cfg: &TraceConfig) -> Result<()> {
-    if cfg.flush_interval > MAX_TRACE_DURATION || cfg.send_timeout > MAX_TRACE_DURATION {
-        return Err(ClientError::Config(
-            "trace flush_interval and send_timeout are at most 1 day".into(),
-        ));
-    }
-    if cfg.queue_size > MAX_TRACE_COUNT || cfg.max_sends_in_flight > MAX_TRACE_COUNT {
-        return Err(ClientError::Config(format!(
-            "trace queue_size and max_sends_in_flight are at most {MAX_TRACE_COUNT}"
-        )));
-    }
-    Ok(())
 }
 
 /// The trace producer's group, `_INNER_TRACE_PRODUCER-<group>-<TYPE>-<n>` (Java's), with
@@ -765,6 +743,8 @@ mod tests {
             },
         ];
         for cfg in bad {
+            // Refused by the settings' own check too, so that the two agree.
+            assert!(cfg.validate().is_err(), "{cfg:?}");
             let r = std::panic::catch_unwind(|| {
                 TraceDispatcher::new(&client(), "g", TraceKind::Produce, None, cfg.clone())
                     .map(|_| ())
@@ -779,10 +759,10 @@ mod tests {
         }
         // The largest accepted values build and run.
         let top = TraceConfig {
-            flush_interval: MAX_TRACE_DURATION,
-            send_timeout: MAX_TRACE_DURATION,
-            queue_size: MAX_TRACE_COUNT,
-            max_sends_in_flight: MAX_TRACE_COUNT,
+            flush_interval: TraceConfig::MAX_DURATION,
+            send_timeout: TraceConfig::MAX_DURATION,
+            queue_size: TraceConfig::MAX_COUNT,
+            max_sends_in_flight: TraceConfig::MAX_COUNT,
             ..TraceConfig::default()
         };
         TraceDispatcher::new(&client(), "g", TraceKind::Produce, None, top).unwrap();
