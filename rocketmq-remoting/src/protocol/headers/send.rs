@@ -442,18 +442,34 @@ impl<'a> SendMessageResponseView<'a> {
     /// or a copy of any value.
     pub fn to_json(&self) -> JsonExtFields {
         let mut out = JsonExtFields::with_capacity(192);
-        out.push_int("queueId", i64::from(self.queue_id));
-        if let Some(t) = self.trace_on {
-            out.push("TRACE_ON", t);
-        }
-        if let Some(r) = self.msg_region {
-            out.push("MSG_REGION", r);
-        }
-        out.push("msgId", self.msg_id);
-        out.push_int("queueOffset", self.queue_offset);
-        if let Some(t) = self.transaction_id {
-            out.push("transactionId", t);
-        }
+        let n = 3
+            + usize::from(self.trace_on.is_some())
+            + usize::from(self.msg_region.is_some())
+            + usize::from(self.transaction_id.is_some());
+        // The keys' text written as constants, in one pass.
+        out.push_encoded(n, |m| {
+            let mut num = [0u8; 20];
+            let text = |m: &mut Vec<u8>, key: &[u8], v: &str| {
+                m.extend_from_slice(key);
+                write_json_string(m, v, EscapeMode::Fastjson);
+            };
+            m.extend_from_slice(b"\"queueId\":\"");
+            m.extend_from_slice(int_bytes(i64::from(self.queue_id), &mut num));
+            m.push(b'"');
+            if let Some(t) = self.trace_on {
+                text(m, b",\"TRACE_ON\":", t);
+            }
+            if let Some(r) = self.msg_region {
+                text(m, b",\"MSG_REGION\":", r);
+            }
+            text(m, b",\"msgId\":", self.msg_id);
+            m.extend_from_slice(b",\"queueOffset\":\"");
+            m.extend_from_slice(int_bytes(self.queue_offset, &mut num));
+            m.push(b'"');
+            if let Some(t) = self.transaction_id {
+                text(m, b",\"transactionId\":", t);
+            }
+        });
         out
     }
 
@@ -507,6 +523,10 @@ mod tests {
                 let mut by_view = RemotingCommand::success();
                 by_view.serialize_type = ser;
                 by_view.ext_json = Some(view.to_json());
+                assert_eq!(
+                    view.to_json().len(),
+                    by_map.ext_fields.as_ref().unwrap().len()
+                );
                 assert_eq!(
                     frame::encode_to_vec(&by_map).unwrap(),
                     frame::encode_to_vec(&by_view).unwrap(),
