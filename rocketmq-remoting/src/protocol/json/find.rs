@@ -75,6 +75,19 @@ pub(crate) fn fastjson_stop(b: &[u8], from: usize, special: impl Fn(u8) -> bool)
     .unwrap_or(b.len())
 }
 
+/// The first index at or after `from` whose byte is `a` or `b` (two control characters, say:
+/// a properties string's separators), `b.len()` when there is none.
+#[inline]
+pub(crate) fn either_byte(b: &[u8], from: usize, x: u8, y: u8) -> usize {
+    find_by(b, from, |w| equal(w, x) | equal(w, y), |c| c == x || c == y).unwrap_or(b.len())
+}
+
+/// The first index at or after `from` whose byte is `x`, `b.len()` when there is none.
+#[inline]
+pub(crate) fn byte(b: &[u8], from: usize, x: u8) -> usize {
+    find_by(b, from, |w| equal(w, x), |c| c == x).unwrap_or(b.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +104,36 @@ mod tests {
                     let want = (at < len).then_some(at);
                     for from in 0..=at.min(len) {
                         assert_eq!(string_stop(&b, from), want, "{len} {at} {c} {from}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_are_found_at_every_position_and_alignment() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for &c in &[0x01u8, 0x02, 0x00, 0x03, 0x81, 0x82] {
+                    let mut b = vec![b'a'; len];
+                    if at < len {
+                        b[at] = c;
+                    }
+                    for from in 0..=at.min(len) {
+                        let one = b[from..]
+                            .iter()
+                            .position(|&v| v == 0x01)
+                            .map_or(len, |p| from + p);
+                        assert_eq!(byte(&b, from, 0x01), one, "{len} {at} {c} {from}");
+                        let two = b[from..]
+                            .iter()
+                            .position(|&v| v == 0x01 || v == 0x02)
+                            .map_or(len, |p| from + p);
+                        assert_eq!(
+                            either_byte(&b, from, 0x01, 0x02),
+                            two,
+                            "{len} {at} {c} {from}"
+                        );
                     }
                 }
             }
