@@ -131,6 +131,15 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// White space, unless the text is known to be compact (then a space fails the next
+    /// token's read).
+    #[inline]
+    fn gap(&mut self, compact: bool) {
+        if !compact {
+            self.ws();
+        }
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -355,8 +364,14 @@ impl<'a> Scan<'a> {
     /// reads), its entries are left where they are (see [`ExtFields::for_members`]): no copy,
     /// and an allocation only for the unescaped text of escaped tokens, if there are any.
     /// Without, the rest of the header is copied into the map once, and the entries without
-    /// escapes are read where they are in the copy (see [`ExtFields::for_json`]).
-    fn ext_fields(&mut self, header: Option<&ByteString>) -> Option<Option<ExtFields>> {
+    /// escapes are read where they are in the copy (see [`ExtFields::for_json`]). `compact`:
+    /// the object has no white space (the in-order reader's case; a space then fails the read,
+    /// and the member reader takes the header).
+    fn ext_fields(
+        &mut self,
+        header: Option<&ByteString>,
+        compact: bool,
+    ) -> Option<Option<ExtFields>> {
         if self.peek()? == b'n' {
             self.literal(b"null")?;
             return Some(None);
@@ -374,14 +389,14 @@ impl<'a> Scan<'a> {
         };
         let span = |from: usize, to: usize| (((from - base) as u32) | mark, (to - from) as u32);
         self.eat(b'{')?;
-        self.ws();
+        self.gap(compact);
         if self.eat(b'}').is_none() {
             loop {
-                self.ws();
+                self.gap(compact);
                 let key = self.token(&mut ext, base, mark)?;
-                self.ws();
+                self.gap(compact);
                 self.eat(b':')?;
-                self.ws();
+                self.gap(compact);
                 let from = self.i;
                 let value = match self.peek()? {
                     b'"' => Some(self.token(&mut ext, base, mark)?),
@@ -407,7 +422,7 @@ impl<'a> Scan<'a> {
                 if let Some(value) = value {
                     ext.push_spans(key, value);
                 }
-                self.ws();
+                self.gap(compact);
                 match self.peek()? {
                     b',' => self.i += 1,
                     b'}' => {
@@ -463,7 +478,7 @@ impl Scan<'_> {
         cmd.code = i32::try_from(self.int()?).ok()?;
         if self.literal(b",\"extFields\":").is_some() {
             let in_place = header.filter(|_| read_in_place(Some(cmd.code)));
-            cmd.ext_fields = self.ext_fields(in_place)?;
+            cmd.ext_fields = self.ext_fields(in_place, true)?;
         }
         self.literal(b",\"flag\":")?;
         cmd.flag = i32::try_from(self.int()?).ok()?;
@@ -571,7 +586,9 @@ fn decode_in(bytes: &[u8], header: Option<&ByteString>) -> Option<RemotingComman
                 }
             }
             "remark" => cmd.remark = s.string_or_null()?.map(Cow::into_owned),
-            "extFields" => cmd.ext_fields = s.ext_fields(header.filter(|_| read_in_place(code)))?,
+            "extFields" => {
+                cmd.ext_fields = s.ext_fields(header.filter(|_| read_in_place(code)), false)?
+            }
             "serializeTypeCurrentRPC" => {
                 s.string_or_null()?;
             }
@@ -691,6 +708,7 @@ mod tests {
             r#"{"code":0,"flag":1,"opaque":2,"remark":null,"serializeTypeCurrentRPC":"JSON","version":1}"#,
             r#"{"code":0,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1,"flag":2}"#,
             r#"{"code":0, "flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
+            r#"{"code":0,"extFields":{ "a":"b" ,"c" : 1},"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
             r#"{"code":01,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
             r#"{"code":4294967296,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
         ] {
