@@ -428,3 +428,80 @@ async fn an_admin_sharing_an_instance_outlives_its_producer() {
     );
     c.shutdown().await.unwrap();
 }
+
+/// An API timeout too large to add to an instant ("no timeout") is no panic: the wait for the
+/// new topic's route is unbounded instead.
+#[tokio::test]
+async fn create_topic_with_a_huge_api_timeout() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let admin = MQAdmin::with_config(rocketmq_client::ClientConfig {
+        namesrv_addr: vec![ns.clone()],
+        mq_client_api_timeout: Duration::MAX,
+        ..rocketmq_client::ClientConfig::default()
+    })
+    .unwrap();
+    admin
+        .create_topic("DefaultCluster", "HugeTimeout", 1)
+        .await
+        .unwrap();
+    c.shutdown().await.unwrap();
+}
+
+/// `clone_group_offset` copies the queues the source group has offsets on, and only those:
+/// a queue it has none on (consume statistics list it at 0) keeps the destination's offset
+/// rather than being rewound to 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clone_group_offset_copies_only_the_queues_the_source_has() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let admin = MQAdmin::connect(&ns).unwrap();
+    admin
+        .create_topic("DefaultCluster", "CloneSome", 8)
+        .await
+        .unwrap();
+    let q = |id| rocketmq_client::MessageQueue::new("CloneSome", "broker-a", id);
+    let commit = |group: &'static str, offsets: Vec<(i32, i64)>| {
+        let ns = ns.clone();
+        async move {
+            let cons = rocketmq_client::consumer::DefaultLitePullConsumer::builder()
+                .client_config(rocketmq_client::ClientConfig {
+                    instance_name: group.to_string(),
+                    ..fast_client(&ns)
+                })
+                .consumer_config(rocketmq_client::consumer::LitePullConsumerConfig {
+                    group: group.into(),
+                    auto_commit: false,
+                    ..Default::default()
+                })
+                .build()
+                .unwrap();
+            cons.assign(offsets.iter().map(|(id, _)| q(*id)))
+                .await
+                .unwrap();
+            cons.start().await.unwrap();
+            let table = offsets.iter().map(|(id, o)| (q(*id), *o)).collect();
+            cons.commit(&table).await.unwrap();
+            cons.shutdown().await;
+        }
+    };
+    commit("clone-src", (0..4).map(|id| (id, 2)).collect()).await;
+    commit("clone-dest", (0..8).map(|id| (id, 10)).collect()).await;
+    let copied = admin
+        .clone_group_offset("clone-src", "clone-dest", "CloneSome")
+        .await
+        .unwrap();
+    assert_eq!(copied, 4);
+    let dest: BTreeMap<i32, i64> = admin
+        .group_offsets("clone-dest", "CloneSome")
+        .await
+        .unwrap()
+        .queues
+        .into_iter()
+        .map(|l| (l.queue.queue_id, l.consumer_offset))
+        .collect();
+    let want: BTreeMap<i32, i64> = (0..8).map(|id| (id, if id < 4 { 2 } else { 10 })).collect();
+    assert_eq!(dest, want);
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}

@@ -11,7 +11,7 @@ use common::*;
 use rocketmq_client::consumer::{
     ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig,
 };
-use rocketmq_client::{ClientConfig, Message, MessageExt, MessageQueue};
+use rocketmq_client::{ClientConfig, ClientError, Message, MessageExt, MessageQueue};
 
 const LIMIT: Duration = Duration::from_secs(30);
 /// How long a test watches for something that must not happen (a duplicate, an offset
@@ -225,7 +225,7 @@ async fn concurrent_assigns_pull_a_queue_once() {
 }
 
 /// Finding 5: a commit for a queue this consumer no longer owns is not written (it would move
-/// the new owner's offset back).
+/// the new owner's offset back), and the commit says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_for_a_queue_given_up_is_not_written() {
     let c = cluster().await;
@@ -252,9 +252,18 @@ async fn a_commit_for_a_queue_given_up_is_not_written() {
     b.start().await.unwrap();
     b.commit(&BTreeMap::from([(q0.clone(), 2)])).await.unwrap();
     assert_eq!(b.committed(&q0).await.unwrap(), 2);
-    // A's late commit of what it polled before.
-    a.commit_messages(&msgs).await.unwrap();
-    a.commit(&BTreeMap::from([(q0.clone(), 4)])).await.unwrap();
+    // A's late commit of what it polled before: refused, naming the queue.
+    let not_stored = |r: Result<(), ClientError>| match r {
+        Err(ClientError::OffsetsNotStored { failed }) => {
+            failed.iter().map(|(q, _)| q.clone()).collect::<Vec<_>>()
+        }
+        other => panic!("a commit of a queue given up reported {other:?}"),
+    };
+    assert_eq!(not_stored(a.commit_messages(&msgs).await), vec![q0.clone()]);
+    assert_eq!(
+        not_stored(a.commit(&BTreeMap::from([(q0.clone(), 4)])).await),
+        vec![q0.clone()]
+    );
     assert_eq!(
         b.committed(&q0).await.unwrap(),
         2,

@@ -344,27 +344,38 @@ impl MQAdmin {
     /// master of each queue; Java's `cloneGroupOffset`, which copies every topic of the source
     /// group, a known slip of its tool). Returns the number of queues copied.
     ///
-    /// As Java's, the source's offsets are its consume statistics asked without a topic, which
-    /// list only the topics it has offsets on: a source with none on `topic` (a mistyped group,
-    /// one that never consumed it) is an error (CONSUMER_NOT_ONLINE, as Java's
-    /// `examineConsumeStats`) and nothing is copied, rather than `dest` rewound to 0. Every
-    /// broker of the topic needs its master online ([`ClientError::BrokerNotFound`]).
+    /// As Java's broker-side copy (`ConsumerOffsetManager.cloneOffset`), only the queues the
+    /// source has an offset on are copied: they are read from each master's offset table
+    /// (GET_ALL_CONSUMER_OFFSET), not from consume statistics, which list every queue of the
+    /// topic with 0 for those without one. A queue the source has no offset on keeps the
+    /// destination's. A source with none on `topic` (a mistyped group, one that never consumed
+    /// it) is an error (CONSUMER_NOT_ONLINE, as Java's `examineConsumeStats`) and nothing is
+    /// copied. Every broker of the topic needs its master online
+    /// ([`ClientError::BrokerNotFound`]).
     pub async fn clone_group_offset(&self, src: &str, dest: &str, topic: &str) -> Result<usize> {
         let masters = self.masters_of_topic(topic).await?;
+        let key = format!("{topic}@{src}");
         let mut offsets = Vec::new();
         for (name, addr) in &masters {
-            let stats = self
+            let resp = self
                 .inst
                 .api
-                .consume_stats(addr, src, None, self.timeout())
+                .call(
+                    addr,
+                    RemotingCommand::request(RequestCode::GetAllConsumerOffset),
+                    self.timeout(),
+                )
                 .await?;
-            offsets.extend(
-                stats
-                    .offset_table
-                    .into_iter()
-                    .filter(|(mq, w)| mq.topic == topic && w.consumer_offset >= 0)
-                    .map(|(mq, w)| (name, addr, mq, w)),
-            );
+            let mut table: body::ConsumerOffsetTable =
+                body::decode(&resp.body).map_err(|e| Self::protocol_error(addr, e))?;
+            if let Some(queues) = table.offset_table.remove(&key) {
+                offsets.extend(
+                    queues
+                        .into_iter()
+                        .filter(|(_, o)| *o >= 0)
+                        .map(|(queue_id, o)| (name, addr, queue_id, o)),
+                );
+            }
         }
         if offsets.is_empty() {
             return Err(ClientError::Server {
@@ -381,14 +392,14 @@ impl MQAdmin {
             });
         }
         let mut copied = 0;
-        for (name, addr, mq, w) in offsets {
+        for (name, addr, queue_id, offset) in offsets {
             let req = RemotingCommand::request_with_header(
                 RequestCode::UpdateConsumerOffset,
                 &UpdateConsumerOffsetRequestHeader {
                     consumer_group: dest.to_string(),
                     topic: topic.to_string(),
-                    queue_id: mq.queue_id,
-                    commit_offset: w.consumer_offset,
+                    queue_id,
+                    commit_offset: offset,
                     broker_name: Some(name.clone()),
                 },
             );

@@ -208,7 +208,8 @@ impl MQAdmin {
             self.create_topic_on_broker(addr, topic, queue_nums, queue_nums, perm::READ_WRITE)
                 .await?;
         }
-        let deadline = tokio::time::Instant::now() + self.timeout();
+        let deadline =
+            rocketmq_remoting::util::time::deadline(tokio::time::Instant::now(), self.timeout());
         loop {
             if let Some(route) = self.topic_route(topic).await? {
                 let routed = route

@@ -568,8 +568,9 @@ impl DefaultLitePullConsumer {
     }
 
     /// Commits the given positions ("next offset to consume" per queue). Queues not assigned
-    /// to this consumer (any more) are skipped, as in Java: their new owner commits them.
-    /// Fails as [`commit_sync`](Self::commit_sync) does.
+    /// to this consumer (any more) are skipped, as in Java (their new owner commits them), and
+    /// reported: the call fails with [`ClientError::OffsetsNotStored`] naming them (and any
+    /// queue whose offset could not be stored), after storing the others.
     pub async fn commit(&self, offsets: &BTreeMap<MessageQueue, i64>) -> Result<()> {
         let wire = offsets
             .iter()
@@ -622,7 +623,24 @@ impl DefaultLitePullConsumer {
             .is_ok_and(|e| e.hand_out(&batch.mq, batch.generation, offset))
     }
 
-    /// Commits (with auto-commit), stops pulling and leaves the group. Idempotent and
+    /// With auto-commit, commits what was handed out if `auto_commit_interval` has passed (a
+    /// [`LitePullStream`] asking for its next message).
+    ///
+    /// [`LitePullStream`]: super::LitePullStream
+    pub(crate) fn maybe_auto_commit(&self) {
+        if let Ok(e) = self.engine() {
+            e.maybe_auto_commit();
+        }
+    }
+
+    /// Built and not started yet.
+    pub(crate) fn is_created(&self) -> bool {
+        matches!(&*self.inner.life.phase(), Phase::Created(_))
+    }
+
+    /// Stops pulling, persists the committed offsets and leaves the group. As in Java, it does
+    /// not commit what was polled since the last commit (the application may still be
+    /// processing it): call [`commit_sync`](Self::commit_sync) first for that. Idempotent and
     /// cancel-safe: once begun, the stop finishes in the background, and a later call waits
     /// for it. A shut-down consumer cannot be started again (as in Java).
     pub async fn shutdown(&self) {

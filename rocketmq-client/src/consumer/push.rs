@@ -1,6 +1,7 @@
 //! [`DefaultMQPushConsumer`]: messages are pulled (long polling) and handed to a listener.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +44,11 @@ struct Inner {
     /// The message-trace dispatcher (with `enable_msg_trace`); dropped with the consumer,
     /// which stops it.
     trace: Option<TraceDispatcher>,
+    /// Counts listener registrations: the current listener's number.
+    listener_gen: AtomicU64,
+    /// The highest registration number whose stream was dropped: when it is the current
+    /// listener's, nobody can consume.
+    dropped_gen: AtomicU64,
 }
 
 /// A push consumer. Cheap to clone; every clone is the same consumer.
@@ -336,6 +342,8 @@ impl PushConsumerBuilder {
                 hooks,
                 stats: Arc::default(),
                 trace,
+                listener_gen: AtomicU64::new(0),
+                dropped_gen: AtomicU64::new(0),
             }),
         };
         for (t, selector) in &self.subscriptions {
@@ -448,11 +456,12 @@ impl DefaultMQPushConsumer {
         Ok(())
     }
 
-    fn set_listener(&self, l: Listener) -> Result<()> {
+    /// Registers `l`; returns its registration number.
+    pub(crate) fn set_listener(&self, l: Listener) -> Result<u64> {
         match &mut *self.inner.life.phase() {
             Phase::Created(Created { listener, .. }) => {
                 *listener = Some(l);
-                Ok(())
+                Ok(self.inner.listener_gen.fetch_add(1, SeqCst) + 1)
             }
             _ => Err(ClientError::Config(
                 "register the listener before start".into(),
@@ -466,6 +475,7 @@ impl DefaultMQPushConsumer {
         listener: impl MessageListenerConcurrently,
     ) -> Result<()> {
         self.set_listener(Listener::Concurrently(Arc::new(listener)))
+            .map(drop)
     }
 
     /// Consumes with `listener`, each queue in order.
@@ -474,11 +484,13 @@ impl DefaultMQPushConsumer {
         listener: impl MessageListenerOrderly,
     ) -> Result<()> {
         self.set_listener(Listener::Orderly(Arc::new(listener)))
+            .map(drop)
     }
 
     /// Starts: joins the group, rebalances, and starts pulling. A start that fails, or whose
     /// future is dropped, leaves the consumer as built (what it had begun is stopped), so it can
-    /// be started again.
+    /// be started again. Fails when the listener is a [`stream`](Self::stream)'s that was
+    /// dropped (nobody would read); dropped while the start runs, the consumer is shut down.
     pub async fn start(&self) -> Result<()> {
         let inner = &self.inner;
         let started = inner
@@ -488,6 +500,9 @@ impl DefaultMQPushConsumer {
                     let listener = created.listener.clone().ok_or_else(|| {
                         ClientError::Config("register a message listener before start".into())
                     })?;
+                    if self.listener_dead() {
+                        return Err(stream_dropped_error());
+                    }
                     // On the wire, the group and topics carry the namespace.
                     let ns = Namespace::of(&inner.client);
                     let mut cfg = inner.cfg.clone();
@@ -513,11 +528,34 @@ impl DefaultMQPushConsumer {
                 |engine, ()| async move { engine.run().await },
             )
             .await;
+        // The stream dropped while the consumer started (its drop found nothing running to
+        // stop): nobody reads, so the consumer stops.
+        if started.is_ok() && self.listener_dead() {
+            self.shutdown().await;
+            return Err(stream_dropped_error());
+        }
         // Java starts the trace dispatcher once the consumer runs.
         if let (Ok(()), Some(t)) = (&started, &inner.trace) {
             t.start();
         }
         started
+    }
+
+    /// The stream of the listener registered as number `gen` was dropped (see
+    /// [`start`](Self::start)).
+    pub(crate) fn stream_dropped(&self, gen: u64) {
+        self.inner.dropped_gen.fetch_max(gen, SeqCst);
+    }
+
+    /// The registered listener is that of a dropped stream.
+    fn listener_dead(&self) -> bool {
+        let gen = self.inner.listener_gen.load(SeqCst);
+        gen != 0 && self.inner.dropped_gen.load(SeqCst) == gen
+    }
+
+    /// `consume_thread_max`: how many listener calls run at once.
+    pub(crate) fn consume_thread_max(&self) -> usize {
+        self.inner.cfg.consume_thread_max
     }
 
     fn engine(&self) -> Result<Arc<PushEngine>> {
@@ -613,6 +651,13 @@ impl DefaultMQPushConsumer {
             t.shutdown().await;
         }
     }
+}
+
+fn stream_dropped_error() -> ClientError {
+    ClientError::Config(
+        "the consumer's stream was dropped: make a new stream (or register a listener) first"
+            .into(),
+    )
 }
 
 #[cfg(test)]

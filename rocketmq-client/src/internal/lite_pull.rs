@@ -577,6 +577,16 @@ impl LiteEngine {
 
     /// Commits the consumed positions of every assigned queue (to the store, with `persist`).
     pub(crate) async fn commit_all(&self, persist: bool) -> Result<()> {
+        let mqs = self.commit_positions();
+        if !persist {
+            return Ok(());
+        }
+        self.offsets.persist_all(&self.inst, &mqs).await
+    }
+
+    /// Commits the consumed positions of every assigned queue to the in-memory store (the
+    /// persist timer writes them); returns those queues.
+    fn commit_positions(&self) -> BTreeSet<MessageQueue> {
         *lock(&self.last_commit) = Instant::now();
         let positions: Vec<(MessageQueue, i64)> = lock(&self.queues)
             .iter()
@@ -586,17 +596,26 @@ impl LiteEngine {
         for (mq, off) in &positions {
             self.offsets.update(mq, *off, false);
         }
-        if !persist {
-            return Ok(());
+        positions.into_iter().map(|(m, _)| m).collect()
+    }
+
+    /// With auto-commit, once `auto_commit_interval` has passed since the last commit: commits
+    /// the consumed positions (Java `maybeAutoCommit`, which runs when the application asks for
+    /// more, so what it handed out before has been processed). In memory only: the persist
+    /// timer writes them.
+    pub(crate) fn maybe_auto_commit(&self) {
+        if self.cfg.auto_commit
+            && lock(&self.last_commit).elapsed() >= self.cfg.auto_commit_interval
+        {
+            self.commit_positions();
         }
-        let mqs = positions.into_iter().map(|(m, _)| m).collect();
-        self.offsets.persist_all(&self.inst, &mqs).await
     }
 
     /// Commits explicit positions to the store. Queues not assigned to this consumer (any
-    /// more) are skipped, as in Java: their owner commits them.
+    /// more) are skipped, as in Java (their owner commits them), and reported as not stored.
     pub(crate) async fn commit(&self, positions: &BTreeMap<MessageQueue, i64>) -> Result<()> {
         let mut owned = Vec::new();
+        let mut failed = Vec::new();
         {
             let mut q = lock(&self.queues);
             for (mq, off) in positions {
@@ -608,12 +627,15 @@ impl LiteEngine {
                     }
                     _ => {
                         tracing::debug!(queue = %mq, offset = off, "not committed: the queue is not assigned to this consumer");
+                        failed.push((
+                            mq.clone(),
+                            "not committed: the queue is not assigned to this consumer".to_string(),
+                        ));
                     }
                 }
             }
         }
         // Only the given queues are written; the others' in-memory offsets stay.
-        let mut failed = Vec::new();
         for mq in owned {
             if let Err(ClientError::OffsetsNotStored { failed: f }) =
                 self.offsets.persist(&self.inst, mq).await
@@ -637,9 +659,8 @@ impl LiteEngine {
 
     async fn shutdown(&self) {
         self.stopping.cancel();
-        if self.cfg.auto_commit {
-            let _ = self.commit_all(false).await;
-        }
+        // Persists what was committed only (Java `shutdown` → `persistConsumerOffset`): the
+        // messages polled since may still be in the application's hands.
         self.tasks.close();
         let mqs = self.assignment();
         let _ = self.offsets.persist_all(&self.inst, &mqs).await;
@@ -723,9 +744,9 @@ impl ConsumerHook for LiteEngine {
         if self.stopping.is_cancelled() {
             return;
         }
-        if self.cfg.auto_commit {
-            let _ = self.commit_all(false).await;
-        }
+        // What was committed only (Java `persistConsumerOffset`): auto-commit happens when the
+        // application asks for more (`next_batch`, `maybe_auto_commit`), not while it may still
+        // be processing what it has.
         let mqs = self.assignment();
         let _ = self.offsets.persist_all(&self.inst, &mqs).await;
     }

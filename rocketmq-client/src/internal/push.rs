@@ -42,6 +42,114 @@ use crate::error::{ClientError, Result};
 use futures::future::BoxFuture;
 use tracing::Instrument;
 
+tokio::task_local! {
+    /// The [`ConsumeClock`] of the concurrent listener call being polled.
+    static CONSUME_CLOCK: Arc<ConsumeClock>;
+}
+
+/// Where a concurrent listener call's `consume_timeout` runs from, and whether its outcome
+/// still counts. A listener's clock runs from the start of the call (Java
+/// `CONSUME_START_TIMESTAMP`); the listener of a stream holds it while its delivery waits in
+/// the stream and restarts it when the stream hands the delivery out, which is where the
+/// application's consumption starts.
+pub(crate) struct ConsumeClock {
+    /// When the clock started; `None` while held.
+    started: tokio::sync::watch::Sender<Option<tokio::time::Instant>>,
+    /// [`Self::OPEN`], [`Self::ANSWERED`] or [`Self::EXPIRED`].
+    state: std::sync::atomic::AtomicU8,
+    pq: Arc<ProcessQueue>,
+    stopping: CancellationToken,
+}
+
+impl std::fmt::Debug for ConsumeClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumeClock")
+            .field("started", &*self.started.borrow())
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsumeClock {
+    const OPEN: u8 = 0;
+    const ANSWERED: u8 = 1;
+    const EXPIRED: u8 = 2;
+
+    fn new(pq: Arc<ProcessQueue>, stopping: CancellationToken) -> Self {
+        Self {
+            started: tokio::sync::watch::Sender::new(Some(tokio::time::Instant::now())),
+            state: std::sync::atomic::AtomicU8::new(Self::OPEN),
+            pq,
+            stopping,
+        }
+    }
+
+    /// The clock of the listener call being polled (none outside a consumer's call).
+    pub(crate) fn current() -> Option<Arc<Self>> {
+        CONSUME_CLOCK.try_with(Arc::clone).ok()
+    }
+
+    /// Stops the clock: the call cannot time out until [`start`](Self::start).
+    pub(crate) fn hold(&self) {
+        self.started.send_replace(None);
+    }
+
+    /// (Re)starts the clock now.
+    pub(crate) fn start(&self) {
+        self.started.send_replace(Some(tokio::time::Instant::now()));
+    }
+
+    /// Claims the call's outcome for the application's answer: `false` when the call has
+    /// already timed out (its messages were sent back for retry) or its queue was dropped (moved
+    /// to another member, or reset): the answer is then not applied.
+    pub(crate) fn answer(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.state
+            .compare_exchange(Self::OPEN, Self::ANSWERED, SeqCst, SeqCst)
+            .is_ok()
+            && !self.pq.is_dropped()
+    }
+
+    /// The listener can never consume again (a dropped stream): the consumer stops consuming
+    /// at once, so that the calls in flight leave their messages in the queue (delivered again
+    /// from there) instead of sending them back for retry.
+    pub(crate) fn listener_gone(&self) {
+        self.stopping.cancel();
+    }
+
+    /// Resolves when the call has run `timeout` on the clock and its outcome was not claimed by
+    /// an answer first (it then counts as timed out); never when the answer came first.
+    async fn timed_out(&self, timeout: Duration) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let mut rx = self.started.subscribe();
+        loop {
+            let started = *rx.borrow_and_update();
+            match started {
+                None => {
+                    let _ = rx.changed().await;
+                }
+                Some(t) => {
+                    let at = rocketmq_remoting::util::time::deadline(t, timeout);
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(at) => {
+                            if self
+                                .state
+                                .compare_exchange(Self::OPEN, Self::EXPIRED, SeqCst, SeqCst)
+                                .is_ok()
+                            {
+                                return;
+                            }
+                            // Answered: the outcome is on its way.
+                            std::future::pending::<()>().await;
+                        }
+                        _ = rx.changed() => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Long-polling hold asked of the broker (15 s).
 const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(15);
 /// Pull RPC timeout while the broker may hold the request (30 s).
@@ -713,23 +821,26 @@ impl PushEngine {
             ack_index: i32::MAX,
         };
         let call = self.call_begin(&mq, &msgs);
+        let clock = Arc::new(ConsumeClock::new(pq.clone(), self.stopping.clone()));
         let (outcome, ctx) = {
             let batch = &msgs;
             // The call owns its context and gives it back with its status, so that a late
             // outcome (after `consume_timeout`) can still be read.
-            let run = async move {
-                let mut ctx = ctx;
-                let r = AssertUnwindSafe(listener.consume_message(batch, &mut ctx))
-                    .catch_unwind()
-                    .await;
-                (r, ctx)
-            }
-            .instrument(call.span.clone());
+            let run = CONSUME_CLOCK
+                .scope(clock.clone(), async move {
+                    let mut ctx = ctx;
+                    let r = AssertUnwindSafe(listener.consume_message(batch, &mut ctx))
+                        .catch_unwind()
+                        .await;
+                    (r, ctx)
+                })
+                .instrument(call.span.clone());
             tokio::pin!(run);
             if self.clustering() {
                 tokio::select! {
+                    biased;
                     r = &mut run => r,
-                    _ = tokio::time::sleep(self.cfg.consume_timeout) => {
+                    _ = clock.timed_out(self.cfg.consume_timeout) => {
                         self.consume_timed_out(batch, call, run, &pq, &mq).await;
                         return;
                     }
