@@ -120,7 +120,7 @@ async fn topics_groups_messages_and_configuration_through_the_cli() {
         ],
     )
     .await;
-    assert_eq!(sent[0]["Send Result"], "SendOk");
+    assert_eq!(sent[0]["Send Result"], "SEND_OK");
     let msg_id = sent[0]["MsgId"].as_str().unwrap().to_string();
     let status = ok(&ns, &["topicStatus", "-t", "CliTopic"]).await;
     let total: i64 = status
@@ -325,6 +325,44 @@ async fn consumer_progress_and_connections_of_a_running_group() {
         .find(|r| r["Group"] == "cli-progress-c")
         .expect("the group is listed");
     assert_eq!(row["Count"], 1);
+    assert_eq!(row["Type"], "PUSH", "{row}");
+    assert_eq!(row["Version"], "V4_9_8", "{row}");
+    assert_eq!(row["Model"], "CLUSTERING", "{row}");
+
+    // As text, Java's lines: `#` headers, the summary lines scripts read, version names.
+    let (code, out, err) =
+        mqadmin_env(&ns, &[], &["consumerProgress", "-g", "cli-progress-c"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("#Topic"), "{out}");
+    assert!(out.contains("\n\nConsume TPS: "), "{out}");
+    assert!(out.lines().any(|l| l == "Diff Total: 0"), "{out}");
+    assert!(out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .all(|l| !l.contains("Broker Offset")));
+    let (code, out, err) =
+        mqadmin_env(&ns, &[], &["consumerConnection", "-g", "cli-progress-c"]).await;
+    assert_eq!(code, 0, "{err}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(first.starts_with("#ClientId"), "{out}");
+    let member = out.lines().nth(1).unwrap_or_default();
+    assert!(
+        member.split_whitespace().next().unwrap().contains('@'),
+        "{out}"
+    );
+    assert!(member.trim_end().ends_with("V4_9_8"), "{out}");
+    assert!(
+        out.lines().any(|l| l == "MessageModel: CLUSTERING"),
+        "{out}"
+    );
+    let (code, out, err) = mqadmin_env(&ns, &[], &["consumerProgress"]).await;
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("cli-progress-c "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cols[1..5], ["1", "V4_9_8", "PUSH", "CLUSTERING"], "{out}");
     cons.shutdown().await;
     p.shutdown().await;
     c.shutdown().await.unwrap();
@@ -890,7 +928,7 @@ async fn operations_commands_read_and_change_the_cluster() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|r| r["Status"] == "SendOk"));
+        .all(|r| r["Status"] == "SEND_OK"));
     let rt = ok(&ns, &["clusterRT", "-a", "3", "--rounds", "1"]).await;
     assert_eq!(rt[0]["successCount"], 3, "{rt}");
     assert_eq!(rt[0]["failCount"], 0, "{rt}");

@@ -907,3 +907,343 @@ async fn cluster_wide_changes_go_on_past_a_failing_broker_and_say_which_were_don
     admin.shutdown();
     c.shutdown().await.unwrap();
 }
+
+/// Runs `mqadmin -n <ns> <args>` without `--json`: exit code, standard output and error.
+async fn mqadmin_text(ns: &str, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["-n".to_string(), ns.to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let out: Output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
+            .args(&all)
+            .env_remove("NAMESRV_ADDR")
+            .env_remove("ROCKETMQ_HOME")
+            .env_remove("ROCKETMQ_ACCESS_KEY")
+            .env_remove("ROCKETMQ_SECRET_KEY")
+            .output()
+            .expect("mqadmin runs")
+    })
+    .await
+    .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// Registers `addr` as the slave (id 1) of broker `name` of DefaultCluster serving `topic`;
+/// keep the returned client for the registration to stay.
+async fn register_slave(
+    ns: &str,
+    name: &str,
+    addr: &str,
+    topic: &str,
+) -> rocketmq_remoting::transport::RemotingClient {
+    use rocketmq_remoting::protocol::body::{
+        self, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
+    };
+    use rocketmq_remoting::protocol::headers::RegisterBrokerRequestHeader;
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+    let tc = TopicConfig {
+        topic_name: topic.to_string(),
+        read_queue_nums: 4,
+        write_queue_nums: 4,
+        ..TopicConfig::default()
+    };
+    let reg = RegisterBrokerBody {
+        filter_server_list: Vec::new(),
+        topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
+            data_version: DataVersion {
+                counter: 1,
+                state_version: None,
+                timestamp: 1,
+            },
+            topic_config_table: std::collections::BTreeMap::from([(topic.to_string(), tc)]),
+        },
+    };
+    let header = RegisterBrokerRequestHeader {
+        broker_name: name.to_string(),
+        broker_addr: addr.to_string(),
+        cluster_name: "DefaultCluster".into(),
+        ha_server_addr: addr.to_string(),
+        broker_id: 1,
+        compressed: false,
+        body_crc32: 0,
+    };
+    let req = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header)
+        .with_body(body::encode_fastjson(&reg));
+    let client = rocketmq_remoting::transport::RemotingClient::default();
+    let resp = client
+        .invoke(ns, req, Duration::from_secs(3))
+        .await
+        .expect("register");
+    assert_eq!(resp.response_code(), ResponseCode::Success);
+    client
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn printing_streams_goes_on_past_failures_and_text_is_javas() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "CliStream", 2).await;
+    let p = producer(&ns, "cli-stream-p").await;
+    let mut broker = String::new();
+    for i in 0..5 {
+        let r = p
+            .send(Message::new("CliStream", format!("body{i}")).with_tags("TagS"))
+            .await
+            .unwrap();
+        broker = r.message_queue.broker_name.to_string();
+    }
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    // A second master of the topic that cannot be reached: its queues fail, the others print.
+    let _master = register_broker(&ns, "a-dead", &dead, "CliStream").await;
+    let (code, json, err) = mqadmin(&ns, &["printMsg", "-t", "CliStream"]).await;
+    assert_eq!(code, 1, "{err} {json}");
+    assert_eq!(json["exitCode"], 1, "{json}");
+    assert_eq!(
+        bodies(&json),
+        (0..5).map(|i| format!("body{i}")).collect(),
+        "{json}"
+    );
+    let queues = rows(&json, "Queues");
+    assert_eq!(queues.len(), 6, "{json}");
+    assert!(
+        queues
+            .iter()
+            .filter(|q| q["Broker Name"] == "a-dead")
+            .all(|q| q["Status"].as_str().unwrap().starts_with("ERROR")),
+        "{json}"
+    );
+    assert!(err.contains("a-dead"), "{err}");
+    // As text: Java's lines, one per message, as they are read.
+    let (code, out, err) = mqadmin_text(&ns, &["printMsg", "-t", "CliStream"]).await;
+    assert_eq!(code, 1, "{err}");
+    let msgids: Vec<&str> = out.lines().filter(|l| l.starts_with("MSGID: ")).collect();
+    assert_eq!(msgids.len(), 5, "{out}");
+    assert!(msgids.iter().all(|l| l.contains(" BODY: body")), "{out}");
+    assert!(out.contains("minOffset=0, maxOffset="), "{out}");
+    // printMsgByQueue -f: Java's tag count lines.
+    let (code, out, err) = mqadmin_text(
+        &ns,
+        &[
+            "printMsgByQueue",
+            "-t",
+            "CliStream",
+            "-a",
+            &broker,
+            "-i",
+            "0",
+            "-f",
+            "true",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("Tag: {:<30} Count: ", "TagS"))),
+        "{out}"
+    );
+
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_list_broker_status_and_config_print_as_javas() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    let broker = ok(&ns, &["clusterList"]).await[0]["Broker Name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // clusterList: Java's default columns, -m for the day totals.
+    let list = ok(&ns, &["clusterList"]).await;
+    let row = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["Addr"] == addr.as_str())
+        .unwrap_or_else(|| panic!("{list}"))
+        .clone();
+    for col in ["InTPS(LOAD)", "OutTPS(LOAD)", "PCWait(ms)", "Hour", "SPACE"] {
+        assert!(row.get(col).is_some(), "{col}: {row}");
+    }
+    assert!(row.get("InTotalToday").is_none(), "{row}");
+    let more = ok(&ns, &["clusterList", "-m"]).await;
+    assert!(more[0].get("InTotalToday").is_some(), "{more}");
+    let (code, out, err) = mqadmin_text(&ns, &["clusterList"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("#Cluster Name"), "{out}");
+
+    // brokerStatus -b and getBrokerConfig -b as Java prints them.
+    let (code, out, err) = mqadmin_text(&ns, &["brokerStatus", "-b", &addr]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("{:<32}: ", "brokerVersionDesc"))),
+        "{out}"
+    );
+    let (code, out, err) = mqadmin_text(&ns, &["getBrokerConfig", "-b", &addr]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l == format!("{:<50}=  {broker}", "brokerName")),
+        "{out}"
+    );
+
+    // Usage errors: a required id list, sizes no broker takes.
+    for args in [
+        vec!["queryMsgById"],
+        vec!["allocateMQ", "-t", "CliOrdB"],
+        vec!["sendMsgStatus", "-b", &broker, "-s", "18446744073709551615"],
+        vec!["clusterRT", "-s", "100000000000"],
+    ] {
+        let (code, json, err) = mqadmin(&ns, &args).await;
+        assert_eq!(code, 2, "{args:?}: {err} {json}");
+    }
+
+    // updateTopic -b -o true sets this broker's entry of the order configuration, as Java's.
+    ok(
+        &ns,
+        &[
+            "updateOrderConf",
+            "-t",
+            "CliOrdB",
+            "-m",
+            "put",
+            "-v",
+            "other:2",
+        ],
+    )
+    .await;
+    ok(
+        &ns,
+        &["updateTopic", "-b", &addr, "-t", "CliOrdB", "-o", "true"],
+    )
+    .await;
+    let conf = ok(&ns, &["updateOrderConf", "-t", "CliOrdB", "-m", "get"]).await;
+    assert_eq!(conf["CliOrdB"], format!("other:2;{broker}:8"), "{conf}");
+
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_status_and_config_of_a_cluster_ask_its_slaves_too() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    let broker = ok(&ns, &["clusterList"]).await[0]["Broker Name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    // A slave that does not answer: brokerStatus -c and getBrokerConfig -c ask it too, print
+    // the master and exit 1 naming the slave.
+    let _slave = register_slave(&ns, &broker, &dead, "CliSlave").await;
+    for cmd in ["brokerStatus", "getBrokerConfig"] {
+        let (code, out, err) = mqadmin_text(&ns, &[cmd, "-c", "DefaultCluster"]).await;
+        assert_eq!(code, 1, "{cmd}: {err} {out}");
+        assert!(out.contains(&addr), "{cmd}: {out}");
+        assert!(err.contains(&dead), "{cmd}: {err}");
+    }
+    // With --json: one section per broker reached, the failure with what was printed.
+    let (code, json, err) = mqadmin(&ns, &["brokerStatus", "-c", "DefaultCluster"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(json["exitCode"], 1, "{json}");
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn name_server_changes_go_on_past_a_name_server_that_fails() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    // The dead name server first: the live one is still changed, and the exit says which.
+    let two = format!("{dead};{ns}");
+    let admin = MQAdmin::connect(&ns).unwrap();
+    for (args, check) in [
+        (
+            vec!["updateKvConfig", "-s", "cli-ns", "-k", "k1", "-v", "v1"],
+            Some(Some("v1")),
+        ),
+        (
+            vec![
+                "updateOrderConf",
+                "-t",
+                "CliOrd",
+                "-m",
+                "put",
+                "-v",
+                "broker-a:4",
+            ],
+            None,
+        ),
+        (
+            vec!["deleteKvConfig", "-s", "cli-ns", "-k", "k1"],
+            Some(None),
+        ),
+        (
+            vec![
+                "updateNamesrvConfig",
+                "-k",
+                "orderMessageEnable",
+                "-v",
+                "true",
+            ],
+            None,
+        ),
+    ] {
+        let (code, json, err) = mqadmin(&two, &args).await;
+        assert_eq!(code, 1, "{args:?}: {err} {json}");
+        assert!(err.contains(&dead), "{args:?}: {err}");
+        let done = json["done"].as_array().unwrap_or_else(|| panic!("{json}"));
+        assert!(
+            done.iter().any(|l| l.as_str().unwrap().contains(&ns)),
+            "{args:?}: {json}"
+        );
+        if let Some(want) = check {
+            let got = admin.get_kv_config("cli-ns", "k1").await.unwrap();
+            assert_eq!(got.as_deref(), want, "{args:?}");
+        }
+    }
+    assert_eq!(
+        admin
+            .get_kv_config("ORDER_TOPIC_CONFIG", "CliOrd")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("broker-a:4")
+    );
+    // deleteTopic -c: the brokers and the live name server lose the topic.
+    create_topic(&ns, "CliGone", 2).await;
+    let (code, json, err) = mqadmin(
+        &two,
+        &["deleteTopic", "-c", "DefaultCluster", "-t", "CliGone"],
+    )
+    .await;
+    assert_eq!(code, 1, "{err} {json}");
+    assert!(err.contains(&dead), "{err}");
+    assert!(
+        !admin
+            .topic_list()
+            .await
+            .unwrap()
+            .topic_list
+            .contains(&"CliGone".to_string()),
+        "{json}"
+    );
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}

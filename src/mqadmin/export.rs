@@ -142,7 +142,7 @@ fn put(m: &mut Map<String, Value>, k: &str, v: Option<Value>) {
 
 /// Java `MQVersion.getVersionDesc` for the 4.1.0+ ordinals clients send (`V4_9_8` for 409);
 /// older ordinals are shown as the number.
-fn version_desc(v: i32) -> String {
+pub(crate) fn version_desc(v: i32) -> String {
     const V4_1_0_SNAPSHOT: i32 = 232;
     if v < V4_1_0_SNAPSHOT {
         return v.to_string();
@@ -216,7 +216,7 @@ async fn topic_puts(admin: &MQAdmin, addr: &str, topic: &str) -> Option<(f64, i6
         .view_broker_stats_data(addr, "TOPIC_PUT_NUMS", topic)
         .await
     {
-        Ok(d) => Some((d.stats_minute.tps, d.stats_day.sum)),
+        Ok(d) => Some(puts_of(&d)),
         Err(ClientError::Server {
             code: ResponseCode::SystemError,
             remark,
@@ -224,6 +224,17 @@ async fn topic_puts(admin: &MQAdmin, addr: &str, topic: &str) -> Option<(f64, i6
         }) if remark.contains("not exist") => Some((0.0, 0)),
         Err(_) => None,
     }
+}
+
+/// The minute's rate and the day's count of a `TOPIC_PUT_NUMS` answer; the day's count is
+/// Java's `compute24HourSum`: the day's sum, else the hour's, else the minute's (a broker in
+/// its first hour has a day window of one snapshot).
+fn puts_of(d: &rocketmq_remoting::protocol::body::BrokerStatsData) -> (f64, i64) {
+    let day = [d.stats_day.sum, d.stats_hour.sum, d.stats_minute.sum]
+        .into_iter()
+        .find(|v| *v != 0)
+        .unwrap_or(0);
+    (d.stats_minute.tps, day)
 }
 
 /// Sums that stay `None` once a broker could not give its figure.
@@ -400,6 +411,19 @@ impl ExportMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_day_puts_fall_back_to_the_hour_and_the_minute_as_javas() {
+        let mut d = rocketmq_remoting::protocol::body::BrokerStatsData::default();
+        d.stats_hour.sum = 5;
+        d.stats_minute.sum = 2;
+        d.stats_minute.tps = 0.5;
+        assert_eq!(puts_of(&d), (0.5, 5));
+        d.stats_hour.sum = 0;
+        assert_eq!(puts_of(&d), (0.5, 2));
+        d.stats_day.sum = 9;
+        assert_eq!(puts_of(&d), (0.5, 9));
+    }
 
     #[test]
     fn version_ordinals_are_named_as_java_names_them() {

@@ -207,12 +207,21 @@ pub(crate) async fn consumer_progress(admin: &MQAdmin, group: &Option<String>) -
             },
         ]);
     }
+    let summary = Output::Pairs(vec![
+        ("Consume TPS".into(), format!("{:.2}", stats.consume_tps)),
+        ("Diff Total".into(), total.to_string()),
+    ]);
+    // Java's summary: a blank line, `Consume TPS: %.2f`, `Diff Total: %d`.
+    let text = format!(
+        "\nConsume TPS: {:.2}\nDiff Total: {total}\n",
+        stats.consume_tps
+    );
     Ok(Output::Many(vec![
         Output::Table(t),
-        Output::Pairs(vec![
-            ("Consume TPS".into(), format!("{:.2}", stats.consume_tps)),
-            ("Diff Total".into(), total.to_string()),
-        ]),
+        Output::Text {
+            text,
+            json: summary.to_json(),
+        },
     ]))
 }
 
@@ -224,30 +233,59 @@ async fn all_groups_progress(admin: &MQAdmin) -> CmdResult {
         .filter_map(|t| t.strip_prefix(RETRY_GROUP_TOPIC_PREFIX))
         .collect();
     groups.sort();
-    let mut t = Table::new(&["Group", "Count", "Type", "Model", "TPS", "Diff Total"]);
+    let mut t = Table::new(&[
+        "Group",
+        "Count",
+        "Version",
+        "Type",
+        "Model",
+        "TPS",
+        "Diff Total",
+    ]);
     for g in groups {
         let conn = admin.consumer_connection(g).await.ok();
         let stats = admin.consume_stats(g).await.ok();
-        t.row(vec![
-            g.to_string(),
-            conn.as_ref()
-                .map_or(0, |c| c.connection_set.len())
-                .to_string(),
-            conn.as_ref()
-                .and_then(|c| c.consume_type)
-                .map_or("", |v| v.as_str())
-                .to_string(),
-            conn.as_ref()
-                .and_then(|c| c.message_model)
-                .map_or("", |v| v.as_str())
-                .to_string(),
-            stats
-                .as_ref()
-                .map_or("0".into(), |s| format!("{:.2}", s.consume_tps)),
-            stats.as_ref().map_or(0, |s| s.total_diff()).to_string(),
-        ]);
+        t.row(group_progress_row(g, conn.as_ref(), stats.as_ref()));
     }
     Ok(Output::Table(t))
+}
+
+/// A group's consumerProgress row without -g, as Java's `GroupConsumeInfo`: the members' lowest
+/// version (`OFFLINE` without members), `PUSH`/`PULL`, the model of push groups only, the TPS
+/// as an integer.
+fn group_progress_row(
+    group: &str,
+    conn: Option<&rocketmq_remoting::protocol::body::ConsumerConnection>,
+    stats: Option<&rocketmq_remoting::protocol::body::ConsumeStats>,
+) -> Vec<String> {
+    let count = conn.map_or(0, |c| c.connection_set.len());
+    let online = conn.filter(|_| count > 0);
+    let version = online
+        .and_then(|c| c.connection_set.iter().map(|x| x.version).min())
+        .map_or("OFFLINE".to_string(), super::export::version_desc);
+    let push = online
+        .and_then(|c| c.consume_type)
+        .map(|t| t.as_str() != "CONSUME_ACTIVELY");
+    vec![
+        group.to_string(),
+        count.to_string(),
+        version,
+        match push {
+            Some(true) => "PUSH".into(),
+            Some(false) => "PULL".into(),
+            None => String::new(),
+        },
+        if push == Some(true) {
+            online
+                .and_then(|c| c.message_model)
+                .map_or("", |v| v.as_str())
+                .to_string()
+        } else {
+            String::new()
+        },
+        stats.map_or(0, |s| s.consume_tps as i64).to_string(),
+        stats.map_or(0, |s| s.total_diff()).to_string(),
+    ]
 }
 
 /// consumerConnection.
@@ -257,40 +295,52 @@ pub(crate) async fn consumer_connection(admin: &MQAdmin, group: &Option<String>)
         .consumer_connection(group)
         .await
         .map_err(no_group(group))?;
-    let mut conns = Table::new(&["#", "ClientId", "ClientAddr", "Language", "Version"]);
-    for (i, x) in c.connection_set.iter().enumerate() {
+    let mut conns = Table::new(&["ClientId", "ClientAddr", "Language", "Version"]);
+    for x in &c.connection_set {
         conns.row(vec![
-            (i + 1).to_string(),
             x.client_id.clone(),
             x.client_addr.clone(),
             x.language.clone(),
-            x.version.to_string(),
+            super::export::version_desc(x.version),
         ]);
     }
     let mut subs = Table::new(&["Topic", "SubExpression"]);
     for (topic, s) in &c.subscription_table {
         subs.row(vec![topic.clone(), s.sub_string.clone()]);
     }
-    Ok(Output::Many(vec![
+    let pairs = Output::Pairs(vec![
+        (
+            "ConsumeType".into(),
+            c.consume_type.map_or("", |v| v.as_str()).into(),
+        ),
+        (
+            "MessageModel".into(),
+            c.message_model.map_or("", |v| v.as_str()).into(),
+        ),
+        (
+            "ConsumeFromWhere".into(),
+            c.consume_from_where.map_or("", |v| v.as_str()).into(),
+        ),
+    ]);
+    // Java's layout: the connections, `Below is subscription:`, then `Key: value` lines.
+    let mut text = conns.render();
+    text.push_str("\nBelow is subscription:\n");
+    text.push_str(&subs.render());
+    text.push('\n');
+    if let Output::Pairs(p) = &pairs {
+        for (k, v) in p {
+            text.push_str(&format!("{k}: {v}\n"));
+        }
+    }
+    let json = Output::Many(vec![
         Output::Sections(vec![
             ("Connections".into(), conns),
             ("Subscriptions".into(), subs),
         ]),
-        Output::Pairs(vec![
-            (
-                "ConsumeType".into(),
-                c.consume_type.map_or("", |v| v.as_str()).into(),
-            ),
-            (
-                "MessageModel".into(),
-                c.message_model.map_or("", |v| v.as_str()).into(),
-            ),
-            (
-                "ConsumeFromWhere".into(),
-                c.consume_from_where.map_or("", |v| v.as_str()).into(),
-            ),
-        ]),
-    ]))
+        pairs,
+    ])
+    .to_json();
+    Ok(Output::Text { text, json })
 }
 
 /// getConsumerConfig: the group's settings on every master that has it.

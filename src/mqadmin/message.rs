@@ -53,11 +53,22 @@ pub(crate) fn describe(m: &MessageExt) -> Output {
     ])
 }
 
+/// Java's name of a send status (`SendStatus.name()`: `SEND_OK`, ...).
+pub(crate) fn send_status_name(s: rocketmq_client::producer::SendStatus) -> &'static str {
+    use rocketmq_client::producer::SendStatus;
+    match s {
+        SendStatus::SendOk => "SEND_OK",
+        SendStatus::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+        SendStatus::FlushSlaveTimeout => "FLUSH_SLAVE_TIMEOUT",
+        SendStatus::SlaveNotAvailable => "SLAVE_NOT_AVAILABLE",
+    }
+}
+
 /// queryMsgById.
 #[derive(Debug, Args)]
 pub struct QueryMsgById {
     /// Offset message ids (comma-separated); with -t, unique ids are accepted too.
-    #[arg(short = 'i', long = "msgId", value_delimiter = ',')]
+    #[arg(short = 'i', long = "msgId", value_delimiter = ',', required = true)]
     ids: Vec<String>,
     /// Topic, to look ids up as unique ids when they are not offset ids.
     #[arg(short = 't', long = "topic")]
@@ -251,7 +262,7 @@ impl SendMessage {
         t.row(vec![
             r.message_queue.broker_name.to_string(),
             r.message_queue.queue_id.to_string(),
-            format!("{:?}", r.status),
+            send_status_name(r.status).to_string(),
             r.msg_id.clone(),
         ]);
         Ok(Output::Table(t))

@@ -5,7 +5,10 @@
 //! Exit codes: 0 done; 1 the cluster refused or the operation failed (unknown topic or group,
 //! permission refused, a broker's error); 2 bad arguments; 3 no name server or broker could be
 //! reached. A change of several brokers or name servers goes on past one that fails; if some
-//! failed, it exits 1 and says which were changed ([`Failure::Partial`]).
+//! failed, it exits 1 and says which were changed ([`Failure::Partial`]) — except
+//! resetOffsetByTime, skipAccumulatedMessage, cloneGroupOffset and updateTopic's order
+//! configuration, which stop at the first failure as Java's (the admin API changes every broker
+//! in one call).
 
 mod acl;
 mod broker;
@@ -248,6 +251,9 @@ pub enum Failure {
         /// One line per failure, naming the broker or name server.
         failed: Vec<String>,
     },
+    /// A failure whose output (what was done, and with `--json` the failure itself) the
+    /// command already printed as it went: only its message goes to standard error.
+    Reported(Box<Failure>),
 }
 
 impl Failure {
@@ -256,6 +262,7 @@ impl Failure {
             Failure::Failed(_) | Failure::Partial { .. } => 1,
             Failure::Usage(_) => 2,
             Failure::Unreachable(_) => 3,
+            Failure::Reported(f) => f.code(),
         }
     }
 
@@ -268,11 +275,15 @@ impl Failure {
                 done.len() + failed.len(),
                 failed.join("; ")
             ),
+            Failure::Reported(f) => f.message(),
         }
     }
 
     /// The standard-output document of a failure with `--json`.
     fn to_json(&self) -> serde_json::Value {
+        if let Failure::Reported(f) = self {
+            return f.to_json();
+        }
         let mut v = serde_json::json!({ "error": self.message(), "exitCode": self.code() });
         if let Failure::Partial { done, failed } = self {
             v["done"] = serde_json::json!(done);
@@ -356,6 +367,23 @@ impl From<ClientError> for Failure {
     }
 }
 
+/// Prints `out` as the command's output (with `--json`: its document with the failure's
+/// `error`, `exitCode`, `done` and `failed` added when it is an object), then gives `failure`
+/// as [`Failure::Reported`]: for a command that read some brokers and not others.
+pub(crate) fn print_then_fail(out: &Output, failure: Failure) -> Failure {
+    if output::json_mode() {
+        let mut doc = out.to_json();
+        match (&mut doc, failure.to_json()) {
+            (serde_json::Value::Object(o), serde_json::Value::Object(f)) => o.extend(f),
+            (_, f) => doc = serde_json::json!({ "result": doc, "error": f }),
+        }
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        print!("{}", out.render_text());
+    }
+    Failure::Reported(Box::new(failure))
+}
+
 /// A command's result.
 pub type CmdResult = Result<Output, Failure>;
 
@@ -375,7 +403,9 @@ where
     };
     let json = cli.json;
     progress::set_quiet(json);
+    output::set_json_mode(json);
     match run(cli).await {
+        Ok(Output::Printed) => ExitCode::SUCCESS,
         Ok(out) => {
             if json {
                 println!(
@@ -388,7 +418,9 @@ where
             ExitCode::SUCCESS
         }
         Err(f) => {
-            if json {
+            if let Failure::Reported(_) = f {
+                // Printed already.
+            } else if json {
                 println!("{}", f.to_json());
             } else if let Failure::Partial { done, .. } = &f {
                 for l in done {
@@ -404,20 +436,75 @@ where
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> CmdResult {
     let credentials = credentials(&cli)?;
-    let admin = MQAdmin::with_config(ClientConfig {
-        namesrv_addr: cli
-            .namesrv
+    if let Ok(mut c) = CREDENTIALS.lock() {
+        c.clone_from(&credentials);
+    }
+    let admin = MQAdmin::with_config(admin_config(
+        cli.namesrv
             .split(';')
             .map(str::trim)
             .filter(|a| !a.is_empty())
             .map(str::to_string)
             .collect(),
-        credentials: credentials.clone(),
-        ..ClientConfig::default()
-    })?;
+        credentials.clone(),
+    ))?;
     let out = dispatch(&admin, cli.command, credentials).await;
     admin.shutdown();
     out
+}
+
+/// Java's `DefaultMQAdminExt.timeoutMillis`: how long mqadmin waits for each request.
+pub(crate) const ADMIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The keys the command runs with (for the admins of [`each_namesrv`]).
+static CREDENTIALS: std::sync::Mutex<Option<Credentials>> = std::sync::Mutex::new(None);
+
+/// The settings of mqadmin's admin client: these name servers and keys, and Java's tool
+/// timeout ([`ADMIN_TIMEOUT`]).
+pub(crate) fn admin_config(namesrv: Vec<String>, credentials: Option<Credentials>) -> ClientConfig {
+    ClientConfig {
+        namesrv_addr: namesrv,
+        credentials,
+        mq_client_api_timeout: ADMIN_TIMEOUT,
+        ..ClientConfig::default()
+    }
+}
+
+/// One admin client per name server of `admin`, each talking to that name server only: for
+/// changes of every name server that go on past one that fails. Shut down when dropped.
+pub(crate) struct EachNamesrv(Vec<(String, MQAdmin)>);
+
+impl EachNamesrv {
+    /// The name servers and their admins.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &MQAdmin)> {
+        self.0.iter().map(|(n, a)| (n.as_str(), a))
+    }
+}
+
+impl Drop for EachNamesrv {
+    fn drop(&mut self) {
+        for (_, a) in &self.0 {
+            a.shutdown();
+        }
+    }
+}
+
+/// [`EachNamesrv`] of `admin`'s name servers.
+pub(crate) fn each_namesrv(admin: &MQAdmin) -> Result<EachNamesrv, Failure> {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let credentials = CREDENTIALS.lock().ok().and_then(|c| c.clone());
+    let mut all = EachNamesrv(Vec::new());
+    for ns in admin.namesrv_addrs() {
+        let mut config = admin_config(vec![ns.clone()], credentials.clone());
+        config.instance_name = format!(
+            "mqadmin-ns{}-{}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            std::process::id()
+        );
+        let a = MQAdmin::with_config(config)?;
+        all.0.push((ns, a));
+    }
+    Ok(all)
 }
 
 /// The ACL keys: from the command line or the environment, else from Java's
@@ -545,5 +632,17 @@ pub(crate) fn unknown_cluster(e: ClientError) -> Failure {
     match e {
         ClientError::Config(m) => Failure::Failed(m),
         e => e.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_admin_waits_as_long_as_javas_tools() {
+        let c = admin_config(vec!["127.0.0.1:9876".into()], None);
+        assert_eq!(c.mq_client_api_timeout, std::time::Duration::from_secs(5));
+        assert_eq!(c.namesrv_addr, ["127.0.0.1:9876"]);
     }
 }

@@ -5,7 +5,30 @@ use rocketmq_client::admin::MQAdmin;
 
 use super::output::Output;
 use super::topic::ORDER_TOPIC_CONFIG;
-use super::{CmdResult, Failure};
+use super::{each_namesrv, CmdResult, Failure, Outcomes};
+
+/// Puts (`Some`) or deletes (`None`) `namespace`/`key` on each name server in turn, going on
+/// past one that fails: `done` lines name the name servers changed, as Java's message.
+pub(crate) async fn kv_on_each(
+    admin: &MQAdmin,
+    namespace: &str,
+    key: &str,
+    value: Option<&str>,
+    done: &str,
+) -> CmdResult {
+    let mut out = Outcomes::default();
+    for (ns, a) in each_namesrv(admin)?.iter() {
+        let r = match value {
+            Some(v) => a.put_kv_config(namespace, key, v).await,
+            None => a.delete_kv_config(namespace, key).await,
+        };
+        match r {
+            Ok(()) => out.done(format!("{done} name server[{ns}]")),
+            Err(e) => out.failed(&format!("name server[{ns}]"), e),
+        }
+    }
+    out.finish(Vec::new())
+}
 
 /// updateKvConfig.
 #[derive(Debug, Args)]
@@ -23,12 +46,14 @@ pub struct UpdateKvConfig {
 
 impl UpdateKvConfig {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
-        admin
-            .put_kv_config(&self.namespace, &self.key, &self.value)
-            .await?;
-        Ok(Output::line(
+        kv_on_each(
+            admin,
+            &self.namespace,
+            &self.key,
+            Some(&self.value),
             "create or update kv config to namespace success.",
-        ))
+        )
+        .await
     }
 }
 
@@ -45,8 +70,14 @@ pub struct DeleteKvConfig {
 
 impl DeleteKvConfig {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
-        admin.delete_kv_config(&self.namespace, &self.key).await?;
-        Ok(Output::line("delete kv config from namespace success."))
+        kv_on_each(
+            admin,
+            &self.namespace,
+            &self.key,
+            None,
+            "delete kv config from namespace success.",
+        )
+        .await
     }
 }
 
@@ -91,22 +122,15 @@ impl UpdateOrderConf {
                 let conf = self.order_conf.ok_or_else(|| {
                     Failure::Usage("put needs the order configuration (-v)".into())
                 })?;
-                admin
-                    .put_kv_config(ORDER_TOPIC_CONFIG, &self.topic, &conf)
-                    .await?;
-                Ok(Output::line(format!(
+                let done = format!(
                     "update orderConf success. topic=[{}], orderConf=[{conf}]",
                     self.topic
-                )))
+                );
+                kv_on_each(admin, ORDER_TOPIC_CONFIG, &self.topic, Some(&conf), &done).await
             }
             OrderMethod::Delete => {
-                admin
-                    .delete_kv_config(ORDER_TOPIC_CONFIG, &self.topic)
-                    .await?;
-                Ok(Output::line(format!(
-                    "delete orderConf success. topic=[{}]",
-                    self.topic
-                )))
+                let done = format!("delete orderConf success. topic=[{}]", self.topic);
+                kv_on_each(admin, ORDER_TOPIC_CONFIG, &self.topic, None, &done).await
             }
         }
     }

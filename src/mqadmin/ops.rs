@@ -105,9 +105,14 @@ impl BrokerConsumeStats {
                 }
             }
         }
+        let summary = Output::Pairs(vec![("Diff Total".into(), list.total_diff.to_string())]);
         Ok(Output::Many(vec![
             Output::Table(t),
-            Output::Pairs(vec![("Diff Total".into(), list.total_diff.to_string())]),
+            // Java's `%nDiff Total: %d%n`.
+            Output::Text {
+                text: format!("\nDiff Total: {}\n", list.total_diff),
+                json: summary.to_json(),
+            },
         ]))
     }
 }
@@ -424,11 +429,20 @@ pub struct UpdateNamesrvConfig {
 impl UpdateNamesrvConfig {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
         let props = BTreeMap::from([(self.key.clone(), self.value.clone())]);
-        admin.update_namesrv_config(&props, &[]).await?;
-        Ok(Output::line(format!(
-            "update name server config success! {} : {}",
-            self.key, self.value
-        )))
+        let mut out = Outcomes::default();
+        for ns in admin.namesrv_addrs() {
+            match admin
+                .update_namesrv_config(&props, std::slice::from_ref(&ns))
+                .await
+            {
+                Ok(()) => out.done(format!(
+                    "update name server config success! {} : {} name server[{ns}]",
+                    self.key, self.value
+                )),
+                Err(e) => out.failed(&format!("name server[{ns}]"), e),
+            }
+        }
+        out.finish(Vec::new())
     }
 }
 
@@ -470,7 +484,7 @@ pub struct AllocateMq {
     #[arg(short = 't', long = "topic")]
     topic: String,
     /// Client ids (comma-separated), as the averaging strategy would split the queues among them.
-    #[arg(short = 'i', long = "ipList", value_delimiter = ',')]
+    #[arg(short = 'i', long = "ipList", value_delimiter = ',', required = true)]
     ips: Vec<String>,
 }
 
@@ -519,6 +533,20 @@ impl AllocateMq {
     }
 }
 
+/// The largest frame a RocketMQ connection carries (Java's `frameMaxLength`, 16 MiB): no
+/// message body larger can be sent.
+const MAX_PROBE_SIZE: usize = 16 * 1024 * 1024;
+
+/// A probe message size no broker can take is a usage error (before any connection).
+fn check_probe_size(size: usize) -> Result<(), Failure> {
+    if size > MAX_PROBE_SIZE {
+        return Err(Failure::Usage(format!(
+            "message size {size} is larger than a frame can carry ({MAX_PROBE_SIZE} bytes)"
+        )));
+    }
+    Ok(())
+}
+
 /// sendMsgStatus.
 #[derive(Debug, Args)]
 pub struct SendMsgStatus {
@@ -535,6 +563,7 @@ pub struct SendMsgStatus {
 
 impl SendMsgStatus {
     pub(crate) async fn run(self, namesrv: &str, credentials: Option<Credentials>) -> CmdResult {
+        check_probe_size(self.size)?;
         let p = probe_producer(namesrv, "PID_SMSC", credentials).await?;
         let body = "hello jodie".repeat(self.size / 11 + 1)[..self.size].to_string();
         // One warm-up, as Java's tool.
@@ -546,7 +575,7 @@ impl SendMsgStatus {
             match p.send(Message::new(&self.broker, body.clone())).await {
                 Ok(r) => t.row(vec![
                     began.elapsed().as_millis().to_string(),
-                    format!("{:?}", r.status),
+                    super::message::send_status_name(r.status).to_string(),
                     r.msg_id,
                     format!(
                         "{}:{}",
@@ -600,6 +629,7 @@ impl ClusterRt {
                 return Err(Failure::Failed(format!("cluster [{c}] not exist")));
             }
         }
+        check_probe_size(self.size)?;
         let p = probe_producer(namesrv, "PID_ClusterRT", credentials).await?;
         let body = vec![b'a'; self.size];
         let mut t = Table::new(&[

@@ -3,8 +3,21 @@
 //! column names).
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
+
+static JSON_MODE: AtomicBool = AtomicBool::new(false);
+
+/// Whether `--json` was given (for commands that print as they go).
+pub(crate) fn set_json_mode(json: bool) {
+    JSON_MODE.store(json, Ordering::Relaxed);
+}
+
+/// Whether commands that print as they go print JSON.
+pub(crate) fn json_mode() -> bool {
+    JSON_MODE.load(Ordering::Relaxed)
+}
 
 /// A table: column names and rows of cells.
 #[derive(Debug, Clone, Default)]
@@ -31,9 +44,12 @@ impl Table {
         self.rows.push(cells);
     }
 
-    /// The table as text: columns padded to their widest cell, two spaces apart.
+    /// The table as text: a header of the column names each after a `#` (as Java's tools
+    /// print them, so that `grep -v '^#'` drops it), columns padded to their widest cell, two
+    /// spaces apart.
     pub fn render(&self) -> String {
-        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.chars().count()).collect();
+        let header: Vec<String> = self.columns.iter().map(|c| format!("#{c}")).collect();
+        let mut widths: Vec<usize> = header.iter().map(|c| c.chars().count()).collect();
         for r in &self.rows {
             for (w, c) in widths.iter_mut().zip(r) {
                 *w = (*w).max(c.chars().count());
@@ -53,7 +69,7 @@ impl Table {
             out.truncate(kept);
             out.push('\n');
         };
-        line(&mut out, &self.columns);
+        line(&mut out, &header);
         for r in &self.rows {
             line(&mut out, r);
         }
@@ -67,12 +83,46 @@ impl Table {
                 .map(|r| {
                     let mut o = Map::new();
                     for (k, v) in self.columns.iter().zip(r) {
-                        o.insert(k.clone(), json_scalar(v));
+                        o.insert(k.clone(), cell_json(k, v));
                     }
                     Value::Object(o)
                 })
                 .collect(),
         )
+    }
+}
+
+/// Columns (and pair keys) of user data: names, ids, keys, tags and bodies stay strings in
+/// JSON whatever they look like (`000123` is not `123`).
+const TEXT_COLUMNS: &[&str] = &[
+    "Topic",
+    "Group",
+    "Consumer Group",
+    "ClientId",
+    "Client Id",
+    "MsgId",
+    "OffsetID",
+    "Msg Id",
+    "Tags",
+    "Tag",
+    "Keys",
+    "Key",
+    "Body",
+    "Message Body",
+    "SubExpression",
+    "Broker Name",
+    "Cluster Name",
+    "Producer Group",
+    "Properties",
+];
+
+/// A cell of column `column` as JSON: text columns as strings, the others typed by
+/// [`json_scalar`].
+fn cell_json(column: &str, v: &str) -> Value {
+    if TEXT_COLUMNS.contains(&column) {
+        Value::from(v)
+    } else {
+        json_scalar(v)
     }
 }
 
@@ -106,6 +156,15 @@ pub enum Output {
     Json(Value),
     /// Several results, one after the other.
     Many(Vec<Output>),
+    /// Nothing more: the command printed its output as it went.
+    Printed,
+    /// Text printed as it is (Java's own format), with its JSON document for `--json`.
+    Text {
+        /// The text (lines ending in a newline).
+        text: String,
+        /// The document.
+        json: Value,
+    },
 }
 
 impl Output {
@@ -123,16 +182,19 @@ impl Output {
                 .map(|(title, t)| format!("== {title} ==\n{}", t.render()))
                 .collect::<Vec<_>>()
                 .join("\n"),
-            Output::Pairs(p) => {
-                let w = p.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
-                p.iter().map(|(k, v)| format!("{k:<w$}  {v}\n")).collect()
-            }
+            // Java's `%-20s %s` of `Key:` and its value (queryMsgById and the like).
+            Output::Pairs(p) => p
+                .iter()
+                .map(|(k, v)| format!("{:<20} {v}\n", format!("{k}:")))
+                .collect(),
             Output::Lines(l) => l.iter().map(|s| format!("{s}\n")).collect(),
             Output::Json(v) => format!(
                 "{}\n",
                 serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
             ),
             Output::Many(m) => m.iter().map(Output::render_text).collect(),
+            Output::Text { text, .. } => text.clone(),
+            Output::Printed => String::new(),
         }
     }
 
@@ -150,13 +212,15 @@ impl Output {
             Output::Pairs(p) => {
                 let mut o = Map::new();
                 for (k, v) in p {
-                    o.insert(k.clone(), json_scalar(v));
+                    o.insert(k.clone(), cell_json(k, v));
                 }
                 Value::Object(o)
             }
             Output::Lines(l) => Value::Array(l.iter().map(|s| Value::from(s.as_str())).collect()),
             Output::Json(v) => v.clone(),
             Output::Many(m) => Value::Array(m.iter().map(Output::to_json).collect()),
+            Output::Text { json, .. } => json.clone(),
+            Output::Printed => Value::Null,
         }
     }
 }
@@ -172,11 +236,35 @@ mod tests {
         t.row(vec!["A".into(), "10".into(), "1.5".into()]);
         assert_eq!(
             t.render(),
-            "Topic   QID  Lag\nOrders  0    12\nA       10   1.5\n"
+            "#Topic  #QID  #Lag\nOrders  0     12\nA       10    1.5\n"
         );
+        let pairs = Output::Pairs(vec![("Topic".into(), "T".into())]);
+        assert_eq!(pairs.render_text(), format!("{:<20} T\n", "Topic:"));
         let j = Output::Table(t).to_json();
         assert_eq!(j[0]["Topic"], "Orders");
         assert_eq!(j[0]["QID"], 0);
         assert_eq!(j[1]["Lag"], 1.5);
+    }
+
+    #[test]
+    fn user_strings_that_look_like_numbers_stay_strings_in_json() {
+        let mut t = Table::new(&["MsgId", "Tags", "Keys", "Body", "Group", "Offset"]);
+        t.row(vec![
+            "0001".into(),
+            "2024".into(),
+            "000123".into(),
+            "0.50".into(),
+            "007".into(),
+            "12".into(),
+        ]);
+        let j = Output::Table(t).to_json();
+        assert_eq!(j[0]["MsgId"], "0001");
+        assert_eq!(j[0]["Tags"], "2024");
+        assert_eq!(j[0]["Keys"], "000123");
+        assert_eq!(j[0]["Body"], "0.50");
+        assert_eq!(j[0]["Group"], "007");
+        assert_eq!(j[0]["Offset"], 12);
+        let p = Output::Pairs(vec![("Message Body".into(), "42".into())]).to_json();
+        assert_eq!(p["Message Body"], "42");
     }
 }

@@ -3,10 +3,12 @@
 //! consumeMessage.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use clap::Args;
 use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::{MessageExt, MessageQueue, PullStatus};
+use serde_json::Value;
 
 use super::group::parse_timestamp;
 use super::message::describe;
@@ -109,64 +111,119 @@ struct Span<'a> {
     end: Option<i64>,
 }
 
+/// What [`read_queue`] hands its caller as it reads.
+enum Event {
+    /// The offsets it reads from and up to (before the first pull).
+    Start { from: i64, max: i64 },
+    /// The messages of one pull that match.
+    Batch(Vec<MessageExt>),
+}
+
 /// What reading one queue gave.
 struct Read {
     /// The first offset read.
     from: i64,
     /// The offset reading stopped before.
     to: i64,
-    /// Messages kept.
-    messages: Vec<MessageExt>,
-    /// Why reading stopped (a pull status, or `LIMIT`/`END_TIME`/`END_OFFSET`).
+    /// Messages kept (each handed to the caller batch by batch, not held here).
+    count: usize,
+    /// Why reading stopped (a pull status, or `LIMIT`/`END_TIME`/`END_OFFSET`, or `ERROR`).
     status: &'static str,
+    /// Why the queue could not be read to its end (the messages before it were handed over).
+    error: Option<Failure>,
 }
 
 /// Reads `mq` from `from` (its min offset, or the offset stored at `span.begin` when `None`)
-/// up to its max offset, keeping at most `limit` messages that match the span.
+/// up to its max offset, handing each pull's messages that match the span to `batch` as they
+/// arrive (at most [`PULL_BATCH`] at a time, at most `limit` in all). A failure after some
+/// batches is kept in [`Read::error`] with what was read before it.
 async fn read_queue(
     admin: &MQAdmin,
     mq: &MessageQueue,
     span: &Span<'_>,
     from: Option<i64>,
     limit: usize,
-) -> Result<Read, Failure> {
+    batch: &mut dyn FnMut(Event) -> Result<(), Failure>,
+) -> Read {
     let lookup = admin.lookup();
-    let max = lookup.max_offset(mq).await?;
-    let mut offset = match (from, span.begin) {
-        (Some(o), _) => o,
-        (None, Some(t)) => lookup.search_offset(mq, t).await?,
-        (None, None) => lookup.min_offset(mq).await?,
+    let bounds = async {
+        let max = lookup.max_offset(mq).await?;
+        let offset = match (from, span.begin) {
+            (Some(o), _) => o,
+            (None, Some(t)) => lookup.search_offset(mq, t).await?,
+            (None, None) => lookup.min_offset(mq).await?,
+        };
+        Ok::<_, Failure>((max, offset))
+    };
+    let (max, mut offset) = match bounds.await {
+        Ok(b) => b,
+        Err(e) => {
+            return Read {
+                from: 0,
+                to: 0,
+                count: 0,
+                status: "ERROR",
+                error: Some(e),
+            }
+        }
     };
     let start = offset;
-    let mut messages = Vec::new();
+    let mut count = 0usize;
     let mut status = "END_OFFSET";
+    let mut error = None;
+    if let Err(e) = batch(Event::Start { from: start, max }) {
+        error = Some(e);
+        status = "ERROR";
+        offset = max;
+    }
     'pull: while offset < max {
-        if messages.len() >= limit {
+        if count >= limit {
             status = "LIMIT";
             break;
         }
         let want = (max - offset).clamp(1, PULL_BATCH) as i32;
-        let r = match span.group {
-            Some(g) => admin.pull_as(g, mq, span.expression, offset, want).await?,
-            None => admin.pull(mq, span.expression, offset, want).await?,
+        let pulled = match span.group {
+            Some(g) => admin.pull_as(g, mq, span.expression, offset, want).await,
+            None => admin.pull(mq, span.expression, offset, want).await,
+        };
+        let r = match pulled {
+            Ok(r) => r,
+            Err(e) => {
+                status = "ERROR";
+                error = Some(e.into());
+                break;
+            }
         };
         match r.status {
             PullStatus::Found => {
+                let mut kept = Vec::with_capacity(r.messages.len());
+                let mut stop = None;
                 for m in r.messages {
                     if span.end.is_some_and(|e| m.store_timestamp > e) {
-                        status = "END_TIME";
-                        offset = m.queue_offset;
-                        break 'pull;
+                        stop = Some(("END_TIME", m.queue_offset));
+                        break;
                     }
                     if span.begin.is_some_and(|b| m.store_timestamp < b) {
                         continue;
                     }
-                    if messages.len() >= limit {
-                        status = "LIMIT";
-                        offset = m.queue_offset;
-                        break 'pull;
+                    if count + kept.len() >= limit {
+                        stop = Some(("LIMIT", m.queue_offset));
+                        break;
                     }
-                    messages.push(m);
+                    kept.push(m);
+                }
+                count += kept.len();
+                if !kept.is_empty() {
+                    if let Err(e) = batch(Event::Batch(kept)) {
+                        status = "ERROR";
+                        error = Some(e);
+                        break;
+                    }
+                }
+                if let Some((s, at)) = stop {
+                    status = s;
+                    offset = at;
+                    break 'pull;
                 }
             }
             PullStatus::NoMatchedMsg => {}
@@ -182,12 +239,191 @@ async fn read_queue(
         }
         offset = r.next_begin_offset;
     }
-    Ok(Read {
+    Read {
         from: start,
         to: offset.min(max).max(start),
-        messages,
+        count,
         status,
-    })
+        error,
+    }
+}
+
+/// A queue's row of the queue table.
+fn queue_row(mq: &MessageQueue, r: &Read) -> Vec<String> {
+    vec![
+        mq.broker_name.to_string(),
+        mq.queue_id.to_string(),
+        r.from.to_string(),
+        r.to.to_string(),
+        r.count.to_string(),
+        match &r.error {
+            Some(e) => format!("ERROR: {}", e.message()),
+            None => r.status.to_string(),
+        },
+    ]
+}
+
+/// A message as Java's tools print it after `MSGID: <id> ` (`MessageExt.toString()`, the body
+/// given by its length rather than byte by byte).
+fn java_message_string(m: &MessageExt) -> String {
+    let props: Vec<String> = m
+        .message
+        .properties
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!(
+        "MessageExt [brokerName={}, queueId={}, storeSize={}, queueOffset={}, sysFlag={}, \
+         bornTimestamp={}, bornHost={}, storeTimestamp={}, storeHost={}, msgId={}, \
+         commitLogOffset={}, bodyCRC={}, reconsumeTimes={}, preparedTransactionOffset={}, \
+         toString()=Message{{topic='{}', flag={}, properties={{{}}}, body.length={}, \
+         transactionId='{}'}}]",
+        m.broker_name,
+        m.queue_id,
+        m.store_size,
+        m.queue_offset,
+        m.sys_flag,
+        m.born_timestamp,
+        m.born_host,
+        m.store_timestamp,
+        m.store_host,
+        m.offset_msg_id,
+        m.commit_log_offset,
+        m.body_crc,
+        m.reconsume_times,
+        m.prepared_transaction_offset,
+        m.message.topic,
+        m.message.flag,
+        props.join(", "),
+        m.message.body.len(),
+        m.message.transaction_id.as_deref().unwrap_or("null"),
+    )
+}
+
+/// Where printMsg and printMsgByQueue write as they read: Java's lines as text; with `--json`
+/// one document, `{"Messages": [...], <the other sections>}`, its messages written one by
+/// one. Only counts and one row per queue are kept, never the messages.
+pub(crate) struct MessageStream<W: Write> {
+    out: W,
+    json: bool,
+    /// Messages written so far (JSON: whether a comma goes before the next).
+    written: usize,
+    /// Whether the JSON `Messages` array was opened.
+    opened: bool,
+}
+
+fn write_failed(e: std::io::Error) -> Failure {
+    Failure::Failed(format!("cannot write the messages: {e}"))
+}
+
+impl<W: Write> MessageStream<W> {
+    pub(crate) fn new(out: W, json: bool) -> Self {
+        MessageStream {
+            out,
+            json,
+            written: 0,
+            opened: false,
+        }
+    }
+
+    /// A line of text (nothing with `--json`).
+    fn text(&mut self, line: &str) -> Result<(), Failure> {
+        if self.json {
+            return Ok(());
+        }
+        writeln!(self.out, "{line}").map_err(write_failed)
+    }
+
+    /// Opens the JSON document's `Messages` array (with `--json`).
+    fn open_messages(&mut self) -> Result<(), Failure> {
+        if self.json && !self.opened {
+            self.opened = true;
+            write!(self.out, "{{\n  \"Messages\": [").map_err(write_failed)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a batch of messages: text as Java's `MSGID: ... BODY: ...` lines, JSON as
+    /// objects of the message table's columns.
+    fn messages(&mut self, msgs: &[MessageExt], body: bool) -> Result<(), Failure> {
+        self.open_messages()?;
+        for m in msgs {
+            if self.json {
+                let mut t = message_table(body);
+                t.row(message_row(m, body));
+                let v = Output::Table(t).to_json();
+                let sep = if self.written == 0 { "" } else { "," };
+                write!(self.out, "{sep}\n    {}", v[0]).map_err(write_failed)?;
+            } else {
+                let shown = if body {
+                    String::from_utf8_lossy(&m.message.body).into_owned()
+                } else {
+                    "NOT PRINT BODY".to_string()
+                };
+                writeln!(
+                    self.out,
+                    "MSGID: {} {} BODY: {shown}",
+                    m.msg_id,
+                    java_message_string(m)
+                )
+                .map_err(write_failed)?;
+            }
+            self.written += 1;
+        }
+        self.out.flush().map_err(write_failed)
+    }
+
+    /// Ends the document (with `--json`): the messages array (when `messages`), then each of
+    /// `sections`, then the failure if any, as `--json` prints one.
+    fn finish(
+        mut self,
+        messages: bool,
+        sections: Vec<(&str, Table)>,
+        failure: Option<&Failure>,
+    ) -> Result<(), Failure> {
+        if !self.json {
+            return self.out.flush().map_err(write_failed);
+        }
+        let mut fields: Vec<String> = Vec::new();
+        if messages {
+            self.open_messages()?;
+            let end = if self.written == 0 { "]" } else { "\n  ]" };
+            write!(self.out, "{end}").map_err(write_failed)?;
+        } else {
+            write!(self.out, "{{").map_err(write_failed)?;
+        }
+        for (name, t) in sections {
+            let v = serde_json::to_string(&Output::Table(t).to_json()).unwrap_or_default();
+            fields.push(format!("{}: {v}", Value::from(name)));
+        }
+        if let Some(f) = failure {
+            if let Value::Object(o) = f.to_json() {
+                for (k, v) in o {
+                    fields.push(format!("{}: {v}", Value::from(k)));
+                }
+            }
+        }
+        for (i, f) in fields.iter().enumerate() {
+            let sep = if i == 0 && !messages { "" } else { "," };
+            write!(self.out, "{sep}\n  {f}").map_err(write_failed)?;
+        }
+        writeln!(self.out, "\n}}").map_err(write_failed)?;
+        self.out.flush().map_err(write_failed)
+    }
+}
+
+/// The outcome of reading several queues while printing: done when every queue was read,
+/// else each failing queue named, the output already written ([`Failure::Reported`]).
+fn queues_outcome(failed: Vec<String>, read: usize) -> Option<Failure> {
+    if failed.is_empty() {
+        return None;
+    }
+    Some(Failure::Failed(format!(
+        "{} of {} queues could not be read (the others were printed): {}",
+        failed.len(),
+        read,
+        failed.join("; ")
+    )))
 }
 
 /// The queue `queue_id` of broker `broker` of `topic`, once the route shows that the broker
@@ -272,6 +508,17 @@ pub struct PrintMsg {
 
 impl PrintMsg {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let stream = MessageStream::new(std::io::stdout(), super::output::json_mode());
+        self.print(admin, stream).await
+    }
+
+    /// Reads every queue, printing each pull's messages as they arrive (Java's
+    /// `PrintMessageSubCommand`); a queue that fails is reported and the next one read.
+    pub(crate) async fn print<W: Write>(
+        self,
+        admin: &MQAdmin,
+        mut stream: MessageStream<W>,
+    ) -> CmdResult {
         check_charset(&self.charset)?;
         let span = Span {
             group: None,
@@ -284,27 +531,45 @@ impl PrintMsg {
             .await
             .map_err(no_topic(&self.topic))?;
         let mut qt = queue_table();
-        let mut mt = message_table(self.print_body);
+        let mut failed = Vec::new();
         let bar = super::progress::bar(queues.len(), "reading queues");
+        stream.open_messages()?;
         for mq in &queues {
             bar.inc(1);
-            let r = read_queue(admin, mq, &span, None, usize::MAX).await?;
-            qt.row(vec![
-                mq.broker_name.to_string(),
-                mq.queue_id.to_string(),
-                r.from.to_string(),
-                r.to.to_string(),
-                r.messages.len().to_string(),
-                r.status.to_string(),
-            ]);
-            for m in &r.messages {
-                mt.row(message_row(m, self.print_body));
+            let body = self.print_body;
+            let mut write_err = None;
+            let r = read_queue(admin, mq, &span, None, usize::MAX, &mut |event| {
+                match event {
+                    Event::Start { from, max } => {
+                        stream.text(&format!("minOffset={from}, maxOffset={max}, {mq}"))
+                    }
+                    Event::Batch(batch) => stream.messages(&batch, body),
+                }
+                .inspect_err(|e| write_err = Some(e.message()))
+            })
+            .await;
+            if let Some(e) = write_err {
+                return Err(Failure::Failed(e));
             }
+            match &r.error {
+                Some(e) => {
+                    eprintln!("mqadmin: {mq}: {}", e.message());
+                    failed.push(format!("{mq}: {}", e.message()));
+                }
+                None => stream.text(&format!(
+                    "{mq} print msg finished. status={}, offset={}",
+                    r.status, r.to
+                ))?,
+            }
+            stream.text(&"-".repeat(56))?;
+            qt.row(queue_row(mq, &r));
         }
-        Ok(Output::Sections(vec![
-            ("Queues".into(), qt),
-            ("Messages".into(), mt),
-        ]))
+        let failure = queues_outcome(failed, queues.len());
+        stream.finish(true, vec![("Queues", qt)], failure.as_ref())?;
+        match failure {
+            Some(f) => Err(Failure::Reported(Box::new(f))),
+            None => Ok(Output::Printed),
+        }
     }
 }
 
@@ -345,6 +610,17 @@ pub struct PrintMsgByQueue {
 
 impl PrintMsgByQueue {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let stream = MessageStream::new(std::io::stdout(), super::output::json_mode());
+        self.print(admin, stream).await
+    }
+
+    /// Reads the queue, printing each pull's messages (with -p) as they arrive and counting
+    /// tags (with -f) without keeping the messages (Java's `PrintMessageByQueueCommand`).
+    pub(crate) async fn print<W: Write>(
+        self,
+        admin: &MQAdmin,
+        mut stream: MessageStream<W>,
+    ) -> CmdResult {
         check_charset(&self.charset)?;
         let mq = queue_of(admin, &self.topic, &self.broker, self.queue_id).await?;
         let span = Span {
@@ -353,44 +629,64 @@ impl PrintMsgByQueue {
             begin: time_arg(self.begin.as_deref())?,
             end: time_arg(self.end.as_deref())?,
         };
-        let r = read_queue(admin, &mq, &span, None, usize::MAX).await?;
-        let mut qt = queue_table();
-        qt.row(vec![
-            mq.broker_name.to_string(),
-            mq.queue_id.to_string(),
-            r.from.to_string(),
-            r.to.to_string(),
-            r.messages.len().to_string(),
-            r.status.to_string(),
-        ]);
-        let mut sections = vec![("Queue".to_string(), qt)];
-        if self.print_msg {
-            let mut mt = message_table(self.print_body);
-            for m in &r.messages {
-                mt.row(message_row(m, self.print_body));
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        let (print_msg, print_body) = (self.print_msg, self.print_body);
+        if print_msg {
+            stream.open_messages()?;
+        }
+        let r = read_queue(admin, &mq, &span, None, usize::MAX, &mut |event| {
+            let Event::Batch(batch) = event else {
+                return Ok(());
+            };
+            if self.by_tag {
+                count_tags(&mut counts, &batch);
             }
-            sections.push(("Messages".into(), mt));
+            if print_msg {
+                stream.messages(&batch, print_body)?;
+            }
+            Ok(())
+        })
+        .await;
+        let mut qt = queue_table();
+        qt.row(queue_row(&mq, &r));
+        let tags = tag_table(counts);
+        if !stream.json && self.by_tag {
+            for row in &tags.rows {
+                stream.text(&format!("Tag: {:<30} Count: {}", row[0], row[1]))?;
+            }
         }
+        let mut sections = vec![("Queue", qt)];
         if self.by_tag {
-            sections.push(("Tags".into(), tag_counts(&r.messages)));
+            sections.push(("Tags", tags));
         }
-        Ok(Output::Sections(sections))
+        let failure = r.error.map(|e| match e {
+            Failure::Unreachable(m) => Failure::Unreachable(format!("{mq}: {m}")),
+            e => Failure::Failed(format!("{mq}: {}", e.message())),
+        });
+        stream.finish(print_msg, sections, failure.as_ref())?;
+        match failure {
+            Some(f) => Err(Failure::Reported(Box::new(f))),
+            None => Ok(Output::Printed),
+        }
     }
 }
 
-/// Messages per tag, most first (Java's `-f`: messages without a tag are not counted).
-fn tag_counts(msgs: &[MessageExt]) -> Table {
-    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+/// Adds the messages' tags to `counts` (Java's `-f`: messages without a tag are not counted).
+fn count_tags(counts: &mut BTreeMap<String, u64>, msgs: &[MessageExt]) {
     for m in msgs {
         if let Some(t) = m.message.tags().filter(|t| !t.trim().is_empty()) {
-            *counts.entry(t).or_default() += 1;
+            *counts.entry(t.to_string()).or_default() += 1;
         }
     }
-    let mut sorted: Vec<(&str, u64)> = counts.into_iter().collect();
-    sorted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+}
+
+/// Messages per tag, most first.
+fn tag_table(counts: BTreeMap<String, u64>) -> Table {
+    let mut sorted: Vec<(String, u64)> = counts.into_iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut t = Table::new(&["Tag", "Count"]);
     for (tag, n) in sorted {
-        t.row(vec![tag.to_string(), n.to_string()]);
+        t.row(vec![tag, n.to_string()]);
     }
     t
 }
@@ -507,18 +803,21 @@ impl ConsumeMessage {
             if left == 0 {
                 break;
             }
-            let r = read_queue(admin, mq, &span, self.offset, left).await?;
-            left -= r.messages.len();
-            bar.inc(r.messages.len() as u64);
-            qt.row(vec![
-                mq.broker_name.to_string(),
-                mq.queue_id.to_string(),
-                r.from.to_string(),
-                r.to.to_string(),
-                r.messages.len().to_string(),
-                r.status.to_string(),
-            ]);
-            for m in &r.messages {
+            let mut kept = Vec::new();
+            let r = read_queue(admin, mq, &span, self.offset, left, &mut |event| {
+                if let Event::Batch(batch) = event {
+                    kept.extend(batch);
+                }
+                Ok(())
+            })
+            .await;
+            if let Some(e) = r.error {
+                return Err(e);
+            }
+            left -= r.count;
+            bar.inc(r.count as u64);
+            qt.row(queue_row(mq, &r));
+            for m in &kept {
                 mt.row(message_row(m, true));
             }
         }

@@ -76,6 +76,12 @@ impl UpdateTopic {
             }
         }
         if self.order {
+            if let (Some(addr), true) = (&self.broker, out.all_done()) {
+                match self.put_broker_order_conf(admin, addr).await {
+                    Ok(line) => out.done(line),
+                    Err(e) => out.failed("order configuration", e),
+                }
+            }
             if let Some(cluster) = &self.cluster {
                 if out.all_done() {
                     match self.put_order_conf(admin, cluster).await {
@@ -98,6 +104,34 @@ impl UpdateTopic {
             perm_name(self.perm),
             self.order
         )])
+    }
+
+    /// Java's `-b ... -o true`: this broker's entry (`<broker name>:<write queues>`) put into
+    /// the topic's order configuration on the name servers, the other brokers' entries kept
+    /// (`createOrUpdateOrderConf(topic, conf, false)`); the line to print.
+    async fn put_broker_order_conf(&self, admin: &MQAdmin, addr: &str) -> Result<String, Failure> {
+        let info = admin.cluster_info().await?;
+        let name = info
+            .broker_addr_table
+            .iter()
+            .find(|(_, b)| b.broker_addrs.values().any(|a| a == addr))
+            .map(|(n, _)| n.clone())
+            .ok_or_else(|| {
+                Failure::Failed(format!(
+                    "broker {addr} is not registered with a name server"
+                ))
+            })?;
+        let old = admin
+            .get_kv_config(ORDER_TOPIC_CONFIG, &self.topic)
+            .await?
+            .unwrap_or_default();
+        let conf = merge_order_conf(&old, &name, self.write);
+        admin
+            .put_kv_config(ORDER_TOPIC_CONFIG, &self.topic, &conf)
+            .await?;
+        Ok(format!(
+            "set broker orderConf. isOrder=true, orderConf=[{conf}]"
+        ))
     }
 
     /// Java's cluster order configuration of the topic (`<broker name>:<write queues>` of each
@@ -123,6 +157,19 @@ impl UpdateTopic {
     }
 }
 
+/// An order configuration (`name:queues;...`) with `broker`'s entry set to `queues`, the
+/// others kept in their order.
+fn merge_order_conf(old: &str, broker: &str, queues: i32) -> String {
+    let mut entries: Vec<String> = old
+        .split(';')
+        .map(str::trim)
+        .filter(|e| !e.is_empty() && e.split(':').next() != Some(broker))
+        .map(str::to_string)
+        .collect();
+    entries.push(format!("{broker}:{queues}"));
+    entries.join(";")
+}
+
 /// `RW-` style permission text (Java `PermName.perm2String`).
 pub(crate) fn perm_name(perm: i32) -> String {
     format!(
@@ -146,17 +193,25 @@ pub struct DeleteTopic {
 
 impl DeleteTopic {
     pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        // The cluster must be known (exit 1 otherwise) before anything is deleted.
         admin
-            .delete_topic(&self.cluster, &self.topic)
+            .cluster_masters(&self.cluster)
             .await
             .map_err(super::unknown_cluster)?;
-        Ok(Output::Lines(vec![
-            format!(
-                "delete topic [{}] from cluster [{}] success.",
-                self.topic, self.cluster
-            ),
-            format!("delete topic [{}] from NameServer success.", self.topic),
-        ]))
+        // Each name server in turn, with the cluster's masters first each time (deleting a
+        // topic a broker no longer has is a no-op), so that one name server that fails does
+        // not keep the others routing the topic.
+        let mut out = Outcomes::default();
+        for (ns, a) in super::each_namesrv(admin)?.iter() {
+            match a.delete_topic(&self.cluster, &self.topic).await {
+                Ok(()) => out.done(format!(
+                    "delete topic [{}] from cluster [{}] and NameServer [{ns}] success.",
+                    self.topic, self.cluster
+                )),
+                Err(e) => out.failed(&format!("name server[{ns}]"), super::unknown_cluster(e)),
+            }
+        }
+        out.finish(Vec::new())
     }
 }
 
@@ -403,6 +458,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_brokers_order_entry_replaces_its_old_one_and_keeps_the_others() {
+        assert_eq!(merge_order_conf("", "broker-a", 8), "broker-a:8");
+        assert_eq!(
+            merge_order_conf("broker-b:4;broker-a:2", "broker-a", 8),
+            "broker-b:4;broker-a:8"
+        );
+    }
 
     #[test]
     fn times_and_perms_print_as_java_does() {
