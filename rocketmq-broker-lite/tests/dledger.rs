@@ -582,6 +582,20 @@ async fn write_until_purged_and_expire(g: &Group, c: &RemotingClient, l: usize) 
     g.node(l).store().commit_log_min_offset()
 }
 
+/// The snapshots node `i` installed, once it installed one or after 20 s: an install counts
+/// itself after its records are written and dispatched, so on a loaded machine the records
+/// can be seen a moment before the count.
+async fn snapshots_installed(g: &Group, i: usize) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let n = g.node(i).inner().dledger().unwrap().snapshots_installed();
+        if n >= 1 || Instant::now() >= deadline {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The Raft metrics of node `i`.
 fn metrics(g: &Group, i: usize) -> openraft::RaftMetrics<u64, openraft::BasicNode> {
     g.node(i)
@@ -651,10 +665,8 @@ async fn the_raft_log_is_purged_behind_snapshots_and_followers_catch_up_from_the
             .unwrap()
             .expect("the follower installed a snapshot");
     assert!(snap.meta.last_log_id.unwrap().index > f1_applied);
-    let installed =
-        |g: &Group, i: usize| g.node(i).inner().dledger().unwrap().snapshots_installed();
     assert_eq!(
-        installed(&g, f1),
+        snapshots_installed(&g, f1).await,
         1,
         "the follower behind caught up without a snapshot"
     );
@@ -669,7 +681,7 @@ async fn the_raft_log_is_purged_behind_snapshots_and_followers_catch_up_from_the
     replicas_identical(&g, end).await;
     assert!(metrics(&g, l).last_applied.unwrap().index > first);
     assert_eq!(
-        installed(&g, f2),
+        snapshots_installed(&g, f2).await,
         1,
         "the empty follower caught up without a snapshot"
     );
@@ -858,8 +870,11 @@ async fn a_follower_caught_up_from_a_snapshot_numbers_expired_queues_as_the_lead
     let end = g.node(l).store().commit_log_written_offset();
     same_from(&g, oldest, end, TOPIC, &[0, 1, 2, 3]).await;
     assert_eq!(g.node(f1).store().commit_log_min_offset(), oldest);
-    let installed = g.node(f1).inner().dledger().unwrap().snapshots_installed();
-    assert_eq!(installed, 1, "f1 did not catch up through a snapshot");
+    assert_eq!(
+        snapshots_installed(&g, f1).await,
+        1,
+        "f1 did not catch up through a snapshot"
+    );
 
     // The quiet topic's next message: the same queue offset on every node.
     assert_eq!(send_to(&c, g.node(l), QUIET, 0, "after-0").await, 5);
