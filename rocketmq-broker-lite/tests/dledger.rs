@@ -1151,3 +1151,207 @@ async fn a_new_leader_knows_the_transactions_the_old_one_resolved() {
     assert_eq!(committed(&g).await, 2, "committed once");
     g.stop().await;
 }
+
+/// Java ignores `brokerRole=SLAVE`, `brokerId` and `haMasterAddress` in DLedger mode (no
+/// `HAService`): a node left with an old slave's broker.conf must never copy its leader's
+/// commit log over HA beside the Raft apply (the bytes would be there twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_configured_as_an_ha_slave_never_replicates_over_ha() {
+    let g = Group::start_with("brokerRole=SLAVE\nbrokerId=1\n").await;
+    let c = client();
+    let l = g.leader().await;
+    send_ok(&c, g.node(l), "first", 0).await;
+    // The followers register once the leader is the group's master in the name server: the
+    // answer carries the leader's HA address, as it does to a slave.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rocketmq_client_route(&c, &g.namesrv.local_addr().to_string())
+        .await
+        .get(&0)
+        != Some(&g.node(l).broker_addr())
+    {
+        assert!(Instant::now() < deadline, "the leader never registered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (_, n) in g.running() {
+        n.register_now().await;
+    }
+    // Writes paced slower than the heartbeat: a follower would get the bytes over HA before
+    // it learns that the entry is committed.
+    for i in 0..20 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    for (i, n) in g.running() {
+        assert_eq!(n.inner().ha().master_address(), None, "node {i}");
+        assert_eq!(n.inner().ha().slave_connections(), 0, "node {i}");
+        assert_eq!(n.store().commit_log_written_offset(), end, "node {i}");
+    }
+    g.stop().await;
+}
+
+/// Java reads `dLegerPeers` at every start: a group whose nodes all moved to new addresses
+/// (and were restarted with the new `dLegerPeers`) reaches its peers there, not at the
+/// addresses stored when the group was created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_addresses_changed_in_dledger_peers_are_used_after_a_restart() {
+    let mut g = Group::start().await;
+    let c = client();
+    let l = g.leader().await;
+    for i in 0..10 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    for n in g.nodes.iter_mut().filter_map(Option::take) {
+        n.shutdown().await.unwrap();
+    }
+    g.peers = (0..NODES)
+        .map(|i| format!("n{i}-127.0.0.1:{}", free_port()))
+        .collect::<Vec<_>>()
+        .join(";");
+    for i in 0..NODES {
+        g.nodes[i] = Some(g.start_node(i).await);
+    }
+    let l = g.leader().await;
+    for i in 10..20 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    g.stop().await;
+}
+
+/// A node whose `dLegerPeers` names other members than the group it belongs to refuses to
+/// start (openraft keeps the membership stored at the first start; changing it is not
+/// supported), instead of running with members the operator did not configure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_peers_are_not_its_groups_members_refuses_to_start() {
+    let mut g = Group::start().await;
+    let c = client();
+    let l = g.leader().await;
+    send_ok(&c, g.node(l), "m", 0).await;
+    for n in g.nodes.iter_mut().filter_map(Option::take) {
+        n.shutdown().await.unwrap();
+    }
+    let peers = g.peers.clone();
+    let first = peers.split(';').next().unwrap().to_string();
+    for other in [
+        first.clone(),
+        format!("{peers};n3-127.0.0.1:{}", free_port()),
+    ] {
+        g.peers = other;
+        match Broker::builder(g.config(0)).start().await {
+            Ok(b) => {
+                b.shutdown().await.unwrap();
+                panic!("n0 started with dLegerPeers={}", g.peers);
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("dLegerPeers") && e.contains("n0, n1, n2"), "{e}");
+            }
+        }
+    }
+    // The group's own members start again.
+    g.peers = peers;
+    for i in 0..NODES {
+        g.nodes[i] = Some(g.start_node(i).await);
+    }
+    let l = g.leader().await;
+    send_ok(&c, g.node(l), "again", 0).await;
+    g.stop().await;
+}
+
+/// A newly elected node leads (registers as master, runs the delayed-message service, takes
+/// writes) only once it applied what the group committed before its term, as Java's role
+/// handler waits before `changeToMaster`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_leads_only_once_it_applied_what_the_group_committed() {
+    let disks: Vec<_> = (0..NODES).map(|_| ManualDiskUsage::new(40)).collect();
+    let mut g = Group::start_on_disks("", disks.clone()).await;
+    let l = g.leader().await;
+    let c = client();
+    send_ok(&c, g.node(l), "before", 0).await;
+    // Both followers hold the entries in their Raft logs but cannot apply them.
+    let followers: Vec<usize> = (0..NODES).filter(|i| *i != l).collect();
+    for &f in &followers {
+        disks[f].set(93);
+        eventually("the follower's disk-full state", || {
+            g.node(f).store().is_disk_full()
+        })
+        .await;
+    }
+    for i in 0..5 {
+        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
+    }
+    let end = g.node(l).store().commit_log_written_offset();
+    let leader_last = metrics(&g, l).last_log_index.unwrap();
+    for &f in &followers {
+        eventually("the follower to hold the entries", || {
+            metrics(&g, f).last_log_index >= Some(leader_last)
+        })
+        .await;
+    }
+    g.nodes[l].take().unwrap().halt().await;
+    // One of them is elected, and the other follows it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (new, other) = loop {
+        if let Some(&n) = followers
+            .iter()
+            .find(|&&f| metrics(&g, f).state == openraft::ServerState::Leader)
+        {
+            let o = followers.iter().copied().find(|&f| f != n).unwrap();
+            if metrics(&g, o).current_leader == Some(metrics(&g, n).id) {
+                break (n, o);
+            }
+        }
+        assert!(Instant::now() < deadline, "no node was elected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // It does not lead while it has not applied the entries (many leases long).
+    let node = g.node(new).inner().dledger().unwrap().clone();
+    let mut changes = node.leader_changes();
+    let led = tokio::time::timeout(
+        Duration::from_secs(3),
+        changes.wait_for(|l| *l == Some(node.id())),
+    )
+    .await;
+    assert!(
+        led.is_err(),
+        "n{new} led before applying what was committed"
+    );
+    assert!(g.node(new).inner().is_slave());
+    assert_ne!(g.node(new).inner().broker_id_now(), 0);
+    let r = send(&c, &g.node(new).broker_addr(), TOPIC, 0, "too early").await;
+    assert_eq!(r.response_code(), ResponseCode::ServiceNotAvailable);
+    // Space again: it applies them, then leads.
+    for &f in &followers {
+        disks[f].set(40);
+    }
+    let l = g.leader().await;
+    assert!(l == new || l == other);
+    replicas_identical(&g, end).await;
+    send_ok(&c, g.node(l), "after", 0).await;
+    g.stop().await;
+}
+
+/// Java keeps a peer's `host:port` and resolves it: a group whose `dLegerPeers` name hosts
+/// (here `localhost`) runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_whose_peers_are_host_names_runs() {
+    let mut g = Group::start().await;
+    let c = client();
+    let l = g.leader().await;
+    send_ok(&c, g.node(l), "by ip", 0).await;
+    for n in g.nodes.iter_mut().filter_map(Option::take) {
+        n.shutdown().await.unwrap();
+    }
+    g.peers = g.peers.replace("127.0.0.1", "localhost");
+    for i in 0..NODES {
+        g.nodes[i] = Some(g.start_node(i).await);
+    }
+    let l = g.leader().await;
+    send_ok(&c, g.node(l), "by name", 0).await;
+    let end = g.node(l).store().commit_log_written_offset();
+    replicas_identical(&g, end).await;
+    g.stop().await;
+}

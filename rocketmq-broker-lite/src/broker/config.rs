@@ -558,6 +558,10 @@ impl BrokerConfig {
                 "dLegerGroup" => self.dledger.group = v.trim().to_string(),
                 "dLegerPeers" => self.dledger.peers = DLedgerConfig::parse_peers(v)?,
                 "dLegerSelfId" => self.dledger.self_id = v.trim().to_string(),
+                "preferredLeaderId" => {
+                    self.dledger.preferred_leader_id =
+                        Some(v.trim().to_string()).filter(|v| !v.is_empty())
+                }
                 // Not Java keys (Java's DLedger timings are not broker.conf keys).
                 "dLegerHeartBeatIntervalMs" => self.dledger.heartbeat_interval = millis(key, v)?,
                 "dLegerElectionTimeoutMs" => self.dledger.election_timeout = millis(key, v)?,
@@ -783,6 +787,9 @@ impl BrokerConfig {
         }
         if !d.self_id.is_empty() {
             put("dLegerSelfId", d.self_id.clone());
+        }
+        if let Some(id) = &d.preferred_leader_id {
+            put("preferredLeaderId", id.clone());
         }
         put("dLegerHeartBeatIntervalMs", ms(d.heartbeat_interval));
         put("dLegerElectionTimeoutMs", ms(d.election_timeout));
@@ -1036,7 +1043,7 @@ mod tests {
             "brokerIP1=10.0.0.1\nbrokerIP2=10.0.0.2\nnamesrvAddr=1.1.1.1:9876;2.2.2.2:9876\n\
              haMasterAddress=10.0.0.3:10912\nbrokerConfigPath=/etc/broker.conf\n\
              dLegerGroup=g\ndLegerPeers=n0-127.0.0.1:40911;n1-127.0.0.1:40912\ndLegerSelfId=n0\n\
-             mappedFileSizeConsumeQueue=6000\nflushDiskType=SYNC_FLUSH\nbrokerRole=SLAVE\n\
+             preferredLeaderId=n1\nmappedFileSizeConsumeQueue=6000\nflushDiskType=SYNC_FLUSH\nbrokerRole=SLAVE\n\
              brokerId=2\nshortPollingTimeMills=1500\nstorePathCommitLog=/data2/commitlog\n",
         ))
         .unwrap();

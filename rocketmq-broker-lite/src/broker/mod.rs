@@ -211,7 +211,7 @@ impl BrokerInner {
     }
 
     /// The broker id registered now: 0 for a master (in DLedger mode, the group's leader),
-    /// else the slave's (a DLedger follower: the index of its `nK` in `dLegerPeers` + 1).
+    /// else the slave's (a DLedger follower: `K + 1` for its `nK`, as Java).
     pub fn broker_id_now(&self) -> i64 {
         match self.dledger.get() {
             Some(node) if node.is_leader() => 0,
@@ -417,12 +417,34 @@ async fn start_on(
         env.vfs.clone(),
         env.clock.now_ms(),
     )?);
+    // In DLedger mode the group replicates the commit log: never an HA slave (Java builds no
+    // `HAService` then, and its role handler sets the role and id), whatever `brokerRole`,
+    // `brokerId` or `haMasterAddress` say.
+    let mut ha_cfg = cfg.ha.clone();
+    if cfg.dledger.enabled {
+        let ignored: Vec<&str> = [
+            ("brokerRole=SLAVE", cfg.broker_role == BrokerRole::Slave),
+            ("brokerId", cfg.broker_id != 0),
+            ("haMasterAddress", ha_cfg.master_address.is_some()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(key, _)| *key)
+        .collect();
+        if !ignored.is_empty() {
+            warn!(
+                keys = %ignored.join(", "),
+                "ignored with enableDLegerCommitLog: the DLedger group sets this broker's role and id and replicates its commit log"
+            );
+        }
+        ha_cfg.master_address = None;
+    }
     let ha = match HaService::start(
         store.clone(),
-        cfg.ha.clone(),
+        ha_cfg,
         &cfg.listen_ip,
         cfg.ha_listen_port(),
-        cfg.broker_role == BrokerRole::Slave,
+        cfg.broker_role == BrokerRole::Slave && !cfg.dledger.enabled,
         tls.ha.clone(),
     )
     .await
@@ -724,6 +746,10 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
                         if let Some(addr) = node.leader_broker_addr().await {
                             *lock(&r.master_addr) = Some(addr);
                         }
+                    } else {
+                        // A leader copies from nobody (Java's `changeToMaster` clears the
+                        // master address): a copy under way is dropped.
+                        *lock(&r.master_addr) = None;
                     }
                 }
                 register::register_all(&r, false).await;

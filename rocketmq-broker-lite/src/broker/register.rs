@@ -125,8 +125,11 @@ fn learn_master(b: &BrokerInner, resp: &RemotingCommand) {
     let Ok(h) = resp.decode_header::<RegisterBrokerResponseHeader>() else {
         return;
     };
-    if let Some(ha) = h.ha_server_addr.as_deref().filter(|a| !a.is_empty()) {
-        b.ha.update_master_address(ha);
+    // A DLedger node never replicates over HA: its group does.
+    if b.dledger.get().is_none() {
+        if let Some(ha) = h.ha_server_addr.as_deref().filter(|a| !a.is_empty()) {
+            b.ha.update_master_address(ha);
+        }
     }
     // Forgotten when the name server knows no master of the group (Java sets whatever the
     // answer carries, null included): nothing is copied from an address that may since serve

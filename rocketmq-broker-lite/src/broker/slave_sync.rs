@@ -155,6 +155,19 @@ async fn fetch(b: &BrokerInner, master: &str, code: RequestCode) -> Result<Bytes
     Ok(resp.body)
 }
 
+/// Whether an answer of `master` may still be applied: this broker still follows it. A round
+/// started while following that ends after this node became its group's leader (or after the
+/// master changed) is dropped, as Java's `changeToMaster` clears the master address that every
+/// `sync*` step reads: a leader's live tables (its delay progress above all) are never set
+/// back to an old master's.
+fn still_following(b: &BrokerInner, master: &str) -> bool {
+    let following = b.is_slave() && b.master_addr().as_deref() == Some(master);
+    if !following {
+        info!(%master, "no longer following this master; its answer is dropped");
+    }
+    following
+}
+
 /// Runs a save off the async workers.
 async fn save(
     b: &Arc<BrokerInner>,
@@ -169,6 +182,9 @@ async fn save(
 async fn sync_topic_config(b: &Arc<BrokerInner>, master: &str) -> Result<(), SyncError> {
     let bytes = fetch(b, master, RequestCode::GetAllTopicConfig).await?;
     let w: TopicConfigSerializeWrapper = body::decode(&bytes)?;
+    if !still_following(b, master) {
+        return Ok(());
+    }
     if b.topics.replace_from_master(w) {
         save(b, |b| b.topics.persist()).await?;
         info!(%master, "topics updated from the master");
@@ -180,6 +196,9 @@ async fn sync_topic_config(b: &Arc<BrokerInner>, master: &str) -> Result<(), Syn
 async fn sync_consumer_offset(b: &Arc<BrokerInner>, master: &str) -> Result<(), SyncError> {
     let bytes = fetch(b, master, RequestCode::GetAllConsumerOffset).await?;
     let t: ConsumerOffsetTable = body::decode(&bytes)?;
+    if !still_following(b, master) {
+        return Ok(());
+    }
     if b.offsets.put_all_from_master(t) {
         save(b, |b| b.offsets.persist_if_dirty()).await?;
         debug!(%master, "consumer offsets updated from the master");
@@ -195,6 +214,9 @@ async fn sync_delay_offset(b: &Arc<BrokerInner>, master: &str) -> Result<(), Syn
         return Ok(());
     }
     let t: DelayOffsetTable = body::decode(&bytes)?;
+    if !still_following(b, master) {
+        return Ok(());
+    }
     if b.schedule.replace_from_master(t) {
         save(b, |b| b.schedule.persist_if_dirty()).await?;
         debug!(%master, "delay offsets updated from the master");
@@ -209,6 +231,9 @@ async fn sync_subscription_group_config(
 ) -> Result<(), SyncError> {
     let bytes = fetch(b, master, RequestCode::GetAllSubscriptiongroupConfig).await?;
     let w: SubscriptionGroupWrapper = body::decode(&bytes)?;
+    if !still_following(b, master) {
+        return Ok(());
+    }
     if b.subs.replace_from_master(w) {
         save(b, |b| b.subs.persist()).await?;
         info!(%master, "subscription groups updated from the master");
@@ -338,5 +363,74 @@ mod tests {
 
         slave.shutdown().await.unwrap();
         namesrv.shutdown().await;
+    }
+
+    /// A round's answer that arrives after this broker stopped following that master (a
+    /// DLedger node elected meanwhile clears its master address) is dropped: the live delay
+    /// table is not set back to the old master's.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_answer_arriving_after_the_node_stopped_following_is_dropped() {
+        use std::sync::OnceLock;
+
+        use async_trait::async_trait;
+        use rocketmq_remoting::transport::{
+            ChannelContext, ProcessResult, RemotingServer, RequestProcessor,
+        };
+
+        use crate::broker::{Broker, BrokerConfig, BrokerRole};
+        use crate::embedded::TempDir;
+        use crate::store::StoreConfig;
+
+        /// A master that, while it answers GET_ALL_DELAY_OFFSET, sees the slave stop following
+        /// it; it refuses the other requests.
+        struct Stub(OnceLock<Arc<BrokerInner>>);
+        #[async_trait]
+        impl RequestProcessor for Stub {
+            async fn process(&self, _: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+                if req.request_code() != RequestCode::GetAllDelayOffset {
+                    return RemotingCommand::response(ResponseCode::SystemError, None).into();
+                }
+                if let Some(s) = self.0.get() {
+                    *s.master_addr.lock().unwrap() = None;
+                }
+                RemotingCommand::success()
+                    .with_body(r#"{"offsetTable":{1:999,2:999}}"#)
+                    .into()
+            }
+        }
+
+        let dir = TempDir::new("slave-sync-late").unwrap();
+        let stub = Arc::new(Stub(OnceLock::new()));
+        let server = RemotingServer::builder("127.0.0.1:0".to_string())
+            .default_processor(stub.clone())
+            .start()
+            .await
+            .unwrap();
+        let mut cfg = BrokerConfig {
+            listen_ip: "127.0.0.1".into(),
+            listen_port: 0,
+            broker_ip1: Some("127.0.0.1".into()),
+            store: StoreConfig {
+                mapped_file_size_commit_log: 8 * 1024 * 1024,
+                ..StoreConfig::new(dir.path().join("s"))
+            },
+            ..BrokerConfig::default()
+        };
+        cfg.broker_role = BrokerRole::Slave;
+        cfg.broker_id = 1;
+        cfg.ha.listen_port = Some(0);
+        let slave = Broker::builder(cfg).start().await.unwrap();
+        let s = slave.inner().clone();
+        let _ = stub.0.set(s.clone());
+        s.schedule.replace_from_master(DelayOffsetTable {
+            offset_table: [(1, 7), (2, 9)].into(),
+        });
+        let before = s.schedule.table();
+        *s.master_addr.lock().unwrap() = Some(server.local_addr().to_string());
+        s.sync_from_master_now().await;
+        assert_eq!(s.master_addr(), None, "the stub answered");
+        assert_eq!(s.schedule.table(), before);
+        slave.shutdown().await.unwrap();
+        server.shutdown(Duration::from_millis(100)).await;
     }
 }

@@ -38,8 +38,22 @@ pub struct Peer {
     pub name: String,
     /// Its node id (`K`).
     pub id: NodeId,
-    /// `ip:port` of its DLedger port.
+    /// `ip:port` or `host:port` of its DLedger port (a host name is resolved at each
+    /// connection, as Java's DLedger client does).
     pub addr: String,
+}
+
+/// `ip:port`, or `host:port` with a DNS host name (as `brokerIP1` may be one).
+fn is_peer_address(addr: &str) -> bool {
+    if addr.parse::<std::net::SocketAddr>().is_ok() {
+        return true;
+    }
+    match addr.rsplit_once(':') {
+        Some((host, port)) => {
+            crate::broker::config::is_host_name(host) && port.parse::<u16>().is_ok_and(|p| p != 0)
+        }
+        None => false,
+    }
 }
 
 /// DLedger settings.
@@ -53,6 +67,9 @@ pub struct DLedgerConfig {
     pub peers: Vec<Peer>,
     /// `dLegerSelfId` (`nK`).
     pub self_id: String,
+    /// `preferredLeaderId` (`nK`): accepted, not honoured (openraft 0.9 cannot transfer the
+    /// leadership; the node logs so at start).
+    pub preferred_leader_id: Option<String>,
     /// Address the DLedger port binds to (the broker's listen address).
     pub bind_ip: String,
     /// Leader heartbeat period (`dLegerHeartBeatIntervalMs`, 150 ms).
@@ -78,6 +95,7 @@ impl Default for DLedgerConfig {
             group: String::new(),
             peers: Vec::new(),
             self_id: String::new(),
+            preferred_leader_id: None,
             bind_ip: "0.0.0.0".into(),
             heartbeat_interval: Duration::from_millis(150),
             election_timeout: Duration::from_millis(600),
@@ -88,7 +106,7 @@ impl Default for DLedgerConfig {
 }
 
 impl DLedgerConfig {
-    /// Parses `dLegerPeers`: `nK-ip:port` items separated by `;`.
+    /// Parses `dLegerPeers`: `nK-ip:port` (or `nK-host:port`) items separated by `;`.
     pub fn parse_peers(text: &str) -> Result<Vec<Peer>, String> {
         let mut peers: Vec<Peer> = Vec::new();
         for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
@@ -98,10 +116,12 @@ impl DLedgerConfig {
             let id = name
                 .strip_prefix('n')
                 .and_then(|k| k.parse::<NodeId>().ok())
+                // Java parses `K` as an int.
+                .filter(|k| *k < i32::MAX as NodeId)
                 .ok_or_else(|| format!("invalid peer id {name:?} in dLegerPeers (n0, n1, ...)"))?;
-            if addr.parse::<std::net::SocketAddr>().is_err() {
+            if !is_peer_address(addr) {
                 return Err(format!(
-                    "invalid address {addr:?} of {name} in dLegerPeers (ip:port)"
+                    "invalid address {addr:?} of {name} in dLegerPeers (ip:port or host:port)"
                 ));
             }
             if peers.iter().any(|p| p.id == id) {
@@ -135,12 +155,14 @@ impl DLedgerConfig {
             })
     }
 
-    /// The broker id a follower registers with (Java: the index of `nK` in the peers + 1).
+    /// The broker id a follower registers with: `K + 1` for `nK` (Java
+    /// `DLedgerCommitLog.id = Integer.parseInt(selfId.substring(1)) + 1`), whatever the order
+    /// of the peers.
     pub fn follower_broker_id(&self) -> i64 {
         self.peers
             .iter()
-            .position(|p| p.name == self.self_id)
-            .map_or(1, |i| i as i64 + 1)
+            .find(|p| p.name == self.self_id)
+            .map_or(1, |p| (p.id as i64).saturating_add(1))
     }
 
     /// Checks the settings; the error names the key.
@@ -161,5 +183,51 @@ impl DLedgerConfig {
             );
         }
         self.self_node_id().map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(peers: &str, self_id: &str) -> DLedgerConfig {
+        DLedgerConfig {
+            enabled: true,
+            group: "g".into(),
+            peers: DLedgerConfig::parse_peers(peers).unwrap(),
+            self_id: self_id.into(),
+            ..DLedgerConfig::default()
+        }
+    }
+
+    /// Java registers follower `nK` as broker `K + 1`, not by its place in `dLegerPeers`.
+    #[test]
+    fn a_followers_broker_id_is_k_plus_one() {
+        let peers = "n1-127.0.0.1:1;n2-127.0.0.1:2;n3-127.0.0.1:3";
+        assert_eq!(config(peers, "n1").follower_broker_id(), 2);
+        assert_eq!(config(peers, "n3").follower_broker_id(), 4);
+        let peers = "n2-127.0.0.1:1;n0-127.0.0.1:2;n1-127.0.0.1:3";
+        assert_eq!(config(peers, "n0").follower_broker_id(), 1);
+        assert_eq!(config(peers, "n2").follower_broker_id(), 3);
+        assert!(DLedgerConfig::parse_peers("n99999999999-127.0.0.1:1").is_err());
+    }
+
+    /// Java keeps a peer's `host:port` and its client resolves it.
+    #[test]
+    fn peers_may_be_host_names() {
+        let peers =
+            DLedgerConfig::parse_peers("n0-rmq-0.rmq-headless:40911;n1-localhost:40912").unwrap();
+        assert_eq!(peers[0].addr, "rmq-0.rmq-headless:40911");
+        assert_eq!(peers[1].addr, "localhost:40912");
+        for bad in [
+            "n0-localhost",
+            "n0-localhost:0",
+            "n0-bad host:1",
+            "n0-:1",
+            "n0-h:99999",
+        ] {
+            let e = DLedgerConfig::parse_peers(bad).unwrap_err();
+            assert!(e.contains("dLegerPeers"), "{e}");
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! oldest segment) up to the snapshot's end in chunks (51011); the last chunk carries the
 //! snapshot's description and installs it.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -243,6 +243,8 @@ pub struct Network {
     /// How soon after an append that a peer acknowledged an append that only brings it the
     /// leader's new commit index is answered here ([`Peer::append_entries`]).
     commit_only_window: Duration,
+    /// The peers' addresses as configured now (`dLegerPeers`), by node id.
+    peers: Arc<BTreeMap<NodeId, String>>,
 }
 
 impl Network {
@@ -250,13 +252,16 @@ impl Network {
     /// index sent to followers is cut to what `durable` says this node's log holds durably
     /// (see the log store's documentation). Appends that only bring a peer the commit index
     /// within `commit_only_window` of one it acknowledged are not sent (see
-    /// [`Peer::append_entries`]).
+    /// [`Peer::append_entries`]). A peer is reached at its address in `peers` (this start's
+    /// `dLegerPeers`, as Java's `MemberState` reads them at every start), not at the one the
+    /// group's membership stored when it was first initialized.
     pub fn new(
         client: RemotingClient,
         partition: Arc<Partition>,
         store: MessageStore,
         durable: Durable,
         commit_only_window: Duration,
+        peers: BTreeMap<NodeId, String>,
     ) -> Self {
         Self {
             client,
@@ -264,6 +269,7 @@ impl Network {
             store,
             durable,
             commit_only_window,
+            peers: Arc::new(peers),
         }
     }
 }
@@ -430,7 +436,12 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         Peer {
             net: self.clone(),
             target,
-            addr: node.addr.clone(),
+            // The configured address: the stored membership keeps the first start's.
+            addr: self
+                .peers
+                .get(&target)
+                .cloned()
+                .unwrap_or_else(|| node.addr.clone()),
             acked: None,
         }
     }
@@ -704,7 +715,14 @@ mod tests {
         partition.isolate(true);
         let client = RemotingClient::builder().build();
         let window = Duration::from_secs(60);
-        let mut net = Network::new(client, partition, store, log.durable().unwrap(), window);
+        let mut net = Network::new(
+            client,
+            partition,
+            store,
+            log.durable().unwrap(),
+            window,
+            BTreeMap::new(),
+        );
         let mut peer = net
             .new_client(1, &BasicNode::new("127.0.0.1:1".to_string()))
             .await;

@@ -382,6 +382,13 @@ impl DLedgerNode {
         tls: PeerTls,
     ) -> Result<Self, String> {
         let id = cfg.self_node_id()?;
+        if let Some(preferred) = &cfg.preferred_leader_id {
+            warn!(
+                preferredLeaderId = %preferred,
+                "preferredLeaderId is not supported: the leadership is not transferred to the \
+                 preferred node (openraft 0.9 has no leader transfer); elections choose the leader"
+            );
+        }
         let me = cfg
             .peers
             .iter()
@@ -429,6 +436,7 @@ impl DLedgerNode {
         let sm = StateMachine::open(dir, store.clone(), mark)
             .map_err(|e| format!("cannot open the applied index in {}: {e}", dir.display()))?;
         sm.apply_when(durable.clone());
+        check_membership(cfg, &log, &sm).await?;
         let partition = Arc::new(Partition::default());
         // Raft paces its own retries (heartbeats, elections): a peer that comes back must be
         // reachable at once, not after a reconnect backoff grown while it was down.
@@ -451,6 +459,7 @@ impl DLedgerNode {
             store.clone(),
             durable,
             commit_only_window,
+            cfg.peers.iter().map(|p| (p.id, p.addr.clone())).collect(),
         );
         let cell = Arc::new(OnceLock::new());
         let broker_addr = Arc::new(OnceLock::new());
@@ -642,10 +651,57 @@ impl DLedgerNode {
     }
 }
 
+/// Refuses a `dLegerPeers` whose node ids are not the voters of the membership the group
+/// stored (at its first start): openraft keeps that membership whatever the configuration says
+/// later, so a node would otherwise run with voters the operator did not configure (a node
+/// started alone with its old single-voter membership would lead on its own beside the others).
+/// Addresses may change (the configured ones are used); the set of ids may not, membership
+/// changes are not supported. A node that was never initialized takes the configured peers.
+async fn check_membership(
+    cfg: &DLedgerConfig,
+    log: &RaftLogStore,
+    sm: &StateMachine,
+) -> Result<(), String> {
+    let (mut log, mut sm) = (log.clone(), sm.clone());
+    let stored = openraft::StorageHelper::new(&mut log, &mut sm)
+        .get_membership()
+        .await
+        .map_err(|e| format!("cannot read the DLedger group's membership: {e}"))?;
+    let stored: std::collections::BTreeSet<NodeId> =
+        stored.effective().membership().voter_ids().collect();
+    let configured: std::collections::BTreeSet<NodeId> = cfg.peers.iter().map(|p| p.id).collect();
+    if stored.is_empty() || stored == configured {
+        return Ok(());
+    }
+    let names = |ids: &std::collections::BTreeSet<NodeId>| {
+        ids.iter()
+            .map(|id| format!("n{id}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let e = format!(
+        "dLegerPeers names {} but this node's DLedger group {} was created with {}: changing \
+         the members of a group is not supported (peer addresses may change, node ids may not); \
+         list the group's members in dLegerPeers (or, for a new group, start every node with an \
+         empty store)",
+        names(&configured),
+        cfg.group,
+        names(&stored)
+    );
+    tracing::error!("{e}");
+    Err(e)
+}
+
 /// Publishes the leader as this node sees it. A node in the leader state counts as the leader
 /// only while a majority confirmed it within the election timeout (a lease, checked every
 /// heartbeat): a leader cut off from its group stops serving writes and registering as the
 /// master within about that time, before the others elect a new one.
+///
+/// A newly elected node counts as the leader only once it has applied (and dispatched) every
+/// entry the group committed before its term, as Java's `DLedgerRoleChangeHandler` waits for
+/// `ledgerEndIndex == committedIndex` and no dispatch behind before `changeToMaster`: until
+/// then it registers as a slave and its delayed-message and transaction services do not run
+/// (a delay table ahead of its lagging queues would otherwise be lowered and delivered twice).
 async fn watch_leader(
     raft: Raft,
     tx: watch::Sender<Option<NodeId>>,
@@ -656,10 +712,19 @@ async fn watch_leader(
     // changes only with its state, vote, leader and membership.
     let mut metrics = raft.server_metrics();
     let mut confirmed = false;
+    // The term in which this node, leading, caught up with what was committed before it.
+    let mut caught_up: Option<u64> = None;
+    // The term in which this node said it waits to catch up (said once).
+    let mut told: Option<u64> = None;
     loop {
-        let (state, id, current) = {
+        let (state, id, current, term) = {
             let m = metrics.borrow_and_update();
-            (m.state, m.id, m.current_leader)
+            (
+                m.state,
+                m.id,
+                m.current_leader,
+                m.vote.leader_id().get_term(),
+            )
         };
         let leader = if state == ServerState::Leader {
             confirmed.then_some(id)
@@ -683,17 +748,42 @@ async fn watch_leader(
             }
             // Confirmed leaders renew every heartbeat; a new or doubtful one asks at once.
             _ = tokio::time::sleep(if confirmed { every } else { every / 10 }), if state == ServerState::Leader => {
-                // `is_leader` only asks a quorum (its replacement, `ensure_linearizable`, also
-                // waits for this node to apply what the quorum confirmed, which lags under load).
-                #[allow(deprecated)]
-                let asked = raft.is_leader();
-                confirmed = matches!(tokio::time::timeout(lease, asked).await, Ok(Ok(())));
+                // Only asks a quorum (`ensure_linearizable` also waits for this node to apply
+                // what the quorum confirmed, which lags under load: done once a term here).
+                let asked = raft.get_read_log_id();
+                confirmed = match tokio::time::timeout(lease, asked).await {
+                    Ok(Ok(_)) if caught_up == Some(term) => true,
+                    Ok(Ok((read, _))) => {
+                        let target = read.map_or(0, |l| l.index);
+                        if applied_up_to(&raft, target, lease).await {
+                            info!(term, applied = target, "leading: caught up with what the group committed");
+                            caught_up = Some(term);
+                            true
+                        } else {
+                            if told != Some(term) {
+                                info!(term, target, "elected; applying what the group committed before leading");
+                                told = Some(term);
+                            }
+                            false
+                        }
+                    }
+                    _ => false,
+                };
             }
         }
         if tx.is_closed() {
             return;
         }
     }
+}
+
+/// Whether this node applied the log up to `index` (an entry counts as applied once its
+/// writes are in the commit log and dispatched), waiting for at most `wait`.
+async fn applied_up_to(raft: &Raft, index: u64, wait: Duration) -> bool {
+    raft.wait(Some(wait))
+        .applied_index_at_least(Some(index), "leader catch-up")
+        .await
+        .is_ok()
 }
 
 #[cfg(test)]
