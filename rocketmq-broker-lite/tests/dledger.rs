@@ -18,7 +18,7 @@ use rocketmq_broker_lite::ha::dledger::DLedgerNode;
 use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
 use rocketmq_broker_lite::store::{ManualDiskUsage, StoreEnv};
 use rocketmq_remoting::protocol::headers::SendMessageResponseHeader;
-use rocketmq_remoting::protocol::ResponseCode;
+use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::RemotingClient;
 
 const NODES: usize = 3;
@@ -1353,5 +1353,78 @@ async fn a_group_whose_peers_are_host_names_runs() {
     send_ok(&c, g.node(l), "by name", 0).await;
     let end = g.node(l).store().commit_log_written_offset();
     replicas_identical(&g, end).await;
+    g.stop().await;
+}
+
+/// A node answers only the requests of its own group meant for itself, as Java DLedger's
+/// handlers refuse another group's (`UNKNOWN_GROUP`) or another member's (`UNKNOWN_MEMBER`):
+/// a node of another group whose `dLegerPeers` points at this node's port (two groups on one
+/// machine) cannot win its vote or move its term.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_refuses_requests_of_another_group_or_for_another_node() {
+    use rocketmq_broker_lite::ha::dledger::network::{Identity, VOTE};
+    let g = Group::start().await;
+    let l = g.leader().await;
+    let f = (l + 1) % NODES;
+    let term = metrics(&g, f).current_term;
+    let addr = g
+        .peers
+        .split(';')
+        .nth(f)
+        .unwrap()
+        .split_once('-')
+        .unwrap()
+        .1;
+    let c = client();
+    // A candidate with a far higher term and a longer log: any node of the group would vote
+    // for it and leave the leader.
+    let vote = |from: u64| {
+        serde_json::json!({
+            "vote": {"leader_id": {"term": term + 50, "node_id": from}, "committed": false},
+            "last_log_id": {"leader_id": {"term": term + 50, "node_id": from}, "index": 1_000_000},
+        })
+        .to_string()
+    };
+    let other_group = Identity {
+        group: "AnotherGroup".into(),
+        id: 0,
+    };
+    let same_group_other_node = Identity {
+        group: "RaftNode".into(),
+        id: l as u64,
+    };
+    for (who, to, expect) in [
+        (&other_group, f as u64, "of group AnotherGroup"),
+        (&same_group_other_node, 7, "for node n7"),
+    ] {
+        let req = who.request(VOTE, to).with_body(vote(who.id));
+        let resp = c.invoke(addr, req, Duration::from_secs(3)).await.unwrap();
+        assert_ne!(resp.response_code(), ResponseCode::Success);
+        let remark = resp.remark_str().to_string();
+        assert!(remark.contains(expect), "{remark}");
+    }
+    // The same request from the group's member for this node is answered (so the refusals
+    // above were not about the vote itself).
+    let req = same_group_other_node
+        .request(VOTE, f as u64)
+        .with_body(vote(l as u64));
+    // Their broker configs name their roles as Java's role change handler sets them.
+    for (i, role, id) in [(l, "SYNC_MASTER", 0), (f, "SLAVE", f + 1)] {
+        let req = RemotingCommand::request(RequestCode::GetBrokerConfig);
+        let resp = c
+            .invoke(&g.node(i).broker_addr(), req, Duration::from_secs(3))
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&resp.body).to_string();
+        assert!(text.contains(&format!("brokerRole={role}\n")), "{text}");
+        assert!(text.contains(&format!("brokerId={id}\n")), "{text}");
+    }
+    let resp = c.invoke(addr, req, Duration::from_secs(3)).await.unwrap();
+    assert_eq!(
+        resp.response_code(),
+        ResponseCode::Success,
+        "{}",
+        resp.remark_str()
+    );
     g.stop().await;
 }

@@ -533,6 +533,16 @@ pub(crate) fn broker_config(b: &BrokerInner) -> ProcessResult {
         props.insert(k.to_string(), v);
     };
     put("brokerId", b.broker_id_now().to_string());
+    if let Some(node) = b.dledger() {
+        // Java's `DLedgerRoleChangeHandler` sets the role as the node's changes: SYNC_MASTER
+        // when it leads, SLAVE otherwise (whatever broker.conf said).
+        let role = if node.is_leader() {
+            "SYNC_MASTER"
+        } else {
+            "SLAVE"
+        };
+        put("brokerRole", role.to_string());
+    }
     put("listenPort", b.store_host().port().to_string());
     // As configured: a host name stays a name, as Java shows it.
     put("brokerIP1", b.broker_ip1());

@@ -50,6 +50,67 @@ pub const SNAPSHOT_CHUNK: i32 = 51011;
 /// Commit-log bytes a snapshot chunk carries at most.
 const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
 
+/// `extFields` key naming the group a request is for (Java DLedger's `group`).
+const GROUP_KEY: &str = "group";
+/// `extFields` key naming the node a request is for (`nK`; Java DLedger's `remoteId`).
+const REMOTE_KEY: &str = "remoteId";
+/// `extFields` key naming the node a request comes from (`nK`; Java DLedger's `localId`).
+const LOCAL_KEY: &str = "localId";
+
+/// Who a node is: its group and its id. Every request between nodes names the group and the
+/// node it is for, and a node answers only those meant for it, as Java DLedger's handlers
+/// refuse a request of another group (`UNKNOWN_GROUP`) or for another member
+/// (`UNKNOWN_MEMBER`): a `dLegerPeers` that points at a node of another group (two groups on
+/// one machine, a port copied from the wrong file) must not let one group's leader append to,
+/// or win votes from, the other group's nodes.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    /// `dLegerGroup`.
+    pub group: Arc<str>,
+    /// This node's id (`K` of `nK`).
+    pub id: NodeId,
+}
+
+impl Identity {
+    /// A request from this node to node `to` of its group.
+    pub fn request(&self, code: i32, to: NodeId) -> RemotingCommand {
+        let mut req = RemotingCommand::request(RequestCode::Unknown(code));
+        req.set_ext(GROUP_KEY, &*self.group);
+        req.set_ext(REMOTE_KEY, format!("n{to}"));
+        req.set_ext(LOCAL_KEY, format!("n{}", self.id));
+        req
+    }
+
+    /// Why this node does not answer `req`, if it does not: the request names another group or
+    /// another node (or neither).
+    fn refuses(&self, req: &RemotingCommand) -> Option<String> {
+        let from = req.ext(LOCAL_KEY).unwrap_or("an unnamed node");
+        let Some(group) = req.ext(GROUP_KEY) else {
+            return Some(format!(
+                "a DLedger request that names no group (from {from}) reached node n{} of group \
+                 {}: it is not from a node of this group",
+                self.id, self.group
+            ));
+        };
+        if group != &*self.group {
+            return Some(format!(
+                "a DLedger request of group {group} (from {from}) reached node n{} of group {}: \
+                 check dLegerPeers, it points at this node's port",
+                self.id, self.group
+            ));
+        }
+        let me = format!("n{}", self.id);
+        match req.ext(REMOTE_KEY) {
+            Some(to) if to == me => None,
+            to => Some(format!(
+                "a DLedger request for node {} of group {group} (from {from}) reached node {me}: \
+                 check dLegerPeers, it gives that node this node's address",
+                to.unwrap_or("(none)")
+            )),
+        }
+    }
+}
+
 /// The Raft instance of a node.
 pub type Raft = openraft::Raft<TypeConfig>;
 
@@ -245,6 +306,8 @@ pub struct Network {
     commit_only_window: Duration,
     /// The peers' addresses as configured now (`dLegerPeers`), by node id.
     peers: Arc<BTreeMap<NodeId, String>>,
+    /// This node, as its requests name it.
+    me: Identity,
 }
 
 impl Network {
@@ -254,7 +317,8 @@ impl Network {
     /// within `commit_only_window` of one it acknowledged are not sent (see
     /// [`Peer::append_entries`]). A peer is reached at its address in `peers` (this start's
     /// `dLegerPeers`, as Java's `MemberState` reads them at every start), not at the one the
-    /// group's membership stored when it was first initialized.
+    /// group's membership stored when it was first initialized. Requests name `me` as their
+    /// sender and group.
     pub fn new(
         client: RemotingClient,
         partition: Arc<Partition>,
@@ -262,6 +326,7 @@ impl Network {
         durable: Durable,
         commit_only_window: Duration,
         peers: BTreeMap<NodeId, String>,
+        me: Identity,
     ) -> Self {
         Self {
             client,
@@ -270,6 +335,7 @@ impl Network {
             durable,
             commit_only_window,
             peers: Arc::new(peers),
+            me,
         }
     }
 }
@@ -320,7 +386,7 @@ impl Peer {
                 &std::io::Error::other("partitioned"),
             )));
         }
-        let req = RemotingCommand::request(RequestCode::Unknown(code)).with_body(body);
+        let req = self.net.me.request(code, self.target).with_body(body);
         let resp = self
             .net
             .client
@@ -521,6 +587,10 @@ impl RaftNetwork<TypeConfig> for Peer {
 
 /// Serves the peers' RPCs to this node's Raft instance.
 pub struct PeerService {
+    /// This node: requests for another group or node are refused.
+    pub me: Identity,
+    /// The refusals logged (each distinct one is logged once, as a warning).
+    pub refusals_logged: Mutex<HashSet<String>>,
     /// The Raft instance, once created.
     pub raft: Arc<OnceLock<Raft>>,
     /// This node's partition switch.
@@ -622,6 +692,20 @@ impl RequestProcessor for PeerService {
         if self.partition.is_isolated() {
             return ProcessResult::NoResponse;
         }
+        if let Some(why) = self.me.refuses(&req) {
+            let mut logged = self
+                .refusals_logged
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            // Each distinct refusal once (a misdirected leader sends one every heartbeat),
+            // and not without bound.
+            if logged.len() < 64 && logged.insert(why.clone()) {
+                tracing::warn!(error = %why, "refusing a DLedger request");
+            } else {
+                tracing::debug!(error = %why, "refusing a DLedger request");
+            }
+            return refuse(why);
+        }
         if req.code == METADATA {
             return match self.broker_addr.get() {
                 Some(a) => RemotingCommand::success().with_body(a.clone()).into(),
@@ -722,6 +806,10 @@ mod tests {
             log.durable().unwrap(),
             window,
             BTreeMap::new(),
+            Identity {
+                group: "g".into(),
+                id: 0,
+            },
         );
         let mut peer = net
             .new_client(1, &BasicNode::new("127.0.0.1:1".to_string()))
@@ -786,6 +874,39 @@ mod tests {
             .append_entries(push(4, vec![], 4), option())
             .await
             .is_err());
+    }
+
+    /// A node answers only requests that name its group and itself.
+    #[test]
+    fn requests_for_another_group_or_node_are_refused() {
+        let n1 = Identity {
+            group: "broker-a".into(),
+            id: 1,
+        };
+        let from_n0 = Identity {
+            group: "broker-a".into(),
+            id: 0,
+        };
+        assert_eq!(n1.refuses(&from_n0.request(VOTE, 1)), None);
+        let other_group = Identity {
+            group: "broker-b".into(),
+            id: 0,
+        };
+        let why = n1.refuses(&other_group.request(VOTE, 1)).unwrap();
+        assert!(
+            why.contains("group broker-b") && why.contains("group broker-a"),
+            "{why}"
+        );
+        let why = n1.refuses(&from_n0.request(PUSH, 2)).unwrap();
+        assert!(
+            why.contains("node n2") && why.contains("reached node n1"),
+            "{why}"
+        );
+        let bare = RemotingCommand::request(RequestCode::Unknown(VOTE));
+        assert!(n1.refuses(&bare).unwrap().contains("names no group"));
+        let mut no_target = RemotingCommand::request(RequestCode::Unknown(PUSH));
+        no_target.set_ext(GROUP_KEY, "broker-a");
+        assert!(n1.refuses(&no_target).unwrap().contains("node (none)"));
     }
 
     #[test]

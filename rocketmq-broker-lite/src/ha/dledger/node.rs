@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::log_store::RaftLogStore;
-use super::network::{Network, Partition, PeerService, Raft};
+use super::network::{Identity, Network, Partition, PeerService, Raft};
 use super::state_machine::{AppliedMark, StateMachine};
 use super::types::{Applied, NodeId, Proposal};
 use super::{DLedgerConfig, PeerTls};
@@ -453,6 +453,10 @@ impl DLedgerNode {
         // A commit index goes out by itself if nothing else does within a heartbeat (see
         // `Peer::append_entries`).
         let commit_only_window = (cfg.heartbeat_interval / 4).min(Duration::from_millis(2));
+        let identity = Identity {
+            group: cfg.group.as_str().into(),
+            id,
+        };
         let network = Network::new(
             client.clone(),
             partition.clone(),
@@ -460,6 +464,7 @@ impl DLedgerNode {
             durable,
             commit_only_window,
             cfg.peers.iter().map(|p| (p.id, p.addr.clone())).collect(),
+            identity.clone(),
         );
         let cell = Arc::new(OnceLock::new());
         let broker_addr = Arc::new(OnceLock::new());
@@ -468,6 +473,8 @@ impl DLedgerNode {
             None => return Err(format!("bad peer address {:?} in dLegerPeers", me.addr)),
         };
         let service = Arc::new(PeerService {
+            me: identity,
+            refusals_logged: std::sync::Mutex::default(),
             raft: cell.clone(),
             partition: partition.clone(),
             broker_addr: broker_addr.clone(),
@@ -626,9 +633,7 @@ impl DLedgerNode {
             return None;
         }
         let addr = self.peers.get(&leader)?;
-        let req = rocketmq_remoting::protocol::RemotingCommand::request(
-            rocketmq_remoting::protocol::RequestCode::Unknown(super::network::METADATA),
-        );
+        let req = self.service.me.request(super::network::METADATA, leader);
         let resp = self
             .client
             .invoke(addr, req, Duration::from_secs(3))
