@@ -1,6 +1,7 @@
 //! The lite pull consumer's queue ownership: what it writes when it gives a queue up, stale
 //! batches after a queue is dropped and taken again, concurrent `assign` calls, commits of
-//! queues it no longer owns, and the consumer-wide cache limit.
+//! queues it no longer owns, `committed` (memory first, as Java's), and the consumer-wide
+//! cache limit.
 
 mod common;
 
@@ -8,8 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use common::*;
+use futures::StreamExt;
+use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::consumer::{
-    ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig,
+    ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig, MIN_AUTO_COMMIT_INTERVAL,
 };
 use rocketmq_client::{ClientConfig, ClientError, Message, MessageExt, MessageQueue};
 
@@ -31,22 +34,48 @@ fn lite(ns: &str, group: &str, instance: &str, auto_commit: bool) -> DefaultLite
 }
 
 fn lite_with(
-    mut client: ClientConfig,
+    client: ClientConfig,
     group: &str,
     instance: &str,
     auto_commit: bool,
 ) -> DefaultLitePullConsumer {
-    client.instance_name = format!("{group}-{instance}");
-    DefaultLitePullConsumer::builder()
-        .client_config(client)
-        .consumer_config(LitePullConsumerConfig {
+    lite_cfg(
+        client,
+        instance,
+        LitePullConsumerConfig {
             group: group.into(),
             consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
             auto_commit,
             ..LitePullConsumerConfig::default()
-        })
+        },
+    )
+}
+
+fn lite_cfg(
+    mut client: ClientConfig,
+    instance: &str,
+    cfg: LitePullConsumerConfig,
+) -> DefaultLitePullConsumer {
+    client.instance_name = format!("{}-{instance}", cfg.group);
+    DefaultLitePullConsumer::builder()
+        .client_config(client)
+        .consumer_config(cfg)
         .build()
         .unwrap()
+}
+
+/// The offset of `group` on `q` as stored on the broker (GET_CONSUME_STATS through the admin
+/// API; -1 when the broker reports none): what a consumer wrote, not what it holds in memory
+/// (its own `committed` answers from memory first, as Java's).
+async fn stored(admin: &MQAdmin, group: &str, q: &MessageQueue) -> i64 {
+    admin
+        .group_offsets(group, &q.topic)
+        .await
+        .expect("the group's offsets on the broker")
+        .queues
+        .into_iter()
+        .find(|l| &l.queue == q)
+        .map_or(-1, |l| l.consumer_offset)
 }
 
 /// Sends `n` messages to queue `id` of `topic`.
@@ -108,14 +137,15 @@ async fn assign_away_without_auto_commit_keeps_the_committed_offset() {
     let ns = c.namesrv_addr();
     create_topic(&ns, "LiteAway", 2).await;
     fill(&ns, "LiteAway", 0, 5).await;
+    let admin = MQAdmin::connect(&ns).unwrap();
     let a = lite(&ns, "g-lite-away", "a", false);
     a.assign([mq("LiteAway", 0)]).await.unwrap();
     a.start().await.unwrap();
-    let before = a.committed(&mq("LiteAway", 0)).await.unwrap();
+    let before = stored(&admin, "g-lite-away", &mq("LiteAway", 0)).await;
     assert_eq!(poll_n(&a, 5).await.len(), 5);
     a.assign([mq("LiteAway", 1)]).await.unwrap();
     assert_eq!(
-        a.committed(&mq("LiteAway", 0)).await.unwrap(),
+        stored(&admin, "g-lite-away", &mq("LiteAway", 0)).await,
         before,
         "giving the queue up wrote the polled (never committed) position"
     );
@@ -123,8 +153,117 @@ async fn assign_away_without_auto_commit_keeps_the_committed_offset() {
     a.assign([mq("LiteAway", 0)]).await.unwrap();
     let again = poll_n(&a, 5).await;
     a.commit_messages(&again).await.unwrap();
+    assert_eq!(stored(&admin, "g-lite-away", &mq("LiteAway", 0)).await, 5);
     assert_eq!(a.committed(&mq("LiteAway", 0)).await.unwrap(), 5);
     a.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
+/// With auto-commit, `assign` of another set gives a queue up writing what was committed, not
+/// the position of the messages polled since: auto-commit commits them at the next poll after
+/// its interval, when the application is done with them (Java writes the offset store only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assign_away_with_auto_commit_writes_the_committed_offset_not_the_polled_one() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteAwayAuto", 2).await;
+    fill(&ns, "LiteAwayAuto", 0, 5).await;
+    let (q0, q1) = (mq("LiteAwayAuto", 0), mq("LiteAwayAuto", 1));
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let a = lite_cfg(
+        fast_client(&ns),
+        "a",
+        LitePullConsumerConfig {
+            group: "g-lite-away-auto".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            auto_commit: true,
+            // The polls of the test come long before auto-commit's first turn.
+            auto_commit_interval: Duration::from_secs(600),
+            ..LitePullConsumerConfig::default()
+        },
+    );
+    a.assign([q0.clone()]).await.unwrap();
+    a.start().await.unwrap();
+    let before = stored(&admin, "g-lite-away-auto", &q0).await;
+    assert!(before <= 0, "{before} stored before any poll");
+    assert_eq!(poll_n(&a, 5).await.len(), 5);
+    // Given up (the persist is part of the call).
+    a.assign([q1]).await.unwrap();
+    assert_eq!(
+        stored(&admin, "g-lite-away-auto", &q0).await,
+        before,
+        "giving the queue up wrote the polled (not yet auto-committed) position"
+    );
+    // Taken again, it starts from the committed offset: the messages come again.
+    a.assign([q0.clone()]).await.unwrap();
+    poll_exactly_once(&a, 5).await;
+    a.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
+/// `committed` answers from memory first, as Java 4.9.8's
+/// (`DefaultLitePullConsumerImpl.committed`: `readOffset(mq, MEMORY_FIRST_THEN_STORE)`): a
+/// commit made in memory (here a stream's auto-commit, which the persist timer writes later)
+/// shows before it reaches the broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_reads_a_local_commit_before_it_is_persisted() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteLocal", 1).await;
+    fill(&ns, "LiteLocal", 0, 3).await;
+    let q0 = mq("LiteLocal", 0);
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let a = lite_cfg(
+        ClientConfig {
+            // Nothing reaches the broker but by the consumer's own commits.
+            persist_consumer_offset_interval: Duration::from_secs(600),
+            ..fast_client(&ns)
+        },
+        "a",
+        LitePullConsumerConfig {
+            group: "g-lite-local".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            auto_commit: true,
+            auto_commit_interval: MIN_AUTO_COMMIT_INTERVAL,
+            ..LitePullConsumerConfig::default()
+        },
+    );
+    a.assign([q0.clone()]).await.unwrap();
+    a.start().await.unwrap();
+    let mut s = a.stream();
+    let m0 = tokio::time::timeout(LIMIT, s.next())
+        .await
+        .expect("a message in time")
+        .expect("the stream goes on")
+        .unwrap();
+    assert_eq!(m0.queue_offset, 0);
+    // The auto-commit interval passes while m0 is processed; asking for the next message
+    // commits m0, in memory.
+    tokio::time::sleep(MIN_AUTO_COMMIT_INTERVAL + Duration::from_millis(200)).await;
+    let m1 = tokio::time::timeout(LIMIT, s.next())
+        .await
+        .expect("a message in time")
+        .expect("the stream goes on")
+        .unwrap();
+    assert_eq!(m1.queue_offset, 1);
+    let on_broker = stored(&admin, "g-lite-local", &q0).await;
+    assert!(on_broker <= 0, "{on_broker} on the broker already");
+    assert_eq!(
+        a.committed(&q0).await.unwrap(),
+        1,
+        "committed() does not show the commit not yet persisted"
+    );
+    assert_eq!(
+        a.committed_offsets([q0.clone()]).await.unwrap(),
+        BTreeMap::from([(q0.clone(), 1)])
+    );
+    // The stop persists it (and nothing polled after it).
+    a.shutdown().await;
+    drop(s);
+    assert_eq!(stored(&admin, "g-lite-local", &q0).await, 1);
+    admin.shutdown();
     c.shutdown().await.unwrap();
 }
 
@@ -133,13 +272,40 @@ async fn assign_away_without_auto_commit_keeps_the_committed_offset() {
 /// polled but never committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebalance_without_auto_commit_keeps_the_committed_offset() {
+    rebalance_keeps_the_committed_offset("LiteGive", "g-lite-give", false).await;
+}
+
+/// With auto-commit, a member that loses a queue writes what was committed (at its last poll
+/// after `auto_commit_interval`), not the position of the messages its application was given
+/// since: Java's `RebalanceLitePullImpl.removeUnnecessaryMessageQueue` persists the offset
+/// store, which auto-commit fills only at the next `poll`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebalance_with_auto_commit_writes_the_committed_offset_not_the_polled_one() {
+    rebalance_keeps_the_committed_offset("LiteGiveAuto", "g-lite-give-auto", true).await;
+}
+
+/// A polls both queues of `topic` (no commit: without auto-commit, or before its interval),
+/// then B joins and takes one: A must not write the polled position of the queue it gives up.
+async fn rebalance_keeps_the_committed_offset(topic: &str, group: &str, auto_commit: bool) {
     let c = cluster().await;
     let ns = c.namesrv_addr();
-    create_topic(&ns, "LiteGive", 2).await;
-    fill(&ns, "LiteGive", 0, 5).await;
-    fill(&ns, "LiteGive", 1, 5).await;
-    let a = lite(&ns, "g-lite-give", "a", false);
-    a.subscribe("LiteGive", "*").unwrap();
+    create_topic(&ns, topic, 2).await;
+    fill(&ns, topic, 0, 5).await;
+    fill(&ns, topic, 1, 5).await;
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let a = lite_cfg(
+        fast_client(&ns),
+        "a",
+        LitePullConsumerConfig {
+            group: group.into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            auto_commit,
+            // The polls of the test come long before auto-commit's first turn.
+            auto_commit_interval: Duration::from_secs(600),
+            ..LitePullConsumerConfig::default()
+        },
+    );
+    a.subscribe(topic, "*").unwrap();
     a.start().await.unwrap();
     assert_eq!(poll_n(&a, 10).await.len(), 10, "A polls both queues");
     // B writes no offset of its own during the test (its persist period is long).
@@ -148,11 +314,11 @@ async fn rebalance_without_auto_commit_keeps_the_committed_offset() {
             persist_consumer_offset_interval: Duration::from_secs(600),
             ..fast_client(&ns)
         },
-        "g-lite-give",
+        group,
         "b",
         false,
     );
-    b.subscribe("LiteGive", "*").unwrap();
+    b.subscribe(topic, "*").unwrap();
     b.start().await.unwrap();
     let (a2, b2) = (a.clone(), b.clone());
     wait_until(LIMIT, "the queues are shared", move || {
@@ -163,7 +329,7 @@ async fn rebalance_without_auto_commit_keeps_the_committed_offset() {
     let moved = b.assignment().into_iter().next().unwrap();
     let deadline = tokio::time::Instant::now() + QUIET;
     while tokio::time::Instant::now() < deadline {
-        let o = b.committed(&moved).await.unwrap();
+        let o = stored(&admin, group, &moved).await;
         assert!(
             o <= 0,
             "A wrote {o} for {moved}, a position polled but never committed"
@@ -175,6 +341,7 @@ async fn rebalance_without_auto_commit_keeps_the_committed_offset() {
     assert!(got.iter().all(|m| m.queue_id == moved.queue_id));
     b.shutdown().await;
     a.shutdown().await;
+    admin.shutdown();
     c.shutdown().await.unwrap();
 }
 
@@ -251,7 +418,8 @@ async fn a_commit_for_a_queue_given_up_is_not_written() {
     b.assign([q0.clone()]).await.unwrap();
     b.start().await.unwrap();
     b.commit(&BTreeMap::from([(q0.clone(), 2)])).await.unwrap();
-    assert_eq!(b.committed(&q0).await.unwrap(), 2);
+    let admin = MQAdmin::connect(&ns).unwrap();
+    assert_eq!(stored(&admin, "g-lite-late", &q0).await, 2);
     // A's late commit of what it polled before: refused, naming the queue.
     let not_stored = |r: Result<(), ClientError>| match r {
         Err(ClientError::OffsetsNotStored { failed }) => {
@@ -265,12 +433,13 @@ async fn a_commit_for_a_queue_given_up_is_not_written() {
         vec![q0.clone()]
     );
     assert_eq!(
-        b.committed(&q0).await.unwrap(),
+        stored(&admin, "g-lite-late", &q0).await,
         2,
         "a consumer that gave the queue up moved its offset"
     );
     b.shutdown().await;
     a.shutdown().await;
+    admin.shutdown();
     c.shutdown().await.unwrap();
 }
 

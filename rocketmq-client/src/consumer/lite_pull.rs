@@ -582,7 +582,10 @@ impl DefaultLitePullConsumer {
             .map_err(|e| self.shown(e))
     }
 
-    /// The committed offset of `mq` (-1 if none).
+    /// The committed offset of `mq` (-1 if none): the last commit of this consumer (automatic
+    /// or not), even one the persist timer has not written to the broker yet, else the one
+    /// stored (on the broker, or in the local file of a broadcasting consumer), as Java's
+    /// `committed` (`MEMORY_FIRST_THEN_STORE`).
     pub async fn committed(&self, mq: &MessageQueue) -> Result<i64> {
         let o = self.engine()?.committed(&self.inner.ns.wrap_mq(mq)).await;
         if o == -2 {

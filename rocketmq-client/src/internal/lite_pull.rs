@@ -304,19 +304,17 @@ impl LiteEngine {
         if let Some(st) = st {
             st.pq.set_dropped(true);
             st.wake.notify_one();
-            self.give_up(mq, st.consumed).await;
+            self.give_up(mq).await;
         }
         lock(&self.rebalance.process_queues).remove(mq);
     }
 
-    /// Writes the offset of a queue given up, then forgets it. That is the last commit; the
-    /// polled position `consumed` counts only with auto-commit. Without it, what was polled
-    /// but not committed is delivered again (here or to the queue's next owner), as in Java
-    /// (`RebalanceLitePullImpl.removeUnnecessaryMessageQueue` persists the offset store).
-    async fn give_up(&self, mq: &MessageQueue, consumed: i64) {
-        if self.cfg.auto_commit && consumed >= 0 {
-            self.offsets.update(mq, consumed, false);
-        }
+    /// Writes the committed offset of a queue given up, then forgets it (Java
+    /// `RebalanceLitePullImpl.removeUnnecessaryMessageQueue`: `persist(mq)`, `removeOffset(mq)`).
+    /// The last commit only, also with auto-commit: the messages polled since were handed to
+    /// the application, which may not be done with them (auto-commit counts them at its next
+    /// poll), so they are delivered again, here or to the queue's next owner.
+    async fn give_up(&self, mq: &MessageQueue) {
         let _ = self.offsets.persist(&self.inst, mq).await;
         self.offsets.remove(mq);
     }
@@ -650,10 +648,11 @@ impl LiteEngine {
         }
     }
 
-    /// The committed offset of `mq` on the store.
+    /// The committed offset of `mq`: the one committed in memory (perhaps not persisted yet),
+    /// else the store's (Java `committed`: `readOffset(mq, MEMORY_FIRST_THEN_STORE)`).
     pub(crate) async fn committed(&self, mq: &MessageQueue) -> i64 {
         self.offsets
-            .read(&self.inst, mq, ReadOffsetType::Store)
+            .read(&self.inst, mq, ReadOffsetType::MemoryFirstThenStore)
             .await
     }
 
@@ -696,15 +695,11 @@ impl RebalanceTarget for LiteEngine {
     }
 
     async fn remove_unnecessary(&self, mq: &MessageQueue, _pq: &Arc<ProcessQueue>) -> bool {
-        let consumed = match lock(&self.queues).remove(mq) {
-            Some(st) => {
-                st.pq.set_dropped(true);
-                st.wake.notify_one();
-                st.consumed
-            }
-            None => -1,
-        };
-        self.give_up(mq, consumed).await;
+        if let Some(st) = lock(&self.queues).remove(mq) {
+            st.pq.set_dropped(true);
+            st.wake.notify_one();
+        }
+        self.give_up(mq).await;
         true
     }
 

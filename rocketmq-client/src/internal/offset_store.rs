@@ -17,6 +17,8 @@ use crate::error::{ClientError, Result};
 pub(crate) enum ReadOffsetType {
     /// Memory only.
     Memory,
+    /// Memory, else the store (Java `MEMORY_FIRST_THEN_STORE`).
+    MemoryFirstThenStore,
     /// The store (broker or file), refreshing memory.
     Store,
 }
@@ -89,7 +91,7 @@ impl OffsetStore {
         mq: &MessageQueue,
         t: ReadOffsetType,
     ) -> i64 {
-        if t == ReadOffsetType::Memory || self.is_local() {
+        if t != ReadOffsetType::Store || self.is_local() {
             if let Some(o) = lock(&self.table).get(mq) {
                 return *o;
             }
