@@ -4,16 +4,44 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::time::Duration;
 
 use common::*;
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use rocketmq_client::consumer::{
-    ConsumeFromWhere, DefaultLitePullConsumer, LitePullConsumerConfig, PushConsumerConfig,
+    ConsumeFromWhere, DefaultLitePullConsumer, DefaultMQPushConsumer, LitePullConsumerConfig,
+    PushConsumerConfig,
 };
+use rocketmq_client::producer::DefaultMQProducer;
 use rocketmq_client::{ClientConfig, Message, MessageQueue};
 
 const LIMIT: Duration = Duration::from_secs(30);
+
+/// A push consumer of `cfg.group` (test timings) subscribed to all of `topic`.
+fn push_consumer(ns: &str, topic: &str, cfg: PushConsumerConfig) -> DefaultMQPushConsumer {
+    push_builder(ns, &cfg.group)
+        .consumer_config(cfg)
+        .subscribe(topic, "*")
+        .build()
+        .unwrap()
+}
+
+/// Sends the bodies `m{i}` for each `i` of `range` to `topic`, one after the other.
+async fn send_numbered(p: &DefaultMQProducer, topic: &str, range: Range<usize>) {
+    for i in range {
+        p.send(Message::new(topic, format!("m{i}"))).await.unwrap();
+    }
+}
+
+/// The next item of `stream` within [`LIMIT`]; panics if `what` does not come in time or the
+/// stream ends.
+async fn next_in_time<S: Stream + Unpin>(stream: &mut S, what: &str) -> S::Item {
+    tokio::time::timeout(LIMIT, stream.next())
+        .await
+        .unwrap_or_else(|_| panic!("{what} in time"))
+        .expect("the stream goes on")
+}
 
 /// Deliveries acknowledged are consumed once; one sent back comes again with its attempt
 /// counted; after the stream is dropped, the group's next member gets what was left.
@@ -27,26 +55,15 @@ async fn push_stream_acks_retries_and_stops_when_dropped() {
         consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
         ..PushConsumerConfig::default()
     };
-    let consumer = push_builder(&ns, "g-push-stream")
-        .consumer_config(cfg.clone())
-        .subscribe("PushStream", "*")
-        .build()
-        .unwrap();
+    let consumer = push_consumer(&ns, "PushStream", cfg.clone());
     let mut stream = consumer.stream(4).unwrap();
     consumer.start().await.unwrap();
     let p = producer(&ns, "p-push-stream").await;
-    for i in 0..20 {
-        p.send(Message::new("PushStream", format!("m{i}")))
-            .await
-            .unwrap();
-    }
+    send_numbered(&p, "PushStream", 0..20).await;
     let mut seen = BTreeSet::new();
     let mut retried = None;
     while seen.len() < 20 || retried.is_none() {
-        let d = tokio::time::timeout(LIMIT, stream.next())
-            .await
-            .expect("a delivery in time")
-            .expect("the stream goes on");
+        let d = next_in_time(&mut stream, "a delivery").await;
         let m = &d.messages()[0];
         let body = String::from_utf8_lossy(&m.body).to_string();
         if body == "m7" && m.reconsume_times == 0 {
@@ -74,11 +91,7 @@ async fn push_stream_acks_retries_and_stops_when_dropped() {
     })
     .await;
     let rec = Recorder::default();
-    let next = push_builder(&ns, "g-push-stream")
-        .consumer_config(cfg)
-        .subscribe("PushStream", "*")
-        .build()
-        .unwrap();
+    let next = push_consumer(&ns, "PushStream", cfg);
     next.register_message_listener_concurrently(rec.concurrent(2))
         .unwrap();
     next.start().await.unwrap();
@@ -105,11 +118,7 @@ async fn lite_pull_stream_commits_only_what_it_returned() {
     let ns = c.namesrv_addr();
     create_topic(&ns, "LiteStream", 1).await;
     let p = producer(&ns, "p-lite-stream").await;
-    for i in 0..10 {
-        p.send(Message::new("LiteStream", format!("m{i}")))
-            .await
-            .unwrap();
-    }
+    send_numbered(&p, "LiteStream", 0..10).await;
     let make = || {
         let cons = DefaultLitePullConsumer::builder()
             .client_config(fast_client(&ns))
@@ -127,11 +136,7 @@ async fn lite_pull_stream_commits_only_what_it_returned() {
     first.start().await.unwrap();
     let mut stream = first.stream();
     for i in 0..3 {
-        let m = tokio::time::timeout(LIMIT, stream.next())
-            .await
-            .expect("a message in time")
-            .expect("the stream goes on")
-            .unwrap();
+        let m = next_in_time(&mut stream, "a message").await.unwrap();
         assert_eq!(String::from_utf8_lossy(&m.body), format!("m{i}"));
     }
     // What the stream returned is committed; what it holds (m3..) is not.
@@ -149,11 +154,7 @@ async fn lite_pull_stream_commits_only_what_it_returned() {
     let mut got = Vec::new();
     let mut stream = second.stream();
     while got.len() < 7 {
-        let m = tokio::time::timeout(LIMIT, stream.next())
-            .await
-            .expect("a message in time")
-            .expect("the stream goes on")
-            .unwrap();
+        let m = next_in_time(&mut stream, "a message").await.unwrap();
         got.push(String::from_utf8_lossy(&m.body).to_string());
     }
     let want: Vec<String> = (3..10).map(|i| format!("m{i}")).collect();
@@ -173,31 +174,24 @@ async fn push_stream_times_out_from_hand_out() {
     let c = cluster().await;
     let ns = c.namesrv_addr();
     create_topic(&ns, "PushSlow", 1).await;
-    let consumer = push_builder(&ns, "g-push-slow")
-        .consumer_config(PushConsumerConfig {
+    let consumer = push_consumer(
+        &ns,
+        "PushSlow",
+        PushConsumerConfig {
             group: "g-push-slow".into(),
             consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
             consume_timeout: Duration::from_secs(2),
             consume_thread_max: 4,
             ..PushConsumerConfig::default()
-        })
-        .subscribe("PushSlow", "*")
-        .build()
-        .unwrap();
+        },
+    );
     let mut stream = consumer.stream(1).unwrap();
     consumer.start().await.unwrap();
     let p = producer(&ns, "p-push-slow").await;
-    for i in 0..8 {
-        p.send(Message::new("PushSlow", format!("m{i}")))
-            .await
-            .unwrap();
-    }
+    send_numbered(&p, "PushSlow", 0..8).await;
     let mut seen = BTreeSet::new();
     while seen.len() < 8 {
-        let d = tokio::time::timeout(LIMIT, stream.next())
-            .await
-            .expect("a delivery in time")
-            .expect("the stream goes on");
+        let d = next_in_time(&mut stream, "a delivery").await;
         let m = &d.messages()[0];
         let body = String::from_utf8_lossy(&m.body).to_string();
         assert_eq!(m.reconsume_times, 0, "{body} came again");
@@ -214,10 +208,7 @@ async fn push_stream_times_out_from_hand_out() {
 
     // Held past the timeout: the acknowledgement does not count; the message comes again.
     p.send(Message::new("PushSlow", "late")).await.unwrap();
-    let d = tokio::time::timeout(LIMIT, stream.next())
-        .await
-        .expect("a delivery in time")
-        .expect("the stream goes on");
+    let d = next_in_time(&mut stream, "a delivery").await;
     assert_eq!(&d.messages()[0].body[..], b"late");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(
@@ -286,20 +277,12 @@ async fn lite_pull_auto_commit_waits_for_the_next_request() {
     let ns = c.namesrv_addr();
     create_topic(&ns, "LiteAuto", 1).await;
     let p = producer(&ns, "p-lite-auto").await;
-    for i in 0..5 {
-        p.send(Message::new("LiteAuto", format!("m{i}")))
-            .await
-            .unwrap();
-    }
+    send_numbered(&p, "LiteAuto", 0..5).await;
     let cons = lite_consumer(&ns, "g-lite-auto", "a", true);
     cons.subscribe("LiteAuto", "*").unwrap();
     cons.start().await.unwrap();
     let mut stream = cons.stream();
-    let m0 = tokio::time::timeout(LIMIT, stream.next())
-        .await
-        .expect("a message in time")
-        .expect("the stream goes on")
-        .unwrap();
+    let m0 = next_in_time(&mut stream, "a message").await.unwrap();
     assert_eq!(&m0.body[..], b"m0");
     let q = MessageQueue::new("LiteAuto", m0.broker_name.clone(), m0.queue_id);
     // The group's offset as stored on the broker (the consumer's own `committed` would put the
@@ -323,11 +306,7 @@ async fn lite_pull_auto_commit_waits_for_the_next_request() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(stored().await < 1, "m0 committed while it was processed");
     // Asking for the next message commits m0.
-    let m1 = tokio::time::timeout(LIMIT, stream.next())
-        .await
-        .expect("a message in time")
-        .expect("the stream goes on")
-        .unwrap();
+    let m1 = next_in_time(&mut stream, "a message").await.unwrap();
     assert_eq!(&m1.body[..], b"m1");
     let s2 = stored.clone();
     wait_until(LIMIT, "m0 committed", move || {

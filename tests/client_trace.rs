@@ -13,6 +13,7 @@ use rocketmq_broker_lite::broker::BrokerConfig;
 use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::consumer::{
     concurrently_fn, orderly_fn, ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyStatus,
+    DefaultMQPushConsumer, PushConsumerBuilder,
 };
 use rocketmq_client::producer::{
     DefaultMQProducer, LocalTransactionState, TransactionListener, TransactionMQProducer,
@@ -76,6 +77,15 @@ fn of(views: &[TraceView], t: TraceType) -> Vec<&TraceView> {
     views.iter().filter(|v| v.trace_type == t).collect()
 }
 
+/// A push consumer builder of `group` that traces its consumption of `topic` from the first
+/// offset.
+fn traced_push_builder(ns: &str, group: &str, topic: &str) -> PushConsumerBuilder {
+    push_builder(ns, group)
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .subscribe(topic, "*")
+        .enable_msg_trace(true)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_and_its_consumption_are_traced() {
     let (c, _dir) = cluster_with(trace_topic_on).await;
@@ -84,10 +94,7 @@ async fn a_send_and_its_consumption_are_traced() {
     let p = traced_producer(&ns, "trace-p1");
     p.start().await.unwrap();
     let rec = Recorder::default();
-    let cons = push_builder(&ns, "trace-c1")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .subscribe("TracedTopic", "*")
-        .enable_msg_trace(true)
+    let cons = traced_push_builder(&ns, "trace-c1", "TracedTopic")
         .build()
         .unwrap();
     cons.register_message_listener_concurrently(rec.concurrent(0))
@@ -513,89 +520,82 @@ async fn the_broker_creates_the_trace_topic_it_is_told_to() {
     c.shutdown().await.unwrap();
 }
 
-/// Java's `ConsumeReturnType` as a `SubAfter`'s context code: a listener that panics (Java: throws)
-/// is `EXCEPTION` (2), not `FAILED`; the messages are consumed again later.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_listener_is_traced_as_an_exception() {
+/// Sends one message (`body`) to a new one-queue `topic` of a cluster that creates the trace
+/// topic, has it consumed by the traced consumer `make` builds (and gives a listener) from
+/// [`traced_push_builder`] for group `{prefix}-c`, and returns the first `SubAfter` record of it.
+async fn sub_after_of_one_message(
+    topic: &str,
+    prefix: &str,
+    body: &'static str,
+    make: impl FnOnce(PushConsumerBuilder) -> DefaultMQPushConsumer,
+) -> TraceView {
     let (c, _dir) = cluster_with(trace_topic_on).await;
     let ns = c.namesrv_addr();
-    create_topic(&ns, "PanicTraced", 1).await;
-    let p = producer(&ns, "trace-panic-p").await;
-    let cons = push_builder(&ns, "trace-panic-c")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .subscribe("PanicTraced", "*")
-        .enable_msg_trace(true)
-        .build()
-        .unwrap();
-    cons.register_message_listener_concurrently(concurrently_fn(|msgs, _q| async move {
-        if msgs.iter().any(|m| m.reconsume_times == 0) {
-            panic!("the listener fails (on purpose)");
-        }
-        ConsumeConcurrentlyStatus::ConsumeSuccess
-    }))
-    .unwrap();
+    create_topic(&ns, topic, 1).await;
+    let p = producer(&ns, &format!("{prefix}-p")).await;
+    let cons = make(traced_push_builder(&ns, &format!("{prefix}-c"), topic));
     cons.start().await.unwrap();
-    let sent = p.send(Message::new("PanicTraced", "boom")).await.unwrap();
+    let sent = p.send(Message::new(topic, body)).await.unwrap();
 
     let admin = MQAdmin::connect(&ns).unwrap();
     let views = wait_trace(&admin, &sent.msg_id, None, "SubAfter", |v| {
         !of(v, TraceType::SubAfter).is_empty()
     })
     .await;
-    let after = of(&views, TraceType::SubAfter)[0];
+    let after = of(&views, TraceType::SubAfter)[0].clone();
+    cons.shutdown().await;
+    p.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+    after
+}
+
+/// Java's `ConsumeReturnType` as a `SubAfter`'s context code: a listener that panics (Java: throws)
+/// is `EXCEPTION` (2), not `FAILED`; the messages are consumed again later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_listener_is_traced_as_an_exception() {
+    let after = sub_after_of_one_message("PanicTraced", "trace-panic", "boom", |b| {
+        let cons = b.build().unwrap();
+        cons.register_message_listener_concurrently(concurrently_fn(|msgs, _q| async move {
+            if msgs.iter().any(|m| m.reconsume_times == 0) {
+                panic!("the listener fails (on purpose)");
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        }))
+        .unwrap();
+        cons
+    })
+    .await;
     assert!(!after.success, "{after:#?}");
     assert_eq!(
         after.context_code,
         ConsumeReturnType::Exception.ordinal(),
         "{after:#?}"
     );
-    cons.shutdown().await;
-    p.shutdown().await;
-    admin.shutdown();
-    c.shutdown().await.unwrap();
 }
 
 /// An orderly listener call that lasts `consume_timeout` or longer is `TIME_OUT` (1), its
 /// success as its status says (Java `ConsumeMessageOrderlyService`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_orderly_call_is_traced_as_timed_out() {
-    let (c, _dir) = cluster_with(trace_topic_on).await;
-    let ns = c.namesrv_addr();
-    create_topic(&ns, "SlowOrderly", 1).await;
-    let p = producer(&ns, "trace-slow-p").await;
     let timeout = Duration::from_millis(300);
-    let cons = push_builder(&ns, "trace-slow-c")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .subscribe("SlowOrderly", "*")
-        .consume_timeout(timeout)
-        .enable_msg_trace(true)
-        .build()
+    let after = sub_after_of_one_message("SlowOrderly", "trace-slow", "slow", |b| {
+        let cons = b.consume_timeout(timeout).build().unwrap();
+        cons.register_message_listener_orderly(orderly_fn(move |_msgs, _q| async move {
+            // A slow listener (not a wait for anything): it outlives consume_timeout.
+            tokio::time::sleep(timeout + Duration::from_millis(100)).await;
+            ConsumeOrderlyStatus::Success
+        }))
         .unwrap();
-    cons.register_message_listener_orderly(orderly_fn(move |_msgs, _q| async move {
-        // A slow listener (not a wait for anything): it outlives consume_timeout.
-        tokio::time::sleep(timeout + Duration::from_millis(100)).await;
-        ConsumeOrderlyStatus::Success
-    }))
-    .unwrap();
-    cons.start().await.unwrap();
-    let sent = p.send(Message::new("SlowOrderly", "slow")).await.unwrap();
-
-    let admin = MQAdmin::connect(&ns).unwrap();
-    let views = wait_trace(&admin, &sent.msg_id, None, "SubAfter", |v| {
-        !of(v, TraceType::SubAfter).is_empty()
+        cons
     })
     .await;
-    let after = of(&views, TraceType::SubAfter)[0];
     assert!(after.success, "{after:#?}");
     assert_eq!(
         after.context_code,
         ConsumeReturnType::TimeOut.ordinal(),
         "{after:#?}"
     );
-    cons.shutdown().await;
-    p.shutdown().await;
-    admin.shutdown();
-    c.shutdown().await.unwrap();
 }
 
 /// A namespaced consumer's traces go to the custom trace topic without the namespace (the trace
@@ -616,11 +616,8 @@ async fn a_namespaced_consumer_reads_its_custom_topic_traces_back() {
         .unwrap();
     p.start().await.unwrap();
     let rec = Recorder::default();
-    let cons = push_builder(&ns, "trace-ns-c")
+    let cons = traced_push_builder(&ns, "trace-ns-c", "NsTraced")
         .namespace("tns")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .subscribe("NsTraced", "*")
-        .enable_msg_trace(true)
         .custom_trace_topic("NsTraceTopic")
         .build()
         .unwrap();

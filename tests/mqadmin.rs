@@ -4,67 +4,12 @@
 
 mod common;
 
-use std::process::Output;
 use std::time::Duration;
 
+use common::mqadmin_ok as ok;
 use common::*;
 use rocketmq_client::consumer::{concurrently_fn, ConsumeConcurrentlyStatus};
 use serde_json::Value;
-
-/// Runs `mqadmin -n <ns> --json <args>`; its exit code and its standard output as JSON
-/// (`Value::Null` when it printed none).
-async fn mqadmin(ns: &str, args: &[&str]) -> (i32, Value, String) {
-    let mut all = vec!["-n".to_string(), ns.to_string(), "--json".to_string()];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let out: Output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
-            .args(&all)
-            .env_remove("NAMESRV_ADDR")
-            .output()
-            .expect("mqadmin runs")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    (out.status.code().unwrap_or(-1), json, stderr)
-}
-
-/// Runs `mqadmin` with extra environment variables (no `--json` added).
-async fn mqadmin_env(ns: &str, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
-    let mut all = vec!["-n".to_string(), ns.to_string()];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let out: Output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
-            .args(&all)
-            .env_remove("NAMESRV_ADDR")
-            .env_remove("ROCKETMQ_HOME")
-            .env_remove("ROCKETMQ_ACCESS_KEY")
-            .env_remove("ROCKETMQ_SECRET_KEY")
-            .envs(env)
-            .output()
-            .expect("mqadmin runs")
-    })
-    .await
-    .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
-
-/// Runs a command that must succeed; its JSON.
-async fn ok(ns: &str, args: &[&str]) -> Value {
-    let (code, json, err) = mqadmin(ns, args).await;
-    assert_eq!(code, 0, "mqadmin {args:?} failed: {err} {json}");
-    json
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_groups_messages_and_configuration_through_the_cli() {
@@ -424,10 +369,7 @@ async fn bad_arguments_unknown_names_and_an_unreachable_name_server_have_their_e
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("NoCluster"), "{err}");
     // Nothing listening: 3.
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let dead = dead_addr();
     let (code, _, err) = mqadmin(&dead, &["topicList"]).await;
     assert_eq!(code, 3, "{err}");
     c.shutdown().await.unwrap();

@@ -6,9 +6,9 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::Output;
 use std::time::Duration;
 
+use common::mqadmin_ok as ok;
 use common::*;
 use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::consumer::{concurrently_fn, ConsumeConcurrentlyStatus};
@@ -16,34 +16,12 @@ use rocketmq_client::producer::DefaultMQProducer;
 use rocketmq_client::{Message, PullStatus};
 use serde_json::Value;
 
-/// Runs `mqadmin -n <ns> --json <args>`; its exit code and its standard output as JSON
-/// (`Value::Null` when it printed none).
-async fn mqadmin(ns: &str, args: &[&str]) -> (i32, Value, String) {
-    let mut all = vec!["-n".to_string(), ns.to_string(), "--json".to_string()];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let out: Output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
-            .args(&all)
-            .env_remove("NAMESRV_ADDR")
-            .env_remove("ROCKETMQ_HOME")
-            .env_remove("ROCKETMQ_ACCESS_KEY")
-            .env_remove("ROCKETMQ_SECRET_KEY")
-            .output()
-            .expect("mqadmin runs")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    (out.status.code().unwrap_or(-1), json, stderr)
-}
-
-/// Runs a command that must succeed; its JSON.
-async fn ok(ns: &str, args: &[&str]) -> Value {
-    let (code, json, err) = mqadmin(ns, args).await;
-    assert_eq!(code, 0, "mqadmin {args:?} failed: {err} {json}");
-    json
+/// The name of the (first) broker `clusterList` prints.
+async fn broker_name(ns: &str) -> String {
+    ok(ns, &["clusterList"]).await[0]["Broker Name"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn now_ms() -> i64 {
@@ -834,10 +812,7 @@ async fn cluster_wide_changes_go_on_past_a_failing_broker_and_say_which_were_don
     let c = cluster().await;
     let ns = c.namesrv_addr();
     let addr = c.broker().broker_addr();
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let dead = dead_addr();
     // A master that cannot be reached, listed before broker-a.
     let _registration = register_broker(&ns, "a-dead", &dead, "CliDead").await;
     let (code, json, err) = mqadmin(
@@ -908,79 +883,6 @@ async fn cluster_wide_changes_go_on_past_a_failing_broker_and_say_which_were_don
     c.shutdown().await.unwrap();
 }
 
-/// Runs `mqadmin -n <ns> <args>` without `--json`: exit code, standard output and error.
-async fn mqadmin_text(ns: &str, args: &[&str]) -> (i32, String, String) {
-    let mut all = vec!["-n".to_string(), ns.to_string()];
-    all.extend(args.iter().map(|s| s.to_string()));
-    let out: Output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
-            .args(&all)
-            .env_remove("NAMESRV_ADDR")
-            .env_remove("ROCKETMQ_HOME")
-            .env_remove("ROCKETMQ_ACCESS_KEY")
-            .env_remove("ROCKETMQ_SECRET_KEY")
-            .output()
-            .expect("mqadmin runs")
-    })
-    .await
-    .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
-
-/// Registers `addr` as the slave (id 1) of broker `name` of DefaultCluster serving `topic`;
-/// keep the returned client for the registration to stay.
-async fn register_slave(
-    ns: &str,
-    name: &str,
-    addr: &str,
-    topic: &str,
-) -> rocketmq_remoting::transport::RemotingClient {
-    use rocketmq_remoting::protocol::body::{
-        self, DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
-    };
-    use rocketmq_remoting::protocol::headers::RegisterBrokerRequestHeader;
-    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
-    let tc = TopicConfig {
-        topic_name: topic.to_string(),
-        read_queue_nums: 4,
-        write_queue_nums: 4,
-        ..TopicConfig::default()
-    };
-    let reg = RegisterBrokerBody {
-        filter_server_list: Vec::new(),
-        topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
-            data_version: DataVersion {
-                counter: 1,
-                state_version: None,
-                timestamp: 1,
-            },
-            topic_config_table: std::collections::BTreeMap::from([(topic.to_string(), tc)]),
-        },
-    };
-    let header = RegisterBrokerRequestHeader {
-        broker_name: name.to_string(),
-        broker_addr: addr.to_string(),
-        cluster_name: "DefaultCluster".into(),
-        ha_server_addr: addr.to_string(),
-        broker_id: 1,
-        compressed: false,
-        body_crc32: 0,
-    };
-    let req = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header)
-        .with_body(body::encode_fastjson(&reg));
-    let client = rocketmq_remoting::transport::RemotingClient::default();
-    let resp = client
-        .invoke(ns, req, Duration::from_secs(3))
-        .await
-        .expect("register");
-    assert_eq!(resp.response_code(), ResponseCode::Success);
-    client
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn printing_streams_goes_on_past_failures_and_text_is_javas() {
     let c = cluster().await;
@@ -995,10 +897,7 @@ async fn printing_streams_goes_on_past_failures_and_text_is_javas() {
             .unwrap();
         broker = r.message_queue.broker_name.to_string();
     }
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let dead = dead_addr();
     // A second master of the topic that cannot be reached: its queues fail, the others print.
     let _master = register_broker(&ns, "a-dead", &dead, "CliStream").await;
     let (code, json, err) = mqadmin(&ns, &["printMsg", "-t", "CliStream"]).await;
@@ -1058,10 +957,7 @@ async fn cluster_list_broker_status_and_config_print_as_javas() {
     let c = cluster().await;
     let ns = c.namesrv_addr();
     let addr = c.broker().broker_addr();
-    let broker = ok(&ns, &["clusterList"]).await[0]["Broker Name"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let broker = broker_name(&ns).await;
     // clusterList: Java's default columns, -m for the day totals.
     let list = ok(&ns, &["clusterList"]).await;
     let row = list
@@ -1138,17 +1034,12 @@ async fn broker_status_and_config_of_a_cluster_ask_its_slaves_too() {
     let c = cluster().await;
     let ns = c.namesrv_addr();
     let addr = c.broker().broker_addr();
-    let broker = ok(&ns, &["clusterList"]).await[0]["Broker Name"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let broker = broker_name(&ns).await;
+    let dead = dead_addr();
     // A slave that does not answer: brokerStatus -c and getBrokerConfig -c ask it too, print
     // the master and exit 1 naming the slave.
-    let _slave = register_slave(&ns, &broker, &dead, "CliSlave").await;
+    let _slave =
+        register_broker_with_id(&ns, "DefaultCluster", &broker, &dead, "CliSlave", 1).await;
     for cmd in ["brokerStatus", "getBrokerConfig"] {
         let (code, out, err) = mqadmin_text(&ns, &[cmd, "-c", "DefaultCluster"]).await;
         assert_eq!(code, 1, "{cmd}: {err} {out}");
@@ -1166,10 +1057,7 @@ async fn broker_status_and_config_of_a_cluster_ask_its_slaves_too() {
 async fn name_server_changes_go_on_past_a_name_server_that_fails() {
     let c = cluster().await;
     let ns = c.namesrv_addr();
-    let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let dead = dead_addr();
     // The dead name server first: the live one is still changed, and the exit says which.
     let two = format!("{dead};{ns}");
     let admin = MQAdmin::connect(&ns).unwrap();

@@ -153,10 +153,29 @@ impl Group {
         }
     }
 
-    async fn stop(mut self) {
+    /// Shuts every running node down; the name server stays.
+    async fn shut_down_nodes(&mut self) {
         for n in self.nodes.iter_mut().filter_map(Option::take) {
             n.shutdown().await.unwrap();
         }
+    }
+
+    /// Starts every node (again), with the group's settings as they are now.
+    async fn restart_nodes(&mut self) {
+        for i in 0..NODES {
+            self.nodes[i] = Some(self.start_node(i).await);
+        }
+    }
+
+    /// Shuts every node down and starts them all again with `dLegerPeers` = `peers`.
+    async fn restart_with_peers(&mut self, peers: String) {
+        self.shut_down_nodes().await;
+        self.peers = peers;
+        self.restart_nodes().await;
+    }
+
+    async fn stop(mut self) {
+        self.shut_down_nodes().await;
         self.namesrv.shutdown().await;
     }
 }
@@ -226,6 +245,13 @@ async fn send_ok(
         r.remark_str()
     );
     r.decode_header().unwrap()
+}
+
+/// Sends `m{i}` to queue `i % 4` of node `b` for each `i` of `range`, each acknowledged.
+async fn send_numbered(c: &RemotingClient, b: &BrokerHandle, range: std::ops::Range<i32>) {
+    for i in range {
+        send_ok(c, b, &format!("m{i}"), i % 4).await;
+    }
 }
 
 /// Waits until every running node holds `end` bytes of commit log, then checks they are the
@@ -690,9 +716,7 @@ async fn the_raft_log_is_purged_behind_snapshots_and_followers_catch_up_from_the
     for n in g.nodes.iter_mut() {
         n.take().unwrap().shutdown().await.unwrap();
     }
-    for i in 0..NODES {
-        g.nodes[i] = Some(g.start_node(i).await);
-    }
+    g.restart_nodes().await;
     for i in 90..100 {
         let l = g.leader().await;
         send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
@@ -1199,23 +1223,14 @@ async fn peer_addresses_changed_in_dledger_peers_are_used_after_a_restart() {
     let mut g = Group::start().await;
     let c = client();
     let l = g.leader().await;
-    for i in 0..10 {
-        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
-    }
-    for n in g.nodes.iter_mut().filter_map(Option::take) {
-        n.shutdown().await.unwrap();
-    }
-    g.peers = (0..NODES)
+    send_numbered(&c, g.node(l), 0..10).await;
+    let moved = (0..NODES)
         .map(|i| format!("n{i}-127.0.0.1:{}", free_port()))
         .collect::<Vec<_>>()
         .join(";");
-    for i in 0..NODES {
-        g.nodes[i] = Some(g.start_node(i).await);
-    }
+    g.restart_with_peers(moved).await;
     let l = g.leader().await;
-    for i in 10..20 {
-        send_ok(&c, g.node(l), &format!("m{i}"), i % 4).await;
-    }
+    send_numbered(&c, g.node(l), 10..20).await;
     let end = g.node(l).store().commit_log_written_offset();
     replicas_identical(&g, end).await;
     g.stop().await;
@@ -1230,9 +1245,7 @@ async fn a_node_whose_peers_are_not_its_groups_members_refuses_to_start() {
     let c = client();
     let l = g.leader().await;
     send_ok(&c, g.node(l), "m", 0).await;
-    for n in g.nodes.iter_mut().filter_map(Option::take) {
-        n.shutdown().await.unwrap();
-    }
+    g.shut_down_nodes().await;
     let peers = g.peers.clone();
     let first = peers.split(';').next().unwrap().to_string();
     for other in [
@@ -1253,9 +1266,7 @@ async fn a_node_whose_peers_are_not_its_groups_members_refuses_to_start() {
     }
     // The group's own members start again.
     g.peers = peers;
-    for i in 0..NODES {
-        g.nodes[i] = Some(g.start_node(i).await);
-    }
+    g.restart_nodes().await;
     let l = g.leader().await;
     send_ok(&c, g.node(l), "again", 0).await;
     g.stop().await;
@@ -1342,13 +1353,8 @@ async fn a_group_whose_peers_are_host_names_runs() {
     let c = client();
     let l = g.leader().await;
     send_ok(&c, g.node(l), "by ip", 0).await;
-    for n in g.nodes.iter_mut().filter_map(Option::take) {
-        n.shutdown().await.unwrap();
-    }
-    g.peers = g.peers.replace("127.0.0.1", "localhost");
-    for i in 0..NODES {
-        g.nodes[i] = Some(g.start_node(i).await);
-    }
+    let by_name = g.peers.replace("127.0.0.1", "localhost");
+    g.restart_with_peers(by_name).await;
     let l = g.leader().await;
     send_ok(&c, g.node(l), "by name", 0).await;
     let end = g.node(l).store().commit_log_written_offset();

@@ -39,17 +39,10 @@ async fn members(c: &RemotingClient, b: &str, group: &str) -> Result<Vec<String>
         .consumer_id_list)
 }
 
+/// A heartbeat of consumer `client_id` of `group` (subscribed to all of `HbTopic`), asserting
+/// success.
 async fn beat(c: &RemotingClient, b: &str, client_id: &str, group: &str) {
-    let r = c
-        .invoke(b, heartbeat(client_id, group, "HbTopic", "*"), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        r.response_code(),
-        ResponseCode::Success,
-        "{}",
-        r.remark_str()
-    );
+    invoke_ok(c, b, heartbeat(client_id, group, "HbTopic", "*")).await;
 }
 
 /// Java registers the consumer of a group it has no config for (and cannot create): only the
@@ -85,13 +78,7 @@ async fn heartbeats_of_a_deleted_group_keep_the_connection_alive() {
     let create = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup).with_body(
         body::encode_fastjson(&SubscriptionGroupConfig::new("gone-g")),
     );
-    let r = c.invoke(&b, create, T).await.unwrap();
-    assert_eq!(
-        r.response_code(),
-        ResponseCode::Success,
-        "{}",
-        r.remark_str()
-    );
+    invoke_ok(&c, &b, create).await;
     beat(&c, &b, "10.0.0.1@gone", "gone-g").await;
     assert!(cl.broker.inner().topic_exists("%RETRY%gone-g"));
     let delete = RemotingCommand::request_with_header(
@@ -101,13 +88,7 @@ async fn heartbeats_of_a_deleted_group_keep_the_connection_alive() {
             remove_offset: false,
         },
     );
-    let r = c.invoke(&b, delete, T).await.unwrap();
-    assert_eq!(
-        r.response_code(),
-        ResponseCode::Success,
-        "{}",
-        r.remark_str()
-    );
+    invoke_ok(&c, &b, delete).await;
 
     cl.clock.advance(60_000);
     beat(&c, &b, "10.0.0.1@gone", "gone-g").await;
@@ -172,13 +153,7 @@ async fn a_send_back_whose_retry_topic_is_too_long_is_refused_like_a_failed_put(
     }
 
     // To the dead-letter topic (delay level -1): its name fits.
-    let r = c.invoke(&b, send_back(phys, &group, -1), T).await.unwrap();
-    assert_eq!(
-        r.response_code(),
-        ResponseCode::Success,
-        "{}",
-        r.remark_str()
-    );
+    invoke_ok(&c, &b, send_back(phys, &group, -1)).await;
     assert_eq!(store.max_offset(&topic::dlq_topic(&group), 0), 1);
     cl.stop().await;
 }

@@ -267,6 +267,18 @@ pub async fn register_broker_in(
     addr: &str,
     topic: &str,
 ) -> RemotingClient {
+    register_broker_with_id(ns, cluster, name, addr, topic, 0).await
+}
+
+/// [`register_broker_in`] as broker id `broker_id` of `name` (0 the master, others slaves).
+pub async fn register_broker_with_id(
+    ns: &str,
+    cluster: &str,
+    name: &str,
+    addr: &str,
+    topic: &str,
+    broker_id: i64,
+) -> RemotingClient {
     let tc = TopicConfig {
         topic_name: topic.to_string(),
         read_queue_nums: 4,
@@ -289,7 +301,7 @@ pub async fn register_broker_in(
         broker_addr: addr.to_string(),
         cluster_name: cluster.into(),
         ha_server_addr: addr.to_string(),
-        broker_id: 0,
+        broker_id,
         compressed: false,
         body_crc32: 0,
     };
@@ -327,4 +339,63 @@ pub async fn cluster_with_properties(properties: &[(&str, &str)]) -> (EmbeddedCl
     .await
     .expect("embedded cluster");
     (c, dir)
+}
+
+/// Runs this package's `mqadmin` binary as `mqadmin -n <ns> <args>` with the variables `env`
+/// added and the caller's `NAMESRV_ADDR`, `ROCKETMQ_HOME` and ACL key variables removed: its
+/// exit code, standard output and standard error.
+pub async fn mqadmin_env(ns: &str, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["-n".to_string(), ns.to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mqadmin"))
+            .args(&all)
+            .env_remove("NAMESRV_ADDR")
+            .env_remove("ROCKETMQ_HOME")
+            .env_remove("ROCKETMQ_ACCESS_KEY")
+            .env_remove("ROCKETMQ_SECRET_KEY")
+            .envs(env)
+            .output()
+            .expect("mqadmin runs")
+    })
+    .await
+    .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// [`mqadmin_env`] without added variables (text output, no `--json`).
+pub async fn mqadmin_text(ns: &str, args: &[&str]) -> (i32, String, String) {
+    mqadmin_env(ns, &[], args).await
+}
+
+/// Runs `mqadmin -n <ns> --json <args>` (as [`mqadmin_env`]); its exit code, its standard
+/// output as JSON (`Value::Null` when it printed none) and its standard error.
+pub async fn mqadmin(ns: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let all: Vec<&str> = std::iter::once("--json")
+        .chain(args.iter().copied())
+        .collect();
+    let (code, stdout, stderr) = mqadmin_env(ns, &[], &all).await;
+    let json = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+    (code, json, stderr)
+}
+
+/// Runs `mqadmin --json` with a command that must succeed (exit 0); its JSON.
+pub async fn mqadmin_ok(ns: &str, args: &[&str]) -> serde_json::Value {
+    let (code, json, err) = mqadmin(ns, args).await;
+    assert_eq!(code, 0, "mqadmin {args:?} failed: {err} {json}");
+    json
+}
+
+/// An address nothing listens on: a port of 127.0.0.1 bound and released at once.
+pub fn dead_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("local address").to_string()
 }

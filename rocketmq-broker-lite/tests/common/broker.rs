@@ -397,6 +397,19 @@ pub fn create_topic_request_with_perm(topic: &str, queues: i32, perm: i32) -> Re
     RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &h)
 }
 
+/// Sends `req` to broker `b` and asserts that it is answered SUCCESS (the remark otherwise);
+/// the answer.
+pub async fn invoke_ok(c: &RemotingClient, b: &str, req: RemotingCommand) -> RemotingCommand {
+    let r = c.invoke(b, req, T).await.unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    r
+}
+
 /// Creates `topic` with `queues` queues on broker `b`, asserting success.
 pub async fn create_topic(c: &RemotingClient, b: &str, topic: &str, queues: i32) {
     create_topic_with_perm(c, b, topic, queues, 6).await
@@ -410,16 +423,7 @@ pub async fn create_topic_with_perm(
     queues: i32,
     perm: i32,
 ) {
-    let r = c
-        .invoke(b, create_topic_request_with_perm(topic, queues, perm), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        r.response_code(),
-        ResponseCode::Success,
-        "{}",
-        r.remark_str()
-    );
+    invoke_ok(c, b, create_topic_request_with_perm(topic, queues, perm)).await;
 }
 
 /// GET_BROKER_RUNTIME_INFO of a broker, as a map.
