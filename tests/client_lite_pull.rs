@@ -513,3 +513,113 @@ async fn a_huge_cache_size_limit_does_not_overflow() {
     a.shutdown().await;
     c.shutdown().await.unwrap();
 }
+
+/// Auto-commit at `poll` commits in memory only, as Java 4.9.8's `maybeAutoCommit` →
+/// `commitAll` → `updateConsumeOffset` (`offsetStore.updateOffset(mq, offset, false)`): the
+/// persist timer (here too slow to run) or the shutdown (`persistConsumerOffset`) writes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poll_auto_commit_is_in_memory_until_persisted() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LitePollAuto", 1).await;
+    fill(&ns, "LitePollAuto", 0, 3).await;
+    let q0 = mq("LitePollAuto", 0);
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let a = lite_cfg(
+        ClientConfig {
+            // Nothing reaches the broker but by the consumer's own writes.
+            persist_consumer_offset_interval: Duration::from_secs(600),
+            ..fast_client(&ns)
+        },
+        "a",
+        LitePullConsumerConfig {
+            group: "g-lite-poll-auto".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            auto_commit: true,
+            auto_commit_interval: MIN_AUTO_COMMIT_INTERVAL,
+            ..LitePullConsumerConfig::default()
+        },
+    );
+    a.assign([q0.clone()]).await.unwrap();
+    a.start().await.unwrap();
+    assert_eq!(poll_n(&a, 3).await.len(), 3);
+    // The auto-commit interval passes while the messages are processed; the next poll
+    // commits them.
+    tokio::time::sleep(MIN_AUTO_COMMIT_INTERVAL + Duration::from_millis(200)).await;
+    assert!(a
+        .poll_timeout(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        a.committed(&q0).await.unwrap(),
+        3,
+        "the poll did not auto-commit"
+    );
+    let on_broker = stored(&admin, "g-lite-poll-auto", &q0).await;
+    assert!(
+        on_broker <= 0,
+        "the poll's auto-commit wrote {on_broker} to the broker at once"
+    );
+    // The stop persists it.
+    a.shutdown().await;
+    assert_eq!(stored(&admin, "g-lite-poll-auto", &q0).await, 3);
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
+/// An explicit commit of a negative offset is skipped, as Java 4.9.8's
+/// `DefaultLitePullConsumerImpl.commit(Map<MessageQueue, Long>, boolean)` skips -1 ("consumerOffset
+/// is -1 in messageQueue [...]"), and reported; the other queues are committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_of_a_negative_offset_is_skipped() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteNeg", 2).await;
+    let (q0, q1) = (mq("LiteNeg", 0), mq("LiteNeg", 1));
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let a = lite_with(
+        ClientConfig {
+            persist_consumer_offset_interval: Duration::from_secs(600),
+            ..fast_client(&ns)
+        },
+        "g-lite-neg",
+        "a",
+        false,
+    );
+    a.assign([q0.clone(), q1.clone()]).await.unwrap();
+    a.start().await.unwrap();
+    a.commit(&BTreeMap::from([(q0.clone(), 2)])).await.unwrap();
+    assert_eq!(stored(&admin, "g-lite-neg", &q0).await, 2);
+    let not_stored = |r: Result<(), ClientError>| match r {
+        Err(ClientError::OffsetsNotStored { failed }) => {
+            failed.iter().map(|(q, _)| q.clone()).collect::<Vec<_>>()
+        }
+        other => panic!("a commit of a negative offset reported {other:?}"),
+    };
+    assert_eq!(
+        not_stored(
+            a.commit(&BTreeMap::from([(q0.clone(), -1), (q1.clone(), 3)]))
+                .await
+        ),
+        vec![q0.clone()]
+    );
+    assert_eq!(stored(&admin, "g-lite-neg", &q1).await, 3);
+    assert_eq!(
+        not_stored(a.commit(&BTreeMap::from([(q0.clone(), -5)])).await),
+        vec![q0.clone()]
+    );
+    assert_eq!(
+        stored(&admin, "g-lite-neg", &q0).await,
+        2,
+        "a negative offset was written"
+    );
+    assert_eq!(a.committed(&q0).await.unwrap(), 2);
+    // Nor does it replace the position the next commit of all queues writes.
+    a.commit_sync().await.unwrap();
+    assert_eq!(stored(&admin, "g-lite-neg", &q0).await, 2);
+    a.shutdown().await;
+    assert_eq!(stored(&admin, "g-lite-neg", &q0).await, 2);
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}

@@ -365,7 +365,10 @@ impl DefaultLitePullConsumer {
     }
 
     /// Waits up to `poll_timeout` for messages (empty on timeout). Polled messages count as
-    /// consumed: their position is committed by the next commit.
+    /// consumed: their position is committed by the next commit. With auto-commit, a poll
+    /// once `auto_commit_interval` has passed first commits what earlier polls returned, in
+    /// memory as Java does: the persist timer (`persist_consumer_offset_interval`), giving the
+    /// queue up, or [`shutdown`](Self::shutdown) writes it to the store.
     pub async fn poll(&self) -> Result<Vec<MessageExt>> {
         self.poll_timeout(self.inner.cfg.poll_timeout).await
     }
@@ -561,16 +564,14 @@ impl DefaultLitePullConsumer {
     /// [`ClientError::OffsetsNotStored`], naming each queue, when an offset was not stored (on
     /// the broker, or in the local file of a broadcasting consumer).
     pub async fn commit_sync(&self) -> Result<()> {
-        self.engine()?
-            .commit_all(true)
-            .await
-            .map_err(|e| self.shown(e))
+        self.engine()?.commit_all().await.map_err(|e| self.shown(e))
     }
 
     /// Commits the given positions ("next offset to consume" per queue). Queues not assigned
     /// to this consumer (any more) are skipped, as in Java (their new owner commits them), and
-    /// reported: the call fails with [`ClientError::OffsetsNotStored`] naming them (and any
-    /// queue whose offset could not be stored), after storing the others.
+    /// so are negative offsets (Java skips -1, logging an error); both are reported: the call
+    /// fails with [`ClientError::OffsetsNotStored`] naming them (and any queue whose offset
+    /// could not be stored), after storing the others.
     pub async fn commit(&self, offsets: &BTreeMap<MessageQueue, i64>) -> Result<()> {
         let wire = offsets
             .iter()

@@ -486,12 +486,9 @@ impl LiteEngine {
     /// The next current batch within `timeout`; with `consume`, its messages count as consumed
     /// at once.
     async fn next_batch(&self, timeout: Duration, consume: bool) -> Option<Batch> {
-        if self.cfg.auto_commit
-            && lock(&self.last_commit).elapsed() >= self.cfg.auto_commit_interval
-        {
-            // Failures are logged; the next auto-commit writes the positions again.
-            let _ = self.commit_all(true).await;
-        }
+        // In memory only, as Java's `poll` → `maybeAutoCommit` → `commitAll`: the persist
+        // timer, a queue given up and the shutdown write it.
+        self.maybe_auto_commit();
         let deadline =
             rocketmq_remoting::util::time::deadline(tokio::time::Instant::now(), timeout);
         let mut rx = self.rx.lock().await;
@@ -573,12 +570,9 @@ impl LiteEngine {
         }
     }
 
-    /// Commits the consumed positions of every assigned queue (to the store, with `persist`).
-    pub(crate) async fn commit_all(&self, persist: bool) -> Result<()> {
+    /// Commits the consumed positions of every assigned queue and writes them to the store.
+    pub(crate) async fn commit_all(&self) -> Result<()> {
         let mqs = self.commit_positions();
-        if !persist {
-            return Ok(());
-        }
         self.offsets.persist_all(&self.inst, &mqs).await
     }
 
@@ -610,13 +604,23 @@ impl LiteEngine {
     }
 
     /// Commits explicit positions to the store. Queues not assigned to this consumer (any
-    /// more) are skipped, as in Java (their owner commits them), and reported as not stored.
+    /// more) are skipped, as in Java (their owner commits them), and so are negative offsets
+    /// (Java skips -1); both are reported as not stored.
     pub(crate) async fn commit(&self, positions: &BTreeMap<MessageQueue, i64>) -> Result<()> {
         let mut owned = Vec::new();
         let mut failed = Vec::new();
         {
             let mut q = lock(&self.queues);
             for (mq, off) in positions {
+                if *off < 0 {
+                    // Java `commit(Map<MessageQueue, Long>, boolean)` skips -1 alike.
+                    tracing::error!(queue = %mq, offset = off, "not committed: the offset is negative");
+                    failed.push((
+                        mq.clone(),
+                        format!("not committed: the offset {off} is negative"),
+                    ));
+                    continue;
+                }
                 match q.get_mut(mq) {
                     Some(st) if !st.pq.is_dropped() => {
                         self.offsets.update(mq, *off, false);
