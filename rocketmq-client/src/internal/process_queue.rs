@@ -45,6 +45,9 @@ pub(crate) struct ProcessQueue {
     locked: AtomicBool,
     last_lock: Mutex<Instant>,
     last_pull: Mutex<Instant>,
+    /// When messages were last taken for (orderly) or removed after (concurrent) consumption
+    /// (Java `lastConsumeTimestamp`).
+    last_consume: Mutex<Instant>,
     /// Orderly: held while the listener runs, so that a rebalance does not unlock the queue
     /// mid-batch.
     pub(crate) consume_lock: tokio::sync::Mutex<()>,
@@ -59,6 +62,7 @@ impl Default for ProcessQueue {
             locked: AtomicBool::new(false),
             last_lock: Mutex::new(Instant::now()),
             last_pull: Mutex::new(Instant::now()),
+            last_consume: Mutex::new(Instant::now()),
             consume_lock: tokio::sync::Mutex::new(()),
             try_unlock_times: AtomicU32::new(0),
         }
@@ -131,10 +135,15 @@ impl ProcessQueue {
 
     /// Offset distance between the first and last cached message.
     pub(crate) fn max_span(&self) -> i64 {
+        self.cached_range().map_or(0, |(first, last)| last - first)
+    }
+
+    /// The offsets of the first and last cached message (consuming ones excluded).
+    pub(crate) fn cached_range(&self) -> Option<(i64, i64)> {
         let c = lock(&self.cache);
         match (c.msgs.first_key_value(), c.msgs.last_key_value()) {
-            (Some((a, _)), Some((b, _))) => b - a,
-            _ => 0,
+            (Some((a, _)), Some((b, _))) => Some((*a, *b)),
+            _ => None,
         }
     }
 
@@ -145,6 +154,7 @@ impl ProcessQueue {
     /// Removes consumed messages; returns the offset to commit (the first still cached, or the
     /// highest pulled + 1), or -1 if the cache was already empty.
     pub(crate) fn remove(&self, offsets: impl IntoIterator<Item = i64>) -> i64 {
+        *lock(&self.last_consume) = Instant::now();
         let mut c = lock(&self.cache);
         if c.msgs.is_empty() {
             return -1;
@@ -163,6 +173,7 @@ impl ProcessQueue {
     /// Orderly: moves up to `n` messages, in offset order, to the consuming set. Clears the
     /// dispatched flag when there is nothing left.
     pub(crate) fn take(&self, n: usize) -> Vec<MessageExt> {
+        *lock(&self.last_consume) = Instant::now();
         let mut c = lock(&self.cache);
         let mut out = Vec::with_capacity(n);
         let mut taken = 0;
@@ -207,7 +218,6 @@ impl ProcessQueue {
         }
     }
 
-    /// Drops every cached message (a seek, or a dropped queue).
     /// The queue's state as GET_CONSUMER_RUNNING_INFO reports it (Java
     /// `ProcessQueue.fillProcessQueueInfo`); `commit_offset` is the offset store's.
     pub(crate) fn info(&self, commit_offset: i64) -> ProcessQueueInfo {
@@ -230,11 +240,11 @@ impl ProcessQueue {
             last_lock_timestamp: ago(&self.last_lock),
             droped: self.is_dropped(),
             last_pull_timestamp: ago(&self.last_pull),
-            // Not tracked here; Java's tools read 0 as "never".
-            last_consume_timestamp: 0,
+            last_consume_timestamp: ago(&self.last_consume),
         }
     }
 
+    /// Drops every cached message (a seek, or a dropped queue).
     pub(crate) fn clear(&self) {
         let mut c = lock(&self.cache);
         c.msgs.clear();
@@ -267,6 +277,42 @@ mod tests {
         assert_eq!(pq.remove([7, 8]), 9);
         assert_eq!(pq.remove([9]), -1);
         assert_eq!(pq.bytes(), 0);
+    }
+
+    /// Java's `lastConsumeTimestamp`: set at creation, by `removeMessage` (concurrent) and by
+    /// `takeMessages` (orderly). Java's `mqadmin consumerStatus` reports a queue with cached
+    /// messages and no consumption for a minute as "maybe blocked": a 0 here made every busy
+    /// queue of ours look blocked.
+    #[test]
+    fn info_reports_the_last_consumption() {
+        let now_ms = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64
+        };
+        let recent = |pq: &ProcessQueue| now_ms() - pq.info(0).last_consume_timestamp < 60_000;
+        let long_ago = Instant::now()
+            .checked_sub(Duration::from_secs(120))
+            .expect("a monotonic clock two minutes back");
+        let pq = ProcessQueue::default();
+        assert!(
+            recent(&pq),
+            "a new queue counts as just consumed, as Java's"
+        );
+        pq.put(&[msg(1), msg(2)], false);
+        *lock(&pq.last_consume) = long_ago;
+        assert!(!recent(&pq));
+        pq.remove([1]);
+        assert!(recent(&pq), "removing consumed messages is a consumption");
+        let pq = ProcessQueue::default();
+        pq.put(&[msg(1)], true);
+        *lock(&pq.last_consume) = long_ago;
+        pq.take(1);
+        assert!(
+            recent(&pq),
+            "taking messages to consume (orderly) is a consumption"
+        );
     }
 
     #[test]

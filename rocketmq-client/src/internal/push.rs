@@ -205,6 +205,12 @@ pub(crate) struct PushEngine {
     lock_retry_pending: std::sync::atomic::AtomicBool,
     /// Quick lock retries since a rebalance last saw no refusal.
     lock_retries: std::sync::atomic::AtomicU32,
+    /// Pulls held back by a full cache (count or size), for the warning every 1000th (Java
+    /// `queueFlowControlTimes`).
+    queue_flow_control_times: std::sync::atomic::AtomicU64,
+    /// Pulls held back by a cache spanning too many offsets (Java
+    /// `queueMaxSpanFlowControlTimes`).
+    span_flow_control_times: std::sync::atomic::AtomicU64,
     /// Orderly: serialises the listener calls of each queue across its process queues (Java
     /// `MessageQueueLock`; like Java's, entries stay for the consumer's life).
     queue_locks: Mutex<HashMap<MessageQueue, Arc<tokio::sync::Mutex<()>>>>,
@@ -260,6 +266,8 @@ impl PushEngine {
             suggest: Mutex::default(),
             lock_retry_pending: std::sync::atomic::AtomicBool::new(false),
             lock_retries: std::sync::atomic::AtomicU32::new(0),
+            queue_flow_control_times: std::sync::atomic::AtomicU64::new(0),
+            span_flow_control_times: std::sync::atomic::AtomicU64::new(0),
             queue_locks: Mutex::default(),
             ns,
             hooks: observers.0,
@@ -381,7 +389,7 @@ impl PushEngine {
         tracing::info!(group = %self.cfg.group, "push consumer shut down");
     }
 
-    /// Cached messages and bytes per queue before pulling pauses: the per-queue thresholds, or
+    /// Cached messages and MiB per queue before pulling pauses: the per-queue thresholds, or
     /// the per-topic ones shared by the owned queues when set (Java
     /// `RebalancePushImpl.messageQueueChanged`, which divides by every owned queue).
     fn queue_limits(&self) -> (usize, u64) {
@@ -394,7 +402,44 @@ impl PushEngine {
             -1 => self.cfg.pull_threshold_size_for_queue,
             n => (n.max(0) as usize / owned).max(1),
         };
-        (count, mib as u64 * 1024 * 1024)
+        (count, mib as u64)
+    }
+
+    /// Whether pulling `pq` must wait for its cache to drain (Java `pullMessage`'s checks:
+    /// more messages than the count threshold, more whole MiB than the size threshold, or,
+    /// concurrently, a span of offsets over `consume_concurrently_max_span`). Logged at warn
+    /// the first time and every 1000th after, as Java's, so that a consumer that stops pulling
+    /// (a listener call that hangs holds the span back) says why.
+    fn flow_controlled(&self, mq: &MessageQueue, pq: &ProcessQueue) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        const MIB: u64 = 1024 * 1024;
+        let (count_limit, mib_limit) = self.queue_limits();
+        let (count, mib) = (pq.count(), pq.bytes() / MIB);
+        if count > count_limit || mib > mib_limit {
+            let times = self.queue_flow_control_times.fetch_add(1, Relaxed);
+            if times.is_multiple_of(1000) {
+                let (min_offset, max_offset) = pq.cached_range().unwrap_or((-1, -1));
+                if count > count_limit {
+                    tracing::warn!(queue = %mq, threshold = count_limit, min_offset, max_offset, count, size_mib = mib, flow_control_times = times + 1, "the cached message count exceeds the threshold, so do flow control");
+                } else {
+                    tracing::warn!(queue = %mq, threshold_mib = mib_limit, min_offset, max_offset, count, size_mib = mib, flow_control_times = times + 1, "the cached message size exceeds the threshold, so do flow control");
+                }
+            }
+            return true;
+        }
+        if self.is_orderly() {
+            return false;
+        }
+        let span = pq.max_span();
+        if span > self.cfg.consume_concurrently_max_span {
+            let times = self.span_flow_control_times.fetch_add(1, Relaxed);
+            if times.is_multiple_of(1000) {
+                let (min_offset, max_offset) = pq.cached_range().unwrap_or((-1, -1));
+                tracing::warn!(queue = %mq, min_offset, max_offset, span, max_span = self.cfg.consume_concurrently_max_span, flow_control_times = times + 1, "the queue's messages span too many offsets, so do flow control");
+            }
+            return true;
+        }
+        false
     }
 
     /// Pauses (`true`) or resumes pulling (Java `suspend`/`resume`).
@@ -583,14 +628,7 @@ impl PushEngine {
                 }
                 continue;
             }
-            let (count_limit, size_limit) = self.queue_limits();
-            if pq.count() > count_limit || pq.bytes() > size_limit {
-                if !self.pause(PULL_DELAY_FLOW_CONTROL).await {
-                    return;
-                }
-                continue;
-            }
-            if !orderly && pq.max_span() > self.cfg.consume_concurrently_max_span {
+            if self.flow_controlled(&mq, &pq) {
                 if !self.pause(PULL_DELAY_FLOW_CONTROL).await {
                     return;
                 }
@@ -2129,6 +2167,107 @@ mod tests {
                 .await,
             "no warning for the refused pull"
         );
+        task.abort();
+        e.inst.shutdown_now();
+    }
+
+    /// Java 4.9.8 `pullMessage`: a queue held back because its cache is full (count, size) or
+    /// spans too many offsets is logged at warn, the first time and every 1000th after, with
+    /// the threshold and the cache: a consumer that stops pulling says why.
+    #[tokio::test]
+    async fn cache_flow_control_is_logged_as_a_warning() {
+        let (logged, _guard) = test_support::Logged::capture();
+        let listener = crate::internal::listener::concurrently_fn(|_m, _q| async {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        });
+        let listener = Listener::Concurrently(Arc::new(listener));
+        let e = engine_with(
+            "g-flow-log",
+            "127.0.0.1:9",
+            MessageModel::Clustering,
+            listener,
+            &["T"],
+            |c| {
+                c.pull_threshold_for_queue = 2;
+                c.consume_concurrently_max_span = 3;
+            },
+        );
+        let full = Arc::new(ProcessQueue::default());
+        full.put(&[msg("T", 0), msg("T", 1), msg("T", 2)], false);
+        let task = tokio::spawn(e.clone().pull_loop(
+            MessageQueue::new("T", "b", 0),
+            full.clone(),
+            3,
+        ));
+        assert!(
+            logged
+                .wait_for(
+                    tracing::Level::WARN,
+                    &["flow control", "threshold=2", "count=3"],
+                    Duration::from_secs(10)
+                )
+                .await,
+            "no warning for a full cache"
+        );
+        full.set_dropped(true);
+        task.abort();
+        let wide = Arc::new(ProcessQueue::default());
+        wide.put(&[msg("T", 0), msg("T", 9)], false);
+        let task = tokio::spawn(e.clone().pull_loop(
+            MessageQueue::new("T", "b", 1),
+            wide.clone(),
+            10,
+        ));
+        assert!(
+            logged
+                .wait_for(
+                    tracing::Level::WARN,
+                    &["flow control", "span=9", "max_span=3"],
+                    Duration::from_secs(10)
+                )
+                .await,
+            "no warning for a cache spanning too many offsets"
+        );
+        wide.set_dropped(true);
+        task.abort();
+        e.inst.shutdown_now();
+    }
+
+    /// Java compares the cached size in whole MiB (`msgSize / (1024 * 1024) >
+    /// pullThresholdSizeForQueue`): 1 MiB and a byte is not over a 1 MiB threshold, so the
+    /// queue is pulled.
+    #[tokio::test]
+    async fn the_cache_size_threshold_counts_whole_mib() {
+        let answer: test_support::Answer = Box::new(|req: &RemotingCommand| {
+            let code = if req.request_code() == RequestCode::PullMessage {
+                ResponseCode::SystemError
+            } else {
+                ResponseCode::Success
+            };
+            ProcessResult::Response(RemotingCommand::response(code, None))
+        });
+        let fake = Fake::start(&[MASTER_ID], answer).await;
+        let listener = crate::internal::listener::concurrently_fn(|_m, _q| async {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        });
+        let e = engine_with(
+            "g-size-mib",
+            &fake.addr,
+            MessageModel::Clustering,
+            Listener::Concurrently(Arc::new(listener)),
+            &["T"],
+            |c| c.pull_threshold_size_for_queue = 1,
+        );
+        let pq = Arc::new(ProcessQueue::default());
+        let mut big = msg("T", 0);
+        big.message.body = bytes::Bytes::from(vec![0u8; 1024 * 1024 + 1]);
+        pq.put(&[big], false);
+        let task = tokio::spawn(
+            e.clone()
+                .pull_loop(MessageQueue::new("T", "b", 0), pq.clone(), 1),
+        );
+        fake.wait_for(RequestCode::PullMessage, 1).await;
+        pq.set_dropped(true);
         task.abort();
         e.inst.shutdown_now();
     }
