@@ -250,10 +250,15 @@ impl ClientInner {
         // runtime, before or while it ran; or a panic): the next caller connects again instead
         // of getting this task's `JoinError` for ever. Moved into the task so that it is dropped
         // with it even if the task never ran.
+        // Recorded in `peer` only once spawned: a task spawned while its runtime shuts down is
+        // dropped inside `tokio::spawn`, on this thread, which holds the peers' lock (its guard
+        // must not take it then: there is nothing of it to forget yet).
+        let recorded = Arc::new(AtomicBool::new(false));
         let mut unfinished = Unfinished {
             client: weak.clone(),
             addr: addr.clone(),
             id,
+            recorded: recorded.clone(),
         };
         let task = tokio::spawn(async move {
             let guard = &mut unfinished;
@@ -275,6 +280,7 @@ impl ClientInner {
             .boxed()
             .shared();
         peer.connecting = Some((id, pending.clone()));
+        recorded.store(true, Ordering::Release);
         pending
     }
 }
@@ -285,11 +291,13 @@ struct Unfinished {
     addr: String,
     /// `u64::MAX` once the outcome is recorded.
     id: u64,
+    /// Set once the connect is recorded in its peer (after its task was spawned).
+    recorded: Arc<AtomicBool>,
 }
 
 impl Drop for Unfinished {
     fn drop(&mut self) {
-        if self.id == u64::MAX {
+        if self.id == u64::MAX || !self.recorded.load(Ordering::Acquire) {
             return;
         }
         let Some(inner) = self.client.upgrade() else {
@@ -637,6 +645,50 @@ impl RemotingClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connect started while the runtime shuts down (a producer dropped as the runtime
+    /// stops unregisters from its brokers) fails instead of deadlocking: its task is dropped
+    /// inside `tokio::spawn`, which `channel` calls holding the peers' lock, and the task's
+    /// guard took that lock again (the process hung at exit).
+    #[test]
+    fn a_connect_started_during_the_runtimes_shutdown_fails_without_a_deadlock() {
+        struct ConnectOnDrop(RemotingClient, std::sync::mpsc::Sender<bool>);
+        impl Drop for ConnectOnDrop {
+            fn drop(&mut self) {
+                // Runs in the runtime's context as it drops its tasks: the connect's task is
+                // spawned onto a runtime that no longer takes tasks.
+                let r = futures::executor::block_on(self.0.channel("127.0.0.1:1"));
+                let _ = self.1.send(r.is_err());
+            }
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let client = RemotingClient::default();
+        let holder = ConnectOnDrop(client.clone(), tx);
+        rt.spawn(async move {
+            let _holder = holder;
+            std::future::pending::<()>().await
+        });
+        rt.block_on(tokio::task::yield_now());
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(rt);
+            let _ = done_tx.send(());
+        });
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(20)),
+            Ok(true),
+            "the connect during the shutdown did not fail in time (deadlocked)"
+        );
+        assert!(done.recv_timeout(Duration::from_secs(20)).is_ok());
+        // The client is still usable, with nothing left of the failed connect.
+        assert!(lock(&client.inner.peers)
+            .get("127.0.0.1:1")
+            .is_none_or(|p| p.channel.is_none()));
+    }
 
     /// Finding 5: a connection that closes is forgotten, with its address, though the address
     /// is not used again.
