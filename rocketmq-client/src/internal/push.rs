@@ -99,6 +99,11 @@ impl ConsumeClock {
         self.started.send_replace(Some(tokio::time::Instant::now()));
     }
 
+    /// When the clock last started (`None` while held).
+    pub(crate) fn started_at(&self) -> Option<tokio::time::Instant> {
+        *self.started.borrow()
+    }
+
     /// Claims the call's outcome for the application's answer: `false` when the call has
     /// already timed out (its messages were sent back for retry) or its queue was dropped (moved
     /// to another member, or reset): the answer is then not applied.
@@ -879,6 +884,8 @@ impl PushEngine {
                     biased;
                     r = &mut run => r,
                     _ = clock.timed_out(self.cfg.consume_timeout) => {
+                        let mut call = call;
+                        call.timed_by(&clock);
                         self.consume_timed_out(batch, call, run, &pq, &mq).await;
                         return;
                     }
@@ -897,6 +904,8 @@ impl PushEngine {
             ConsumeConcurrentlyStatus::ReconsumeLater => ConsumeOutcome::ReconsumeLater,
         };
         let consumed = consumed_count(status, &ctx, msgs.len());
+        let mut call = call;
+        call.timed_by(&clock);
         self.call_end(call, &msgs, observed, consumed, panicked);
         drop(permit);
         if pq.is_dropped() {
@@ -1296,6 +1305,20 @@ struct ListenerCall {
     call_id: String,
     span: tracing::Span,
     started: Instant,
+}
+
+impl ListenerCall {
+    /// Counts the call from when `clock` last started, if that is later than the call's start:
+    /// a stream's delivery is timed from its hand-out to the application, as its consume timeout
+    /// is, not while it waited in the stream (its figures, hooks and trace say how long the
+    /// application took).
+    fn timed_by(&mut self, clock: &ConsumeClock) {
+        if let Some(at) = clock.started_at().map(tokio::time::Instant::into_std) {
+            if at > self.started {
+                self.started = at;
+            }
+        }
+    }
 }
 
 /// What a concurrent listener call ended with (`Err`: it panicked).
