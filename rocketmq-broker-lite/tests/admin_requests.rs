@@ -197,6 +197,48 @@ async fn view(c: &RemotingClient, b: &str, name: &str, key: &str) -> RemotingCom
     call(c, b, req).await
 }
 
+/// A send is counted under the topic it is stored in (Java's `handlePutMessageResult` counts
+/// `msg.getTopic()` after the store rewrote it): a delayed send under SCHEDULE_TOPIC_XXXX, a
+/// plain one (WAIT, TAGS and other properties read in one pass) under its own topic.
+#[tokio::test]
+async fn a_delayed_send_is_counted_under_the_schedule_topic() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "StatDelay", 1).await;
+    let plain = rocketmq_remoting::protocol::message::Message::new(
+        "StatDelay",
+        bytes::Bytes::from_static(b"p"),
+    )
+    .with_tags("TagA")
+    .with_property("WAIT", "false");
+    let delayed = plain.clone().with_property("DELAY", "2");
+    for m in [&plain, &delayed, &plain] {
+        let r = c
+            .invoke(&b, send_request("StatDelay", 0, m), T)
+            .await
+            .unwrap();
+        assert_eq!(r.response_code(), ResponseCode::Success, "{:?}", r.remark);
+    }
+    let sum = |r: RemotingCommand| -> i64 {
+        assert_eq!(r.response_code(), ResponseCode::Success, "{:?}", r.remark);
+        body::decode::<BrokerStatsData>(&r.body)
+            .unwrap()
+            .stats_minute
+            .sum
+    };
+    eventually("counted", || {
+        cl.broker.store().max_offset("StatDelay", 0) == 2
+    })
+    .await;
+    assert_eq!(sum(view(&c, &b, "TOPIC_PUT_NUMS", "StatDelay").await), 2);
+    assert_eq!(
+        sum(view(&c, &b, "TOPIC_PUT_NUMS", "SCHEDULE_TOPIC_XXXX").await),
+        1
+    );
+    cl.stop().await;
+}
+
 #[tokio::test]
 async fn statistics_count_puts_per_topic_and_gets_per_group() {
     let cl = Cluster::start().await;

@@ -25,7 +25,7 @@ use super::disk::{DiskGuard, Site};
 use super::error::{StoreError, StoreResult};
 use super::record::{
     check_record, encode_blank, encode_record, record_len, DispatchRequest, PutMessage,
-    RecordCheck, BLANK_LEN, PHYSICAL_OFFSET_POS,
+    RecordCheck, TopicName, BLANK_LEN, PHYSICAL_OFFSET_POS,
 };
 use super::segment::{file_name, parse_file_name, Segment};
 use super::vfs::{is_no_space, Vfs, VfsFile};
@@ -127,6 +127,19 @@ impl TopicTable {
             };
         }
         &mut self.slots[self.last]
+    }
+
+    /// [`TopicTable::get_or_insert`] for a message's topic: the run's topic is recognised by
+    /// its bytes, without the UTF-8 check of reading the name as text.
+    fn get_or_insert_name(&mut self, topic: &TopicName) -> &mut TopicOffsets {
+        let last_matches = self
+            .slots
+            .get(self.last)
+            .is_some_and(|t| t.name.as_bytes() == topic.as_bytes());
+        if last_matches {
+            return &mut self.slots[self.last];
+        }
+        self.get_or_insert(topic)
     }
 }
 
@@ -1046,7 +1059,7 @@ impl CommitLog {
         let wrote_offset = a.pos;
         let q = first.queue_id.max(0) as usize;
         let count = msgs.len() as i64;
-        let t = a.topics.get_or_insert(&first.topic);
+        let t = a.topics.get_or_insert_name(&first.topic);
         if t.next.len() <= q {
             t.next.resize(q + 1, 0);
         }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use rocketmq_remoting::protocol::message::{
-    body_crc, property, property_items, stored_len, sys_flag, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
+    body_crc, property, stored_len, sys_flag, BLANK_MAGIC, MAGIC_V1, MAGIC_V2,
 };
 
 /// Offset of QUEUEOFFSET in a record.
@@ -295,22 +295,70 @@ pub fn find_properties<'a, const N: usize>(
 ) -> [Option<&'a str>; N] {
     let mut found = [None; N];
     let mut missing = N;
-    for (start, eq, end) in property_items(props) {
-        let Some(eq) = eq else { continue };
-        let (k, v) = (&props[start..eq], &props[eq + 1..end]);
-        if !v.is_empty() {
-            if let Some(i) = keys.iter().position(|key| *key == k) {
+    // Items end at each `0x02` (a name ends at its item's first `0x01`, so no `0x02` comes
+    // before it): an item is named `key` when it starts with `key` and `0x01`. Each item is
+    // found with one scan, eight bytes at a time; names are compared as prefixes, without
+    // looking for their ends.
+    let b = props.as_bytes();
+    let mut start = 0;
+    loop {
+        let end = find_byte(b, start, ITEM_END);
+        let item = &b[start..end];
+        // A value is found for the first key equal to the item's name (if it has a value).
+        for (i, key) in keys.iter().enumerate() {
+            let k = key.as_bytes();
+            // (A name holds no separator: a key with one names nothing.)
+            if item.len() > k.len() + 1
+                && item[k.len()] == NAME_END
+                && item.starts_with(k)
+                && !k.contains(&NAME_END)
+            {
                 if found[i].is_none() {
-                    found[i] = Some(v);
-                    missing -= 1;
-                    if missing == 0 {
-                        break;
-                    }
+                    // The bounds sit at ASCII separators or the end: character boundaries.
+                    found[i] = props.get(start + k.len() + 1..end);
+                    missing -= usize::from(found[i].is_some());
                 }
+                break;
             }
         }
+        if missing == 0 || end >= b.len() {
+            return found;
+        }
+        start = end + 1;
     }
-    found
+}
+
+/// The separator after a property's name.
+const NAME_END: u8 = 0x01;
+/// The separator after a property's value.
+const ITEM_END: u8 = 0x02;
+
+/// The index of the first `x` in `b` at or after `from` (`b.len()` if none), eight bytes at a
+/// time.
+fn find_byte(b: &[u8], from: usize, x: u8) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let pattern = LO * u64::from(x);
+    let mut i = from;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word) ^ pattern;
+        // The lowest byte of `w` that is zero is the lowest flagged (a borrow only flags bytes
+        // above a zero byte).
+        let zero = w.wrapping_sub(LO) & !w & HI;
+        if zero != 0 {
+            return i + (zero.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() {
+        if b[i] == x {
+            return i;
+        }
+        i += 1;
+    }
+    b.len()
 }
 
 /// Length of the record `m` will produce.
@@ -763,6 +811,44 @@ mod tests {
                 })
             });
             assert_eq!(find_properties(p, keys), one_at_a_time, "{p:?}");
+        }
+    }
+
+    /// The previous `find_properties`, item by item through `property_items`.
+    fn found_item_by_item<'a, const N: usize>(
+        props: &'a str,
+        keys: [&str; N],
+    ) -> [Option<&'a str>; N] {
+        let mut found = [None; N];
+        let mut missing = N;
+        for (start, eq, end) in rocketmq_remoting::protocol::message::property_items(props) {
+            let Some(eq) = eq else { continue };
+            let (k, v) = (&props[start..eq], &props[eq + 1..end]);
+            if !v.is_empty() {
+                if let Some(i) = keys.iter().position(|key| *key == k) {
+                    if found[i].is_none() {
+                        found[i] = Some(v);
+                        missing -= 1;
+                        if missing == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    proptest::proptest! {
+        /// Any string, any keys (separators in keys, long items past the eight-byte steps).
+        #[test]
+        fn properties_found_as_by_splitting(
+            p in "[AKU\u{1}\u{2}é]{0,40}",
+            k1 in "[AKU\u{1}]{0,3}",
+            k2 in "[AKU]{0,2}",
+        ) {
+            let keys = [k1.as_str(), k2.as_str(), "A", "KU"];
+            proptest::prop_assert_eq!(find_properties(&p, keys), found_item_by_item(&p, keys));
         }
     }
 }

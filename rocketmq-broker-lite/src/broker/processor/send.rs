@@ -25,7 +25,8 @@ use crate::broker::put::{Batched, Stored};
 use crate::broker::topic::MAX_QUEUE_NUMS;
 use crate::broker::{BrokerInner, BrokerRole};
 use crate::ha::Replication;
-use crate::store::{AppendResult, FlushDiskType, PutMessage, RecordSizes, StoreError};
+use crate::store::record::find_properties;
+use crate::store::{AppendResult, FlushDiskType, PutMessage, RecordSizes, StoreError, TopicName};
 
 fn send_error(b: &BrokerInner, code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
     let mut r = RemotingCommand::response(code, Some(remark.into()));
@@ -83,16 +84,27 @@ pub(crate) fn illegal_message_remark_for(max_message_size: usize) -> String {
     )
 }
 
+/// The bytes of `^[%|a-zA-Z0-9_-]+$` (Java's `TopicValidator.VALID_CHAR_BIT_MAP`, read by
+/// `isTopicOrGroupIllegal`).
+const LEGAL_TOPIC_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'%' || b == b'-' || b == b'_' || b == b'|';
+        c += 1;
+    }
+    t
+};
+
 /// Java's `TopicValidator.validateTopic` (answered with SYSTEM_ERROR by `msgCheck` and by
 /// `AdminBrokerProcessor.updateAndCreateTopic`): blank, then illegal characters, then length.
 pub(crate) fn topic_problem(topic: &str) -> Option<&'static str> {
     if topic.chars().all(char::is_whitespace) {
         return Some("The specified topic is blank.");
     }
-    if topic
-        .chars()
-        .any(|c| !(c.is_ascii_alphanumeric() || c == '%' || c == '-' || c == '_' || c == '|'))
-    {
+    // Byte by byte: every byte of a character beyond ASCII is beyond ASCII, so illegal too.
+    if topic.bytes().any(|c| !LEGAL_TOPIC_BYTE[usize::from(c)]) {
         return Some(
             "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$",
         );
@@ -328,30 +340,44 @@ pub(crate) fn send(
     // Neither a half message nor a delayed one, and properties that decode as they are: the
     // stored properties are the request's without WAIT and with CLUSTER, written at once
     // (what the map below gives, without building it).
-    let plain = plain_properties(raw_props).filter(|p| {
-        p.get(property::TRANSACTION_PREPARED) != Some("true")
-            && p.get(property::DELAY_TIME_LEVEL)
-                .and_then(|l| l.parse::<i32>().ok())
-                .unwrap_or(0)
-                <= 0
+    // The properties read in one pass (as the map reads them: plain properties have one item
+    // a name, each with a value).
+    let plain = plain_properties(raw_props).and_then(|p| {
+        let [prepared, delay, tags, wait] = find_properties(
+            raw_props,
+            [
+                property::TRANSACTION_PREPARED,
+                property::DELAY_TIME_LEVEL,
+                property::TAGS,
+                property::WAIT_STORE_MSG_OK,
+            ],
+        );
+        let level = delay.map(str::parse::<i32>);
+        let special = prepared == Some("true") || matches!(level, Some(Ok(l)) if l > 0);
+        (!special).then_some((p, delay, level, tags, wait))
     });
+    // The topic the send is counted under, when the store rewrites it (below).
+    let mut counted_as: Option<TopicName> = None;
     let wait = match plain {
-        Some(p) => {
-            if let Some(level) = p.get(property::DELAY_TIME_LEVEL) {
-                if level.parse::<i32>().is_err() {
-                    return number_format_error(level);
-                }
+        Some((p, delay, level, tags, wait)) => {
+            if let (Some(level), Some(Err(_))) = (delay, level) {
+                return number_format_error(level);
             }
-            m.tags_code = tags_hash_code(p.get(property::TAGS));
+            m.tags_code = tags_hash_code(tags);
             m.properties = p.rewritten(
                 property::WAIT_STORE_MSG_OK,
                 property::CLUSTER,
                 &b.cfg.broker_cluster_name,
             );
-            p.get(property::WAIT_STORE_MSG_OK) != Some("false")
+            wait != Some("false")
         }
         None => match special_properties(b, &mut m, raw_props) {
-            Ok(wait) => wait,
+            Ok(wait) => {
+                if m.topic.as_bytes() != h.topic.as_bytes() {
+                    counted_as = Some(m.topic.clone());
+                }
+                wait
+            }
             Err(refused) => return refused,
         },
     };
@@ -361,11 +387,14 @@ pub(crate) fn send(
     // Counted under the topic it is stored in, as Java's `handlePutMessageResult` counts
     // `msg.getTopic()` after the store rewrote it: SCHEDULE_TOPIC_XXXX for a delayed send,
     // RMQ_SYS_TRANS_HALF_TOPIC for a half message.
-    let counted = m.topic.clone();
+    let counted: &str = match &counted_as {
+        Some(t) => t,
+        None => h.topic,
+    };
     let stored = match b.store_message_batched(m) {
         Batched::Buffered(r) => {
             b.stats
-                .record_put(&counted, 1, r.end_offset - r.wrote_offset);
+                .record_put(counted, 1, r.end_offset - r.wrote_offset);
             return ProcessResult::AtBatchEnd(BatchEnd {
                 flush: b.store_writes.clone(),
                 then: BatchThen::Note(
@@ -387,6 +416,7 @@ pub(crate) fn send(
         Stored::Now(Err(e)) => return refused_put(b, topic, &e).into(),
         Stored::Later(put) => {
             let (b, topic) = (b.clone(), topic.to_string());
+            let counted = TopicName::new(counted);
             return ProcessResult::Deferred(Box::pin(async move {
                 Some(match put.await {
                     Ok(r) => {
@@ -401,7 +431,7 @@ pub(crate) fn send(
     };
     let resp = answer(&r);
     b.stats
-        .record_put(&counted, 1, r.end_offset - r.wrote_offset);
+        .record_put(counted, 1, r.end_offset - r.wrote_offset);
     ack_when_stored(b, r, wait, resp)
 }
 
@@ -612,14 +642,14 @@ pub(crate) fn ack_when_stored(
     wait: bool,
     mut resp: RemotingCommand,
 ) -> ProcessResult {
-    let store = b.store.clone();
     let sync = b.store.config().flush_disk_type == FlushDiskType::SyncFlush && wait;
     let replicate = b.cfg.broker_role == BrokerRole::SyncMaster && wait;
     let replica_refused = replicate && !b.ha.is_slave_ok(r.end_offset);
-    if !sync && !replicate && store.is_written(r.end_offset) {
+    if !sync && !replicate && b.store.is_written(r.end_offset) {
         // Written inline by the append: answer without a task.
         return ProcessResult::Response(resp);
     }
+    let store = b.store.clone();
     let timeout = b.cfg.store.sync_flush_timeout;
     let ha = b.ha.clone();
     ProcessResult::Deferred(Box::pin(async move {
