@@ -171,6 +171,12 @@ static VALID_NAME_BYTES: [bool; 256] = {
     t
 };
 
+/// Whether `b` may appear in a topic or group name (`^[%|a-zA-Z0-9_-]+$`, Java's
+/// `TopicValidator.VALID_CHAR_BIT_MAP`): a byte of a character beyond ASCII never may.
+pub fn is_valid_name_byte(b: u8) -> bool {
+    VALID_NAME_BYTES[usize::from(b)]
+}
+
 /// Why a topic or group name is invalid (`None`: it is valid). Mirrors `TopicValidator` and
 /// `Validators.checkGroup`.
 pub fn name_problem(name: &str, max_len: usize) -> Option<String> {

@@ -84,19 +84,6 @@ pub(crate) fn illegal_message_remark_for(max_message_size: usize) -> String {
     )
 }
 
-/// The bytes of `^[%|a-zA-Z0-9_-]+$` (Java's `TopicValidator.VALID_CHAR_BIT_MAP`, read by
-/// `isTopicOrGroupIllegal`).
-const LEGAL_TOPIC_BYTE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 256 {
-        let b = c as u8;
-        t[c] = b.is_ascii_alphanumeric() || b == b'%' || b == b'-' || b == b'_' || b == b'|';
-        c += 1;
-    }
-    t
-};
-
 /// Java's `TopicValidator.validateTopic` (answered with SYSTEM_ERROR by `msgCheck` and by
 /// `AdminBrokerProcessor.updateAndCreateTopic`): blank, then illegal characters, then length.
 pub(crate) fn topic_problem(topic: &str) -> Option<&'static str> {
@@ -104,7 +91,10 @@ pub(crate) fn topic_problem(topic: &str) -> Option<&'static str> {
         return Some("The specified topic is blank.");
     }
     // Byte by byte: every byte of a character beyond ASCII is beyond ASCII, so illegal too.
-    if topic.bytes().any(|c| !LEGAL_TOPIC_BYTE[usize::from(c)]) {
+    if !topic
+        .bytes()
+        .all(rocketmq_remoting::protocol::topic::is_valid_name_byte)
+    {
         return Some(
             "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$",
         );
