@@ -1005,12 +1005,9 @@ impl ProducerCore {
         let latency = ended.saturating_duration_since(started);
         super::metrics::send(&plain_topic, &addr, p.count, result.is_ok(), latency);
         match &result {
-            Ok(_) => {
-                self.stats.send_ok.add(&plain_topic, p.count as u64);
-                self.stats
-                    .send_rt
-                    .add(&plain_topic, latency.as_millis() as u64);
-            }
+            Ok(_) => self
+                .stats
+                .sent(&plain_topic, p.count as u64, latency.as_millis() as u64),
             Err(_) => self.stats.send_failed.add(&plain_topic, 1),
         }
         if let (Some(hooks), Some(ctx)) = (&hooks, &ctx) {

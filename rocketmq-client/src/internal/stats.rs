@@ -293,9 +293,25 @@ pub(crate) struct ProducerStats {
     pub(crate) send_ok: StatsSet,
     pub(crate) send_failed: StatsSet,
     pub(crate) send_rt: StatsSet,
+    /// Each thread's `send_ok` and `send_rt` items by topic: a successful send adds to both
+    /// with one lookup.
+    ok_and_rt: ThreadCopies<(Arc<StatsItem>, Arc<StatsItem>)>,
 }
 
 impl ProducerStats {
+    /// Counts `count` messages sent to `topic` with one round trip of `rt_ms`.
+    pub(crate) fn sent(&self, topic: &str, count: u64, rt_ms: u64) {
+        self.ok_and_rt.with(
+            topic,
+            |_| true,
+            || Some((self.send_ok.item(topic), self.send_rt.item(topic))),
+            |(ok, rt)| {
+                ok.add(count, 1);
+                rt.add(rt_ms, 1);
+            },
+        );
+    }
+
     pub(crate) fn sample_minute(&self) {
         for s in [&self.send_ok, &self.send_failed, &self.send_rt] {
             s.sample_minute();
