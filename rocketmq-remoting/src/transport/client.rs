@@ -13,7 +13,7 @@
 //! connects again for every request; against a host that drops packets every request then waits
 //! the whole connect timeout. See [`RemotingClientBuilder::reconnect_backoff`].
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -253,12 +253,12 @@ impl ClientInner {
         // Recorded in `peer` only once spawned: a task spawned while its runtime shuts down is
         // dropped inside `tokio::spawn`, on this thread, which holds the peers' lock (its guard
         // must not take it then: there is nothing of it to forget yet).
-        let recorded = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(AtomicU8::new(CONNECT_SPAWNING));
         let mut unfinished = Unfinished {
             client: weak.clone(),
             addr: addr.clone(),
             id,
-            recorded: recorded.clone(),
+            state: state.clone(),
         };
         let task = tokio::spawn(async move {
             let guard = &mut unfinished;
@@ -279,8 +279,20 @@ impl ClientInner {
             })
             .boxed()
             .shared();
-        peer.connecting = Some((id, pending.clone()));
-        recorded.store(true, Ordering::Release);
+        // Unless the task is gone already (dropped by its runtime as it shuts down, inside
+        // `tokio::spawn` or on another thread): a connect kept in flight then would answer the
+        // task's `JoinError` to every later caller, as nothing is left to forget it.
+        if state
+            .compare_exchange(
+                CONNECT_SPAWNING,
+                CONNECT_RECORDED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            peer.connecting = Some((id, pending.clone()));
+        }
         pending
     }
 }
@@ -291,13 +303,36 @@ struct Unfinished {
     addr: String,
     /// `u64::MAX` once the outcome is recorded.
     id: u64,
-    /// Set once the connect is recorded in its peer (after its task was spawned).
-    recorded: Arc<AtomicBool>,
+    /// Whether the connect was recorded in its peer (after its task was spawned), or its task
+    /// dropped before: one of the `CONNECT_*` values.
+    state: Arc<AtomicU8>,
 }
+
+/// [`Unfinished::state`]: the task is spawned, the connect not recorded yet (whoever records
+/// it holds the peers' lock meanwhile).
+const CONNECT_SPAWNING: u8 = 0;
+/// [`Unfinished::state`]: the connect is recorded in its peer.
+const CONNECT_RECORDED: u8 = 1;
+/// [`Unfinished::state`]: the task was dropped before the connect was recorded; it will not be.
+const CONNECT_DROPPED: u8 = 2;
 
 impl Drop for Unfinished {
     fn drop(&mut self) {
-        if self.id == u64::MAX || !self.recorded.load(Ordering::Acquire) {
+        if self.id == u64::MAX {
+            return;
+        }
+        // Not recorded yet: the peers' lock is held by whoever records it (this thread, inside
+        // `tokio::spawn`, or another one), which now leaves it unrecorded.
+        if self
+            .state
+            .compare_exchange(
+                CONNECT_SPAWNING,
+                CONNECT_DROPPED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
             return;
         }
         let Some(inner) = self.client.upgrade() else {
@@ -688,6 +723,60 @@ mod tests {
         assert!(lock(&client.inner.peers)
             .get("127.0.0.1:1")
             .is_none_or(|p| p.channel.is_none()));
+    }
+
+    /// A connect whose task its runtime dropped inside `tokio::spawn` (the runtime was
+    /// shutting down) is not left behind as the address's connect in flight: the client,
+    /// used again from another runtime, connects instead of answering that dead task's error
+    /// for ever (the task's guard cannot forget it then: the connect was not recorded yet).
+    #[test]
+    fn a_connect_dropped_by_a_stopping_runtime_is_not_kept_as_the_connect_in_flight() {
+        struct ConnectOnDrop(RemotingClient, String, std::sync::mpsc::Sender<bool>);
+        impl Drop for ConnectOnDrop {
+            fn drop(&mut self) {
+                let r = futures::executor::block_on(self.0.channel(&self.1));
+                let _ = self.2.send(r.is_err());
+            }
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let client = RemotingClient::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let holder = ConnectOnDrop(client.clone(), addr.clone(), tx);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.spawn(async move {
+            let _holder = holder;
+            std::future::pending::<()>().await
+        });
+        rt.block_on(tokio::task::yield_now());
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(rt);
+            let _ = done_tx.send(());
+        });
+        assert_eq!(rx.recv_timeout(Duration::from_secs(20)), Ok(true));
+        assert!(done.recv_timeout(Duration::from_secs(20)).is_ok());
+        // Another runtime: the address connects.
+        let (again_tx, again) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let r = rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(10), client.channel(&addr)).await
+            });
+            let _ = again_tx.send(r.map(|r| r.map(|_| ()).map_err(|e| e.to_string())));
+        });
+        assert_eq!(
+            again.recv_timeout(Duration::from_secs(20)),
+            Ok(Ok(Ok(()))),
+            "the dropped connect's error was kept as the address's connect in flight"
+        );
+        drop(listener);
     }
 
     /// Finding 5: a connection that closes is forgotten, with its address, though the address
