@@ -1137,6 +1137,17 @@ impl BrokerHandle {
             };
             tx.send_replace(Some(r));
         });
+        // A runtime that is shutting down drops the task inside `spawn` (a handle dropped with
+        // its runtime, as a test's runtime drops what its test left): the stop never runs, and
+        // the store would be left as after a crash (nothing flushed or checkpointed, the abort
+        // file kept, offsets not persisted). What must reach the disk is written here.
+        let rx = if rx.borrow().is_none() && rx.has_changed().is_err() {
+            warn!(addr = %self.inner.broker_addr(), "the broker's runtime is shutting down: persisting and closing its store without it");
+            let r = persist_and_close(&self.inner);
+            tokio::sync::watch::channel(Some(r)).1
+        } else {
+            rx
+        };
         *slot = Some(rx.clone());
         rx
     }
