@@ -433,6 +433,7 @@ async fn a_namespace_wraps_names_on_the_wire_only() {
         .client_config(fast_client(&ns))
         .namespace("inst1")
         .group("p-ns")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();
@@ -586,6 +587,7 @@ async fn name_servers_are_looked_up_over_http_when_none_is_given() {
     let p = rocketmq_client::producer::DefaultMQProducer::builder()
         .client_config(config)
         .group("p-lookup-ns")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();

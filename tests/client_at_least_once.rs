@@ -506,6 +506,7 @@ async fn a_stored_send_is_not_reported_as_the_retrys_error() {
         .client_config(fast_client(&proxy.namesrv_addr()))
         .group("p-stored-once")
         .retry_another_broker_when_not_store_ok(true)
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();

@@ -86,7 +86,7 @@ impl Server {
             },
         );
         let resp = self
-            .on(async move { q.invoke(&addr, req, Duration::from_secs(3)).await })
+            .on(async move { q.invoke(&addr, req, Duration::from_secs(10)).await })
             .await
             .expect("GET_CONSUMER_LIST_BY_GROUP");
         if resp.response_code() != ResponseCode::Success {
@@ -474,6 +474,7 @@ fn dropping_the_last_handle_stops_a_consumer() {
         let producer = DefaultMQProducer::builder()
             .client_config(fast_client(&s.ns))
             .group("p-drop")
+            .send_msg_timeout(TEST_SEND_TIMEOUT)
             .build()
             .unwrap();
         producer.start().await.unwrap();
@@ -662,6 +663,7 @@ async fn a_failed_transactional_start_can_be_retried() {
         DefaultMQProducer::builder()
             .client_config(config)
             .group("tx-retry")
+            .send_msg_timeout(TEST_SEND_TIMEOUT)
             .build()
             .unwrap(),
         AlwaysCommit,

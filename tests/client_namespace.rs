@@ -28,6 +28,7 @@ async fn allocation_by_config_with_a_namespace_takes_the_listed_queues() {
         .client_config(fast_client(&ns))
         .namespace("nsc")
         .group("p-nsc")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();

@@ -765,6 +765,7 @@ async fn running_info_status_table_is_keyed_by_the_subscriptions() {
         .client_config(fast_client(&ns))
         .namespace("inst2")
         .group("p-status")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();
@@ -808,6 +809,7 @@ async fn lite_pull_consume_hooks_see_each_polled_batch() {
         .client_config(fast_client(&ns))
         .namespace("inst3")
         .group("p-lite-hooked")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();

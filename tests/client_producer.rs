@@ -346,6 +346,7 @@ async fn failed_sends_are_retried_on_another_broker() {
     let with_retry = DefaultMQProducer::builder()
         .client_config(slow_refresh.clone())
         .group("p-retry")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     let without = DefaultMQProducer::builder()
@@ -420,6 +421,7 @@ async fn a_failed_broker_leaves_the_route_at_once() {
         })
         .group("p-failover")
         .send_latency_fault_enable(false)
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();
@@ -491,7 +493,7 @@ async fn lite_pull_assign_poll_seek_commit() {
     assert_eq!(consumer.committed(&q0).await.unwrap(), 20);
 
     consumer.seek(&q0, 5).await.unwrap();
-    let again = consumer.poll_timeout(Duration::from_secs(5)).await.unwrap();
+    let again = consumer.poll_timeout(LIMIT).await.unwrap();
     assert_eq!(
         again.first().map(|m| m.queue_offset),
         Some(5),
@@ -649,6 +651,7 @@ async fn name_server_failover() {
     let p = DefaultMQProducer::builder()
         .namesrv_addr(format!("127.0.0.1:1;{live}"))
         .group("p-failover")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();

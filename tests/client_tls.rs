@@ -20,7 +20,7 @@ fn producer(ns: &str, group: &str, tls: Option<TlsClientConfig>) -> DefaultMQPro
         .client_config(fast_client(ns))
         .group(group)
         .instance_name(group)
-        .send_msg_timeout(Duration::from_secs(3))
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .retry_times_when_send_failed(0);
     if let Some(t) = tls {
         b = b.tls(t);

@@ -563,6 +563,7 @@ async fn a_traced_message_shows_its_trace() {
         .group("cli-trace-p")
         .namesrv_addr(&ns)
         .enable_msg_trace(true)
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     p.start().await.unwrap();

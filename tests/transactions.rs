@@ -97,6 +97,7 @@ async fn tx_producer(
     let p = DefaultMQProducer::builder()
         .client_config(fast_client(ns))
         .group(group)
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     let tx = TransactionMQProducer::new(
@@ -376,6 +377,7 @@ async fn a_decision_that_cannot_be_sent_is_settled_by_the_check_back() {
     let p = DefaultMQProducer::builder()
         .client_config(fast_client(&ns))
         .group("tx-g5")
+        .send_msg_timeout(TEST_SEND_TIMEOUT)
         .build()
         .unwrap();
     let tx = Arc::new(TransactionMQProducer::new(

@@ -158,7 +158,7 @@ async fn a_stalled_disk_times_sync_sends_out_and_everything_else_is_answered() {
             (send(&c, &b, "Stall", 0, "stalled").await, t.elapsed())
         })
     };
-    assert!(fs.wait_for_held_sync(Duration::from_secs(5)));
+    assert!(fs.wait_for_held_sync(Duration::from_secs(20)));
     // The send is processed (appended, its answer waiting for the flush) before the requests
     // below: the heartbeat creates the group's retry topic, and a send processed after it
     // would wait for the topic table's save, which the held disk never finishes (the held
@@ -296,7 +296,7 @@ async fn a_topic_created_on_a_stalled_disk_blocks_nobody_else() {
             tokio::spawn(async move { send(&c, &b, topic, 0, "x").await })
         })
         .collect();
-    assert!(fs.wait_for_held_sync(Duration::from_secs(5)));
+    assert!(fs.wait_for_held_sync(Duration::from_secs(20)));
     let t = Instant::now();
     let r = c
         .invoke(&b, heartbeat("cid-2", "Others", "Existing", "*"), quick())

@@ -156,8 +156,9 @@ const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
 const SUBSCRIPTION_NOT_LATEST: i32 = 25;
 const PULL_SUSPEND: i64 = 2;
 
-/// How long an answer Apache gave may take to come from us.
-const ANSWER_WAIT: Duration = Duration::from_secs(5);
+/// How long an answer Apache gave may take to come from us (generous for a loaded machine: the
+/// wait ends as soon as the answer is there).
+const ANSWER_WAIT: Duration = Duration::from_secs(20);
 
 struct Frame {
     /// Frame number in the capture (as `#N` in the `.txt`).
@@ -888,7 +889,7 @@ impl Session {
 
     async fn settle(&self) {
         let store = self.cluster.broker().store().clone();
-        tokio::task::spawn_blocking(move || store.wait_dispatched(Duration::from_secs(5)))
+        tokio::task::spawn_blocking(move || store.wait_dispatched(Duration::from_secs(20)))
             .await
             .unwrap();
     }

@@ -268,7 +268,7 @@ fn a_failed_roll_changes_nothing() {
     assert!(failed > 0, "the log never needed a new segment");
     assert!(!store.is_disk_full() && store.failure().is_none());
     fs.clear_faults();
-    wait_until("a new segment", Duration::from_secs(5), || {
+    wait_until("a new segment", Duration::from_secs(15), || {
         store.put_message_blocking(&msg("T", 0, big(999))).is_ok()
     });
     acked.push(big(999));

@@ -309,7 +309,7 @@ pub async fn register_broker_with_id(
         .with_body(body::encode_fastjson(&reg));
     let client = RemotingClient::default();
     let resp = client
-        .invoke(ns, req, Duration::from_secs(3))
+        .invoke(ns, req, Duration::from_secs(10))
         .await
         .expect("register");
     assert_eq!(resp.response_code(), ResponseCode::Success);
