@@ -458,15 +458,22 @@ impl DefaultMQPushConsumer {
 
     /// Registers `l`; returns its registration number.
     pub(crate) fn set_listener(&self, l: Listener) -> Result<u64> {
-        match &mut *self.inner.life.phase() {
+        // The listener replaced is dropped after the lock: its drop may call this consumer.
+        let replaced;
+        let r = match &mut *self.inner.life.phase() {
             Phase::Created(Created { listener, .. }) => {
-                *listener = Some(l);
+                replaced = listener.replace(l);
                 Ok(self.inner.listener_gen.fetch_add(1, SeqCst) + 1)
             }
-            _ => Err(ClientError::Config(
-                "register the listener before start".into(),
-            )),
-        }
+            _ => {
+                replaced = Some(l);
+                Err(ClientError::Config(
+                    "register the listener before start".into(),
+                ))
+            }
+        };
+        drop(replaced);
+        r
     }
 
     /// Consumes with `listener`, many messages at once.
@@ -672,6 +679,55 @@ mod tests {
                 ..cfg
             })
             .build()
+    }
+
+    /// A listener replaced by another is dropped after the consumer's lock: a listener whose
+    /// drop calls the consumer (here: registers again) does not deadlock.
+    #[test]
+    fn a_replaced_listener_is_dropped_outside_the_consumers_lock() {
+        use crate::consumer::{
+            concurrently_fn, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
+        };
+        use rocketmq_remoting::protocol::message::MessageExt;
+        struct CallsBackOnDrop(Arc<std::sync::OnceLock<DefaultMQPushConsumer>>);
+        #[async_trait::async_trait]
+        impl MessageListenerConcurrently for CallsBackOnDrop {
+            async fn consume_message(
+                &self,
+                _msgs: &[MessageExt],
+                _ctx: &mut ConsumeConcurrentlyContext,
+            ) -> ConsumeConcurrentlyStatus {
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            }
+        }
+        impl Drop for CallsBackOnDrop {
+            fn drop(&mut self) {
+                if let Some(c) = self.0.get() {
+                    let _ =
+                        c.register_message_listener_concurrently(concurrently_fn(|_m, _q| async {
+                            ConsumeConcurrentlyStatus::ConsumeSuccess
+                        }));
+                }
+            }
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let c = build(PushConsumerConfig::default()).unwrap();
+            let cell = Arc::new(std::sync::OnceLock::new());
+            c.register_message_listener_concurrently(CallsBackOnDrop(cell.clone()))
+                .unwrap();
+            let _ = cell.set(c.clone());
+            // Replaces (and drops) the listener that calls back.
+            let r = c.register_message_listener_concurrently(concurrently_fn(|_m, _q| async {
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            }));
+            let _ = tx.send(r.is_ok());
+        });
+        assert_eq!(
+            rx.recv_timeout(std::time::Duration::from_secs(20)),
+            Ok(true),
+            "replacing the listener deadlocked"
+        );
     }
 
     /// The ranges Java's `checkConfig` enforces are errors at build, never an overflow later.

@@ -160,7 +160,9 @@ impl LiteEngine {
         callback: QueueChangeCallback,
     ) -> Result<()> {
         let queues = self.readable_queues(topic).await?;
-        lock(&self.queue_watch).insert(topic.to_string(), (callback, queues));
+        // The callback replaced is dropped after the lock: its drop may call this consumer.
+        let replaced = lock(&self.queue_watch).insert(topic.to_string(), (callback, queues));
+        drop(replaced);
         Ok(())
     }
 
