@@ -681,19 +681,16 @@ impl RemotingClient {
 mod tests {
     use super::*;
 
-    /// A connect started while the runtime shuts down (a producer dropped as the runtime
-    /// stops unregisters from its brokers) fails instead of deadlocking: its task is dropped
-    /// inside `tokio::spawn`, which `channel` calls holding the peers' lock, and the task's
-    /// guard took that lock again (the process hung at exit).
-    #[test]
-    fn a_connect_started_during_the_runtimes_shutdown_fails_without_a_deadlock() {
-        struct ConnectOnDrop(RemotingClient, std::sync::mpsc::Sender<bool>);
+    /// Calls `client.channel(addr)` from the drop of a task's value while a current-thread
+    /// runtime shuts down (it drops its tasks in its own context: the connect's task is spawned
+    /// onto a runtime that no longer takes tasks), and waits for the runtime to stop. Whether
+    /// the connect failed; `None` when it did not end in time (deadlocked).
+    fn connect_while_the_runtime_stops(client: &RemotingClient, addr: &str) -> Option<bool> {
+        struct ConnectOnDrop(RemotingClient, String, std::sync::mpsc::Sender<bool>);
         impl Drop for ConnectOnDrop {
             fn drop(&mut self) {
-                // Runs in the runtime's context as it drops its tasks: the connect's task is
-                // spawned onto a runtime that no longer takes tasks.
-                let r = futures::executor::block_on(self.0.channel("127.0.0.1:1"));
-                let _ = self.1.send(r.is_err());
+                let r = futures::executor::block_on(self.0.channel(&self.1));
+                let _ = self.2.send(r.is_err());
             }
         }
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -701,8 +698,7 @@ mod tests {
             .build()
             .unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let client = RemotingClient::default();
-        let holder = ConnectOnDrop(client.clone(), tx);
+        let holder = ConnectOnDrop(client.clone(), addr.to_string(), tx);
         rt.spawn(async move {
             let _holder = holder;
             std::future::pending::<()>().await
@@ -713,12 +709,23 @@ mod tests {
             drop(rt);
             let _ = done_tx.send(());
         });
+        let failed = rx.recv_timeout(Duration::from_secs(20)).ok()?;
+        assert!(done.recv_timeout(Duration::from_secs(20)).is_ok());
+        Some(failed)
+    }
+
+    /// A connect started while the runtime shuts down (a producer dropped as the runtime
+    /// stops unregisters from its brokers) fails instead of deadlocking: its task is dropped
+    /// inside `tokio::spawn`, which `channel` calls holding the peers' lock, and the task's
+    /// guard took that lock again (the process hung at exit).
+    #[test]
+    fn a_connect_started_during_the_runtimes_shutdown_fails_without_a_deadlock() {
+        let client = RemotingClient::default();
         assert_eq!(
-            rx.recv_timeout(Duration::from_secs(20)),
-            Ok(true),
+            connect_while_the_runtime_stops(&client, "127.0.0.1:1"),
+            Some(true),
             "the connect during the shutdown did not fail in time (deadlocked)"
         );
-        assert!(done.recv_timeout(Duration::from_secs(20)).is_ok());
         // The client is still usable, with nothing left of the failed connect.
         assert!(lock(&client.inner.peers)
             .get("127.0.0.1:1")
@@ -731,34 +738,10 @@ mod tests {
     /// for ever (the task's guard cannot forget it then: the connect was not recorded yet).
     #[test]
     fn a_connect_dropped_by_a_stopping_runtime_is_not_kept_as_the_connect_in_flight() {
-        struct ConnectOnDrop(RemotingClient, String, std::sync::mpsc::Sender<bool>);
-        impl Drop for ConnectOnDrop {
-            fn drop(&mut self) {
-                let r = futures::executor::block_on(self.0.channel(&self.1));
-                let _ = self.2.send(r.is_err());
-            }
-        }
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let client = RemotingClient::default();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let holder = ConnectOnDrop(client.clone(), addr.clone(), tx);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.spawn(async move {
-            let _holder = holder;
-            std::future::pending::<()>().await
-        });
-        rt.block_on(tokio::task::yield_now());
-        let (done_tx, done) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            drop(rt);
-            let _ = done_tx.send(());
-        });
-        assert_eq!(rx.recv_timeout(Duration::from_secs(20)), Ok(true));
-        assert!(done.recv_timeout(Duration::from_secs(20)).is_ok());
+        assert_eq!(connect_while_the_runtime_stops(&client, &addr), Some(true));
         // Another runtime: the address connects.
         let (again_tx, again) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
