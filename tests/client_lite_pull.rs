@@ -203,27 +203,25 @@ async fn assign_away_with_auto_commit_writes_the_committed_offset_not_the_polled
     c.shutdown().await.unwrap();
 }
 
-/// `committed` answers from memory first, as Java 4.9.8's
-/// (`DefaultLitePullConsumerImpl.committed`: `readOffset(mq, MEMORY_FIRST_THEN_STORE)`): a
-/// commit made in memory (here a stream's auto-commit, which the persist timer writes later)
-/// shows before it reaches the broker.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn committed_reads_a_local_commit_before_it_is_persisted() {
-    let c = cluster().await;
-    let ns = c.namesrv_addr();
-    create_topic(&ns, "LiteLocal", 1).await;
-    fill(&ns, "LiteLocal", 0, 3).await;
-    let q0 = mq("LiteLocal", 0);
-    let admin = MQAdmin::connect(&ns).unwrap();
+/// A started consumer of `group` assigned queue 0 of a new one-queue `topic` holding 3
+/// messages, auto-committing at the shortest interval, whose persist timer never runs in a
+/// test: nothing reaches the broker but by the consumer's own writes.
+async fn auto_committing_never_persisting(
+    ns: &str,
+    topic: &str,
+    group: &str,
+) -> (DefaultLitePullConsumer, MessageQueue) {
+    create_topic(ns, topic, 1).await;
+    fill(ns, topic, 0, 3).await;
+    let q0 = mq(topic, 0);
     let a = lite_cfg(
         ClientConfig {
-            // Nothing reaches the broker but by the consumer's own commits.
             persist_consumer_offset_interval: Duration::from_secs(600),
-            ..fast_client(&ns)
+            ..fast_client(ns)
         },
         "a",
         LitePullConsumerConfig {
-            group: "g-lite-local".into(),
+            group: group.into(),
             consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
             auto_commit: true,
             auto_commit_interval: MIN_AUTO_COMMIT_INTERVAL,
@@ -232,6 +230,19 @@ async fn committed_reads_a_local_commit_before_it_is_persisted() {
     );
     a.assign([q0.clone()]).await.unwrap();
     a.start().await.unwrap();
+    (a, q0)
+}
+
+/// `committed` answers from memory first, as Java 4.9.8's
+/// (`DefaultLitePullConsumerImpl.committed`: `readOffset(mq, MEMORY_FIRST_THEN_STORE)`): a
+/// commit made in memory (here a stream's auto-commit, which the persist timer writes later)
+/// shows before it reaches the broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_reads_a_local_commit_before_it_is_persisted() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let (a, q0) = auto_committing_never_persisting(&ns, "LiteLocal", "g-lite-local").await;
+    let admin = MQAdmin::connect(&ns).unwrap();
     let mut s = a.stream();
     let m0 = tokio::time::timeout(LIMIT, s.next())
         .await
@@ -521,27 +532,8 @@ async fn a_huge_cache_size_limit_does_not_overflow() {
 async fn poll_auto_commit_is_in_memory_until_persisted() {
     let c = cluster().await;
     let ns = c.namesrv_addr();
-    create_topic(&ns, "LitePollAuto", 1).await;
-    fill(&ns, "LitePollAuto", 0, 3).await;
-    let q0 = mq("LitePollAuto", 0);
+    let (a, q0) = auto_committing_never_persisting(&ns, "LitePollAuto", "g-lite-poll-auto").await;
     let admin = MQAdmin::connect(&ns).unwrap();
-    let a = lite_cfg(
-        ClientConfig {
-            // Nothing reaches the broker but by the consumer's own writes.
-            persist_consumer_offset_interval: Duration::from_secs(600),
-            ..fast_client(&ns)
-        },
-        "a",
-        LitePullConsumerConfig {
-            group: "g-lite-poll-auto".into(),
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            auto_commit: true,
-            auto_commit_interval: MIN_AUTO_COMMIT_INTERVAL,
-            ..LitePullConsumerConfig::default()
-        },
-    );
-    a.assign([q0.clone()]).await.unwrap();
-    a.start().await.unwrap();
     assert_eq!(poll_n(&a, 3).await.len(), 3);
     // The auto-commit interval passes while the messages are processed; the next poll
     // commits them.
