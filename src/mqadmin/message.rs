@@ -12,16 +12,22 @@ use super::{CmdResult, Failure};
 /// The body shown of a message, at most.
 const BODY_SHOWN: usize = 4096;
 
-/// A message's details (as Java's `printMsg`), one pair a line.
-pub(crate) fn describe(m: &MessageExt) -> Output {
-    let body = &m.message.body;
-    let shown = String::from_utf8_lossy(&body[..body.len().min(BODY_SHOWN)]).into_owned();
+/// A message's properties as Java's `Map.toString()` writes them between its braces:
+/// `k=v, k=v`.
+pub(crate) fn properties_text(m: &MessageExt) -> String {
     let props: Vec<String> = m
         .message
         .properties
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
+    props.join(", ")
+}
+
+/// A message's details (as Java's `printMsg`), one pair a line.
+pub(crate) fn describe(m: &MessageExt) -> Output {
+    let body = &m.message.body;
+    let shown = String::from_utf8_lossy(&body[..body.len().min(BODY_SHOWN)]).into_owned();
     Output::Pairs(vec![
         ("OffsetID".into(), m.offset_msg_id.clone()),
         ("MsgId".into(), m.msg_id.clone()),
@@ -40,7 +46,7 @@ pub(crate) fn describe(m: &MessageExt) -> Output {
         ("Born Host".into(), m.born_host.to_string()),
         ("Store Host".into(), m.store_host.to_string()),
         ("System Flag".into(), m.sys_flag.to_string()),
-        ("Properties".into(), format!("{{{}}}", props.join(", "))),
+        ("Properties".into(), format!("{{{}}}", properties_text(m))),
         ("Body Size".into(), body.len().to_string()),
         (
             "Message Body".into(),

@@ -11,7 +11,7 @@ use rocketmq_client::{MessageExt, MessageQueue, PullStatus};
 use serde_json::Value;
 
 use super::group::parse_timestamp;
-use super::message::describe;
+use super::message::{describe, properties_text};
 use super::output::{Output, Table};
 use super::topic::{format_time, no_topic};
 use super::{CmdResult, Failure};
@@ -266,12 +266,6 @@ fn queue_row(mq: &MessageQueue, r: &Read) -> Vec<String> {
 /// A message as Java's tools print it after `MSGID: <id> ` (`MessageExt.toString()`, the body
 /// given by its length rather than byte by byte).
 fn java_message_string(m: &MessageExt) -> String {
-    let props: Vec<String> = m
-        .message
-        .properties
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
     format!(
         "MessageExt [brokerName={}, queueId={}, storeSize={}, queueOffset={}, sysFlag={}, \
          bornTimestamp={}, bornHost={}, storeTimestamp={}, storeHost={}, msgId={}, \
@@ -294,7 +288,7 @@ fn java_message_string(m: &MessageExt) -> String {
         m.prepared_transaction_offset,
         m.message.topic,
         m.message.flag,
-        props.join(", "),
+        properties_text(m),
         m.message.body.len(),
         m.message.transaction_id.as_deref().unwrap_or("null"),
     )
