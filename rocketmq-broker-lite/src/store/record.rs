@@ -302,7 +302,7 @@ pub fn find_properties<'a, const N: usize>(
     let b = props.as_bytes();
     let mut start = 0;
     loop {
-        let end = find_byte(b, start, ITEM_END);
+        let end = rocketmq_remoting::protocol::json::find::byte(b, start, ITEM_END);
         let item = &b[start..end];
         // A value is found for the first key equal to the item's name (if it has a value).
         for (i, key) in keys.iter().enumerate() {
@@ -332,34 +332,6 @@ pub fn find_properties<'a, const N: usize>(
 const NAME_END: u8 = 0x01;
 /// The separator after a property's value.
 const ITEM_END: u8 = 0x02;
-
-/// The index of the first `x` in `b` at or after `from` (`b.len()` if none), eight bytes at a
-/// time.
-fn find_byte(b: &[u8], from: usize, x: u8) -> usize {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let pattern = LO * u64::from(x);
-    let mut i = from;
-    while let Some(chunk) = b.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word) ^ pattern;
-        // The lowest byte of `w` that is zero is the lowest flagged (a borrow only flags bytes
-        // above a zero byte).
-        let zero = w.wrapping_sub(LO) & !w & HI;
-        if zero != 0 {
-            return i + (zero.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < b.len() {
-        if b[i] == x {
-            return i;
-        }
-        i += 1;
-    }
-    b.len()
-}
 
 /// Length of the record `m` will produce.
 pub fn record_len(m: &PutMessage) -> usize {

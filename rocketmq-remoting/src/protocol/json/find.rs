@@ -82,9 +82,10 @@ pub(crate) fn either_byte(b: &[u8], from: usize, x: u8, y: u8) -> usize {
     find_by(b, from, |w| equal(w, x) | equal(w, y), |c| c == x || c == y).unwrap_or(b.len())
 }
 
-/// The first index at or after `from` whose byte is `x`, `b.len()` when there is none.
+/// The first index at or after `from` whose byte is `x`, `b.len()` when there is none (a
+/// properties string's item separator, say).
 #[inline]
-pub(crate) fn byte(b: &[u8], from: usize, x: u8) -> usize {
+pub fn byte(b: &[u8], from: usize, x: u8) -> usize {
     find_by(b, from, |w| equal(w, x), |c| c == x).unwrap_or(b.len())
 }
 

@@ -3,7 +3,7 @@
 
 pub mod de;
 pub mod escape;
-pub(crate) mod find;
+pub mod find;
 pub mod lenient;
 pub mod ser;
 
