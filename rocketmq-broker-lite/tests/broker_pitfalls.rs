@@ -252,3 +252,92 @@ async fn an_oversized_send_is_refused_from_its_header() {
     );
     cl.stop().await;
 }
+
+/// Writes one frame of `header` (JSON text, as a client wrote it) and `body` on `s`, and reads
+/// the answer.
+async fn raw_round_trip(
+    s: &mut tokio::net::TcpStream,
+    header: &str,
+    body: &[u8],
+) -> RemotingCommand {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&((4 + header.len() + body.len()) as u32).to_be_bytes());
+    frame.extend_from_slice(&(header.len() as u32).to_be_bytes());
+    frame.extend_from_slice(header.as_bytes());
+    frame.extend_from_slice(body);
+    s.write_all(&frame).await.unwrap();
+    let mut len = [0u8; 4];
+    tokio::time::timeout(T, s.read_exact(&mut len))
+        .await
+        .expect("answered")
+        .unwrap();
+    let mut rest = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut rest).await.unwrap();
+    let mut whole = len.to_vec();
+    whole.extend_from_slice(&rest);
+    rocketmq_remoting::protocol::frame::decode_one(&whole, usize::MAX).unwrap()
+}
+
+/// A SEND_MESSAGE_V2 header of the members `ext`, in fastjson's order.
+fn v2_header(ext: &str, opaque: i32) -> String {
+    format!(
+        r#"{{"code":310,"extFields":{{{ext}}},"flag":0,"language":"CPP","opaque":{opaque},"serializeTypeCurrentRPC":"JSON","version":409}}"#
+    )
+}
+
+/// A send's header fields are read straight from the frame when they are all strings (as Java
+/// and our client write them); written another way (numbers and booleans unquoted, as some
+/// clients do), they are read as before; fields that do not read as an object's members are
+/// refused with an answer, and the connection goes on.
+#[tokio::test]
+async fn send_headers_of_every_shape_are_read_alike_and_bad_ones_answered() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    let _ = send(&c, &b, "Shapes", 0, "create").await;
+    let mut s = tokio::net::TcpStream::connect(&b).await.unwrap();
+    let props = r#"TAGS\u0001T1\u0002k\u0001v \"q\"\u0002WAIT\u0001true"#;
+    let strings = format!(
+        r#""a":"pg","b":"Shapes","c":"TBW102","d":"4","e":"0","f":"0","g":"1700000000000","h":"0","i":"{props}","j":"0","k":"false","m":"false""#
+    );
+    let unquoted = format!(
+        r#""a":"pg","b":"Shapes","c":"TBW102","d":4,"e":0,"f":0,"g":1700000000000,"h":0,"i":"{props}","j":0,"k":false,"m":false"#
+    );
+    for (n, ext) in [strings, unquoted].iter().enumerate() {
+        let r = raw_round_trip(&mut s, &v2_header(ext, 10 + n as i32), b"body").await;
+        assert_eq!(
+            r.response_code(),
+            ResponseCode::Success,
+            "{}",
+            r.remark_str()
+        );
+        assert_eq!(r.opaque, 10 + n as i32);
+    }
+    let (_, msgs) = pull(&c, &b, "g", "Shapes", 0, 0).await;
+    let stored: Vec<_> = msgs.iter().skip(1).collect();
+    assert_eq!(stored.len(), 2);
+    for m in stored {
+        assert_eq!(m.tags(), Some("T1"));
+        assert_eq!(m.property("k"), Some("v \"q\""));
+        assert_eq!(m.born_timestamp, 1_700_000_000_000);
+    }
+    // Fields that do not read as an object's members: refused, and answered.
+    let bad = r#""a":"pg","b":"Shapes"x,"c":"TBW102""#;
+    let r = raw_round_trip(&mut s, &v2_header(bad, 20), b"body").await;
+    assert_eq!(r.response_code(), ResponseCode::SystemError);
+    assert!(
+        r.remark_str().contains("bad send header"),
+        "{}",
+        r.remark_str()
+    );
+    let good = r#""a":"pg","b":"Shapes","c":"TBW102","d":4,"e":0,"f":0,"g":1,"h":0"#;
+    let ok = raw_round_trip(&mut s, &v2_header(good, 21), b"after").await;
+    assert_eq!(
+        ok.response_code(),
+        ResponseCode::Success,
+        "{}",
+        ok.remark_str()
+    );
+    cl.stop().await;
+}

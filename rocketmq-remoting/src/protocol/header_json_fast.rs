@@ -477,8 +477,17 @@ impl Scan<'_> {
         self.literal(b"{\"code\":")?;
         cmd.code = i32::try_from(self.int()?).ok()?;
         if self.literal(b",\"extFields\":").is_some() {
-            let in_place = header.filter(|_| read_in_place(Some(cmd.code)));
-            cmd.ext_fields = self.ext_fields(in_place, true)?;
+            match left_unread(cmd.code).then(|| self.members_end()).flatten() {
+                Some(end) => {
+                    cmd.ext_fields =
+                        Some(ExtFields::for_unread_members(self.s.get(self.i + 1..end)?));
+                    self.i = end + 1;
+                }
+                None => {
+                    let in_place = header.filter(|_| read_in_place(Some(cmd.code)));
+                    cmd.ext_fields = self.ext_fields(in_place, true)?;
+                }
+            }
         }
         self.literal(b",\"flag\":")?;
         cmd.flag = i32::try_from(self.int()?).ok()?;
@@ -500,6 +509,156 @@ impl Scan<'_> {
         cmd.version = i32::try_from(self.int()?).ok()?;
         self.eat(b'}')?;
         (self.i == self.b.len()).then_some(cmd)
+    }
+}
+
+/// Whether a request's `extFields` are left unread by the decoder (see
+/// [`ExtFields::for_unread_members`]): SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, whose typed
+/// reader ([`letter_values`], for the broker) reads the members in one pass, without a map.
+fn left_unread(code: i32) -> bool {
+    use crate::protocol::RequestCode;
+    code == RequestCode::SendMessageV2.to_i32() || code == RequestCode::SendBatchMessage.to_i32()
+}
+
+/// The entries of an object's members (the text between its braces) as the JSON header
+/// reader reads an `extFields` object: the direct reader's, else the general reader's; no
+/// entries when neither reads them (for a map whose decoder left its members unread).
+pub(crate) fn members_map(members: &str) -> ExtFields {
+    let mut object = String::with_capacity(members.len() + 16);
+    object.push('{');
+    object.push_str(members);
+    object.push('}');
+    let mut s = Scan {
+        s: &object,
+        b: object.as_bytes(),
+        i: 0,
+    };
+    if let Some(ext) = s.ext_fields(None, false) {
+        if s.i == object.len() {
+            return ext.unwrap_or_default();
+        }
+    }
+    let header = format!("{{\"extFields\":{object}}}");
+    super::header_json::decode_general(header.as_bytes())
+        .ok()
+        .and_then(|cmd| cmd.ext_fields)
+        .unwrap_or_default()
+}
+
+/// One value of [`letter_values`]: where it is in the members, or, unescaped, in the scratch
+/// text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Letter<'a> {
+    /// The value as it is in the members (it has no escape).
+    Here(&'a str),
+    /// The range of the scratch text holding the value's unescaped text.
+    Scratch(usize, usize),
+}
+
+/// The first value of each one-letter key `a`, `b`, ... (`N` of them) among an object's
+/// members (the text between its braces), as [`ExtFields::get_letters`] finds them in the map
+/// [`members_map`] reads from the same members, in one pass and without that map: a value
+/// without escapes where it is, one with escapes unescaped at the end of `scratch`. `None`
+/// (`scratch` perhaps extended) when the members are not all string pairs without white space,
+/// or a key has an escape: the map reads those.
+pub(crate) fn letter_values<'a, const N: usize>(
+    m: &'a str,
+    scratch: &mut String,
+) -> Option<[Option<Letter<'a>>; N]> {
+    let b = m.as_bytes();
+    let mut out = [None; N];
+    let mut i = 0;
+    while i < b.len() {
+        if i > 0 {
+            (b[i] == b',').then_some(())?;
+            i += 1;
+        }
+        // A one-letter key (all of a send's) as four constant bytes; another one as a string.
+        let slot = match b.get(i..i + 4) {
+            Some(&[b'"', c, b'"', b':']) if plain(c) => {
+                i += 4;
+                usize::from(c.wrapping_sub(b'a'))
+            }
+            _ => {
+                let mut s = Scan { s: m, b, i };
+                let key = s.raw_string()?;
+                if key.escaped {
+                    return None;
+                }
+                s.eat(b':')?;
+                i = s.i;
+                usize::MAX
+            }
+        };
+        (b.get(i) == Some(&b'"')).then_some(())?;
+        // Most values are short (a number, `false`): byte by byte up to eight, the eight-bytes-
+        // at-a-time search after.
+        let start = i + 1;
+        let mut j = start;
+        while j < start + 8 && b.get(j).is_some_and(|&c| plain(c)) {
+            j += 1;
+        }
+        if j == start + 8 {
+            j = string_stop(b, j)?;
+        }
+        match b.get(j) {
+            Some(b'"') => {
+                if let Some(free @ None) = out.get_mut(slot) {
+                    *free = Some(Letter::Here(m.get(start..j)?));
+                }
+                i = j + 1;
+            }
+            Some(b'\\') => {
+                let mut s = Scan { s: m, b, i };
+                match out.get_mut(slot) {
+                    Some(free @ None) => {
+                        let from = scratch.len();
+                        s.string_into(scratch)?;
+                        *free = Some(Letter::Scratch(from, scratch.len()));
+                    }
+                    _ => {
+                        s.raw_string()?;
+                    }
+                }
+                i = s.i;
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Whether a byte stands for itself in a JSON string (not a quote, a backslash or a control
+/// character).
+#[inline]
+fn plain(c: u8) -> bool {
+    c >= 0x20 && c != b'"' && c != b'\\'
+}
+
+impl Scan<'_> {
+    /// The index of the closing brace of the object at the cursor, found without reading its
+    /// members, when a header in fastjson's order goes on with `flag` after it: the first `}`
+    /// followed by `,"flag":`. No string holds that text (a quote in a string is escaped), so
+    /// in a valid object only the end of a nested value followed by a member named `flag`
+    /// could: the text after it is then not the rest of a header in fastjson's order (the
+    /// header's own `},"flag":` comes later, and only its last `}` may follow `version`), the
+    /// in-order reader refuses the header, and the member reader reads it. An invalid object
+    /// may end elsewhere; its members then read as no entries (see [`members_map`]).
+    fn members_end(&self) -> Option<usize> {
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let mut from = self.i + 1;
+        loop {
+            let close = super::json::find::byte(self.b, from, b'}');
+            if close >= self.b.len() {
+                return None;
+            }
+            if self.b[close + 1..].starts_with(b",\"flag\":") {
+                return Some(close);
+            }
+            from = close + 1;
+        }
     }
 }
 
@@ -638,11 +797,19 @@ mod tests {
     fn agree(json: &str) -> bool {
         let fast = decode(json.as_bytes());
         if let Some(cmd) = &fast {
-            assert_eq!(
-                Some(cmd),
-                decode_general(json.as_bytes()).ok().as_ref(),
-                "{json}"
-            );
+            match decode_general(json.as_bytes()) {
+                Ok(general) => assert_eq!(cmd, &general, "{json}"),
+                // Only a send whose members the decoder left unread gets here: the general
+                // reader refuses its members, which read as no entries.
+                Err(_) => {
+                    let ext = cmd.ext_fields.as_ref();
+                    let members = ext.and_then(|e| e.unread_members());
+                    let members = members.unwrap_or_else(|| panic!("refused: {json}"));
+                    let object = format!("{{\"extFields\":{{{members}}}}}");
+                    assert!(decode_general(object.as_bytes()).is_err(), "{json}");
+                    assert!(ext.unwrap().is_empty(), "{json}");
+                }
+            }
         }
         let in_place = decode_in_place(&bytes::Bytes::copy_from_slice(json.as_bytes()));
         assert_eq!(in_place, fast, "{json}");
@@ -944,6 +1111,176 @@ mod tests {
                 None,
                 "{bad}"
             );
+        }
+    }
+
+    /// A SEND_MESSAGE_V2 header as the encoder (and Java's fastjson) writes it.
+    fn send_header(members: &str) -> String {
+        format!(
+            r#"{{"code":310,"extFields":{{{members}}},"flag":0,"language":"JAVA","opaque":41,"serializeTypeCurrentRPC":"JSON","version":409}}"#
+        )
+    }
+
+    /// What `letter_values` gives for `members`, as text.
+    fn letters(members: &str) -> Option<Vec<Option<String>>> {
+        let mut scratch = String::from("kept");
+        let out: [Option<super::Letter<'_>>; 16] = super::letter_values(members, &mut scratch)?;
+        assert!(scratch.starts_with("kept"), "scratch is only appended to");
+        Some(
+            out.iter()
+                .map(|l| {
+                    l.map(|l| match l {
+                        super::Letter::Here(v) => v.to_string(),
+                        super::Letter::Scratch(from, to) => scratch[from..to].to_string(),
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The letters of the map that the members read as.
+    fn map_letters(members: &str) -> Vec<Option<String>> {
+        let map = super::members_map(members);
+        let out: [Option<&str>; 16] = map.get_letters();
+        out.iter().map(|v| v.map(str::to_string)).collect()
+    }
+
+    #[test]
+    fn a_sends_fields_are_left_unread_and_read_as_the_map_of_them_reads_them() {
+        for (members, typed) in [
+            (
+                r#""a":"G","b":"TopicTest","c":"TBW102","d":"4","e":"3","f":"0","g":"1700000000000","h":"0","i":"TAGS\u0001A\u0002WAIT\u0001true","j":"0","k":"false","m":"false""#,
+                true,
+            ),
+            // Duplicates: the first counts; unknown and long keys are skipped; values with any
+            // escape are unescaped.
+            (
+                r#""a":"1","a":"2","zz":"\"}","q":"x","b":"\u4e16\n\"\\","i":"p\u0001q""#,
+                true,
+            ),
+            (r#""#, true),
+            (r#""a":"""#, true),
+            // Not all string pairs, white space, an escaped key: the map reads them.
+            (r#""a":"G","d":4"#, false),
+            (r#""a":"G","k":true,"n":null"#, false),
+            (r#""a" : "G""#, false),
+            (r#""\u0061":"G""#, false),
+            (r#""a":"G","b":{"x":"y"}"#, false),
+        ] {
+            let json = send_header(members);
+            assert!(agree(&json), "read directly: {json}");
+            let cmd = decode(json.as_bytes()).unwrap();
+            let ext = cmd.ext_fields.as_ref().unwrap();
+            assert_eq!(ext.unread_members(), Some(members), "{json}");
+            match letters(members) {
+                Some(l) => {
+                    assert!(typed, "{members}");
+                    assert_eq!(l, map_letters(members), "{members}");
+                }
+                None => assert!(!typed, "{members}"),
+            }
+            // The same map whichever way it is used first.
+            let general = decode_general(json.as_bytes()).unwrap().ext_fields.unwrap();
+            assert_eq!(ext.len(), general.len());
+            assert_eq!(ext.get_letters::<16>(), general.get_letters::<16>());
+            let mut changed = ext.clone();
+            changed.insert("a", "new");
+            let mut expected = general.clone();
+            expected.insert("a", "new");
+            assert_eq!(changed, expected);
+            assert_eq!(changed.unread_members(), None);
+        }
+        // A nested value followed by a member named `flag` (text that ends the object early):
+        // the rest is not a header's tail, and the header is read as the general reader reads it.
+        let tricky = send_header(r#""a":{"k":1},"flag":"1","b":"T""#);
+        agree(&tricky);
+        let general = decode_general(tricky.as_bytes()).unwrap();
+        let ext = general.ext_fields.unwrap();
+        assert_eq!(
+            (ext.get("a"), ext.get("flag")),
+            (Some(r#"{"k":1}"#), Some("1"))
+        );
+        assert!(decode(tricky.as_bytes()).is_none());
+        // Other requests, answers and pulls are read at once, as before.
+        for code in [0, 10, 11, 325] {
+            let json = send_header(r#""a":"G""#).replace("310", &code.to_string());
+            let cmd = decode(json.as_bytes()).unwrap();
+            assert_eq!(cmd.ext_fields.unwrap().unread_members(), None, "{code}");
+        }
+    }
+
+    #[test]
+    fn random_members_read_as_their_map_reads_them() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let pieces = [
+            "\"",
+            "\\",
+            "\\u0001",
+            "\\u00e9",
+            "\\u4e16",
+            "\\ud83d",
+            "\\n",
+            "}",
+            "{",
+            ",",
+            ":",
+            "\"flag\":",
+            "a",
+            "b",
+            "i",
+            "é",
+            "\u{1}",
+            " ",
+            "0",
+            "-",
+        ];
+        for _ in 0..3000 {
+            let mut members = String::new();
+            for n in 0..rng.gen_range(0..5) {
+                if n > 0 {
+                    members.push(',');
+                }
+                let key = ["a", "b", "i", "zz", "\\u0062", ""][rng.gen_range(0..6)];
+                members.push_str(&format!("\"{key}\":"));
+                if rng.gen_bool(0.9) {
+                    members.push('"');
+                    for _ in 0..rng.gen_range(0..4) {
+                        members.push_str(pieces[rng.gen_range(0..pieces.len())]);
+                    }
+                    members.push('"');
+                } else {
+                    members.push_str(["1", "true", "null", "-0"][rng.gen_range(0..4)]);
+                }
+            }
+            let json = send_header(&members);
+            // Whatever the decoder and the readers make of it, they agree, and never panic.
+            agree(&json);
+            if let Some(l) = letters(&members) {
+                assert_eq!(l, map_letters(&members), "{members}");
+            }
+        }
+    }
+
+    #[test]
+    fn corrupted_send_headers_are_refused_or_read_alike() {
+        let json = send_header(
+            r#""a":"G","b":"T","d":"4","i":"TAGS\u0001A\u0002K\u0001x\"y","k":"false""#,
+        );
+        let bytes = json.as_bytes();
+        for at in 0..bytes.len() {
+            for b in [b'"', b'\\', b'{', b'}', b':', b',', b'u', 0x01, b' '] {
+                let mut bad = bytes.to_vec();
+                bad[at] = b;
+                let text = std::str::from_utf8(&bad).unwrap();
+                agree(text);
+                if let Some(ext) = decode(&bad).and_then(|c| c.ext_fields) {
+                    if let Some(m) = ext.unread_members() {
+                        if let Some(l) = letters(m) {
+                            assert_eq!(l, map_letters(m), "{text}");
+                        }
+                    }
+                }
+            }
         }
     }
 }

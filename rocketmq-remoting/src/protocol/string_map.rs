@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::fmt;
+use std::sync::OnceLock;
 
 use bytestring::ByteString;
 
@@ -77,6 +78,12 @@ pub struct StringMap {
     /// map is read in place: the entries' spans marked [`IN_JSON`] are in this text, checked
     /// as UTF-8 once when the frame was decoded.
     json: Option<ByteString>,
+    /// Whether `text` holds a JSON object's members as a decoder left them, unread (see
+    /// [`StringMap::for_unread_members`]): the entries are read from them when first needed,
+    /// into `read`, and `entries` stays empty.
+    unread: bool,
+    /// The entries of unread members, read at the first lookup (see [`StringMap::view`]).
+    read: OnceLock<Box<StringMap>>,
 }
 
 /// The bit of a span's offset that places it in the map's JSON members (see
@@ -90,6 +97,8 @@ impl StringMap {
             text: String::new(),
             entries: Vec::new(),
             json: None,
+            unread: false,
+            read: OnceLock::new(),
         }
     }
 
@@ -99,6 +108,8 @@ impl StringMap {
             text: String::with_capacity(n * 24),
             entries: Vec::with_capacity(n),
             json: None,
+            unread: false,
+            read: OnceLock::new(),
         }
     }
 
@@ -112,7 +123,38 @@ impl StringMap {
             text: t,
             entries: e,
             json: None,
+            unread: false,
+            read: OnceLock::new(),
         }
+    }
+
+    /// A map of the members of a JSON object (the text between its braces, as a header
+    /// carried it) left unread: a decoder's for a request whose typed reader reads the members
+    /// itself, in one pass (see [`StringMap::unread_members`]). Any other use of the map reads
+    /// them first, as the JSON header reader reads an `extFields` object (an object it cannot
+    /// read gives no entries: the typed reader refuses it with its own error).
+    pub(crate) fn for_unread_members(members: &str) -> Self {
+        let mut m = Self::with_capacities(0, members.len());
+        m.text.push_str(members);
+        m.unread = true;
+        m
+    }
+
+    /// The members a decoder left unread (see [`StringMap::for_unread_members`]), if it did:
+    /// the text between the braces of the `extFields` object, as it arrived.
+    pub fn unread_members(&self) -> Option<&str> {
+        self.unread.then_some(self.text.as_str())
+    }
+
+    /// The map whose entries the lookups read: this one, or the entries of its unread members,
+    /// read at the first lookup.
+    #[inline]
+    fn view(&self) -> &StringMap {
+        if !self.unread {
+            return self;
+        }
+        self.read
+            .get_or_init(|| Box::new(super::header_json_fast::members_map(&self.text)))
     }
 
     /// An empty map for a decoder that reads a JSON object's members where they are (see
@@ -135,8 +177,17 @@ impl StringMap {
         self.json.is_some()
     }
 
-    /// Copies entries read in place into the map's own text, before a change.
+    /// Copies entries read in place into the map's own text, before a change (and reads
+    /// unread members first).
     fn own(&mut self) {
+        if self.unread {
+            let read = match self.read.take() {
+                Some(read) => *read,
+                None => super::header_json_fast::members_map(&self.text),
+            };
+            // The members' buffers go back to the thread's spares with the old map.
+            *self = read;
+        }
         let Some(json) = self.json.take() else {
             return;
         };
@@ -187,6 +238,9 @@ impl StringMap {
     /// first entry of a key, as [`StringMap::get`] finds it): what a SEND_MESSAGE_V2 header
     /// reads, without comparing keys as strings.
     pub fn get_letters<const N: usize>(&self) -> [Option<&str>; N] {
+        if self.unread {
+            return self.view().get_letters();
+        }
         let mut out = [None; N];
         if self.json.is_some() {
             for e in &self.entries {
@@ -290,7 +344,8 @@ impl StringMap {
 
     /// The value stored under `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.find(key).map(|i| self.value_of(&self.entries[i]))
+        let m = self.view();
+        m.find(key).map(|i| m.value_of(&m.entries[i]))
     }
 
     /// Whether `key` is present.
@@ -418,7 +473,7 @@ impl StringMap {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.view().entries.len()
     }
 
     /// Whether the map is empty.
@@ -428,14 +483,17 @@ impl StringMap {
 
     /// Entries in order.
     pub fn iter(&self) -> Iter<'_> {
+        let map = self.view();
         Iter {
-            map: self,
-            inner: self.entries.iter(),
+            map,
+            inner: map.entries.iter(),
         }
     }
 
     /// Removes every entry.
     pub fn clear(&mut self) {
+        self.unread = false;
+        self.read = OnceLock::new();
         self.json = None;
         self.text.clear();
         self.entries.clear();
@@ -762,5 +820,39 @@ mod tests {
         assert!(a.same_entries(&b));
         assert!(!a.same_entries(&c));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn unread_members_are_read_at_their_first_use() {
+        let members = r#""a":"1","b":"x\u0001","a":"2""#;
+        let unread = StringMap::for_unread_members(members);
+        assert_eq!(unread.unread_members(), Some(members));
+        let expected: StringMap = [("a", "1"), ("b", "x\u{1}")].into_iter().collect();
+        // Lookups read them (the first of a repeated key, as a decoded map holds it).
+        assert_eq!(unread.get("b"), Some("x\u{1}"));
+        assert_eq!(unread.get("a"), Some("1"));
+        assert_eq!(unread.len(), 3);
+        assert_eq!(unread.get_letters::<2>(), [Some("1"), Some("x\u{1}")]);
+        let pairs: Vec<_> = unread.iter().collect();
+        assert_eq!(pairs, [("a", "1"), ("b", "x\u{1}"), ("a", "2")]);
+        let clone = unread.clone();
+        assert_eq!(clone, unread);
+        // A change reads them first, and the map is an ordinary one after.
+        let mut changed = unread.clone();
+        assert_eq!(changed.remove("a"), Some("1".to_string()));
+        assert_eq!(changed.unread_members(), None);
+        assert_eq!(changed.get("a"), Some("2"));
+        changed.discard("a");
+        assert!(changed.same_entries(&[("b", "x\u{1}")].into_iter().collect()));
+        let mut cleared = StringMap::for_unread_members(members);
+        cleared.clear();
+        assert!(cleared.is_empty() && cleared.unread_members().is_none());
+        // Members that do not read as an object's: no entries. Nested values read as their
+        // JSON text, as the general reader reads them.
+        let bad = StringMap::for_unread_members(r#""a":"1"x,"b":"2""#);
+        assert!(bad.is_empty());
+        let nested = StringMap::for_unread_members(r#""a":{"b":"c"}"#);
+        assert_eq!(nested.get("a"), Some(r#"{"b":"c"}"#));
+        assert_ne!(expected, unread);
     }
 }

@@ -255,6 +255,22 @@ pub(crate) fn answer_after_topics_saved(
 
 /// SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE, read at `began` (for the request
 /// metrics of a send answered from its note).
+/// A send's scratch text (its header's unescaped properties), taken from the thread's spare
+/// buffers and given back when dropped: no allocation a send.
+struct Scratch(String);
+
+impl Scratch {
+    fn take() -> Self {
+        Self(rocketmq_remoting::util::spare::string(256))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        rocketmq_remoting::util::spare::keep_string(std::mem::take(&mut self.0));
+    }
+}
+
 pub(crate) fn send(
     b: &Arc<BrokerInner>,
     ctx: &ChannelContext,
@@ -269,9 +285,16 @@ pub(crate) fn send(
         );
     }
     let ext = StringMap::or_empty(&req.ext_fields);
-    // The header's strings are borrowed from the request (a dead-letter topic from here).
+    // The header's strings are borrowed from the request (a dead-letter topic from here, the
+    // unescaped properties from `scratch`), read in one pass from the members the decoder left
+    // unread when it did (a SEND_MESSAGE_V2 or batch of the common shape), else from the map.
     let dlq_topic: String;
-    let mut h = match SendMessageRequestHeaderRef::read_for_code(req.code, ext) {
+    let mut scratch = Scratch::take();
+    let read = ext
+        .unread_members()
+        .and_then(|m| SendMessageRequestHeaderRef::read_v2_members(m, &mut scratch.0))
+        .unwrap_or_else(|| SendMessageRequestHeaderRef::read_for_code(req.code, ext));
+    let mut h = match read {
         Ok(h) => h,
         Err(e) => {
             return send_error(

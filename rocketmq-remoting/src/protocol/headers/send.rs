@@ -143,6 +143,27 @@ impl<'a> SendMessageRequestHeaderRef<'a> {
         }
     }
 
+    /// Reads the SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE form (keys `a`..`n`) straight from the
+    /// `extFields` members a decoder left unread ([`ExtFields::unread_members`]), in one pass:
+    /// the values and errors [`SendMessageRequestHeaderRef::read_for_code`] gives for the map of
+    /// the same members. The unescaped text of a value with escapes (a message's properties,
+    /// whose separators arrive escaped) is appended to `scratch`, which the header then
+    /// borrows. `None` when the members are not of the common shape (all string pairs, no
+    /// white space, no escaped key): read the map then.
+    pub fn read_v2_members(
+        members: &'a str,
+        scratch: &'a mut String,
+    ) -> Option<Result<Self, HeaderError>> {
+        use crate::protocol::header_json_fast::{letter_values, Letter};
+        let letters: [Option<Letter<'a>>; 14] = letter_values(members, scratch)?;
+        let scratch: &'a String = scratch;
+        let v = letters.map(|l| match l? {
+            Letter::Here(v) => Some(v),
+            Letter::Scratch(from, to) => scratch.get(from..to),
+        });
+        Some(Self::from_values(&V2_KEYS, v))
+    }
+
     fn read_keys(ext: &'a ExtFields, k: &[&'static str; 14]) -> Result<Self, HeaderError> {
         // The values of `k` in order, as `ext.get` finds them (the first entry of a key).
         let v: [Option<&'a str>; 14] = if k == &V2_KEYS {
@@ -150,6 +171,11 @@ impl<'a> SendMessageRequestHeaderRef<'a> {
         } else {
             ext.get_many(*k)
         };
+        Self::from_values(k, v)
+    }
+
+    /// The header of the values of the keys `k` (absent ones `None`).
+    fn from_values(k: &[&'static str; 14], v: [Option<&'a str>; 14]) -> Result<Self, HeaderError> {
         // As `String` and `Option<String>` fields read: a required string must be present; an
         // empty optional one is absent.
         let required = |i: usize| required_text(k[i], v[i]);
@@ -785,6 +811,58 @@ mod tests {
         assert_eq!(
             frame::encode_to_vec(&empty).unwrap(),
             frame::encode_to_vec(&with_map).unwrap()
+        );
+    }
+
+    /// The header read from a SEND_MESSAGE_V2 frame's unread members, as the map of them reads
+    /// it (the values, and the errors), for headers as producers write them and others.
+    #[test]
+    fn a_header_read_from_unread_members_is_the_one_read_from_their_map() {
+        let v2 = RequestCode::SendMessageV2.to_i32();
+        let mut written = Vec::new();
+        for full in [true, false] {
+            let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2);
+            cmd.ext_json = Some(header(full).to_v2_json());
+            let frame = frame::encode_to_vec(&cmd).unwrap();
+            written.push(frame::decode_one(&frame, usize::MAX).unwrap());
+        }
+        let built = |members: &str| {
+            let json = format!(
+                r#"{{"code":310,"extFields":{{{members}}},"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON","version":409}}"#
+            );
+            crate::protocol::header_json::decode(json.as_bytes()).unwrap()
+        };
+        let others = [
+            built(r#""a":"pg","b":"T","c":"TBW102","d":"4","e":"0","f":"0","g":"1","h":"0""#),
+            built(r#""a":"pg","b":"T","c":"TBW102","d":"x","e":"0","f":"0","g":"1","h":"0""#),
+            built(r#""b":"T""#),
+            built(
+                r#""a":"pg","a":"later","b":"T\u0001","c":"TBW102","d":"4","e":"0","f":"0","g":"1","h":"0","i":"","k":"true","m":"yes""#,
+            ),
+        ];
+        for cmd in written.iter().chain(&others) {
+            let ext = cmd.ext_fields.as_ref().unwrap();
+            let members = ext.unread_members().expect("left unread");
+            let mut scratch = String::new();
+            let typed = SendMessageRequestHeaderRef::read_v2_members(members, &mut scratch)
+                .expect("of the common shape");
+            let mapped = SendMessageRequestHeaderRef::read_for_code(v2, ext);
+            assert_eq!(typed, mapped, "{members}");
+        }
+        // The frames as written read back as the headers written.
+        for (cmd, full) in written.iter().zip([true, false]) {
+            let members = cmd.ext_fields.as_ref().unwrap().unread_members().unwrap();
+            let mut scratch = String::new();
+            let h = SendMessageRequestHeaderRef::read_v2_members(members, &mut scratch)
+                .unwrap()
+                .unwrap();
+            assert_eq!(h.to_header(), header(full));
+        }
+        // Not of the common shape: left to the map.
+        let mut scratch = String::new();
+        assert!(
+            SendMessageRequestHeaderRef::read_v2_members(r#""a":"pg","d":4"#, &mut scratch)
+                .is_none()
         );
     }
 }
