@@ -171,7 +171,9 @@ impl Api {
                 self.remoting.invoke_oneway(addr, req, timeout).await?;
                 return Ok(None);
             }
-            SendMode::Sync => self.invoke(addr, req, timeout).await?,
+            // The transport's call itself, not through `invoke`: one future fewer to build and
+            // move on every send (the same error, converted by `?`).
+            SendMode::Sync => self.remoting.invoke(addr, req, timeout).await?,
             SendMode::Async => self.remoting.invoke_async(addr, req, timeout).await?,
         };
         match resp.response_code() {

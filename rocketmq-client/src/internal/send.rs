@@ -33,7 +33,7 @@ use super::hooks::{
 use super::instance::{lock, ClientInstance, MASTER_ID};
 use super::namespace::Namespace;
 use super::producer_config::{ProducerConfig, SendResult, SendStatus};
-use super::stats::ProducerStats;
+use super::stats::{ProducerStats, SentItems};
 use crate::config::{check_topic, check_topic_on_wire};
 use crate::error::{ClientError, Result};
 
@@ -132,6 +132,12 @@ impl AsyncRoom {
 pub(crate) struct TopicPublishInfo {
     pub(crate) order_topic: bool,
     pub(crate) queues: Vec<MessageQueue>,
+    /// Whether `queues` are on more than one broker: a retry could go elsewhere (known once,
+    /// not found again by comparing every queue's broker name at each send).
+    several_brokers: bool,
+    /// The statistics items of this copy's topic, found at its first successful send: a
+    /// send counts itself without looking its topic up again.
+    sent_items: SentItems,
     /// The round robin's next position, shared by the threads' copies of this info.
     next: Arc<AtomicU32>,
     /// Positions this copy took from `next` and has not used yet: the next one (low half)
@@ -149,6 +155,8 @@ impl TopicPublishInfo {
         Self {
             order_topic: false,
             queues: Vec::new(),
+            several_brokers: false,
+            sent_items: SentItems::default(),
             next: Arc::new(AtomicU32::new(rand::random::<u32>() >> 1)),
             block: AtomicU64::new(0),
         }
@@ -174,6 +182,8 @@ impl TopicPublishInfo {
         Self {
             order_topic: self.order_topic,
             queues,
+            several_brokers: self.several_brokers,
+            sent_items: SentItems::default(),
             next: self.next.clone(),
             block: AtomicU64::new(0),
         }
@@ -196,6 +206,7 @@ impl TopicPublishInfo {
                 }
             }
             info.order_topic = true;
+            info.several_brokers = several_brokers(&info.queues);
             return info;
         }
         let mut qds: Vec<_> = route.queue_datas.iter().collect();
@@ -215,6 +226,7 @@ impl TopicPublishInfo {
                     .push(MessageQueue::new(topic, qd.broker_name.clone(), i));
             }
         }
+        info.several_brokers = several_brokers(&info.queues);
         info
     }
 
@@ -264,6 +276,13 @@ impl TopicPublishInfo {
     }
 }
 
+/// Whether `queues` name more than one broker.
+fn several_brokers(queues: &[MessageQueue]) -> bool {
+    queues
+        .first()
+        .is_some_and(|first| queues.iter().any(|q| q.broker_name != first.broker_name))
+}
+
 /// Brokers to avoid after failures or slow answers (Java `LatencyFaultToleranceImpl`).
 #[derive(Debug, Default)]
 struct LatencyFault {
@@ -284,6 +303,10 @@ const LATENCY_MAX: [u64; 7] = [50, 100, 550, 1000, 2000, 3000, 15000];
 const NOT_AVAILABLE: [u64; 7] = [0, 0, 30000, 60000, 120000, 180000, 600000];
 
 fn not_available_duration(latency_ms: u64) -> u64 {
+    // The usual answer, below the first latency with a penalty: no table walk.
+    if latency_ms < LATENCY_MAX[2] {
+        return 0;
+    }
     for i in (0..LATENCY_MAX.len()).rev() {
         if latency_ms >= LATENCY_MAX[i] {
             return NOT_AVAILABLE[i];
@@ -296,7 +319,11 @@ impl LatencyFault {
     /// Records an answer (or a failure) of `broker` that came at `now` after `latency_ms`.
     fn update(&self, broker: &str, latency_ms: u64, isolation: bool, now: Instant) {
         let latency = if isolation { 30000 } else { latency_ms };
-        let until = now + Duration::from_millis(not_available_duration(latency));
+        let until = match not_available_duration(latency) {
+            // Available at once (the usual answer): no addition to the clock reading.
+            0 => now,
+            ms => now + Duration::from_millis(ms),
+        };
         let mut items = lock(&self.items);
         // Every answered send lands here: no allocation for a broker already known.
         match items.get_mut(broker) {
@@ -784,7 +811,53 @@ impl ProducerCore {
         mode: SendMode,
         timeout: Duration,
     ) -> Result<Option<SendResult>> {
-        let span = tracing::info_span!(
+        let span = self.send_span(p, mode);
+        if span.is_disabled() {
+            // No subscriber wants the span: skip instrumenting every poll.
+            return self
+                .send_attempts(inst, p, mode, timeout, &span, false)
+                .await;
+        }
+        let r = self
+            .send_attempts(inst, p, mode, timeout, &span, false)
+            .instrument(span.clone())
+            .await;
+        record_send(&span, &r);
+        r
+    }
+
+    /// [`Self::send_default`] of a message the caller gives away: the result's id is the
+    /// prepared message's own text, moved rather than copied (a result is made with a copy
+    /// only when a send hook is to see it).
+    pub(crate) async fn send_owned(
+        &self,
+        inst: &ClientInstance,
+        p: Prepared,
+        mode: SendMode,
+        timeout: Duration,
+    ) -> Result<Option<SendResult>> {
+        let span = self.send_span(&p, mode);
+        let mut r = if span.is_disabled() {
+            self.send_attempts(inst, &p, mode, timeout, &span, true)
+                .await
+        } else {
+            let r = self
+                .send_attempts(inst, &p, mode, timeout, &span, true)
+                .instrument(span.clone())
+                .await;
+            record_send(&span, &r);
+            r
+        };
+        if let Ok(Some(res)) = &mut r {
+            // What every result of this send was made with (or without, deferred to here).
+            res.msg_id = p.msg_id;
+        }
+        r
+    }
+
+    /// The `rocketmq.send` span of a send.
+    fn send_span(&self, p: &Prepared, mode: SendMode) -> tracing::Span {
+        tracing::info_span!(
             "rocketmq.send",
             topic = %self.ns.unwrap_cow(&p.topic),
             msg_id = %p.msg_id,
@@ -794,29 +867,7 @@ impl ProducerCore {
             broker = tracing::field::Empty,
             status = tracing::field::Empty,
             error = tracing::field::Empty,
-        );
-        if span.is_disabled() {
-            // No subscriber wants the span: skip instrumenting every poll.
-            return self.send_attempts(inst, p, mode, timeout, &span).await;
-        }
-        let r = self
-            .send_attempts(inst, p, mode, timeout, &span)
-            .instrument(span.clone())
-            .await;
-        match &r {
-            Ok(Some(res)) => {
-                span.record("queue", res.message_queue.queue_id);
-                span.record("broker", res.message_queue.broker_name.as_str());
-                span.record("status", tracing::field::debug(res.status));
-            }
-            Ok(None) => {
-                span.record("status", "ONEWAY");
-            }
-            Err(e) => {
-                span.record("error", tracing::field::display(e));
-            }
-        }
-        r
+        )
     }
 
     async fn send_attempts(
@@ -826,6 +877,7 @@ impl ProducerCore {
         mode: SendMode,
         timeout: Duration,
         span: &tracing::Span,
+        defer_id: bool,
     ) -> Result<Option<SendResult>> {
         let begin = Instant::now();
         // A route this thread has takes no time to find: the first attempt starts at `begin`
@@ -867,23 +919,29 @@ impl ProducerCore {
                 tokio::time::sleep((BUSY_RETRY_PAUSE * attempt).min(left / 2)).await;
             }
             let start = if busy_paused { Instant::now() } else { now };
-            let spent = start.saturating_duration_since(begin);
+            // The first attempt of a send whose route was at hand starts at `begin`.
+            let spent = if start == begin {
+                Duration::ZERO
+            } else {
+                start.saturating_duration_since(begin)
+            };
             if spent >= timeout {
                 break;
             }
             span.record("attempts", attempt + 1);
-            let (result, ended) = self
-                .send_kernel(
+            let (result, ended, latency) = self
+                .attempt(
                     inst,
                     p,
                     &mq,
+                    Some(&info.sent_items),
+                    defer_id,
                     mode,
                     attempt_budget(&info, &mq, timeout - spent, attempt + 1 < times),
                     attempt,
                     start,
                 )
                 .await;
-            let latency = ended.saturating_duration_since(start);
             match result {
                 Ok(r) => {
                     self.update_fault(&mq.broker_name, latency, ended, false);
@@ -952,12 +1010,39 @@ impl ProducerCore {
         attempt: u32,
         started: Instant,
     ) -> (Result<Option<SendResult>>, Instant) {
+        let (result, ended, _) = self
+            .attempt(inst, p, mq, None, false, mode, timeout, attempt, started)
+            .await;
+        (result, ended)
+    }
+
+    /// [`Self::send_kernel`], with the attempt's latency too (from `started` to its answer,
+    /// read once for the statistics, the hooks and the fault avoidance); `sent_items`: where
+    /// the statistics items of the topic are kept, when the caller has a place for them;
+    /// `defer_id`: the caller puts the message's id into the result (unless a hook is to see it
+    /// here, the result is made without it).
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mq: &MessageQueue,
+        sent_items: Option<&SentItems>,
+        defer_id: bool,
+        mode: SendMode,
+        timeout: Duration,
+        attempt: u32,
+        started: Instant,
+    ) -> (Result<Option<SendResult>>, Instant, Duration) {
         let addr = match inst
             .master_addr_or_refresh(&mq.broker_name, &mq.topic)
             .await
         {
             Ok(addr) => addr,
-            Err(e) => return (Err(e), Instant::now()),
+            Err(e) => {
+                let ended = Instant::now();
+                return (Err(e), ended, ended.saturating_duration_since(started));
+            }
         };
         let header = SendMessageRequestHeaderRef {
             producer_group: &self.settings.group,
@@ -1000,14 +1085,19 @@ impl ProducerCore {
             .api
             .send(&addr, &header, p.body.clone(), timeout, mode)
             .await;
-        let result = resp.and_then(|resp| self.send_result(p, mq, &addr, resp));
+        let with_id = !defer_id || hooks.is_some();
+        let result = resp.and_then(|resp| self.send_result(p, mq, &addr, resp, with_id));
         let ended = Instant::now();
         let latency = ended.saturating_duration_since(started);
         super::metrics::send(&plain_topic, &addr, p.count, result.is_ok(), latency);
         match &result {
-            Ok(_) => self
-                .stats
-                .sent(&plain_topic, p.count as u64, latency.as_millis() as u64),
+            Ok(_) => {
+                let (count, rt) = (p.count as u64, latency.as_millis() as u64);
+                match sent_items {
+                    Some(items) => self.stats.sent_with(items, &plain_topic, count, rt),
+                    None => self.stats.sent(&plain_topic, count, rt),
+                }
+            }
             Err(_) => self.stats.send_failed.add(&plain_topic, 1),
         }
         if let (Some(hooks), Some(ctx)) = (&hooks, &ctx) {
@@ -1017,16 +1107,18 @@ impl ProducerCore {
                 });
             }
         }
-        (result, ended)
+        (result, ended, latency)
     }
 
-    /// The result of a send's answer (`None` for a oneway send).
+    /// The result of a send's answer (`None` for a oneway send); without `with_id`, its
+    /// `msg_id` is left empty for the caller to fill.
     fn send_result(
         &self,
         p: &Prepared,
         mq: &MessageQueue,
         addr: &str,
         resp: Option<rocketmq_remoting::protocol::RemotingCommand>,
+        with_id: bool,
     ) -> Result<Option<SendResult>> {
         let Some(cmd) = resp else {
             return Ok(None);
@@ -1040,7 +1132,11 @@ impl ProducerCore {
         };
         Ok(Some(SendResult {
             status,
-            msg_id: p.msg_id.clone(),
+            msg_id: if with_id {
+                p.msg_id.clone()
+            } else {
+                String::new()
+            },
             message_queue: MessageQueue::new(
                 self.ns.unwrap_shared(&mq.topic),
                 mq.broker_name.clone(),
@@ -1055,6 +1151,23 @@ impl ProducerCore {
             region_id: region(h.msg_region),
             trace_on: h.trace_on != Some("false"),
         }))
+    }
+}
+
+/// Records how a send ended in its (enabled) `rocketmq.send` span.
+fn record_send(span: &tracing::Span, r: &Result<Option<SendResult>>) {
+    match r {
+        Ok(Some(res)) => {
+            span.record("queue", res.message_queue.queue_id);
+            span.record("broker", res.message_queue.broker_name.as_str());
+            span.record("status", tracing::field::debug(res.status));
+        }
+        Ok(None) => {
+            span.record("status", "ONEWAY");
+        }
+        Err(e) => {
+            span.record("error", tracing::field::display(e));
+        }
     }
 }
 
@@ -1140,7 +1253,14 @@ fn attempt_budget(
     left: Duration,
     more_attempts: bool,
 ) -> Duration {
-    let elsewhere = info.queues.iter().any(|q| q.broker_name != mq.broker_name);
+    // Another broker than `mq`'s has a queue: always so when the queues are on several
+    // brokers, else when their one broker is not `mq`'s (the same text, usually the same
+    // shared string, compared by address first).
+    let elsewhere = info.several_brokers
+        || info.queues.first().is_some_and(|q| {
+            !std::ptr::eq(q.broker_name.as_str(), mq.broker_name.as_str())
+                && q.broker_name != mq.broker_name
+        });
     if more_attempts && elsewhere {
         // Divided first: `left` may be `Duration::MAX` (no limit).
         left / 3 * 2
@@ -1416,6 +1536,38 @@ mod tests {
             .prepare(&inst, Message::new("T".repeat(67), "x"))
             .is_err());
         inst.shutdown_now();
+    }
+
+    /// The budget of an attempt keeps a third of the time for another broker exactly when a
+    /// queue of the topic is on a broker other than the attempt's (what comparing every
+    /// queue's broker gave), whether the topic has one broker or several.
+    #[test]
+    fn attempt_budgets_keep_time_for_another_broker_only_when_there_is_one() {
+        let left = Duration::from_secs(3);
+        let mut one = route();
+        one.queue_datas.retain(|q| q.broker_name == "a");
+        for info in [
+            TopicPublishInfo::from_route("T", &route()),
+            TopicPublishInfo::from_route("T", &route()).thread_copy(),
+            TopicPublishInfo::from_route("T", &one),
+            TopicPublishInfo::from_route("T", &one).thread_copy(),
+        ] {
+            let mut mqs = info.queues.clone();
+            mqs.push(MessageQueue::new("T", "elsewhere", 0));
+            for mq in &mqs {
+                let elsewhere = info.queues.iter().any(|q| q.broker_name != mq.broker_name);
+                for more in [false, true] {
+                    let want = if more && elsewhere {
+                        left / 3 * 2
+                    } else {
+                        left
+                    };
+                    assert_eq!(attempt_budget(&info, mq, left, more), want, "{mq} {more}");
+                }
+            }
+        }
+        assert!(!TopicPublishInfo::from_route("T", &one).several_brokers);
+        assert!(TopicPublishInfo::from_route("T", &route()).several_brokers);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! window; a window's rate and average are the difference between its oldest sample and now.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use rocketmq_remoting::util::hash::FastHashMap;
@@ -298,6 +298,11 @@ pub(crate) struct ProducerStats {
     ok_and_rt: ThreadCopies<(Arc<StatsItem>, Arc<StatsItem>)>,
 }
 
+/// The `send_ok` and `send_rt` items of one topic, found at its first successful send and
+/// kept where the sends to it already look (a thread's copy of the topic's publish info).
+#[derive(Debug, Default)]
+pub(crate) struct SentItems(OnceLock<(Arc<StatsItem>, Arc<StatsItem>)>);
+
 impl ProducerStats {
     /// Counts `count` messages sent to `topic` with one round trip of `rt_ms`.
     pub(crate) fn sent(&self, topic: &str, count: u64, rt_ms: u64) {
@@ -310,6 +315,15 @@ impl ProducerStats {
                 rt.add(rt_ms, 1);
             },
         );
+    }
+
+    /// [`Self::sent`] with `topic`'s items kept in `items`: no lookup by topic once found.
+    pub(crate) fn sent_with(&self, items: &SentItems, topic: &str, count: u64, rt_ms: u64) {
+        let (ok, rt) = items
+            .0
+            .get_or_init(|| (self.send_ok.item(topic), self.send_rt.item(topic)));
+        ok.add(count, 1);
+        rt.add(rt_ms, 1);
     }
 
     pub(crate) fn sample_minute(&self) {
