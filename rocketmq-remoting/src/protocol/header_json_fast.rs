@@ -479,8 +479,15 @@ impl Scan<'_> {
         if self.literal(b",\"extFields\":").is_some() {
             match left_unread(cmd.code).then(|| self.members_end()).flatten() {
                 Some(end) => {
-                    cmd.ext_fields =
-                        Some(ExtFields::for_unread_members(self.s.get(self.i + 1..end)?));
+                    let members = self.s.get(self.i + 1..end)?;
+                    // An answer's are left where they arrived (see `read_in_place`); a
+                    // request's are copied.
+                    cmd.ext_fields = Some(match header {
+                        Some(h) if read_in_place(Some(cmd.code)) => {
+                            ExtFields::for_unread_members_in_place(h.slice_ref(members))
+                        }
+                        _ => ExtFields::for_unread_members(members),
+                    });
                     self.i = end + 1;
                 }
                 None => {
@@ -512,12 +519,88 @@ impl Scan<'_> {
     }
 }
 
-/// Whether a request's `extFields` are left unread by the decoder (see
-/// [`ExtFields::for_unread_members`]): SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, whose typed
-/// reader ([`letter_values`], for the broker) reads the members in one pass, without a map.
+/// Whether a command's `extFields` are left unread by the decoder (see
+/// [`ExtFields::for_unread_members`]): SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE requests, whose
+/// typed reader ([`letter_values`], the broker's) reads the members in one pass without a map,
+/// and successful answers, a send's among them (read by [`named_values`], the producer's; the
+/// few other answers with fields read them through the map, made at its first use).
 fn left_unread(code: i32) -> bool {
-    use crate::protocol::RequestCode;
-    code == RequestCode::SendMessageV2.to_i32() || code == RequestCode::SendBatchMessage.to_i32()
+    use crate::protocol::{RequestCode, ResponseCode};
+    code == RequestCode::SendMessageV2.to_i32()
+        || code == RequestCode::SendBatchMessage.to_i32()
+        || code == ResponseCode::Success.to_i32()
+}
+
+/// The first value of each of `keys` among an object's members (the text between its
+/// braces), as [`ExtFields::get_many`] finds them in the map [`members_map`] reads from the
+/// same members, in one pass and without that map, borrowed. `None` when the members are not
+/// all string pairs without white space, a key has an escape, or the value of one of `keys`
+/// does: the map reads those.
+pub(crate) fn named_values<'a, const N: usize>(
+    m: &'a str,
+    keys: [&str; N],
+) -> Option<[Option<&'a str>; N]> {
+    let b = m.as_bytes();
+    let mut out = [None; N];
+    let mut i = 0;
+    while i < b.len() {
+        if i > 0 {
+            (b[i] == b',').then_some(())?;
+            i += 1;
+        }
+        // One of `keys`, as its constant text; another key as a string.
+        (b[i] == b'"').then_some(())?;
+        let at = b.get(i + 1..)?;
+        let known = keys.iter().position(|k| {
+            let k = k.as_bytes();
+            at.len() > k.len() + 1
+                && at[0] == k[0]
+                && at[k.len()] == b'"'
+                && at[k.len() + 1] == b':'
+                && &at[..k.len()] == k
+        });
+        let slot = match known {
+            Some(slot) => {
+                i += keys[slot].len() + 3;
+                slot
+            }
+            None => {
+                let mut s = Scan { s: m, b, i };
+                if s.raw_string()?.escaped {
+                    return None;
+                }
+                s.eat(b':')?;
+                i = s.i;
+                usize::MAX
+            }
+        };
+        (b.get(i) == Some(&b'"')).then_some(())?;
+        let end = plain_end(b, i + 1);
+        match b.get(end) {
+            Some(b'"') => {
+                if let Some(free @ None) = out.get_mut(slot) {
+                    *free = Some(m.get(i + 1..end)?);
+                }
+                i = end + 1;
+            }
+            // An escape in a value of another key, or of a key already read: skipped (a value
+            // wanted with an escape is left to the map).
+            Some(b'\\') if out.get(slot).is_none_or(Option::is_some) => {
+                let mut s = Scan { s: m, b, i };
+                s.raw_string()?;
+                i = s.i;
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// The index of the first byte from `from` on that does not stand for itself in a JSON string
+/// (see [`plain`]), `b.len()` if none.
+#[inline]
+fn plain_end(b: &[u8], from: usize) -> usize {
+    string_stop(b, from).unwrap_or(b.len())
 }
 
 /// The entries of an object's members (the text between its braces) as the JSON header
@@ -591,16 +674,8 @@ pub(crate) fn letter_values<'a, const N: usize>(
             }
         };
         (b.get(i) == Some(&b'"')).then_some(())?;
-        // Most values are short (a number, `false`): byte by byte up to eight, the eight-bytes-
-        // at-a-time search after.
         let start = i + 1;
-        let mut j = start;
-        while j < start + 8 && b.get(j).is_some_and(|&c| plain(c)) {
-            j += 1;
-        }
-        if j == start + 8 {
-            j = string_stop(b, j)?;
-        }
+        let j = plain_end(b, start);
         match b.get(j) {
             Some(b'"') => {
                 if let Some(free @ None) = out.get_mut(slot) {
@@ -875,7 +950,7 @@ mod tests {
             r#"{"code":0,"flag":1,"opaque":2,"remark":null,"serializeTypeCurrentRPC":"JSON","version":1}"#,
             r#"{"code":0,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1,"flag":2}"#,
             r#"{"code":0, "flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
-            r#"{"code":0,"extFields":{ "a":"b" ,"c" : 1},"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
+            r#"{"code":1,"extFields":{ "a":"b" ,"c" : 1},"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
             r#"{"code":01,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
             r#"{"code":4294967296,"flag":1,"opaque":2,"serializeTypeCurrentRPC":"JSON","version":1}"#,
         ] {
@@ -1201,8 +1276,15 @@ mod tests {
             (Some(r#"{"k":1}"#), Some("1"))
         );
         assert!(decode(tricky.as_bytes()).is_none());
-        // Other requests, answers and pulls are read at once, as before.
-        for code in [0, 10, 11, 325] {
+        // So are a successful answer's (a send's, read by the producer's `named_values`);
+        // other requests' and pulls' are read at once, as before.
+        let answer = send_header(r#""queueId":"1","msgId":"7F""#).replace("310", "0");
+        let cmd = decode(answer.as_bytes()).unwrap();
+        let ext = cmd.ext_fields.unwrap();
+        assert_eq!(ext.unread_members(), Some(r#""queueId":"1","msgId":"7F""#));
+        let ids = super::named_values(ext.unread_members().unwrap(), ["msgId", "queueId", "x"]);
+        assert_eq!(ids, Some([Some("7F"), Some("1"), None]));
+        for code in [10, 11, 325] {
             let json = send_header(r#""a":"G""#).replace("310", &code.to_string());
             let cmd = decode(json.as_bytes()).unwrap();
             assert_eq!(cmd.ext_fields.unwrap().unread_members(), None, "{code}");
@@ -1257,6 +1339,11 @@ mod tests {
             agree(&json);
             if let Some(l) = letters(&members) {
                 assert_eq!(l, map_letters(&members), "{members}");
+            }
+            let keys = ["zz", "a", "b", "i", "q"];
+            if let Some(named) = super::named_values(&members, keys) {
+                let map = super::members_map(&members);
+                assert_eq!(named, map.get_many(keys), "{members}");
             }
         }
     }

@@ -78,9 +78,10 @@ pub struct StringMap {
     /// map is read in place: the entries' spans marked [`IN_JSON`] are in this text, checked
     /// as UTF-8 once when the frame was decoded.
     json: Option<ByteString>,
-    /// Whether `text` holds a JSON object's members as a decoder left them, unread (see
-    /// [`StringMap::for_unread_members`]): the entries are read from them when first needed,
-    /// into `read`, and `entries` stays empty.
+    /// Whether the map holds a JSON object's members as a decoder left them, unread, in `json`
+    /// (where a frame carried them) or else in `text` (see [`StringMap::for_unread_members`]):
+    /// the entries are read from them when first needed, into `read`, and `entries` stays
+    /// empty.
     unread: bool,
     /// The entries of unread members, read at the first lookup (see [`StringMap::view`]).
     read: OnceLock<Box<StringMap>>,
@@ -140,21 +141,36 @@ impl StringMap {
         m
     }
 
+    /// [`StringMap::for_unread_members`] of members left where a frame carried them (an
+    /// answer's: short-lived, it keeps the frame's header alive, not a copy).
+    pub(crate) fn for_unread_members_in_place(members: ByteString) -> Self {
+        let mut m = Self::new();
+        m.json = Some(members);
+        m.unread = true;
+        m
+    }
+
     /// The members a decoder left unread (see [`StringMap::for_unread_members`]), if it did:
     /// the text between the braces of the `extFields` object, as it arrived.
     pub fn unread_members(&self) -> Option<&str> {
-        self.unread.then_some(self.text.as_str())
+        if !self.unread {
+            return None;
+        }
+        Some(match &self.json {
+            Some(json) => json,
+            None => &self.text,
+        })
     }
 
     /// The map whose entries the lookups read: this one, or the entries of its unread members,
     /// read at the first lookup.
     #[inline]
     fn view(&self) -> &StringMap {
-        if !self.unread {
+        let Some(members) = self.unread_members() else {
             return self;
-        }
+        };
         self.read
-            .get_or_init(|| Box::new(super::header_json_fast::members_map(&self.text)))
+            .get_or_init(|| Box::new(super::header_json_fast::members_map(members)))
     }
 
     /// An empty map for a decoder that reads a JSON object's members where they are (see
@@ -174,7 +190,7 @@ impl StringMap {
 
     /// Whether the entries are still read in place from a frame's JSON.
     pub fn is_in_place(&self) -> bool {
-        self.json.is_some()
+        self.json.is_some() && !self.unread
     }
 
     /// Copies entries read in place into the map's own text, before a change (and reads
@@ -183,7 +199,9 @@ impl StringMap {
         if self.unread {
             let read = match self.read.take() {
                 Some(read) => *read,
-                None => super::header_json_fast::members_map(&self.text),
+                None => {
+                    super::header_json_fast::members_map(self.unread_members().unwrap_or_default())
+                }
             };
             // The members' buffers go back to the thread's spares with the old map.
             *self = read;

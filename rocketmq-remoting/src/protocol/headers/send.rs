@@ -432,17 +432,31 @@ impl<'a> SendMessageResponseView<'a> {
             "queueOffset",
             "transactionId",
         ];
+        // An answer's members as they arrived, read in one pass when of the common shape.
+        let unread = ext
+            .unread_members()
+            .and_then(|m| crate::protocol::header_json_fast::named_values(m, KEYS));
+        let text = match unread {
+            Some(text) => text,
+            None => Self::find(ext, KEYS),
+        };
+        Ok(Self {
+            queue_id: HeaderField::decode(KEYS[0], text[0])?,
+            trace_on: optional_text(text[1]),
+            msg_region: optional_text(text[2]),
+            msg_id: required_text(KEYS[3], text[3])?,
+            queue_offset: HeaderField::decode(KEYS[4], text[4])?,
+            transaction_id: optional_text(text[5]),
+        })
+    }
+
+    /// The values of `keys` in `ext` (the first entry of each), in one pass over its entries.
+    fn find(ext: &'a ExtFields, keys: [&str; 6]) -> [Option<&'a str>; 6] {
         let mut text: [Option<&'a str>; 6] = [None; 6];
-        let mut left = KEYS.len();
+        let mut left = keys.len();
         for (k, v) in ext.iter() {
-            let i = match k {
-                "queueId" => 0,
-                "TRACE_ON" => 1,
-                "MSG_REGION" => 2,
-                "msgId" => 3,
-                "queueOffset" => 4,
-                "transactionId" => 5,
-                _ => continue,
+            let Some(i) = keys.iter().position(|key| *key == k) else {
+                continue;
             };
             if text[i].is_none() {
                 text[i] = Some(v);
@@ -452,14 +466,7 @@ impl<'a> SendMessageResponseView<'a> {
                 }
             }
         }
-        Ok(Self {
-            queue_id: HeaderField::decode(KEYS[0], text[0])?,
-            trace_on: optional_text(text[1]),
-            msg_region: optional_text(text[2]),
-            msg_id: required_text(KEYS[3], text[3])?,
-            queue_offset: HeaderField::decode(KEYS[4], text[4])?,
-            transaction_id: optional_text(text[5]),
-        })
+        text
     }
 
     /// The fields as `extFields` JSON members, the keys in the order (and the values in the
