@@ -136,16 +136,19 @@ impl Api {
     }
 
     /// SEND_MESSAGE_V2, SEND_BATCH_MESSAGE or SEND_REPLY_MESSAGE_V2. The answer (`None` for a
-    /// oneway send) has a success code or a flush/slave one; its header is not checked here:
-    /// read it with [`send_response`] (a `Protocol` error when it is bad).
-    pub(crate) async fn send(
+    /// oneway send) has a success code or a flush/slave one, and is what `read` makes of it;
+    /// its header is not checked here: `read` reads it with [`send_response`] (a `Protocol`
+    /// error when it is bad). Read where it lies: the answer, a large value, is not moved
+    /// out to the caller.
+    pub(crate) async fn send<T>(
         &self,
         addr: &str,
         header: &SendMessageRequestHeaderRef<'_>,
         body: Bytes,
         timeout: Duration,
         mode: SendMode,
-    ) -> Result<Option<RemotingCommand>> {
+        read: impl FnOnce(&RemotingCommand) -> Result<T>,
+    ) -> Result<Option<T>> {
         let code = if header.batch {
             RequestCode::SendBatchMessage
         } else if header
@@ -183,7 +186,7 @@ impl Api {
             | ResponseCode::SlaveNotAvailable => {
                 // The header is read from the map alone (see `send_response`), by the caller.
                 resp.materialize_ext_fields();
-                Ok(Some(resp))
+                read(&resp).map(Some)
             }
             _ => Err(ClientError::server(addr, &resp)),
         }

@@ -286,7 +286,13 @@ fn several_brokers(queues: &[MessageQueue]) -> bool {
 /// Brokers to avoid after failures or slow answers (Java `LatencyFaultToleranceImpl`).
 #[derive(Debug, Default)]
 struct LatencyFault {
-    items: Mutex<FastHashMap<String, (u64, Instant)>>,
+    /// Each broker's last latency, the time it is available again, and whether that time
+    /// came with a penalty (is later than the answer that set it).
+    items: Mutex<FastHashMap<String, (u64, Instant, bool)>>,
+    /// How many items of `items` carry a penalty, expired or not. With none, every broker is
+    /// available (an item without a penalty is available from its answer on): a send's
+    /// queue is chosen without taking the lock.
+    penalized: AtomicUsize,
     which_worst: AtomicUsize,
 }
 
@@ -319,49 +325,65 @@ impl LatencyFault {
     /// Records an answer (or a failure) of `broker` that came at `now` after `latency_ms`.
     fn update(&self, broker: &str, latency_ms: u64, isolation: bool, now: Instant) {
         let latency = if isolation { 30000 } else { latency_ms };
-        let until = match not_available_duration(latency) {
+        let (until, penalty) = match not_available_duration(latency) {
             // Available at once (the usual answer): no addition to the clock reading.
-            0 => now,
-            ms => now + Duration::from_millis(ms),
+            0 => (now, false),
+            ms => (now + Duration::from_millis(ms), true),
         };
-        let mut items = lock(&self.items);
-        // Every answered send lands here: no allocation for a broker already known.
-        match items.get_mut(broker) {
-            Some(slot) => *slot = (latency, until),
-            None => {
-                items.insert(broker.to_string(), (latency, until));
-            }
-        }
+        self.set(broker, (latency, until, penalty));
     }
 
     /// A broker that answered that it is busy (flow control) is avoided for
     /// [`BUSY_BACKOFF`].
     fn busy(&self, broker: &str) {
-        let until = Instant::now() + BUSY_BACKOFF;
+        self.set(broker, (30000, Instant::now() + BUSY_BACKOFF, true));
+    }
+
+    /// Replaces the item of `broker`, keeping the count of penalized items.
+    fn set(&self, broker: &str, item: (u64, Instant, bool)) {
+        let penalty = item.2;
         let mut items = lock(&self.items);
-        match items.get_mut(broker) {
-            Some(slot) => *slot = (30000, until),
+        // Every answered send lands here: no allocation for a broker already known.
+        let had = match items.get_mut(broker) {
+            Some(slot) => std::mem::replace(slot, item).2,
             None => {
-                items.insert(broker.to_string(), (30000, until));
+                items.insert(broker.to_string(), item);
+                false
             }
+        };
+        // Under the lock: the count follows the items.
+        match (had, penalty) {
+            (false, true) => {
+                self.penalized.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                self.penalized.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
         }
     }
 
     fn is_available(&self, broker: &str, now: Instant) -> bool {
+        if self.penalized.load(Ordering::Relaxed) == 0 {
+            return true;
+        }
         lock(&self.items)
             .get(broker)
-            .is_none_or(|(_, until)| now >= *until)
+            .is_none_or(|(_, until, _)| now >= *until)
     }
 
     fn remove(&self, broker: &str) {
-        lock(&self.items).remove(broker);
+        let mut items = lock(&self.items);
+        if let Some((_, _, true)) = items.remove(broker) {
+            self.penalized.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     fn pick_one_at_least(&self) -> Option<String> {
         let now = Instant::now();
         let mut items: Vec<(String, u64, Instant)> = lock(&self.items)
             .iter()
-            .map(|(k, (l, u))| (k.clone(), *l, *u))
+            .map(|(k, (l, u, _))| (k.clone(), *l, *u))
             .collect();
         if items.is_empty() {
             return None;
@@ -382,8 +404,10 @@ impl LatencyFault {
 /// A message ready for the wire.
 #[derive(Debug)]
 pub(crate) struct Prepared {
-    /// The message as the application gave it, kept for send hooks (only when there are some).
-    pub(crate) original: Option<Message>,
+    /// The message as the application gave it, kept for send hooks (only when there are some);
+    /// boxed, so that a prepared message moved from call to call is a pointer the larger, not
+    /// a message.
+    pub(crate) original: Option<Box<Message>>,
     /// Messages in the request (a batch's size).
     pub(crate) count: usize,
     pub(crate) topic: String,
@@ -443,13 +467,7 @@ impl ProducerConfig {
 
 /// Java `Validators.checkMessage`.
 pub(crate) fn check_message(msg: &Message, max: usize) -> Result<()> {
-    check_topic(&msg.topic)?;
-    if !topic::is_send_allowed(&msg.topic) {
-        return Err(ClientError::InvalidMessage(format!(
-            "sending message to topic {:?} is forbidden",
-            msg.topic
-        )));
-    }
+    check_send_topic(&msg.topic)?;
     if msg.body.is_empty() {
         return Err(ClientError::InvalidMessage(
             "the message body length is zero".into(),
@@ -461,6 +479,37 @@ pub(crate) fn check_message(msg: &Message, max: usize) -> Result<()> {
             max,
         });
     }
+    Ok(())
+}
+
+/// Java `Validators.checkTopic` and the forbidden topics of `checkMessage`. The last topic a
+/// thread found valid is kept: a thread's sends usually go to one topic, whose name is then
+/// compared rather than checked character by character again.
+fn check_send_topic(name: &str) -> Result<()> {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST_VALID: RefCell<String> = const { RefCell::new(String::new()) };
+    }
+    // The empty name (the kept one before any) is never valid: it is checked, and refused.
+    let known = !name.is_empty()
+        && LAST_VALID
+            .try_with(|last| last.try_borrow().is_ok_and(|last| *last == name))
+            .unwrap_or(false);
+    if known {
+        return Ok(());
+    }
+    check_topic(name)?;
+    if !topic::is_send_allowed(name) {
+        return Err(ClientError::InvalidMessage(format!(
+            "sending message to topic {name:?} is forbidden"
+        )));
+    }
+    let _ = LAST_VALID.try_with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            last.clear();
+            last.push_str(name);
+        }
+    });
     Ok(())
 }
 
@@ -668,7 +717,7 @@ impl ProducerCore {
             if let Some(id) = &new_id {
                 m.put_property(property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, id);
             }
-            m
+            Box::new(m)
         });
         if let Some(wire) = wire {
             msg.topic = wire;
@@ -943,20 +992,22 @@ impl ProducerCore {
                 )
                 .await;
             match result {
-                Ok(r) => {
+                // Looked at where it lies: an answer is returned as it came, not moved out and
+                // put back.
+                Ok(ref r) => {
                     self.update_fault(&mq.broker_name, latency, ended, false);
-                    if let Some(res) = &r {
+                    if let Some(res) = r {
                         if res.status != SendStatus::SendOk
                             && mode == SendMode::Sync
                             && self.settings.retry_another_broker_when_not_store_ok
                             && attempt + 1 < times
                         {
                             tracing::debug!(topic = %p.topic, broker = %mq.broker_name, status = ?res.status, "stored with a non-OK status; retrying on another broker");
-                            stored = r;
+                            stored = result.ok().flatten();
                             continue;
                         }
                     }
-                    return Ok(r);
+                    return result;
                 }
                 Err(e) => {
                     let isolation = isolates(&e);
@@ -1067,7 +1118,7 @@ impl ProducerCore {
         let ctx = plain_queue.as_ref().map(|queue| SendMessageContext {
             producer_group: plain_group.as_deref().unwrap_or_default(),
             topic: &plain_topic,
-            message: p.original.as_ref(),
+            message: p.original.as_deref(),
             batch_size: p.count,
             msg_id: &p.msg_id,
             queue,
@@ -1081,12 +1132,13 @@ impl ProducerCore {
                 call_hook(h.hook_name(), || h.send_message_before(ctx));
             }
         }
-        let resp = inst
-            .api
-            .send(&addr, &header, p.body.clone(), timeout, mode)
-            .await;
         let with_id = !defer_id || hooks.is_some();
-        let result = resp.and_then(|resp| self.send_result(p, mq, &addr, resp, with_id));
+        let result = inst
+            .api
+            .send(&addr, &header, p.body.clone(), timeout, mode, |cmd| {
+                self.send_result(p, mq, &addr, cmd, with_id)
+            })
+            .await;
         let ended = Instant::now();
         let latency = ended.saturating_duration_since(started);
         super::metrics::send(&plain_topic, &addr, p.count, result.is_ok(), latency);
@@ -1110,27 +1162,24 @@ impl ProducerCore {
         (result, ended, latency)
     }
 
-    /// The result of a send's answer (`None` for a oneway send); without `with_id`, its
-    /// `msg_id` is left empty for the caller to fill.
+    /// The result of a send's answer `cmd`; without `with_id`, its `msg_id` is left empty
+    /// for the caller to fill.
     fn send_result(
         &self,
         p: &Prepared,
         mq: &MessageQueue,
         addr: &str,
-        resp: Option<rocketmq_remoting::protocol::RemotingCommand>,
+        cmd: &rocketmq_remoting::protocol::RemotingCommand,
         with_id: bool,
-    ) -> Result<Option<SendResult>> {
-        let Some(cmd) = resp else {
-            return Ok(None);
-        };
-        let h = super::api::send_response(addr, &cmd)?;
+    ) -> Result<SendResult> {
+        let h = super::api::send_response(addr, cmd)?;
         let status = match cmd.response_code() {
             ResponseCode::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
             ResponseCode::FlushSlaveTimeout => SendStatus::FlushSlaveTimeout,
             ResponseCode::SlaveNotAvailable => SendStatus::SlaveNotAvailable,
             _ => SendStatus::SendOk,
         };
-        Ok(Some(SendResult {
+        Ok(SendResult {
             status,
             msg_id: if with_id {
                 p.msg_id.clone()
@@ -1150,7 +1199,7 @@ impl ProducerCore {
             offset_msg_id: h.msg_id.to_string(),
             region_id: region(h.msg_region),
             trace_on: h.trace_on != Some("false"),
-        }))
+        })
     }
 }
 
@@ -1584,5 +1633,56 @@ mod tests {
         f.update("b", 10, true, now);
         assert!(!f.is_available("b", now));
         assert_eq!(f.pick_one_at_least().as_deref(), Some("a"));
+    }
+
+    /// A topic found valid is remembered, and the checks still refuse every topic they
+    /// refused: an invalid name, a forbidden one, the empty one, whatever was checked before.
+    #[test]
+    fn a_remembered_valid_topic_changes_no_answer() {
+        let refused = |t: &str| check_send_topic(t).is_err();
+        for _ in 0..2 {
+            assert!(!refused("TopicA"));
+            assert!(!refused("TopicA"));
+            assert!(refused(""));
+            assert!(refused("Topic A"));
+            assert!(refused(&"x".repeat(128)));
+            assert!(refused("SCHEDULE_TOPIC_XXXX"));
+            assert!(!refused("TopicA"));
+            assert!(refused("SCHEDULE_TOPIC_XXXX"));
+            assert!(!refused("TopicB"));
+            assert!(refused("TopicB "));
+        }
+    }
+
+    /// The items with a penalty are counted, so that a table without any answers "available"
+    /// without a look: the count follows every change, a penalty expired or not.
+    #[test]
+    fn fault_penalties_are_counted() {
+        let f = LatencyFault::default();
+        let penalized = || f.penalized.load(Ordering::Relaxed);
+        let now = Instant::now();
+        f.update("a", 10, false, now);
+        f.update("b", 600, false, now);
+        assert_eq!(penalized(), 1);
+        assert!(f.is_available("a", now));
+        assert!(!f.is_available("b", now));
+        // An expired penalty still counts: its broker is found available by its time.
+        assert!(f.is_available("b", now + Duration::from_secs(31)));
+        f.busy("a");
+        assert_eq!(penalized(), 2);
+        assert!(!f.is_available("a", now));
+        f.update("b", 600, true, now);
+        assert_eq!(penalized(), 2);
+        f.update("b", 10, false, now);
+        assert_eq!(penalized(), 1);
+        assert!(f.is_available("b", now));
+        f.remove("a");
+        f.remove("b");
+        assert_eq!(penalized(), 0);
+        f.update("c", 10, true, now);
+        assert!(!f.is_available("c", now));
+        f.remove("c");
+        assert_eq!(penalized(), 0);
+        assert!(f.is_available("c", now));
     }
 }
