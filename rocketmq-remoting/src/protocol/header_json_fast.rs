@@ -544,10 +544,7 @@ pub(crate) fn named_values<'a, const N: usize>(
     let mut out = [None; N];
     let mut i = 0;
     while i < b.len() {
-        if i > 0 {
-            (b[i] == b',').then_some(())?;
-            i += 1;
-        }
+        i = member_start(b, i)?;
         // One of `keys`, as its constant text; another key as a string.
         (b[i] == b'"').then_some(())?;
         let at = b.get(i + 1..)?;
@@ -565,12 +562,7 @@ pub(crate) fn named_values<'a, const N: usize>(
                 slot
             }
             None => {
-                let mut s = Scan { s: m, b, i };
-                if s.raw_string()?.escaped {
-                    return None;
-                }
-                s.eat(b':')?;
-                i = s.i;
+                i = other_key_end(m, i)?;
                 usize::MAX
             }
         };
@@ -594,6 +586,31 @@ pub(crate) fn named_values<'a, const N: usize>(
         }
     }
     Some(out)
+}
+
+/// Where the member at `i` of an object's members begins: there for the first, after the comma
+/// that must be there for the others.
+fn member_start(b: &[u8], i: usize) -> Option<usize> {
+    match i {
+        0 => Some(0),
+        _ => (b.get(i) == Some(&b',')).then_some(i + 1),
+    }
+}
+
+/// The index after the `:` of a member whose key (at `i`, its opening quote) the one-pass
+/// readers do not look for; `None` when the key has an escape (the map reads those) or the
+/// member is not a key and a colon.
+fn other_key_end(m: &str, i: usize) -> Option<usize> {
+    let mut s = Scan {
+        s: m,
+        b: m.as_bytes(),
+        i,
+    };
+    if s.raw_string()?.escaped {
+        return None;
+    }
+    s.eat(b':')?;
+    Some(s.i)
 }
 
 /// The index of the first byte from `from` on that does not stand for itself in a JSON string
@@ -652,10 +669,7 @@ pub(crate) fn letter_values<'a, const N: usize>(
     let mut out = [None; N];
     let mut i = 0;
     while i < b.len() {
-        if i > 0 {
-            (b[i] == b',').then_some(())?;
-            i += 1;
-        }
+        i = member_start(b, i)?;
         // A one-letter key (all of a send's) as four constant bytes; another one as a string.
         let slot = match b.get(i..i + 4) {
             Some(&[b'"', c, b'"', b':']) if plain(c) => {
@@ -663,13 +677,7 @@ pub(crate) fn letter_values<'a, const N: usize>(
                 usize::from(c.wrapping_sub(b'a'))
             }
             _ => {
-                let mut s = Scan { s: m, b, i };
-                let key = s.raw_string()?;
-                if key.escaped {
-                    return None;
-                }
-                s.eat(b':')?;
-                i = s.i;
+                i = other_key_end(m, i)?;
                 usize::MAX
             }
         };
