@@ -284,7 +284,16 @@ impl RebalanceCore {
             let gone = !mine.contains(&mq);
             let idle =
                 pq.is_pull_expired() && target.consume_type() == ConsumeType::ConsumePassively;
-            if gone || idle {
+            // Released earlier but kept, its release blocked (an orderly listener call held the
+            // queue), and allocated here again: released now if it can be, and taken again
+            // below. Left dropped in the table, it would not be pulled until it idled out two
+            // minutes later (as in Java 4.9.8).
+            let blocked = pq.is_dropped()
+                && pq
+                    .try_unlock_times
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    > 0;
+            if gone || idle || blocked {
                 pq.set_dropped(true);
                 if target.remove_unnecessary(&mq, &pq).await {
                     lock(&self.process_queues).remove(&mq);
@@ -598,6 +607,81 @@ mod tests {
             true
         }
         fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
+    }
+
+    /// A target whose release of a queue is blocked while `blocked` is set (as an orderly
+    /// listener call holding the queue's consume lock blocks it), counting the pulls started.
+    #[derive(Default)]
+    struct Blocking {
+        blocked: AtomicBool,
+        pulls: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait]
+    impl RebalanceTarget for Blocking {
+        fn consume_type(&self) -> ConsumeType {
+            ConsumeType::ConsumePassively
+        }
+        async fn compute_pull_from_where(&self, _mq: &MessageQueue) -> Option<i64> {
+            Some(0)
+        }
+        fn start_pull(&self, _mq: MessageQueue, _pq: Arc<ProcessQueue>, _offset: i64) {
+            self.pulls.fetch_add(1, Ordering::SeqCst);
+        }
+        async fn remove_unnecessary(&self, _mq: &MessageQueue, pq: &Arc<ProcessQueue>) -> bool {
+            if self.blocked.load(Ordering::SeqCst) {
+                pq.try_unlock_times.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            true
+        }
+        fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
+    }
+
+    /// A queue allocated back to this consumer while its release was blocked is released as
+    /// soon as it can be and pulled again at once, not left dropped in the table (where no
+    /// pull would run until it idled out two minutes later, as in Java 4.9.8).
+    #[tokio::test]
+    async fn a_queue_given_back_while_its_release_was_blocked_is_pulled_again() {
+        let config = ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "blocked-release").unwrap();
+        let core = RebalanceCore::new(
+            "g".into(),
+            MessageModel::Clustering,
+            false,
+            Arc::new(AllocateMessageQueueAveragely),
+            BTreeMap::new(),
+            Namespace::none(),
+        );
+        let target = Blocking::default();
+        let mq = MessageQueue::new("T", "b", 0);
+        let mine = BTreeSet::from([mq.clone()]);
+        assert!(core.update_table(&inst, &target, "T", &mine).await);
+        assert_eq!(target.pulls.load(Ordering::SeqCst), 1);
+        // Allocated elsewhere, but a listener call holds it: dropped, still in the table.
+        target.blocked.store(true, Ordering::SeqCst);
+        assert!(
+            !core
+                .update_table(&inst, &target, "T", &BTreeSet::new())
+                .await
+        );
+        let first = core
+            .process_queue(&mq)
+            .expect("kept while its release is blocked");
+        assert!(first.is_dropped());
+        // Given back while still blocked: nothing to do yet.
+        assert!(!core.update_table(&inst, &target, "T", &mine).await);
+        assert_eq!(target.pulls.load(Ordering::SeqCst), 1);
+        // The listener call ended: the next rebalance releases it and takes it again.
+        target.blocked.store(false, Ordering::SeqCst);
+        assert!(core.update_table(&inst, &target, "T", &mine).await);
+        assert_eq!(target.pulls.load(Ordering::SeqCst), 2);
+        let taken = core.process_queue(&mq).expect("taken again");
+        assert!(!taken.is_dropped() && !Arc::ptr_eq(&taken, &first));
+        inst.shutdown_now();
     }
 
     fn orderly_core() -> RebalanceCore {
