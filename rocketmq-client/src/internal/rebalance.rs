@@ -609,35 +609,6 @@ mod tests {
         fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
     }
 
-    /// A target whose release of a queue is blocked while `blocked` is set (as an orderly
-    /// listener call holding the queue's consume lock blocks it), counting the pulls started.
-    #[derive(Default)]
-    struct Blocking {
-        blocked: AtomicBool,
-        pulls: std::sync::atomic::AtomicUsize,
-    }
-
-    #[async_trait]
-    impl RebalanceTarget for Blocking {
-        fn consume_type(&self) -> ConsumeType {
-            ConsumeType::ConsumePassively
-        }
-        async fn compute_pull_from_where(&self, _mq: &MessageQueue) -> Option<i64> {
-            Some(0)
-        }
-        fn start_pull(&self, _mq: MessageQueue, _pq: Arc<ProcessQueue>, _offset: i64) {
-            self.pulls.fetch_add(1, Ordering::SeqCst);
-        }
-        async fn remove_unnecessary(&self, _mq: &MessageQueue, pq: &Arc<ProcessQueue>) -> bool {
-            if self.blocked.load(Ordering::SeqCst) {
-                pq.try_unlock_times.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
-            true
-        }
-        fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
-    }
-
     /// A queue allocated back to this consumer while its release was blocked is released as
     /// soon as it can be and pulled again at once, not left dropped in the table (where no
     /// pull would run until it idled out two minutes later, as in Java 4.9.8).
@@ -656,11 +627,11 @@ mod tests {
             BTreeMap::new(),
             Namespace::none(),
         );
-        let target = Blocking::default();
+        let target = Recording::default();
         let mq = MessageQueue::new("T", "b", 0);
         let mine = BTreeSet::from([mq.clone()]);
         assert!(core.update_table(&inst, &target, "T", &mine).await);
-        assert_eq!(target.pulls.load(Ordering::SeqCst), 1);
+        assert_eq!(lock(&target.pulls).len(), 1);
         // Allocated elsewhere, but a listener call holds it: dropped, still in the table.
         target.blocked.store(true, Ordering::SeqCst);
         assert!(
@@ -674,11 +645,11 @@ mod tests {
         assert!(first.is_dropped());
         // Given back while still blocked: nothing to do yet.
         assert!(!core.update_table(&inst, &target, "T", &mine).await);
-        assert_eq!(target.pulls.load(Ordering::SeqCst), 1);
+        assert_eq!(lock(&target.pulls).len(), 1);
         // The listener call ended: the next rebalance releases it and takes it again.
         target.blocked.store(false, Ordering::SeqCst);
         assert!(core.update_table(&inst, &target, "T", &mine).await);
-        assert_eq!(target.pulls.load(Ordering::SeqCst), 2);
+        assert_eq!(lock(&target.pulls).len(), 2);
         let taken = core.process_queue(&mq).expect("taken again");
         assert!(!taken.is_dropped() && !Arc::ptr_eq(&taken, &first));
         inst.shutdown_now();
@@ -807,9 +778,13 @@ mod tests {
         inst.shutdown_now();
     }
 
-    /// Records the queues whose pull started.
+    /// Records the queues whose pull started; a queue's release is blocked while `blocked` is
+    /// set (as an orderly listener call holding the queue's consume lock blocks it).
     #[derive(Default)]
-    struct Recording(Mutex<Vec<MessageQueue>>);
+    struct Recording {
+        pulls: Mutex<Vec<MessageQueue>>,
+        blocked: AtomicBool,
+    }
 
     #[async_trait]
     impl RebalanceTarget for Recording {
@@ -820,9 +795,13 @@ mod tests {
             Some(0)
         }
         fn start_pull(&self, mq: MessageQueue, _pq: Arc<ProcessQueue>, _offset: i64) {
-            lock(&self.0).push(mq);
+            lock(&self.pulls).push(mq);
         }
-        async fn remove_unnecessary(&self, _mq: &MessageQueue, _pq: &Arc<ProcessQueue>) -> bool {
+        async fn remove_unnecessary(&self, _mq: &MessageQueue, pq: &Arc<ProcessQueue>) -> bool {
+            if self.blocked.load(Ordering::SeqCst) {
+                pq.try_unlock_times.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
             true
         }
         fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
@@ -894,7 +873,7 @@ mod tests {
                     BTreeSet::from([wrapped.clone()]),
                     "{name}, orderly {orderly}"
                 );
-                assert_eq!(*lock(&target.0), vec![wrapped.clone()], "{name}");
+                assert_eq!(*lock(&target.pulls), vec![wrapped.clone()], "{name}");
                 if orderly {
                     assert!(
                         broker.locked().contains(&wrapped),

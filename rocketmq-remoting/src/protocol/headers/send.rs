@@ -433,13 +433,10 @@ impl<'a> SendMessageResponseView<'a> {
             "transactionId",
         ];
         // An answer's members as they arrived, read in one pass when of the common shape.
-        let unread = ext
+        let text = ext
             .unread_members()
-            .and_then(|m| crate::protocol::header_json_fast::named_values(m, KEYS));
-        let text = match unread {
-            Some(text) => text,
-            None => Self::find(ext, KEYS),
-        };
+            .and_then(|m| crate::protocol::header_json_fast::named_values(m, KEYS))
+            .unwrap_or_else(|| ext.get_many(KEYS));
         Ok(Self {
             queue_id: HeaderField::decode(KEYS[0], text[0])?,
             trace_on: optional_text(text[1]),
@@ -448,25 +445,6 @@ impl<'a> SendMessageResponseView<'a> {
             queue_offset: HeaderField::decode(KEYS[4], text[4])?,
             transaction_id: optional_text(text[5]),
         })
-    }
-
-    /// The values of `keys` in `ext` (the first entry of each), in one pass over its entries.
-    fn find(ext: &'a ExtFields, keys: [&str; 6]) -> [Option<&'a str>; 6] {
-        let mut text: [Option<&'a str>; 6] = [None; 6];
-        let mut left = keys.len();
-        for (k, v) in ext.iter() {
-            let Some(i) = keys.iter().position(|key| *key == k) else {
-                continue;
-            };
-            if text[i].is_none() {
-                text[i] = Some(v);
-                left -= 1;
-                if left == 0 {
-                    break;
-                }
-            }
-        }
-        text
     }
 
     /// The fields as `extFields` JSON members, the keys in the order (and the values in the
