@@ -546,15 +546,13 @@ pub(crate) fn named_values<'a, const N: usize>(
     while i < b.len() {
         i = member_start(b, i)?;
         // One of `keys`, as its constant text; another key as a string.
-        (b[i] == b'"').then_some(())?;
+        (b.get(i) == Some(&b'"')).then_some(())?;
         let at = b.get(i + 1..)?;
         let known = keys.iter().position(|k| {
             let k = k.as_bytes();
-            at.len() > k.len() + 1
-                && at[0] == k[0]
-                && at[k.len()] == b'"'
-                && at[k.len() + 1] == b':'
-                && &at[..k.len()] == k
+            at.first() == k.first()
+                && at.get(k.len()..k.len() + 2) == Some(b"\":")
+                && at.get(..k.len()) == Some(k)
         });
         let slot = match known {
             Some(slot) => {
@@ -1292,6 +1290,22 @@ mod tests {
         assert_eq!(ext.unread_members(), Some(r#""queueId":"1","msgId":"7F""#));
         let ids = super::named_values(ext.unread_members().unwrap(), ["msgId", "queueId", "x"]);
         assert_eq!(ids, Some([Some("7F"), Some("1"), None]));
+        // Members cut anywhere (a key alone, half a value, a trailing comma): read as their
+        // map reads them when whole members, else refused; never a panic.
+        let whole = r#""queueId":"1","a":"2","msgId":"7F""#;
+        let keys = ["msgId", "queueId"];
+        for end in 0..=whole.len() {
+            let cut = &whole[..end];
+            if let Some(named) = super::named_values(cut, keys) {
+                assert_eq!(named, super::members_map(cut).get_many(keys), "{cut}");
+            }
+            if let Some(l) = letters(cut) {
+                assert_eq!(l, map_letters(cut), "{cut}");
+            }
+            let trailing = format!("{cut},");
+            assert_eq!(super::named_values(&trailing, keys), None, "{trailing}");
+            assert_eq!(letters(&trailing), None, "{trailing}");
+        }
         for code in [10, 11, 325] {
             let json = send_header(r#""a":"G""#).replace("310", &code.to_string());
             let cmd = decode(json.as_bytes()).unwrap();
