@@ -304,7 +304,7 @@ impl AclClientHook {
                 fields.push(SECURITY_TOKEN, Value::Text(t));
             }
             let mut signed_already = false;
-            for (k, v) in request.ext_fields.iter().flatten() {
+            for (k, v) in request.ext_fields.as_deref().into_iter().flatten() {
                 signed_already |= signing(k);
                 fields.push(k, Value::Text(v));
             }
@@ -480,6 +480,7 @@ mod tests {
         crate::protocol::header_json::decode(&out)
             .unwrap()
             .ext_fields
+            .map(|e| *e)
             .unwrap()
     }
 

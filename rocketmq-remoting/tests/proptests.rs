@@ -105,7 +105,7 @@ fn command(ser: SerializeType) -> impl Strategy<Value = RemotingCommand> {
                     opaque,
                     flag,
                     remark,
-                    ext_fields,
+                    ext_fields: ext_fields.map(Box::new),
                     ext_json: None,
                     body: Bytes::from(body),
                     file_body: None,

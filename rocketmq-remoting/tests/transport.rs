@@ -126,7 +126,7 @@ impl RequestProcessor for TestProcessor {
                 std::fs::remove_file(&path).unwrap(); // the open file stays readable
                 let mut r = RemotingCommand::success();
                 r.body = bytes::Bytes::from_static(b"head:");
-                r.file_body = Some(
+                r.file_body = Some(Arc::new(
                     REGIONS
                         .iter()
                         .map(|&(offset, len)| FileRegion {
@@ -135,7 +135,7 @@ impl RequestProcessor for TestProcessor {
                             len,
                         })
                         .collect(),
-                );
+                ));
                 r.into()
             }
             _ => unreachable!(),

@@ -192,8 +192,8 @@ impl GetResult {
     }
 
     /// The records as file regions, when they were looked up for a transfer.
-    pub fn file_regions(&self) -> Option<Arc<[FileRegion]>> {
-        (!self.regions.is_empty()).then(|| Arc::from(self.regions.as_slice()))
+    pub fn file_regions(&self) -> Option<rocketmq_remoting::protocol::command::FileRegions> {
+        (!self.regions.is_empty()).then(|| Arc::new(self.regions.clone()))
     }
 
     /// The records back to back, as a pull response body carries them.

@@ -691,7 +691,7 @@ pub(crate) fn send_response<'a>(
     resp: &'a RemotingCommand,
 ) -> Result<SendMessageResponseView<'a>> {
     static EMPTY: ExtFields = ExtFields::new();
-    SendMessageResponseView::read(resp.ext_fields.as_ref().unwrap_or(&EMPTY)).map_err(|e| {
+    SendMessageResponseView::read(resp.ext_fields.as_deref().unwrap_or(&EMPTY)).map_err(|e| {
         ClientError::Protocol {
             addr: addr.to_string(),
             reason: format!("bad send response header: {e}"),

@@ -61,6 +61,9 @@ impl PartialEq for FileRegion {
     }
 }
 
+/// File regions sent after a command's body (see [`RemotingCommand::file_body`]).
+pub type FileRegions = Arc<Vec<FileRegion>>;
+
 /// The `extFields` map of a command header.
 pub type ExtFields = StringMap;
 
@@ -92,8 +95,10 @@ pub struct RemotingCommand {
     pub flag: i32,
     /// Free text, usually an error description.
     pub remark: Option<String>,
-    /// Header fields.
-    pub ext_fields: Option<ExtFields>,
+    /// Header fields (boxed, as the file regions below are behind one pointer: a command is
+    /// moved a dozen times between the socket and the write queue, and at 128 bytes a move is
+    /// a few register copies instead of a `memcpy` call).
+    pub ext_fields: Option<Box<ExtFields>>,
     /// More header fields, after `ext_fields`, already encoded as JSON (outgoing commands only:
     /// the JSON header encoder copies them as they are, the binary one reads them back first).
     /// [`RemotingCommand::ext`] does not see them; [`RemotingCommand::decode_header`] does, and
@@ -103,10 +108,14 @@ pub struct RemotingCommand {
     pub body: Bytes,
     /// More body, after `body`: file regions sent straight from the page cache (outgoing
     /// frames only; a decoded command never has any).
-    pub file_body: Option<Arc<[FileRegion]>>,
+    pub file_body: Option<FileRegions>,
     /// How the header is (or was) serialized.
     pub serialize_type: SerializeType,
 }
+
+// A command is moved about a dozen times between the socket and the write queue: kept within
+// 128 bytes, a move is a few register copies (a larger value is moved with a `memcpy` call).
+const _: () = assert!(std::mem::size_of::<RemotingCommand>() <= 128);
 
 impl Default for RemotingCommand {
     fn default() -> Self {
@@ -197,7 +206,7 @@ impl RemotingCommand {
         // Room for a typical request header's fields and text, so writing it does not regrow.
         let ext = self
             .ext_fields
-            .get_or_insert_with(|| ExtFields::with_capacities(16, 256));
+            .get_or_insert_with(|| Box::new(ExtFields::with_capacities(16, 256)));
         header.write_to(ext);
     }
 
@@ -208,12 +217,12 @@ impl RemotingCommand {
         if self.ext_json.is_some() {
             return H::read_from(&self.merged_ext_fields());
         }
-        H::read_from(self.ext_fields.as_ref().unwrap_or(&EMPTY))
+        H::read_from(self.ext_fields.as_deref().unwrap_or(&EMPTY))
     }
 
     /// The entries of `ext_fields` followed by those of `ext_json`, as one map.
     pub fn merged_ext_fields(&self) -> ExtFields {
-        let mut ext = self.ext_fields.clone().unwrap_or_default();
+        let mut ext = self.ext_fields.as_deref().cloned().unwrap_or_default();
         if let Some(json) = &self.ext_json {
             for (k, v) in json.to_ext_fields().iter() {
                 ext.push(k, v);
@@ -227,7 +236,7 @@ impl RemotingCommand {
     /// header stays the same.
     pub fn materialize_ext_fields(&mut self) {
         if self.ext_json.is_some() {
-            self.ext_fields = Some(self.merged_ext_fields());
+            self.ext_fields = Some(Box::new(self.merged_ext_fields()));
             self.ext_json = None;
         }
     }
@@ -241,7 +250,7 @@ impl RemotingCommand {
     pub fn set_ext(&mut self, key: impl AsRef<str>, value: impl AsRef<str>) {
         self.materialize_ext_fields();
         self.ext_fields
-            .get_or_insert_with(ExtFields::new)
+            .get_or_insert_with(Box::default)
             .insert(key, value);
     }
 

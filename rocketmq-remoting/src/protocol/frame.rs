@@ -107,7 +107,7 @@ pub fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), FrameErro
 pub fn encode_to_vec(cmd: &RemotingCommand) -> Result<Vec<u8>, FrameError> {
     let mut head = encode_head(cmd)?;
     head.extend_from_slice(&cmd.body);
-    for r in cmd.file_body.as_deref().unwrap_or(&[]) {
+    for r in cmd.file_body.as_deref().map_or(&[][..], |r| &r[..]) {
         r.read_into(&mut head)
             .map_err(|e| FrameError::FileBody(e.to_string()))?;
     }

@@ -33,7 +33,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     out.extend_from_slice(&0i32.to_be_bytes());
     // Fields carried as JSON are read back into a map first (the binary form is rare).
     let merged = cmd.ext_json.is_some().then(|| cmd.merged_ext_fields());
-    if let Some(ext) = merged.as_ref().or(cmd.ext_fields.as_ref()) {
+    if let Some(ext) = merged.as_ref().or(cmd.ext_fields.as_deref()) {
         for (k, v) in ext.iter() {
             out.extend_from_slice(&(k.len() as i16).to_be_bytes());
             out.extend_from_slice(k.as_bytes());
@@ -132,7 +132,7 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
         opaque,
         flag,
         remark,
-        ext_fields,
+        ext_fields: ext_fields.map(Box::new),
         ..RemotingCommand::default()
     })
 }

@@ -132,6 +132,7 @@ impl JsonExtFields {
         decode(&header)
             .ok()
             .and_then(|cmd| cmd.ext_fields)
+            .map(|e| *e)
             .unwrap_or_default()
     }
 }
@@ -168,7 +169,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     if cmd.ext_fields.is_some() || cmd.ext_json.is_some() {
         out.extend_from_slice(b",\"extFields\":{");
         let mut first = true;
-        for (k, v) in cmd.ext_fields.iter().flatten() {
+        for (k, v) in cmd.ext_fields.as_deref().into_iter().flatten() {
             if !first {
                 out.push(b',');
             }
@@ -233,7 +234,7 @@ pub(crate) fn decode_general(bytes: &[u8]) -> Result<RemotingCommand, FrameError
         opaque: h.opaque.unwrap_or(0),
         flag: h.flag.unwrap_or(0),
         remark: h.remark,
-        ext_fields: h.ext_fields.map(|e| e.0),
+        ext_fields: h.ext_fields.map(|e| Box::new(e.0)),
         ..RemotingCommand::default()
     })
 }

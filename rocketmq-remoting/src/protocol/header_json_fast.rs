@@ -482,17 +482,17 @@ impl Scan<'_> {
                     let members = self.s.get(self.i + 1..end)?;
                     // An answer's are left where they arrived (see `read_in_place`); a
                     // request's are copied.
-                    cmd.ext_fields = Some(match header {
+                    cmd.ext_fields = Some(Box::new(match header {
                         Some(h) if read_in_place(Some(cmd.code)) => {
                             ExtFields::for_unread_members_in_place(h.slice_ref(members))
                         }
                         _ => ExtFields::for_unread_members(members),
-                    });
+                    }));
                     self.i = end + 1;
                 }
                 None => {
                     let in_place = header.filter(|_| read_in_place(Some(cmd.code)));
-                    cmd.ext_fields = self.ext_fields(in_place, true)?;
+                    cmd.ext_fields = self.ext_fields(in_place, true)?.map(Box::new);
                 }
             }
         }
@@ -640,6 +640,7 @@ pub(crate) fn members_map(members: &str) -> ExtFields {
     super::header_json::decode_general(header.as_bytes())
         .ok()
         .and_then(|cmd| cmd.ext_fields)
+        .map(|e| *e)
         .unwrap_or_default()
 }
 
@@ -827,7 +828,9 @@ fn decode_in(bytes: &[u8], header: Option<&ByteString>) -> Option<RemotingComman
             }
             "remark" => cmd.remark = s.string_or_null()?.map(Cow::into_owned),
             "extFields" => {
-                cmd.ext_fields = s.ext_fields(header.filter(|_| read_in_place(code)), false)?
+                cmd.ext_fields = s
+                    .ext_fields(header.filter(|_| read_in_place(code)), false)?
+                    .map(Box::new)
             }
             "serializeTypeCurrentRPC" => {
                 s.string_or_null()?;
@@ -929,7 +932,7 @@ mod tests {
                 version: i32::MAX,
                 language: LanguageCode::Cpp,
                 remark: Some("why \"not\"\n".into()),
-                ext_fields: Some(ext.clone()),
+                ext_fields: Some(Box::new(ext.clone())),
                 ..Default::default()
             },
             RemotingCommand {
@@ -1116,7 +1119,7 @@ mod tests {
                 for _ in 0..rng.gen_range(0..6) {
                     ext.push(&text(&mut rng), &text(&mut rng));
                 }
-                cmd.ext_fields = Some(ext);
+                cmd.ext_fields = Some(Box::new(ext));
             }
             let mut out = Vec::new();
             encode(&cmd, &mut out);

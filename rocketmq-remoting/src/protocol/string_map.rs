@@ -235,9 +235,9 @@ impl StringMap {
 
     /// `map`, or an empty map when there is none (a command's `ext_fields`, which a header
     /// borrowing its fields from the request reads while the request's body moves on).
-    pub fn or_empty(map: &Option<StringMap>) -> &StringMap {
-        static EMPTY: std::sync::LazyLock<StringMap> = std::sync::LazyLock::new(StringMap::new);
-        map.as_ref().unwrap_or(&EMPTY)
+    pub fn or_empty(map: &Option<Box<StringMap>>) -> &StringMap {
+        static EMPTY: StringMap = StringMap::new();
+        map.as_deref().unwrap_or(&EMPTY)
     }
 
     /// The values of `keys`, found in one pass (the first entry of a key, as [`StringMap::get`]
@@ -628,7 +628,7 @@ mod tests {
         // A send's fields are read where they are in the map's copy of the header, escaped
         // ones unescaped after it; changes then work on both kinds of entries.
         let json = r#"{"code":310,"extFields":{"a":"G","i":"K\u0001V\u0002","d":4,"k":true,"n":null,"\u0062":"x"},"flag":0}"#;
-        let mut decoded = crate::protocol::header_json::decode(json.as_bytes())
+        let mut decoded = *crate::protocol::header_json::decode(json.as_bytes())
             .unwrap()
             .ext_fields
             .unwrap();
@@ -731,7 +731,7 @@ mod tests {
     fn in_place(members: &str) -> StringMap {
         let json = format!(r#"{{"code":0,"extFields":{{{members}}},"flag":1}}"#);
         let cmd = crate::protocol::header_json::decode_shared(&bytes::Bytes::from(json)).unwrap();
-        let m = cmd.ext_fields.unwrap();
+        let m = *cmd.ext_fields.unwrap();
         assert!(m.is_in_place());
         m
     }

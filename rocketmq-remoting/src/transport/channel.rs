@@ -109,7 +109,7 @@ impl Default for ChannelConfig {
 struct Frame {
     head: Vec<u8>,
     body: Bytes,
-    regions: Option<Arc<[FileRegion]>>,
+    regions: Option<crate::protocol::command::FileRegions>,
     /// Bytes of it already written (a direct write that the socket took only part of).
     written: usize,
     /// Its bytes in memory, counted against the connection's unsent bytes while it is queued.
@@ -1508,7 +1508,7 @@ impl Reader {
         let request_copy = if !hooks.iter().any(|h| h.wants_response()) {
             None
         } else {
-            Some(cmd.clone())
+            Some(Box::new(cmd.clone()))
         };
         let Some(processor) = &self.processor else {
             if !oneway {
@@ -1517,7 +1517,7 @@ impl Reader {
                     not_supported(&cmd),
                     opaque,
                     ser,
-                    request_copy.as_ref(),
+                    request_copy.as_deref(),
                 )
                 .await;
             }
@@ -1628,7 +1628,7 @@ impl Reader {
         let channel = self.channel.clone();
         match result {
             ProcessResult::Response(r) if !oneway => {
-                respond(&channel, r, opaque, ser, request_copy.as_ref()).await;
+                respond(&channel, r, opaque, ser, request_copy.as_deref()).await;
             }
             ProcessResult::Response(_)
             | ProcessResult::NoResponse
@@ -1646,7 +1646,7 @@ impl Reader {
                         }
                     };
                     if let (Some(r), false) = (r, oneway) {
-                        respond(&channel, r, opaque, ser, request_copy.as_ref()).await;
+                        respond(&channel, r, opaque, ser, request_copy.as_deref()).await;
                     }
                     drop(hold);
                 }));
@@ -1666,7 +1666,7 @@ struct Answer {
     opaque: i32,
     ser: crate::protocol::SerializeType,
     oneway: bool,
-    request_copy: Option<RemotingCommand>,
+    request_copy: Option<Box<RemotingCommand>>,
     hold: RequestHold,
 }
 

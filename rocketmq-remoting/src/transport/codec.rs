@@ -32,9 +32,6 @@ impl std::fmt::Debug for BodyLimit {
 
 /// What the codec reads.
 #[derive(Debug)]
-// Every frame read is a `Command`; boxing it would cost an allocation a frame to spare the
-// rare `Refused` (boxed itself) some bytes.
-#[allow(clippy::large_enum_variant)]
 pub enum Inbound {
     /// A whole frame.
     Command(RemotingCommand),

@@ -625,7 +625,7 @@ mod tests {
         generic.opaque = 77;
         let mut map = ExtFields::new();
         h.write_v2(&mut map);
-        generic.ext_fields = Some(map);
+        generic.ext_fields = Some(Box::new(map));
         let mut direct = RemotingCommand::request(RequestCode::SendMessageV2);
         direct.opaque = 77;
         direct.ext_json = Some(h.to_v2_json());
@@ -700,7 +700,7 @@ mod tests {
             });
             assert_eq!(
                 direct.ext_json.as_ref().unwrap().to_ext_fields(),
-                *generic.ext_fields.as_ref().unwrap()
+                **generic.ext_fields.as_ref().unwrap()
             );
             direct.materialize_ext_fields();
             assert!(direct.ext_json.is_none());
@@ -778,8 +778,8 @@ mod tests {
         let mut map = ExtFields::new();
         map.insert("first", "1");
         h.write_v2(&mut map);
-        generic.ext_fields = Some(map);
-        direct.ext_fields = Some([("first", "1")].into_iter().collect());
+        generic.ext_fields = Some(Box::new(map));
+        direct.ext_fields = Some(Box::new([("first", "1")].into_iter().collect()));
         for ser in [SerializeType::Json, SerializeType::RocketMq] {
             generic.serialize_type = ser;
             direct.serialize_type = ser;
@@ -792,7 +792,7 @@ mod tests {
         let mut empty = RemotingCommand::request(RequestCode::SendMessageV2);
         empty.ext_json = Some(JsonExtFields::default());
         let mut with_map = RemotingCommand::request(RequestCode::SendMessageV2);
-        with_map.ext_fields = Some(ExtFields::new());
+        with_map.ext_fields = Some(Box::default());
         assert_eq!(
             frame::encode_to_vec(&empty).unwrap(),
             frame::encode_to_vec(&with_map).unwrap()
