@@ -357,6 +357,46 @@ async fn each_request_times_out_at_its_own_deadline_on_a_shared_connection() {
 }
 
 #[tokio::test]
+async fn a_call_since_an_earlier_start_times_out_from_that_start() {
+    let (server, _) = start_server(1 << 24, 100).await;
+    let addr = server.local_addr().to_string();
+    let client = RemotingClient::builder()
+        .close_socket_if_timeout(false)
+        .build();
+    assert_eq!(echoed(&client, &addr, "connect").await, "connect");
+    // Began ten seconds ago with ten seconds and a tenth to spend: a tenth of a second is left
+    // (from the call itself, it would wait ten seconds).
+    let start = std::time::Instant::now()
+        .checked_sub(Duration::from_secs(10))
+        .expect("the clock is past ten seconds");
+    let budget = Duration::from_millis(10_100);
+    for asynchronous in [false, true] {
+        let call = async {
+            if asynchronous {
+                client
+                    .invoke_async_since(&addr, request(SILENT), start, budget)
+                    .await
+            } else {
+                client
+                    .invoke_since(&addr, request(SILENT), start, budget)
+                    .await
+            }
+        };
+        let err = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("the deadline counts from the caller's start")
+            .unwrap_err();
+        assert!(
+            matches!(err, RemotingError::Timeout { code: SILENT, .. }),
+            "{err}"
+        );
+        assert!(start.elapsed() >= budget, "not before its deadline");
+    }
+    assert_eq!(client.pending_requests(), 0);
+    server.shutdown(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
 async fn a_dying_connection_fails_pending_calls_at_once() {
     let (server, _) = start_server(1 << 24, 100).await;
     let addr = server.local_addr().to_string();

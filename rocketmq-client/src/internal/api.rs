@@ -139,12 +139,14 @@ impl Api {
     /// oneway send) has a success code or a flush/slave one, and is what `read` makes of it;
     /// its header is not checked here: `read` reads it with [`send_response`] (a `Protocol`
     /// error when it is bad). Read where it lies: the answer, a large value, is not moved
-    /// out to the caller.
+    /// out to the caller. The answer is waited for until `started + timeout`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn send<T>(
         &self,
         addr: &str,
         header: &SendMessageRequestHeaderRef<'_>,
         body: Bytes,
+        started: std::time::Instant,
         timeout: Duration,
         mode: SendMode,
         read: impl FnOnce(&RemotingCommand) -> Result<T>,
@@ -176,8 +178,17 @@ impl Api {
             }
             // The transport's call itself, not through `invoke`: one future fewer to build and
             // move on every send (the same error, converted by `?`).
-            SendMode::Sync => self.remoting.invoke(addr, req, timeout).await?,
-            SendMode::Async => self.remoting.invoke_async(addr, req, timeout).await?,
+            // The answer is waited for until `started + timeout` (the attempt's clock reading).
+            SendMode::Sync => {
+                self.remoting
+                    .invoke_since(addr, req, started, timeout)
+                    .await?
+            }
+            SendMode::Async => {
+                self.remoting
+                    .invoke_async_since(addr, req, started, timeout)
+                    .await?
+            }
         };
         match resp.response_code() {
             ResponseCode::Success

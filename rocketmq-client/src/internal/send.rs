@@ -420,6 +420,9 @@ pub(crate) struct Prepared {
     pub(crate) reconsume_times: Option<i32>,
     pub(crate) max_reconsume_times: Option<i32>,
     pub(crate) transaction_id: Option<String>,
+    /// The wall clock (ms) when the message's new id was made: the first attempt's born
+    /// timestamp too (one clock reading a send fewer; Java reads it twice, microseconds apart).
+    pub(crate) born_ms: Option<i64>,
 }
 
 /// The send engine of one producer group.
@@ -708,9 +711,12 @@ impl ProducerCore {
         };
         // A new id is the send's id too, and is appended to the encoded properties rather than
         // inserted into the message's map first (the same text: a new key goes last).
-        let new_id = match msg.uniq_key() {
-            Some(_) => None,
-            None => Some(inst.uniq.next_id()),
+        let (new_id, born_ms) = match msg.uniq_key() {
+            Some(_) => (None, None),
+            None => {
+                let now = now_ms();
+                (Some(inst.uniq.next_id_at(now)), Some(now))
+            }
         };
         let original = self.hooks.get().map(|_| {
             let mut m = msg.clone();
@@ -755,6 +761,7 @@ impl ProducerCore {
             reconsume_times: reconsume,
             max_reconsume_times: max_reconsume,
             transaction_id: msg.transaction_id,
+            born_ms,
         })
     }
 
@@ -847,6 +854,7 @@ impl ProducerCore {
             reconsume_times: None,
             max_reconsume_times: None,
             transaction_id: None,
+            born_ms: None,
         })
     }
 
@@ -944,6 +952,9 @@ impl ProducerCore {
             SendMode::Async => 1 + self.settings.retry_times_when_send_async_failed,
             SendMode::Oneway => 1,
         };
+        // The first attempt of a send whose route was at hand is microseconds after its id was
+        // made: its born timestamp is the id's time.
+        let mut born = first_start.and(p.born_ms);
         let mut last_broker: Option<Cow<'_, str>> = None;
         let mut last_err = None;
         // A message stored with a non-OK status (retried on another broker when
@@ -989,6 +1000,7 @@ impl ProducerCore {
                     attempt_budget(&info, &mq, timeout - spent, attempt + 1 < times),
                     attempt,
                     start,
+                    born.take(),
                 )
                 .await;
             match result {
@@ -1062,7 +1074,9 @@ impl ProducerCore {
         started: Instant,
     ) -> (Result<Option<SendResult>>, Instant) {
         let (result, ended, _) = self
-            .attempt(inst, p, mq, None, false, mode, timeout, attempt, started)
+            .attempt(
+                inst, p, mq, None, false, mode, timeout, attempt, started, None,
+            )
             .await;
         (result, ended)
     }
@@ -1071,7 +1085,8 @@ impl ProducerCore {
     /// read once for the statistics, the hooks and the fault avoidance); `sent_items`: where
     /// the statistics items of the topic are kept, when the caller has a place for them;
     /// `defer_id`: the caller puts the message's id into the result (unless a hook is to see it
-    /// here, the result is made without it).
+    /// here, the result is made without it); `born`: the born timestamp when the caller has
+    /// it (the first attempt of a send whose route was at hand: its id's time), else read here.
     #[allow(clippy::too_many_arguments)]
     async fn attempt(
         &self,
@@ -1084,6 +1099,7 @@ impl ProducerCore {
         timeout: Duration,
         attempt: u32,
         started: Instant,
+        born: Option<i64>,
     ) -> (Result<Option<SendResult>>, Instant, Duration) {
         let addr = match inst
             .master_addr_or_refresh(&mq.broker_name, &mq.topic)
@@ -1102,7 +1118,7 @@ impl ProducerCore {
             default_topic_queue_nums: self.settings.default_topic_queue_nums,
             queue_id: mq.queue_id,
             sys_flag: p.sys_flag,
-            born_timestamp: now_ms(),
+            born_timestamp: born.unwrap_or_else(now_ms),
             flag: p.flag,
             properties: Some(&p.properties),
             reconsume_times: Some(p.reconsume_times.unwrap_or(0)),
@@ -1135,9 +1151,15 @@ impl ProducerCore {
         let with_id = !defer_id || hooks.is_some();
         let result = inst
             .api
-            .send(&addr, &header, p.body.clone(), timeout, mode, |cmd| {
-                self.send_result(p, mq, &addr, cmd, with_id)
-            })
+            .send(
+                &addr,
+                &header,
+                p.body.clone(),
+                started,
+                timeout,
+                mode,
+                |cmd| self.send_result(p, mq, &addr, cmd, with_id),
+            )
             .await;
         let ended = Instant::now();
         let latency = ended.saturating_duration_since(started);

@@ -536,7 +536,24 @@ impl RemotingClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        self.invoke_closing(addr, request, timeout, self.inner.close_socket_if_timeout)
+        let start = tokio::time::Instant::now();
+        let close = self.inner.close_socket_if_timeout;
+        self.invoke_closing(addr, request, start, timeout, close)
+            .await
+    }
+
+    /// [`invoke`](Self::invoke) of a call whose time began at `start`, a clock reading the
+    /// caller has already: the response is waited for until `start + timeout`.
+    pub async fn invoke_since(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        start: std::time::Instant,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        let start = tokio::time::Instant::from_std(start);
+        let close = self.inner.close_socket_if_timeout;
+        self.invoke_closing(addr, request, start, timeout, close)
             .await
     }
 
@@ -548,17 +565,35 @@ impl RemotingClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, RemotingError> {
-        self.invoke_closing(addr, request, timeout, false).await
+        let start = tokio::time::Instant::now();
+        self.invoke_closing(addr, request, start, timeout, false)
+            .await
     }
 
+    /// [`invoke_async`](Self::invoke_async) of a call whose time began at `start` (see
+    /// [`invoke_since`](Self::invoke_since)).
+    pub async fn invoke_async_since(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        start: std::time::Instant,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        let start = tokio::time::Instant::from_std(start);
+        self.invoke_closing(addr, request, start, timeout, false)
+            .await
+    }
+
+    /// Sends `request` and waits for its answer until `start + timeout`.
     async fn invoke_closing(
         &self,
         addr: &str,
         request: RemotingCommand,
+        start: tokio::time::Instant,
         timeout: Duration,
         close_on_timeout: bool,
     ) -> Result<RemotingCommand, RemotingError> {
-        let deadline = crate::util::time::deadline(tokio::time::Instant::now(), timeout);
+        let deadline = crate::util::time::deadline(start, timeout);
         // A connected address answers at once: a timer only when it has to connect (boxed:
         // the request's future does not carry the connect's state for the common case).
         let ch = match self.connected(addr) {

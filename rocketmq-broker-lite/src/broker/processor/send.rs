@@ -404,7 +404,7 @@ pub(crate) fn send(
         Some(t) => t,
         None => h.topic,
     };
-    let stored = match b.store_message_batched(m) {
+    let stored = match b.store_message_batched(m, began) {
         Batched::Buffered(r) => {
             b.stats
                 .record_put(counted, 1, r.end_offset - r.wrote_offset);
