@@ -1134,51 +1134,48 @@ fn write_now(w: &OwnedWriteHalf, f: &Frame) -> std::io::Result<usize> {
     Ok(done)
 }
 
+/// Parts a `writev` gathers at most: a batch with more is written with further calls (128
+/// parts are 64 frames, 64 KiB of 1 KiB messages). Held in the writer's future, not allocated
+/// for each batch.
+const WRITE_PARTS: usize = 128;
+
 /// Writes every frame of `batch` (head, body, file regions) with vectored writes, and file
 /// regions with `sendfile`.
 async fn write_frames(w: &OwnedWriteHalf, batch: &[Frame]) -> std::io::Result<()> {
-    let mut parts: Vec<&[u8]> = Vec::with_capacity(batch.len() * 2);
+    let mut parts = [IoSlice::new(&[]); WRITE_PARTS];
+    let mut n = 0;
     for f in batch {
-        parts.extend(unwritten_bytes(f).into_iter().filter(|p| !p.is_empty()));
+        for part in unwritten_bytes(f) {
+            if part.is_empty() {
+                continue;
+            }
+            if n == WRITE_PARTS {
+                write_slices(w, &mut parts[..n]).await?;
+                n = 0;
+            }
+            parts[n] = IoSlice::new(part);
+            n += 1;
+        }
         let mut regions = unwritten_regions(f).peekable();
         if regions.peek().is_some() {
-            write_slices(w, &parts).await?;
-            parts.clear();
+            write_slices(w, &mut parts[..n]).await?;
+            n = 0;
             for r in regions {
                 send_file_region(w, &r).await?;
             }
         }
     }
-    write_slices(w, &parts).await
+    write_slices(w, &mut parts[..n]).await
 }
 
-/// Writes all of `parts` with `writev`.
-async fn write_slices(w: &OwnedWriteHalf, parts: &[&[u8]]) -> std::io::Result<()> {
-    let (mut idx, mut off) = (0usize, 0usize);
-    let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len().min(512));
-    while idx < parts.len() {
-        slices.clear();
-        slices.push(IoSlice::new(&parts[idx][off..]));
-        slices.extend(parts[idx + 1..].iter().take(511).map(|p| IoSlice::new(p)));
-        let mut n = match w.try_write_vectored(&slices) {
+/// Writes all of `parts` with `writev` (`parts` is advanced past what was written).
+async fn write_slices(w: &OwnedWriteHalf, mut parts: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    while !parts.is_empty() {
+        match w.try_write_vectored(parts) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                w.writable().await?;
-                continue;
-            }
+            Ok(n) => IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => w.writable().await?,
             Err(e) => return Err(e),
-        };
-        while n > 0 {
-            let left = parts[idx].len() - off;
-            if n >= left {
-                n -= left;
-                idx += 1;
-                off = 0;
-            } else {
-                off += n;
-                n = 0;
-            }
         }
     }
     Ok(())
