@@ -64,9 +64,13 @@ fn answered_with_header(code: RequestCode) -> bool {
     )
 }
 
-/// Gives a response an extFields map (empty if it has none), as Java's response headers do.
+/// Gives a response an extFields map (empty if it has none), as Java's response headers do:
+/// fields already encoded (`ext_json`, a send's answer) are written as that object too, and
+/// need no map besides.
 pub(crate) fn with_ext_map(mut cmd: RemotingCommand) -> RemotingCommand {
-    cmd.ext_fields.get_or_insert_with(Default::default);
+    if cmd.ext_json.is_none() {
+        cmd.ext_fields.get_or_insert_with(Default::default);
+    }
     cmd
 }
 
