@@ -197,7 +197,12 @@ impl Api {
             | ResponseCode::SlaveNotAvailable => {
                 // The header is read from the map alone (see `send_response`), by the caller.
                 resp.materialize_ext_fields();
-                read(&resp).map(Some)
+                let read = read(&resp).map(Some);
+                // The map's box serves this thread's next decoded answer.
+                if let Some(map) = resp.ext_fields.take() {
+                    ExtFields::recycle_box(map);
+                }
+                read
             }
             _ => Err(ClientError::server(addr, &resp)),
         }

@@ -482,17 +482,18 @@ impl Scan<'_> {
                     let members = self.s.get(self.i + 1..end)?;
                     // An answer's are left where they arrived (see `read_in_place`); a
                     // request's are copied.
-                    cmd.ext_fields = Some(Box::new(match header {
+                    let map = match header {
                         Some(h) if read_in_place(Some(cmd.code)) => {
                             ExtFields::for_unread_members_in_place(h.slice_ref(members))
                         }
                         _ => ExtFields::for_unread_members(members),
-                    }));
+                    };
+                    cmd.ext_fields = Some(map.into_box());
                     self.i = end + 1;
                 }
                 None => {
                     let in_place = header.filter(|_| read_in_place(Some(cmd.code)));
-                    cmd.ext_fields = self.ext_fields(in_place, true)?.map(Box::new);
+                    cmd.ext_fields = self.ext_fields(in_place, true)?.map(ExtFields::into_box);
                 }
             }
         }

@@ -20,7 +20,14 @@ const FIRST_ENTRIES: usize = 4;
 
 thread_local! {
     static KEPT_BUFFERS: RefCell<Vec<(String, Vec<Span>)>> = const { RefCell::new(Vec::new()) };
+    // The boxes themselves are what is kept (their allocations), not the maps.
+    #[allow(clippy::vec_box)]
+    static KEPT_BOX_CELLS: RefCell<Vec<Box<StringMap>>> = const { RefCell::new(Vec::new()) };
 }
+
+/// Boxes of maps given back ([`StringMap::recycle_box`]), each holding an empty map, for the
+/// thread's next [`StringMap::into_box`].
+static KEPT_BOXES: Kept<Box<StringMap>> = Kept(&KEPT_BOX_CELLS);
 
 /// Buffers of dropped maps, for the next [`StringMap::with_capacities`] of the thread: a
 /// request's header is decoded into a map and dropped on the connection's reader, whose next
@@ -231,6 +238,27 @@ impl StringMap {
         }
         let from = (at & !IN_JSON) as usize;
         self.append(json.get(from..from + len as usize).unwrap_or_default())
+    }
+
+    /// The map in a box: one this thread got back ([`StringMap::recycle_box`]), or a new one.
+    /// A command's `extFields` are boxed; a decoder boxes every request's and answer's.
+    pub fn into_box(self) -> Box<StringMap> {
+        match KEPT_BOXES.take() {
+            Some(mut b) => {
+                // The box holds an empty map: replacing it frees nothing.
+                *b = self;
+                b
+            }
+            None => Box::new(self),
+        }
+    }
+
+    /// Gives back a boxed map done with (dropped here, its buffers kept as a dropped map's
+    /// are), its box kept for this thread's next [`StringMap::into_box`]: a request's header
+    /// map boxed and given back on the connection's reader costs no allocation once warm.
+    pub fn recycle_box(mut map: Box<StringMap>) {
+        *map = StringMap::new();
+        KEPT_BOXES.keep(map);
     }
 
     /// `map`, or an empty map when there is none (a command's `ext_fields`, which a header
@@ -593,6 +621,23 @@ impl<'a> IntoIterator for &'a StringMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_box_given_back_boxes_the_next_map_of_the_thread() {
+        let first: StringMap = [("a", "1")].into_iter().collect();
+        let boxed = first.into_box();
+        let at: *const StringMap = &*boxed;
+        StringMap::recycle_box(boxed);
+        let second: StringMap = [("b", "2")].into_iter().collect();
+        let again = second.into_box();
+        assert_eq!(&*again as *const StringMap, at, "the same box");
+        assert_eq!(again.get("b"), Some("2"));
+        assert_eq!(again.get("a"), None, "nothing of the map given back");
+        // Another thread has boxes of its own.
+        std::thread::spawn(|| assert!(KEPT_BOXES.take().is_none()))
+            .join()
+            .unwrap();
+    }
 
     #[test]
     fn letters_are_found_as_get_finds_them() {

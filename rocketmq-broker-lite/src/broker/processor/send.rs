@@ -271,10 +271,22 @@ impl Drop for Scratch {
     }
 }
 
+/// A request's boxed header map, given back to the thread's boxes
+/// ([`StringMap::recycle_box`]) when the handler is done with it.
+struct HeaderMap(Option<Box<StringMap>>);
+
+impl Drop for HeaderMap {
+    fn drop(&mut self) {
+        if let Some(map) = self.0.take() {
+            StringMap::recycle_box(map);
+        }
+    }
+}
+
 pub(crate) fn send(
     b: &Arc<BrokerInner>,
     ctx: &ChannelContext,
-    req: RemotingCommand,
+    mut req: RemotingCommand,
     began: Instant,
 ) -> ProcessResult {
     if b.is_slave() {
@@ -284,7 +296,8 @@ pub(crate) fn send(
             "broker is slave, can not write",
         );
     }
-    let ext = StringMap::or_empty(&req.ext_fields);
+    let map = HeaderMap(req.ext_fields.take());
+    let ext = StringMap::or_empty(&map.0);
     // The header's strings are borrowed from the request (a dead-letter topic from here, the
     // unescaped properties from `scratch`), read in one pass from the members the decoder left
     // unread when it did (a SEND_MESSAGE_V2 or batch of the common shape), else from the map.
