@@ -69,7 +69,7 @@ impl RequestProcessor for Batcher {
         self.log.lock().unwrap().appended.push(id.to_string());
         Processed::Now(ProcessResult::AtBatchEnd(BatchEnd {
             flush: self.flush.clone(),
-            then: BatchThen::Note(BatchNote([id, 0, 0, 0, 0, 0, 0, 0])),
+            then: BatchThen::Note(BatchNote([id, 0, 0, 0, 0, 0, 0])),
         }))
     }
 

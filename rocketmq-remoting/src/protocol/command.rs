@@ -206,7 +206,7 @@ impl RemotingCommand {
         // Room for a typical request header's fields and text, so writing it does not regrow.
         let ext = self
             .ext_fields
-            .get_or_insert_with(|| Box::new(ExtFields::with_capacities(16, 256)));
+            .get_or_insert_with(|| ExtFields::with_capacities(16, 256).into_box());
         header.write_to(ext);
     }
 

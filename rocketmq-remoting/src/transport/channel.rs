@@ -1673,6 +1673,10 @@ struct HeldAnswer {
     answer: Answer,
 }
 
+// Held answers are pushed and drained by value: within 128 bytes, without a `memcpy` call
+// (see `RemotingCommand`'s size).
+const _: () = assert!(std::mem::size_of::<HeldAnswer>() <= 128);
+
 /// Requests held for the end of their batch at most: past this many (a client's usual sends
 /// in flight), the batch ends even with more frames buffered, and those wait for it.
 const MAX_HELD: usize = 64;

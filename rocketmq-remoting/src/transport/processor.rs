@@ -118,9 +118,10 @@ impl BatchThen {
 }
 
 /// What a request answered by its batch's flush ([`BatchThen::Note`]) leaves for
-/// [`BatchFlush::answer`]: 64 bytes whose meaning the processor and its flush agree on.
+/// [`BatchFlush::answer`]: 56 bytes whose meaning the processor and its flush agree on (seven
+/// words: a held request, its note included, stays within 128 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BatchNote(pub [u64; 8]);
+pub struct BatchNote(pub [u64; 7]);
 
 /// Work done once for the requests of one read ([`ProcessResult::AtBatchEnd`]).
 pub trait BatchFlush: Send + Sync + 'static {

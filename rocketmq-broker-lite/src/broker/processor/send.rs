@@ -560,23 +560,23 @@ impl SendNote {
         let size = r.sizes.first().copied().unwrap_or(0);
         BatchNote([
             u64::from(self.code as u32) | u64::from(self.queue_id as u32) << 32,
-            u64::from(self.wait),
+            u64::from(self.wait) | u64::from(size) << 32,
             self.began.saturating_duration_since(epoch).as_nanos() as u64,
             r.wrote_offset,
             r.queue_offset as u64,
             r.store_timestamp as u64,
             r.end_offset,
-            u64::from(size),
         ])
     }
 
     /// The note `n` wrote with `epoch`.
     pub(crate) fn read(n: BatchNote, epoch: Instant) -> Self {
-        let [codes, wait, began, wrote, queue, stamp, end, size] = n.0;
+        let [codes, wait_size, began, wrote, queue, stamp, end] = n.0;
+        let size = wait_size >> 32;
         SendNote {
             code: codes as u32 as i32,
             queue_id: (codes >> 32) as u32 as i32,
-            wait: wait != 0,
+            wait: wait_size & 1 != 0,
             began: epoch + Duration::from_nanos(began),
             r: AppendResult {
                 wrote_offset: wrote,
