@@ -706,8 +706,7 @@ pub(crate) fn send_response<'a>(
     addr: &str,
     resp: &'a RemotingCommand,
 ) -> Result<SendMessageResponseView<'a>> {
-    static EMPTY: ExtFields = ExtFields::new();
-    SendMessageResponseView::read(resp.ext_fields.as_deref().unwrap_or(&EMPTY)).map_err(|e| {
+    SendMessageResponseView::read(ExtFields::or_empty(&resp.ext_fields)).map_err(|e| {
         ClientError::Protocol {
             addr: addr.to_string(),
             reason: format!("bad send response header: {e}"),

@@ -213,11 +213,10 @@ impl RemotingCommand {
     /// Reads a typed header from `extFields` (an absent map reads as empty), `ext_json`
     /// included.
     pub fn decode_header<H: CommandHeader>(&self) -> Result<H, HeaderError> {
-        static EMPTY: ExtFields = ExtFields::new();
         if self.ext_json.is_some() {
             return H::read_from(&self.merged_ext_fields());
         }
-        H::read_from(self.ext_fields.as_deref().unwrap_or(&EMPTY))
+        H::read_from(ExtFields::or_empty(&self.ext_fields))
     }
 
     /// The entries of `ext_fields` followed by those of `ext_json`, as one map.
@@ -236,7 +235,7 @@ impl RemotingCommand {
     /// header stays the same.
     pub fn materialize_ext_fields(&mut self) {
         if self.ext_json.is_some() {
-            self.ext_fields = Some(Box::new(self.merged_ext_fields()));
+            self.ext_fields = Some(self.merged_ext_fields().into_box());
             self.ext_json = None;
         }
     }

@@ -132,7 +132,7 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
         opaque,
         flag,
         remark,
-        ext_fields: ext_fields.map(Box::new),
+        ext_fields: ext_fields.map(ExtFields::into_box),
         ..RemotingCommand::default()
     })
 }

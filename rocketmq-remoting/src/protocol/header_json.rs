@@ -234,7 +234,7 @@ pub(crate) fn decode_general(bytes: &[u8]) -> Result<RemotingCommand, FrameError
         opaque: h.opaque.unwrap_or(0),
         flag: h.flag.unwrap_or(0),
         remark: h.remark,
-        ext_fields: h.ext_fields.map(|e| Box::new(e.0)),
+        ext_fields: h.ext_fields.map(|e| e.0.into_box()),
         ..RemotingCommand::default()
     })
 }

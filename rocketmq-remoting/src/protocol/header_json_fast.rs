@@ -831,7 +831,7 @@ fn decode_in(bytes: &[u8], header: Option<&ByteString>) -> Option<RemotingComman
             "extFields" => {
                 cmd.ext_fields = s
                     .ext_fields(header.filter(|_| read_in_place(code)), false)?
-                    .map(Box::new)
+                    .map(ExtFields::into_box)
             }
             "serializeTypeCurrentRPC" => {
                 s.string_or_null()?;
