@@ -615,3 +615,114 @@ async fn a_commit_of_a_negative_offset_is_skipped() {
     admin.shutdown();
     c.shutdown().await.unwrap();
 }
+
+/// Java 4.9.8's `commitSync(Map<MessageQueue, Long>, boolean persist)`: without `persist` the
+/// offsets are committed in memory (`committed` reads them) and written later; with it, now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_without_persist_is_held_in_memory_until_written() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteNoPersist", 1).await;
+    let q0 = mq("LiteNoPersist", 0);
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let a = lite_with(
+        ClientConfig {
+            persist_consumer_offset_interval: Duration::from_secs(600),
+            ..fast_client(&ns)
+        },
+        "g-lite-no-persist",
+        "a",
+        false,
+    );
+    a.assign([q0.clone()]).await.unwrap();
+    a.start().await.unwrap();
+    a.commit_offsets(&BTreeMap::from([(q0.clone(), 2)]), false)
+        .await
+        .unwrap();
+    assert_eq!(a.committed(&q0).await.unwrap(), 2);
+    let on_broker = stored(&admin, "g-lite-no-persist", &q0).await;
+    assert!(
+        on_broker <= 0,
+        "a commit without persist wrote {on_broker} to the broker"
+    );
+    a.commit_offsets(&BTreeMap::from([(q0.clone(), 3)]), true)
+        .await
+        .unwrap();
+    assert_eq!(stored(&admin, "g-lite-no-persist", &q0).await, 3);
+    a.shutdown().await;
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}
+
+/// Java 4.9.8's `commit(Set<MessageQueue>, boolean persist)`: the polled positions of the
+/// queues given are committed (and with `persist` written), the other queues' are not; a queue
+/// this consumer does not own is reported, and retrying such a commit is not suggested (nor
+/// one of a negative offset).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_of_queues_commits_their_polled_positions_only() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteCommitQueues", 4).await;
+    let [q0, q1, q2, q3] = [0, 1, 2, 3].map(|i| mq("LiteCommitQueues", i));
+    fill(&ns, "LiteCommitQueues", 0, 3).await;
+    fill(&ns, "LiteCommitQueues", 1, 2).await;
+    let admin = MQAdmin::connect(&ns).unwrap();
+    let group = "g-lite-commit-queues";
+    let a = lite_with(
+        ClientConfig {
+            persist_consumer_offset_interval: Duration::from_secs(600),
+            ..fast_client(&ns)
+        },
+        group,
+        "a",
+        false,
+    );
+    a.assign([q0.clone(), q1.clone(), q2.clone()])
+        .await
+        .unwrap();
+    a.start().await.unwrap();
+    assert_eq!(poll_n(&a, 5).await.len(), 5);
+
+    a.commit_queues([q0.clone()], true).await.unwrap();
+    assert_eq!(stored(&admin, group, &q0).await, 3);
+    assert!(stored(&admin, group, &q1).await <= 0, "q1 was written");
+    let q1_committed = a.committed(&q1).await.unwrap();
+    assert!(
+        q1_committed < 2,
+        "q1's polled position was committed though q1 was not given ({q1_committed})"
+    );
+
+    a.commit_queues([q1.clone()], false).await.unwrap();
+    assert_eq!(a.committed(&q1).await.unwrap(), 2);
+    assert!(
+        stored(&admin, group, &q1).await <= 0,
+        "a commit without persist wrote q1"
+    );
+
+    // q2 is assigned, empty, its position its start; q3 is not this consumer's.
+    match a.commit_queues([q2.clone(), q3.clone()], true).await {
+        Err(e @ ClientError::OffsetsNotStored { .. }) => {
+            let ClientError::OffsetsNotStored { failed } = &e else {
+                unreachable!()
+            };
+            let named: Vec<_> = failed.iter().map(|(q, _)| q.clone()).collect();
+            assert_eq!(named, vec![q3.clone()]);
+            assert!(!e.is_retriable(), "{e} is called retriable");
+        }
+        other => panic!("a commit of a queue not assigned reported {other:?}"),
+    }
+    match a.commit(&BTreeMap::from([(q0.clone(), -1)])).await {
+        Err(e) => assert!(!e.is_retriable(), "{e} is called retriable"),
+        Ok(()) => panic!("a commit of a negative offset succeeded"),
+    }
+    // The position of q1 committed in memory is written by the stop.
+    assert_eq!(
+        a.committed(&q1).await.unwrap(),
+        2,
+        "writing other queues' commits forgot q1's"
+    );
+    a.shutdown().await;
+    assert_eq!(stored(&admin, group, &q1).await, 2);
+    admin.shutdown();
+    c.shutdown().await.unwrap();
+}

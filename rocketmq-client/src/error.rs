@@ -89,6 +89,10 @@ pub enum ClientError {
     },
 }
 
+/// How the reason of a queue a commit skipped begins (the queue is not this consumer's, or its
+/// offset is not one to commit): a reason that retrying the same commit does not change.
+pub(crate) const NOT_COMMITTED: &str = "not committed: ";
+
 fn describe_failed(failed: &[(MessageQueue, String)]) -> String {
     failed
         .iter()
@@ -106,9 +110,13 @@ impl ClientError {
             ClientError::Server { code, .. } => {
                 code.is_send_retriable() || *code == ResponseCode::SystemBusy
             }
+            // Offsets that could not be written may be written by a retry; a commit skipped
+            // because the queue is not this consumer's or the offset is negative is not.
+            ClientError::OffsetsNotStored { failed } => failed
+                .iter()
+                .any(|(_, why)| !why.starts_with(NOT_COMMITTED)),
             ClientError::Timeout { .. }
             | ClientError::NoNameServer(_)
-            | ClientError::OffsetsNotStored { .. }
             | ClientError::BrokerNotFound { .. } => true,
             _ => false,
         }

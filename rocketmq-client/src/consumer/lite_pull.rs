@@ -573,12 +573,46 @@ impl DefaultLitePullConsumer {
     /// fails with [`ClientError::OffsetsNotStored`] naming them (and any queue whose offset
     /// could not be stored), after storing the others.
     pub async fn commit(&self, offsets: &BTreeMap<MessageQueue, i64>) -> Result<()> {
+        self.commit_offsets(offsets, true).await
+    }
+
+    /// [`commit`](Self::commit), writing the offsets to the broker (or the local offsets file)
+    /// only with `persist`; without it they are held in memory, where
+    /// [`committed`](Self::committed) reads them, until the persist timer
+    /// (`persist_consumer_offset_interval`), a queue given up or the shutdown writes them (Java
+    /// `commitSync(Map<MessageQueue, Long>, boolean persist)`).
+    pub async fn commit_offsets(
+        &self,
+        offsets: &BTreeMap<MessageQueue, i64>,
+        persist: bool,
+    ) -> Result<()> {
         let wire = offsets
             .iter()
             .map(|(q, o)| (self.inner.ns.wrap_mq(q), *o))
             .collect();
         self.engine()?
-            .commit(&wire)
+            .commit(&wire, persist)
+            .await
+            .map_err(|e| self.shown(e))
+    }
+
+    /// Commits the polled positions of `queues` (what [`poll`](Self::poll) has handed out of
+    /// each), and with `persist` writes those queues' committed offsets now (Java
+    /// `commit(Set<MessageQueue>, boolean persist)`). A queue not assigned to this consumer, or
+    /// whose position is not known yet, is skipped and reported: the call fails with
+    /// [`ClientError::OffsetsNotStored`] naming it (and any queue whose offset could not be
+    /// stored), after committing the others.
+    pub async fn commit_queues(
+        &self,
+        queues: impl IntoIterator<Item = MessageQueue>,
+        persist: bool,
+    ) -> Result<()> {
+        let wire = queues
+            .into_iter()
+            .map(|q| self.inner.ns.wrap_mq(&q))
+            .collect();
+        self.engine()?
+            .commit_queues(&wire, persist)
             .await
             .map_err(|e| self.shown(e))
     }

@@ -29,8 +29,23 @@ use super::rebalance::{start_offset, start_offset_or_retry, RebalanceCore, Rebal
 use super::send::now_ms;
 use super::stats::ConsumerStats;
 use crate::config::ClientConfig;
-use crate::error::{ClientError, Result};
+use crate::error::{ClientError, Result, NOT_COMMITTED};
 use futures::future::BoxFuture;
+
+/// The reason given for a queue a commit skipped because this consumer does not own it.
+fn not_assigned(mq: &MessageQueue) -> String {
+    tracing::debug!(queue = %mq, "not committed: the queue is not assigned to this consumer");
+    format!("{NOT_COMMITTED}the queue is not assigned to this consumer")
+}
+
+/// `Ok` when nothing failed, else the queues that failed with their reasons.
+fn not_stored(failed: Vec<(MessageQueue, String)>) -> Result<()> {
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(ClientError::OffsetsNotStored { failed })
+    }
+}
 
 const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(20);
 const PULL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -605,10 +620,58 @@ impl LiteEngine {
         }
     }
 
-    /// Commits explicit positions to the store. Queues not assigned to this consumer (any
-    /// more) are skipped, as in Java (their owner commits them), and so are negative offsets
-    /// (Java skips -1); both are reported as not stored.
-    pub(crate) async fn commit(&self, positions: &BTreeMap<MessageQueue, i64>) -> Result<()> {
+    /// Commits the consumed positions of `mqs` (Java `commit(Set<MessageQueue>, boolean)`),
+    /// and with `persist` writes those queues' committed offsets to the store. A queue not
+    /// assigned to this consumer (any more), or whose position is not known yet (its start
+    /// offset not read), is skipped, as in Java (which logs "consumerOffset is -1" for the
+    /// latter), and reported as not committed.
+    pub(crate) async fn commit_queues(
+        &self,
+        mqs: &BTreeSet<MessageQueue>,
+        persist: bool,
+    ) -> Result<()> {
+        let mut failed = Vec::new();
+        {
+            let q = lock(&self.queues);
+            for mq in mqs {
+                match q.get(mq) {
+                    Some(st) if !st.pq.is_dropped() && st.consumed >= 0 => {
+                        self.offsets.update(mq, st.consumed, false);
+                    }
+                    Some(st) if !st.pq.is_dropped() => {
+                        tracing::error!(queue = %mq, "not committed: the queue's position is not known yet");
+                        failed.push((
+                            mq.clone(),
+                            format!("{NOT_COMMITTED}the queue's position is not known yet"),
+                        ));
+                    }
+                    _ => failed.push((mq.clone(), not_assigned(mq))),
+                }
+            }
+        }
+        // Every queue given whose offset is held, committed now or before, as Java's
+        // `persistAll(messageQueues)` writes them; but one at a time: `persistAll` also forgets
+        // the offsets of every queue not given, so Java loses the other queues' commits not
+        // written yet (their next read, and the stop, fall back to the broker's).
+        for mq in mqs.iter().filter(|_| persist) {
+            if let Err(ClientError::OffsetsNotStored { failed: f }) =
+                self.offsets.persist(&self.inst, mq).await
+            {
+                failed.extend(f);
+            }
+        }
+        not_stored(failed)
+    }
+
+    /// Commits explicit positions, and with `persist` writes them to the store (Java
+    /// `commitSync(Map<MessageQueue, Long>, boolean)`). Queues not assigned to this consumer
+    /// (any more) are skipped, as in Java (their owner commits them), and so are negative
+    /// offsets (Java skips -1); both are reported as not committed.
+    pub(crate) async fn commit(
+        &self,
+        positions: &BTreeMap<MessageQueue, i64>,
+        persist: bool,
+    ) -> Result<()> {
         let mut owned = Vec::new();
         let mut failed = Vec::new();
         {
@@ -619,7 +682,7 @@ impl LiteEngine {
                     tracing::error!(queue = %mq, offset = off, "not committed: the offset is negative");
                     failed.push((
                         mq.clone(),
-                        format!("not committed: the offset {off} is negative"),
+                        format!("{NOT_COMMITTED}the offset {off} is negative"),
                     ));
                     continue;
                 }
@@ -629,29 +692,19 @@ impl LiteEngine {
                         st.consumed = *off;
                         owned.push(mq);
                     }
-                    _ => {
-                        tracing::debug!(queue = %mq, offset = off, "not committed: the queue is not assigned to this consumer");
-                        failed.push((
-                            mq.clone(),
-                            "not committed: the queue is not assigned to this consumer".to_string(),
-                        ));
-                    }
+                    _ => failed.push((mq.clone(), not_assigned(mq))),
                 }
             }
         }
         // Only the given queues are written; the others' in-memory offsets stay.
-        for mq in owned {
+        for mq in owned.into_iter().filter(|_| persist) {
             if let Err(ClientError::OffsetsNotStored { failed: f }) =
                 self.offsets.persist(&self.inst, mq).await
             {
                 failed.extend(f);
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(ClientError::OffsetsNotStored { failed })
-        }
+        not_stored(failed)
     }
 
     /// The committed offset of `mq`: the one committed in memory (perhaps not persisted yet),
