@@ -257,14 +257,15 @@ async fn an_oversized_send_is_refused_from_its_header() {
 /// the answer.
 async fn raw_round_trip(
     s: &mut tokio::net::TcpStream,
-    header: &str,
+    header: impl AsRef<[u8]>,
     body: &[u8],
 ) -> RemotingCommand {
+    let header = header.as_ref();
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut frame = Vec::new();
     frame.extend_from_slice(&((4 + header.len() + body.len()) as u32).to_be_bytes());
     frame.extend_from_slice(&(header.len() as u32).to_be_bytes());
-    frame.extend_from_slice(header.as_bytes());
+    frame.extend_from_slice(header);
     frame.extend_from_slice(body);
     s.write_all(&frame).await.unwrap();
     let mut len = [0u8; 4];
@@ -339,5 +340,47 @@ async fn send_headers_of_every_shape_are_read_alike_and_bad_ones_answered() {
         "{}",
         ok.remark_str()
     );
+    cl.stop().await;
+}
+
+/// A header whose bytes are not all UTF-8 (a C++ client's property in GBK) is read as Java reads
+/// it, `new String(bytes, UTF_8)`: the message is stored with U+FFFD where the bytes were, the
+/// send answered, and the connection goes on (it was closed as a malformed frame).
+#[tokio::test]
+async fn a_header_that_is_not_utf8_is_read_with_replacement_characters() {
+    let cl = Cluster::start().await;
+    let b = cl.broker_addr();
+    let c = client();
+    let _ = send(&c, &b, "Gbk", 0, "create").await;
+    let mut s = tokio::net::TcpStream::connect(&b).await.unwrap();
+    // "KEYS" = 你好 in GBK, then a UTF-8 property.
+    let gbk = [0xC4, 0xE3, 0xBA, 0xC3];
+    let mut ext = br#""a":"pg","b":"Gbk","c":"TBW102","d":"4","e":"0","f":"0","g":"1700000000000","h":"0","i":"KEYS\u0001"#.to_vec();
+    ext.extend_from_slice(&gbk);
+    ext.extend_from_slice(br#"\u0002k\u0001v","j":"0","k":"false","m":"false""#);
+    let mut header = br#"{"code":310,"extFields":{"#.to_vec();
+    header.extend_from_slice(&ext);
+    header.extend_from_slice(br#"},"flag":0,"language":"CPP","opaque":7,"serializeTypeCurrentRPC":"JSON","version":409}"#);
+    let r = raw_round_trip(&mut s, &header, b"gbk").await;
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    assert_eq!(r.opaque, 7);
+    let again = raw_round_trip(&mut s, &header, b"again").await;
+    assert_eq!(again.response_code(), ResponseCode::Success);
+    let (_, msgs) = pull(&c, &b, "g", "Gbk", 0, 0).await;
+    let stored: Vec<_> = msgs.iter().skip(1).collect();
+    assert_eq!(stored.len(), 2);
+    for m in stored {
+        assert_eq!(
+            m.property("KEYS"),
+            Some(&*String::from_utf8_lossy(&gbk)),
+            "not replaced as Java's decoder replaces"
+        );
+        assert_eq!(m.property("k"), Some("v"));
+    }
     cl.stop().await;
 }

@@ -223,8 +223,12 @@ pub fn decode_shared(header: &bytes::Bytes) -> Result<RemotingCommand, FrameErro
 }
 
 /// The general, lenient reader (serde), for every header the direct reader leaves to it.
+/// Bytes that are not UTF-8 are read as U+FFFD, as Java reads the header (`new String(bytes,
+/// UTF_8)` before its JSON parser): a C++ client's property in a legacy encoding (say GBK) is
+/// stored replaced, as Apache's broker stores it, instead of closing the connection.
 pub(crate) fn decode_general(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
-    let h: JsonHeader = serde_json::from_slice(bytes).map_err(|e| FrameError::BadHeader {
+    let text = String::from_utf8_lossy(bytes);
+    let h: JsonHeader = serde_json::from_str(&text).map_err(|e| FrameError::BadHeader {
         reason: format!("JSON header: {e}"),
     })?;
     Ok(RemotingCommand {
@@ -415,5 +419,19 @@ mod tests {
             &mut out,
         );
         assert_eq!(decode(&out).unwrap().ext_fields.unwrap(), ext);
+    }
+
+    /// Bytes that are not UTF-8 read as U+FFFD, as Java's `new String(bytes, UTF_8)`, in
+    /// both readers; the rest of the header is read as usual.
+    #[test]
+    fn a_header_that_is_not_utf8_reads_with_replacement_characters() {
+        let mut header = br#"{"code":310,"extFields":{"k":""#.to_vec();
+        header.extend_from_slice(&[b'x', 0xC4, 0xE3, b'y']);
+        header.extend_from_slice(br#""},"flag":0,"language":"CPP","opaque":9,"serializeTypeCurrentRPC":"JSON","version":409}"#);
+        let shared = bytes::Bytes::from(header.clone());
+        for cmd in [decode(&header).unwrap(), decode_shared(&shared).unwrap()] {
+            assert_eq!((cmd.code, cmd.opaque), (310, 9));
+            assert_eq!(cmd.ext_fields.unwrap().get("k"), Some("x\u{FFFD}\u{FFFD}y"));
+        }
     }
 }
