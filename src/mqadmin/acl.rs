@@ -77,8 +77,8 @@ pub struct UpdateAclConfig {
     /// Group permissions, e.g. `groupA=DENY,groupB=SUB`.
     #[arg(short = 'g', long = "groupPerms")]
     group_perms: Option<String>,
-    /// Administrator (true|false).
-    #[arg(short = 'm', long = "admin", default_value = "false", value_parser = clap::value_parser!(bool), action = clap::ArgAction::Set)]
+    /// Administrator (`true` in any case; any other text is false, as Java's).
+    #[arg(short = 'm', long = "admin", default_value = "false", value_parser = super::java_bool, action = clap::ArgAction::Set)]
     admin: bool,
 }
 

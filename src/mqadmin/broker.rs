@@ -209,8 +209,8 @@ fn cluster_more_row(cluster: &str, name: &str, rt: &BTreeMap<String, String>) ->
 /// `-b brokerAddr | -c clusterName`.
 #[derive(Debug, Args)]
 pub struct BrokerTarget {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    /// Broker address (used when -c is given too, as Java's).
+    #[arg(short = 'b', long = "brokerAddr")]
     broker: Option<String>,
     /// Cluster name: every master of it.
     #[arg(short = 'c', long = "clusterName")]
@@ -401,8 +401,8 @@ pub(crate) async fn write_perm(admin: &MQAdmin, broker: &str, add: bool) -> CmdR
 /// exportMetadata.
 #[derive(Debug, Args)]
 pub struct ExportMetadata {
-    /// Broker address: its topics (or with -g its groups).
-    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    /// Broker address: its topics (or with -g its groups); used when -c is given too, as Java's.
+    #[arg(short = 'b', long = "brokerAddr")]
     broker: Option<String>,
     /// Cluster name: topics and groups of every master.
     #[arg(short = 'c', long = "clusterName")]
@@ -410,10 +410,10 @@ pub struct ExportMetadata {
     /// Directory to write to.
     #[arg(short = 'f', long = "filePath", default_value = "/tmp/rocketmq/export")]
     file_path: String,
-    /// Topics only.
+    /// Topics only (`topic.json`; wins over -g, as Java's).
     #[arg(short = 't', long = "topic")]
     topic: bool,
-    /// Subscription groups only.
+    /// Subscription groups only (`subscriptionGroup.json`).
     #[arg(short = 'g', long = "subscriptionGroup")]
     group: bool,
     /// With system topics and groups too.
@@ -432,9 +432,11 @@ impl ExportMetadata {
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::Failed(format!("cannot create {}: {e}", dir.display())))?;
         let addrs = brokers_of(admin, self.broker.as_deref(), self.cluster.as_deref()).await?;
+        // As Java's, -t wins over -g; neither: both (Java's exports nothing for one broker).
         let (want_topics, want_groups) = match (self.topic, self.group) {
+            (true, _) => (true, false),
+            (false, true) => (false, true),
             (false, false) => (true, true),
-            x => x,
         };
         let mut topics = Map::new();
         let mut groups = Map::new();
@@ -469,9 +471,9 @@ impl ExportMetadata {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         doc.insert("exportTime".into(), json!(now));
-        let name = match (self.broker.is_some(), want_topics, want_groups) {
-            (true, true, false) => "topic.json",
-            (true, false, true) => "subscriptionGroup.json",
+        let name = match (want_topics, want_groups) {
+            (true, false) => "topic.json",
+            (false, true) => "subscriptionGroup.json",
             _ => "metadata.json",
         };
         let path = dir.join(name);

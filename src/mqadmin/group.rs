@@ -1,15 +1,17 @@
 //! Consumer group commands: updateSubGroup, deleteSubGroup, consumerProgress,
 //! consumerConnection, getConsumerConfig.
 
+use std::collections::BTreeMap;
+
 use clap::Args;
 use rocketmq_client::admin::MQAdmin;
-use rocketmq_client::ClientError;
+use rocketmq_client::{ClientError, MessageQueue};
 use rocketmq_remoting::protocol::body::SubscriptionGroupConfig;
 use rocketmq_remoting::protocol::topic::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 
 use super::output::{Output, Table};
 use super::topic::format_time;
-use super::{brokers_of, CmdResult, Failure, Outcomes};
+use super::{brokers_of, java_bool, CmdResult, Failure, Outcomes};
 
 /// `-g group`.
 #[derive(Debug, Args)]
@@ -19,11 +21,43 @@ pub struct GroupArg {
     pub group: Option<String>,
 }
 
+/// consumerProgress.
+#[derive(Debug, Args)]
+pub struct ConsumerProgress {
+    /// Consumer group (else a summary of every group).
+    #[arg(short = 'g', long = "groupName")]
+    pub group: Option<String>,
+    /// `true` (in any case, as Java's `"true".equalsIgnoreCase`): with -g, the address of the
+    /// member that holds each queue (`N/A` for none); any other text: no.
+    #[arg(short = 's', long = "showClientIP", value_name = "BOOL")]
+    pub show_client_ip: Option<String>,
+}
+
+impl ConsumerProgress {
+    /// Whether -s asks for the members' addresses (Java reads the value untrimmed).
+    pub(crate) fn show_client_ip(&self) -> bool {
+        self.show_client_ip
+            .as_deref()
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    }
+}
+
+/// consumerConnection.
+#[derive(Debug, Args)]
+pub struct ConsumerConnection {
+    /// Consumer group (Java's long name is `--consumerGroup`).
+    #[arg(short = 'g', long = "groupName", alias = "consumerGroup")]
+    pub group: Option<String>,
+    /// Ask this broker (address) for the group's connections, not one of the group's route.
+    #[arg(short = 'b', long = "brokerAddr")]
+    pub broker: Option<String>,
+}
+
 /// updateSubGroup.
 #[derive(Debug, Args)]
 pub struct UpdateSubGroup {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    /// Broker address (used when -c is given too, as Java's).
+    #[arg(short = 'b', long = "brokerAddr")]
     broker: Option<String>,
     /// Cluster name: every master of it.
     #[arg(short = 'c', long = "clusterName")]
@@ -31,14 +65,14 @@ pub struct UpdateSubGroup {
     /// Group name.
     #[arg(short = 'g', long = "groupName")]
     group: String,
-    /// Consumption allowed.
-    #[arg(short = 's', long = "consumeEnable", value_parser = clap::value_parser!(bool))]
+    /// Consumption allowed (`true` in any case; any other text is false, as Java's).
+    #[arg(short = 's', long = "consumeEnable", value_parser = java_bool)]
     consume_enable: Option<bool>,
-    /// May start from the min offset.
-    #[arg(short = 'm', long = "consumeFromMinEnable", value_parser = clap::value_parser!(bool))]
+    /// May start from the min offset (`true` in any case; any other text is false).
+    #[arg(short = 'm', long = "consumeFromMinEnable", value_parser = java_bool)]
     consume_from_min_enable: Option<bool>,
-    /// Broadcast consumption allowed.
-    #[arg(short = 'd', long = "consumeBroadcastEnable", value_parser = clap::value_parser!(bool))]
+    /// Broadcast consumption allowed (`true` in any case; any other text is false).
+    #[arg(short = 'd', long = "consumeBroadcastEnable", value_parser = java_bool)]
     consume_broadcast_enable: Option<bool>,
     /// Retry topic queues.
     #[arg(short = 'q', long = "retryQueueNums")]
@@ -52,8 +86,8 @@ pub struct UpdateSubGroup {
     /// Broker id for slow consumers.
     #[arg(short = 'w', long = "whichBrokerWhenConsumeSlowly")]
     which_broker_when_consume_slowly: Option<i64>,
-    /// Tell members when the group changes.
-    #[arg(short = 'a', long = "notifyConsumerIdsChanged", value_parser = clap::value_parser!(bool))]
+    /// Tell members when the group changes (`true` in any case; any other text is false).
+    #[arg(short = 'a', long = "notifyConsumerIdsChanged", value_parser = java_bool)]
     notify_consumer_ids_changed: Option<bool>,
 }
 
@@ -104,8 +138,8 @@ impl UpdateSubGroup {
 /// deleteSubGroup.
 #[derive(Debug, Args)]
 pub struct DeleteSubGroup {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    /// Broker address (used when -c is given too, as Java's).
+    #[arg(short = 'b', long = "brokerAddr")]
     broker: Option<String>,
     /// Cluster name: every master of it (and the group's retry and dead-letter topics).
     #[arg(short = 'c', long = "clusterName")]
@@ -113,8 +147,8 @@ pub struct DeleteSubGroup {
     /// Group name.
     #[arg(short = 'g', long = "groupName")]
     group: String,
-    /// Remove the group's consumer offsets too.
-    #[arg(short = 'r', long = "removeOffset", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
+    /// Remove the group's consumer offsets too (`true` in any case; any other text is false).
+    #[arg(short = 'r', long = "removeOffset", default_value = "false", action = clap::ArgAction::Set, value_parser = java_bool)]
     remove_offset: bool,
 }
 
@@ -136,9 +170,9 @@ impl DeleteSubGroup {
                 Err(e) => out.failed(addr, e),
             }
         }
-        if let Some(cluster) = &self.cluster {
-            // As Java: the group's retry and dead-letter topics go with it; not while a broker
-            // still has the group.
+        // As Java: with -c (and no -b, which wins) the group's retry and dead-letter topics go
+        // with it; not while a broker still has the group.
+        if let Some(cluster) = self.cluster.as_ref().filter(|_| self.broker.is_none()) {
             for t in [retry_topic(&self.group), format!("%DLQ%{}", self.group)] {
                 if !out.all_done() {
                     out.failed(
@@ -175,30 +209,43 @@ fn no_group(group: &str) -> impl Fn(ClientError) -> Failure + '_ {
 
 /// consumerProgress: with -g, the group's offsets and lag per queue; without, every group's
 /// totals.
-pub(crate) async fn consumer_progress(admin: &MQAdmin, group: &Option<String>) -> CmdResult {
-    let Some(group) = group else {
+pub(crate) async fn consumer_progress(admin: &MQAdmin, c: &ConsumerProgress) -> CmdResult {
+    let Some(group) = &c.group else {
         return all_groups_progress(admin).await;
     };
     let stats = admin.consume_stats(group).await.map_err(no_group(group))?;
-    let mut t = Table::new(&[
+    let clients = if c.show_client_ip() {
+        Some(queue_holders(admin, group).await)
+    } else {
+        None
+    };
+    let mut columns = vec![
         "Topic",
         "Broker Name",
         "QID",
         "Broker Offset",
         "Consumer Offset",
-        "Diff",
-        "LastTime",
-    ]);
+    ];
+    if clients.is_some() {
+        columns.push("Client IP");
+    }
+    columns.extend(["Diff", "LastTime"]);
+    let mut t = Table::new(&columns);
     let mut total = 0;
     for (mq, o) in &stats.offset_table {
         let diff = o.broker_offset - o.consumer_offset.max(0);
         total += diff;
-        t.row(vec![
+        let mut row = vec![
             mq.topic.to_string(),
             mq.broker_name.to_string(),
             mq.queue_id.to_string(),
             o.broker_offset.to_string(),
             o.consumer_offset.to_string(),
+        ];
+        if let Some(clients) = &clients {
+            row.push(clients.get(mq).cloned().unwrap_or_else(|| "N/A".into()));
+        }
+        row.extend([
             diff.to_string(),
             if o.last_timestamp > 0 {
                 format_time(o.last_timestamp)
@@ -206,6 +253,7 @@ pub(crate) async fn consumer_progress(admin: &MQAdmin, group: &Option<String>) -
                 "N/A".into()
             },
         ]);
+        t.row(row);
     }
     let summary = Output::Pairs(vec![
         ("Consume TPS".into(), format!("{:.2}", stats.consume_tps)),
@@ -223,6 +271,34 @@ pub(crate) async fn consumer_progress(admin: &MQAdmin, group: &Option<String>) -
             json: summary.to_json(),
         },
     ]))
+}
+
+/// consumerProgress -s: the member holding each queue, by the address part of its client id
+/// (Java's `getMessageQueueAllocationResult`: each member's running information; members that
+/// do not answer, or a group without members, leave their queues out).
+async fn queue_holders(admin: &MQAdmin, group: &str) -> BTreeMap<MessageQueue, String> {
+    let mut holders = BTreeMap::new();
+    let Ok(conn) = admin.consumer_connection(group).await else {
+        return holders;
+    };
+    for c in &conn.connection_set {
+        let Ok(info) = admin
+            .consumer_running_info(group, &c.client_id, false)
+            .await
+        else {
+            continue;
+        };
+        let ip = c
+            .client_id
+            .split('@')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        for mq in info.mq_table.keys() {
+            holders.insert(mq.clone(), ip.clone());
+        }
+    }
+    holders
 }
 
 async fn all_groups_progress(admin: &MQAdmin) -> CmdResult {
@@ -289,12 +365,13 @@ fn group_progress_row(
 }
 
 /// consumerConnection.
-pub(crate) async fn consumer_connection(admin: &MQAdmin, group: &Option<String>) -> CmdResult {
-    let group = need_group(group)?;
-    let c = admin
-        .consumer_connection(group)
-        .await
-        .map_err(no_group(group))?;
+pub(crate) async fn consumer_connection(admin: &MQAdmin, cmd: &ConsumerConnection) -> CmdResult {
+    let group = need_group(&cmd.group)?;
+    let c = match &cmd.broker {
+        Some(b) => admin.consumer_connection_on(b, group).await,
+        None => admin.consumer_connection(group).await,
+    }
+    .map_err(no_group(group))?;
     let mut conns = Table::new(&["ClientId", "ClientAddr", "Language", "Version"]);
     for x in &c.connection_set {
         conns.row(vec![
@@ -408,8 +485,11 @@ pub struct ConsumerStatus {
     #[arg(short = 'i', long = "clientId")]
     client_id: Option<String>,
     /// Ask for a thread dump too (Java clients give one).
-    #[arg(short = 's', long = "jstackEnable")]
+    #[arg(short = 's', long = "jstackEnable", alias = "jstack")]
     jstack: bool,
+    /// Ask this broker (address) for the group's members, not one of the group's route.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker: Option<String>,
 }
 
 impl ConsumerStatus {
@@ -422,10 +502,11 @@ impl ConsumerStatus {
                 .map_err(no_group(group))?;
             return Ok(running_info_output(&info));
         }
-        let conn = admin
-            .consumer_connection(group)
-            .await
-            .map_err(no_group(group))?;
+        let conn = match &self.broker {
+            Some(b) => admin.consumer_connection_on(b, group).await,
+            None => admin.consumer_connection(group).await,
+        }
+        .map_err(no_group(group))?;
         let mut t = Table::new(&["Index", "ClientId", "Version", "Queues", "Subscriptions"]);
         let mut infos = Vec::new();
         let mut errors = Vec::new();
@@ -585,8 +666,8 @@ pub struct ResetOffsetByTime {
     /// `now`, ms since the epoch, or `yyyy-MM-dd#HH:mm:ss:SSS` (local time, as Java's tool).
     #[arg(short = 's', long = "timestamp")]
     timestamp: String,
-    /// Move forwards too (else only back).
-    #[arg(short = 'f', long = "force", default_value = "true", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
+    /// Move forwards too, else only back (`true` in any case; any other text is false).
+    #[arg(short = 'f', long = "force", default_value = "true", action = clap::ArgAction::Set, value_parser = java_bool)]
     force: bool,
     /// The group's members are C++ clients (they get the offsets in the form they read).
     #[arg(short = 'c', long = "cplus")]
@@ -609,8 +690,8 @@ pub struct SkipAccumulatedMessage {
     /// Topic.
     #[arg(short = 't', long = "topic")]
     topic: String,
-    /// Move forwards too (else only back).
-    #[arg(short = 'f', long = "force", default_value = "true", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
+    /// Move forwards too, else only back (`true` in any case; any other text is false).
+    #[arg(short = 'f', long = "force", default_value = "true", action = clap::ArgAction::Set, value_parser = java_bool)]
     force: bool,
 }
 

@@ -3,11 +3,11 @@
 use clap::Args;
 use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::producer::DefaultMQProducer;
-use rocketmq_client::{ClientError, Credentials, Message, MessageExt, MessageQueue};
+use rocketmq_client::{ClientConfig, ClientError, Credentials, Message, MessageExt, MessageQueue};
 
 use super::output::{Output, Table};
 use super::topic::{format_time, no_topic};
-use super::{CmdResult, Failure};
+use super::{java_bool, CmdResult, Failure};
 
 /// The body shown of a message, at most.
 const BODY_SHOWN: usize = 4096;
@@ -70,6 +70,22 @@ pub(crate) fn send_status_name(s: rocketmq_client::producer::SendStatus) -> &'st
     }
 }
 
+/// A ConsumeMessageDirectlyResult as Java's `toString` fields.
+fn direct_result_output(
+    res: rocketmq_remoting::protocol::body::ConsumeMessageDirectlyResult,
+) -> Output {
+    Output::Pairs(vec![
+        ("order".into(), res.order.to_string()),
+        ("autoCommit".into(), res.auto_commit.to_string()),
+        (
+            "consumeResult".into(),
+            res.consume_result.map_or("", |c| c.as_str()).into(),
+        ),
+        ("remark".into(), res.remark.unwrap_or_default()),
+        ("spentTimeMills".into(), res.spent_time_mills.to_string()),
+    ])
+}
+
 /// queryMsgById.
 #[derive(Debug, Args)]
 pub struct QueryMsgById {
@@ -79,14 +95,51 @@ pub struct QueryMsgById {
     /// Topic, to look ids up as unique ids when they are not offset ids.
     #[arg(short = 't', long = "topic")]
     topic: Option<String>,
+    /// With -d: the consumer group whose member consumes each message now (as Java's, -g
+    /// without -d, or -d without -g, is ignored).
+    #[arg(short = 'g', long = "consumerGroup")]
+    group: Option<String>,
+    /// With -g: the member (client id) that consumes them.
+    #[arg(short = 'd', long = "clientId")]
+    client_id: Option<String>,
+    /// Send each message again (to its topic) instead of showing it: `true` in any case; any
+    /// other text does nothing (Java's `-s`). -g with -d wins.
+    #[arg(short = 's', long = "sendMessage", value_parser = java_bool)]
+    resend: Option<bool>,
+    /// With -s: the unit name of the producer that sends them again (its client id ends in
+    /// `@<unit name>`).
+    #[arg(short = 'u', long = "unitName")]
+    unit_name: Option<String>,
 }
 
 impl QueryMsgById {
-    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+    /// The ids given (Java's `StringUtils.split` of `-i` on `,`, blank ones skipped).
+    fn ids(&self) -> impl Iterator<Item = &str> {
+        self.ids.iter().map(|i| i.trim()).filter(|i| !i.is_empty())
+    }
+
+    pub(crate) async fn run(
+        self,
+        admin: &MQAdmin,
+        namesrv: &str,
+        credentials: Option<Credentials>,
+    ) -> CmdResult {
+        if let (Some(g), Some(d)) = (&self.group, &self.client_id) {
+            let mut out = Vec::new();
+            for id in self.ids() {
+                let res = admin.consume_message_directly(g, d, id).await?;
+                out.push(direct_result_output(res));
+            }
+            return Ok(Output::Many(out));
+        }
+        match self.resend {
+            Some(true) => return self.resend(admin, namesrv, credentials).await,
+            Some(false) => return Ok(Output::Many(Vec::new())),
+            None => {}
+        }
         let lookup = admin.lookup();
         let mut out = Vec::new();
-        for id in &self.ids {
-            let id = id.trim();
+        for id in self.ids() {
             match lookup.view_message(id).await {
                 Ok(m) => out.push(describe(&m)),
                 Err(ClientError::InvalidMessage(_)) if self.topic.is_some() => {
@@ -113,6 +166,64 @@ impl QueryMsgById {
         } else {
             Output::Many(out)
         })
+    }
+
+    /// -s true: each message sent again by a producer of group `ReSendMsgById` (with -u's unit
+    /// name), as it is stored (its properties, so its unique id, kept), as Java's.
+    async fn resend(
+        &self,
+        admin: &MQAdmin,
+        namesrv: &str,
+        credentials: Option<Credentials>,
+    ) -> CmdResult {
+        let client = ClientConfig {
+            unit_name: self.unit_name.clone(),
+            ..ClientConfig::default()
+        };
+        let mut builder = DefaultMQProducer::builder()
+            .client_config(client)
+            .group("ReSendMsgById")
+            .namesrv_addr(namesrv);
+        if let Some(c) = credentials {
+            builder = builder.credentials(c.access_key, c.secret_key);
+        }
+        let producer = builder.build()?;
+        producer.start().await?;
+        let lookup = admin.lookup();
+        let mut lines = Vec::new();
+        let mut result = Ok(());
+        for id in self.ids() {
+            let m = match lookup.view_message(id).await {
+                Ok(m) => m,
+                Err(e) => {
+                    result = Err(Failure::from(e));
+                    break;
+                }
+            };
+            lines.push(format!("prepare resend msg. originalMsgId={id}"));
+            match producer.send(m.message.clone()).await {
+                Ok(r) => lines.push(format!(
+                    "SendResult [sendStatus={}, msgId={}, offsetMsgId={}, messageQueue=MessageQueue \
+                     [topic={}, brokerName={}, queueId={}], queueOffset={}]",
+                    send_status_name(r.status),
+                    r.msg_id,
+                    r.offset_msg_id,
+                    r.message_queue.topic,
+                    r.message_queue.broker_name,
+                    r.message_queue.queue_id,
+                    r.queue_offset
+                )),
+                Err(e) => {
+                    result = Err(Failure::from(e));
+                    break;
+                }
+            }
+        }
+        producer.shutdown().await;
+        match result {
+            Ok(()) => Ok(Output::Lines(lines)),
+            Err(f) => Err(super::print_then_fail(&Output::Lines(lines), f)),
+        }
     }
 }
 
@@ -168,11 +279,12 @@ pub struct QueryMsgByUniqueKey {
     /// first of a message a retried send stored more than once).
     #[arg(short = 'a', long = "showAll")]
     all: bool,
-    /// With -d: the consumer group whose member consumes the message now.
-    #[arg(short = 'g', long = "consumerGroup", requires = "client_id")]
+    /// With -d: the consumer group whose member consumes the message now (as Java's, -g
+    /// without -d, or -d without -g, is ignored).
+    #[arg(short = 'g', long = "consumerGroup")]
     group: Option<String>,
     /// With -g: the member (client id) that consumes it.
-    #[arg(short = 'd', long = "clientId", requires = "group")]
+    #[arg(short = 'd', long = "clientId")]
     client_id: Option<String>,
 }
 
@@ -191,16 +303,7 @@ impl QueryMsgByUniqueKey {
             let res = admin
                 .consume_message_directly(g, d, &m.offset_msg_id)
                 .await?;
-            return Ok(Output::Pairs(vec![
-                ("order".into(), res.order.to_string()),
-                ("autoCommit".into(), res.auto_commit.to_string()),
-                (
-                    "consumeResult".into(),
-                    res.consume_result.map_or("", |c| c.as_str()).into(),
-                ),
-                ("remark".into(), res.remark.unwrap_or_default()),
-                ("spentTimeMills".into(), res.spent_time_mills.to_string()),
-            ]));
+            return Ok(direct_result_output(res));
         }
         let mut msgs: Vec<Output> = r.messages.iter().map(describe).collect();
         if msgs.is_empty() {
@@ -229,19 +332,23 @@ pub struct SendMessage {
     /// Tags.
     #[arg(short = 'c', long = "tags")]
     tags: Option<String>,
-    /// Broker name (with -i: that queue).
-    #[arg(short = 'b', long = "broker", requires = "queue")]
+    /// Broker name (with -i: that queue; alone it is ignored, as Java's).
+    #[arg(short = 'b', long = "broker")]
     broker: Option<String>,
-    /// Queue id (with -b).
+    /// Queue id (with -b; a negative one is ignored, as Java's).
     #[arg(short = 'i', long = "qid", requires = "broker")]
     queue: Option<i32>,
+    /// Trace the send (`true` in any case; any other text is false, as Java's).
+    #[arg(short = 'm', long = "msgTraceEnable", default_value = "false", action = clap::ArgAction::Set, value_parser = java_bool)]
+    msg_trace_enable: bool,
 }
 
 impl SendMessage {
     pub(crate) async fn run(self, namesrv: &str, credentials: Option<Credentials>) -> CmdResult {
         let mut builder = DefaultMQProducer::builder()
             .group("SELF_TEST_P_GROUP")
-            .namesrv_addr(namesrv);
+            .namesrv_addr(namesrv)
+            .enable_msg_trace(self.msg_trace_enable);
         if let Some(c) = credentials {
             builder = builder.credentials(c.access_key, c.secret_key);
         }
@@ -255,7 +362,7 @@ impl SendMessage {
             msg.set_keys(k.split(' ').filter(|s| !s.is_empty()));
         }
         let sent = match (&self.broker, self.queue) {
-            (Some(b), Some(q)) => {
+            (Some(b), Some(q)) if q >= 0 => {
                 producer
                     .send_to_queue(msg, &MessageQueue::new(&self.topic, b, q))
                     .await

@@ -11,6 +11,7 @@
 //! in one call).
 
 mod acl;
+pub mod args;
 mod broker;
 mod export;
 mod group;
@@ -25,6 +26,8 @@ mod topic;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+pub(crate) use args::java_bool;
 use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::{ClientConfig, ClientError, Credentials};
 
@@ -83,7 +86,7 @@ pub enum Command {
     TopicList(topic::TopicListCmd),
     /// A topic's route.
     #[command(name = "topicRoute")]
-    TopicRoute(topic::TopicArg),
+    TopicRoute(topic::TopicRoute),
     /// A topic's queues and their offsets.
     #[command(name = "topicStatus")]
     TopicStatus(topic::TopicArg),
@@ -101,10 +104,10 @@ pub enum Command {
     DeleteSubGroup(group::DeleteSubGroup),
     /// A group's consumption progress (lag per queue).
     #[command(name = "consumerProgress")]
-    ConsumerProgress(group::GroupArg),
+    ConsumerProgress(group::ConsumerProgress),
     /// A consumer group's connections and subscriptions.
     #[command(name = "consumerConnection")]
-    ConsumerConnection(group::GroupArg),
+    ConsumerConnection(group::ConsumerConnection),
     /// The members of a consumer group and their running state (-i: one member's whole).
     #[command(name = "consumerStatus")]
     ConsumerStatus(group::ConsumerStatus),
@@ -394,7 +397,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match args::parse(args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -543,14 +546,14 @@ async fn dispatch(admin: &MQAdmin, cmd: Command, credentials: Option<Credentials
         Command::UpdateTopic(c) => c.run(admin).await,
         Command::DeleteTopic(c) => c.run(admin).await,
         Command::TopicList(c) => c.run(admin).await,
-        Command::TopicRoute(c) => topic::topic_route(admin, &c.topic).await,
+        Command::TopicRoute(c) => topic::topic_route(admin, &c.topic, c.list).await,
         Command::TopicStatus(c) => topic::topic_status(admin, &c.topic).await,
         Command::TopicClusterList(c) => topic::topic_cluster_list(admin, &c.topic).await,
         Command::UpdateTopicPerm(c) => c.run(admin).await,
         Command::UpdateSubGroup(c) => c.run(admin).await,
         Command::DeleteSubGroup(c) => c.run(admin).await,
-        Command::ConsumerProgress(c) => group::consumer_progress(admin, &c.group).await,
-        Command::ConsumerConnection(c) => group::consumer_connection(admin, &c.group).await,
+        Command::ConsumerProgress(c) => group::consumer_progress(admin, &c).await,
+        Command::ConsumerConnection(c) => group::consumer_connection(admin, &c).await,
         Command::ConsumerStatus(c) => c.run(admin).await,
         Command::ResetOffsetByTime(c) => c.run(admin).await,
         Command::SkipAccumulatedMessage(c) => c.run(admin).await,
@@ -580,7 +583,7 @@ async fn dispatch(admin: &MQAdmin, cmd: Command, credentials: Option<Credentials
         Command::UpdateKvConfig(c) => c.run(admin).await,
         Command::DeleteKvConfig(c) => c.run(admin).await,
         Command::UpdateOrderConf(c) => c.run(admin).await,
-        Command::QueryMsgById(c) => c.run(admin).await,
+        Command::QueryMsgById(c) => c.run(admin, &cli_namesrv(admin), credentials).await,
         Command::QueryMsgByKey(c) => c.run(admin).await,
         Command::QueryMsgByUniqueKey(c) => c.run(admin).await,
         Command::QueryMsgTraceById(c) => c.run(admin).await,

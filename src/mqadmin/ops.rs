@@ -59,8 +59,8 @@ pub struct BrokerConsumeStats {
     /// Only queues whose lag is at least this.
     #[arg(short = 'l', long = "level", default_value_t = 0)]
     level: i64,
-    /// Only ordered topics.
-    #[arg(short = 'o', long = "order", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
+    /// Only ordered topics (`true` in any case; any other text is false, as Java's).
+    #[arg(short = 'o', long = "order", default_value = "false", action = clap::ArgAction::Set, value_parser = super::java_bool)]
     order: bool,
 }
 
@@ -311,8 +311,8 @@ impl QueryCq {
 /// `-b brokerAddr | -c clusterName` of the housekeeping commands; none: every broker.
 #[derive(Debug, Args)]
 pub struct Housekeeping {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    /// Broker address (used when -c is given too, as Java's).
+    #[arg(short = 'b', long = "brokerAddr")]
     broker: Option<String>,
     /// Cluster name (default: every cluster).
     #[arg(short = 'c', long = "cluster")]
@@ -370,8 +370,8 @@ impl Housekeeping {
 /// updateBrokerConfig.
 #[derive(Debug, Args)]
 pub struct UpdateBrokerConfig {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    /// Broker address (used when -c is given too, as Java's).
+    #[arg(short = 'b', long = "brokerAddr")]
     broker: Option<String>,
     /// Cluster name: every master of it.
     #[arg(short = 'c', long = "clusterName")]
@@ -614,6 +614,13 @@ pub struct ClusterRt {
     /// Rounds (Java's tool runs until stopped; 0 does the same here).
     #[arg(long = "rounds", default_value_t = 1)]
     rounds: u64,
+    /// Print as Java's tlog lines, `time|machine room|cluster|broker|RT` (`true` in any case;
+    /// any other text is false). The time is Java's, in GMT+8.
+    #[arg(short = 'p', default_value = "false", action = clap::ArgAction::Set, value_parser = super::java_bool)]
+    print_as_tlog: bool,
+    /// The machine room named in the tlog lines of -p.
+    #[arg(short = 'm', default_value = "noname")]
+    machine_room: String,
 }
 
 impl ClusterRt {
@@ -640,6 +647,7 @@ impl ClusterRt {
             "failCount",
         ]);
         let mut round = 0;
+        let mut tlog = Vec::new();
         loop {
             for (cluster, names) in &info.cluster_addr_table {
                 if self.cluster.as_ref().is_some_and(|c| c != cluster) {
@@ -658,6 +666,16 @@ impl ClusterRt {
                         }
                     }
                     let rt = total.as_secs_f64() * 1000.0 / (self.amount.max(2) - 1) as f64;
+                    if self.print_as_tlog {
+                        // Java's `new BigDecimal(rt).setScale(0, ROUND_HALF_UP)`.
+                        tlog.push(format!(
+                            "{}|{}|{cluster}|{name}|{}",
+                            gmt8_now(),
+                            self.machine_room,
+                            rt.round()
+                        ));
+                        continue;
+                    }
                     t.row(vec![
                         cluster.clone(),
                         name.clone(),
@@ -672,14 +690,54 @@ impl ClusterRt {
                 break;
             }
             if self.rounds == 0 {
-                print!("{}", t.render());
-                t.rows.clear();
+                if self.print_as_tlog {
+                    for l in tlog.drain(..) {
+                        println!("{l}");
+                    }
+                } else {
+                    print!("{}", t.render());
+                    t.rows.clear();
+                }
             }
             tokio::time::sleep(Duration::from_secs(self.interval)).await;
         }
         p.shutdown().await;
-        Ok(Output::Table(t))
+        Ok(if self.print_as_tlog {
+            Output::Lines(tlog)
+        } else {
+            Output::Table(t)
+        })
     }
+}
+
+/// Now as Java's clusterRT tlog writes it: `yyyy-MM-dd HH:mm:ss` in GMT+8.
+fn gmt8_now() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    gmt8_time(ms)
+}
+
+/// `ms` since the epoch as `yyyy-MM-dd HH:mm:ss` in GMT+8.
+pub(crate) fn gmt8_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000) + 8 * 3600;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 async fn probe_producer(

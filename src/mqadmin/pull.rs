@@ -495,8 +495,8 @@ pub struct PrintMsg {
     /// Latest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (local time).
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
-    /// Print the bodies (true|false).
-    #[arg(short = 'd', long = "printBody", default_value = "true", value_parser = clap::value_parser!(bool), action = clap::ArgAction::Set)]
+    /// Print the bodies (`true` in any case; any other text is false, as Java's).
+    #[arg(short = 'd', long = "printBody", default_value = "true", value_parser = super::java_bool, action = clap::ArgAction::Set)]
     print_body: bool,
 }
 
@@ -591,14 +591,14 @@ pub struct PrintMsgByQueue {
     /// Latest store time: ms, or yyyy-MM-dd#HH:mm:ss:SSS (local time).
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
-    /// List the messages (true|false).
-    #[arg(short = 'p', long = "printMsg", default_value = "false", value_parser = clap::value_parser!(bool), action = clap::ArgAction::Set)]
+    /// List the messages (`true` in any case; any other text is false, as Java's).
+    #[arg(short = 'p', long = "printMsg", default_value = "false", value_parser = super::java_bool, action = clap::ArgAction::Set)]
     print_msg: bool,
-    /// With -p: print the bodies too (true|false).
-    #[arg(short = 'd', long = "printBody", default_value = "false", value_parser = clap::value_parser!(bool), action = clap::ArgAction::Set)]
+    /// With -p: print the bodies too (`true` in any case; any other text is false).
+    #[arg(short = 'd', long = "printBody", default_value = "false", value_parser = super::java_bool, action = clap::ArgAction::Set)]
     print_body: bool,
-    /// Count the messages by tag (true|false).
-    #[arg(short = 'f', long = "calculate", default_value = "false", value_parser = clap::value_parser!(bool), action = clap::ArgAction::Set)]
+    /// Count the messages by tag (`true` in any case; any other text is false).
+    #[arg(short = 'f', long = "calculate", default_value = "false", value_parser = super::java_bool, action = clap::ArgAction::Set)]
     by_tag: bool,
 }
 

@@ -7,8 +7,12 @@ use clap::Args;
 use rocketmq_client::admin::MQAdmin;
 use rocketmq_client::ClientError;
 
+use rocketmq_remoting::protocol::headers::CreateTopicRequestHeader;
+use rocketmq_remoting::protocol::topic::topic_sys_flag::{FLAG_UNIT, FLAG_UNIT_SUB};
+use rocketmq_remoting::protocol::topic::AUTO_CREATE_TOPIC_KEY_TOPIC;
+
 use super::output::{Output, Table};
-use super::{brokers_of, CmdResult, Failure, Outcomes};
+use super::{brokers_of, java_bool, CmdResult, Failure, Outcomes};
 
 /// Java's name-server namespace of order configurations.
 pub(crate) const ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
@@ -21,10 +25,22 @@ pub struct TopicArg {
     pub topic: String,
 }
 
+/// topicRoute.
+#[derive(Debug, Args)]
+pub struct TopicRoute {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// A table of the brokers and their queues, with totals, instead of the route's JSON
+    /// (Java's `-l`).
+    #[arg(short = 'l', long = "list")]
+    pub list: bool,
+}
+
 /// updateTopic.
 #[derive(Debug, Args)]
 pub struct UpdateTopic {
-    /// Broker address (host:port).
+    /// Broker address (host:port). Not with -c (as Java's, which makes them exclusive).
     #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
     broker: Option<String>,
     /// Cluster name: every master of it.
@@ -42,9 +58,18 @@ pub struct UpdateTopic {
     /// Permission: 2 (W), 4 (R), 6 (RW).
     #[arg(short = 'p', long = "perm", default_value_t = 6)]
     perm: i32,
-    /// Ordered topic: also sets the cluster's order configuration on the name servers.
-    #[arg(short = 'o', long = "order", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
+    /// Ordered topic (`true` in any case; any other text is false, as Java's): also sets the
+    /// order configuration on the name servers.
+    #[arg(short = 'o', long = "order", default_value = "false", action = clap::ArgAction::Set, value_parser = java_bool)]
     order: bool,
+    /// Unit topic (`true` in any case; any other text is false): the topic's sys flag
+    /// `FLAG_UNIT`.
+    #[arg(short = 'u', long = "unit", default_value = "false", action = clap::ArgAction::Set, value_parser = java_bool)]
+    unit: bool,
+    /// Has unit subscriptions (`true` in any case; any other text is false): the topic's sys
+    /// flag `FLAG_UNIT_SUB`.
+    #[arg(short = 's', long = "hasUnitSub", default_value = "false", action = clap::ArgAction::Set, value_parser = java_bool)]
+    has_unit_sub: bool,
 }
 
 impl UpdateTopic {
@@ -60,17 +85,7 @@ impl UpdateTopic {
         // reported.
         let mut out = Outcomes::default();
         for addr in &addrs {
-            match admin
-                .create_topic_with(
-                    addr,
-                    &self.topic,
-                    self.read,
-                    self.write,
-                    self.perm,
-                    self.order,
-                )
-                .await
-            {
+            match self.create_on(admin, addr).await {
                 Ok(()) => out.done(format!("create topic to {addr} success.")),
                 Err(e) => out.failed(addr, e),
             }
@@ -97,13 +112,45 @@ impl UpdateTopic {
             }
         }
         out.finish(vec![format!(
-            "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, order={}]",
+            "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, topicSysFlag={}, order={}]",
             self.topic,
             self.read,
             self.write,
             perm_name(self.perm),
+            self.sys_flag(),
             self.order
         )])
+    }
+
+    /// Java's `TopicSysFlag.buildSysFlag(unit, hasUnitSub)`.
+    fn sys_flag(&self) -> i32 {
+        let mut flag = 0;
+        if self.unit {
+            flag |= FLAG_UNIT;
+        }
+        if self.has_unit_sub {
+            flag |= FLAG_UNIT_SUB;
+        }
+        flag
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC on the broker at `addr`, with the sys flag of -u and -s.
+    async fn create_on(&self, admin: &MQAdmin, addr: &str) -> Result<(), ClientError> {
+        admin
+            .create_topic_config(
+                addr,
+                CreateTopicRequestHeader {
+                    topic: self.topic.clone(),
+                    default_topic: AUTO_CREATE_TOPIC_KEY_TOPIC.to_string(),
+                    read_queue_nums: self.read,
+                    write_queue_nums: self.write,
+                    perm: self.perm,
+                    topic_filter_type: "SINGLE_TAG".to_string(),
+                    topic_sys_flag: Some(self.sys_flag()),
+                    order: self.order,
+                },
+            )
+            .await
     }
 
     /// Java's `-b ... -o true`: this broker's entry (`<broker name>:<write queues>`) put into
@@ -277,8 +324,11 @@ async fn route_of(
 }
 
 /// topicRoute: the route as JSON (Java prints it so too).
-pub(crate) async fn topic_route(admin: &MQAdmin, topic: &str) -> CmdResult {
+pub(crate) async fn topic_route(admin: &MQAdmin, topic: &str, list: bool) -> CmdResult {
     let route = route_of(admin, topic).await?;
+    if list {
+        return Ok(route_list(&route));
+    }
     let text = rocketmq_remoting::protocol::body::encode(
         &route,
         rocketmq_remoting::protocol::json::JsonStyle::Standard,
@@ -287,6 +337,58 @@ pub(crate) async fn topic_route(admin: &MQAdmin, topic: &str) -> CmdResult {
     let v: serde_json::Value =
         serde_json::from_slice(&text).map_err(|e| Failure::Failed(format!("route: {e}")))?;
     Ok(Output::Json(v))
+}
+
+/// topicRoute -l, as Java's list format: a row per broker (by name) with its cluster, addresses
+/// (Java's `Map.toString()`, `{0=addr, 1=addr}`), queues and permission, then the totals.
+fn route_list(route: &rocketmq_remoting::protocol::body::TopicRouteData) -> Output {
+    let mut t = Table::new(&[
+        "ClusterName",
+        "BrokerName",
+        "BrokerAddrs",
+        "ReadQueue",
+        "WriteQueue",
+        "Perm",
+    ]);
+    let mut brokers: Vec<_> = route.broker_datas.iter().collect();
+    brokers.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+    let (mut read, mut write) = (0i64, 0i64);
+    let mut names = BTreeSet::new();
+    for b in brokers {
+        let Some(q) = route
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == b.broker_name)
+        else {
+            continue;
+        };
+        names.insert(&b.broker_name);
+        read += i64::from(q.read_queue_nums);
+        write += i64::from(q.write_queue_nums);
+        let addrs = b
+            .broker_addrs
+            .iter()
+            .map(|(id, a)| format!("{id}={a}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        t.row(vec![
+            b.cluster.clone(),
+            b.broker_name.clone(),
+            format!("{{{addrs}}}"),
+            q.read_queue_nums.to_string(),
+            q.write_queue_nums.to_string(),
+            q.perm.to_string(),
+        ]);
+    }
+    t.row(vec![
+        "Total:".into(),
+        names.len().to_string(),
+        String::new(),
+        read.to_string(),
+        write.to_string(),
+        String::new(),
+    ]);
+    Output::Table(t)
 }
 
 /// topicStatus: every queue's min and max offsets and last update.
@@ -336,8 +438,8 @@ pub(crate) async fn topic_cluster_list(admin: &MQAdmin, topic: &str) -> CmdResul
 /// updateTopicPerm.
 #[derive(Debug, Args)]
 pub struct UpdateTopicPerm {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr", conflicts_with = "cluster")]
+    /// Broker address (used when -c is given too, as Java's).
+    #[arg(short = 'b', long = "brokerAddr")]
     broker: Option<String>,
     /// Cluster name: every master of it.
     #[arg(short = 'c', long = "clusterName")]

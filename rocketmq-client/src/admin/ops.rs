@@ -53,17 +53,31 @@ impl MQAdmin {
         permission: i32,
         order: bool,
     ) -> Result<()> {
-        crate::config::check_topic(topic)?;
-        let header = CreateTopicRequestHeader {
-            topic: topic.to_string(),
-            default_topic: AUTO_CREATE_TOPIC_KEY_TOPIC.to_string(),
-            read_queue_nums,
-            write_queue_nums,
-            perm: permission,
-            topic_filter_type: "SINGLE_TAG".to_string(),
-            topic_sys_flag: Some(0),
-            order,
-        };
+        self.create_topic_config(
+            broker_addr,
+            CreateTopicRequestHeader {
+                topic: topic.to_string(),
+                default_topic: AUTO_CREATE_TOPIC_KEY_TOPIC.to_string(),
+                read_queue_nums,
+                write_queue_nums,
+                perm: permission,
+                topic_filter_type: "SINGLE_TAG".to_string(),
+                topic_sys_flag: Some(0),
+                order,
+            },
+        )
+        .await
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC on one broker with the request's every field as given, the
+    /// topic's sys flag among them (`mqadmin updateTopic -u/-s`; Java
+    /// `createAndUpdateTopicConfig` of a whole `TopicConfig`). The topic name is checked first.
+    pub async fn create_topic_config(
+        &self,
+        broker_addr: &str,
+        header: CreateTopicRequestHeader,
+    ) -> Result<()> {
+        crate::config::check_topic(&header.topic)?;
         let req = RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &header);
         self.inst
             .api

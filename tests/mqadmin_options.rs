@@ -1,0 +1,211 @@
+//! `mqadmin` read as Apache 4.9.8's reads its command lines: boolean values as
+//! `Boolean.parseBoolean`, negative numbers as values, long options with one hyphen, `-b` used
+//! when `-c` is given too, and Java's options we lacked (updateTopic `-u`/`-s`, topicRoute
+//! `-l`), each run as a process against an embedded cluster and checked by its effect.
+
+mod common;
+
+use std::time::Duration;
+
+use common::mqadmin_ok as ok;
+use common::*;
+use serde_json::Value;
+
+/// The topic sys flags of `topic`'s queue data on the name server.
+async fn sys_flags(ns: &str, topic: &str) -> Vec<i64> {
+    let route = ok(ns, &["topicRoute", "-t", topic]).await;
+    route["queueDatas"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no queueDatas in {route}"))
+        .iter()
+        .map(|q| q["topicSysFlag"].as_i64().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn java_spellings_of_topic_options_have_javas_effects() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    let list = ok(&ns, &["clusterList"]).await;
+    let cluster = list[0]["Cluster Name"].as_str().unwrap().to_string();
+    let broker_name = list[0]["Broker Name"].as_str().unwrap().to_string();
+
+    // `-o TRUE` is an ordered topic: the cluster's order configuration is set.
+    ok(
+        &ns,
+        &[
+            "updateTopic",
+            "-c",
+            &cluster,
+            "-t",
+            "OptOrdered",
+            "-w",
+            "4",
+            "-o",
+            "TRUE",
+        ],
+    )
+    .await;
+    let order = ok(&ns, &["updateOrderConf", "-t", "OptOrdered", "-m", "get"]).await;
+    assert_eq!(order["OptOrdered"], format!("{broker_name}:4").as_str());
+    // `-o yes` is false, as in Java: no order configuration.
+    ok(
+        &ns,
+        &["updateTopic", "-c", &cluster, "-t", "OptPlain", "-o", "yes"],
+    )
+    .await;
+    let (code, _, _) = mqadmin(&ns, &["updateOrderConf", "-t", "OptPlain", "-m", "get"]).await;
+    assert_eq!(code, 1, "OptPlain has an order configuration");
+
+    // `-u TRUE -s true`: a unit topic with unit subscriptions (sys flag 1 | 2), one-hyphen
+    // long options included.
+    ok(
+        &ns,
+        &[
+            "updateTopic",
+            "-brokerAddr",
+            &addr,
+            "-topic",
+            "OptUnit",
+            "-u",
+            "TRUE",
+            "-s",
+            "true",
+        ],
+    )
+    .await;
+    wait_route(&ns, "OptUnit").await;
+    wait_until(
+        Duration::from_secs(10),
+        "the unit flags on the route",
+        || {
+            let ns = ns.clone();
+            async move { sys_flags(&ns, "OptUnit").await == [3] }
+        },
+    )
+    .await;
+    // Any other text is false: the flags are cleared.
+    ok(
+        &ns,
+        &[
+            "updateTopic",
+            "-b",
+            &addr,
+            "-t",
+            "OptUnit",
+            "-u",
+            "no",
+            "-s",
+            "1",
+        ],
+    )
+    .await;
+    wait_until(Duration::from_secs(10), "the unit flags cleared", || {
+        let ns = ns.clone();
+        async move { sys_flags(&ns, "OptUnit").await == [0] }
+    })
+    .await;
+
+    // topicRoute -l: Java's list format, a row per broker and the totals.
+    let rows = ok(&ns, &["topicRoute", "-t", "OptOrdered", "-l"]).await;
+    let rows = rows
+        .as_array()
+        .unwrap_or_else(|| panic!("not a table: {rows}"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["BrokerName"], broker_name.as_str());
+    assert_eq!(rows[0]["ClusterName"], cluster.as_str());
+    assert_eq!(rows[0]["BrokerAddrs"], format!("{{0={addr}}}").as_str());
+    assert_eq!(rows[0]["WriteQueue"], 4);
+    assert_eq!(rows[1]["ClusterName"], "Total:");
+    assert_eq!(rows[1]["WriteQueue"], 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_wins_over_cluster_and_booleans_are_lenient_for_groups() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+
+    // Both -b and -c: -b is used (the cluster named does not exist), and `-s FALSE`,
+    // `-m TRUE` are read as Java reads them.
+    ok(
+        &ns,
+        &[
+            "updateSubGroup",
+            "-b",
+            &addr,
+            "-c",
+            "NoSuchCluster",
+            "-g",
+            "opt-group",
+            "-s",
+            "FALSE",
+            "-m",
+            "TRUE",
+            "-r",
+            "-1",
+        ],
+    )
+    .await;
+    let conf = ok(&ns, &["getConsumerConfig", "-g", "opt-group"]).await;
+    let section = conf.as_object().unwrap().values().next().unwrap();
+    let get = |k: &str| {
+        section
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["Key"] == k)
+            .map(|r| r["Value"].clone())
+    };
+    assert_eq!(get("consumeEnable"), Some(Value::from("false")));
+    assert_eq!(get("consumeFromMinEnable"), Some(Value::from("true")));
+    assert_eq!(get("retryMaxTimes"), Some(Value::from(-1)));
+
+    // getBrokerConfig and updateBrokerConfig: -b wins too.
+    let bc = ok(
+        &ns,
+        &["getBrokerConfig", "-b", &addr, "-c", "NoSuchCluster"],
+    )
+    .await;
+    assert!(bc["brokerName"].is_string(), "{bc}");
+
+    // deleteSubGroup -b -c: only the broker's group goes (Java's -b branch), `-r TRUE`.
+    ok(
+        &ns,
+        &[
+            "deleteSubGroup",
+            "-b",
+            &addr,
+            "-c",
+            "NoSuchCluster",
+            "-g",
+            "opt-group",
+            "-r",
+            "TRUE",
+        ],
+    )
+    .await;
+    let (code, _, err) = mqadmin(&ns, &["getConsumerConfig", "-g", "opt-group"]).await;
+    assert_eq!(code, 1, "{err}");
+
+    // resetOffsetByTime takes -1 as its timestamp: the arguments are accepted (a group
+    // without offsets is then refused by the cluster, 1, not by the parser, 2).
+    let (code, _, err) = mqadmin(
+        &ns,
+        &[
+            "resetOffsetByTime",
+            "-g",
+            "opt-none",
+            "-t",
+            "OptNone",
+            "-s",
+            "-1",
+            "-f",
+            "TRUE",
+        ],
+    )
+    .await;
+    assert_ne!(code, 2, "{err}");
+    assert!(!err.contains("unexpected argument"), "{err}");
+}
