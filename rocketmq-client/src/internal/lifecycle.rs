@@ -170,36 +170,55 @@ impl<C, E: Engine> Lifecycle<C, E> {
         };
         run(engine.clone(), with).await?;
         guard.engine = None;
-        *self.phase() = Phase::Running(engine);
+        let built = std::mem::replace(&mut *self.phase(), Phase::Running(engine));
+        // Dropped after the lock (see `replace_phase`).
+        drop(built);
         Ok(())
+    }
+
+    /// Puts `next` in place of the phase and returns the old one, for its caller to drop
+    /// after the lock: the engine or built state it may hold can own the application's
+    /// objects (a listener, a callback), whose drop must be free to call this handle again
+    /// (`engine`, `shutdown`) without finding the phase locked.
+    fn replace_phase(
+        &self,
+        next: impl FnOnce(&Phase<C, E>) -> Option<Phase<C, E>>,
+    ) -> Option<Phase<C, E>> {
+        let mut phase = self.phase();
+        let next = next(&phase)?;
+        Some(std::mem::replace(&mut *phase, next))
     }
 
     /// Shuts down (idempotent): the stop runs to its end in the background once begun, and
     /// this waits for it.
     pub(crate) async fn shutdown(&self) {
         let _op = self.op.lock().await;
-        let stop = {
-            let mut phase = self.phase();
-            match &*phase {
-                Phase::Running(engine) => {
-                    let stop = stop_engine(engine);
-                    *phase = Phase::Stopping(stop.clone());
-                    stop
-                }
-                Phase::Stopping(stop) => stop.clone(),
-                Phase::Created(_) => return,
+        let mut stop = None;
+        let old = self.replace_phase(|phase| match phase {
+            Phase::Running(engine) => {
+                let s = stop_engine(engine);
+                stop = Some(s.clone());
+                Some(Phase::Stopping(s))
             }
-        };
-        stop.await;
+            Phase::Stopping(s) => {
+                stop = Some(s.clone());
+                None
+            }
+            Phase::Created(_) => None,
+        });
+        drop(old);
+        if let Some(stop) = stop {
+            stop.await;
+        }
     }
 
     /// Begins the stop now, without waiting for it (a dropped stream).
     pub(crate) fn stop_in_background(&self) {
-        let mut phase = self.phase();
-        if let Phase::Running(engine) = &*phase {
-            let stop = stop_engine(engine);
-            *phase = Phase::Stopping(stop);
-        }
+        let old = self.replace_phase(|phase| match phase {
+            Phase::Running(engine) => Some(Phase::Stopping(stop_engine(engine))),
+            _ => None,
+        });
+        drop(old);
     }
 }
 
