@@ -754,6 +754,18 @@ impl PushEngine {
         match r.status {
             PullStatus::Found => {
                 let msgs = post_process(r.messages, sd, mq, r.min_offset, r.max_offset);
+                // Java's `PullCallback.onSuccess`: an answer that goes back is a broker bug
+                // worth a line (its messages are consumed all the same).
+                let first = msgs.first().map_or(i64::MAX, |m| m.queue_offset);
+                if r.next_begin_offset < next || first < next {
+                    tracing::warn!(
+                        queue = %mq,
+                        next_begin_offset = r.next_begin_offset,
+                        first_msg_offset = first,
+                        prev_request_offset = next,
+                        "[BUG] pull message result maybe data wrong"
+                    );
+                }
                 if msgs.is_empty() {
                     return Ok(PullStep::Next(r.next_begin_offset));
                 }
@@ -2434,6 +2446,82 @@ mod tests {
             e.offsets.read(&e.inst, &mq, ReadOffsetType::Memory).await,
             0,
             "the dropped queue's pull moved the offset"
+        );
+        e.inst.shutdown_now();
+    }
+
+    /// Java 4.9.8 `PullCallback.onSuccess`: a FOUND answer whose next offset or first
+    /// message is below the offset asked is logged at warn as "[BUG] pull message result
+    /// maybe data wrong"; a sound answer is not.
+    #[tokio::test]
+    async fn a_pull_answer_going_back_is_logged_as_javas_bug_line() {
+        use rocketmq_remoting::protocol::message::{encode_stored, MessageExt};
+        let (logged, _guard) = test_support::Logged::capture();
+        let answer: test_support::Answer = Box::new(|req: &RemotingCommand| {
+            if req.request_code() != RequestCode::PullMessage {
+                return ProcessResult::Response(RemotingCommand::response(
+                    ResponseCode::Success,
+                    None,
+                ));
+            }
+            // Messages at offsets 3 and 4, next 5, whatever was asked.
+            let mut body = Vec::new();
+            for offset in [3, 4] {
+                let mut m = MessageExt::default();
+                m.message.topic = "T".into();
+                m.queue_offset = offset;
+                m.message.body = bytes::Bytes::from_static(b"x");
+                body.extend_from_slice(&encode_stored(&m));
+            }
+            let mut r = RemotingCommand::response(ResponseCode::Success, None);
+            r.set_header(&PullMessageResponseHeader {
+                suggest_which_broker_id: 0,
+                next_begin_offset: 5,
+                max_offset: 5,
+                min_offset: 0,
+            });
+            ProcessResult::Response(r.with_body(bytes::Bytes::from(body)))
+        });
+        let fake = Fake::start(&[MASTER_ID], answer).await;
+        let listener = crate::internal::listener::concurrently_fn(|_m, _q| async {
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        });
+        let e = engine(
+            "g-bug-line",
+            &fake.addr,
+            MessageModel::Clustering,
+            Listener::Concurrently(Arc::new(listener)),
+            &["T"],
+        );
+        let mq = MessageQueue::new("T", "b", 0);
+        let sd = SubscriptionData::from_tag_expression("T", "*", 1);
+        let bug = ["[BUG] pull message result maybe data wrong"];
+        // Asked from 3: sound.
+        let pq = Arc::new(ProcessQueue::default());
+        e.pull_once(&mq, &pq, &sd, 3).await.unwrap();
+        assert!(logged.at(tracing::Level::WARN, &bug).is_empty());
+        // Asked from 4: the first message (3) goes back.
+        let pq = Arc::new(ProcessQueue::default());
+        e.pull_once(&mq, &pq, &sd, 4).await.unwrap();
+        assert_eq!(
+            logged
+                .at(tracing::Level::WARN, &bug)
+                .iter()
+                .filter(|f| f.contains("first_msg_offset=3") && f.contains("prev_request_offset=4"))
+                .count(),
+            1
+        );
+        // Asked from 6: the next offset (5) goes back too.
+        let pq = Arc::new(ProcessQueue::default());
+        e.pull_once(&mq, &pq, &sd, 6).await.unwrap();
+        assert_eq!(
+            logged
+                .at(
+                    tracing::Level::WARN,
+                    &["next_begin_offset=5", "prev_request_offset=6"]
+                )
+                .len(),
+            1
         );
         e.inst.shutdown_now();
     }
