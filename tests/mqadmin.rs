@@ -129,14 +129,7 @@ async fn topics_groups_messages_and_configuration_through_the_cli() {
     .await;
     let conf = ok(&ns, &["getConsumerConfig", "-g", "cli-group"]).await;
     let section = conf.as_object().unwrap().values().next().unwrap();
-    let get = |k: &str| {
-        section
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["Key"] == k)
-            .map(|r| r["Value"].clone())
-    };
+    let get = |k: &str| table_value(section, k);
     assert_eq!(get("retryMaxTimes"), Some(Value::from(5)));
     assert_eq!(get("consumeEnable"), Some(Value::from("false")));
     ok(&ns, &["deleteSubGroup", "-b", &addr, "-g", "cli-group"]).await;
@@ -424,13 +417,7 @@ async fn consumer_status_offset_resets_and_direct_consumption_reach_the_consumer
         &["consumerStatus", "-g", "cli-reset-c", "-i", &client_id],
     )
     .await;
-    let props = one["Consumer Properties"].as_array().unwrap();
-    let prop = |k: &str| {
-        props
-            .iter()
-            .find(|r| r["Key"] == k)
-            .map(|r| r["Value"].clone())
-    };
+    let prop = |k: &str| table_value(&one["Consumer Properties"], k);
     assert_eq!(
         prop("PROP_CONSUME_TYPE"),
         Some(Value::from("CONSUME_PASSIVELY"))

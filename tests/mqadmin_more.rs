@@ -694,14 +694,7 @@ async fn clone_group_offset_needs_source_offsets_and_sub_group_defaults_are_java
         async move {
             let v = ok(&ns, &["getConsumerConfig", "-g", g]).await;
             let rows = v.as_object().unwrap().values().next().unwrap().clone();
-            let get = |k: &str| {
-                rows.as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|r| r["Key"] == k)
-                    .map(|r| r["Value"].clone())
-                    .unwrap()
-            };
+            let get = |k: &str| table_value(&rows, k).unwrap();
             (get("consumeBroadcastEnable"), get("consumeFromMinEnable"))
         }
     };

@@ -150,14 +150,7 @@ async fn broker_wins_over_cluster_and_booleans_are_lenient_for_groups() {
     .await;
     let conf = ok(&ns, &["getConsumerConfig", "-g", "opt-group"]).await;
     let section = conf.as_object().unwrap().values().next().unwrap();
-    let get = |k: &str| {
-        section
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["Key"] == k)
-            .map(|r| r["Value"].clone())
-    };
+    let get = |k: &str| table_value(section, k);
     assert_eq!(get("consumeEnable"), Some(Value::from("false")));
     assert_eq!(get("consumeFromMinEnable"), Some(Value::from("true")));
     assert_eq!(get("retryMaxTimes"), Some(Value::from(-1)));

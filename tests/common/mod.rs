@@ -394,6 +394,15 @@ pub async fn mqadmin_ok(ns: &str, args: &[&str]) -> serde_json::Value {
     json
 }
 
+/// The value of `key` in a key/value table of `mqadmin --json` output (rows of `Key` and
+/// `Value`, as getConsumerConfig's sections and consumerStatus' properties print them).
+pub fn table_value(rows: &serde_json::Value, key: &str) -> Option<serde_json::Value> {
+    rows.as_array()?
+        .iter()
+        .find(|r| r["Key"] == key)
+        .map(|r| r["Value"].clone())
+}
+
 /// An address nothing listens on: a port of 127.0.0.1 bound and released at once.
 pub fn dead_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

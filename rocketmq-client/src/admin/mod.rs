@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::body::{self, ClusterInfo, ConsumeStats, TopicRouteData};
-use rocketmq_remoting::protocol::headers::{CreateTopicRequestHeader, TopicRequestHeader};
+use rocketmq_remoting::protocol::headers::TopicRequestHeader;
 use rocketmq_remoting::protocol::message::MessageQueue;
-use rocketmq_remoting::protocol::topic::{perm, AUTO_CREATE_TOPIC_KEY_TOPIC};
+use rocketmq_remoting::protocol::topic::perm;
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
 
 use crate::config::{check_topic, split_addrs, ClientConfig};
@@ -241,23 +241,15 @@ impl MQAdmin {
         write_queue_nums: i32,
         permission: i32,
     ) -> Result<()> {
-        check_topic(topic)?;
-        let header = CreateTopicRequestHeader {
-            topic: topic.to_string(),
-            default_topic: AUTO_CREATE_TOPIC_KEY_TOPIC.to_string(),
+        self.create_topic_with(
+            broker_addr,
+            topic,
             read_queue_nums,
             write_queue_nums,
-            perm: permission,
-            topic_filter_type: "SINGLE_TAG".to_string(),
-            topic_sys_flag: Some(0),
-            order: false,
-        };
-        let req = RemotingCommand::request_with_header(RequestCode::UpdateAndCreateTopic, &header);
-        self.inst
-            .api
-            .call(broker_addr, req, self.timeout())
-            .await
-            .map(|_| ())
+            permission,
+            false,
+        )
+        .await
     }
 
     /// Deletes `topic` from every master of `cluster`, and its routes through `cluster`'s
