@@ -59,13 +59,21 @@ impl KvConfig {
         Ok(())
     }
 
-    /// Sets a value.
+    /// [`Self::persist`] after a change; a failure is logged and the change kept in memory
+    /// (Java's `KVConfigManager.persist` logs it too).
+    fn persist_or_log(&self) {
+        if let Err(e) = self.persist() {
+            tracing::warn!(path = ?self.path, error = %e, "cannot persist the KV configuration");
+        }
+    }
+
+    /// Sets a value (and persists the file, as Java does after every change).
     pub fn put(&mut self, namespace: &str, key: &str, value: &str) {
         self.table
             .entry(namespace.to_string())
             .or_default()
             .insert(key.to_string(), value.to_string());
-        let _ = self.persist();
+        self.persist_or_log();
     }
 
     /// A value.
@@ -73,12 +81,12 @@ impl KvConfig {
         self.table.get(namespace)?.get(key).map(String::as_str)
     }
 
-    /// Removes a value.
+    /// Removes a value (and persists the file, as Java does after every change).
     pub fn delete(&mut self, namespace: &str, key: &str) {
         if let Some(ns) = self.table.get_mut(namespace) {
             ns.remove(key);
         }
-        let _ = self.persist();
+        self.persist_or_log();
     }
 
     /// A whole namespace.

@@ -14,6 +14,7 @@ use rocketmq_remoting::protocol::headers::{
     QueryDataVersionRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
     TopicRequestHeader, UnregisterBrokerRequestHeader,
 };
+use rocketmq_remoting::protocol::topic::topic_sys_flag::{FLAG_UNIT, FLAG_UNIT_SUB};
 use rocketmq_remoting::protocol::{JsonStyle, RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::{ChannelContext, ProcessResult, RequestProcessor};
 use tracing::{debug, warn};
@@ -28,6 +29,16 @@ pub const APPLY_TOPIC_URL: &str = "http://rocketmq.apache.org/docs/faq/";
 
 pub(crate) struct NameServerProcessor {
     pub(crate) state: Arc<State>,
+}
+
+/// Java `TopicSysFlag.hasUnitFlag`.
+fn has_unit_flag(sys_flag: i32) -> bool {
+    sys_flag & FLAG_UNIT == FLAG_UNIT
+}
+
+/// Java `TopicSysFlag.hasUnitSubFlag`.
+fn has_unit_sub_flag(sys_flag: i32) -> bool {
+    sys_flag & FLAG_UNIT_SUB == FLAG_UNIT_SUB
 }
 
 fn error(code: ResponseCode, remark: impl Into<String>) -> ProcessResult {
@@ -203,6 +214,13 @@ impl NameServerProcessor {
         }
     }
 
+    /// A SUCCESS answer carrying `list`.
+    fn topic_list(list: TopicList) -> ProcessResult {
+        RemotingCommand::success()
+            .with_body(body::encode_fastjson(&list))
+            .into()
+    }
+
     fn system_topics(&self) -> ProcessResult {
         let info = lock(&self.state.routes).cluster_info();
         let mut list = TopicList::default();
@@ -261,6 +279,16 @@ impl RequestProcessor for NameServerProcessor {
                 }
             }
             RequestCode::GetSystemTopicListFromNs => self.system_topics(),
+            RequestCode::GetUnitTopicList => {
+                Self::topic_list(lock(&st.routes).topics_by_sys_flag(has_unit_flag))
+            }
+            RequestCode::GetHasUnitSubTopicList => {
+                Self::topic_list(lock(&st.routes).topics_by_sys_flag(has_unit_sub_flag))
+            }
+            RequestCode::GetHasUnitSubUnunitTopicList => Self::topic_list(
+                lock(&st.routes)
+                    .topics_by_sys_flag(|flag| !has_unit_flag(flag) && has_unit_sub_flag(flag)),
+            ),
             // Java's `DeleteTopicFromNamesrvRequestHeader`: `topic`, and an optional
             // `clusterName` that limits the deletion to that cluster's brokers.
             RequestCode::DeleteTopicInNamesrv => match req.decode_header::<TopicRequestHeader>() {

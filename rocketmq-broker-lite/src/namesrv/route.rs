@@ -212,7 +212,11 @@ impl RouteTable {
         }
     }
 
-    /// Unregisters one broker.
+    /// Unregisters one broker address (UNREGISTER_BROKER), with what it leaves empty. Java's
+    /// `unregisterBroker` removes the address its broker name has under the request's
+    /// `brokerId`, whatever it is: a replaced master that unregisters late would take its
+    /// successor (registered under the same id) out of the routes. Here only `broker_addr`
+    /// goes.
     pub fn unregister(&mut self, broker_addr: &str) {
         info!(broker = %broker_addr, "broker unregistered");
         self.remove_broker_addr(broker_addr);
@@ -325,14 +329,16 @@ impl RouteTable {
         }
     }
 
-    /// Clears (or restores) the write permission of a broker name's topics; returns how many
-    /// topics changed.
+    /// Clears the write bit of a broker name's topics (WIPE_WRITE_PERM_OF_BROKER) or sets
+    /// their permission to read-write (ADD_WRITE_PERM_OF_BROKER: Java's
+    /// `operateWritePermOfBroker` sets `PERM_READ | PERM_WRITE`, whatever the bits were);
+    /// returns how many topics the broker name serves.
     pub fn set_write_perm(&mut self, broker_name: &str, writable: bool) -> i32 {
         let mut n = 0;
         for queues in self.topic_queue_table.values_mut() {
             if let Some(q) = queues.get_mut(broker_name) {
                 q.perm = if writable {
-                    q.perm | perm::WRITE
+                    perm::READ | perm::WRITE
                 } else {
                     q.perm & !perm::WRITE
                 };
@@ -340,6 +346,27 @@ impl RouteTable {
             }
         }
         n
+    }
+
+    /// Topics whose first queue data (by broker name) passes `pick` on its topic sys flag (Java
+    /// `RouteInfoManager.topicQueueTableIter`, which looks at one queue data per topic only):
+    /// GET_UNIT_TOPIC_LIST, GET_HAS_UNIT_SUB_TOPIC_LIST and
+    /// GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST.
+    pub fn topics_by_sys_flag(&self, pick: impl Fn(i32) -> bool) -> TopicList {
+        TopicList {
+            broker_addr: None,
+            topic_list: self
+                .topic_queue_table
+                .iter()
+                .filter(|(_, queues)| {
+                    queues
+                        .values()
+                        .next()
+                        .is_some_and(|q| pick(q.topic_sys_flag))
+                })
+                .map(|(t, _)| t.clone())
+                .collect(),
+        }
     }
 
     /// Whether a broker address is registered.
