@@ -322,7 +322,12 @@ fn not_available_duration(latency_ms: u64) -> u64 {
 }
 
 impl LatencyFault {
-    /// Records an answer (or a failure) of `broker` that came at `now` after `latency_ms`.
+    /// Records an answer (or a failure) of `broker` that came at `now` after `latency_ms`
+    /// (Java `MQFaultStrategy.updateFaultItem`: a failure, `isolation`, counts as 30 s for the
+    /// penalty). Unlike Java, which keeps the failed attempt's own latency, a failed broker is
+    /// also *ranked* as 30 s slow by [`Self::pick_one_at_least`]: Java would send first to the
+    /// broker that failed fastest (one refusing connections at once) rather than to one that
+    /// answers, slowly.
     fn update(&self, broker: &str, latency_ms: u64, isolation: bool, now: Instant) {
         let latency = if isolation { 30000 } else { latency_ms };
         let (until, penalty) = match not_available_duration(latency) {
@@ -379,6 +384,9 @@ impl LatencyFault {
         }
     }
 
+    /// Java `LatencyFaultToleranceImpl.pickOneAtLeast`: the known brokers sorted (available
+    /// ones first, then by latency, then by the end of their penalty), one of the better half
+    /// in turn (the first when there is one broker).
     fn pick_one_at_least(&self) -> Option<String> {
         let now = Instant::now();
         let mut items: Vec<(String, u64, Instant)> = lock(&self.items)
@@ -1655,6 +1663,28 @@ mod tests {
         f.update("b", 10, true, now);
         assert!(!f.is_available("b", now));
         assert_eq!(f.pick_one_at_least().as_deref(), Some("a"));
+    }
+
+    /// `pickOneAtLeast` as Java's: the better half of the sorted brokers in turn, available
+    /// ones first; a broker that failed (isolated) ranks as 30 s slow, behind slow ones.
+    #[test]
+    fn pick_one_at_least_takes_the_better_half_in_turn() {
+        let f = LatencyFault::default();
+        let now = Instant::now();
+        f.update("slow-1000", 1000, false, now);
+        f.update("failed-fast", 1, true, now);
+        f.update("slow-600", 600, false, now);
+        f.update("slow-2000", 2000, false, now);
+        let picks: Vec<_> = (0..4).map(|_| f.pick_one_at_least().unwrap()).collect();
+        assert_eq!(picks, ["slow-600", "slow-1000", "slow-600", "slow-1000"]);
+        // An available broker comes first.
+        f.update("fast", 10, false, now);
+        let picks: Vec<_> = (0..4).map(|_| f.pick_one_at_least().unwrap()).collect();
+        assert!(picks.contains(&"fast".to_string()), "{picks:?}");
+        assert!(
+            picks.iter().all(|p| p == "fast" || p == "slow-600"),
+            "{picks:?}"
+        );
     }
 
     /// A topic found valid is remembered, and the checks still refuse every topic they
