@@ -1390,7 +1390,9 @@ impl MessageStore {
                         cfg.max_transfer_count_on_message_in_memory,
                     )
                 };
-                if total + size > max_bytes || r.count() > max_count - 1 {
+                // Java `isTheBatchFull`: `messageTotal > maxTransferCount - 1`, which a count
+                // of 0 makes true after the first message (one message a pull).
+                if total + size > max_bytes || r.count() >= max_count {
                     break;
                 }
             }

@@ -94,10 +94,18 @@ enum Registered {
     },
 }
 
-/// How often a held pull that uses its group's registered subscription looks at the group's
-/// current one: Java's `PullRequestHoldService.checkHoldRequest` runs every 5 s and answers a
-/// held pull by running it again, with the group's subscription of that moment.
+/// How often a held pull looks at its queue (and, if it uses its group's registered
+/// subscription, at the group's current one) while long polling is on: Java's
+/// `PullRequestHoldService` runs `checkHoldRequest` every 5 s (every `shortPollingTimeMills`
+/// when long polling is off), which answers a held pull whose queue has grown past its offset,
+/// whether or not its filter accepts what arrived, by running it again.
 const RECHECK_HELD: Duration = Duration::from_secs(5);
+
+/// Java `FAQUrl.suggestTodo(url)` is `"\nSee " + url + " for further details."`: the refusals'
+/// remarks end with it (every FAQ url of 4.9.8 is [`APPLY_TOPIC_URL`]).
+const FAQ_TIP_BEGIN: &str = "\nSee ";
+/// The end of Java's `FAQUrl.suggestTodo`.
+const FAQ_TIP_END: &str = " for further details.";
 
 /// PULL_MESSAGE, read and answered (or parked) at once: nothing in it waits.
 pub(crate) fn pull(
@@ -170,9 +178,13 @@ pub(crate) fn pull(
 /// Waits for a held pull's message, its time, or the broker's shutdown, then answers it as
 /// Java's `executeRequestWhenWakeup` does: by running the pull's checks again and reading with
 /// the group's config and subscription of that moment (a group switched off is refused, a
-/// subscription or filter data that changed is used or reported). A pull that uses its
-/// group's registered subscription also looks at it every [`RECHECK_HELD`]: when its filter
-/// changed, the pull reads with the new one, and waits on with it if nothing is there.
+/// subscription or filter data that changed is used or reported). Every [`RECHECK_HELD`] (the
+/// short polling time when long polling is off) the pull looks at its queue, as Java's
+/// `checkHoldRequest`: a queue that has grown past the pull's offset answers it even when its
+/// filter accepted none of the arrivals (the run then answers NO_MATCHED_MESSAGE with the
+/// offset to go on from, or OFFSET_FOUND_NULL with the next consume-queue file's). A pull that
+/// uses its group's registered subscription also looks at that subscription then: when its
+/// filter changed, the pull reads with the new one, and waits on with it if nothing is there.
 async fn hold_and_read(
     b: &Arc<BrokerInner>,
     remote: SocketAddr,
@@ -183,12 +195,26 @@ async fn hold_and_read(
 ) -> RemotingCommand {
     let deadline = tokio::time::Instant::now() + hold;
     let carries_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
+    let check_every = if b.dynamic.long_polling_enable() {
+        RECHECK_HELD
+    } else {
+        b.dynamic.short_polling_time()
+    }
+    .max(Duration::from_millis(1));
     loop {
         tokio::select! {
             _ = &mut wake => break,
             _ = tokio::time::sleep_until(deadline) => break,
             _ = b.shutdown.cancelled() => break,
-            _ = tokio::time::sleep(RECHECK_HELD), if !carries_subscription => {}
+            _ = tokio::time::sleep(check_every) => {}
+        }
+        // Java `checkHoldRequest` → `notifyMessageArriving` with no tag code: any message
+        // past the pull's offset wakes it.
+        if b.store.max_offset(h.topic, h.queue_id) > h.queue_offset {
+            break;
+        }
+        if carries_subscription {
+            continue;
         }
         // A refusal is answered when the pull wakes or its time is up, as in Java.
         let Ok((group, now)) = check(b, remote, h).and_then(|g| Ok((g, pull_filter(b, h, &g)?)))
@@ -248,7 +274,7 @@ fn check(
         return Err(refusal(
             ResponseCode::SubscriptionGroupNotExist,
             format!(
-                "subscription group [{}] does not exist, {APPLY_TOPIC_URL}",
+                "subscription group [{}] does not exist, {FAQ_TIP_BEGIN}{APPLY_TOPIC_URL}{FAQ_TIP_END}",
                 h.consumer_group
             ),
         ));
@@ -265,7 +291,7 @@ fn check(
         return Err(refusal(
             ResponseCode::TopicNotExist,
             format!(
-                "topic[{}] not exist, apply first please! {APPLY_TOPIC_URL}",
+                "topic[{}] not exist, apply first please! {FAQ_TIP_BEGIN}{APPLY_TOPIC_URL}{FAQ_TIP_END}",
                 h.topic
             ),
         ));
@@ -277,11 +303,16 @@ fn check(
         ));
     }
     if h.queue_id < 0 || h.queue_id >= read_queue_nums {
+        // Java prints Netty's `channel.remoteAddress()`, an `InetSocketAddress`: `/ip:port`.
         return Err(refusal(
             ResponseCode::SystemError,
             format!(
-                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                h.queue_id, h.topic, read_queue_nums, remote
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[/{}:{}]",
+                h.queue_id,
+                h.topic,
+                read_queue_nums,
+                remote.ip(),
+                remote.port()
             ),
         ));
     }
@@ -384,7 +415,7 @@ fn pull_filter(
             Registered::NoGroup => {
                 return Err(refusal(
                     ResponseCode::SubscriptionNotExist,
-                    format!("the consumer's group info not exist {APPLY_TOPIC_URL}"),
+                    format!("the consumer's group info not exist{FAQ_TIP_BEGIN}{APPLY_TOPIC_URL}{FAQ_TIP_END}"),
                 ))
             }
             Registered::NoBroadcast => {
@@ -399,7 +430,7 @@ fn pull_filter(
             Registered::NoSubscription => {
                 return Err(refusal(
                     ResponseCode::SubscriptionNotExist,
-                    format!("the consumer's subscription not exist {APPLY_TOPIC_URL}"),
+                    format!("the consumer's subscription not exist{FAQ_TIP_BEGIN}{APPLY_TOPIC_URL}{FAQ_TIP_END}"),
                 ))
             }
         };
