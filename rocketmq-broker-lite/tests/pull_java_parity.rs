@@ -43,6 +43,34 @@ async fn a_transfer_count_of_zero_gives_one_message_a_pull() {
     cl.stop().await;
 }
 
+/// Java `DefaultMessageStore.isTheBatchFull` bounds a pull of messages no longer in memory by
+/// `maxTransferCountOnMessageInDisk` and `maxTransferBytesOnMessageInDisk` (8 and 64 KiB by
+/// default); both keys were read and not applied (the bound was fixed at 8 and 64 KiB). With
+/// `accessMessageInMemoryMaxRatio=0` every stored message counts as on disk.
+#[tokio::test]
+async fn the_in_disk_transfer_limits_are_the_configured_ones() {
+    let cl = Cluster::start_with(|c| {
+        c.store.access_message_in_memory_max_ratio = 0;
+        c.store.max_transfer_count_on_message_in_disk = 2;
+    })
+    .await;
+    let b = cl.broker_addr();
+    let c = client();
+    create_topic(&c, &b, "InDisk", 1).await;
+    for i in 0..3 {
+        send(&c, &b, "InDisk", 0, &format!("m{i}")).await;
+    }
+    eventually("dispatch", || {
+        cl.broker.store().max_offset("InDisk", 0) == 3
+    })
+    .await;
+    let (r, msgs) = pull(&c, &b, "pg", "InDisk", 0, 0).await;
+    assert_eq!(r.response_code(), ResponseCode::Success);
+    assert_eq!(msgs.len(), 2, "maxTransferCountOnMessageInDisk not applied");
+    assert_eq!(next_begin_offset(&r), 2);
+    cl.stop().await;
+}
+
 /// Java's `PullRequestHoldService.checkHoldRequest` runs every 5 s and calls
 /// `notifyMessageArriving` with no tag code, which wakes every held pull whose queue has grown
 /// past its offset whatever its filter; the run again answers NO_MATCHED_MESSAGE

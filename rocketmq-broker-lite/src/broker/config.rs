@@ -619,6 +619,12 @@ impl BrokerConfig {
                 "maxTransferBytesOnMessageInMemory" => {
                     self.store.max_transfer_bytes_on_message_in_memory = parse(key, v)?
                 }
+                "maxTransferCountOnMessageInDisk" => {
+                    self.store.max_transfer_count_on_message_in_disk = parse(key, v)?
+                }
+                "maxTransferBytesOnMessageInDisk" => {
+                    self.store.max_transfer_bytes_on_message_in_disk = parse(key, v)?
+                }
                 "accessMessageInMemoryMaxRatio" => {
                     self.store.access_message_in_memory_max_ratio = parse(key, v)?
                 }
@@ -861,6 +867,14 @@ impl BrokerConfig {
         put(
             "maxTransferBytesOnMessageInMemory",
             st.max_transfer_bytes_on_message_in_memory.to_string(),
+        );
+        put(
+            "maxTransferCountOnMessageInDisk",
+            st.max_transfer_count_on_message_in_disk.to_string(),
+        );
+        put(
+            "maxTransferBytesOnMessageInDisk",
+            st.max_transfer_bytes_on_message_in_disk.to_string(),
         );
         put(
             "accessMessageInMemoryMaxRatio",

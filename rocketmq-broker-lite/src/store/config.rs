@@ -110,6 +110,10 @@ pub struct StoreConfig {
     pub max_transfer_count_on_message_in_memory: usize,
     /// Bytes returned per pull at most when in memory (`maxTransferBytesOnMessageInMemory`, 256 KiB).
     pub max_transfer_bytes_on_message_in_memory: usize,
+    /// Messages returned per pull at most when on disk only (`maxTransferCountOnMessageInDisk`, 8).
+    pub max_transfer_count_on_message_in_disk: usize,
+    /// Bytes returned per pull at most when on disk only (`maxTransferBytesOnMessageInDisk`, 64 KiB).
+    pub max_transfer_bytes_on_message_in_disk: usize,
     /// The share of the machine's memory (percent, 0-100; `accessMessageInMemoryMaxRatio`, 40)
     /// within which a message counts as in memory: one further behind the commit log's end is
     /// read from disk (a pull then returns at most 8 messages / 64 KiB) and makes a pull
@@ -175,6 +179,8 @@ impl Default for StoreConfig {
             message_index_enable: true,
             max_transfer_count_on_message_in_memory: 32,
             max_transfer_bytes_on_message_in_memory: 256 * 1024,
+            max_transfer_count_on_message_in_disk: 8,
+            max_transfer_bytes_on_message_in_disk: 64 * 1024,
             access_message_in_memory_max_ratio: 40,
             check_crc_on_recover: true,
             warm_segments: true,

@@ -1383,7 +1383,10 @@ impl MessageStore {
                     break;
                 }
                 let (max_bytes, max_count) = if in_disk {
-                    (64 * 1024, 8)
+                    (
+                        cfg.max_transfer_bytes_on_message_in_disk,
+                        cfg.max_transfer_count_on_message_in_disk,
+                    )
                 } else {
                     (
                         cfg.max_transfer_bytes_on_message_in_memory,
