@@ -112,8 +112,9 @@ impl ClientManager {
 
     /// Records (or refreshes) a consumer connection and its group's subscriptions. The
     /// heartbeat's subscriptions replace the group's as Java's
-    /// `ConsumerGroupInfo.updateSubscription` does: a new topic is added, a newer version
-    /// replaces an older one, and a topic the heartbeat no longer lists is removed.
+    /// `ConsumerGroupInfo.updateSubscription` does: a new topic is added, a strictly newer
+    /// version replaces an older one (the same version keeps the one registered), and a topic
+    /// the heartbeat no longer lists is removed.
     #[allow(clippy::too_many_arguments)]
     pub fn register_consumer(
         &self,
@@ -155,7 +156,9 @@ impl ClientManager {
         });
         for s in subscriptions {
             match g.subscriptions.get(&s.topic) {
-                Some(old) if old.sub_version > s.sub_version => {}
+                // Only a strictly newer version replaces (Java `sub.getSubVersion() >
+                // old.getSubVersion()`): the same version keeps what the broker has.
+                Some(old) if old.sub_version >= s.sub_version => {}
                 Some(_) => {
                     g.subscriptions.insert(s.topic.clone(), s);
                 }
