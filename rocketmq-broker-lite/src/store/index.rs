@@ -693,8 +693,10 @@ impl IndexService {
     }
 
     /// Commit-log offsets of messages indexed under `topic#key` with a store time in
-    /// `[begin, end]`, newest first, at most `max` (the broker caps a request's `maxNum` at
-    /// `maxMsgsNumBatch` first, as Java's `IndexService.queryOffset` does).
+    /// `[begin, end]`: the newest `max` found walking the files and their chains newest first
+    /// (the broker caps a request's `maxNum` at `maxMsgsNumBatch` first, as Java's
+    /// `IndexService.queryOffset` does), returned in commit-log order, as Java's
+    /// `DefaultMessageStore.queryMessage` sorts them before reading the messages.
     pub fn query(&self, topic: &str, key: &str, max: usize, begin: i64, end: i64) -> Vec<i64> {
         let hash = key_hash(&format!("{topic}#{key}"));
         let files: Vec<Arc<IndexFile>> = lock(&self.files).clone();
@@ -706,6 +708,7 @@ impl IndexService {
             }
             f.query(hash, max, begin, end, &mut out, &mut seen);
         }
+        out.sort_unstable();
         out
     }
 

@@ -1602,8 +1602,9 @@ impl MessageStore {
         }
     }
 
-    /// Records indexed under `topic#key` stored in `[begin, end]` ms, newest first, at most
-    /// `max` (hash collisions included: callers re-check the key).
+    /// Records indexed under `topic#key` stored in `[begin, end]` ms: the newest `max`, in
+    /// commit-log order (hash collisions included: clients re-check the key, as Java's
+    /// `MQAdminImpl.queryMessage` does).
     pub fn query_by_key(
         &self,
         topic: &str,

@@ -12,9 +12,12 @@ use rocketmq_remoting::transport::ProcessResult;
 
 use crate::broker::BrokerInner;
 
-/// QUERY_MESSAGE: by `topic#key` in a store-time window. The lookup reads index and commit-log
-/// files (a hot key's chain can be long): it runs on a blocking thread, not on the worker that
-/// reads the connection's requests.
+/// QUERY_MESSAGE: by `topic#key` in a store-time window (Java
+/// `QueryMessageProcessor.queryMessage`): at most `maxNum` messages (`defaultQueryMaxNum` with
+/// the unique-key flag, never more than `maxMsgsNumBatch`; none for a `maxNum` below 1), in
+/// commit-log order. The lookup reads index and commit-log files (a hot key's chain can be
+/// long): it runs on a blocking thread, not on the worker that reads the connection's
+/// requests.
 pub(crate) fn query_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
     let h: QueryMessageRequestHeader = match req.decode_header() {
         Ok(h) => h,
@@ -46,18 +49,28 @@ pub(crate) fn query_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Proc
 }
 
 fn lookup(b: &BrokerInner, h: &QueryMessageRequestHeader, max: i32) -> RemotingCommand {
-    let found = b.store.query_by_key(
-        &h.topic,
-        &h.key,
-        usize::try_from(max).unwrap_or(0).max(1),
-        h.begin_timestamp,
-        h.end_timestamp,
-    );
+    // Java's `IndexFile.selectPhyOffset` stops before its first entry once it holds `maxNum`
+    // offsets: a `maxNum` of 0 finds nothing (a negative one throws there, answered
+    // SYSTEM_ERROR; here it finds nothing too).
+    let found = match usize::try_from(max) {
+        Ok(max) if max > 0 => {
+            b.store
+                .query_by_key(&h.topic, &h.key, max, h.begin_timestamp, h.end_timestamp)
+        }
+        _ => Vec::new(),
+    };
     if found.is_empty() {
-        return RemotingCommand::response(
+        // Java builds the answer with its header whatever it finds; the index's last update
+        // is only copied into it when the index gave offsets, so here it is 0 and 0.
+        let mut r = RemotingCommand::response(
             ResponseCode::QueryNotFound,
             Some("can not find message, maybe time range not correct".into()),
         );
+        r.set_header(&QueryMessageResponseHeader {
+            index_last_update_timestamp: 0,
+            index_last_update_phyoffset: 0,
+        });
+        return r;
     }
     let (ts, phys) = b.store.index_last_update();
     let mut body = BytesMut::new();
