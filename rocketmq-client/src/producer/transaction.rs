@@ -355,15 +355,23 @@ impl<L: TransactionListener> TransactionMQProducer<L> {
         let mut local_panic = None;
         let state = match result.status {
             SendStatus::SendOk => {
+                // Java's send stamps the caller's message with the UNIQ_KEY it sent
+                // (`sendKernelImpl`: `MessageClientIDSetter.setUniqID(msg)`, only when absent):
+                // the local transaction sees the key its check-back will see. The send here
+                // stamped a copy, whose key is the result's message id.
+                if msg.uniq_key().is_none() && !result.msg_id.is_empty() {
+                    msg.put_property(
+                        property::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+                        result.msg_id.clone(),
+                    );
+                }
                 if let Some(t) = &result.transaction_id {
                     msg.put_property("__transactionId__", t.clone());
                 }
-                if let Some(id) = msg
-                    .uniq_key()
-                    .map(str::to_string)
-                    .or_else(|| Some(result.msg_id.clone()))
-                {
-                    msg.transaction_id = Some(id);
+                // A non-empty UNIQ_KEY is the transaction id; otherwise the message keeps its
+                // own (Java `sendMessageInTransaction`).
+                if let Some(id) = msg.uniq_key().filter(|k| !k.is_empty()) {
+                    msg.transaction_id = Some(id.to_string());
                 }
                 match AssertUnwindSafe(self.listener.execute_local_transaction(&msg, arg))
                     .catch_unwind()
