@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use rocketmq_remoting::protocol::body::{
-    self, encode_compressed_register_body, DataVersion, RegisterBrokerBody, TopicConfig,
+    self, encode_compressed_register_body, DataVersion, KvTable, RegisterBrokerBody, TopicConfig,
     TopicConfigSerializeWrapper,
 };
 use rocketmq_remoting::protocol::headers::{
@@ -101,7 +102,7 @@ async fn register_wrapper(
                 if let Err(e) = client.invoke_oneway(&addr, req, timeout).await {
                     warn!(namesrv = %addr, error = %e, "register broker (oneway) failed");
                 }
-                return;
+                return None;
             }
             match client.invoke(&addr, req, timeout).await {
                 Ok(resp) if resp.response_code() == ResponseCode::Success => {
@@ -109,13 +110,67 @@ async fn register_wrapper(
                     if b.is_slave() {
                         learn_master(b, &resp);
                     }
+                    Some(resp)
                 }
-                Ok(resp) => warn!(namesrv = %addr, code = resp.code, remark = resp.remark_str(), "name server refused the registration"),
-                Err(e) => warn!(namesrv = %addr, error = %e, "register broker failed"),
+                Ok(resp) => {
+                    warn!(namesrv = %addr, code = resp.code, remark = resp.remark_str(), "name server refused the registration");
+                    None
+                }
+                Err(e) => {
+                    warn!(namesrv = %addr, error = %e, "register broker failed");
+                    None
+                }
             }
         }
     });
-    futures::future::join_all(calls).await;
+    // In the order the answers come, as Java's `registerBrokerResultList` fills.
+    let mut answers = calls.collect::<futures::stream::FuturesUnordered<_>>();
+    let mut first = None;
+    while let Some(answer) = answers.next().await {
+        if first.is_none() {
+            first = answer;
+        }
+    }
+    if let Some(resp) = first.filter(|r| !r.body.is_empty()) {
+        match body::decode::<KvTable>(&resp.body) {
+            Ok(kv) => update_order_topic_config(b, &kv),
+            Err(e) => {
+                warn!(error = %e, "cannot read the ORDER_TOPIC_CONFIG table of the name server's answer")
+            }
+        }
+    }
+}
+
+/// Marks ordered exactly the topics the name server's `ORDER_TOPIC_CONFIG` KV table names, as
+/// Java's `doRegisterBrokerAll` does with the first answer (`TopicConfigManager
+/// .updateOrderTopicConfig`): the flag is set on the topics named and cleared on the others,
+/// and a change bumps the data version and is saved. The flag is the operator's view
+/// (GET_ALL_TOPIC_CONFIG, `topics.json`, what slaves copy); routes take `orderTopicConf` from
+/// the KV table itself.
+fn update_order_topic_config(b: &BrokerInner, kv: &KvTable) {
+    let stale: Vec<String> = b
+        .topics
+        .wrapper()
+        .topic_config_table
+        .into_values()
+        .filter(|tc| tc.order != kv.table.contains_key(&tc.topic_name))
+        .map(|tc| tc.topic_name)
+        .collect();
+    for topic in stale {
+        // Read again just before the update, so that a change made meanwhile is kept.
+        let Some(mut tc) = b.topics.get(&topic) else {
+            continue;
+        };
+        let order = kv.table.contains_key(&topic);
+        if tc.order == order {
+            continue;
+        }
+        tc.order = order;
+        tracing::info!(%topic, order, "order flag set from the name server's ORDER_TOPIC_CONFIG");
+        if let Err(e) = b.topics.update(tc) {
+            warn!(%topic, error = %e, "cannot save the topic's order flag; kept in memory");
+        }
+    }
 }
 
 /// A slave learns its master from a name server's answer (Java's `doRegisterBrokerAll`): the
