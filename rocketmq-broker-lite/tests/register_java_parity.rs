@@ -90,3 +90,64 @@ async fn register_answer_order_topic_config_marks_ordered_topics() {
     assert_eq!(all_topics(&c, &b).await.data_version, last.data_version);
     cl.stop().await;
 }
+
+/// Java's periodic registration first runs 10 s after the broker starts (then every
+/// `registerNameServerPeriod`, 30 s): a broker whose start-up registration found no name server
+/// is routed soon after one comes up. Ours first ran a whole period (30 s) after the start.
+#[tokio::test]
+async fn the_first_periodic_registration_comes_ten_seconds_after_start() {
+    use rocketmq_broker_lite::broker::Broker;
+    use rocketmq_broker_lite::embedded::TempDir;
+    use rocketmq_broker_lite::namesrv::NameServer;
+    use rocketmq_remoting::protocol::body::ClusterInfo;
+    use std::time::Duration;
+    let dir = TempDir::new("register-late-namesrv").unwrap();
+    // A port with no name server behind it yet.
+    let ns_addr = format!("127.0.0.1:{}", free_port());
+    let mut cfg = broker_config(dir.path(), &ns_addr);
+    cfg.broker_name = "late-ns".into();
+    let started = std::time::Instant::now();
+    let broker = Broker::builder(cfg).start().await.unwrap();
+    // The name server comes up after the broker's start-up registration failed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let ns = loop {
+        match NameServer::builder().listen(&ns_addr).start().await {
+            Ok(ns) => break ns,
+            Err(e) => {
+                assert!(std::time::Instant::now() < deadline, "name server: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let c = client();
+    let registered = async {
+        loop {
+            let info = c
+                .invoke(
+                    &ns_addr,
+                    RemotingCommand::request(RequestCode::GetBrokerClusterInfo),
+                    T,
+                )
+                .await
+                .ok()
+                .and_then(|r| body::decode::<ClusterInfo>(&r.body).ok());
+            if info.is_some_and(|i| i.broker_addr_table.contains_key("late-ns")) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    assert!(
+        tokio::time::timeout(Duration::from_secs(25), registered)
+            .await
+            .is_ok(),
+        "not registered within 25 s of the name server's start"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "registered only after {:?}",
+        started.elapsed()
+    );
+    broker.shutdown().await.unwrap();
+    ns.shutdown().await;
+}

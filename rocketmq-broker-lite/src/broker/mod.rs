@@ -106,6 +106,13 @@ pub struct BrokerInner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) namesrv: RemotingClient,
     pub(crate) register_now: Notify,
+    /// One registration (or unregistration) with the name servers at a time, as Java's
+    /// `synchronized` `registerBrokerAll`: a full registration built before a permission or
+    /// topic change cannot reach a name server after the newer one.
+    pub(crate) registering: tokio::sync::Mutex<()>,
+    /// Set (under `registering`) when the broker unregisters at shutdown: no registration
+    /// runs after it, or it would put the stopping broker back into the routes.
+    pub(crate) registration_closed: std::sync::atomic::AtomicBool,
     pub(crate) watched: Mutex<HashSet<u64>>,
     pub(crate) shutdown: CancellationToken,
     /// Replication: the HA port, and a slave's connection to its master.
@@ -495,6 +502,8 @@ async fn start_on(
             .build()
         },
         register_now: Notify::new(),
+        registering: tokio::sync::Mutex::new(()),
+        registration_closed: std::sync::atomic::AtomicBool::new(false),
         watched: Mutex::new(HashSet::new()),
         shutdown: CancellationToken::new(),
         ha: ha.clone(),
@@ -640,13 +649,18 @@ impl ProcessorDefault for rocketmq_remoting::transport::RemotingServerBuilder {
     }
 }
 
+/// Java `BrokerController.start`: the periodic registration's initial delay.
+const FIRST_PERIODIC_REGISTRATION: Duration = Duration::from_secs(10);
+
 fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
     let mut tasks = Vec::new();
     // Registration: every period, and soon after topic changes.
     let r = b.clone();
     tasks.push(tokio::spawn(async move {
         let period = r.cfg.register_period();
-        let mut next = tokio::time::Instant::now() + period;
+        // Java's first periodic registration comes 10 s after start (then every period):
+        // a broker whose start-up registration failed is routed again soon.
+        let mut next = tokio::time::Instant::now() + FIRST_PERIODIC_REGISTRATION.min(period);
         loop {
             tokio::select! {
                 _ = r.shutdown.cancelled() => break,

@@ -1,6 +1,7 @@
 //! Registration with the name servers (Java `BrokerOuterAPI.registerBrokerAll`).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -35,6 +36,12 @@ fn as_registered(b: &BrokerInner, tc: &TopicConfig) -> TopicConfig {
 
 /// Registers with every name server; `oneway` after a topic change, two-way periodically.
 pub(crate) async fn register_all(b: &Arc<BrokerInner>, oneway: bool) {
+    // Built under the lock: what is sent is never older than what was sent before.
+    let _one = b.registering.lock().await;
+    if b.registration_closed.load(Ordering::Acquire) {
+        // Unregistered: a registration now would put the stopping broker back.
+        return;
+    }
     let mut wrapper = b.topics.wrapper();
     for tc in wrapper.topic_config_table.values_mut() {
         *tc = as_registered(b, tc);
@@ -59,10 +66,13 @@ pub(crate) async fn register_increment(
         topic_config_table: table,
     };
     let timeout = b.cfg.register_broker_timeout;
-    if tokio::time::timeout(timeout, register_wrapper(b, wrapper, false))
-        .await
-        .is_err()
-    {
+    let registered = async {
+        let _one = b.registering.lock().await;
+        if !b.registration_closed.load(Ordering::Acquire) {
+            register_wrapper(b, wrapper, false).await;
+        }
+    };
+    if tokio::time::timeout(timeout, registered).await.is_err() {
         warn!(topic = %tc.topic_name, "registering the topic with the name servers timed out");
     }
 }
@@ -205,8 +215,12 @@ fn learn_master(b: &BrokerInner, resp: &RemotingCommand) {
     }
 }
 
-/// Unregisters from every name server (shutdown).
+/// Unregisters from every name server (shutdown), after any registration in progress, and
+/// closes registration: none runs after it (Java stops its registration timer before
+/// `unregisterBrokerAll`).
 pub(crate) async fn unregister_all(b: &Arc<BrokerInner>) {
+    let _one = b.registering.lock().await;
+    b.registration_closed.store(true, Ordering::Release);
     let header = UnregisterBrokerRequestHeader {
         broker_name: b.cfg.broker_name.clone(),
         broker_addr: b.broker_addr(),
