@@ -330,6 +330,13 @@ impl RebalanceCore {
             let Some(offset) = target.compute_pull_from_where(mq).await else {
                 continue;
             };
+            // As Java `updateProcessQueueTableInRebalance` (`nextOffset >= 0`): a negative
+            // offset (a broker answering -1 for the max offset or a time) is not pulled from;
+            // the queue is asked for again at the next rebalance.
+            if offset < 0 {
+                tracing::warn!(group = %self.group, queue = %mq, offset, "negative start offset; retrying at the next rebalance");
+                continue;
+            }
             lock(&self.process_queues).insert(mq.clone(), pq.clone());
             tracing::info!(group = %self.group, queue = %mq, offset, "queue taken");
             target.start_pull(mq.clone(), pq, offset);
@@ -901,6 +908,65 @@ mod tests {
             "{:?}",
             logged.at(tracing::Level::WARN, &[])
         );
+        inst.shutdown_now();
+    }
+
+    /// Starts every queue at `offset`, recording the pulls started.
+    struct StartsAt {
+        offset: std::sync::atomic::AtomicI64,
+        pulls: Mutex<Vec<(MessageQueue, i64)>>,
+    }
+
+    #[async_trait]
+    impl RebalanceTarget for StartsAt {
+        fn consume_type(&self) -> ConsumeType {
+            ConsumeType::ConsumePassively
+        }
+        async fn compute_pull_from_where(&self, _mq: &MessageQueue) -> Option<i64> {
+            Some(self.offset.load(Ordering::SeqCst))
+        }
+        fn start_pull(&self, mq: MessageQueue, _pq: Arc<ProcessQueue>, offset: i64) {
+            lock(&self.pulls).push((mq, offset));
+        }
+        async fn remove_unnecessary(&self, _mq: &MessageQueue, _pq: &Arc<ProcessQueue>) -> bool {
+            true
+        }
+        fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
+    }
+
+    /// A negative start offset (a broker answering -1 for GET_MAX_OFFSET or
+    /// SEARCH_OFFSET_BY_TIMESTAMP) leaves the queue out, as Java's `nextOffset >= 0` check in
+    /// `updateProcessQueueTableInRebalance` does, and the next rebalance takes it. Pulled from
+    /// -1, the broker would answer OFFSET_TOO_SMALL and the queue would restart at its min
+    /// offset, replaying its history.
+    #[tokio::test]
+    async fn a_negative_start_offset_leaves_the_queue_for_the_next_rebalance() {
+        let config = ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, "negative-start").unwrap();
+        let core = RebalanceCore::new(
+            "g".into(),
+            MessageModel::Clustering,
+            false,
+            Arc::new(AllocateMessageQueueAveragely),
+            BTreeMap::new(),
+            Namespace::none(),
+        );
+        let target = StartsAt {
+            offset: std::sync::atomic::AtomicI64::new(-1),
+            pulls: Mutex::default(),
+        };
+        let mq = MessageQueue::new("T", "b", 0);
+        let mine = BTreeSet::from([mq.clone()]);
+        assert!(!core.update_table(&inst, &target, "T", &mine).await);
+        assert!(core.owned().is_empty(), "not taken at -1");
+        assert!(lock(&target.pulls).is_empty(), "no pull from -1");
+        target.offset.store(42, Ordering::SeqCst);
+        assert!(core.update_table(&inst, &target, "T", &mine).await);
+        assert_eq!(core.owned(), mine);
+        assert_eq!(*lock(&target.pulls), vec![(mq, 42)]);
         inst.shutdown_now();
     }
 
