@@ -626,14 +626,7 @@ mod tests {
             ..ClientConfig::default()
         };
         let inst = ClientInstance::get_or_create(&config, "blocked-release").unwrap();
-        let core = RebalanceCore::new(
-            "g".into(),
-            MessageModel::Clustering,
-            false,
-            Arc::new(AllocateMessageQueueAveragely),
-            BTreeMap::new(),
-            Namespace::none(),
-        );
+        let core = clustering_core(false);
         let target = Recording::default();
         let mq = MessageQueue::new("T", "b", 0);
         let mine = BTreeSet::from([mq.clone()]);
@@ -663,10 +656,15 @@ mod tests {
     }
 
     fn orderly_core() -> RebalanceCore {
+        clustering_core(true)
+    }
+
+    /// A clustering core of group `g`, averaging, without a namespace.
+    fn clustering_core(orderly: bool) -> RebalanceCore {
         RebalanceCore::new(
             "g".into(),
             MessageModel::Clustering,
-            true,
+            orderly,
             Arc::new(AllocateMessageQueueAveragely),
             BTreeMap::new(),
             Namespace::none(),
@@ -785,11 +783,14 @@ mod tests {
         inst.shutdown_now();
     }
 
-    /// Records the queues whose pull started; a queue's release is blocked while `blocked` is
-    /// set (as an orderly listener call holding the queue's consume lock blocks it).
+    /// Records the queues whose pull started and the offsets they started at (`start`, 0 by
+    /// default, for every queue); a queue's release is blocked while `blocked` is set (as an
+    /// orderly listener call holding the queue's consume lock blocks it).
     #[derive(Default)]
     struct Recording {
         pulls: Mutex<Vec<MessageQueue>>,
+        offsets: Mutex<Vec<i64>>,
+        start: std::sync::atomic::AtomicI64,
         blocked: AtomicBool,
     }
 
@@ -799,10 +800,11 @@ mod tests {
             ConsumeType::ConsumePassively
         }
         async fn compute_pull_from_where(&self, _mq: &MessageQueue) -> Option<i64> {
-            Some(0)
+            Some(self.start.load(Ordering::SeqCst))
         }
-        fn start_pull(&self, mq: MessageQueue, _pq: Arc<ProcessQueue>, _offset: i64) {
+        fn start_pull(&self, mq: MessageQueue, _pq: Arc<ProcessQueue>, offset: i64) {
             lock(&self.pulls).push(mq);
+            lock(&self.offsets).push(offset);
         }
         async fn remove_unnecessary(&self, _mq: &MessageQueue, pq: &Arc<ProcessQueue>) -> bool {
             if self.blocked.load(Ordering::SeqCst) {
@@ -911,29 +913,6 @@ mod tests {
         inst.shutdown_now();
     }
 
-    /// Starts every queue at `offset`, recording the pulls started.
-    struct StartsAt {
-        offset: std::sync::atomic::AtomicI64,
-        pulls: Mutex<Vec<(MessageQueue, i64)>>,
-    }
-
-    #[async_trait]
-    impl RebalanceTarget for StartsAt {
-        fn consume_type(&self) -> ConsumeType {
-            ConsumeType::ConsumePassively
-        }
-        async fn compute_pull_from_where(&self, _mq: &MessageQueue) -> Option<i64> {
-            Some(self.offset.load(Ordering::SeqCst))
-        }
-        fn start_pull(&self, mq: MessageQueue, _pq: Arc<ProcessQueue>, offset: i64) {
-            lock(&self.pulls).push((mq, offset));
-        }
-        async fn remove_unnecessary(&self, _mq: &MessageQueue, _pq: &Arc<ProcessQueue>) -> bool {
-            true
-        }
-        fn remove_dirty_offset(&self, _mq: &MessageQueue) {}
-    }
-
     /// A negative start offset (a broker answering -1 for GET_MAX_OFFSET or
     /// SEARCH_OFFSET_BY_TIMESTAMP) leaves the queue out, as Java's `nextOffset >= 0` check in
     /// `updateProcessQueueTableInRebalance` does, and the next rebalance takes it. Pulled from
@@ -946,27 +925,19 @@ mod tests {
             ..ClientConfig::default()
         };
         let inst = ClientInstance::get_or_create(&config, "negative-start").unwrap();
-        let core = RebalanceCore::new(
-            "g".into(),
-            MessageModel::Clustering,
-            false,
-            Arc::new(AllocateMessageQueueAveragely),
-            BTreeMap::new(),
-            Namespace::none(),
-        );
-        let target = StartsAt {
-            offset: std::sync::atomic::AtomicI64::new(-1),
-            pulls: Mutex::default(),
-        };
+        let core = clustering_core(false);
+        let target = Recording::default();
+        target.start.store(-1, Ordering::SeqCst);
         let mq = MessageQueue::new("T", "b", 0);
         let mine = BTreeSet::from([mq.clone()]);
         assert!(!core.update_table(&inst, &target, "T", &mine).await);
         assert!(core.owned().is_empty(), "not taken at -1");
         assert!(lock(&target.pulls).is_empty(), "no pull from -1");
-        target.offset.store(42, Ordering::SeqCst);
+        target.start.store(42, Ordering::SeqCst);
         assert!(core.update_table(&inst, &target, "T", &mine).await);
         assert_eq!(core.owned(), mine);
-        assert_eq!(*lock(&target.pulls), vec![(mq, 42)]);
+        assert_eq!(*lock(&target.pulls), vec![mq]);
+        assert_eq!(*lock(&target.offsets), vec![42]);
         inst.shutdown_now();
     }
 
