@@ -98,9 +98,9 @@ impl Group {
         cfg
     }
 
-    /// Starts node `i` on its fixed DLedger port. A node restarted while it was down may find
-    /// the port in use as the local end of another test's outgoing connection (the ports come
-    /// from the ephemeral range): it tries again until the port is free, for at most 30 s.
+    /// Starts node `i` on its fixed DLedger port. Should another program of the host have bound
+    /// the port meanwhile (it lies outside the ephemeral range, see [`free_port`]), it tries
+    /// again until the port is free, for at most 30 s.
     async fn start_node(&self, i: usize) -> BrokerHandle {
         start_retrying_port_in_use(&format!("node n{i}"), || {
             let mut builder = Broker::builder(self.config(i));

@@ -18,10 +18,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// meanwhile (see [`broker_with_metrics`]).
 const PORT_ATTEMPTS: usize = 5;
 
-/// A broker with its metrics endpoint on a free port. The port is chosen ahead, from the
-/// ephemeral range, and another connection may take it as its local end before the broker binds
-/// it: the broker then runs without metrics (a warning), and is stopped and started again on
-/// another port.
+/// A broker with its metrics endpoint on a free port. The port is chosen ahead, and another
+/// program of the host may bind it before the broker does: the broker then runs without metrics
+/// (a warning), and is stopped and started again on another port.
 async fn broker_with_metrics(
     cfg: &rocketmq_broker_lite::broker::BrokerConfig,
 ) -> rocketmq_broker_lite::broker::BrokerHandle {

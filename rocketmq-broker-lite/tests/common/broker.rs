@@ -322,8 +322,8 @@ pub fn java_disk_ratios(c: &mut BrokerConfig) {
 
 /// Starts the broker `build` makes, again and again (a new builder each time) while it fails
 /// because an address it binds is in use, for at most 30 s. A port fixed ahead (a DLedger peer's,
-/// from [`free_port`]) or kept across a restart comes from the ephemeral range: meanwhile any
-/// connection, of this test binary or another, may hold it as its local end.
+/// from [`free_port`]) or kept across a restart may be bound meanwhile by another test or
+/// program of the host.
 pub async fn start_retrying_port_in_use(
     what: &str,
     mut build: impl FnMut() -> rocketmq_broker_lite::broker::BrokerBuilder,
@@ -341,8 +341,65 @@ pub async fn start_retrying_port_in_use(
     }
 }
 
-/// A free TCP port on the loopback interface (for the settings that need one fixed ahead).
+/// The distance between the ports [`free_port`] hands out.
+const PORT_STRIDE: u32 = 5;
+
+/// A free TCP port on the loopback interface, for the settings that need one fixed ahead.
+///
+/// It lies outside the kernel's ephemeral range (`net.ipv4.ip_local_port_range`) whenever
+/// there is room: a port of that range may become the local end of any outgoing connection of
+/// the host (a broker's connection to its name server, another test's client) between this
+/// call and the bind it is for, and stay so for as long as that connection lives (a DLedger
+/// group in CI once waited 30 s for its peer port in vain). Ports outside the range are only
+/// ever taken by an explicit bind: the ports this process hands out never repeat (a cursor,
+/// starting at a place of its own per process), and each is checked free by binding it. They
+/// are [`PORT_STRIDE`] apart, so that no port handed out is another's neighbour a broker binds
+/// by default (`haListenPort` is `listenPort + 1`, Java's VIP channel `listenPort - 2`).
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::OnceLock;
+    static CANDIDATES: OnceLock<Vec<std::ops::Range<u32>>> = OnceLock::new();
+    static CURSOR: AtomicU32 = AtomicU32::new(0);
+    let ranges = CANDIDATES.get_or_init(|| {
+        let (low, high) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|s| {
+                let mut it = s.split_whitespace().map(|n| n.parse::<u32>().ok());
+                Some((it.next()??, it.next()??))
+            })
+            .unwrap_or((32768, 60999));
+        // Below the range down to 10000 (clear of the well-known and registered ports most
+        // services of a host use), and above it.
+        [10000..low.max(10000), (high + 1).max(10000)..65536]
+            .into_iter()
+            .filter(|r| r.len() >= 1000)
+            .collect()
+    });
+    let total: u32 = ranges.iter().map(|r| r.len() as u32).sum();
+    if total > 0 {
+        let start = std::process::id().wrapping_mul(7919)
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+        let _ = CURSOR.compare_exchange(0, start % total + 1, Ordering::SeqCst, Ordering::SeqCst);
+        for _ in 0..total.min(4096) {
+            let mut at = CURSOR.fetch_add(PORT_STRIDE, Ordering::SeqCst) % total;
+            let port = ranges
+                .iter()
+                .find_map(|r| {
+                    if at < r.len() as u32 {
+                        Some(r.start + at)
+                    } else {
+                        at -= r.len() as u32;
+                        None
+                    }
+                })
+                .expect("an offset below the total") as u16;
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
