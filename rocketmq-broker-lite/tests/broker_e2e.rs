@@ -6,7 +6,6 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use common::*;
 use rocketmq_broker_lite::broker::BrokerRole;
@@ -19,7 +18,6 @@ use rocketmq_remoting::protocol::message::{
     decode_offset_msg_id, decode_stored_all, encode_batch, Message, StoredDecodeOptions,
 };
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode, SerializeType};
-use rocketmq_remoting::transport::{ChannelContext, ProcessResult, RequestProcessor};
 use tokio::sync::mpsc;
 
 #[tokio::test]
@@ -342,7 +340,7 @@ async fn consumer_offsets_and_queue_offsets() {
     let mut update4 = update;
     update4.set_ext("commitOffset", "4");
     c.invoke_oneway(&b, update4, T).await.unwrap();
-    eventually_async(|| {
+    eventually_async("the oneway offset update", || {
         let c = c.clone();
         let b = b.clone();
         let q = q("cg");
@@ -401,32 +399,6 @@ async fn consumer_offsets_and_queue_offsets() {
     let stats: ConsumeStats = body::decode(&r.body).unwrap();
     assert_eq!(stats.total_diff(), 1);
     cl.stop().await;
-}
-
-async fn eventually_async<F, Fut>(mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !f().await {
-        assert!(Instant::now() < deadline, "condition not met in time");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-struct Notified(mpsc::UnboundedSender<String>);
-
-#[async_trait]
-impl RequestProcessor for Notified {
-    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
-        if req.request_code() == RequestCode::NotifyConsumerIdsChanged {
-            let _ = self
-                .0
-                .send(req.ext("consumerGroup").unwrap_or("").to_string());
-        }
-        ProcessResult::NoResponse
-    }
 }
 
 #[tokio::test]
@@ -1002,7 +974,7 @@ async fn query_by_key_and_view_by_id() {
         }
         r
     };
-    eventually_async(|| {
+    eventually_async("the key to be indexed", || {
         let c = c.clone();
         let b = b.clone();
         let q = query("order-42", false);
@@ -1072,7 +1044,7 @@ async fn query_by_key_returns_at_most_max_msgs_num_batch() {
             )
         };
         // The index is written in commit-log order: once the last message is found, all are.
-        eventually_async(|| {
+        eventually_async("the last key to be indexed", || {
             let c = c.clone();
             let b = b.clone();
             let q = query("last");

@@ -44,7 +44,9 @@ pub struct ConsumerGroupInfo {
 }
 
 impl ConsumerGroupInfo {
-    /// Client ids of the members, sorted.
+    /// Client ids of the members, one per connection (sorted): two connections that report
+    /// one client id give it twice, as Java's `ConsumerGroupInfo.getAllClientId` does (its
+    /// table is keyed by channel).
     pub fn client_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self
             .channels
@@ -52,7 +54,6 @@ impl ConsumerGroupInfo {
             .map(|c| c.client_id.clone())
             .collect();
         ids.sort();
-        ids.dedup();
         ids
     }
 }
@@ -175,20 +176,20 @@ impl ClientManager {
         }
     }
 
-    /// Removes a consumer connection from a group; returns whether it was a member.
+    /// Removes a consumer connection from a group; returns whether the group existed (a
+    /// member or not, the connection is no longer one).
     pub fn unregister_consumer(&self, group: &str, channel_id: u64) -> bool {
         let mut c = lock(&self.consumers);
         let Some(g) = c.get_mut(group) else {
             return false;
         };
-        let gone = g.channels.remove(&channel_id);
-        if let Some(gone) = &gone {
+        if let Some(gone) = g.channels.remove(&channel_id) {
             info!(group, client = %gone.client_id, members = g.channels.len(), "consumer left its group");
         }
         if g.channels.is_empty() {
             c.remove(group);
         }
-        gone.is_some()
+        true
     }
 
     /// Removes a connection everywhere (it closed); returns the consumer groups it left.

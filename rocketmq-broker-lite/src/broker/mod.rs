@@ -845,7 +845,10 @@ impl BrokerInner {
         self.schedule.deliver_due(self)
     }
 
-    /// Drops client connections silent for `channelExpiredTimeout` and notifies their groups.
+    /// Drops client connections silent for `channelExpiredTimeout`. Their groups' other
+    /// members are not notified (they see the change at their next rebalance): Java's
+    /// `scanNotActiveChannel` removes the channel before closing it, so the close event finds
+    /// nothing to notify about.
     pub fn expire_clients(&self) {
         let deadline = self.clock.now_ms() - self.cfg.channel_expired_timeout.as_millis() as i64;
         let (closed, groups) = self.clients.expire(deadline);
@@ -855,7 +858,6 @@ impl BrokerInner {
         }
         for g in groups {
             self.group_left_maybe(&g);
-            self.notify_consumer_ids_changed(&g);
         }
     }
 

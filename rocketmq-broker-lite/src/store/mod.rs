@@ -291,7 +291,9 @@ pub(crate) struct Inner {
     pub(crate) stop: AtomicBool,
     pub(crate) stop_cv: (Mutex<()>, std::sync::Condvar),
     pub(crate) last_clean_run: Mutex<Option<Instant>>,
-    pub(crate) memory_bytes: u64,
+    /// The machine's memory (bytes) as `hot_memory` counts it: `/proc/meminfo` at open;
+    /// tests set it ([`MessageStore::set_physical_memory`]).
+    pub(crate) memory_bytes: AtomicU64,
     pub(crate) checkpoint_lock: Mutex<()>,
     /// Consume queues looked up by the dispatcher (whoever holds the commit log's write turn).
     pub(crate) dispatch_cache: Mutex<QueueCache>,
@@ -396,7 +398,10 @@ impl Inner {
     /// [`MessageStore::hot_memory`].
     pub(crate) fn hot_memory(&self) -> u64 {
         let ratio = u64::from(self.retention.access_message_in_memory_max_ratio());
-        self.memory_bytes.saturating_mul(ratio) / 100
+        self.memory_bytes
+            .load(Ordering::Relaxed)
+            .saturating_mul(ratio)
+            / 100
     }
 
     pub(crate) fn queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
@@ -1135,6 +1140,13 @@ impl MessageStore {
     /// `checkInDiskByCommitOffset`).
     pub fn hot_memory(&self) -> u64 {
         self.inner.hot_memory()
+    }
+
+    /// Replaces the machine's memory size that [`MessageStore::hot_memory`] is computed from
+    /// (tests: Java's in-memory boundaries at a few bytes instead of gigabytes).
+    #[doc(hidden)]
+    pub fn set_physical_memory(&self, bytes: u64) {
+        self.inner.memory_bytes.store(bytes, Ordering::Relaxed);
     }
 
     /// Next offset of a queue (0 for an unknown queue).

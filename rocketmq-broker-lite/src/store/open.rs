@@ -440,7 +440,7 @@ pub(super) fn open_inner(cfg: Arc<StoreConfig>, env: StoreEnv) -> StoreResult<In
         stop: AtomicBool::new(false),
         stop_cv: (Mutex::new(()), std::sync::Condvar::new()),
         last_clean_run: Mutex::new(None),
-        memory_bytes: physical_memory(),
+        memory_bytes: AtomicU64::new(physical_memory()),
         checkpoint_lock: Mutex::new(()),
         dispatch_cache: Mutex::new(Default::default()),
         durable_dispatched: AtomicU64::new(end),

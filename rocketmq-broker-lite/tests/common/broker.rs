@@ -128,6 +128,28 @@ impl RequestProcessor for Inbox {
     }
 }
 
+/// Passes on the consumer group of every NOTIFY_CONSUMER_IDS_CHANGED the broker sends.
+pub struct Notified(pub tokio::sync::mpsc::UnboundedSender<String>);
+
+#[async_trait::async_trait]
+impl RequestProcessor for Notified {
+    async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+        if req.request_code() == RequestCode::NotifyConsumerIdsChanged {
+            let _ = self
+                .0
+                .send(req.ext("consumerGroup").unwrap_or("").to_string());
+        }
+        ProcessResult::NoResponse
+    }
+}
+
+/// A client whose NOTIFY_CONSUMER_IDS_CHANGED requests (their consumer groups) come out of the
+/// receiver.
+pub fn notified_client() -> (RemotingClient, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    (client_with(Arc::new(Notified(tx))), rx)
+}
+
 /// A connection that the broker at `b` knows as a producer of `group` (client id
 /// `client_id`), and the requests the broker sends it (CHECK_TRANSACTION_STATE).
 pub async fn producer_member(
@@ -288,6 +310,22 @@ pub fn addr(s: &str) -> SocketAddr {
 pub async fn eventually<F: FnMut() -> bool>(what: &str, mut f: F) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     while !f() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// [`eventually`] for a condition that must be awaited.
+pub async fn eventually_async<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !f().await {
         assert!(
             tokio::time::Instant::now() < deadline,
             "timed out waiting for {what}"

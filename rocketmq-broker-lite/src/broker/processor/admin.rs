@@ -326,14 +326,10 @@ pub(crate) fn topic_stats(b: &BrokerInner, req: &RemotingCommand) -> ProcessResu
     let mut table = TopicStatsTable::default();
     for q in 0..tc.write_queue_nums {
         let max = b.store.max_offset(&h.topic, q);
+        // Java: 0 for a queue that never had a message, else `getMessageStoreTimeStamp` of
+        // the last one, -1 when it is no longer stored.
         let last_update_timestamp = if max > 0 {
-            b.store
-                .queue_entry(&h.topic, q, max - 1)
-                .and_then(|e| b.store.read_record(e.phys as u64))
-                .and_then(|r| {
-                    rocketmq_remoting::protocol::message::decode_stored(&r, Default::default()).ok()
-                })
-                .map_or(0, |(m, _)| m.store_timestamp)
+            super::broker_admin::store_time_or_none(b, &h.topic, q, max - 1)
         } else {
             0
         };

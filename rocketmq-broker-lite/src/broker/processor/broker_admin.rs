@@ -103,7 +103,7 @@ pub(crate) fn all_producer_info(b: &BrokerInner) -> ProcessResult {
 
 /// Store time of the message at `offset` of a queue, -1 when there is none (Java
 /// `getMessageStoreTimeStamp`).
-fn store_time_or_none(b: &BrokerInner, topic: &str, queue_id: i32, offset: i64) -> i64 {
+pub(super) fn store_time_or_none(b: &BrokerInner, topic: &str, queue_id: i32, offset: i64) -> i64 {
     if offset < 0 {
         return -1;
     }

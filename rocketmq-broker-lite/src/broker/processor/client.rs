@@ -104,6 +104,8 @@ pub(crate) async fn unregister(
         b.clients.unregister_producer(g, id);
     }
     if let Some(g) = &h.consumer_group {
+        // Java's `ConsumerManager.unregisterConsumer` notifies CHANGE whenever the group exists,
+        // whether or not this connection was one of its members.
         if b.clients.unregister_consumer(g, id) {
             b.group_left_maybe(g);
             let notify = b

@@ -41,7 +41,8 @@ pub(crate) fn consumer_list(b: &BrokerInner, req: &RemotingCommand) -> ProcessRe
 }
 
 /// QUERY_CONSUMER_OFFSET: the stored offset; for a group without one, 0 when the queue still
-/// starts at 0 (Java answers 0 when the first message is still in memory), else QUERY_NOT_FOUND.
+/// starts at 0 and its first message is not in disk (Java's `minOffset <= 0 &&
+/// !checkInDiskByConsumeOffset(topic, queueId, 0)`), else QUERY_NOT_FOUND.
 pub(crate) fn query_offset(b: &BrokerInner, req: &RemotingCommand) -> ProcessResult {
     let h: QueryConsumerOffsetRequestHeader = match req.decode_header() {
         Ok(h) => h,
@@ -51,16 +52,18 @@ pub(crate) fn query_offset(b: &BrokerInner, req: &RemotingCommand) -> ProcessRes
         Some(o) if o >= 0 => Some(o),
         _ => {
             let min = b.store.min_offset(&h.topic, h.queue_id);
-            let in_memory = min <= 0
-                && b.store
-                    .queue_entry(&h.topic, h.queue_id, 0)
-                    .is_none_or(|e| {
-                        b.store
-                            .commit_log_max_offset()
-                            .saturating_sub(e.phys.max(0) as u64)
-                            < b.store.hot_memory()
-                    });
-            in_memory.then_some(0)
+            // Java's `checkInDiskByCommitOffset`: in disk when `maxOffsetPy - offsetPy >
+            // memory`; no entry at offset 0 is not in disk.
+            let in_disk = b
+                .store
+                .queue_entry(&h.topic, h.queue_id, 0)
+                .is_some_and(|e| {
+                    b.store
+                        .commit_log_max_offset()
+                        .saturating_sub(e.phys.max(0) as u64)
+                        > b.store.hot_memory()
+                });
+            (min <= 0 && !in_disk).then_some(0)
         }
     };
     match offset {
