@@ -726,3 +726,69 @@ async fn a_commit_of_queues_commits_their_polled_positions_only() {
     admin.shutdown();
     c.shutdown().await.unwrap();
 }
+
+/// An assigned queue whose start cannot be read yet (its topic has no route: created later)
+/// is taken all the same and starts pulling once it can, as Java 4.9.8's pull task computes
+/// the start offset itself and tries again every second (`assign` failed: the application had
+/// to call it again, and an `assign` before `start` made the start fail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assigned_queue_whose_start_cannot_be_read_yet_starts_once_it_can() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    let q = mq("LiteLater", 0);
+    let a = lite(&ns, "g-lite-later", "a", false);
+    a.assign([q.clone()]).await.unwrap();
+    a.start().await.unwrap();
+    assert_eq!(a.assignment(), BTreeSet::from([q.clone()]));
+    create_topic(&ns, "LiteLater", 1).await;
+    fill(&ns, "LiteLater", 0, 3).await;
+    let got: Vec<i64> = poll_n(&a, 3).await.iter().map(|m| m.queue_offset).collect();
+    assert_eq!(got, vec![0, 1, 2]);
+    a.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
+/// Java 4.9.8's lite pull consumer may start with neither subscriptions nor queues and take
+/// them afterwards (its LitePullConsumerAssign example starts, fetches the queues, assigns);
+/// the first of `subscribe` and `assign` fixes the mode and the other is refused; an empty
+/// `assign` is refused as Java refuses it; `unsubscribe` gives the topic's queues up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_started_empty_takes_queues_by_assign_or_subscribe_afterwards() {
+    let c = cluster().await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "LiteAfter", 2).await;
+    fill(&ns, "LiteAfter", 0, 2).await;
+    fill(&ns, "LiteAfter", 1, 3).await;
+
+    let a = lite(&ns, "g-lite-after-a", "a", false);
+    a.start().await.unwrap();
+    let queues = a.fetch_message_queues("LiteAfter").await.unwrap();
+    assert_eq!(queues.len(), 2);
+    assert!(matches!(
+        a.assign(Vec::<MessageQueue>::new()).await,
+        Err(ClientError::Config(_))
+    ));
+    a.assign([mq("LiteAfter", 1)]).await.unwrap();
+    let got: Vec<i64> = poll_n(&a, 3).await.iter().map(|m| m.queue_offset).collect();
+    assert_eq!(got, vec![0, 1, 2]);
+    assert!(matches!(
+        a.subscribe_running("LiteAfter", "*").await,
+        Err(ClientError::Config(_))
+    ));
+    a.unsubscribe("LiteAfter").await.unwrap();
+    assert!(a.assignment().is_empty());
+    a.shutdown().await;
+
+    let b = lite(&ns, "g-lite-after-b", "b", false);
+    b.start().await.unwrap();
+    b.subscribe_running("LiteAfter", "*").await.unwrap();
+    assert_eq!(poll_n(&b, 5).await.len(), 5);
+    assert!(matches!(
+        b.assign([mq("LiteAfter", 0)]).await,
+        Err(ClientError::Config(_))
+    ));
+    b.unsubscribe("LiteAfter").await.unwrap();
+    assert!(b.assignment().is_empty());
+    b.shutdown().await;
+    c.shutdown().await.unwrap();
+}

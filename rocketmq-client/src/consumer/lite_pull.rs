@@ -16,7 +16,7 @@ use crate::internal::hooks::{
     call_hook, ConsumeMessageContext, ConsumeMessageHook, ConsumeOutcome, Hooks,
 };
 use crate::internal::lifecycle::{Lifecycle, Phase};
-use crate::internal::lite_pull::{Batch, LiteEngine};
+use crate::internal::lite_pull::{Batch, LiteEngine, QueueMode};
 use crate::internal::lookup::MessageLookup;
 use crate::internal::namespace::Namespace;
 use crate::internal::send::now_ms;
@@ -256,7 +256,8 @@ impl DefaultLitePullConsumer {
         LitePullConsumerBuilder::default()
     }
 
-    /// Subscribes to `topic` with a tag expression (before `start`; not with `assign`).
+    /// Subscribes to `topic` with a tag expression (before `start`; not with `assign`). To
+    /// subscribe a running consumer, use [`subscribe_running`](Self::subscribe_running).
     pub fn subscribe(&self, topic: &str, expression: &str) -> Result<()> {
         self.subscribe_with_selector(topic, &MessageSelector::by_tag(expression))
     }
@@ -278,18 +279,78 @@ impl DefaultLitePullConsumer {
             Phase::Created(_) => Err(ClientError::Config(
                 "subscribe and assign cannot be mixed".into(),
             )),
-            _ => Err(ClientError::Config("subscribe before start".into())),
+            _ => Err(ClientError::Config(
+                "subscribe before start (or use subscribe_running)".into(),
+            )),
         }
+    }
+
+    /// Subscribes a running consumer to `topic` (Java allows `subscribe` after `start`), also
+    /// one started with neither subscriptions nor queues: the topic's route is fetched, then
+    /// the brokers hear of it and the group's rebalance, which runs at once, hands this
+    /// consumer its share of the queues. Refused once queues were assigned.
+    ///
+    /// An error (the route could not be fetched, say) leaves the subscriptions as they were,
+    /// and so does a call dropped before the route came; once it has, the subscription stands.
+    pub async fn subscribe_running(&self, topic: &str, expression: &str) -> Result<()> {
+        self.subscribe_running_with_selector(topic, &MessageSelector::by_tag(expression))
+            .await
+    }
+
+    /// [`subscribe_running`](Self::subscribe_running) with a [`MessageSelector`]. As in Java,
+    /// a SQL92 selector is not checked with the brokers first: pulls report a refusal.
+    pub async fn subscribe_running_with_selector(
+        &self,
+        topic: &str,
+        selector: &MessageSelector,
+    ) -> Result<()> {
+        check_topic(topic)?;
+        let sd = selector.subscription(&self.inner.ns.wrap(topic), now_ms())?;
+        self.engine()?.subscribe(sd).await
+    }
+
+    /// Stops taking `topic`'s queues (Java `unsubscribe`), subscribed or assigned. Before
+    /// start, forgets the subscription or the assigned queues of the topic. Running, it gives
+    /// those queues up before it returns, their committed offsets written (a failure is
+    /// logged), and the brokers hear of the change. Dropped before it returns, the next
+    /// rebalance gives them up.
+    pub async fn unsubscribe(&self, topic: &str) -> Result<()> {
+        let engine = match &mut *self.inner.life.phase() {
+            Phase::Created(Created {
+                subscriptions,
+                assigned,
+            }) => {
+                subscriptions.remove(topic);
+                if let Some(queues) = assigned {
+                    let wrapped = self.inner.ns.wrap(topic);
+                    queues.retain(|q| *q.topic != *wrapped);
+                }
+                return Ok(());
+            }
+            Phase::Running(engine) => engine.clone(),
+            Phase::Stopping(_) => return Err(ClientError::NotRunning),
+        };
+        engine.unsubscribe(&self.inner.ns.wrap(topic)).await;
+        Ok(())
     }
 
     /// Takes exactly `queues` (no rebalancing). Before or after `start`; concurrent calls run
     /// one after the other. A queue given up keeps its committed offset (with auto-commit,
-    /// its polled position is committed first).
+    /// its polled position is committed first). A new queue starts at its committed offset, or
+    /// where `consume_from_where` says when there is none; while that cannot be read (the
+    /// topic has no route yet, the broker is unreachable), its pull tries again every second
+    /// and logs an error each time, as Java's. Refused for no queue at all, as Java refuses
+    /// an empty collection ([`unsubscribe`](Self::unsubscribe) gives a topic's queues up).
     pub async fn assign(&self, queues: impl IntoIterator<Item = MessageQueue>) -> Result<()> {
         let queues: BTreeSet<MessageQueue> = queues
             .into_iter()
             .map(|q| self.inner.ns.wrap_mq(&q))
             .collect();
+        if queues.is_empty() {
+            return Err(ClientError::Config(
+                "message queues can not be null or empty".into(),
+            ));
+        }
         let engine = {
             let mut phase = self.inner.life.phase();
             match &mut *phase {
@@ -328,7 +389,13 @@ impl DefaultLitePullConsumer {
                         inner.client.clone(),
                         cfg,
                         subscriptions,
-                        created.assigned.is_none(),
+                        if !created.subscriptions.is_empty() {
+                            QueueMode::Subscribe
+                        } else if created.assigned.is_some() {
+                            QueueMode::Assign
+                        } else {
+                            QueueMode::Unset
+                        },
                         inner.stats.clone(),
                     )?;
                     Ok((engine, created.assigned.clone()))

@@ -53,6 +53,18 @@ const DELAY_ON_ERROR: Duration = Duration::from_millis(1000);
 const DELAY_FLOW_CONTROL: Duration = Duration::from_millis(50);
 const DELAY_PAUSED: Duration = Duration::from_millis(100);
 
+/// How the consumer takes its queues (Java `SubscriptionType`): fixed by the first `subscribe`
+/// or `assign`, before or after the start; the other is then refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QueueMode {
+    /// Neither yet (Java `NONE`).
+    Unset,
+    /// Subscribed topics, queues from the group's rebalance.
+    Subscribe,
+    /// The queues `assign` names.
+    Assign,
+}
+
 /// Called with a topic and its readable queues when they change.
 pub(crate) type QueueChangeCallback = Arc<dyn Fn(&str, &BTreeSet<MessageQueue>) + Send + Sync>;
 
@@ -88,7 +100,7 @@ pub(crate) struct LiteEngine {
     pub(crate) cfg: LitePullConsumerConfig,
     pub(crate) rebalance: RebalanceCore,
     pub(crate) offsets: OffsetStore,
-    subscribe_mode: bool,
+    mode: Mutex<QueueMode>,
     /// Pull figures by topic (as sent).
     pub(crate) stats: Arc<ConsumerStats>,
     queues: Mutex<BTreeMap<MessageQueue, QueueState>>,
@@ -117,7 +129,7 @@ impl LiteEngine {
         client: ClientConfig,
         cfg: LitePullConsumerConfig,
         subscriptions: BTreeMap<String, SubscriptionData>,
-        subscribe_mode: bool,
+        mode: QueueMode,
         stats: Arc<ConsumerStats>,
     ) -> Result<Arc<LiteEngine>> {
         let name = instance_name_for(&client, cfg.message_model);
@@ -148,7 +160,7 @@ impl LiteEngine {
             inst: inst.clone(),
             cfg,
             offsets,
-            subscribe_mode,
+            mode: Mutex::new(mode),
             queues: Mutex::default(),
             tx,
             rx: tokio::sync::Mutex::new(rx),
@@ -248,11 +260,7 @@ impl LiteEngine {
 
     /// Replaces the assigned queues (assign mode). Calls run one at a time.
     pub(crate) async fn assign(&self, mqs: BTreeSet<MessageQueue>) -> Result<()> {
-        if self.subscribe_mode {
-            return Err(ClientError::Config(
-                "subscribe and assign cannot be mixed".into(),
-            ));
-        }
+        self.take_mode(QueueMode::Assign)?;
         let _one_at_a_time = self.assigning.lock().await;
         {
             let mut subs = lock(&self.rebalance.subscriptions);
@@ -272,20 +280,69 @@ impl LiteEngine {
             if lock(&self.queues).contains_key(&mq) {
                 continue;
             }
-            let offset = start_offset(
-                &self.inst,
-                &self.offsets,
-                &mq,
-                self.cfg.consume_from_where,
-                self.consume_timestamp,
-            )
-            .await?
-            .ok_or_else(|| ClientError::Config(format!("cannot read the offset of {mq}")))?;
+            // Where it starts is found by its pull task (Java's `nextPullOffset`), which tries
+            // again while it cannot be read.
             let pq = Arc::new(ProcessQueue::default());
-            self.add_queue(mq.clone(), pq.clone(), offset);
+            self.add_queue(mq.clone(), pq.clone(), -1);
             lock(&self.rebalance.process_queues).insert(mq, pq);
         }
         Ok(())
+    }
+
+    /// Where an assigned queue starts pulling (Java `DefaultLitePullConsumerImpl.nextPullOffset`
+    /// without a seek or a pull offset: `computePullFromWhereWithException`). `None`, logged as
+    /// Java's pull task logs the failure it retries after `PULL_TIME_DELAY_MILLS_ON_EXCEPTION`,
+    /// when it cannot be known now: the committed offset unreadable, the broker unreachable, a
+    /// negative offset (which Java's pull refuses: "offset < 0").
+    async fn first_offset(&self, mq: &MessageQueue) -> Option<i64> {
+        let started = start_offset(
+            &self.inst,
+            &self.offsets,
+            mq,
+            self.cfg.consume_from_where,
+            self.consume_timestamp,
+        )
+        .await;
+        match started {
+            Ok(Some(o)) if o >= 0 => return Some(o),
+            Ok(Some(o)) => {
+                tracing::error!(queue = %mq, offset = o, "cannot start pulling at a negative offset; trying again")
+            }
+            Ok(None) => {
+                tracing::error!(queue = %mq, "cannot read the committed offset; trying again")
+            }
+            Err(e) => {
+                tracing::error!(queue = %mq, error = %e, "cannot compute where to start pulling; trying again")
+            }
+        }
+        None
+    }
+
+    /// Fixes how the consumer takes its queues, unless it took them the other way already
+    /// (Java `setSubscriptionType`).
+    fn take_mode(&self, want: QueueMode) -> Result<()> {
+        let mut mode = lock(&self.mode);
+        if *mode != QueueMode::Unset && *mode != want {
+            return Err(ClientError::Config(
+                "subscribe and assign cannot be mixed".into(),
+            ));
+        }
+        *mode = want;
+        Ok(())
+    }
+
+    /// Subscribes while running ([`RebalanceCore::subscribe_running`]).
+    pub(crate) async fn subscribe(&self, sd: SubscriptionData) -> Result<()> {
+        self.take_mode(QueueMode::Subscribe)?;
+        self.rebalance.subscribe_running(&self.inst, sd).await
+    }
+
+    /// Stops taking `topic`'s queues while running: the subscribed or assigned queues of the
+    /// topic are given up as [`RebalanceCore::unsubscribe_running`] releases them.
+    pub(crate) async fn unsubscribe(&self, topic: &str) {
+        self.rebalance
+            .unsubscribe_running(&self.inst, self, topic)
+            .await;
     }
 
     fn next_generation(&self) -> u64 {
@@ -370,6 +427,40 @@ impl LiteEngine {
                     return;
                 }
                 continue;
+            }
+            if next < 0 {
+                let first = tokio::select! {
+                    o = self.first_offset(&mq) => o,
+                    _ = wake.notified() => continue,
+                    _ = self.stopping.cancelled() => return,
+                };
+                let Some(first) = first else {
+                    if !self.pause_for(DELAY_ON_ERROR).await {
+                        return;
+                    }
+                    continue;
+                };
+                let mut q = lock(&self.queues);
+                let Some(st) = q
+                    .get_mut(&mq)
+                    .filter(|s| Arc::ptr_eq(&s.pq, &pq) && s.generation == generation)
+                else {
+                    // Given up, or a seek came meanwhile: that decides.
+                    continue;
+                };
+                if st.seek.is_some() {
+                    continue;
+                }
+                if st.consumed >= 0 {
+                    // The application committed a position meanwhile: pulling starts there,
+                    // and it stays the committed offset (reading the broker's above may have
+                    // put an older one in the offset store).
+                    self.offsets.update(&mq, st.consumed, false);
+                    next = st.consumed;
+                } else {
+                    next = first;
+                    st.consumed = first;
+                }
             }
             if pq.count() > self.cfg.pull_threshold_for_queue
                 || pq.bytes() > size_limit
@@ -789,7 +880,7 @@ impl ConsumerHook for LiteEngine {
     }
 
     async fn rebalance(&self) {
-        if self.subscribe_mode && !self.stopping.is_cancelled() {
+        if *lock(&self.mode) == QueueMode::Subscribe && !self.stopping.is_cancelled() {
             self.rebalance.rebalance(&self.inst, self).await;
         }
     }
@@ -866,7 +957,14 @@ mod tests {
             group: "g-lite-refused-pull".into(),
             ..LitePullConsumerConfig::default()
         };
-        let e = LiteEngine::new(client, cfg, BTreeMap::new(), false, Arc::default()).unwrap();
+        let e = LiteEngine::new(
+            client,
+            cfg,
+            BTreeMap::new(),
+            QueueMode::Assign,
+            Arc::default(),
+        )
+        .unwrap();
         e.add_queue(
             MessageQueue::new("T", "b", 0),
             Arc::new(ProcessQueue::default()),

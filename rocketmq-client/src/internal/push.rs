@@ -456,32 +456,16 @@ impl PushEngine {
         }
     }
 
-    /// Adds or replaces a subscription while running: the topic's route is fetched, then the
-    /// brokers hear of it and the queues follow at once. If the route cannot be fetched, or
-    /// the call is dropped before it is, the subscriptions are left as they were.
+    /// Adds or replaces a subscription while running ([`RebalanceCore::subscribe_running`]).
     pub(crate) async fn subscribe(&self, sd: SubscriptionData) -> Result<()> {
-        let topic = sd.topic.clone();
-        let previous = lock(&self.rebalance.subscriptions).insert(topic.clone(), sd.clone());
-        let undo = UndoSubscribe {
-            core: &self.rebalance,
-            ours: sd,
-            previous: Some(previous),
-        };
-        self.inst.update_route(&topic).await?;
-        undo.keep();
-        self.inst.send_heartbeat_all().await;
-        self.inst.rebalance_now();
-        Ok(())
+        self.rebalance.subscribe_running(&self.inst, sd).await
     }
 
-    /// Drops a subscription while running: its queues are released before this returns, as
-    /// for queues allocated elsewhere (offsets pushed, orderly locks released), then the
-    /// brokers hear of it. Dropped before then, the next rebalance releases them.
+    /// Drops a subscription while running ([`RebalanceCore::unsubscribe_running`]).
     pub(crate) async fn unsubscribe(&self, topic: &str) {
-        lock(&self.rebalance.subscriptions).remove(topic);
-        self.inst.rebalance_now();
-        self.rebalance.release_unsubscribed(self).await;
-        self.inst.send_heartbeat_all().await;
+        self.rebalance
+            .unsubscribe_running(&self.inst, self, topic)
+            .await;
     }
 
     /// Before a listener call: hooks, a `rocketmq.consume` span (fields: `group`, `topic`,
@@ -1275,36 +1259,6 @@ impl PushEngine {
             }
         }
         suspend
-    }
-}
-
-/// Puts back the subscription a [`PushEngine::subscribe`] replaced, unless it completed.
-struct UndoSubscribe<'a> {
-    core: &'a RebalanceCore,
-    ours: SubscriptionData,
-    /// The entry replaced; `None` once kept.
-    previous: Option<Option<SubscriptionData>>,
-}
-
-impl UndoSubscribe<'_> {
-    fn keep(mut self) {
-        self.previous = None;
-    }
-}
-
-impl Drop for UndoSubscribe<'_> {
-    fn drop(&mut self) {
-        let Some(previous) = self.previous.take() else {
-            return;
-        };
-        let mut subs = lock(&self.core.subscriptions);
-        // Unless another call replaced it meanwhile.
-        if subs.get(&self.ours.topic) == Some(&self.ours) {
-            match previous {
-                Some(p) => subs.insert(self.ours.topic.clone(), p),
-                None => subs.remove(&self.ours.topic),
-            };
-        }
     }
 }
 

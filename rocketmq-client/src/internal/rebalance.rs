@@ -117,6 +117,44 @@ impl RebalanceCore {
         lock(&self.subscriptions).get(topic).cloned()
     }
 
+    /// Adds or replaces a subscription while running (Java's `subscribe` after `start`): the
+    /// topic's route is fetched, then the brokers hear of it and the queues follow at once. If
+    /// the route cannot be fetched, or the call is dropped before it is, the subscriptions are
+    /// left as they were.
+    pub(crate) async fn subscribe_running(
+        &self,
+        inst: &ClientInstance,
+        sd: SubscriptionData,
+    ) -> Result<()> {
+        let topic = sd.topic.clone();
+        let previous = lock(&self.subscriptions).insert(topic.clone(), sd.clone());
+        let undo = UndoSubscribe {
+            core: self,
+            ours: sd,
+            previous: Some(previous),
+        };
+        inst.update_route(&topic).await?;
+        undo.keep();
+        inst.send_heartbeat_all().await;
+        inst.rebalance_now();
+        Ok(())
+    }
+
+    /// Drops a subscription while running: its queues are released before this returns, as
+    /// queues allocated elsewhere are (offsets pushed, orderly locks released), then the
+    /// brokers hear of it. Dropped before then, the next rebalance releases them.
+    pub(crate) async fn unsubscribe_running(
+        &self,
+        inst: &ClientInstance,
+        target: &dyn RebalanceTarget,
+        topic: &str,
+    ) {
+        lock(&self.subscriptions).remove(topic);
+        inst.rebalance_now();
+        self.release_unsubscribed(target).await;
+        inst.send_heartbeat_all().await;
+    }
+
     pub(crate) fn topics(&self) -> Vec<String> {
         lock(&self.subscriptions).keys().cloned().collect()
     }
@@ -498,6 +536,36 @@ impl RebalanceCore {
                 .insert(mq.clone());
         }
         out
+    }
+}
+
+/// Puts back the subscription a [`RebalanceCore::subscribe_running`] replaced, unless it completed.
+struct UndoSubscribe<'a> {
+    core: &'a RebalanceCore,
+    ours: SubscriptionData,
+    /// The entry replaced; `None` once kept.
+    previous: Option<Option<SubscriptionData>>,
+}
+
+impl UndoSubscribe<'_> {
+    fn keep(mut self) {
+        self.previous = None;
+    }
+}
+
+impl Drop for UndoSubscribe<'_> {
+    fn drop(&mut self) {
+        let Some(previous) = self.previous.take() else {
+            return;
+        };
+        let mut subs = lock(&self.core.subscriptions);
+        // Unless another call replaced it meanwhile.
+        if subs.get(&self.ours.topic) == Some(&self.ours) {
+            match previous {
+                Some(p) => subs.insert(self.ours.topic.clone(), p),
+                None => subs.remove(&self.ours.topic),
+            };
+        }
     }
 }
 
