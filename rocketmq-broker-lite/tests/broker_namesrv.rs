@@ -5,16 +5,15 @@ mod common;
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use common::*;
 use rocketmq_broker_lite::namesrv::NameServer;
 use rocketmq_broker_lite::store::ManualClock;
 use rocketmq_remoting::protocol::body::{
-    self, ClusterInfo, DataVersion, RegisterBrokerBody, TopicConfig, TopicList, TopicRouteData,
+    self, ClusterInfo, TopicConfig, TopicList, TopicRouteData,
 };
 use rocketmq_remoting::protocol::headers::{
-    GetRouteInfoRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
-    TopicRequestHeader, UnregisterBrokerRequestHeader,
+    GetRouteInfoRequestHeader, RegisterBrokerResponseHeader, TopicRequestHeader,
+    UnregisterBrokerRequestHeader,
 };
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::RemotingError;
@@ -37,30 +36,11 @@ fn register_in(
     topics: &[(&str, i32)],
     crc_ok: bool,
 ) -> RemotingCommand {
-    let mut b = RegisterBrokerBody::default();
-    b.topic_config_serialize_wrapper.data_version = DataVersion {
-        counter: 1,
-        state_version: None,
-        timestamp: 1,
-    };
-    for (t, q) in topics {
-        b.topic_config_serialize_wrapper
-            .topic_config_table
-            .insert(t.to_string(), TopicConfig::new(*t, *q));
-    }
-    let bytes = body::encode_fastjson(&b);
-    let crc = (crc32fast::hash(&bytes) & 0x7FFF_FFFF) as i32;
-    let h = RegisterBrokerRequestHeader {
-        broker_name: name.into(),
-        broker_addr: broker_addr.into(),
-        cluster_name: cluster.into(),
-        ha_server_addr: format!("{broker_addr}1"),
-        broker_id: id,
-        compressed: false,
-        body_crc32: if crc_ok { crc } else { crc ^ 1 },
-    };
-    RemotingCommand::request_with_header(RequestCode::RegisterBroker, &h)
-        .with_body(Bytes::from(bytes))
+    let topics = topics
+        .iter()
+        .map(|(t, q)| TopicConfig::new(*t, *q))
+        .collect();
+    register_broker_request(cluster, broker_addr, name, id, topics, &[], crc_ok)
 }
 
 fn route_request(topic: &str, version: i32) -> RemotingCommand {

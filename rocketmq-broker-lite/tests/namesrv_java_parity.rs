@@ -4,16 +4,13 @@
 #[path = "common/broker.rs"]
 mod common;
 
-use bytes::Bytes;
 use common::*;
 use rocketmq_broker_lite::namesrv::{NameServer, NameServerHandle};
-use rocketmq_remoting::protocol::body::{
-    self, DataVersion, KvTable, RegisterBrokerBody, TopicConfig, TopicList, TopicRouteData,
-};
+use rocketmq_remoting::protocol::body::{self, KvTable, TopicConfig, TopicList, TopicRouteData};
 use rocketmq_remoting::protocol::headers::{
     AddWritePermOfBrokerResponseHeader, BrokerWritePermRequestHeader, GetRouteInfoRequestHeader,
-    PutKvConfigRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
-    UnregisterBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
+    PutKvConfigRequestHeader, RegisterBrokerResponseHeader, UnregisterBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 };
 use rocketmq_remoting::protocol::topic::perm;
 use rocketmq_remoting::protocol::topic::topic_sys_flag::{FLAG_UNIT, FLAG_UNIT_SUB};
@@ -33,30 +30,7 @@ fn register(
     topics: Vec<TopicConfig>,
     filter_servers: &[&str],
 ) -> RemotingCommand {
-    let mut b = RegisterBrokerBody::default();
-    b.topic_config_serialize_wrapper.data_version = DataVersion {
-        counter: 1,
-        state_version: None,
-        timestamp: 1,
-    };
-    for tc in topics {
-        b.topic_config_serialize_wrapper
-            .topic_config_table
-            .insert(tc.topic_name.clone(), tc);
-    }
-    b.filter_server_list = filter_servers.iter().map(|s| s.to_string()).collect();
-    let bytes = body::encode_fastjson(&b);
-    let h = RegisterBrokerRequestHeader {
-        broker_name: name.into(),
-        broker_addr: broker_addr.into(),
-        cluster_name: "C1".into(),
-        ha_server_addr: format!("{broker_addr}1"),
-        broker_id: id,
-        compressed: false,
-        body_crc32: (crc32fast::hash(&bytes) & 0x7FFF_FFFF) as i32,
-    };
-    RemotingCommand::request_with_header(RequestCode::RegisterBroker, &h)
-        .with_body(Bytes::from(bytes))
+    register_broker_request("C1", broker_addr, name, id, topics, filter_servers, true)
 }
 
 /// A topic with `sys_flag` and `perm`.

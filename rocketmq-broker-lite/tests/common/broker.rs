@@ -303,6 +303,47 @@ pub fn heartbeat(client_id: &str, group: &str, topic: &str, expr: &str) -> Remot
     RemotingCommand::request(RequestCode::HeartBeat).with_body(body::encode_fastjson(&hb))
 }
 
+/// REGISTER_BROKER of broker `id` of `name` in `cluster`, at `broker_addr` (HA address
+/// `broker_addr` + "1"), announcing `topics` and `filter_servers` with data version 1; with
+/// `crc_ok` false the body's CRC is off by one bit.
+pub fn register_broker_request(
+    cluster: &str,
+    broker_addr: &str,
+    name: &str,
+    id: i64,
+    topics: Vec<rocketmq_remoting::protocol::body::TopicConfig>,
+    filter_servers: &[&str],
+    crc_ok: bool,
+) -> RemotingCommand {
+    use rocketmq_remoting::protocol::body::{DataVersion, RegisterBrokerBody};
+    use rocketmq_remoting::protocol::headers::RegisterBrokerRequestHeader;
+    let mut b = RegisterBrokerBody::default();
+    b.topic_config_serialize_wrapper.data_version = DataVersion {
+        counter: 1,
+        state_version: None,
+        timestamp: 1,
+    };
+    for tc in topics {
+        b.topic_config_serialize_wrapper
+            .topic_config_table
+            .insert(tc.topic_name.clone(), tc);
+    }
+    b.filter_server_list = filter_servers.iter().map(|s| s.to_string()).collect();
+    let bytes = body::encode_fastjson(&b);
+    let crc = (crc32fast::hash(&bytes) & 0x7FFF_FFFF) as i32;
+    let h = RegisterBrokerRequestHeader {
+        broker_name: name.into(),
+        broker_addr: broker_addr.into(),
+        cluster_name: cluster.into(),
+        ha_server_addr: format!("{broker_addr}1"),
+        broker_id: id,
+        compressed: false,
+        body_crc32: if crc_ok { crc } else { crc ^ 1 },
+    };
+    RemotingCommand::request_with_header(RequestCode::RegisterBroker, &h)
+        .with_body(Bytes::from(bytes))
+}
+
 pub fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
