@@ -6,11 +6,10 @@ mod common;
 
 use common::*;
 use rocketmq_remoting::protocol::body::{
-    self, ConsumerConnection, ConsumerData, ConsumerListBody, HeartbeatData, SubscriptionData,
+    self, ConsumerConnection, ConsumerData, HeartbeatData, SubscriptionData,
 };
 use rocketmq_remoting::protocol::headers::{
-    ConsumerGroupRequestHeader, GetConsumerConnectionListRequestHeader,
-    UnregisterClientRequestHeader,
+    GetConsumerConnectionListRequestHeader, UnregisterClientRequestHeader,
 };
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode};
 use rocketmq_remoting::transport::RemotingClient;
@@ -106,36 +105,6 @@ async fn only_a_newer_sub_version_replaces_a_subscription() {
         "a newer version replaces the subscription"
     );
     cl.stop().await;
-}
-
-/// GET_CONSUMER_LIST_BY_GROUP of `group` (the ids, sorted: Java's order is its
-/// `ConcurrentHashMap`'s), or the error code and remark.
-async fn consumer_ids(
-    c: &RemotingClient,
-    b: &str,
-    group: &str,
-) -> Result<Vec<String>, (i32, String)> {
-    let r = c
-        .invoke(
-            b,
-            RemotingCommand::request_with_header(
-                RequestCode::GetConsumerListByGroup,
-                &ConsumerGroupRequestHeader {
-                    consumer_group: group.into(),
-                },
-            ),
-            T,
-        )
-        .await
-        .unwrap();
-    if r.code != 0 {
-        return Err((r.code, r.remark_str().to_string()));
-    }
-    let mut ids = body::decode::<ConsumerListBody>(&r.body)
-        .unwrap()
-        .consumer_id_list;
-    ids.sort();
-    Ok(ids)
 }
 
 /// Java's `ConsumerGroupInfo.getAllClientId` lists the client id of every channel of the group

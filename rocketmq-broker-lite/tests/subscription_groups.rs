@@ -6,38 +6,15 @@
 mod common;
 
 use common::*;
-use rocketmq_remoting::protocol::body::{self, ConsumerListBody, SubscriptionGroupConfig};
+use rocketmq_remoting::protocol::body::{self, SubscriptionGroupConfig};
 use rocketmq_remoting::protocol::headers::{
-    ConsumerGroupRequestHeader, ConsumerSendMsgBackRequestHeader,
-    DeleteSubscriptionGroupRequestHeader, SendMessageResponseHeader,
+    ConsumerSendMsgBackRequestHeader, DeleteSubscriptionGroupRequestHeader,
+    SendMessageResponseHeader,
 };
 use rocketmq_remoting::protocol::message::decode_offset_msg_id;
 use rocketmq_remoting::protocol::topic::{self, SCHEDULE_TOPIC};
 use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rocketmq_remoting::transport::RemotingClient;
-
-/// GET_CONSUMER_LIST_BY_GROUP: the members' client ids, or the refusal's remark.
-async fn members(c: &RemotingClient, b: &str, group: &str) -> Result<Vec<String>, String> {
-    let r = c
-        .invoke(
-            b,
-            RemotingCommand::request_with_header(
-                RequestCode::GetConsumerListByGroup,
-                &ConsumerGroupRequestHeader {
-                    consumer_group: group.into(),
-                },
-            ),
-            T,
-        )
-        .await
-        .unwrap();
-    if r.response_code() != ResponseCode::Success {
-        return Err(r.remark_str().to_string());
-    }
-    Ok(body::decode::<ConsumerListBody>(&r.body)
-        .unwrap()
-        .consumer_id_list)
-}
 
 /// A heartbeat of consumer `client_id` of `group` (subscribed to all of `HbTopic`), asserting
 /// success.
@@ -55,7 +32,7 @@ async fn a_heartbeat_of_a_group_without_config_registers_the_consumer() {
     let c = client();
     beat(&c, &b, "10.0.0.1@nocfg", "no-config-g").await;
     assert_eq!(
-        members(&c, &b, "no-config-g").await,
+        consumer_ids(&c, &b, "no-config-g").await,
         Ok(vec!["10.0.0.1@nocfg".to_string()])
     );
     assert!(
@@ -96,7 +73,7 @@ async fn heartbeats_of_a_deleted_group_keep_the_connection_alive() {
     // 121 s after the first heartbeat, 61 s after the last one.
     cl.broker.inner().expire_clients();
     assert_eq!(
-        members(&c, &b, "gone-g").await,
+        consumer_ids(&c, &b, "gone-g").await,
         Ok(vec!["10.0.0.1@gone".to_string()]),
         "the member is still registered"
     );

@@ -344,6 +344,36 @@ pub fn register_broker_request(
         .with_body(Bytes::from(bytes))
 }
 
+/// GET_CONSUMER_LIST_BY_GROUP of `group` (the ids, sorted: Java's order is its
+/// `ConcurrentHashMap`'s), or the error code and remark.
+pub async fn consumer_ids(
+    c: &RemotingClient,
+    b: &str,
+    group: &str,
+) -> Result<Vec<String>, (i32, String)> {
+    let r = c
+        .invoke(
+            b,
+            RemotingCommand::request_with_header(
+                RequestCode::GetConsumerListByGroup,
+                &rocketmq_remoting::protocol::headers::ConsumerGroupRequestHeader {
+                    consumer_group: group.into(),
+                },
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    if r.code != 0 {
+        return Err((r.code, r.remark_str().to_string()));
+    }
+    let mut ids = body::decode::<rocketmq_remoting::protocol::body::ConsumerListBody>(&r.body)
+        .unwrap()
+        .consumer_id_list;
+    ids.sort();
+    Ok(ids)
+}
+
 pub fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
