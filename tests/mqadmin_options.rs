@@ -1,7 +1,9 @@
 //! `mqadmin` read as Apache 4.9.8's reads its command lines: boolean values as
 //! `Boolean.parseBoolean`, negative numbers as values, long options with one hyphen, `-b` used
-//! when `-c` is given too, and Java's options we lacked (updateTopic `-u`/`-s`, topicRoute
-//! `-l`), each run as a process against an embedded cluster and checked by its effect.
+//! when `-c` is given too, Java's options we lacked (updateTopic `-u`/`-s`, topicRoute `-l`),
+//! the ACL commands' Java long names (`--accessKey`, `--secretKey`, ...), repeated options (the
+//! first value) and trimmed values, each run as a process against an embedded cluster and
+//! checked by its effect.
 
 mod common;
 
@@ -201,4 +203,89 @@ async fn broker_wins_over_cluster_and_booleans_are_lenient_for_groups() {
     .await;
     assert_ne!(code, 2, "{err}");
     assert!(!err.contains("unexpected argument"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_commands_read_javas_long_options_first_and_trimmed_values() {
+    let dir = rocketmq_broker_lite::embedded::TempDir::new("mqadmin-options-acl").unwrap();
+    let file = dir.path().join("plain_acl.yml");
+    std::fs::write(
+        &file,
+        "accounts:\n  - accessKey: opsAdmin\n    secretKey: opsSecret1\n    admin: true\n",
+    )
+    .unwrap();
+    let file_str = file.display().to_string();
+    let (c, _store) = cluster_with_properties(&[
+        ("aclEnable", "true"),
+        ("rocketmq.acl.plain.file", &file_str),
+    ])
+    .await;
+    let ns = c.namesrv_addr();
+    let addr = c.broker().broker_addr();
+    // Signed as Java's tool signs: with the keys of $ROCKETMQ_HOME/conf/tools.yml.
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("conf")).unwrap();
+    std::fs::write(
+        home.join("conf/tools.yml"),
+        "accessKey: opsAdmin\nsecretKey: opsSecret1\n",
+    )
+    .unwrap();
+    let home_str = home.display().to_string();
+    let env = [("ROCKETMQ_HOME", home_str.as_str())];
+
+    // Java's long names of the account's keys, values with spaces around them (trimmed) and
+    // an option given twice (the first value read).
+    let padded = format!(" {addr} ");
+    let (code, out, err) = mqadmin_env(
+        &ns,
+        &env,
+        &[
+            "updateAclConfig",
+            "--brokerAddr",
+            &padded,
+            "--accessKey",
+            "optUser01 ",
+            "--secretKey",
+            " optSecret01",
+            "--topicPerms",
+            "OptAclFirst=PUB ",
+            "--topicPerms",
+            "OptAclSecond=PUB",
+            "--defaultTopicPerm",
+            " DENY",
+            "--admin",
+            "false",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let acl = std::fs::read_to_string(&file).unwrap();
+    let account = acl
+        .split("- accessKey:")
+        .find(|a| a.contains("optUser01"))
+        .unwrap_or_else(|| panic!("no account optUser01 in {acl}"))
+        .replace('"', "");
+    assert!(account.trim_start().starts_with("optUser01\n"), "{acl}");
+    assert!(account.contains("secretKey: optSecret01\n"), "{acl}");
+    assert!(account.contains("defaultTopicPerm: DENY\n"), "{acl}");
+    assert!(account.contains("OptAclFirst=PUB"), "{acl}");
+    assert!(!account.contains("OptAclSecond"), "{acl}");
+
+    // deleteAccessConfig (Java's alias) with --accessKey: the account goes.
+    let (code, out, err) = mqadmin_env(
+        &ns,
+        &env,
+        &[
+            "deleteAccessConfig",
+            "-b",
+            &addr,
+            "--accessKey",
+            " optUser01",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{out} {err}");
+    let acl = std::fs::read_to_string(&file).unwrap();
+    assert!(!acl.contains("optUser01"), "{acl}");
+    c.shutdown().await.unwrap();
 }

@@ -1,6 +1,8 @@
 //! Plain-ACL commands: updateAclConfig, deleteAclConfig, clusterAclConfigVersion,
 //! updateGlobalWhiteAddr. The brokers must run with `aclEnable=true`; sign with an admin
-//! account's keys (`--accessKey`/`--secretKey` or `conf/tools.yml`).
+//! account's keys (`conf/tools.yml` as Java's tool, or `--accessKey`/`--secretKey` before the
+//! command's name: after it, as in Java, they are updateAclConfig's and deleteAclConfig's
+//! `-a`/`-s`, the account's keys).
 
 use clap::Args;
 use rocketmq_client::admin::{MQAdmin, PlainAccessConfig};
@@ -56,11 +58,21 @@ pub struct UpdateAclConfig {
     /// Cluster name (every master and slave).
     #[arg(short = 'c', long = "clusterName")]
     cluster: Option<String>,
-    /// The account's access key (`-a` only: `--accessKey` is the key this command signs with).
-    #[arg(id = "account_access_key", short = 'a', value_name = "ACCESS_KEY")]
+    /// The account's access key.
+    #[arg(
+        id = "account_access_key",
+        short = 'a',
+        long = "accessKey",
+        value_name = "ACCESS_KEY"
+    )]
     access_key: String,
-    /// The account's secret key (`-s` only: `--secretKey` is the key this command signs with).
-    #[arg(id = "account_secret_key", short = 's', value_name = "SECRET_KEY")]
+    /// The account's secret key.
+    #[arg(
+        id = "account_secret_key",
+        short = 's',
+        long = "secretKey",
+        value_name = "SECRET_KEY"
+    )]
     secret_key: String,
     /// Addresses the account may connect from without signing (e.g. 192.168.1.*).
     #[arg(short = 'w', long = "whiteRemoteAddress")]
@@ -123,8 +135,13 @@ pub struct DeleteAclConfig {
     /// Cluster name (every master and slave).
     #[arg(short = 'c', long = "clusterName")]
     cluster: Option<String>,
-    /// The account's access key (`-a` only: `--accessKey` is the key this command signs with).
-    #[arg(id = "account_access_key", short = 'a', value_name = "ACCESS_KEY")]
+    /// The account's access key.
+    #[arg(
+        id = "account_access_key",
+        short = 'a',
+        long = "accessKey",
+        value_name = "ACCESS_KEY"
+    )]
     access_key: String,
 }
 

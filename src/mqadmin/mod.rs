@@ -56,14 +56,16 @@ pub struct Cli {
     /// Print JSON instead of tables (for scripts).
     #[arg(long, global = true)]
     pub json: bool,
-    /// ACL access key (else `accessKey` of `$ROCKETMQ_HOME/conf/tools.yml`, as Java's tools).
-    #[arg(long = "accessKey", env = "ROCKETMQ_ACCESS_KEY", global = true)]
+    /// ACL access key to sign with, before the command's name (else `accessKey` of
+    /// `$ROCKETMQ_HOME/conf/tools.yml`, which is all Java's tool reads). After the name,
+    /// `--accessKey` is the command's own option, as in Java (updateAclConfig's account).
+    #[arg(long = "accessKey", env = "ROCKETMQ_ACCESS_KEY")]
     pub access_key: Option<String>,
-    /// ACL secret key (else `secretKey` of `$ROCKETMQ_HOME/conf/tools.yml`).
+    /// ACL secret key to sign with, before the command's name (else `secretKey` of
+    /// `$ROCKETMQ_HOME/conf/tools.yml`).
     #[arg(
         long = "secretKey",
         env = "ROCKETMQ_SECRET_KEY",
-        global = true,
         hide_env_values = true
     )]
     pub secret_key: Option<String>,
