@@ -159,10 +159,11 @@ pub fn java_command() -> clap::Command {
         })
 }
 
-/// `args` (the program name first) with each `-name` after the command's name that names a
-/// long option of the command, or a global one, written `--name`, as Java's `PosixParser` reads
-/// a token whose whole text after its hyphen is an option's name. Tokens after `--`, and those
-/// before the command's name, are left as they are.
+/// `args` (the program name first) with the command's name in any letter case written as ours
+/// is (`updatetopic` is `updateTopic`, as Java matches names), and each `-name` after it that
+/// names a long option of the command, or a global one, written `--name`, as Java's
+/// `PosixParser` reads a token whose whole text after its hyphen is an option's name. Tokens
+/// after `--`, and those before the command's name, are left as they are.
 pub fn java_long_options<I, T>(cmd: &clap::Command, args: I) -> Vec<OsString>
 where
     I: IntoIterator<Item = T>,
@@ -187,6 +188,11 @@ where
     let mut out = Vec::with_capacity(args.len());
     let mut rest = false;
     for (i, a) in args.into_iter().enumerate() {
+        if i == at {
+            // The command's name as we spell it (Java's matching ignores case).
+            out.push(OsString::from(sub.get_name()));
+            continue;
+        }
         let long = match a.to_str() {
             Some("--") => {
                 rest = true;
@@ -223,7 +229,16 @@ fn find_command<'a>(
     let mut i = 1;
     while let Some(token) = args.get(i).and_then(|a| a.to_str()) {
         if !token.starts_with('-') {
-            return cmd.find_subcommand(token).map(|sub| (i, sub));
+            // Java's `MQAdminStartup.findSubCommand` compares names in upper case.
+            return cmd
+                .find_subcommand(token)
+                .or_else(|| {
+                    cmd.get_subcommands().find(|s| {
+                        s.get_name().eq_ignore_ascii_case(token)
+                            || s.get_all_aliases().any(|a| a.eq_ignore_ascii_case(token))
+                    })
+                })
+                .map(|sub| (i, sub));
         }
         i += if takes_value(token) { 2 } else { 1 };
     }
@@ -604,6 +619,25 @@ mod tests {
     /// `mqadmin <args>` parsed as [`parse`] does, or the error's text.
     fn cli(args: &[&str]) -> Result<Cli, String> {
         parse(std::iter::once("mqadmin").chain(args.iter().copied())).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_command_name_is_matched_in_any_letter_case_as_in_java() {
+        assert_eq!(value::<String>(&["TOPICROUTE", "-t", "T"], "topic"), "T");
+        assert_eq!(
+            value::<String>(&["topicroute", "-topic", "T"], "topic"),
+            "T"
+        );
+        let n = ["-n", "1.1.1.1:9876", "updatetopic", "-c", "C", "-t", "T"];
+        assert_eq!(value::<String>(&n, "cluster"), "C");
+        // An alias too, and the name is then ours.
+        let (name, _) = matches(&["DELETEACCESSCONFIG", "-b", "B", "-a", "A"])
+            .unwrap()
+            .subcommand()
+            .map(|(n, m)| (n.to_string(), m.clone()))
+            .unwrap();
+        assert_eq!(name, "deleteAclConfig");
+        assert!(matches(&["noSuchCommand"]).is_err());
     }
 
     #[test]
