@@ -101,6 +101,16 @@ pub enum RemotingError {
     /// item, inconsistent settings, or TLS asked of a build without the `tls` feature.
     #[error("TLS configuration: {0}")]
     TlsConfig(String),
+    /// An address server (Java's `TopAddressing`) gave no name-server list: it could not be
+    /// reached, did not answer in time, or answered something other than HTTP status 200
+    /// (see [`util::namesrv_lookup`](crate::util::namesrv_lookup)).
+    #[error("address server {url}: {reason}")]
+    AddressServer {
+        /// The lookup URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// The client or server was shut down.
     #[error("remoting endpoint is shut down")]
     Shutdown,

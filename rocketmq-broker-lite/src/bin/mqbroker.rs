@@ -50,8 +50,9 @@ struct Args {
 }
 
 /// The keys Java's `mqbroker -m` prints (its `@ImportantField`s that this broker has).
-const IMPORTANT_KEYS: [&str; 26] = [
+const IMPORTANT_KEYS: [&str; 27] = [
     "namesrvAddr",
+    "fetchNamesrvAddrByAddressServer",
     "brokerIP1",
     "brokerName",
     "brokerClusterName",

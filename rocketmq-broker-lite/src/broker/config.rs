@@ -45,8 +45,27 @@ pub struct BrokerConfig {
     pub broker_id: i64,
     /// `brokerRole`.
     pub broker_role: BrokerRole,
-    /// `namesrvAddr`: `host:port;host:port`.
+    /// `namesrvAddr`: `host:port;host:port`. Changed at run time by UPDATE_BROKER_CONFIG
+    /// (the broker then registers with the new name servers at once); when empty, with
+    /// `fetchNamesrvAddrByAddressServer`, the list comes from the address server.
     pub namesrv_addr: Vec<String>,
+    /// `fetchNamesrvAddrByAddressServer` (false): without `namesrvAddr`, ask the address
+    /// server ([`BrokerConfig::address_server_domain`]) for the name servers, at start and
+    /// every [`BrokerConfig::update_namesrv_addr_interval`] (Java `BrokerOuterAPI
+    /// .fetchNameServerAddr`). Read at start only, as in Java.
+    pub fetch_namesrv_addr_by_address_server: bool,
+    /// `rmqAddressServerDomain` (Java's `broker.conf` key; also read under the name of the
+    /// system property it sets in Java, `rocketmq.namesrv.domain`): the address server,
+    /// `host` (port 8080) or `host:port`; Java's default `jmenv.tbsite.net`. The list is
+    /// asked at `http://<domain>/rocketmq/<subgroup>`.
+    pub address_server_domain: String,
+    /// `rmqAddressServerSubGroup` (also `rocketmq.namesrv.domain.subgroup`): the last part of
+    /// the address server's URL (`nsaddr`).
+    pub address_server_subgroup: String,
+    /// `updateNamesrvAddrInterval` (not a Java key; 2 minutes, Java's fixed period): how
+    /// often the broker applies `namesrvAddr` again or, without it, asks the address server
+    /// (the first time 10 s after the start, as Java).
+    pub update_namesrv_addr_interval: Duration,
     /// Address to bind (`0.0.0.0` in Java).
     pub listen_ip: String,
     /// `listenPort` (10911; 0 picks a free port).
@@ -163,6 +182,11 @@ impl Default for BrokerConfig {
             broker_id: 0,
             broker_role: BrokerRole::AsyncMaster,
             namesrv_addr: Vec::new(),
+            fetch_namesrv_addr_by_address_server: false,
+            address_server_domain: rocketmq_remoting::util::namesrv_lookup::DEFAULT_DOMAIN.into(),
+            address_server_subgroup: rocketmq_remoting::util::namesrv_lookup::DEFAULT_SUBGROUP
+                .into(),
+            update_namesrv_addr_interval: Duration::from_secs(120),
             listen_ip: "0.0.0.0".into(),
             listen_port: 10911,
             metrics_port: 0,
@@ -209,6 +233,30 @@ impl Default for BrokerConfig {
             config_black_list: "configBlackList;brokerConfigPath".into(),
             tls: Default::default(),
         }
+    }
+}
+
+/// Splits a `namesrvAddr` value, `host:port;host:port` (blank entries dropped).
+pub fn split_namesrv_addr(v: &str) -> Vec<String> {
+    v.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `a` is a name server's address as Java's `RemotingUtil.string2SocketAddress` reads
+/// it: a host (name or IP address), then `:` and a port (1 to 65535) after the last `:`.
+pub fn is_namesrv_addr(a: &str) -> bool {
+    match a.rsplit_once(':') {
+        Some((host, port)) => {
+            !host.trim().is_empty()
+                && !host
+                    .chars()
+                    .any(|c| c.is_whitespace() || c == ';' || c == '/')
+                && port.parse::<u16>().is_ok_and(|p| p != 0)
+        }
+        None => false,
     }
 }
 
@@ -490,14 +538,17 @@ impl BrokerConfig {
                         format!("invalid value {v:?} for key `brokerRole` (ASYNC_MASTER, SYNC_MASTER or SLAVE)")
                     })?
                 }
-                "namesrvAddr" => {
-                    self.namesrv_addr = v
-                        .split(';')
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                        .collect()
+                "namesrvAddr" => self.namesrv_addr = split_namesrv_addr(v),
+                "fetchNamesrvAddrByAddressServer" => {
+                    self.fetch_namesrv_addr_by_address_server = parse_bool(key, v)?
                 }
+                "rmqAddressServerDomain" | "rocketmq.namesrv.domain" => {
+                    self.address_server_domain = v.trim().to_string()
+                }
+                "rmqAddressServerSubGroup" | "rocketmq.namesrv.domain.subgroup" => {
+                    self.address_server_subgroup = v.trim().to_string()
+                }
+                "updateNamesrvAddrInterval" => self.update_namesrv_addr_interval = millis(key, v)?,
                 "listenPort" => self.listen_port = parse(key, v)?,
                 "metricsPort" => self.metrics_port = parse(key, v)?,
                 "brokerIP1" => self.broker_ip1 = Some(v.clone()),
@@ -678,6 +729,19 @@ impl BrokerConfig {
         if !self.namesrv_addr.is_empty() {
             put("namesrvAddr", self.namesrv_addr.join(";"));
         }
+        put(
+            "fetchNamesrvAddrByAddressServer",
+            self.fetch_namesrv_addr_by_address_server.to_string(),
+        );
+        put("rmqAddressServerDomain", self.address_server_domain.clone());
+        put(
+            "rmqAddressServerSubGroup",
+            self.address_server_subgroup.clone(),
+        );
+        put(
+            "updateNamesrvAddrInterval",
+            ms(self.update_namesrv_addr_interval),
+        );
         put("listenPort", self.listen_port.to_string());
         put("metricsPort", self.metrics_port.to_string());
         if let Some(ip) = &self.broker_ip1 {
@@ -960,13 +1024,24 @@ impl BrokerConfig {
             ));
         }
         for a in &self.namesrv_addr {
-            if !a.contains(':') {
+            if !is_namesrv_addr(a) {
                 return Err(format!(
                     "invalid address {a:?} in key `namesrvAddr` (host:port)"
                 ));
             }
         }
+        if self.fetch_namesrv_addr_by_address_server && self.address_server_domain.is_empty() {
+            return Err(
+                "key `rmqAddressServerDomain` must name the address server with \
+                 fetchNamesrvAddrByAddressServer"
+                    .into(),
+            );
+        }
         for (key, d) in [
+            (
+                "updateNamesrvAddrInterval",
+                self.update_namesrv_addr_interval,
+            ),
             (
                 "flushConsumerOffsetInterval",
                 self.flush_consumer_offset_interval,
@@ -1093,6 +1168,70 @@ mod tests {
             );
         }
         assert!(n > 90, "only {n} keys found");
+    }
+
+    /// The address-server keys: Java's `broker.conf` names and the system properties they
+    /// set in Java; Java's defaults; `namesrvAddr` entries checked as Java's `BrokerStartup`
+    /// checks them.
+    #[test]
+    fn address_server_keys_as_java_reads_them() {
+        let d = BrokerConfig::default();
+        assert!(!d.fetch_namesrv_addr_by_address_server);
+        assert_eq!(d.address_server_domain, "jmenv.tbsite.net");
+        assert_eq!(d.address_server_subgroup, "nsaddr");
+        assert_eq!(d.update_namesrv_addr_interval, Duration::from_secs(120));
+        for (domain, subgroup) in [
+            ("rmqAddressServerDomain", "rmqAddressServerSubGroup"),
+            (
+                "rocketmq.namesrv.domain",
+                "rocketmq.namesrv.domain.subgroup",
+            ),
+        ] {
+            let mut c = BrokerConfig::default();
+            let unknown = c
+                .apply_properties(&parse_properties(&format!(
+                    "fetchNamesrvAddrByAddressServer=true
+{domain}=10.1.1.1:8081
+\
+                     {subgroup}=unit1
+updateNamesrvAddrInterval=5000
+"
+                )))
+                .unwrap();
+            assert!(unknown.is_empty(), "{unknown:?}");
+            assert!(c.fetch_namesrv_addr_by_address_server);
+            assert_eq!(c.address_server_domain, "10.1.1.1:8081");
+            assert_eq!(c.address_server_subgroup, "unit1");
+            assert_eq!(c.update_namesrv_addr_interval, Duration::from_secs(5));
+            c.validate().unwrap();
+        }
+        for ok in ["127.0.0.1:9876", "ns-1.example.com:9876", "[::1]:9876"] {
+            assert!(is_namesrv_addr(ok), "{ok}");
+        }
+        for bad in [
+            "127.0.0.1",
+            ":9876",
+            "host:",
+            "host:port",
+            "host:0",
+            "host:65536",
+            "a b:1",
+        ] {
+            assert!(!is_namesrv_addr(bad), "{bad}");
+            let c = BrokerConfig {
+                namesrv_addr: vec![bad.into()],
+                ..BrokerConfig::default()
+            };
+            assert!(c.validate().unwrap_err().contains("namesrvAddr"), "{bad}");
+        }
+        let c = BrokerConfig {
+            update_namesrv_addr_interval: Duration::ZERO,
+            ..BrokerConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .contains("updateNamesrvAddrInterval"));
     }
 
     /// `brokerIP1`/`brokerIP2`: an IP address or a host name, as Java takes them; anything

@@ -32,7 +32,9 @@ use crate::store::vfs::Vfs;
 use crate::store::StdFs;
 
 /// Keys UPDATE_BROKER_CONFIG changes at run time.
-pub const RUNTIME_KEYS: [&str; 27] = [
+pub const RUNTIME_KEYS: [&str; 28] = [
+    // The name servers: registered with at once (Java re-reads it every 2 minutes).
+    "namesrvAddr",
     "brokerPermission",
     "slaveReadEnable",
     "longPollingEnable",
@@ -313,6 +315,9 @@ pub struct DynamicConfig {
     /// `brokerFastFailureEnable` and the `waitTimeMills...` keys, which the broker's
     /// configuration reads once attached to it ([`DynamicConfig::fast_failure`]).
     fast_failure: Arc<LiveFastFailure>,
+    /// `namesrvAddr` as configured (the broker follows it: see
+    /// [`DynamicConfig::namesrv_addr`]).
+    namesrv_addr: Mutex<Vec<String>>,
     /// Updates run one at a time (Java's handler is `synchronized`); the data version.
     version: Mutex<DataVersion>,
 }
@@ -357,6 +362,7 @@ impl DynamicConfig {
                 cfg.auto_create_subscription_group,
             )),
             fast_failure: Arc::new(LiveFastFailure::new(&cfg.flow)),
+            namesrv_addr: Mutex::new(cfg.namesrv_addr.clone()),
             version: Mutex::new(DataVersion::new(now_ms)),
         }
     }
@@ -432,6 +438,12 @@ impl DynamicConfig {
     pub fn auto_create_subscription_group(&self) -> bool {
         self.auto_create_subscription_group.load(Ordering::Relaxed)
     }
+    /// `namesrvAddr` as configured now (at start, or by the last update); empty when the
+    /// name servers come from the address server (or are not set). The broker registers with
+    /// the list it applied last, which follows this one.
+    pub fn namesrv_addr(&self) -> Vec<String> {
+        lock(&self.namesrv_addr).clone()
+    }
     /// `maxMessageSize` in force.
     pub fn max_message_size(&self) -> usize {
         self.retention.max_message_size()
@@ -456,6 +468,7 @@ impl DynamicConfig {
         c.store_reply_message_enable = self.store_reply_message_enable();
         c.auto_create_topic_enable = self.auto_create_topic_enable();
         c.auto_create_subscription_group = self.auto_create_subscription_group();
+        c.namesrv_addr = self.namesrv_addr();
         self.fast_failure.apply_to(&mut c.flow);
         self.retention.get().apply_to(&mut c.store);
         c
@@ -505,6 +518,15 @@ impl DynamicConfig {
         next.apply_properties(&runtime)
             .map_err(UpdateError::Invalid)?;
         next.validate().map_err(UpdateError::Invalid)?;
+        if runtime.contains_key("namesrvAddr")
+            && next.namesrv_addr.is_empty()
+            && !base.fetch_namesrv_addr_by_address_server
+        {
+            // Java would take it, and register with no name server from then on.
+            return Err(UpdateError::Invalid(
+                "key `namesrvAddr` must name at least one name server (host:port;host:port)".into(),
+            ));
+        }
         self.retention
             .set(RetentionSettings::of(&next.store))
             .map_err(UpdateError::Invalid)?;
@@ -533,6 +555,7 @@ impl DynamicConfig {
         self.auto_create_subscription_group
             .store(next.auto_create_subscription_group, Ordering::Relaxed);
         self.fast_failure.set(&next.flow);
+        *lock(&self.namesrv_addr) = next.namesrv_addr.clone();
         version.next_version(now_ms);
         if let Some(path) = &base.broker_config_path {
             if let Err(e) = persist_keys(path, &runtime) {
@@ -807,6 +830,72 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d.max_message_size(), base.store.max_message_size);
+    }
+
+    /// `namesrvAddr` changes at run time (as Java's field, which its broker re-reads every
+    /// 2 minutes), is reported and written to the config file; a list naming no name server
+    /// is refused unless the address server can give one.
+    #[test]
+    fn namesrv_addr_changes_at_run_time() {
+        let dir = crate::embedded::TempDir::new("dyn-namesrv").unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(
+            &path,
+            "namesrvAddr=10.0.0.1:9876
+",
+        )
+        .unwrap();
+        let base = BrokerConfig {
+            namesrv_addr: vec!["10.0.0.1:9876".into()],
+            broker_config_path: Some(path.clone()),
+            ..BrokerConfig::default()
+        };
+        let d = DynamicConfig::new(&base, 1);
+        assert_eq!(d.namesrv_addr(), ["10.0.0.1:9876"]);
+        let applied = d
+            .update(
+                &base,
+                &props(&[("namesrvAddr", "10.0.0.2:9876; 10.0.0.3:9876")]),
+                2,
+            )
+            .unwrap();
+        assert_eq!(applied, ["namesrvAddr"]);
+        assert_eq!(d.namesrv_addr(), ["10.0.0.2:9876", "10.0.0.3:9876"]);
+        assert_eq!(
+            d.current(&base).to_properties()["namesrvAddr"],
+            "10.0.0.2:9876;10.0.0.3:9876"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "namesrvAddr=10.0.0.2:9876; 10.0.0.3:9876\n"
+        );
+        for bad in ["", " ; ", "10.0.0.4", "10.0.0.4:x"] {
+            let e = d
+                .update(&base, &props(&[("namesrvAddr", bad)]), 3)
+                .unwrap_err();
+            assert!(
+                matches!(&e, UpdateError::Invalid(m) if m.contains("namesrvAddr")),
+                "{bad:?}: {e}"
+            );
+            assert_eq!(d.namesrv_addr(), ["10.0.0.2:9876", "10.0.0.3:9876"]);
+        }
+        // Emptied with the address server on: the list comes from it again.
+        let fetching = BrokerConfig {
+            fetch_namesrv_addr_by_address_server: true,
+            ..base.clone()
+        };
+        d.update(&fetching, &props(&[("namesrvAddr", "")]), 4)
+            .unwrap();
+        assert!(d.namesrv_addr().is_empty());
+        // Only read at start (as Java).
+        assert!(matches!(
+            d.update(
+                &base,
+                &props(&[("fetchNamesrvAddrByAddressServer", "true")]),
+                5
+            ),
+            Err(UpdateError::RestartRequired(_))
+        ));
     }
 
     /// A key of Java's configuration that this broker lacks is refused (Java would apply it),

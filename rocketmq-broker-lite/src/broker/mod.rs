@@ -22,6 +22,7 @@ pub mod filter_data;
 pub mod flow;
 pub mod locks;
 pub mod long_poll;
+mod namesrv_addr;
 pub mod offsets;
 mod processor;
 mod put;
@@ -105,6 +106,10 @@ pub struct BrokerInner {
     pub(crate) dynamic: dynamic_config::DynamicConfig,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) namesrv: RemotingClient,
+    /// The name servers registered with (Java's `remotingClient.getNameServerAddressList()`):
+    /// `namesrvAddr`, or the address server's list; changed only under `registering`
+    /// (see the `namesrv_addr` module).
+    pub(crate) namesrv_in_use: Mutex<Vec<String>>,
     pub(crate) register_now: Notify,
     /// One registration (or unregistration) with the name servers at a time, as Java's
     /// `synchronized` `registerBrokerAll`: a full registration built before a permission or
@@ -202,6 +207,13 @@ impl BrokerInner {
     /// The HA service.
     pub fn ha(&self) -> &HaService {
         &self.ha
+    }
+
+    /// The name servers the broker registers with now: `namesrvAddr` (as UPDATE_BROKER_CONFIG
+    /// last set it), or the list the address server gave with
+    /// `fetchNamesrvAddrByAddressServer`.
+    pub fn namesrv_addr_in_use(&self) -> Vec<String> {
+        lock(&self.namesrv_in_use).clone()
     }
 
     /// A slave's master address, once the name servers told it.
@@ -501,6 +513,7 @@ async fn start_on(
             }
             .build()
         },
+        namesrv_in_use: Mutex::new(cfg.namesrv_addr.clone()),
         register_now: Notify::new(),
         registering: tokio::sync::Mutex::new(()),
         registration_closed: std::sync::atomic::AtomicBool::new(false),
@@ -607,6 +620,15 @@ async fn start_on(
             inner.shutdown.clone(),
         ));
     }
+    if cfg.namesrv_addr.is_empty() && cfg.fetch_namesrv_addr_by_address_server {
+        // Asked before the first registration (Java asks 10 s after the start, so that its
+        // broker is routed only after its first periodic registration that follows).
+        if let Some(list) = namesrv_addr::fetch_from_address_server(&cfg).await {
+            info!(namesrv = ?list, "name servers from the address server");
+            let _one = inner.registering.lock().await;
+            *lock(&inner.namesrv_in_use) = list;
+        }
+    }
     register::register_all(&inner, false).await;
     let servers: Vec<Arc<ServerHandle>> =
         std::iter::once(server.clone()).chain(vip.clone()).collect();
@@ -676,6 +698,8 @@ fn spawn_services(b: &Arc<BrokerInner>) -> Vec<tokio::task::JoinHandle<()>> {
             }
         }
     }));
+    // The name servers: `namesrvAddr` again, or the address server's list.
+    tasks.push(tokio::spawn(namesrv_addr::run(b.clone())));
     // Statistics sampled every second (rates, windows, midnight totals).
     let r = b.clone();
     tasks.push(tokio::spawn(async move {

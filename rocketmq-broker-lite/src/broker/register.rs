@@ -38,6 +38,11 @@ fn as_registered(b: &BrokerInner, tc: &TopicConfig) -> TopicConfig {
 pub(crate) async fn register_all(b: &Arc<BrokerInner>, oneway: bool) {
     // Built under the lock: what is sent is never older than what was sent before.
     let _one = b.registering.lock().await;
+    register_all_locked(b, oneway).await;
+}
+
+/// [`register_all`] for a caller that holds `registering`.
+pub(crate) async fn register_all_locked(b: &Arc<BrokerInner>, oneway: bool) {
     if b.registration_closed.load(Ordering::Acquire) {
         // Unregistered: a registration now would put the stopping broker back.
         return;
@@ -101,7 +106,9 @@ async fn register_wrapper(
         body_crc32: (crc32fast::hash(&bytes) & 0x7FFF_FFFF) as i32,
     };
     let bytes = bytes::Bytes::from(bytes);
-    let calls = b.cfg.namesrv_addr.iter().map(|addr| {
+    // Read under `registering`, which a change of the list takes too.
+    let namesrv_addrs = b.namesrv_addr_in_use();
+    let calls = namesrv_addrs.iter().map(|addr| {
         let req = RemotingCommand::request_with_header(RequestCode::RegisterBroker, &header)
             .with_body(bytes.clone());
         let client = b.namesrv.clone();
@@ -221,13 +228,19 @@ fn learn_master(b: &BrokerInner, resp: &RemotingCommand) {
 pub(crate) async fn unregister_all(b: &Arc<BrokerInner>) {
     let _one = b.registering.lock().await;
     b.registration_closed.store(true, Ordering::Release);
+    unregister_from(b, &b.namesrv_addr_in_use()).await;
+}
+
+/// Unregisters from the name servers `addrs` (shutdown, or name servers the broker no longer
+/// uses), two-way, each call bounded by `registerBrokerTimeoutMills`; failures are logged.
+pub(crate) async fn unregister_from(b: &Arc<BrokerInner>, addrs: &[String]) {
     let header = UnregisterBrokerRequestHeader {
         broker_name: b.cfg.broker_name.clone(),
         broker_addr: b.broker_addr(),
         cluster_name: b.cfg.broker_cluster_name.clone(),
         broker_id: b.broker_id_now(),
     };
-    let calls = b.cfg.namesrv_addr.iter().map(|addr| {
+    let calls = addrs.iter().map(|addr| {
         let req = RemotingCommand::request_with_header(RequestCode::UnregisterBroker, &header);
         let client = b.namesrv.clone();
         let timeout = b.cfg.register_broker_timeout;

@@ -701,12 +701,13 @@ impl ClientInstance {
                 "no name server address and no lookup domain".into(),
             ));
         };
-        let fetched = super::namesrv_lookup::fetch(
+        let fetched = rocketmq_remoting::util::namesrv_lookup::fetch(
             domain,
             &self.config.namesrv_domain_subgroup,
             self.config.mq_client_api_timeout,
         )
-        .await?
+        .await
+        .map_err(|e| ClientError::NoNameServer(e.to_string()))?
         .ok_or_else(|| {
             ClientError::NoNameServer(format!("the lookup at {domain} answered no address"))
         })?;

@@ -14,7 +14,6 @@ pub(crate) mod lite_pull_config;
 pub(crate) mod lookup;
 pub(crate) mod metrics;
 pub(crate) mod namespace;
-pub(crate) mod namesrv_lookup;
 pub(crate) mod offset_store;
 pub(crate) mod process_queue;
 pub(crate) mod producer_config;

@@ -570,7 +570,9 @@ pub(crate) fn clean_unused_topic(b: &Arc<BrokerInner>) -> ProcessResult {
 
 /// UPDATE_BROKER_CONFIG: applies the runtime-changeable keys of the properties body (see
 /// [`crate::broker::dynamic_config`]); a new `brokerPermission` is registered with the name
-/// servers before the answer, as Java does.
+/// servers before the answer, as Java does. A new `namesrvAddr` is applied before the answer
+/// too: the broker registers with the new name servers and unregisters from those it left
+/// (Java's broker re-reads `namesrvAddr` within 2 minutes and then only swaps the list).
 pub(crate) fn update_broker_config(b: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
     if req.body.is_empty() {
         return RemotingCommand::success().into();
@@ -580,13 +582,21 @@ pub(crate) fn update_broker_config(b: &Arc<BrokerInner>, req: &RemotingCommand) 
     info!(?props, "updateBrokerConfig");
     match b.dynamic.update(&b.cfg, &props, b.clock.now_ms()) {
         Ok(applied) => {
-            if !applied.iter().any(|k| k == "brokerPermission") {
+            let permission = applied.iter().any(|k| k == "brokerPermission");
+            let namesrv = applied.iter().any(|k| k == "namesrvAddr");
+            if !permission && !namesrv {
                 return RemotingCommand::success().into();
             }
-            b.topics.bump();
+            if permission {
+                b.topics.bump();
+            }
             let b = b.clone();
             ProcessResult::Deferred(Box::pin(async move {
-                register::register_all(&b, false).await;
+                // A changed list is registered with in full (the new permission included).
+                let registered = namesrv && crate::broker::namesrv_addr::update(&b).await;
+                if permission && !registered {
+                    register::register_all(&b, false).await;
+                }
                 Some(RemotingCommand::success())
             }))
         }

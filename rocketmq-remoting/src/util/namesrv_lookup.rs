@@ -1,18 +1,30 @@
-//! The name-server address list fetched over HTTP when none is configured (Java
-//! `TopAddressing.fetchNSAddr`, `MixAll.getWSAddr`): `GET http://<domain>:8080/rocketmq/<subgroup>`
-//! (no `:8080` when the domain names a port), answered with `host:port;host:port`.
+//! The name-server address list asked of an address server over HTTP, as Java 4.9.8's
+//! `TopAddressing.fetchNSAddr` asks it at `MixAll.getWSAddr()`:
+//! `GET http://<domain>:8080/rocketmq/<subgroup>` (no `:8080` when the domain names a port),
+//! answered with `host:port;host:port`. Shared by the client (`ROCKETMQ_NAMESRV_DOMAIN`) and
+//! the broker (`fetchNamesrvAddrByAddressServer`).
 
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::error::{ClientError, Result};
+use crate::RemotingError;
+
+/// Java's default domain (`MixAll.DEFAULT_NAMESRV_ADDR_LOOKUP`, the default of the
+/// `rocketmq.namesrv.domain` system property).
+pub const DEFAULT_DOMAIN: &str = "jmenv.tbsite.net";
+
+/// Java's default subgroup (the default of `rocketmq.namesrv.domain.subgroup`).
+pub const DEFAULT_SUBGROUP: &str = "nsaddr";
+
+/// How long one lookup may take (Java `TopAddressing.fetchNSAddr()`: 3 s).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Largest answer read.
 const MAX_RESPONSE: usize = 64 * 1024;
 
 /// The lookup URL's host (with port) and path (Java `MixAll.getWSAddr`).
-pub(crate) fn lookup_target(domain: &str, subgroup: &str) -> (String, String) {
+pub fn lookup_target(domain: &str, subgroup: &str) -> (String, String) {
     let host = if domain.contains(':') {
         domain.to_string()
     } else {
@@ -21,14 +33,26 @@ pub(crate) fn lookup_target(domain: &str, subgroup: &str) -> (String, String) {
     (host, format!("/rocketmq/{subgroup}"))
 }
 
-/// Fetches the address list: `Ok(None)` when the server answered with nothing usable.
-pub(crate) async fn fetch(
+/// The lookup URL, `http://<host>:<port>/rocketmq/<subgroup>` (for messages).
+pub fn lookup_url(domain: &str, subgroup: &str) -> String {
+    let (host, path) = lookup_target(domain, subgroup);
+    format!("http://{host}{path}")
+}
+
+/// Asks the address server of `domain` for the list of `subgroup`: `Ok(Some(list))` with the
+/// answer's first line, trimmed (`host:port;host:port`, not checked further), `Ok(None)` when
+/// the answer is blank, and [`RemotingError::AddressServer`] when there is no answer within
+/// `timeout`, the server cannot be reached, or the answer is not HTTP status 200.
+pub async fn fetch(
     domain: &str,
     subgroup: &str,
     timeout: Duration,
-) -> Result<Option<String>> {
+) -> Result<Option<String>, RemotingError> {
     let (host, path) = lookup_target(domain, subgroup);
-    let fail = |why: String| ClientError::NoNameServer(format!("http://{host}{path}: {why}"));
+    let fail = |reason: String| RemotingError::AddressServer {
+        url: format!("http://{host}{path}"),
+        reason,
+    };
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(&host)
             .await
@@ -57,8 +81,12 @@ pub(crate) async fn fetch(
 }
 
 /// The address list of an HTTP answer: status 200, body up to its first line break, trimmed
-/// (Java `TopAddressing.clearNewLine`).
-pub(crate) fn parse_answer(answer: &[u8]) -> std::result::Result<Option<String>, String> {
+/// (Java `TopAddressing.clearNewLine`); `Ok(None)` for a blank body; an error for another
+/// status or something that is no HTTP answer.
+pub fn parse_answer(answer: &[u8]) -> Result<Option<String>, String> {
+    if answer.is_empty() {
+        return Err("connection closed without an answer".to_string());
+    }
     let text = String::from_utf8_lossy(answer);
     let (head, body) = text
         .split_once("\r\n\r\n")
@@ -90,6 +118,10 @@ mod tests {
             lookup_target("127.0.0.1:9000", "unit1"),
             ("127.0.0.1:9000".into(), "/rocketmq/unit1".into())
         );
+        assert_eq!(
+            lookup_url(DEFAULT_DOMAIN, DEFAULT_SUBGROUP),
+            "http://jmenv.tbsite.net:8080/rocketmq/nsaddr"
+        );
     }
 
     #[test]
@@ -105,5 +137,22 @@ mod tests {
         );
         assert!(parse_answer(b"HTTP/1.0 404 Not Found\r\n\r\nnope").is_err());
         assert!(parse_answer(b"garbage").is_err());
+        assert!(parse_answer(b"").is_err());
+    }
+
+    /// Nothing listening: an error naming the URL, not a panic or a hang.
+    #[tokio::test]
+    async fn an_unreachable_server_is_an_error() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let domain = format!("127.0.0.1:{port}");
+        let e = fetch(&domain, "nsaddr", DEFAULT_TIMEOUT).await.unwrap_err();
+        assert!(
+            matches!(&e, RemotingError::AddressServer { url, .. } if url.ends_with("/rocketmq/nsaddr")),
+            "{e}"
+        );
     }
 }
