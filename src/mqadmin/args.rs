@@ -7,11 +7,11 @@
 //! - a long option may be written with one hyphen (`-topic T` as `--topic T`):
 //!   [`java_long_options`];
 //! - a boolean option's value is read with `Boolean.parseBoolean(value.trim())`: `true` in any
-//!   case is true and any other text false ([`java_bool`]);
+//!   case is true and any other text false (`java_bool`);
 //! - an option given more than once is accepted and its first value read;
 //! - each value loses one leading and one trailing `"` (commons-cli 1.2), then the spaces
 //!   around it (the commands' `getOptionValue(..).trim()`, but for the few they read
-//!   untrimmed): [`java_value`].
+//!   untrimmed): `java_value`.
 
 use std::any::TypeId;
 use std::convert::Infallible;
@@ -140,7 +140,7 @@ fn java_arg(name: &str, arg: Arg) -> Arg {
 /// The command line's grammar, with Java's reading of values: every option that takes a value
 /// accepts a negative number as its value (commons-cli takes any token that is not one of the
 /// command's options as the value of the option before it), and values are read as
-/// [`java_arg`] says.
+/// `java_arg` says.
 pub fn java_command() -> clap::Command {
     fn negatives(arg: Arg) -> Arg {
         if arg.get_action().takes_values() {

@@ -7,7 +7,7 @@
 //! each topic and group needs (admin-only requests need an admin account). The checks, their
 //! order and the refusals' texts are Java's.
 //!
-//! `aclEnable=true` turns it on: the rules come from `plain_acl.yml` ([`file`]) and every
+//! `aclEnable=true` turns it on: the rules come from `plain_acl.yml` ([`file`](mod@file)) and every
 //! `*.yml`/`*.yaml` file under `conf/acl` ([`files`]), checked on every request by an RPC hook
 //! and re-read when the files change ([`hook`]).
 

@@ -11,7 +11,7 @@
 //! beyond `long` are refused, the whole must be a condition).
 //!
 //! [`SqlFilter::matches`] evaluates it over a message's properties with Java's rules for
-//! missing properties and types (see [`eval`](self::eval) for the conversions): a missing
+//! missing properties and types (see the `eval` module for the conversions): a missing
 //! property is NULL and a comparison with NULL is unknown, so the message does not match;
 //! `a = 3` with `a` = `"3"` matches (the string is read as an `int`); a string that does not
 //! read as the number it meets fails the whole expression. The message's tag is the `TAGS`

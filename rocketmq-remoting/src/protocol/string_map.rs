@@ -69,11 +69,11 @@ struct Span {
 /// header costs two allocations however many entries it has (a decoded message used to cost two
 /// per property, a large part of a consumer's time). A header's `extFields` decoded into a map
 /// keep the JSON text as it arrived, copied once, and their entries point into it (escaped
-/// tokens, unescaped, follow it): see [`StringMap::for_json`].
+/// tokens, unescaped, follow it): see `StringMap::for_json`.
 ///
 /// A header's `extFields` may also be read where it arrived: the JSON decoder hands over the
 /// object's members as they are in the frame, with the entries it found there (see
-/// [`StringMap::for_members`]), and the map reads them there, without copying them, until it
+/// `StringMap::for_members`), and the map reads them there, without copying them, until it
 /// is first changed.
 #[derive(Clone, Default)]
 pub struct StringMap {
@@ -86,7 +86,7 @@ pub struct StringMap {
     /// as UTF-8 once when the frame was decoded.
     json: Option<ByteString>,
     /// Whether the map holds a JSON object's members as a decoder left them, unread, in `json`
-    /// (where a frame carried them) or else in `text` (see [`StringMap::for_unread_members`]):
+    /// (where a frame carried them) or else in `text` (see `StringMap::for_unread_members`):
     /// the entries are read from them when first needed, into `read`, and `entries` stays
     /// empty.
     unread: bool,
@@ -157,7 +157,7 @@ impl StringMap {
         m
     }
 
-    /// The members a decoder left unread (see [`StringMap::for_unread_members`]), if it did:
+    /// The members a decoder left unread (see `StringMap::for_unread_members`), if it did:
     /// the text between the braces of the `extFields` object, as it arrived.
     pub fn unread_members(&self) -> Option<&str> {
         if !self.unread {

@@ -31,7 +31,7 @@ pub fn bytes(capacity: usize) -> Vec<u8> {
     }
 }
 
-/// Keeps `v` (cleared) for this thread's next [`bytes`], unless the thread keeps enough or
+/// Keeps `v` (cleared) for this thread's next [`bytes`](fn@bytes), unless the thread keeps enough or
 /// `v` is empty or too large.
 pub fn keep_bytes(mut v: Vec<u8>) {
     if v.capacity() == 0 || v.capacity() > MAX_BYTES {
@@ -42,13 +42,13 @@ pub fn keep_bytes(mut v: Vec<u8>) {
 }
 
 /// An empty string with room for at least `capacity` bytes, in a kept buffer if this thread
-/// has one (see [`bytes`]).
+/// has one (see [`bytes`](fn@bytes)).
 pub fn string(capacity: usize) -> String {
     // Empty: always UTF-8.
     String::from_utf8(bytes(capacity)).unwrap_or_default()
 }
 
-/// Keeps the buffer of `s` for this thread's next [`bytes`] or [`string`].
+/// Keeps the buffer of `s` for this thread's next [`bytes`](fn@bytes) or [`string`].
 pub fn keep_string(s: String) {
     keep_bytes(s.into_bytes());
 }
