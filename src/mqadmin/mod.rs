@@ -16,6 +16,7 @@ mod broker;
 mod export;
 mod group;
 mod message;
+mod monitor;
 mod namesrv;
 mod ops;
 pub mod output;
@@ -143,6 +144,9 @@ pub enum Command {
     /// A producer group's connections.
     #[command(name = "producerConnection")]
     ProducerConnection(ops::ProducerConnection),
+    /// Every producer connected to a broker, by group.
+    #[command(name = "producer")]
+    Producer(ops::Producer),
     /// Every group's lag on one broker.
     #[command(name = "brokerConsumeStats")]
     BrokerConsumeStats(ops::BrokerConsumeStats),
@@ -182,6 +186,12 @@ pub enum Command {
     /// Send round trips to every broker.
     #[command(name = "clusterRT")]
     ClusterRt(ops::ClusterRt),
+    /// Send messages to a topic's queues in turn and time each send.
+    #[command(name = "checkMsgSendRT")]
+    CheckMsgSendRt(ops::CheckMsgSendRt),
+    /// Report every consumer group's backlog and troubles, round after round, until stopped.
+    #[command(name = "startMonitoring")]
+    StartMonitoring(monitor::StartMonitoring),
     /// Set a KV config on the name servers.
     #[command(name = "updateKvConfig")]
     UpdateKvConfig(namesrv::UpdateKvConfig),
@@ -567,6 +577,7 @@ async fn dispatch(admin: &MQAdmin, cmd: Command, credentials: Option<Credentials
         Command::AddWritePerm(c) => broker::write_perm(admin, &c.broker_name, true).await,
         Command::ExportMetadata(c) => c.run(admin).await,
         Command::ProducerConnection(c) => c.run(admin).await,
+        Command::Producer(c) => c.run(admin).await,
         Command::BrokerConsumeStats(c) => c.run(admin).await,
         Command::StatsAll(c) => c.run(admin).await,
         Command::QueryCq(c) => c.run(admin).await,
@@ -582,6 +593,8 @@ async fn dispatch(admin: &MQAdmin, cmd: Command, credentials: Option<Credentials
         Command::AllocateMq(c) => c.run(admin).await,
         Command::SendMsgStatus(c) => c.run(&cli_namesrv(admin), credentials).await,
         Command::ClusterRt(c) => c.run(admin, &cli_namesrv(admin), credentials).await,
+        Command::CheckMsgSendRt(c) => c.run(&cli_namesrv(admin), credentials).await,
+        Command::StartMonitoring(c) => c.run(admin, &cli_namesrv(admin), credentials).await,
         Command::UpdateKvConfig(c) => c.run(admin).await,
         Command::DeleteKvConfig(c) => c.run(admin).await,
         Command::UpdateOrderConf(c) => c.run(admin).await,

@@ -1,6 +1,7 @@
-//! Operations commands: producerConnection, brokerConsumeStats, statsAll, queryCq,
+//! Operations commands: producerConnection, producer, brokerConsumeStats, statsAll, queryCq,
 //! cleanExpiredCQ, deleteExpiredCommitLog, cleanUnusedTopic, updateBrokerConfig,
-//! getNamesrvConfig, updateNamesrvConfig, cloneGroupOffset, allocateMQ, sendMsgStatus, clusterRT.
+//! getNamesrvConfig, updateNamesrvConfig, cloneGroupOffset, allocateMQ, sendMsgStatus,
+//! checkMsgSendRT, clusterRT.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -42,6 +43,48 @@ impl ProducerConnection {
                 x.language.clone(),
                 x.version.to_string(),
             ]);
+        }
+        Ok(Output::Table(t))
+    }
+}
+
+/// producer: every producer connected to one broker (Java's `ProducerSubCommand`).
+#[derive(Debug, Args)]
+pub struct Producer {
+    /// Broker address.
+    #[arg(short = 'b', long = "broker")]
+    broker: String,
+}
+
+impl Producer {
+    /// One row per connection of each producer group the broker knows (GET_ALL_PRODUCER_INFO),
+    /// with Java's `ProducerInfo` fields; a group without connections has a row of its name
+    /// only (Java: `producer group (G) instances are empty`).
+    pub(crate) async fn run(self, admin: &MQAdmin) -> CmdResult {
+        let info = admin.all_producer_info(&self.broker).await?;
+        let mut t = Table::new(&[
+            "Producer Group",
+            "ClientId",
+            "RemoteIP",
+            "Language",
+            "Version",
+            "LastUpdateTimestamp",
+        ]);
+        for (group, members) in info.data {
+            if members.is_empty() {
+                t.row(vec![group]);
+                continue;
+            }
+            for m in members {
+                t.row(vec![
+                    group.clone(),
+                    m.client_id,
+                    m.remote_ip,
+                    m.language,
+                    m.version.to_string(),
+                    m.last_update_timestamp.to_string(),
+                ]);
+            }
         }
         Ok(Output::Table(t))
     }
@@ -593,6 +636,109 @@ impl SendMsgStatus {
             return Err(e.into());
         }
         Ok(Output::Table(t))
+    }
+}
+
+/// checkMsgSendRT: sends `-a` messages of `-s` bytes to a topic, one queue after the other,
+/// and times each send (Java's `CheckMsgSendRTCommand`).
+#[derive(Debug, Args)]
+pub struct CheckMsgSendRt {
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Messages to send.
+    #[arg(short = 'a', long = "amount", default_value_t = 100)]
+    amount: i64,
+    /// Message size in bytes (a body of that many `a`).
+    #[arg(short = 's', long = "size", default_value_t = 128)]
+    size: i64,
+}
+
+/// One line of checkMsgSendRT as Java prints it: broker name, queue id, send result, RT.
+fn rt_line(broker: &str, queue: &str, result: &str, rt: &str) -> String {
+    format!("{broker:<32}  {queue:<4}  {result:<20}    {rt}")
+}
+
+impl CheckMsgSendRt {
+    /// Java's loop: message `i` goes to queue `i % queues` of the topic's writable queues (a
+    /// selector send: one attempt); each line names the queue the selector last picked (the
+    /// one before when a send failed before choosing), `true`/`false` and the send's time in
+    /// ms; the average leaves the first send out (it also fetched the route). Lines print as
+    /// the sends go; with `--json`, one document at the end. Exits 1 when a send failed.
+    pub(crate) async fn run(self, namesrv: &str, credentials: Option<Credentials>) -> CmdResult {
+        let size = usize::try_from(self.size).unwrap_or(0);
+        check_probe_size(size)?;
+        // Java names the group after the time it starts.
+        let group = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
+            .to_string();
+        let p = probe_producer(namesrv, &group, credentials).await?;
+        let body = vec![b'a'; size];
+        // Java's checks before a queue is chosen: such a send fails without one.
+        let sendable = !body.is_empty() && body.len() <= p.config().max_message_size;
+        let json = super::output::json_mode();
+        if !json {
+            println!("{}", rt_line("#Broker Name", "#QID", "#Send Result", "#RT"));
+        }
+        let chosen = std::sync::Mutex::new((String::new(), 0i32));
+        let selector = |queues: &[MessageQueue], _: &Message, i: &i64| {
+            let q = queues.get(usize::try_from(*i).ok()? % queues.len().max(1))?;
+            if let Ok(mut c) = chosen.lock() {
+                *c = (q.broker_name.to_string(), q.queue_id);
+            }
+            Some(q.clone())
+        };
+        let (mut rows, mut failed, mut total_ms) = (Vec::new(), 0u64, 0i64);
+        for i in 0..self.amount {
+            let began = Instant::now();
+            let ok = sendable
+                && p.send_with_selector(Message::new(&self.topic, body.clone()), &selector, &i)
+                    .await
+                    .is_ok();
+            let rt = i64::try_from(began.elapsed().as_millis()).unwrap_or(i64::MAX);
+            if i != 0 {
+                total_ms += rt;
+            }
+            failed += u64::from(!ok);
+            let (broker, queue) = chosen.lock().map(|c| c.clone()).unwrap_or_default();
+            if json {
+                rows.push(json!({
+                    "Broker Name": broker,
+                    "QID": queue,
+                    "Send Result": ok,
+                    "RT": rt,
+                }));
+            } else {
+                println!(
+                    "{}",
+                    rt_line(
+                        &broker,
+                        &queue.to_string(),
+                        &ok.to_string(),
+                        &rt.to_string()
+                    )
+                );
+            }
+        }
+        p.shutdown().await;
+        // Java's `(double) timeElapsed / (amount - 1)`: NaN for one message.
+        let avg = total_ms as f64 / (self.amount as f64 - 1.0);
+        let out = if json {
+            Output::Json(json!({ "results": rows, "Avg RT": avg }))
+        } else {
+            println!("Avg RT: {avg:.2}");
+            Output::Printed
+        };
+        if failed == 0 {
+            return Ok(out);
+        }
+        let failure = Failure::Failed(format!("{failed} of {} sends failed", self.amount));
+        if json {
+            Err(super::print_then_fail(&out, failure))
+        } else {
+            Err(Failure::Reported(Box::new(failure)))
+        }
     }
 }
 

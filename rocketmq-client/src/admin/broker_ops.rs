@@ -1,13 +1,14 @@
 //! Broker and name-server administration of `DefaultMQAdminExt` beyond [`super::ops`]:
-//! producer connections, who consumes a topic, a broker's consume statistics and counters,
-//! consume-queue inspection, the store's housekeeping, and reading and updating the brokers'
-//! and name servers' configuration.
+//! producer connections and every producer of a broker, who consumes a topic, a broker's
+//! consume statistics and counters, consume-queue inspection, the store's housekeeping, and
+//! reading and updating the brokers' and name servers' configuration.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rocketmq_remoting::protocol::body::{
-    BrokerStatsData, ConsumeStatsList, GroupList, ProducerConnection, QueryConsumeQueueResponseBody,
+    BrokerStatsData, ConsumeStatsList, GroupList, ProducerConnection, ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
 };
 use rocketmq_remoting::protocol::headers::{
     GetConsumeStatsInBrokerHeader, GetProducerConnectionListRequestHeader,
@@ -65,6 +66,14 @@ impl MQAdmin {
                 producer_group: group.to_string(),
             },
         );
+        self.call_decode(broker_addr, req).await
+    }
+
+    /// Every producer connected to one broker, by producer group: each connection's client
+    /// id, remote address, language, version and last heartbeat (GET_ALL_PRODUCER_INFO; Java
+    /// `getAllProducerInfo`, which `mqadmin producer` prints).
+    pub async fn all_producer_info(&self, broker_addr: &str) -> Result<ProducerTableInfo> {
+        let req = RemotingCommand::request(RequestCode::GetAllProducerInfo);
         self.call_decode(broker_addr, req).await
     }
 
