@@ -661,6 +661,102 @@ async fn orderly_suspend_redelivers_the_same_batch_before_the_next() {
     c.shutdown().await.unwrap();
 }
 
+/// Java 4.9.8 `ConsumeMessageOrderlyService.checkReconsumeTimes`: an orderly message still
+/// failing once its `reconsume_times` reached `max_reconsume_times` goes to the dead-letter queue
+/// (sent to the retry topic with its count and delay level 3 + count, which the broker turns
+/// into `%DLQ%`), and the queue moves on to the next message; it is never delivered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orderly_message_past_max_reconsume_times_lands_in_the_dlq_and_the_queue_moves_on() {
+    // The dead letter goes through its delay level (3 + reconsume times), as with Java's
+    // broker: 1 s each here.
+    let (c, _dir) = cluster_with(fast_delays).await;
+    let ns = c.namesrv_addr();
+    create_topic(&ns, "OrdDlq", 1).await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<(String, i32)>::new()));
+    let s = seen.clone();
+    let cfg = PushConsumerConfig {
+        group: "g-ord-dlq".into(),
+        consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        suspend_current_queue_time: Duration::from_millis(50),
+        max_reconsume_times: 1,
+        ..PushConsumerConfig::default()
+    };
+    let cons = DefaultMQPushConsumer::builder()
+        .client_config(fast_client(&ns))
+        .consumer_config(cfg)
+        .subscribe("OrdDlq", "*")
+        .build()
+        .unwrap();
+    cons.register_message_listener_orderly(rocketmq_client::consumer::orderly_fn(
+        move |msgs, _q| {
+            let s = s.clone();
+            async move {
+                let m = &msgs[0];
+                let body = String::from_utf8_lossy(&m.body).to_string();
+                s.lock().unwrap().push((body.clone(), m.reconsume_times));
+                if body == "poison" {
+                    rocketmq_client::consumer::ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+                } else {
+                    rocketmq_client::consumer::ConsumeOrderlyStatus::Success
+                }
+            }
+        },
+    ))
+    .unwrap();
+    cons.start().await.unwrap();
+    let p = producer(&ns, "p-ord-dlq").await;
+    let poison = p.send(Message::new("OrdDlq", "poison")).await.unwrap();
+    p.send(Message::new("OrdDlq", "next")).await.unwrap();
+    let s = seen.clone();
+    wait_until(LIMIT, "the next message consumed", move || {
+        let done = s.lock().unwrap().iter().any(|(b, _)| b == "next");
+        async move { done }
+    })
+    .await;
+
+    let dlq = MessageQueue::new("%DLQ%g-ord-dlq", "broker-a", 0);
+    let admin = MQAdmin::connect(&ns).unwrap();
+    wait_until(LIMIT, "the DLQ topic is routed", || {
+        let admin = admin.clone();
+        async move { matches!(admin.topic_route("%DLQ%g-ord-dlq").await, Ok(Some(_))) }
+    })
+    .await;
+    admin.shutdown();
+    let puller = DefaultLitePullConsumer::builder()
+        .client_config(fast_client(&ns))
+        .group("g-ord-dlq-reader")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .build()
+        .unwrap();
+    puller.assign([dlq]).await.unwrap();
+    puller.start().await.unwrap();
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let mut found = Vec::new();
+    while found.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "message not in the DLQ"
+        );
+        found = puller
+            .poll_timeout(Duration::from_millis(500))
+            .await
+            .unwrap();
+    }
+    assert_eq!(&found[0].body[..], b"poison");
+    assert_eq!(found[0].msg_id, poison.msg_id);
+    puller.shutdown().await;
+    cons.shutdown().await;
+    let seen = seen.lock().unwrap().clone();
+    let want: Vec<(String, i32)> = vec![
+        ("poison".into(), 0),
+        ("poison".into(), 1),
+        ("next".into(), 0),
+    ];
+    assert_eq!(seen, want, "two deliveries of the poison, then the next");
+    p.shutdown().await;
+    c.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consume_from_timestamp_gets_the_newer_messages() {
     let c = cluster().await;

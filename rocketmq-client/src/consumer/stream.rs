@@ -51,7 +51,7 @@ use crate::internal::push::ConsumeClock;
 /// stops, an unacknowledged delivery is neither retried nor committed: its messages are
 /// delivered again from the queue.
 ///
-/// The consumer's `consume_timeout` (clustering) runs from when the stream hands the delivery
+/// The consumer's `consume_timeout` runs from when the stream hands the delivery
 /// out, as a listener's runs from the start of its call: a delivery held longer has its
 /// messages sent back for retry, and its answer no longer counts.
 #[derive(Debug)]

@@ -875,19 +875,18 @@ impl PushEngine {
                 })
                 .instrument(call.span.clone());
             tokio::pin!(run);
-            if self.clustering() {
-                tokio::select! {
-                    biased;
-                    r = &mut run => r,
-                    _ = clock.timed_out(self.cfg.consume_timeout) => {
-                        let mut call = call;
-                        call.timed_by(&clock);
-                        self.consume_timed_out(batch, call, run, &pq, &mq).await;
-                        return;
-                    }
+            // Both message models, as Java's `cleanExpiredMsg`, which sends the message back
+            // and releases it also for a broadcasting consumer (which never reads the retry
+            // topic): its queue's offset moves on instead of stalling behind the call.
+            tokio::select! {
+                biased;
+                r = &mut run => r,
+                _ = clock.timed_out(self.cfg.consume_timeout) => {
+                    let mut call = call;
+                    call.timed_by(&clock);
+                    self.consume_timed_out(batch, call, run, &pq, &mq).await;
+                    return;
                 }
-            } else {
-                run.await
             }
         };
         let panicked = outcome.is_err();
@@ -922,7 +921,8 @@ impl PushEngine {
 
     /// A listener call held past `consume_timeout` (Java `ProcessQueue.cleanExpiredMsg`): its
     /// messages are sent back for a later retry (delay level 3) and released from the cache, so
-    /// the queue's offset moves on. Those that cannot be sent back (the broker failing over,
+    /// the queue's offset moves on. Broadcasting too, as Java: the retry topic is not read in
+    /// that model, so the message is not delivered to this member again. Those that cannot be sent back (the broker failing over,
     /// say) stay cached and are sent back again every `consume_timeout`, as Java's periodic
     /// clean-up does, until they are sent, the call ends (its outcome then settles them as for
     /// any call: consumed, or sent back, or consumed again later) or the queue is dropped. The
@@ -2760,6 +2760,140 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), e.consume_tasks.wait())
             .await
             .expect("the listener call ends");
+        e.inst.shutdown_now();
+    }
+
+    /// A fake broker answering every request with SUCCESS that records the delay level of each
+    /// CONSUMER_SEND_MSG_BACK.
+    async fn send_back_recorder() -> (Fake, Arc<Mutex<Vec<i32>>>) {
+        let levels: Arc<Mutex<Vec<i32>>> = Arc::default();
+        let answer: test_support::Answer = {
+            let levels = levels.clone();
+            Box::new(move |req: &RemotingCommand| {
+                if req.request_code() == RequestCode::ConsumerSendMsgBack {
+                    let h: ConsumerSendMsgBackRequestHeader =
+                        req.decode_header().expect("send-back header");
+                    lock(&levels).push(h.delay_level);
+                }
+                ProcessResult::Response(RemotingCommand::response(ResponseCode::Success, None))
+            })
+        };
+        (Fake::start(&[MASTER_ID], answer).await, levels)
+    }
+
+    /// Waits (at most 10 s) until the memory offset of `mq` is `want`.
+    async fn wait_offset(e: &PushEngine, mq: &MessageQueue, want: i64) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let now = e.offsets.read(&e.inst, mq, ReadOffsetType::Memory).await;
+            if now == want {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "offset of {mq} is {now}, not {want}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Java 4.9.8 `cleanExpiredMsg` runs whatever the message model: a broadcasting
+    /// consumer's listener call held past `consume_timeout` has its message sent back (delay
+    /// level 3) and removed from the process queue, so the queue's offset moves on and its
+    /// pulls are not held back by the span (the retry topic is not read in broadcasting: the
+    /// message is not delivered to this member again). The call's late answer changes nothing.
+    #[tokio::test]
+    async fn broadcasting_sends_back_a_message_held_past_the_consume_timeout() {
+        let (fake, levels) = send_back_recorder().await;
+        let release = Arc::new(tokio::sync::Notify::new());
+        let listener = {
+            let release = release.clone();
+            crate::internal::listener::concurrently_fn(move |_m, _q| {
+                let release = release.clone();
+                async move {
+                    release.notified().await;
+                    ConsumeConcurrentlyStatus::ReconsumeLater
+                }
+            })
+        };
+        let e = engine_with(
+            "g-bc-timeout",
+            &fake.addr,
+            MessageModel::Broadcasting,
+            Listener::Concurrently(Arc::new(listener)),
+            &["T"],
+            |c| c.consume_timeout = Duration::from_millis(100),
+        );
+        e.inst.update_route("T").await.unwrap();
+        let mq = MessageQueue::new("T", "b", 0);
+        let pq = Arc::new(ProcessQueue::default());
+        pq.put(&[msg("T", 5)], false);
+        let call = tokio::spawn(e.clone().consume_concurrently(
+            vec![msg("T", 5)],
+            pq.clone(),
+            mq.clone(),
+        ));
+        fake.wait_for(RequestCode::ConsumerSendMsgBack, 1).await;
+        wait_offset(&e, &mq, 6).await;
+        assert_eq!(pq.count(), 0, "the expired message left in the cache");
+        assert_eq!(*lock(&levels), vec![3]);
+        release.notify_one();
+        tokio::time::timeout(Duration::from_secs(10), call)
+            .await
+            .expect("the call ends")
+            .unwrap();
+        assert_eq!(*lock(&levels), vec![3], "sent back once");
+        assert_eq!(
+            e.offsets.read(&e.inst, &mq, ReadOffsetType::Memory).await,
+            6
+        );
+        e.inst.shutdown_now();
+    }
+
+    /// Java 4.9.8 `processConsumeResult`, clustering: with CONSUME_SUCCESS the messages after
+    /// the context's `ackIndex` are sent back with its `delayLevelWhenNextConsume`, the others
+    /// leave the cache, and the offset moves past the whole call.
+    #[tokio::test]
+    async fn a_partial_ack_sends_back_the_rest_with_the_contexts_delay_level() {
+        struct AckFirst;
+        #[async_trait]
+        impl MessageListenerConcurrently for AckFirst {
+            async fn consume_message(
+                &self,
+                _msgs: &[MessageExt],
+                ctx: &mut ConsumeConcurrentlyContext,
+            ) -> ConsumeConcurrentlyStatus {
+                ctx.ack_index = 0;
+                ctx.delay_level_when_next_consume = 5;
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            }
+        }
+        let (fake, levels) = send_back_recorder().await;
+        let e = engine_with(
+            "g-ack-index",
+            &fake.addr,
+            MessageModel::Clustering,
+            Listener::Concurrently(Arc::new(AckFirst)),
+            &["T"],
+            |c| c.consume_message_batch_max_size = 3,
+        );
+        e.inst.update_route("T").await.unwrap();
+        let mq = MessageQueue::new("T", "b", 0);
+        let pq = Arc::new(ProcessQueue::default());
+        let msgs = vec![msg("T", 0), msg("T", 1), msg("T", 2)];
+        pq.put(&msgs, false);
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            e.clone().consume_concurrently(msgs, pq.clone(), mq.clone()),
+        )
+        .await
+        .expect("the call is settled");
+        assert_eq!(*lock(&levels), vec![5, 5]);
+        assert_eq!(pq.count(), 0);
+        assert_eq!(
+            e.offsets.read(&e.inst, &mq, ReadOffsetType::Memory).await,
+            3
+        );
         e.inst.shutdown_now();
     }
 

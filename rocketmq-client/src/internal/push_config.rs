@@ -41,9 +41,10 @@ pub struct PushConsumerConfig {
     /// Cached body MiB per topic before pulling pauses, shared by the owned queues (-1: use
     /// `pull_threshold_size_for_queue`).
     pub pull_threshold_size_for_topic: i32,
-    /// Concurrent clustering consumers: a listener call that holds its messages longer than
-    /// this has them sent back for retry and released, so the queue moves on (15 min, Java
-    /// `consumeTimeout`).
+    /// Concurrent consumers: a listener call that holds its messages longer than this has them
+    /// sent back for retry (delay level 3) and released, so the queue moves on (15 min, Java
+    /// `consumeTimeout`). Broadcasting too, as Java: the retry topic is not read in that model,
+    /// so such a message is not delivered to the member again.
     pub consume_timeout: Duration,
     /// Concurrent mode: largest offset span cached per queue before pulling pauses (2000).
     pub consume_concurrently_max_span: i64,
