@@ -6,6 +6,8 @@
 //! * [`consumer::DefaultMQPushConsumer`]: concurrent or orderly listeners, clustering or
 //!   broadcasting, rebalancing with the Java allocation strategies, retries and dead letters.
 //! * [`consumer::DefaultLitePullConsumer`]: subscribe or assign, poll, seek, commit.
+//! * [`consumer::DefaultMQPullConsumer`]: Java's pull consumer (pull a queue from an offset,
+//!   keep the offsets), for code ported from it.
 //! * [`admin::MQAdmin`]: topics, routes, group offsets and lag.
 //! * Request-reply: [`producer::DefaultMQProducer::request`] and [`reply::create_reply_message`].
 //! * Message trace (Java 4.9.8's format): `enable_msg_trace` on the builders, read back with

@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
-use rocketmq_remoting::protocol::headers::{pull_sys_flag, PullMessageRequestHeader};
-use rocketmq_remoting::protocol::message::{property, MessageQueue};
+use rocketmq_remoting::protocol::message::MessageQueue;
 
 use super::MQAdmin;
 use crate::consumer::MessageSelector;
 use crate::error::{ClientError, Result};
-use crate::internal::api::{PullResult, PullStatus};
+use crate::internal::api::PullResult;
 use crate::internal::instance::{subscribe_queues, MASTER_ID};
+use crate::internal::pull_api::{pull_queue, QueuePull};
 
 /// The consumer group Java's tools pull as (`MixAll.TOOLS_CONSUMER_GROUP`).
 const TOOLS_CONSUMER_GROUP: &str = "TOOLS_CONSUMER";
@@ -20,7 +20,7 @@ const TOOLS_CONSUMER_GROUP: &str = "TOOLS_CONSUMER";
 const PULL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The broker's hold time Java's non-blocking `pull` sends (unused without the suspend flag).
-const SUSPEND_TIMEOUT_MILLIS: i64 = 20_000;
+const BROKER_SUSPEND_MAX: Duration = Duration::from_secs(20);
 
 impl MQAdmin {
     /// The queues of `topic` that consumers read: every readable queue of its route, sorted
@@ -67,37 +67,20 @@ impl MQAdmin {
         // Java `FilterAPI.buildSubscriptionData`: an expression of `||` separators only is
         // refused.
         let sd = MessageSelector::by_tag(expression).subscription(&mq.topic, 0)?;
-        let (addr, _slave) = self.inst.pull_addr(mq, MASTER_ID).await?;
-        let header = PullMessageRequestHeader {
-            consumer_group: group.to_string(),
-            topic: mq.topic.to_string(),
-            queue_id: mq.queue_id,
-            queue_offset: offset,
-            max_msg_nums: max_nums,
-            sys_flag: pull_sys_flag::build(false, false, true, false),
-            commit_offset: 0,
-            suspend_timeout_millis: SUSPEND_TIMEOUT_MILLIS,
-            subscription: Some(sd.sub_string.clone()),
-            sub_version: 0,
-            expression_type: sd.expression_type.clone(),
-            broker_name: Some(mq.broker_name.to_string()),
-        };
-        let mut r = self
-            .inst
-            .api
-            .pull(&addr, &header, PULL_TIMEOUT.max(self.timeout()))
-            .await?;
-        if r.status == PullStatus::Found {
-            let (min, max) = (r.min_offset.to_string(), r.max_offset.to_string());
-            let filter = !sd.tags_set.is_empty();
-            r.messages
-                .retain(|m| !filter || m.message.tags().is_some_and(|t| sd.tags_set.contains(t)));
-            for m in &mut r.messages {
-                m.message.put_property(property::MIN_OFFSET, &min);
-                m.message.put_property(property::MAX_OFFSET, &max);
-                m.broker_name = mq.broker_name.to_string();
-            }
-        }
-        Ok(r)
+        pull_queue(
+            &self.inst,
+            QueuePull {
+                group,
+                mq,
+                sd: &sd,
+                offset,
+                max_nums,
+                block: false,
+                broker_suspend_max: BROKER_SUSPEND_MAX,
+                timeout: PULL_TIMEOUT.max(self.timeout()),
+                broker_id: MASTER_ID,
+            },
+        )
+        .await
     }
 }

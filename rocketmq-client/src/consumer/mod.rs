@@ -1,12 +1,15 @@
-//! Consumers: [`DefaultMQPushConsumer`] (listener-driven) and [`DefaultLitePullConsumer`]
-//! (poll-driven), the listener traits and the queue allocation strategies.
+//! Consumers: [`DefaultMQPushConsumer`] (listener-driven), [`DefaultLitePullConsumer`]
+//! (poll-driven) and [`DefaultMQPullConsumer`] (Java's pull consumer: the application pulls
+//! queues from offsets), the listener traits and the queue allocation strategies.
 
 mod lite_pull;
+mod pull;
 mod push;
 mod selector;
 mod stream;
 
 pub use self::lite_pull::{DefaultLitePullConsumer, LitePullConsumerBuilder};
+pub use self::pull::{DefaultMQPullConsumer, PullConsumerBuilder};
 pub use self::push::{DefaultMQPushConsumer, PushConsumerBuilder};
 pub use self::selector::MessageSelector;
 pub use self::stream::{Delivery, LitePullStream, PushStream};
@@ -23,6 +26,8 @@ pub use crate::internal::listener::{
     MessageListenerConcurrently, MessageListenerOrderly, OrderlyFn,
 };
 pub use crate::internal::lite_pull_config::{LitePullConsumerConfig, MIN_AUTO_COMMIT_INTERVAL};
+pub use crate::internal::pull_config::PullConsumerConfig;
+pub use crate::internal::pull_consumer::MessageQueueListener;
 pub use crate::internal::push_config::PushConsumerConfig;
 pub use crate::internal::stats::{ConsumeStatus, ConsumeTotals, StatsSnapshot};
 pub use rocketmq_remoting::protocol::body::{ConsumeFromWhere, MessageModel};
