@@ -10,8 +10,10 @@ use crate::config::TraceConfig;
 /// Producer settings; the defaults are Java's.
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
-    /// Producer group (`DEFAULT_PRODUCER`). Transactional producers must use a group of their own:
-    /// the broker asks a producer of the group about unfinished transactions.
+    /// Producer group. To be set: the default, `DEFAULT_PRODUCER`, is refused by
+    /// [`build`](crate::producer::ProducerBuilder::build) (unless a namespace is added to it), as
+    /// Java's producer refuses it at start. Transactional producers must use a group of their
+    /// own: the broker asks a producer of the group about unfinished transactions.
     pub group: String,
     /// Timeout of a whole send, retries included (3 s).
     pub send_msg_timeout: Duration,

@@ -706,6 +706,17 @@ impl ProducerCore {
         }
     }
 
+    /// The checks of [`Self::prepare`] alone: Java's `Validators.checkMessage`, with the
+    /// namespace added to the topic. For a send that looks for its queue first: Java checks a
+    /// message before it finds the topic's route or calls a selector.
+    pub(crate) fn check(&self, msg: &Message) -> Result<()> {
+        check_message(msg, self.settings.max_message_size)?;
+        if let Cow::Owned(wire) = self.ns.wrap_cow(&msg.topic) {
+            check_topic_on_wire(&msg.topic, &wire)?;
+        }
+        Ok(())
+    }
+
     /// Sets the unique id, compresses, and flags a message for the wire.
     pub(crate) fn prepare(&self, inst: &ClientInstance, mut msg: Message) -> Result<Prepared> {
         check_message(&msg, self.settings.max_message_size)?;
@@ -742,9 +753,15 @@ impl ProducerCore {
         let mut body = std::mem::take(&mut msg.body);
         if body.len() >= self.settings.compress_msg_body_over_howmuch {
             body = Bytes::from(compress_zlib(&body, self.settings.compress_level));
-            sys |= sys_flag::COMPRESSED;
+            // With the compression type bits, as Java 4.9.8 (`compressType` ZLIB): readers
+            // that know no type (older clients) look at the compressed bit alone.
+            sys |= sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB;
         }
-        if msg.property(property::TRANSACTION_PREPARED) == Some("true") {
+        // Java's `Boolean.parseBoolean`: any letter case.
+        if msg
+            .property(property::TRANSACTION_PREPARED)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
             sys |= sys_flag::TRANSACTION_PREPARED_TYPE;
         }
         let (mut reconsume, mut max_reconsume) = (None, None);
@@ -1089,6 +1106,49 @@ impl ProducerCore {
         (result, ended)
     }
 
+    /// An asynchronous send to the queue `mq`, chosen by the caller (Java `sendKernelImpl` in
+    /// ASYNC mode for a given queue or a selector's, which passes no publish info): a request
+    /// that could not be written or was not answered is sent again to the same queue, up to
+    /// `retry_times_when_send_async_failed` times while `timeout` (counted from `begin`) lasts,
+    /// as Java's `MQClientAPIImpl.onExceptionImpl` resends it to the same broker. A broker's
+    /// error answer is returned, not retried (Java retries an asynchronous send only after a
+    /// failed write or a timeout).
+    pub(crate) async fn send_async_to_queue(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mq: &MessageQueue,
+        timeout: Duration,
+        begin: Instant,
+    ) -> Result<Option<SendResult>> {
+        let times = 1 + self.settings.retry_times_when_send_async_failed;
+        let mut attempt = 0;
+        loop {
+            let start = Instant::now();
+            let left = timeout.saturating_sub(start.saturating_duration_since(begin));
+            if left.is_zero() {
+                return Err(ClientError::Timeout {
+                    op: "send",
+                    after: timeout,
+                });
+            }
+            let (result, _) = self
+                .send_kernel(inst, p, mq, SendMode::Async, left, attempt, start)
+                .await;
+            match result {
+                Err(e)
+                    if attempt + 1 < times
+                        && write_or_answer_failed(&e)
+                        && begin.elapsed() < timeout =>
+                {
+                    tracing::debug!(topic = %p.topic, queue = %mq, attempt, error = %e, "asynchronous send to a queue failed; sending it again");
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// [`Self::send_kernel`], with the attempt's latency too (from `started` to its answer,
     /// read once for the statistics, the hooks and the fault avoidance); `sent_items`: where
     /// the statistics items of the topic are kept, when the caller has a place for them;
@@ -1283,9 +1343,6 @@ fn encode_properties_with_id(props: &StringMap, id: Option<&str>) -> String {
     out
 }
 
-/// Whether `e` says the broker is gone or no longer takes writes (its connection failed, or
-/// it answered SERVICE_NOT_AVAILABLE as a slave or a stopping broker does): then the topic's
-/// route is worth refreshing at once.
 /// Whether a failed attempt puts its broker in the penalty box (latency fault avoidance), as
 /// Java's `updateFaultItem(.., true)` for a transport failure, a broker's error answer and a
 /// broker not found: the next attempt (and the next sends) go to another broker, not back to
@@ -1301,6 +1358,20 @@ fn isolates(e: &ClientError) -> bool {
     }
 }
 
+/// Whether `e` says the request could not be written or was not answered in time (Java's
+/// `sendMessageAsync` failures that `onExceptionImpl` retries: a failed connect or write, a
+/// closed connection, a timeout), not that the broker answered an error.
+fn write_or_answer_failed(e: &ClientError) -> bool {
+    match e {
+        ClientError::Remoting(r) => r.is_retriable(),
+        ClientError::Timeout { .. } => true,
+        _ => false,
+    }
+}
+
+/// Whether `e` says the broker is gone or no longer takes writes (its connection failed, or
+/// it answered SERVICE_NOT_AVAILABLE as a slave or a stopping broker does): then the topic's
+/// route is worth refreshing at once.
 pub(crate) fn broker_failed(e: &ClientError) -> bool {
     match e {
         ClientError::Remoting(r) => r.is_retriable(),
@@ -1614,6 +1685,67 @@ mod tests {
         assert!(core
             .prepare(&inst, Message::new("T".repeat(67), "x"))
             .is_err());
+        inst.shutdown_now();
+    }
+
+    fn test_core(name: &str) -> (Arc<ClientInstance>, ProducerCore) {
+        let config = crate::ClientConfig {
+            namesrv_addr: vec!["127.0.0.1:9".into()],
+            ..crate::ClientConfig::default()
+        };
+        let inst = ClientInstance::get_or_create(&config, name).unwrap();
+        let core = ProducerCore::new(ProducerConfig::default(), Namespace::none());
+        (inst, core)
+    }
+
+    /// As Java 4.9.8's `sendKernelImpl`: a body of `compressMsgBodyOverHowmuch` bytes or more
+    /// is zlib-compressed at level 5 and flagged COMPRESSED with the ZLIB compression type
+    /// (ours flagged COMPRESSED alone).
+    #[tokio::test]
+    async fn compressed_bodies_carry_javas_zlib_type() {
+        let (inst, core) = test_core("java-compression");
+        let body = b"0123456789abcdef".repeat(256);
+        assert_eq!(body.len(), 4096);
+        let p = core
+            .prepare(&inst, Message::new("T", body.clone()))
+            .unwrap();
+        assert_eq!(
+            p.sys_flag,
+            sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB
+        );
+        assert_eq!(&p.body[..], &compress_zlib(&body, 5)[..]);
+        let inflated =
+            rocketmq_remoting::protocol::message::decompress_body(&p.body, p.sys_flag, 1 << 20)
+                .unwrap();
+        assert_eq!(&inflated[..], &body[..]);
+        let p = core
+            .prepare(&inst, Message::new("T", body[..4095].to_vec()))
+            .unwrap();
+        assert_eq!((p.sys_flag, p.body.len()), (0, 4095));
+        inst.shutdown_now();
+    }
+
+    /// `TRAN_MSG` marks a half message in any letter case, as Java's `Boolean.parseBoolean`
+    /// (ours took only `true`: a `TRUE` half message was stored as a plain one and delivered).
+    #[tokio::test]
+    async fn a_transaction_flag_in_any_case_marks_a_half_message() {
+        let (inst, core) = test_core("java-tran-msg");
+        for (value, half) in [
+            ("true", true),
+            ("TRUE", true),
+            ("True", true),
+            ("false", false),
+            ("yes", false),
+        ] {
+            let mut m = Message::new("T", "x");
+            m.put_property(property::TRANSACTION_PREPARED, value);
+            let want = if half {
+                sys_flag::TRANSACTION_PREPARED_TYPE
+            } else {
+                0
+            };
+            assert_eq!(core.prepare(&inst, m).unwrap().sys_flag, want, "{value}");
+        }
         inst.shutdown_now();
     }
 

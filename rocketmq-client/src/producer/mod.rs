@@ -28,6 +28,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rocketmq_remoting::protocol::message::{property, Message, MessageQueue};
+use rocketmq_remoting::protocol::topic::DEFAULT_PRODUCER_GROUP;
 
 pub use self::selector::{
     selector_fn, JavaHashCode, MessageQueueSelector, SelectMessageQueueByHash,
@@ -262,6 +263,14 @@ impl ProducerBuilder {
         self.client.validate()?;
         check_group(&self.producer.group)?;
         Namespace::of(&self.client).check_group(&self.producer.group)?;
+        // Java's `checkConfig` refuses the default group (after adding the namespace): the
+        // brokers ask any producer of a group about its transactions, and every producer
+        // without a group of its own would share this one.
+        if Namespace::of(&self.client).wrap(&self.producer.group) == DEFAULT_PRODUCER_GROUP {
+            return Err(ClientError::Config(format!(
+                "the producer group cannot be {DEFAULT_PRODUCER_GROUP}; set a group of your own"
+            )));
+        }
         let p = &self.producer;
         if p.max_message_size == 0 || p.max_message_size > 16 * 1024 * 1024 - 4096 {
             return Err(ClientError::Config(format!(
@@ -655,18 +664,54 @@ impl DefaultMQProducer {
         }
     }
 
-    /// [`send_to_queue`](Self::send_to_queue) in the background.
+    /// [`send_to_queue`](Self::send_to_queue) in the background, as an asynchronous send: a
+    /// request that could not be written or was not answered is sent again to the same queue
+    /// (up to `retry_times_when_send_async_failed` times, within `send_msg_timeout`), as
+    /// Java's `send(msg, mq, callback)` does; a broker's error answer is not retried.
     pub fn send_to_queue_async(&self, msg: Message, mq: MessageQueue) -> SendFuture {
-        self.spawn_send(|p| async move { p.send_to_queue(msg, &mq).await })
+        self.spawn_send(|this| async move {
+            let begin = Instant::now();
+            let inst = this.running()?;
+            check_queue_topic(&msg, &mq)?;
+            let core = &this.inner.core;
+            let p = core.prepare(inst, msg)?;
+            this.send_one_async(inst, &p, core.ns.wrap_mq(&mq), begin)
+                .await
+        })
     }
 
-    /// [`send_with_selector`](Self::send_with_selector) in the background.
+    /// [`send_with_selector`](Self::send_with_selector) in the background, as an asynchronous
+    /// send: a request that could not be written or was not answered is sent again to the
+    /// queue the selector picked (up to `retry_times_when_send_async_failed` times, within
+    /// `send_msg_timeout`), as Java's `send(msg, selector, arg, callback)` does.
     pub fn send_with_selector_async<A, S>(&self, msg: Message, selector: S, arg: A) -> SendFuture
     where
         A: Send + Sync + 'static,
         S: MessageQueueSelector<A> + Send + Sync + 'static,
     {
-        self.spawn_send(|p| async move { p.send_with_selector(msg, &selector, &arg).await })
+        self.spawn_send(|this| async move {
+            let begin = Instant::now();
+            let inst = this.running()?;
+            this.inner.core.check(&msg)?;
+            let mq = this.select(inst, &msg, &selector, &arg).await?;
+            let p = this.inner.core.prepare(inst, msg)?;
+            this.send_one_async(inst, &p, mq, begin).await
+        })
+    }
+
+    /// An asynchronous send of `p` to `mq` (resent to it after a failed write or a timeout),
+    /// within `send_msg_timeout` from `begin`.
+    async fn send_one_async(
+        &self,
+        inst: &ClientInstance,
+        p: &Prepared,
+        mq: MessageQueue,
+        begin: Instant,
+    ) -> Result<SendResult> {
+        let core = &self.inner.core;
+        core.send_async_to_queue(inst, p, &mq, core.settings.send_msg_timeout, begin)
+            .await?
+            .ok_or_else(unreachable_oneway)
     }
 
     /// [`send_batch`](Self::send_batch) in the background (retries:
@@ -706,6 +751,7 @@ impl DefaultMQProducer {
     {
         let begin = Instant::now();
         let inst = self.running()?;
+        self.inner.core.check(&msg)?;
         let mq = self.select(inst, &msg, selector, arg).await?;
         let p = self.inner.core.prepare(inst, msg)?;
         self.send_one_mode(inst, &p, mq, begin, SendMode::Oneway)
@@ -761,6 +807,8 @@ impl DefaultMQProducer {
     {
         let begin = Instant::now();
         let inst = self.running()?;
+        // Checked before the selector sees it, as Java's `sendSelectImpl`.
+        self.inner.core.check(&msg)?;
         let mq = self.select(inst, &msg, selector, arg).await?;
         let p = self.inner.core.prepare(inst, msg)?;
         self.send_one(inst, &p, mq, begin).await
@@ -869,5 +917,323 @@ fn unreachable_oneway() -> ClientError {
     ClientError::Protocol {
         addr: String::new(),
         reason: "no response to a two-way send".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use rocketmq_remoting::protocol::body::{self, BrokerData, QueueData, TopicRouteData};
+    use rocketmq_remoting::protocol::headers::SendMessageResponseHeader;
+    use rocketmq_remoting::protocol::message::encode_offset_msg_id;
+    use rocketmq_remoting::protocol::{RemotingCommand, RequestCode, ResponseCode};
+    use rocketmq_remoting::transport::{
+        ChannelContext, ProcessResult, RemotingServer, RequestProcessor, ServerHandle,
+    };
+    use std::collections::BTreeMap;
+
+    /// How the fake broker answers sends.
+    #[derive(Clone, Copy)]
+    enum Sends {
+        /// The first send is left unanswered; the others are stored.
+        HoldFirst,
+        /// Every send is refused with this code.
+        Refuse(ResponseCode),
+    }
+
+    /// The sends the fake received: queue id and encoded properties of each.
+    type Received = Arc<Mutex<Vec<(i32, String)>>>;
+
+    struct Proc {
+        addr: Mutex<String>,
+        sends: Sends,
+        received: Received,
+        arrived: Arc<tokio::sync::Notify>,
+    }
+
+    #[async_trait]
+    impl RequestProcessor for Proc {
+        async fn process(&self, _ctx: &ChannelContext, req: RemotingCommand) -> ProcessResult {
+            let ok = || RemotingCommand::response(ResponseCode::Success, None);
+            let addr = lock(&self.addr).clone();
+            match req.request_code() {
+                RequestCode::GetRouteinfoByTopic => {
+                    let route = TopicRouteData {
+                        broker_datas: vec![BrokerData {
+                            broker_addrs: BTreeMap::from([(0, addr)]),
+                            broker_name: "b".into(),
+                            cluster: "c".into(),
+                        }],
+                        queue_datas: vec![QueueData {
+                            broker_name: "b".into(),
+                            perm: 6,
+                            read_queue_nums: 2,
+                            write_queue_nums: 2,
+                            topic_sys_flag: 0,
+                        }],
+                        ..TopicRouteData::default()
+                    };
+                    ProcessResult::Response(ok().with_body(body::encode_fastjson(&route)))
+                }
+                RequestCode::SendMessageV2 => {
+                    let queue_id: i32 = req.ext("e").and_then(|q| q.parse().ok()).unwrap_or(-1);
+                    let n = {
+                        let mut received = lock(&self.received);
+                        received.push((queue_id, req.ext("i").unwrap_or_default().to_string()));
+                        received.len()
+                    };
+                    self.arrived.notify_waiters();
+                    match self.sends {
+                        Sends::HoldFirst if n == 1 => return ProcessResult::NoResponse,
+                        Sends::Refuse(code) => {
+                            return ProcessResult::Response(RemotingCommand::response(
+                                code,
+                                Some("refused".to_string()),
+                            ))
+                        }
+                        Sends::HoldFirst => {}
+                    }
+                    let mut r = ok();
+                    r.set_header(&SendMessageResponseHeader {
+                        queue_id,
+                        trace_on: None,
+                        msg_region: None,
+                        msg_id: encode_offset_msg_id(addr.parse().unwrap(), n as i64),
+                        queue_offset: n as i64,
+                        transaction_id: None,
+                    });
+                    ProcessResult::Response(r)
+                }
+                _ => ProcessResult::Response(ok()),
+            }
+        }
+    }
+
+    /// A name server and broker in one: every topic has two queues on broker `b` at its own
+    /// address.
+    struct FakeBroker {
+        addr: String,
+        received: Received,
+        arrived: Arc<tokio::sync::Notify>,
+        server: ServerHandle,
+    }
+
+    impl FakeBroker {
+        async fn start(sends: Sends) -> FakeBroker {
+            let received = Received::default();
+            let arrived = Arc::new(tokio::sync::Notify::new());
+            let proc = Arc::new(Proc {
+                addr: Mutex::new(String::new()),
+                sends,
+                received: received.clone(),
+                arrived: arrived.clone(),
+            });
+            let server = RemotingServer::builder("127.0.0.1:0")
+                .default_processor(proc.clone())
+                .start()
+                .await
+                .expect("fake broker");
+            let addr = server.local_addr().to_string();
+            *lock(&proc.addr) = addr.clone();
+            FakeBroker {
+                addr,
+                received,
+                arrived,
+                server,
+            }
+        }
+
+        fn received(&self) -> Vec<(i32, String)> {
+            lock(&self.received).clone()
+        }
+
+        /// Waits (at most 10 s) until `n` sends arrived.
+        async fn wait_sends(&self, n: usize) {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let notified = self.arrived.notified();
+                if lock(&self.received).len() >= n {
+                    return;
+                }
+                if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                    panic!("timed out waiting for {n} sends");
+                }
+            }
+        }
+
+        /// Closes every connection to the fake (its pending answers are lost).
+        fn close_connections(&self) {
+            for c in self.server.channels() {
+                c.close();
+            }
+        }
+
+        async fn producer(&self, name: &str, async_retries: u32) -> DefaultMQProducer {
+            let p = DefaultMQProducer::builder()
+                .namesrv_addr(&self.addr)
+                .group(format!("g-{name}"))
+                .instance_name(format!("resend-{name}"))
+                .send_msg_timeout(Duration::from_secs(20))
+                .retry_times_when_send_async_failed(async_retries)
+                .build()
+                .unwrap();
+            p.start().await.unwrap();
+            p
+        }
+    }
+
+    fn uniq_key(properties: &str) -> Option<&str> {
+        properties
+            .split('\u{2}')
+            .find_map(|kv| kv.strip_prefix("UNIQ_KEY\u{1}"))
+    }
+
+    /// Java's `send(msg, mq, callback)` and `send(msg, selector, arg, callback)` are
+    /// asynchronous sends: a request whose connection failed before its answer is sent again
+    /// to the same queue (`MQClientAPIImpl.onExceptionImpl`, `retryTimesWhenSendAsyncFailed`).
+    /// Ours failed them at the first closed connection.
+    #[tokio::test]
+    async fn async_sends_to_a_queue_are_sent_again_to_it_after_a_failed_connection() {
+        for by_selector in [false, true] {
+            let fake = FakeBroker::start(Sends::HoldFirst).await;
+            let p = fake.producer(&format!("to-queue-{by_selector}"), 2).await;
+            let mq = MessageQueue::new("T", "b", 1);
+            let pending = if by_selector {
+                let last =
+                    selector_fn(|qs: &[MessageQueue], _: &Message, _: &()| qs.last().cloned());
+                p.send_with_selector_async(Message::new("T", "x"), last, ())
+            } else {
+                p.send_to_queue_async(Message::new("T", "x"), mq.clone())
+            };
+            fake.wait_sends(1).await;
+            fake.close_connections();
+            let r = tokio::time::timeout(Duration::from_secs(30), pending)
+                .await
+                .expect("an answer")
+                .expect("sent again and stored");
+            assert_eq!(r.message_queue, mq);
+            let received = fake.received();
+            assert_eq!(received.len(), 2, "sent twice");
+            assert!(received.iter().all(|(q, _)| *q == 1), "{received:?}");
+            assert_eq!(uniq_key(&received[0].1), Some(r.msg_id.as_str()));
+            assert_eq!(uniq_key(&received[1].1), Some(r.msg_id.as_str()));
+            p.shutdown().await;
+        }
+    }
+
+    /// Without asynchronous retries the failed connection fails the send, and a broker's
+    /// error answer is never sent again (Java's `onExceptionImpl(.., needRetry false)`).
+    #[tokio::test]
+    async fn async_sends_to_a_queue_are_not_sent_again_without_retries_or_after_an_error_answer() {
+        let fake = FakeBroker::start(Sends::HoldFirst).await;
+        let p = fake.producer("no-retries", 0).await;
+        let pending = p.send_to_queue_async(Message::new("T", "x"), MessageQueue::new("T", "b", 0));
+        fake.wait_sends(1).await;
+        fake.close_connections();
+        let e = tokio::time::timeout(Duration::from_secs(30), pending)
+            .await
+            .expect("an answer")
+            .expect_err("not sent again");
+        assert!(matches!(e, ClientError::Remoting(_)), "{e}");
+        assert_eq!(fake.received().len(), 1);
+        p.shutdown().await;
+
+        let fake = FakeBroker::start(Sends::Refuse(ResponseCode::SystemError)).await;
+        let p = fake.producer("refused", 2).await;
+        let e = p
+            .send_to_queue_async(Message::new("T", "x"), MessageQueue::new("T", "b", 0))
+            .await
+            .expect_err("refused");
+        assert_eq!(e.response_code(), Some(ResponseCode::SystemError), "{e}");
+        assert_eq!(fake.received().len(), 1);
+        p.shutdown().await;
+    }
+
+    /// A request to a queue is an asynchronous send to it (Java `request(msg, mq, timeout)`):
+    /// sent again after a failed connection.
+    #[tokio::test]
+    async fn a_request_to_a_queue_is_sent_again_after_a_failed_connection() {
+        let fake = FakeBroker::start(Sends::HoldFirst).await;
+        let p = fake.producer("request", 2).await;
+        let mq = MessageQueue::new("T", "b", 1);
+        let request = p.request_to_queue(Message::new("T", "ping"), &mq, Duration::from_secs(3));
+        tokio::pin!(request);
+        tokio::select! {
+            r = &mut request => panic!("no reply can come: {r:?}"),
+            _ = fake.wait_sends(1) => {}
+        }
+        fake.close_connections();
+        tokio::select! {
+            r = &mut request => panic!("ended before it was sent again: {r:?}"),
+            _ = fake.wait_sends(2) => {}
+        }
+        let e = request.await.expect_err("no reply");
+        assert!(
+            matches!(e, ClientError::Timeout { op: "request", .. }),
+            "{e}"
+        );
+        let received = fake.received();
+        assert!(received.iter().all(|(q, _)| *q == 1), "{received:?}");
+        p.shutdown().await;
+    }
+
+    /// Java's `sendSelectImpl` checks the message before it finds the route or calls the
+    /// selector: an invalid message is refused without the selector seeing it.
+    #[tokio::test]
+    async fn an_invalid_message_is_refused_before_the_selector_is_called() {
+        let fake = FakeBroker::start(Sends::HoldFirst).await;
+        let p = fake.producer("invalid-selected", 2).await;
+        let called = Arc::new(AtomicBool::new(false));
+        let selector = {
+            let called = called.clone();
+            selector_fn(move |qs: &[MessageQueue], _: &Message, _: &()| {
+                called.store(true, Ordering::SeqCst);
+                qs.first().cloned()
+            })
+        };
+        let empty = || Message::new("T", "");
+        let e = p
+            .send_with_selector(empty(), &selector, &())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ClientError::InvalidMessage(_)), "{e}");
+        let e = p
+            .send_oneway_with_selector(empty(), &selector, &())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ClientError::InvalidMessage(_)), "{e}");
+        let e = p
+            .request_with_selector(empty(), &selector, &(), Duration::from_secs(3))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ClientError::InvalidMessage(_)), "{e}");
+        let e = p
+            .send_with_selector_async(empty(), selector, ())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ClientError::InvalidMessage(_)), "{e}");
+        assert!(
+            !called.load(Ordering::SeqCst),
+            "the selector saw an invalid message"
+        );
+        assert!(fake.received().is_empty());
+        p.shutdown().await;
+    }
+
+    /// Java's `checkConfig` refuses the group `DEFAULT_PRODUCER` (compared with the namespace
+    /// added, so a namespaced one passes).
+    #[test]
+    fn the_default_producer_group_is_refused() {
+        let builder = || DefaultMQProducer::builder().namesrv_addr("127.0.0.1:9876");
+        for b in [builder(), builder().group("DEFAULT_PRODUCER")] {
+            let e = b.build().unwrap_err();
+            assert!(
+                matches!(&e, ClientError::Config(m) if m.contains("DEFAULT_PRODUCER")),
+                "{e}"
+            );
+        }
+        assert!(builder().namespace("ns").build().is_ok());
+        assert!(builder().group("my-producers").build().is_ok());
     }
 }

@@ -53,8 +53,9 @@ impl DefaultMQProducer {
             .await
     }
 
-    /// [`request`](Self::request) to the queue `mq` (one send attempt; Java
-    /// `request(msg, mq, timeout)`).
+    /// [`request`](Self::request) to the queue `mq` (Java `request(msg, mq, timeout)`): a
+    /// request message that could not be written or was not answered is sent again to `mq`,
+    /// up to `retry_times_when_send_async_failed` times within `timeout`.
     pub async fn request_to_queue(
         &self,
         msg: Message,
@@ -66,8 +67,9 @@ impl DefaultMQProducer {
             .await
     }
 
-    /// [`request`](Self::request) to the queue `selector` picks given `arg` (one send attempt;
-    /// Java `request(msg, selector, arg, timeout)`).
+    /// [`request`](Self::request) to the queue `selector` picks given `arg` (Java
+    /// `request(msg, selector, arg, timeout)`): sent again to that queue as
+    /// [`request_to_queue`](Self::request_to_queue) is.
     pub async fn request_with_selector<A, S>(
         &self,
         msg: Message,
@@ -137,6 +139,8 @@ impl DefaultMQProducer {
                 Target::Default => None,
                 Target::Queue(mq) => Some(core.ns.wrap_mq(mq)),
                 Target::Selector(selector, arg) => {
+                    // Checked before the selector sees it, as Java's `sendSelectImpl`.
+                    core.check(&msg)?;
                     Some(self.select(&inst, &msg, selector, arg).await?)
                 }
             };
@@ -172,7 +176,9 @@ impl DefaultMQProducer {
         r
     }
 
-    /// The request's send: asynchronous mode as Java's (its retries), or one attempt to `mq`.
+    /// The request's send, asynchronous as Java's: round robin with its retries, or to `mq`,
+    /// sent again to it after a failed write or a timeout (Java `sendKernelImpl` without
+    /// publish info).
     async fn send_request(
         &self,
         inst: &ClientInstance,
@@ -184,17 +190,8 @@ impl DefaultMQProducer {
         match mq {
             None => core.send_default(inst, p, SendMode::Async, left).await?,
             Some(mq) => {
-                core.send_kernel(
-                    inst,
-                    p,
-                    &mq,
-                    SendMode::Async,
-                    left,
-                    0,
-                    std::time::Instant::now(),
-                )
-                .await
-                .0?
+                core.send_async_to_queue(inst, p, &mq, left, std::time::Instant::now())
+                    .await?
             }
         };
         Ok(())
