@@ -12,10 +12,8 @@ use futures::FutureExt;
 use rocketmq_remoting::protocol::body::{
     ConsumeType, ConsumerData, MessageModel, SubscriptionData,
 };
-use rocketmq_remoting::protocol::headers::{
-    pull_sys_flag, ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader,
-};
-use rocketmq_remoting::protocol::message::{property, Message, MessageExt, MessageQueue};
+use rocketmq_remoting::protocol::headers::{pull_sys_flag, PullMessageRequestHeader};
+use rocketmq_remoting::protocol::message::{property, MessageExt, MessageQueue};
 use rocketmq_remoting::protocol::topic::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 use rocketmq_remoting::protocol::ResponseCode;
 use tokio::sync::Semaphore;
@@ -35,7 +33,8 @@ use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::push_config::PushConsumerConfig;
 use super::rebalance::{start_offset_or_retry, RebalanceCore, RebalanceTarget};
-use super::send::{now_ms, SendMode};
+use super::send::now_ms;
+use super::send_back;
 use super::stats::ConsumerStats;
 use crate::config::ClientConfig;
 use crate::error::{ClientError, Result};
@@ -1028,86 +1027,49 @@ impl PushEngine {
         }
     }
 
-    /// CONSUMER_SEND_MSG_BACK, falling back to sending a copy to the retry topic through the
-    /// instance's inner producer (Java `sendMessageBack`).
+    /// CONSUMER_SEND_MSG_BACK to the master of the message's broker (`bname` too, as Java's
+    /// `sendMessageBack(msg, delayLevel, brokerName)`), falling back to a copy sent to the
+    /// retry topic ([`send_back::send_message_back`]).
     async fn send_back(&self, msg: &MessageExt, delay_level: i32) -> bool {
-        let addr = if msg.broker_name.is_empty() {
-            Some(msg.store_host.to_string())
-        } else {
-            self.inst
-                .master_addr(&msg.broker_name)
-                .map(|a| a.to_string())
-        };
-        let header = ConsumerSendMsgBackRequestHeader {
-            offset: msg.commit_log_offset,
-            group: self.cfg.group.clone(),
-            delay_level,
-            origin_msg_id: Some(msg.msg_id.clone()),
-            origin_topic: Some(self.ns.wrap(&msg.topic)),
-            unit_mode: false,
-            max_reconsume_times: Some(self.max_reconsume_times()),
-            broker_name: None,
-        };
-        if let Some(addr) = addr {
-            match self
-                .inst
-                .api
-                .send_back(&addr, &header, SEND_BACK_TIMEOUT)
-                .await
-            {
-                Ok(()) => return true,
-                Err(e) => {
-                    tracing::warn!(msg_id = %msg.msg_id, error = %e, "send-back failed; sending a copy to the retry topic")
-                }
-            }
-        }
-        // Saturating: the count comes from the stored message, which any producer may set.
-        let times = msg.reconsume_times;
-        self.resend_to_retry_topic(msg, times.saturating_add(1), 3i32.saturating_add(times))
-            .await
+        let topic = self.ns.wrap(&msg.topic);
+        send_back::send_message_back(
+            &self.inst,
+            send_back::SendBack {
+                msg,
+                topic: &topic,
+                group: &self.cfg.group,
+                copy_group: &self.cfg.group,
+                delay_level,
+                broker_name: (!msg.broker_name.is_empty()).then_some(&*msg.broker_name),
+                max_reconsume_times: self.max_reconsume_times(),
+                timeout: SEND_BACK_TIMEOUT,
+            },
+        )
+        .await
+        .is_ok()
     }
 
+    /// A copy of `msg` to the group's retry topic ([`send_back::send_retry_copy`]).
     async fn resend_to_retry_topic(
         &self,
         msg: &MessageExt,
         reconsume: i32,
         delay_level: i32,
     ) -> bool {
-        let mut copy = Message::new(retry_topic(&self.cfg.group), msg.body.clone());
-        copy.properties = msg.properties.clone();
-        copy.flag = msg.flag;
-        let origin = msg
-            .property(property::ORIGIN_MESSAGE_ID)
-            .map(str::to_string)
-            .unwrap_or_else(|| msg.msg_id.clone());
-        copy.put_property(property::ORIGIN_MESSAGE_ID, origin);
-        copy.put_property(property::RETRY_TOPIC, self.ns.wrap(&msg.topic));
-        copy.put_property(property::RECONSUME_TIME, reconsume.to_string());
-        copy.put_property(
-            property::MAX_RECONSUME_TIMES,
-            self.max_reconsume_times().to_string(),
-        );
-        copy.clear_property(property::TRANSACTION_PREPARED);
-        copy.set_delay_level(delay_level);
-        let core = self.inst.inner_producer().clone();
-        let res = async {
-            let p = core.prepare(&self.inst, copy)?;
-            core.send_default(
-                &self.inst,
-                &p,
-                SendMode::Sync,
-                core.settings.send_msg_timeout,
-            )
-            .await
-        }
-        .await;
-        match res {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::warn!(msg_id = %msg.msg_id, error = %e, "cannot send the message back for retry");
-                false
-            }
-        }
+        let topic = self.ns.wrap(&msg.topic);
+        send_back::send_retry_copy(
+            &self.inst,
+            send_back::RetryCopy {
+                msg,
+                topic: &topic,
+                group: &self.cfg.group,
+                reconsume_times: reconsume,
+                delay_level,
+                max_reconsume_times: self.max_reconsume_times(),
+            },
+        )
+        .await
+        .is_ok()
     }
 
     // ---- orderly consumption ----
@@ -2771,7 +2733,7 @@ mod tests {
             let levels = levels.clone();
             Box::new(move |req: &RemotingCommand| {
                 if req.request_code() == RequestCode::ConsumerSendMsgBack {
-                    let h: ConsumerSendMsgBackRequestHeader =
+                    let h: rocketmq_remoting::protocol::headers::ConsumerSendMsgBackRequestHeader =
                         req.decode_header().expect("send-back header");
                     lock(&levels).push(h.delay_level);
                 }

@@ -68,8 +68,47 @@ pub(crate) async fn send_message_back(inst: &ClientInstance, b: SendBack<'_>) ->
         return Ok(());
     };
     tracing::warn!(group = b.group, msg_id = %msg.msg_id, error = %e, "send-back failed; sending a copy to the retry topic");
+    // Saturating: the count comes from the stored message, which any producer may set.
     let times = msg.reconsume_times;
-    let mut copy = Message::new(retry_topic(b.copy_group), msg.body.clone());
+    send_retry_copy(
+        inst,
+        RetryCopy {
+            msg,
+            topic: b.topic,
+            group: b.copy_group,
+            reconsume_times: times.saturating_add(1),
+            delay_level: 3i32.saturating_add(times),
+            max_reconsume_times: b.max_reconsume_times,
+        },
+    )
+    .await
+}
+
+/// A copy of a consumed message for its group's retry topic.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryCopy<'a> {
+    /// The message, its topic as sent.
+    pub(crate) msg: &'a MessageExt,
+    /// The topic it was consumed from, as sent (the copy's `RETRY_TOPIC`).
+    pub(crate) topic: &'a str,
+    /// The group whose retry topic receives it, as sent.
+    pub(crate) group: &'a str,
+    /// The copy's `RECONSUME_TIME`.
+    pub(crate) reconsume_times: i32,
+    /// The copy's delay level (the broker moves a copy past `max_reconsume_times` to the DLQ).
+    pub(crate) delay_level: i32,
+    /// The copy's `MAX_RECONSUME_TIMES`.
+    pub(crate) max_reconsume_times: i32,
+}
+
+/// Sends a copy of `c.msg` to the retry topic of `c.group` through the client instance's inner
+/// producer (Java's fallback when CONSUMER_SEND_MSG_BACK fails, and the orderly consumer's way
+/// to the dead-letter queue): its properties, `ORIGIN_MESSAGE_ID` kept from the first
+/// delivery, `RETRY_TOPIC`, `RECONSUME_TIME`, `MAX_RECONSUME_TIMES`, the delay level. A failure
+/// is logged and returned.
+pub(crate) async fn send_retry_copy(inst: &ClientInstance, c: RetryCopy<'_>) -> Result<()> {
+    let msg = c.msg;
+    let mut copy = Message::new(retry_topic(c.group), msg.body.clone());
     copy.properties = msg.properties.clone();
     copy.flag = msg.flag;
     let origin = msg
@@ -77,26 +116,25 @@ pub(crate) async fn send_message_back(inst: &ClientInstance, b: SendBack<'_>) ->
         .map(str::to_string)
         .unwrap_or_else(|| msg.msg_id.clone());
     copy.put_property(property::ORIGIN_MESSAGE_ID, origin);
-    copy.put_property(property::RETRY_TOPIC, b.topic);
-    copy.put_property(
-        property::RECONSUME_TIME,
-        times.saturating_add(1).to_string(),
-    );
+    copy.put_property(property::RETRY_TOPIC, c.topic);
+    copy.put_property(property::RECONSUME_TIME, c.reconsume_times.to_string());
     copy.put_property(
         property::MAX_RECONSUME_TIMES,
-        b.max_reconsume_times.to_string(),
+        c.max_reconsume_times.to_string(),
     );
     // A copy of a transactional message is a plain message (sent as a prepared one, the
     // broker would hold it as a half message nobody commits).
     copy.clear_property(property::TRANSACTION_PREPARED);
-    copy.set_delay_level(3i32.saturating_add(times));
+    copy.set_delay_level(c.delay_level);
     let core = inst.inner_producer().clone();
-    let p = core.prepare(inst, copy)?;
-    core.send_default(inst, &p, SendMode::Sync, core.settings.send_msg_timeout)
-        .await
-        .map(|_| ())
-        .map_err(|copy_error| {
-            tracing::warn!(group = b.group, msg_id = %msg.msg_id, error = %copy_error, "cannot send the message back for retry");
-            copy_error
-        })
+    let sent = async {
+        let p = core.prepare(inst, copy)?;
+        core.send_default(inst, &p, SendMode::Sync, core.settings.send_msg_timeout)
+            .await
+    }
+    .await;
+    sent.map(|_| ()).map_err(|copy_error| {
+        tracing::warn!(group = c.group, msg_id = %msg.msg_id, error = %copy_error, "cannot send the message back for retry");
+        copy_error
+    })
 }
