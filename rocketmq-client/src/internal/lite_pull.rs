@@ -869,9 +869,7 @@ impl ConsumerHook for LiteEngine {
     }
 
     fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
-        let mut t = self.offsets.snapshot();
-        t.retain(|mq, _| mq.topic == topic);
-        t
+        self.offsets.snapshot_of(topic)
     }
 
     fn consumer_data(&self) -> ConsumerData {

@@ -143,6 +143,15 @@ impl OffsetStore {
             .collect()
     }
 
+    /// The offsets held for the queues of `topic`.
+    pub(crate) fn snapshot_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
+        lock(&self.table)
+            .iter()
+            .filter(|(k, _)| k.topic == topic)
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
     /// Forgets `mq` (after persisting it, if wanted).
     pub(crate) fn remove(&self, mq: &MessageQueue) {
         lock(&self.table).remove(mq);

@@ -399,9 +399,7 @@ impl ConsumerHook for PullEngine {
     }
 
     fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
-        let mut t = self.offsets.snapshot();
-        t.retain(|mq, _| mq.topic == topic);
-        t
+        self.offsets.snapshot_of(topic)
     }
 
     /// Java `DefaultMQPullConsumerImpl.subscriptions()` and friends: CONSUME_ACTIVELY,

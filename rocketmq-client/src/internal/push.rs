@@ -1379,9 +1379,7 @@ impl ConsumerHook for PushEngine {
     }
 
     fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
-        let mut t = self.offsets.snapshot();
-        t.retain(|mq, _| mq.topic == topic);
-        t
+        self.offsets.snapshot_of(topic)
     }
 
     fn running_info(&self) -> rocketmq_remoting::protocol::body::ConsumerRunningInfo {
