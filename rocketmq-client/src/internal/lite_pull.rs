@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use rocketmq_remoting::protocol::body::{
-    ConsumeType, ConsumerData, MessageModel, SubscriptionData,
-};
+use rocketmq_remoting::protocol::body::{ConsumeType, ConsumerData, SubscriptionData};
 use rocketmq_remoting::protocol::headers::{pull_sys_flag, PullMessageRequestHeader};
 use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
 use tokio::sync::mpsc;
@@ -22,7 +20,7 @@ use super::instance::{addr_of, instance_name_for, lock, ClientInstance, Consumer
 use super::lifecycle::Engine;
 use super::lite_pull_config::LitePullConsumerConfig;
 use super::namespace::Namespace;
-use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
+use super::offset_store::{OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::push::post_process;
 use super::rebalance::{start_offset, start_offset_or_retry, RebalanceCore, RebalanceTarget};
@@ -134,16 +132,12 @@ impl LiteEngine {
     ) -> Result<Arc<LiteEngine>> {
         let name = instance_name_for(&client, cfg.message_model);
         let inst = ClientInstance::get_or_create(&client, &name)?;
-        let offsets = match cfg.message_model {
-            MessageModel::Broadcasting => {
-                let dir = cfg
-                    .local_offset_store_dir
-                    .clone()
-                    .unwrap_or_else(default_local_dir);
-                OffsetStore::local(&dir, &inst.client_id, &cfg.group)?
-            }
-            MessageModel::Clustering => OffsetStore::remote(&cfg.group),
-        };
+        let offsets = OffsetStore::for_model(
+            cfg.message_model,
+            cfg.local_offset_store_dir.as_deref(),
+            &inst.client_id,
+            &cfg.group,
+        )?;
         let (tx, rx) = mpsc::unbounded_channel();
         let engine = Arc::new_cyclic(|me| LiteEngine {
             rebalance: RebalanceCore::new(

@@ -47,6 +47,25 @@ pub(crate) fn default_local_dir() -> PathBuf {
 }
 
 impl OffsetStore {
+    /// The store a consumer of `group` keeps its offsets in (Java's `start()` choice): the
+    /// brokers when clustering; when broadcasting, a local file under `local_dir` (else
+    /// [`default_local_dir`]), per client id and group.
+    pub(crate) fn for_model(
+        model: rocketmq_remoting::protocol::body::MessageModel,
+        local_dir: Option<&Path>,
+        client_id: &str,
+        group: &str,
+    ) -> Result<Self> {
+        use rocketmq_remoting::protocol::body::MessageModel;
+        match model {
+            MessageModel::Broadcasting => match local_dir {
+                Some(dir) => Self::local(dir, client_id, group),
+                None => Self::local(&default_local_dir(), client_id, group),
+            },
+            MessageModel::Clustering => Ok(Self::remote(group)),
+        }
+    }
+
     /// Offsets kept by the brokers.
     pub(crate) fn remote(group: &str) -> Self {
         Self {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rocketmq_remoting::protocol::body::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
+    ConsumeFromWhere, ConsumeType, ConsumerData, SubscriptionData,
 };
 use rocketmq_remoting::protocol::message::{MessageExt, MessageQueue};
 use tokio_util::sync::CancellationToken;
@@ -20,7 +20,7 @@ use super::api::PullResult;
 use super::instance::{addr_of, instance_name_for, lock, ClientInstance, ConsumerHook, MASTER_ID};
 use super::lifecycle::Engine;
 use super::namespace::Namespace;
-use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
+use super::offset_store::{OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::pull_api::{pull_queue, QueuePull};
 use super::pull_config::PullConsumerConfig;
@@ -121,16 +121,12 @@ impl PullEngine {
     ) -> Result<Arc<PullEngine>> {
         let name = instance_name_for(&client, cfg.message_model);
         let inst = ClientInstance::get_or_create(&client, &name)?;
-        let offsets = match cfg.message_model {
-            MessageModel::Broadcasting => {
-                let dir = cfg
-                    .local_offset_store_dir
-                    .clone()
-                    .unwrap_or_else(default_local_dir);
-                OffsetStore::local(&dir, &inst.client_id, &cfg.group)?
-            }
-            MessageModel::Clustering => OffsetStore::remote(&cfg.group),
-        };
+        let offsets = OffsetStore::for_model(
+            cfg.message_model,
+            cfg.local_offset_store_dir.as_deref(),
+            &inst.client_id,
+            &cfg.group,
+        )?;
         let subscriptions: BTreeMap<String, SubscriptionData> = lock(&registry.topics)
             .iter()
             .map(|t| (t.clone(), all_tags(t)))

@@ -29,7 +29,7 @@ use super::listener::{
     ConsumeOrderlyStatus, MessageListenerConcurrently, MessageListenerOrderly,
 };
 use super::namespace::Namespace;
-use super::offset_store::{default_local_dir, OffsetStore, ReadOffsetType};
+use super::offset_store::{OffsetStore, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::push_config::PushConsumerConfig;
 use super::rebalance::{start_offset_or_retry, RebalanceCore, RebalanceTarget};
@@ -236,16 +236,12 @@ impl PushEngine {
     ) -> Result<Arc<PushEngine>> {
         let name = instance_name_for(&client, cfg.message_model);
         let inst = ClientInstance::get_or_create(&client, &name)?;
-        let offsets = match cfg.message_model {
-            MessageModel::Broadcasting => {
-                let dir = cfg
-                    .local_offset_store_dir
-                    .clone()
-                    .unwrap_or_else(default_local_dir);
-                OffsetStore::local(&dir, &inst.client_id, &cfg.group)?
-            }
-            MessageModel::Clustering => OffsetStore::remote(&cfg.group),
-        };
+        let offsets = OffsetStore::for_model(
+            cfg.message_model,
+            cfg.local_offset_store_dir.as_deref(),
+            &inst.client_id,
+            &cfg.group,
+        )?;
         let orderly = matches!(listener, Listener::Orderly(_));
         let engine = Arc::new_cyclic(|me| PushEngine {
             rebalance: RebalanceCore::new(
