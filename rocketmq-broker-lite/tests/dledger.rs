@@ -757,6 +757,19 @@ async fn an_empty_follower_starts_at_the_leaders_oldest_segment_and_one_too_far_
     let f2_end = end;
     let oldest = write_until_purged_and_expire(&g, &c, l).await;
     assert!(oldest > f2_end);
+    // No retention from here on (the leader's, and the restarted nodes'): the logs compared
+    // below must not lose a segment while they are read (on a loaded machine a periodic pass
+    // could come between finding the oldest segment and reading it).
+    let keep = RemotingCommand::request(RequestCode::UpdateBrokerConfig)
+        .with_body("fileReservedTime=72\n".as_bytes().to_vec());
+    let r = c.invoke(&g.node(l).broker_addr(), keep, T).await.unwrap();
+    assert_eq!(
+        r.response_code(),
+        ResponseCode::Success,
+        "{}",
+        r.remark_str()
+    );
+    g.extra = g.extra.replace("fileReservedTime=0", "fileReservedTime=72");
 
     // f1 lost its disk: it starts over at the leader's oldest segment.
     g.nodes[f1].take().unwrap().shutdown().await.unwrap();
