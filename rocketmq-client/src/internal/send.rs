@@ -710,24 +710,25 @@ impl ProducerCore {
     /// namespace added to the topic. For a send that looks for its queue first: Java checks a
     /// message before it finds the topic's route or calls a selector.
     pub(crate) fn check(&self, msg: &Message) -> Result<()> {
+        self.checked_wire_topic(msg).map(drop)
+    }
+
+    /// Java's `Validators.checkMessage`, the topic checked with the namespace too
+    /// (`checkMessage` after `withNamespace`); the topic as sent when the namespace changes it.
+    fn checked_wire_topic(&self, msg: &Message) -> Result<Option<String>> {
         check_message(msg, self.settings.max_message_size)?;
-        if let Cow::Owned(wire) = self.ns.wrap_cow(&msg.topic) {
-            check_topic_on_wire(&msg.topic, &wire)?;
+        match self.ns.wrap_cow(&msg.topic) {
+            Cow::Owned(wire) => {
+                check_topic_on_wire(&msg.topic, &wire)?;
+                Ok(Some(wire))
+            }
+            Cow::Borrowed(_) => Ok(None),
         }
-        Ok(())
     }
 
     /// Sets the unique id, compresses, and flags a message for the wire.
     pub(crate) fn prepare(&self, inst: &ClientInstance, mut msg: Message) -> Result<Prepared> {
-        check_message(&msg, self.settings.max_message_size)?;
-        // Java checks the topic with the namespace too (`checkMessage` after `withNamespace`).
-        let wire = match self.ns.wrap_cow(&msg.topic) {
-            Cow::Owned(wire) => {
-                check_topic_on_wire(&msg.topic, &wire)?;
-                Some(wire)
-            }
-            Cow::Borrowed(_) => None,
-        };
+        let wire = self.checked_wire_topic(&msg)?;
         // A new id is the send's id too, and is appended to the encoded properties rather than
         // inserted into the message's map first (the same text: a new key goes last).
         let (new_id, born_ms) = match msg.uniq_key() {
